@@ -1,0 +1,35 @@
+# weft — the two set-up commands of the README live here.
+#   make run    install missing Debian packages, build, bring up a simulated fat tree
+#   make test   install missing Debian packages, build, run every test (ibsim ones too)
+#   make bench  weft vs OpenSM on ibsim fabrics (installs opensm if missing)
+#   make asan   the same tests under AddressSanitizer + UBSan
+BUILD ?= build
+JOBS ?= $(shell nproc)
+CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=RelWithDebInfo
+
+.PHONY: deps build run test bench asan format clean
+deps:
+	@scripts/install-deps.sh
+
+build: deps
+	cmake -S . -B $(BUILD) $(CMAKE_FLAGS) >/dev/null
+	cmake --build $(BUILD) -j $(JOBS)
+
+run: build
+	$(BUILD)/app/weft sim --topology ft2:leaves=8,spines=4,hosts=8 --once
+
+test: build
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 600
+
+bench: build
+	@scripts/install-deps.sh --bench
+	bench/bench_bringup.sh $(BUILD)/app/weft
+
+asan:
+	$(MAKE) test BUILD=build-asan CMAKE_FLAGS="-DCMAKE_BUILD_TYPE=Debug -DWEFT_SANITIZE=ON"
+
+format:
+	find . -path ./build -prune -o \( -name '*.cpp' -o -name '*.hpp' \) -print | xargs clang-format -i
+
+clean:
+	rm -rf build build-asan

@@ -1,0 +1,337 @@
+// weft — InfiniBand subnet manager. Subcommands:
+//   weft sm    the master SM on an HCA port (libibumad; ibsim under umad2sim)
+//   weft sim   the same SM on an in-process simulated fabric
+//   weft topo  write a generated topology as an ibsim net file
+#include <pthread.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <boost/program_options.hpp>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <stop_token>
+#include <thread>
+
+#include "weft/config/options.hpp"
+#include "weft/fabric/topology_file.hpp"
+#include "weft/log.hpp"
+#include "weft/routing/verify.hpp"
+#include "weft/simulator/generators.hpp"
+#include "weft/simulator/sim_transport.hpp"
+#include "weft/sm/subnet_manager.hpp"
+#include "weft/sm/umad_transport.hpp"
+
+namespace po = boost::program_options;
+using namespace weft;
+
+namespace {
+
+constexpr const char* kUsage =
+    "usage: weft <command> [options]\n"
+    "  sm     run the master SM on an HCA port      (weft sm --help)\n"
+    "  sim    run the SM on a simulated fabric      (weft sim --help)\n"
+    "  topo   write a generated fabric as a net file (weft topo --help)\n";
+
+int die(const std::string& msg, int code = 2) {
+  std::fprintf(stderr, "weft: %s\n", msg.c_str());
+  return code;
+}
+
+po::options_description sm_options() {
+  po::options_description o("SM options");
+  o.add_options()
+      ("help,h", "this help")
+      ("once", "one bring-up, then exit: 0 when the subnet is up, 1 (with the reason) when not")
+      ("config", po::value<std::string>(), "OpenSM-style option file (key value lines)")
+      ("state-dir", po::value<std::string>(), "persistent state (guid2lid); default /var/lib/weft")
+      ("log-file", po::value<std::string>(), "log here instead of stderr")
+      ("log-level", po::value<std::string>()->default_value("info"), "debug, info, warn, error")
+      ("window", po::value<std::string>(), "SMPs on the wire at once (max_wire_smps)")
+      ("timeout", po::value<std::string>(), "ms per SMP attempt (transaction_timeout)")
+      ("retries", po::value<std::string>(), "extra attempts (transaction_retries)")
+      ("sweep-interval", po::value<std::string>(), "seconds between light sweeps (sweep_interval)")
+      ("routing-engine", po::value<std::string>(), "routing engine (routing_engine)")
+      ("lmc", po::value<std::string>(), "LID mask control (lmc)")
+      ("priority", po::value<std::string>(), "SMInfo priority (sm_priority)");
+  return o;
+}
+
+Result<config::Values> build_config(const po::variables_map& vm) {
+  config::Values v = config::defaults();
+  if (vm.count("config"))
+    if (auto r = config::load_file(vm["config"].as<std::string>(), v); !r) return std::unexpected(r.error());
+  const std::pair<const char*, const char*> flags[] = {
+      {"state-dir", "state_dir"},          {"log-file", "log_file"},       {"window", "max_wire_smps"},
+      {"timeout", "transaction_timeout"},  {"retries", "transaction_retries"},
+      {"sweep-interval", "sweep_interval"}, {"routing-engine", "routing_engine"},
+      {"lmc", "lmc"},                      {"priority", "sm_priority"},    {"guid", "guid"}};
+  for (auto [flag, key] : flags)
+    if (vm.count(flag))
+      if (auto r = config::set(v, key, vm[flag].as<std::string>(), std::string("--") + flag); !r)
+        return std::unexpected(r.error());
+  if (auto e = routing::make_engine(v.get_str("routing_engine")); !e)
+    return fail(Errc::kInvalidInput, v.origin("routing_engine") + ": " + e.error().message);
+  return v;
+}
+
+sm::SmOptions sm_opts(const config::Values& v) {
+  sm::SmOptions o;
+  o.engine.window = static_cast<int>(v.get_int("max_wire_smps"));
+  o.engine.timeout = std::chrono::milliseconds(v.get_int("transaction_timeout"));
+  o.engine.retries = static_cast<int>(v.get_int("transaction_retries"));
+  o.state_dir = v.get_str("state_dir");
+  o.lmc = static_cast<uint8_t>(v.get_int("lmc"));
+  o.routing_engine = v.get_str("routing_engine");
+  o.sm_priority = static_cast<uint8_t>(v.get_int("sm_priority"));
+  o.max_op_vls = static_cast<uint8_t>(v.get_int("max_op_vls"));
+  o.subnet_timeout = static_cast<uint8_t>(v.get_int("subnet_timeout"));
+  return o;
+}
+
+Result<void> setup_logging(const po::variables_map& vm, const config::Values& v) {
+  log::Level lvl;
+  if (!log::parse_level(vm["log-level"].as<std::string>(), &lvl))
+    return fail(Errc::kInvalidInput, "--log-level: expected debug, info, warn or error");
+  log::set_level(lvl);
+  const auto& file = v.get_str("log_file");
+  if (!file.empty() && !log::set_file(file))
+    return fail(Errc::kIo, "--log-file " + file + ": cannot open: " + std::strerror(errno));
+  return {};
+}
+
+void print_summary(const sm::SweepReport& r, const sm::EngineStats& s) {
+  std::printf("weft: %s\n", r.subnet_up ? "SUBNET UP" : ("subnet NOT up: " + r.reason).c_str());
+  std::printf("  fabric   %zu switches, %zu CAs, %zu routers, %zu links, %zu LIDs (top %u)\n", r.switches, r.cas,
+              r.routers, r.links, r.lids, r.top_lid);
+  std::printf("  LIDs     %zu from the state file, %zu kept from the fabric, %zu new, %zu changed\n",
+              r.lid_assignment.from_file, r.lid_assignment.from_fabric, r.lid_assignment.fresh,
+              r.lid_assignment.changed);
+  std::printf("  SMPs     discovery %llu, programming %llu, activation %llu, total %llu\n",
+              (unsigned long long)r.smps_discovery, (unsigned long long)r.smps_program,
+              (unsigned long long)r.smps_activate,
+              (unsigned long long)(r.smps_discovery + r.smps_program + r.smps_activate));
+  std::printf("  writes   %llu PortInfo, %llu SwitchInfo, %llu LFT blocks (%llu read), %llu ports activated\n",
+              (unsigned long long)r.portinfo_sets, (unsigned long long)r.switchinfo_sets,
+              (unsigned long long)r.lft_blocks_written, (unsigned long long)r.lft_blocks_read,
+              (unsigned long long)r.ports_activated);
+  std::printf("  ports    %zu of %zu linked port ends ACTIVE\n", r.ports_active, r.ports_linked);
+  std::printf("  time ms  discovery %.1f, LIDs %.1f, routing %.1f, programming %.1f, activation %.1f, total %.1f\n",
+              r.ms_discovery, r.ms_lids, r.ms_routing, r.ms_program, r.ms_activate, r.ms_total);
+  std::printf("  MADs     %llu retried, %llu timed out, %llu error status, %llu malformed, %llu unmatched\n",
+              (unsigned long long)s.retried, (unsigned long long)s.timed_out, (unsigned long long)s.error_status,
+              (unsigned long long)s.malformed, (unsigned long long)s.unmatched);
+  std::printf("  problems %zu\n", r.problems.size());
+  for (size_t i = 0; i < r.problems.size() && i < 10; ++i) std::printf("    %s\n", r.problems[i].c_str());
+  if (r.problems.size() > 10) std::printf("    ... (%zu more in the log)\n", r.problems.size() - 10);
+  std::fflush(stdout);
+}
+
+// SIGINT/SIGTERM request a stop; the waiting thread polls so it can end with main.
+class Signals {
+ public:
+  Signals() {
+    sigemptyset(&set_);
+    sigaddset(&set_, SIGINT);
+    sigaddset(&set_, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &set_, nullptr);
+    waiter_ = std::jthread([this](std::stop_token st) {
+      timespec ts{0, 200 * 1000 * 1000};
+      while (!st.stop_requested()) {
+        int sig = sigtimedwait(&set_, nullptr, &ts);
+        if (sig == SIGINT || sig == SIGTERM) {
+          WEFT_LOG(Info, "APP-0001") << "signal " << sig << ": stopping";
+          source_.request_stop();
+          return;
+        }
+      }
+    });
+  }
+  std::stop_token token() const { return source_.get_token(); }
+
+ private:
+  sigset_t set_;
+  std::stop_source source_;
+  std::jthread waiter_;
+};
+
+int run_daemon(sm::SubnetManager& smgr, const config::Values& v, bool once) {
+  Signals sig;
+  auto rep = smgr.sweep();
+  if (!rep) return die(rep.error().message, 1);
+  print_summary(*rep, smgr.mad_stats());
+  if (once) return rep->subnet_up ? 0 : 1;
+  const long interval_s = v.get_int("sweep_interval");
+  auto next = std::chrono::steady_clock::now() + std::chrono::seconds(interval_s);
+  while (!sig.token().stop_requested()) {
+    if (auto r = smgr.serve_for(std::chrono::milliseconds(200)); !r) return die(r.error().message, 1);
+    const bool due = interval_s > 0 && std::chrono::steady_clock::now() >= next;
+    if (smgr.needs_sweep() || due) {
+      auto r = smgr.needs_sweep() ? smgr.sweep() : smgr.light_sweep();
+      if (!r) return die(r.error().message, 1);
+      if (r->heavy) print_summary(*r, smgr.mad_stats());
+      next = std::chrono::steady_clock::now() + std::chrono::seconds(interval_s);
+    }
+  }
+  return 0;
+}
+
+int cmd_sm(int argc, char** argv) {
+  auto desc = sm_options();
+  desc.add_options()
+      ("ca", po::value<std::string>(), "CA name (default: any)")
+      ("port", po::value<int>()->default_value(0), "CA port number (default: first port that is up)")
+      ("guid", po::value<std::string>(), "bind to the port with this GUID");
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(argc, argv).options(desc).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    return die(std::string("sm: ") + e.what());
+  }
+  if (vm.count("help")) {
+    std::cout << "usage: weft sm [options]\n" << desc;
+    return 0;
+  }
+  auto v = build_config(vm);
+  if (!v) return die(v.error().message);
+  if (auto r = setup_logging(vm, *v); !r) return die(r.error().message);
+  sm::UmadPortSpec spec;
+  if (vm.count("ca")) spec.ca = vm["ca"].as<std::string>();
+  spec.port = vm["port"].as<int>();
+  spec.guid = std::strtoull(v->get_str("guid").c_str(), nullptr, 0);
+  auto t = sm::UmadTransport::open(spec);
+  if (!t) return die(t.error().message, 1);
+  sm::SubnetManager smgr(**t, sm_opts(*v));
+  return run_daemon(smgr, *v, vm.count("once") > 0);
+}
+
+int cmd_sim(int argc, char** argv) {
+  auto desc = sm_options();
+  desc.add_options()
+      ("topology", po::value<std::string>(), "generator spec (ft2:..., ft3:..., torus:..., mesh:..., random:...) or a topology file")
+      ("attach", po::value<std::string>(), "node name the SM runs on (default: the first node)")
+      ("drop-rate", po::value<double>()->default_value(0.0), "share of SMPs lost (0..1)")
+      ("delay-rate", po::value<double>()->default_value(0.0), "share of replies delayed by 150 ms")
+      ("seed", po::value<uint64_t>()->default_value(1), "seed for the fault injection")
+      ("dead", po::value<std::vector<std::string>>(), "a node (by name) that never answers; repeatable")
+      ("sweeps", po::value<int>()->default_value(1), "full sweeps to run (later ones show what is rewritten)");
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(argc, argv).options(desc).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    return die(std::string("sim: ") + e.what());
+  }
+  if (vm.count("help")) {
+    std::cout << "usage: weft sim --topology SPEC [options]\n" << desc;
+    return 0;
+  }
+  if (!vm.count("topology")) return die("sim: --topology is required (e.g. ft2:leaves=8,spines=4,hosts=8)");
+  auto v = build_config(vm);
+  if (!v) return die(v.error().message);
+  if (auto r = setup_logging(vm, *v); !r) return die(r.error().message);
+  std::string tmp_state;
+  if (!vm.count("state-dir") && v->origin("state_dir") == "default") {
+    tmp_state = (std::filesystem::temp_directory_path() / ("weft-sim-" + std::to_string(getpid()))).string();
+    (void)config::set(*v, "state_dir", tmp_state, "sim");
+  }
+  const double drop = vm["drop-rate"].as<double>(), delay = vm["delay-rate"].as<double>();
+  if (drop < 0 || drop >= 1 || delay < 0 || delay > 1) return die("sim: --drop-rate must be in [0,1), --delay-rate in [0,1]");
+  auto fab = simulator::make_fabric(vm["topology"].as<std::string>());
+  if (!fab) return die(fab.error().message);
+  simulator::SimFabric sim(std::move(*fab));
+  simulator::SimTransportOptions to;
+  if (vm.count("attach")) {
+    auto n = sim.model().find_by_name(vm["attach"].as<std::string>());
+    if (!n) return die("sim: --attach: no node named \"" + vm["attach"].as<std::string>() + "\"");
+    to.attach = *n;
+  }
+  if (vm.count("dead"))
+    for (const auto& name : vm["dead"].as<std::vector<std::string>>()) {
+      auto n = sim.model().find_by_name(name);
+      if (!n) return die("sim: --dead: no node named \"" + name + "\"");
+      sim.set_unresponsive(*n, true);
+    }
+  to.drop_rate = drop;
+  to.delay_rate = delay;
+  to.seed = vm["seed"].as<uint64_t>();
+  simulator::SimTransport t(sim, to);
+  sm::SubnetManager smgr(t, sm_opts(*v));
+  int rc = 0;
+  for (int i = 0; i < std::max(1, vm["sweeps"].as<int>()); ++i) {
+    auto rep = smgr.sweep();
+    if (!rep) {
+      rc = die(rep.error().message, 1);
+      break;
+    }
+    print_summary(*rep, smgr.mad_stats());
+    // Check what the devices hold, not what the SM meant to write.
+    routing::Tables held;
+    held.lft.resize(sim.model().size());
+    for (fabric::NodeIndex n = 0; n < sim.model().size(); ++n)
+      if (sim.model().node(n).is_switch()) {
+        const auto& l = sim.lft(n);
+        held.lft[n].assign(l.begin(), l.begin() + std::min<size_t>(l.size(), size_t(sim.lft_top(n)) + 1));
+      }
+    auto vr = routing::verify_lfts(sim.model(), held);
+    std::printf("  routes   %zu (switch, LID) pairs read back: %zu unreachable, %zu loops, max %zu hops\n", vr.pairs,
+                vr.unreachable, vr.loops, vr.max_hops);
+    if (!vr.ok()) std::printf("    first: %s\n", vr.first_problem.c_str());
+    if (!rep->subnet_up || !vr.ok()) rc = 1;
+  }
+  if (!tmp_state.empty()) std::filesystem::remove_all(tmp_state);
+  return rc;
+}
+
+int cmd_topo(int argc, char** argv) {
+  po::options_description desc("topo options");
+  desc.add_options()("help,h", "this help")("spec", po::value<std::string>(), "generator spec or topology file")(
+      "out,o", po::value<std::string>(), "net file to write (default: stdout)");
+  po::positional_options_description pos;
+  pos.add("spec", 1);
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(argc, argv).options(desc).positional(pos).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    return die(std::string("topo: ") + e.what());
+  }
+  if (vm.count("help") || !vm.count("spec")) {
+    std::cout << "usage: weft topo SPEC [-o FILE.net]\n" << desc;
+    return vm.count("help") ? 0 : 2;
+  }
+  auto f = simulator::make_fabric(vm["spec"].as<std::string>());
+  if (!f) return die(f.error().message);
+  const std::string text = fabric::write_netfile(*f);
+  if (!vm.count("out")) {
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    return 0;
+  }
+  const std::string out = vm["out"].as<std::string>();
+  FILE* fp = std::fopen(out.c_str(), "w");
+  if (!fp || std::fwrite(text.data(), 1, text.size(), fp) != text.size() || std::fclose(fp) != 0)
+    return die("topo: cannot write " + out);
+  std::fprintf(stderr, "weft: wrote %s: %zu switches, %zu CAs, %zu links\n", out.c_str(), f->num_switches(),
+               f->num_endpoints(), f->links().size());
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    std::fputs(kUsage, stderr);
+    return 2;
+  }
+  const std::string cmd = argv[1];
+  if (cmd == "sm") return cmd_sm(argc - 1, argv + 1);
+  if (cmd == "sim") return cmd_sim(argc - 1, argv + 1);
+  if (cmd == "topo") return cmd_topo(argc - 1, argv + 1);
+  if (cmd == "-h" || cmd == "--help" || cmd == "help") {
+    std::fputs(kUsage, stdout);
+    return 0;
+  }
+  std::fprintf(stderr, "weft: unknown command \"%s\"\n%s", cmd.c_str(), kUsage);
+  return 2;
+}

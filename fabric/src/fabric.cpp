@@ -1,0 +1,135 @@
+#include "weft/fabric/fabric.hpp"
+
+#include <algorithm>
+
+namespace weft::fabric {
+
+const char* node_type_name(NodeType t) {
+  switch (t) {
+    case NodeType::kCa: return "Ca";
+    case NodeType::kSwitch: return "Switch";
+    case NodeType::kRouter: return "Rt";
+  }
+  return "Unknown";
+}
+
+const char* port_state_name(PortState s) {
+  switch (s) {
+    case PortState::kNoChange: return "NoChange";
+    case PortState::kDown: return "Down";
+    case PortState::kInit: return "Init";
+    case PortState::kArmed: return "Armed";
+    case PortState::kActive: return "Active";
+  }
+  return "Unknown";
+}
+
+Result<NodeIndex> Fabric::add_node(Node n) {
+  if (by_guid_.contains(n.guid))
+    return fail(Errc::kInvalidInput, "duplicate node GUID " + n.guid.str());
+  if (!n.name.empty() && by_name_.contains(n.name))
+    return fail(Errc::kInvalidInput, "duplicate node name \"" + n.name + "\"");
+  if (n.num_ports == 0 || n.num_ports == 0xFF)
+    return fail(Errc::kInvalidInput, "node " + n.guid.str() + " has a bad port count " +
+                                         std::to_string(n.num_ports) + " (1..254)");
+  n.ports.resize(static_cast<size_t>(n.num_ports) + 1);
+  for (size_t p = 0; p < n.ports.size(); ++p) n.ports[p].num = static_cast<PortNum>(p);
+  const auto idx = static_cast<NodeIndex>(nodes_.size());
+  by_guid_.emplace(n.guid, idx);
+  if (!n.name.empty()) by_name_.emplace(n.name, idx);
+  nodes_.push_back(std::move(n));
+  return idx;
+}
+
+Result<void> Fabric::connect(NodeIndex a, PortNum pa, NodeIndex b, PortNum pb) {
+  if (a >= nodes_.size() || b >= nodes_.size())
+    return fail(Errc::kInternal, "connect: node index out of range");
+  auto check = [&](NodeIndex n, PortNum p) -> Result<void> {
+    const Node& nd = nodes_[n];
+    if (p == 0 || p > nd.num_ports)
+      return fail(Errc::kInvalidInput, "port " + std::to_string(p) + " out of range 1.." +
+                                           std::to_string(nd.num_ports) + " on " +
+                                           port_ref(*this, n, 0));
+    return {};
+  };
+  if (auto r = check(a, pa); !r) return r;
+  if (auto r = check(b, pb); !r) return r;
+  if (a == b && pa == pb) return fail(Errc::kInvalidInput, "port linked to itself: " + port_ref(*this, a, pa));
+  Port& x = nodes_[a].ports[pa];
+  Port& y = nodes_[b].ports[pb];
+  if (x.linked() && !(x.peer == b && x.peer_port == pb))
+    return fail(Errc::kInvalidInput, port_ref(*this, a, pa) + " is already linked to " +
+                                         port_ref(*this, x.peer, x.peer_port));
+  if (y.linked() && !(y.peer == a && y.peer_port == pa))
+    return fail(Errc::kInvalidInput, port_ref(*this, b, pb) + " is already linked to " +
+                                         port_ref(*this, y.peer, y.peer_port));
+  x.peer = b;
+  x.peer_port = pb;
+  y.peer = a;
+  y.peer_port = pa;
+  return {};
+}
+
+void Fabric::disconnect(NodeIndex a, PortNum pa) {
+  Port& x = nodes_.at(a).ports.at(pa);
+  if (!x.linked()) return;
+  Port& y = nodes_.at(x.peer).ports.at(x.peer_port);
+  y.peer = kNoNode;
+  y.peer_port = 0;
+  x.peer = kNoNode;
+  x.peer_port = 0;
+}
+
+std::optional<NodeIndex> Fabric::find(Guid g) const {
+  auto it = by_guid_.find(g);
+  if (it == by_guid_.end()) return std::nullopt;
+  return it->second;
+}
+
+std::optional<NodeIndex> Fabric::find_by_name(const std::string& name) const {
+  auto it = by_name_.find(name);
+  if (it == by_name_.end()) return std::nullopt;
+  return it->second;
+}
+
+std::vector<Link> Fabric::links() const {
+  std::vector<Link> out;
+  for (NodeIndex a = 0; a < nodes_.size(); ++a) {
+    for (const Port& p : nodes_[a].ports) {
+      if (!p.linked()) continue;
+      if (a < p.peer || (a == p.peer && p.num < p.peer_port))
+        out.push_back({a, p.num, p.peer, p.peer_port});
+    }
+  }
+  return out;
+}
+
+size_t Fabric::num_switches() const {
+  return static_cast<size_t>(
+      std::count_if(nodes_.begin(), nodes_.end(), [](const Node& n) { return n.is_switch(); }));
+}
+
+size_t Fabric::num_endpoints() const { return nodes_.size() - num_switches(); }
+
+size_t Fabric::num_lid_ports() const {
+  size_t n = 0;
+  for (const Node& nd : nodes_) {
+    if (nd.is_switch()) {
+      ++n;
+      continue;
+    }
+    for (size_t p = 1; p < nd.ports.size(); ++p) n += nd.ports[p].linked() ? 1 : 0;
+  }
+  return n;
+}
+
+std::string port_ref(const Fabric& f, NodeIndex n, PortNum p) {
+  if (n >= f.size()) return "<node " + std::to_string(n) + ">";
+  const Node& nd = f.node(n);
+  std::string label = !nd.name.empty() ? nd.name : nd.description;
+  std::string s = "\"" + label + "\" (" + nd.guid.str() + ")";
+  if (p != 0 || nd.is_switch()) s += " port " + std::to_string(p);
+  return s;
+}
+
+}  // namespace weft::fabric

@@ -1,0 +1,153 @@
+#include "minhop.hpp"
+
+#include <algorithm>
+#include <boost/graph/breadth_first_search.hpp>
+#include <boost/graph/compressed_sparse_row_graph.hpp>
+#include <boost/graph/visitors.hpp>
+#include <cstdint>
+#include <limits>
+
+namespace weft::routing {
+namespace {
+
+using fabric::Fabric;
+using fabric::NodeIndex;
+using SwitchGraph = boost::compressed_sparse_row_graph<boost::directedS>;
+constexpr uint8_t kFar = std::numeric_limits<uint8_t>::max();
+
+struct Switches {
+  std::vector<NodeIndex> nodes;           // switch number -> node index
+  std::vector<uint32_t> of_node;          // node index -> switch number (or ~0)
+  std::vector<uint32_t> sources;          // per switch: LID-holding ports it carries traffic from
+};
+
+Switches index_switches(const Fabric& f) {
+  Switches s;
+  s.of_node.assign(f.size(), ~0u);
+  for (NodeIndex n = 0; n < f.size(); ++n) {
+    if (!f.node(n).is_switch()) continue;
+    s.of_node[n] = static_cast<uint32_t>(s.nodes.size());
+    s.nodes.push_back(n);
+  }
+  s.sources.assign(s.nodes.size(), 1);  // the switch's own port 0
+  for (uint32_t i = 0; i < s.nodes.size(); ++i)
+    for (const auto& p : f.node(s.nodes[i]).ports)
+      if (p.linked() && !f.node(p.peer).is_switch()) ++s.sources[i];
+  return s;
+}
+
+// All-pairs switch hop distances, row-major [from * n + to].
+std::vector<uint8_t> switch_distances(const Fabric& f, const Switches& sw) {
+  const size_t n = sw.nodes.size();
+  std::vector<std::pair<uint32_t, uint32_t>> edges;
+  for (uint32_t i = 0; i < n; ++i)
+    for (const auto& p : f.node(sw.nodes[i]).ports)
+      if (p.num != 0 && p.linked() && f.node(p.peer).is_switch())
+        edges.emplace_back(i, sw.of_node[p.peer]);
+  std::sort(edges.begin(), edges.end());
+  edges.erase(std::unique(edges.begin(), edges.end()), edges.end());
+  SwitchGraph g(boost::edges_are_sorted, edges.begin(), edges.end(), n);
+  std::vector<uint8_t> dist(n * n, kFar);
+  std::vector<uint32_t> d32(n);
+  for (uint32_t src = 0; src < n; ++src) {
+    std::fill(d32.begin(), d32.end(), std::numeric_limits<uint32_t>::max());
+    d32[src] = 0;
+    boost::breadth_first_search(
+        g, src,
+        boost::visitor(boost::make_bfs_visitor(
+            boost::record_distances(d32.data(), boost::on_tree_edge()))));
+    for (uint32_t t = 0; t < n; ++t)
+      dist[size_t(src) * n + t] = d32[t] >= kFar ? kFar : static_cast<uint8_t>(d32[t]);
+  }
+  return dist;
+}
+
+}  // namespace
+
+Result<Tables> MinHopEngine::compute(const Fabric& f, const Options&) const {
+  Tables out;
+  const Switches sw = index_switches(f);
+  const size_t ns = sw.nodes.size();
+  const auto owners = lid_owners(f);
+  for (size_t i = 1; i < owners.size(); ++i)
+    if (owners[i].lid == owners[i - 1].lid)
+      return fail(Errc::kInvalidInput, "LID " + std::to_string(owners[i].lid.value) +
+                                           " is held by two ports: " +
+                                           fabric::port_ref(f, owners[i - 1].node, owners[i - 1].port) +
+                                           " and " + fabric::port_ref(f, owners[i].node, owners[i].port));
+  out.top_lid = owners.empty() ? 0 : owners.back().lid.value;
+  out.lft.resize(f.size());
+  for (NodeIndex n : sw.nodes) out.lft[n].assign(size_t(out.top_lid) + 1, kDropPort);
+  if (ns == 0) return out;
+
+  const std::vector<uint8_t> dist = switch_distances(f, sw);
+  auto d = [&](uint32_t a, uint32_t b) { return dist[size_t(a) * ns + b]; };
+
+  // Where each destination enters the switch fabric: (switch, exit port).
+  struct Dest {
+    uint16_t lid;
+    uint32_t sw;
+    PortNum exit;
+  };
+  std::vector<std::vector<Dest>> by_switch(ns);
+  for (const LidOwner& o : owners) {
+    const auto& nd = f.node(o.node);
+    if (nd.is_switch()) {
+      by_switch[sw.of_node[o.node]].push_back({o.lid.value, sw.of_node[o.node], 0});
+      continue;
+    }
+    const auto& port = nd.ports[o.port];
+    if (!port.linked() || !f.node(port.peer).is_switch()) continue;  // CA-to-CA link: no switch
+    by_switch[sw.of_node[port.peer]].push_back({o.lid.value, sw.of_node[port.peer], port.peer_port});
+  }
+
+  // Per directed switch link (switch, port): traffic weight routed over it so far.
+  std::vector<std::vector<uint64_t>> load(ns);
+  for (uint32_t i = 0; i < ns; ++i) load[i].assign(f.node(sw.nodes[i]).ports.size(), 0);
+
+  std::vector<uint32_t> order;                // switches sorted by distance to t, far first
+  std::vector<uint32_t> cand_begin(ns + 1);   // candidate ports of switch s toward t
+  std::vector<PortNum> cand;
+  std::vector<uint64_t> weight(ns);
+  for (uint32_t t = 0; t < ns; ++t) {
+    if (by_switch[t].empty()) continue;
+    order.clear();
+    for (uint32_t s = 0; s < ns; ++s)
+      if (s != t && d(s, t) != kFar) order.push_back(s);
+    std::stable_sort(order.begin(), order.end(),
+                     [&](uint32_t a, uint32_t b) { return d(a, t) > d(b, t); });
+    cand.clear();
+    for (uint32_t s = 0; s < ns; ++s) {
+      cand_begin[s] = static_cast<uint32_t>(cand.size());
+      if (s == t || d(s, t) == kFar) continue;
+      for (const auto& p : f.node(sw.nodes[s]).ports) {
+        if (p.num == 0 || !p.linked() || !f.node(p.peer).is_switch()) continue;
+        if (d(sw.of_node[p.peer], t) + 1 == d(s, t)) cand.push_back(p.num);
+      }
+    }
+    cand_begin[ns] = static_cast<uint32_t>(cand.size());
+    for (const Dest& dst : by_switch[t]) {
+      out.lft[sw.nodes[t]][dst.lid] = dst.exit;
+      for (uint32_t s : order) weight[s] = sw.sources[s];
+      for (uint32_t s : order) {
+        const NodeIndex sn = sw.nodes[s];
+        PortNum best = kDropPort;
+        uint64_t best_load = std::numeric_limits<uint64_t>::max();
+        for (uint32_t k = cand_begin[s]; k < cand_begin[s + 1]; ++k) {
+          if (load[s][cand[k]] < best_load) {
+            best_load = load[s][cand[k]];
+            best = cand[k];
+          }
+        }
+        if (best == kDropPort) continue;  // unreachable by construction; keep drop
+        out.lft[sn][dst.lid] = best;
+        load[s][best] += weight[s];
+        const auto& p = f.node(sn).ports[best];
+        weight[sw.of_node[p.peer]] += weight[s];
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace weft::routing

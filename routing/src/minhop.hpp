@@ -1,0 +1,24 @@
+// Balanced min-hop routing.
+//
+// Distances: one Boost.Graph BFS per switch over a compressed_sparse_row_graph
+// of the switches. Balance: destinations are routed one at a time; for each,
+// switches are visited farthest-first, each carrying the number of sources whose
+// path to that destination passes through it (its own CAs and itself, plus what
+// its upstream neighbours sent it). Among the equal-cost output ports a switch
+// takes the one whose link has carried the least such traffic so far, and adds
+// its weight to it. Balancing by the traffic that actually passes a switch,
+// not by a per-port count of all LIDs, keeps upper tree levels from collapsing
+// onto a few links when LIDs are numbered in topological order.
+#pragma once
+
+#include "weft/routing/engine.hpp"
+
+namespace weft::routing {
+
+class MinHopEngine final : public RoutingEngine {
+ public:
+  std::string_view name() const override { return "minhop"; }
+  Result<Tables> compute(const fabric::Fabric& f, const Options& o) const override;
+};
+
+}  // namespace weft::routing

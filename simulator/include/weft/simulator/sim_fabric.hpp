@@ -1,0 +1,75 @@
+// weft/simulator/sim_fabric.hpp — an in-process fabric whose devices answer
+// SMPs as switches and CAs do: directed routes (hop by hop, recording the
+// return path), LID-routed SMPs forwarded through the LFTs the SM programmed,
+// and the IBTA port state machine (INIT -> ARMED -> ACTIVE, a port goes
+// ACTIVE only once its peer is at least ARMED). Defaults follow ibsim, so the
+// same topology discovered here and through ibsim gives the same model.
+//
+//   weft::simulator::SimFabric sim(fabric);
+//   auto reply = sim.process(request_mad, /*sm node*/ 0, /*sm port*/ 1);
+//   sim.lft(switch_index)[lid];   // what the SM programmed
+#pragma once
+
+#include <optional>
+#include <vector>
+
+#include "weft/fabric/fabric.hpp"
+#include "weft/sm/mad.hpp"
+
+namespace weft::simulator {
+
+struct SimDefaults {
+  uint16_t lft_cap = 30720;  // ibsim: 480 blocks
+  uint16_t mft_cap = 1024;
+  uint8_t mtu_cap = 4;       // 2048
+  uint8_t vl_cap = 4;        // VL0-7
+};
+
+class SimFabric {
+ public:
+  explicit SimFabric(fabric::Fabric f, SimDefaults d = {});
+
+  struct Outcome {
+    std::optional<sm::MadBuf> reply;  // nullopt: the SMP was dropped on the way
+    int hops = 0;                     // links crossed to reach the target
+  };
+  // A request SMP leaving the SM at (node, port) (port 0 for an SM on a switch);
+  // `dlid` is the destination of a LID-routed SMP (ignored for directed route).
+  Outcome process(const sm::MadBuf& req, fabric::NodeIndex sm_node, PortNum sm_port, Lid dlid = {});
+
+  const fabric::Fabric& model() const { return f_; }
+  fabric::Fabric& model() { return f_; }
+  const std::vector<uint8_t>& lft(fabric::NodeIndex sw) const { return lft_.at(sw); }
+  uint16_t lft_top(fabric::NodeIndex sw) const { return top_.at(sw); }
+  bool port_state_change(fabric::NodeIndex sw) const { return psc_.at(sw) != 0; }
+
+  // Faults.
+  void set_unresponsive(fabric::NodeIndex n, bool on) { dead_.at(n) = on ? 1 : 0; }
+  // Takes a link down (both ends DOWN, switches flag a port state change).
+  void unlink(fabric::NodeIndex n, PortNum p);
+
+  // Where a packet from `src` (a CA port or a switch) to `dlid` ends up through
+  // the programmed LFTs; nullopt on a drop, a dead port or a loop (> 64 hops).
+  struct Hop {
+    fabric::NodeIndex node;
+    PortNum port;
+  };
+  std::optional<Hop> lid_route(fabric::NodeIndex src, PortNum src_port, uint16_t dlid, int* hops = nullptr) const;
+
+ private:
+  uint16_t handle(const sm::Smp& s, fabric::NodeIndex n, PortNum in_port, sm::SmpData& data);
+  uint16_t port_info(bool set, fabric::NodeIndex n, PortNum in_port, uint32_t mod, sm::SmpData& data);
+  sm::PortInfo make_port_info(fabric::NodeIndex n, PortNum p) const;
+  bool owns_lid(fabric::NodeIndex n, PortNum p, uint16_t lid) const;
+
+  fabric::Fabric f_;
+  SimDefaults d_;
+  std::vector<std::vector<uint8_t>> lft_;
+  std::vector<uint16_t> top_;
+  std::vector<uint8_t> lifetime_;
+  std::vector<uint8_t> psc_;
+  std::vector<uint8_t> dead_;
+  std::vector<std::vector<uint8_t>> subnet_timeout_;
+};
+
+}  // namespace weft::simulator

@@ -1,0 +1,68 @@
+// weft/simulator/sim_transport.hpp — the sm::Transport that carries the SM's
+// MADs to a SimFabric, on a ManualClock: replies arrive after a per-hop
+// latency, and waiting for a timeout takes no real time. Fault injection:
+// drop or delay a share of MADs (seeded), mangle replies, inject MADs.
+//
+//   SimFabric sim(fabric);
+//   SimTransport t(sim, {.attach = 0, .port = 1});
+//   weft::sm::SubnetManager sm(t, opts);   // the SM cannot tell
+#pragma once
+
+#include <functional>
+#include <queue>
+#include <random>
+
+#include "weft/simulator/sim_fabric.hpp"
+#include "weft/sm/transport.hpp"
+
+namespace weft::simulator {
+
+struct SimTransportOptions {
+  fabric::NodeIndex attach = 0;  // the SM's node
+  PortNum port = 0;              // its port; 0 = the first linked port (0 on a switch)
+  sm::Duration hop_latency = std::chrono::microseconds(1);
+  double drop_rate = 0.0;        // share of requests lost (0..1)
+  double delay_rate = 0.0;       // share of replies delayed by `delay`
+  sm::Duration delay = std::chrono::milliseconds(150);
+  uint64_t seed = 1;
+};
+
+class SimTransport final : public sm::Transport {
+ public:
+  SimTransport(SimFabric& sim, SimTransportOptions o);
+
+  Result<void> send(const sm::MadBuf& mad, const sm::SendAddr& to) override;
+  Result<std::optional<sm::InMad>> receive(sm::Duration max_wait) override;
+  sm::Clock& clock() override { return clock_; }
+  sm::LocalPort local_port() const override;
+  Result<void> set_is_sm(bool on) override;
+
+  // Test hooks.
+  void mangle_replies(std::function<void(sm::MadBuf&)> f) { mangle_ = std::move(f); }
+  void inject(const sm::InMad& m, sm::Duration after = {});
+  // MADs the SM sent that were not requests (its answers to injected queries).
+  const std::vector<sm::MadBuf>& sent_responses() const { return responses_; }
+  uint64_t requests_seen() const { return requests_; }
+  sm::ManualClock& manual_clock() { return clock_; }
+  PortNum port() const { return port_; }
+
+ private:
+  struct Pending {
+    sm::TimePoint at;
+    uint64_t seq;
+    sm::InMad mad;
+    bool operator>(const Pending& o) const { return at != o.at ? at > o.at : seq > o.seq; }
+  };
+  SimFabric& sim_;
+  SimTransportOptions o_;
+  PortNum port_;
+  sm::ManualClock clock_;
+  std::mt19937_64 rng_;
+  std::priority_queue<Pending, std::vector<Pending>, std::greater<>> q_;
+  uint64_t seq_ = 0;
+  uint64_t requests_ = 0;
+  std::function<void(sm::MadBuf&)> mangle_;
+  std::vector<sm::MadBuf> responses_;
+};
+
+}  // namespace weft::simulator

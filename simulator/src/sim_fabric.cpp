@@ -1,0 +1,305 @@
+#include "weft/simulator/sim_fabric.hpp"
+
+#include <algorithm>
+
+namespace weft::simulator {
+
+using fabric::NodeIndex;
+using fabric::NodeType;
+using fabric::PortState;
+using namespace weft::sm;
+
+namespace {
+constexpr uint16_t kStatusUnsupported = 0x000C;  // method/attribute not supported
+constexpr uint16_t kStatusInvalid = 0x001C;      // invalid attribute value or modifier
+
+uint8_t top_bit(uint8_t mask, std::initializer_list<uint8_t> order) {
+  for (uint8_t b : order)
+    if (mask & b) return b;
+  return 0;
+}
+}  // namespace
+
+SimFabric::SimFabric(fabric::Fabric f, SimDefaults d) : f_(std::move(f)), d_(d) {
+  const size_t n = f_.size();
+  lft_.resize(n);
+  top_.assign(n, 0);
+  lifetime_.assign(n, 0);
+  psc_.assign(n, 0);
+  dead_.assign(n, 0);
+  subnet_timeout_.resize(n);
+  for (NodeIndex i = 0; i < n; ++i) {
+    auto& nd = f_.node(i);
+    subnet_timeout_[i].assign(nd.ports.size(), 0);
+    if (nd.is_switch()) {
+      lft_[i].assign(d_.lft_cap, kDropPort);
+      nd.sw.lft_cap = d_.lft_cap;
+      nd.sw.mft_cap = d_.mft_cap;
+      psc_[i] = 1;  // links came up
+    }
+    for (auto& p : nd.ports) {
+      auto& a = p.attrs;
+      a.lid = (nd.is_switch() && p.num != 0) ? Lid{} : a.lid;
+      a.sm_lid = Lid{};
+      a.width_supported = 0x1F;
+      a.speed_supported = 0x7;
+      if (!a.width_enabled) a.width_enabled = 2;
+      if (!a.speed_enabled) a.speed_enabled = 1;
+      a.mtu_cap = d_.mtu_cap;
+      a.vl_cap = d_.vl_cap;
+      a.oper_vls = d_.vl_cap;
+      a.neighbor_mtu = d_.mtu_cap;
+      a.capability_mask = 0;
+      if (nd.is_switch() && p.num == 0) {
+        a.state = PortState::kActive;
+        a.phys_state = 5;
+        a.width_active = 2;
+        a.speed_active = 1;
+      } else if (p.linked()) {
+        a.state = PortState::kInit;
+        a.phys_state = 5;
+      } else {
+        a.state = PortState::kDown;
+        a.phys_state = 2;
+        a.width_active = 2;
+        a.speed_active = 1;
+      }
+    }
+  }
+  // Active width and speed: the best both ends enable (unless a dump said otherwise).
+  for (const auto& l : f_.links()) {
+    auto& a = f_.node(l.a).ports[l.pa].attrs;
+    auto& b = f_.node(l.b).ports[l.pb].attrs;
+    if (!a.width_active || !b.width_active) {
+      uint8_t w = top_bit(a.width_enabled & b.width_enabled, {8, 4, 2, 16, 1});
+      a.width_active = b.width_active = w ? w : 1;
+    }
+    if (!a.speed_active || !b.speed_active) {
+      uint8_t s = top_bit(a.speed_enabled & b.speed_enabled, {4, 2, 1});
+      a.speed_active = b.speed_active = s ? s : 1;
+    }
+  }
+}
+
+void SimFabric::unlink(NodeIndex n, PortNum p) {
+  auto& port = f_.node(n).ports.at(p);
+  if (!port.linked()) return;
+  NodeIndex m = port.peer;
+  PortNum q = port.peer_port;
+  f_.disconnect(n, p);
+  for (auto [x, y] : {std::pair{n, p}, std::pair{m, q}}) {
+    auto& a = f_.node(x).ports[y].attrs;
+    a.state = PortState::kDown;
+    a.phys_state = 2;
+    if (f_.node(x).is_switch()) psc_[x] = 1;
+  }
+}
+
+bool SimFabric::owns_lid(NodeIndex n, PortNum p, uint16_t lid) const {
+  const auto& nd = f_.node(n);
+  const auto& a = nd.ports[nd.is_switch() ? 0 : p].attrs;
+  if (!a.lid.is_unicast()) return false;
+  return lid >= a.lid.value && lid < a.lid.value + (1u << a.lmc);
+}
+
+std::optional<SimFabric::Hop> SimFabric::lid_route(NodeIndex src, PortNum src_port, uint16_t dlid,
+                                                   int* hops) const {
+  NodeIndex n = src;
+  PortNum p = src_port;
+  int h = 0;
+  if (owns_lid(n, p, dlid)) return Hop{n, p};
+  if (!f_.node(n).is_switch()) {
+    const auto& port = f_.node(n).ports.at(p);
+    if (!port.linked() || port.attrs.state != PortState::kActive) return std::nullopt;
+    n = port.peer;
+    p = port.peer_port;
+    ++h;
+  }
+  for (int guard = 0; guard < 64; ++guard) {
+    if (owns_lid(n, p, dlid)) {
+      if (hops) *hops = h;
+      return Hop{n, p};
+    }
+    const auto& nd = f_.node(n);
+    if (!nd.is_switch()) return std::nullopt;
+    if (dlid > top_[n] || dlid >= lft_[n].size()) return std::nullopt;
+    PortNum out = lft_[n][dlid];
+    if (out == 0 || out > nd.num_ports) return std::nullopt;
+    const auto& port = nd.ports[out];
+    if (!port.linked() || port.attrs.state != PortState::kActive) return std::nullopt;
+    const auto& back = f_.node(port.peer).ports[port.peer_port];
+    if (back.attrs.state != PortState::kActive) return std::nullopt;
+    n = port.peer;
+    p = port.peer_port;
+    ++h;
+  }
+  return std::nullopt;
+}
+
+SimFabric::Outcome SimFabric::process(const MadBuf& req, NodeIndex sm_node, PortNum sm_port, Lid dlid) {
+  Outcome out;
+  auto dec = decode_smp(req.data(), req.size());
+  if (!dec || dec->is_response()) return out;
+  Smp s = *dec;
+  NodeIndex n = sm_node;
+  PortNum in_port = sm_port;
+  if (s.mgmt_class == kClassSmiDirect) {
+    if (s.hop_ptr != 0) return out;
+    for (int i = 1; i <= s.hop_count; ++i) {
+      const auto& nd = f_.node(n);
+      if (i > 1 && !nd.is_switch()) return out;  // CAs do not forward
+      if (dead_[n]) return out;
+      PortNum op = s.path.ports[i];
+      if (op == 0 || op > nd.num_ports) return out;
+      const auto& port = nd.ports[op];
+      if (!port.linked() || port.attrs.phys_state != 5) return out;
+      s.return_path.ports[i] = port.peer_port;
+      n = port.peer;
+      in_port = port.peer_port;
+      ++out.hops;
+    }
+    s.hop_ptr = s.hop_count;
+  } else {
+    // LID routed: through the LFTs the SM programmed, ACTIVE ports only.
+    auto hop = lid_route(sm_node, sm_port, dlid.value, &out.hops);
+    if (!hop) return out;
+    n = hop->node;
+    in_port = hop->port;
+  }
+  if (dead_[n]) return out;
+  SmpData data = s.data;
+  uint16_t status = handle(s, n, in_port, data);
+  Smp r = s;
+  r.method = kMethodGetResp;
+  r.direction = true;
+  r.status = status;
+  r.data = data;
+  out.reply = encode_smp(r);
+  return out;
+}
+
+uint16_t SimFabric::handle(const Smp& s, NodeIndex n, PortNum in_port, SmpData& data) {
+  auto& nd = f_.node(n);
+  const bool set = s.method == kMethodSet;
+  if (s.method != kMethodGet && !set) return 0x0008;  // method not supported
+  switch (s.attr_id) {
+    case kAttrNodeInfo: {
+      if (set) return kStatusUnsupported;
+      NodeInfo ni;
+      ni.type = nd.type;
+      ni.num_ports = nd.num_ports;
+      ni.system_guid = nd.system_guid;
+      ni.node_guid = nd.guid;
+      ni.port_guid = nd.ports[nd.is_switch() ? 0 : in_port].guid;
+      ni.partition_cap = nd.partition_cap ? nd.partition_cap : 64;
+      ni.device_id = nd.device_id;
+      ni.revision = nd.revision;
+      ni.local_port = in_port;
+      ni.vendor_id = nd.vendor_id;
+      data = encode_node_info(ni);
+      return 0;
+    }
+    case kAttrNodeDesc:
+      if (set) return kStatusUnsupported;
+      data = encode_node_desc(nd.description);
+      return 0;
+    case kAttrSwitchInfo: {
+      if (!nd.is_switch()) return kStatusUnsupported;
+      if (set) {
+        SwitchInfo in = decode_switch_info(data);
+        top_[n] = in.lft_top;
+        lifetime_[n] = in.lifetime;
+        if (in.port_state_change) psc_[n] = 0;
+      }
+      SwitchInfo si;
+      si.lft_cap = static_cast<uint16_t>(lft_[n].size());
+      si.mft_cap = d_.mft_cap;
+      si.lft_top = top_[n];
+      si.lifetime = lifetime_[n];
+      si.port_state_change = psc_[n] != 0;
+      si.enhanced_port0 = nd.sw.enhanced_port0;
+      data = encode_switch_info(si);
+      return 0;
+    }
+    case kAttrPortInfo:
+      return port_info(set, n, in_port, s.attr_mod, data);
+    case kAttrLft: {
+      if (!nd.is_switch()) return kStatusUnsupported;
+      const size_t base = size_t(s.attr_mod) * 64;
+      if (base + 64 > lft_[n].size()) return kStatusInvalid;
+      if (set) {
+        LftBlock b = decode_lft_block(data);
+        std::copy(b.begin(), b.end(), lft_[n].begin() + base);
+      }
+      LftBlock b;
+      std::copy(lft_[n].begin() + base, lft_[n].begin() + base + 64, b.begin());
+      data = encode_lft_block(b);
+      return 0;
+    }
+    default:
+      return kStatusUnsupported;
+  }
+}
+
+PortInfo SimFabric::make_port_info(NodeIndex n, PortNum p) const {
+  const auto& nd = f_.node(n);
+  PortInfo pi;
+  pi.attrs = nd.ports[p].attrs;
+  if (nd.is_switch() && p != 0) {
+    // Switch external ports report the switch's LID and SM LID (port 0 holds them).
+    pi.attrs.lid = nd.ports[0].attrs.lid;
+    pi.attrs.sm_lid = nd.ports[0].attrs.sm_lid;
+    pi.attrs.lmc = nd.ports[0].attrs.lmc;
+  }
+  pi.local_port = nd.is_switch() ? 0 : p;
+  pi.gid_prefix = 0xfe80000000000000ull;
+  pi.vl_arb_high_cap = 8;
+  pi.vl_arb_low_cap = 8;
+  pi.subnet_timeout = subnet_timeout_[n][p];
+  return pi;
+}
+
+uint16_t SimFabric::port_info(bool set, NodeIndex n, PortNum in_port, uint32_t mod, SmpData& data) {
+  auto& nd = f_.node(n);
+  if (mod > nd.num_ports) return kStatusInvalid;
+  PortNum p = static_cast<PortNum>(mod);
+  if (!nd.is_switch() && p == 0) p = in_port;
+  if (set) {
+    if (!nd.is_switch() && p != in_port) return kStatusInvalid;
+    PortInfo in = decode_port_info(data);
+    auto& a = nd.ports[p].attrs;
+    if (in.attrs.oper_vls > a.vl_cap) return kStatusInvalid;
+    if (in.attrs.neighbor_mtu > a.mtu_cap) return kStatusInvalid;
+    const PortState want = in.attrs.state;
+    if (want != PortState::kNoChange) {
+      const auto& port = nd.ports[p];
+      if (!port.linked()) {
+        if (!(nd.is_switch() && p == 0 && want == PortState::kActive)) return kStatusInvalid;
+      } else if (want == PortState::kDown) {
+        a.state = PortState::kInit;  // link retrains
+      } else if (want == PortState::kArmed) {
+        if (a.state != PortState::kInit && a.state != PortState::kArmed) return kStatusInvalid;
+        a.state = PortState::kArmed;
+      } else if (want == PortState::kActive) {
+        const auto& peer = f_.node(port.peer).ports[port.peer_port].attrs;
+        if (a.state != PortState::kArmed && a.state != PortState::kActive) return kStatusInvalid;
+        if (peer.state != PortState::kArmed && peer.state != PortState::kActive) return kStatusInvalid;
+        a.state = PortState::kActive;
+      } else {
+        return kStatusInvalid;
+      }
+    }
+    if (!nd.is_switch() || p == 0) {
+      a.lid = in.attrs.lid;
+      a.sm_lid = in.attrs.sm_lid;
+      a.lmc = in.attrs.lmc;
+    }
+    if (in.attrs.neighbor_mtu) a.neighbor_mtu = in.attrs.neighbor_mtu;
+    if (in.attrs.oper_vls) a.oper_vls = in.attrs.oper_vls;
+    subnet_timeout_[n][p] = in.subnet_timeout;
+  }
+  data = encode_port_info(make_port_info(n, p));
+  return 0;
+}
+
+}  // namespace weft::simulator

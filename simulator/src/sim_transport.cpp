@@ -1,0 +1,73 @@
+#include "weft/simulator/sim_transport.hpp"
+
+namespace weft::simulator {
+
+using namespace weft::sm;
+
+SimTransport::SimTransport(SimFabric& sim, SimTransportOptions o) : sim_(sim), o_(o), rng_(o.seed) {
+  port_ = o.port;
+  const auto& nd = sim_.model().node(o.attach);
+  if (port_ == 0 && !nd.is_switch()) {
+    port_ = 1;
+    for (const auto& p : nd.ports)
+      if (p.num != 0 && p.linked()) {
+        port_ = p.num;
+        break;
+      }
+  }
+}
+
+LocalPort SimTransport::local_port() const {
+  const auto& nd = sim_.model().node(o_.attach);
+  const auto& p = nd.ports[port_];
+  const auto& lidport = nd.ports[nd.is_switch() ? 0 : port_];
+  return {"sim", port_, p.guid, lidport.attrs.lid, lidport.attrs.sm_lid,
+          static_cast<int>(p.attrs.state), p.attrs.phys_state};
+}
+
+Result<void> SimTransport::set_is_sm(bool on) {
+  auto& nd = sim_.model().node(o_.attach);
+  auto& a = nd.ports[nd.is_switch() ? 0 : port_].attrs;
+  if (on) a.capability_mask |= kCapIsSm;
+  else a.capability_mask &= ~kCapIsSm;
+  return {};
+}
+
+void SimTransport::inject(const InMad& m, Duration after) {
+  q_.push({clock_.now() + after, seq_++, m});
+}
+
+Result<void> SimTransport::send(const MadBuf& mad, const SendAddr& to) {
+  if (mad[3] & 0x80) {  // a response (the SM answering a query): record it
+    responses_.push_back(mad);
+    return {};
+  }
+  if (mad[3] == kMethodTrapRepress) return {};
+  ++requests_;
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  if (o_.drop_rate > 0 && u(rng_) < o_.drop_rate) return {};
+  auto out = sim_.process(mad, o_.attach, port_, to.dlid);
+  if (!out.reply) return {};
+  Duration lat = o_.hop_latency * (2 * out.hops + 1);
+  if (o_.delay_rate > 0 && u(rng_) < o_.delay_rate) lat += o_.delay;
+  InMad in;
+  in.mad = *out.reply;
+  in.len = kMadSize;
+  if (mangle_) mangle_(in.mad);
+  q_.push({clock_.now() + lat, seq_++, in});
+  return {};
+}
+
+Result<std::optional<InMad>> SimTransport::receive(Duration max_wait) {
+  const TimePoint deadline = clock_.now() + max_wait;
+  if (!q_.empty() && q_.top().at <= deadline) {
+    Pending p = q_.top();
+    q_.pop();
+    clock_.advance_to(p.at);
+    return std::optional<InMad>(p.mad);
+  }
+  clock_.advance_to(deadline);
+  return std::optional<InMad>{};
+}
+
+}  // namespace weft::simulator

@@ -1,0 +1,44 @@
+// weft/sm/discovery.hpp — directed-route discovery of the subnet: every switch,
+// CA and router port reachable from the SM's port, with NodeInfo,
+// NodeDescription, SwitchInfo and PortInfo of each. Copes with loops and
+// parallel links; a MAD that fails is logged, counted and the sweep goes on.
+// The result is canonical: nodes ordered by a breadth-first walk from the SM
+// with ports in increasing order, so the same fabric gives the same model
+// whatever order replies arrived in.
+//
+//   auto d = weft::sm::discover(engine);
+//   d->fabric.num_switches(); d->problems;
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "weft/fabric/fabric.hpp"
+#include "weft/sm/mad_engine.hpp"
+
+namespace weft::sm {
+
+struct Discovered {
+  fabric::Fabric fabric;
+  fabric::NodeIndex local_node = 0;  // the node the SM's port is on (index 0 after canonicalising)
+  PortNum local_port = 0;            // the SM's port on it (0 on a switch)
+  std::vector<DrPath> paths;         // per node: a shortest directed route from the SM
+  std::vector<std::vector<PortInfo>> port_info;  // per node, per port: as read (raw kept for Sets)
+  std::vector<std::vector<bool>> port_read;      // per node, per port: PortInfo was read
+  std::vector<SwitchInfo> switch_info;           // per node (switches only)
+  std::vector<std::string> problems;             // MADs that failed, inconsistencies
+  uint64_t smps = 0;                             // SMPs put on the wire for this discovery
+};
+
+// The directed route that reaches `port` of `node`: for a switch, the node's own path;
+// for a CA or router port, the path of its peer switch extended by the peer port.
+DrPath dr_path_to(const Discovered& d, fabric::NodeIndex node, PortNum port);
+
+struct DiscoveryOptions {
+  int max_hops = kMaxDrHops;
+};
+
+// Fails only when the SM's own node cannot be read (no fabric to speak of).
+Result<Discovered> discover(MadEngine& eng, const DiscoveryOptions& opts = {});
+
+}  // namespace weft::sm

@@ -1,0 +1,185 @@
+// weft/sm/mad.hpp — SMP encoding and decoding through libibmad's field tables
+// (mad_set_field / mad_get_field), never hand-packed structs. This is the only
+// place in weft that knows MAD layouts.
+//
+//   weft::sm::SmpRequest req = weft::sm::SmpRequest::get(kAttrNodeInfo, 0, path);
+//   weft::sm::MadBuf wire = weft::sm::encode_smp(req, tid);
+//   auto reply = weft::sm::decode_smp(wire_back);          // checks the header
+//   auto ni = weft::sm::decode_node_info(reply->data);     // typed attribute
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+
+#include "weft/fabric/fabric.hpp"
+#include "weft/result.hpp"
+
+namespace weft::sm {
+
+constexpr size_t kMadSize = 256;
+constexpr size_t kSmpDataSize = 64;
+using MadBuf = std::array<uint8_t, kMadSize>;
+using SmpData = std::array<uint8_t, kSmpDataSize>;
+
+// Management classes and methods (IBTA 13.4.4, 14.2.1).
+constexpr uint8_t kClassSmiLid = 0x01;
+constexpr uint8_t kClassSmiDirect = 0x81;
+constexpr uint8_t kMethodGet = 0x01;
+constexpr uint8_t kMethodSet = 0x02;
+constexpr uint8_t kMethodGetResp = 0x81;
+constexpr uint8_t kMethodTrap = 0x05;
+constexpr uint8_t kMethodTrapRepress = 0x07;
+
+// SMP attribute ids (IBTA 14.2.5).
+constexpr uint16_t kAttrNotice = 0x0002;
+constexpr uint16_t kAttrNodeDesc = 0x0010;
+constexpr uint16_t kAttrNodeInfo = 0x0011;
+constexpr uint16_t kAttrSwitchInfo = 0x0012;
+constexpr uint16_t kAttrPortInfo = 0x0015;
+constexpr uint16_t kAttrLft = 0x0019;
+constexpr uint16_t kAttrSmInfo = 0x0020;
+
+const char* attr_name(uint16_t attr);
+
+// A directed route: ports[1..hops] are the output ports at each hop; ports[0] is unused.
+struct DrPath {
+  uint8_t hops = 0;
+  std::array<uint8_t, 64> ports{};
+  DrPath extended(uint8_t port) const {
+    DrPath p = *this;
+    p.ports[++p.hops] = port;
+    return p;
+  }
+  std::string str() const;  // "0,1,3"
+  bool operator==(const DrPath&) const = default;
+};
+
+struct SmpRequest {
+  uint8_t method = kMethodGet;
+  uint16_t attr_id = 0;
+  uint32_t attr_mod = 0;
+  bool directed = true;  // directed route (path) or LID routed (dlid)
+  DrPath path;
+  Lid dlid;
+  SmpData data{};
+
+  static SmpRequest get(uint16_t attr, uint32_t mod, const DrPath& p) {
+    SmpRequest r;
+    r.attr_id = attr;
+    r.attr_mod = mod;
+    r.path = p;
+    return r;
+  }
+  static SmpRequest set(uint16_t attr, uint32_t mod, const DrPath& p, const SmpData& d) {
+    SmpRequest r = get(attr, mod, p);
+    r.method = kMethodSet;
+    r.data = d;
+    return r;
+  }
+  std::string target() const;  // "DR 0,1,3" or "LID 12"
+};
+
+// A decoded MAD header and SMP payload.
+struct Smp {
+  uint8_t mgmt_class = 0;
+  uint8_t method = 0;
+  uint16_t status = 0;     // MAD status (the D bit is apart)
+  bool direction = false;  // DR only: D bit, set on responses
+  uint8_t hop_ptr = 0;
+  uint8_t hop_count = 0;
+  uint64_t tid = 0;
+  uint16_t attr_id = 0;
+  uint32_t attr_mod = 0;
+  DrPath path;         // DR: initial path
+  DrPath return_path;  // DR: return path
+  SmpData data{};
+  bool is_response() const { return (method & 0x80) != 0; }
+};
+
+MadBuf encode_smp(const SmpRequest& req, uint64_t tid);
+// Encodes any Smp (the simulator builds responses with it).
+MadBuf encode_smp(const Smp& smp);
+// Decodes an SMP; refuses anything that is not a well-formed SMP of class 0x01/0x81.
+Result<Smp> decode_smp(const uint8_t* buf, size_t len);
+// Human-readable MAD status, e.g. "0x001c (unsupported attribute/modifier)".
+std::string mad_status_str(uint16_t status);
+
+// --- attributes ---------------------------------------------------------------
+
+struct NodeInfo {
+  fabric::NodeType type = fabric::NodeType::kCa;
+  uint8_t num_ports = 0;
+  Guid system_guid;
+  Guid node_guid;
+  Guid port_guid;
+  uint16_t partition_cap = 0;
+  uint16_t device_id = 0;
+  uint32_t revision = 0;
+  uint8_t local_port = 0;
+  uint32_t vendor_id = 0;
+  uint8_t base_version = 1;
+  uint8_t class_version = 1;
+};
+// Fails on values outside the IBTA ranges (node type, port counts).
+Result<NodeInfo> decode_node_info(const SmpData& d);
+SmpData encode_node_info(const NodeInfo& ni);
+
+std::string decode_node_desc(const SmpData& d);
+SmpData encode_node_desc(const std::string& desc);
+
+struct SwitchInfo {
+  uint16_t lft_cap = 0;
+  uint16_t rft_cap = 0;
+  uint16_t mft_cap = 0;
+  uint16_t lft_top = 0;
+  uint8_t default_port = 0;
+  uint8_t lifetime = 0;
+  bool port_state_change = false;
+  uint16_t lids_per_port = 0;
+  uint16_t partition_enforce_cap = 0;
+  bool enhanced_port0 = false;
+  uint16_t mft_top = 0;
+  SmpData raw{};  // as read: a Set changes the fields above and keeps the rest
+};
+SwitchInfo decode_switch_info(const SmpData& d);
+SmpData encode_switch_info(const SwitchInfo& si);
+
+// PortInfo keeps the raw 64 bytes next to the decoded attributes, so a Set can
+// change a few fields and leave the rest as the device reported them.
+struct PortInfo {
+  fabric::PortAttrs attrs;
+  uint8_t local_port = 0;
+  uint64_t gid_prefix = 0;
+  uint8_t vl_high_limit = 0;
+  uint8_t vl_arb_high_cap = 0;
+  uint8_t vl_arb_low_cap = 0;
+  uint8_t subnet_timeout = 0;
+  uint8_t hoq_life = 0;
+  uint8_t sm_sl = 0;
+  SmpData raw{};
+};
+PortInfo decode_port_info(const SmpData& d);
+// Writes attrs (and the other named fields) over `base.raw`.
+SmpData encode_port_info(const PortInfo& pi);
+
+// Capability mask bits (PortInfo:CapabilityMask).
+constexpr uint32_t kCapIsSm = 1u << 1;
+
+// 64 LFT entries; block b covers LIDs 64b .. 64b+63.
+using LftBlock = std::array<uint8_t, 64>;
+LftBlock decode_lft_block(const SmpData& d);
+SmpData encode_lft_block(const LftBlock& b);
+
+enum class SmState : uint8_t { kNotActive = 0, kDiscovering = 1, kStandby = 2, kMaster = 3 };
+struct SmInfo {
+  Guid guid;
+  uint64_t sm_key = 0;
+  uint32_t act_count = 0;
+  uint8_t priority = 0;
+  SmState state = SmState::kNotActive;
+};
+SmInfo decode_sm_info(const SmpData& d);
+SmpData encode_sm_info(const SmInfo& si);
+
+}  // namespace weft::sm

@@ -1,0 +1,80 @@
+// weft/sm/mad_engine.hpp — the transaction layer: transaction ids, a window of
+// outstanding SMPs, timeouts and retries on the transport's clock, and exactly
+// one completion per request (reply, error status, timeout, or transport
+// failure). Completions may submit more requests; run() returns when nothing is
+// queued or on the wire.
+//
+//   MadEngine eng(transport, {.window = 16});
+//   eng.submit(SmpRequest::get(kAttrNodeInfo, 0, {}), [](Result<Smp> r) { ... });
+//   if (auto r = eng.run(); !r) ...   // only a broken transport fails run()
+#pragma once
+
+#include <deque>
+#include <functional>
+#include <unordered_map>
+
+#include "weft/sm/transport.hpp"
+
+namespace weft::sm {
+
+struct EngineOptions {
+  int window = 16;                          // SMPs on the wire at once (OpenSM: max_wire_smps)
+  Duration timeout = std::chrono::milliseconds(200);  // per attempt (OpenSM: transaction_timeout)
+  int retries = 3;                          // extra attempts after the first (transaction_retries)
+};
+
+struct EngineStats {
+  uint64_t submitted = 0;
+  uint64_t sent = 0;          // MADs put on the wire, retries included
+  uint64_t retried = 0;
+  uint64_t completed_ok = 0;
+  uint64_t timed_out = 0;     // requests that failed after every retry
+  uint64_t error_status = 0;  // replies with a non-zero MAD status
+  uint64_t malformed = 0;     // replies that did not decode or did not match their request
+  uint64_t unmatched = 0;     // replies for no outstanding request (late, duplicate)
+  uint64_t unsolicited = 0;   // requests and traps addressed to us
+};
+
+using Completion = std::function<void(Result<Smp>)>;
+using UnsolicitedHandler = std::function<void(const Smp&, const InMad&)>;
+
+class MadEngine {
+ public:
+  MadEngine(Transport& t, EngineOptions o);
+  void submit(SmpRequest req, Completion done);
+  // Pumps until idle. Fails only when the transport fails; every request still
+  // queued then completes with that error.
+  [[nodiscard]] Result<void> run();
+  // Pumps for at most `d` of clock time (the daemon's idle loop), then returns.
+  [[nodiscard]] Result<void> poll_for(Duration d);
+  void on_unsolicited(UnsolicitedHandler h) { unsolicited_ = std::move(h); }
+  const EngineStats& stats() const { return stats_; }
+  const EngineOptions& options() const { return opts_; }
+  Transport& transport() { return t_; }
+  bool idle() const { return pending_.empty() && wire_.empty(); }
+
+ private:
+  struct Entry {
+    SmpRequest req;
+    Completion done;
+    int attempts = 0;
+  };
+  [[nodiscard]] Result<void> pump(TimePoint until, bool until_idle);
+  void fill_window();
+  void send_attempt(Entry e);
+  void expire(TimePoint now);
+  void handle(const InMad& in);
+  void complete(Entry& e, Result<Smp> r);
+  void fail_all(const Error& e);
+
+  Transport& t_;
+  EngineOptions opts_;
+  EngineStats stats_;
+  UnsolicitedHandler unsolicited_;
+  std::deque<Entry> pending_;
+  std::unordered_map<uint32_t, Entry> wire_;             // keyed by the TID's low 32 bits
+  std::deque<std::pair<TimePoint, uint32_t>> deadlines_;  // one timeout for all: FIFO is sorted
+  uint32_t next_tid_ = 0x10000;
+};
+
+}  // namespace weft::sm

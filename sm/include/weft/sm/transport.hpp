@@ -1,0 +1,56 @@
+// weft/sm/transport.hpp — the seam between the SM and whatever carries its
+// MADs: libibumad on a real (or ibsim-simulated) HCA port, or the in-process
+// simulator. The SM cannot tell which.
+//
+//   transport.send(mad, SendAddr::directed());
+//   auto in = transport.receive(std::chrono::milliseconds(5));   // one MAD or none
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "weft/sm/clock.hpp"
+#include "weft/sm/mad.hpp"
+
+namespace weft::sm {
+
+struct SendAddr {
+  Lid dlid{Lid::kPermissive};  // permissive for directed-route SMPs
+  uint32_t qpn = 0;            // 0 for SMPs
+  // How long the carrier should wait for the response before reporting a timeout
+  // (0 = this MAD expects no response, e.g. a GetResp we send).
+  Duration response_timeout{0};
+  static SendAddr directed() { return {}; }
+  static SendAddr lid(Lid l) { return {l, 0, Duration{0}}; }
+};
+
+struct InMad {
+  MadBuf mad{};
+  size_t len = 0;
+  Lid slid;                   // source LID (0 when not known, e.g. directed route)
+  bool send_timed_out = false;  // the carrier reports our own send `mad` got no response
+};
+
+struct LocalPort {
+  std::string ca;
+  int port = 0;
+  Guid port_guid;
+  Lid lid;
+  Lid sm_lid;
+  int state = 0;       // PortState as the carrier sees it
+  int phys_state = 0;
+};
+
+class Transport {
+ public:
+  virtual ~Transport() = default;
+  [[nodiscard]] virtual Result<void> send(const MadBuf& mad, const SendAddr& to) = 0;
+  // Waits at most `max_wait` (on clock()) for one incoming MAD; nullopt if none came.
+  [[nodiscard]] virtual Result<std::optional<InMad>> receive(Duration max_wait) = 0;
+  virtual Clock& clock() = 0;
+  virtual LocalPort local_port() const = 0;
+  // Advertise (or stop advertising) this port as an SM: PortInfo:CapabilityMask.IsSM.
+  [[nodiscard]] virtual Result<void> set_is_sm(bool on) = 0;
+};
+
+}  // namespace weft::sm

@@ -1,0 +1,43 @@
+// weft/sm/umad_transport.hpp — Transport over libibumad: a real HCA port, or
+// ibsim when run under LD_PRELOAD=libumad2sim.so.
+//
+//   auto t = weft::sm::UmadTransport::open({.ca = "", .port = 0, .guid = 0});  // first up port
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "weft/sm/transport.hpp"
+
+namespace weft::sm {
+
+struct UmadPortSpec {
+  std::string ca;     // empty: any
+  int port = 0;       // 0: first port whose link is up (as OpenSM picks)
+  uint64_t guid = 0;  // non-zero: the port with this port GUID, on any CA
+};
+
+class UmadTransport final : public Transport {
+ public:
+  static Result<std::unique_ptr<UmadTransport>> open(const UmadPortSpec& spec);
+  ~UmadTransport() override;
+
+  Result<void> send(const MadBuf& mad, const SendAddr& to) override;
+  Result<std::optional<InMad>> receive(Duration max_wait) override;
+  Clock& clock() override { return clock_; }
+  LocalPort local_port() const override { return local_; }
+  Result<void> set_is_sm(bool on) override;
+
+ private:
+  UmadTransport() = default;
+  SteadyClock clock_;
+  LocalPort local_;
+  int portid_ = -1;
+  int agent_dr_ = -1;
+  int agent_lid_ = -1;
+  int issm_fd_ = -1;
+  std::vector<uint8_t> sendbuf_, recvbuf_;
+};
+
+}  // namespace weft::sm

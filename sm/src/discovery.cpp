@@ -1,0 +1,271 @@
+#include "weft/sm/discovery.hpp"
+
+#include <deque>
+
+#include "weft/log.hpp"
+
+namespace weft::sm {
+
+using fabric::Fabric;
+using fabric::NodeIndex;
+using fabric::NodeType;
+using fabric::PortState;
+
+namespace {
+
+struct Raw {
+  Fabric f;
+  std::vector<DrPath> paths;
+  std::vector<std::vector<PortInfo>> pi;
+  std::vector<std::vector<bool>> pi_read;
+  std::vector<SwitchInfo> si;
+  std::vector<std::string> problems;
+  NodeIndex local = fabric::kNoNode;
+  PortNum local_port = 0;
+};
+
+class Walker {
+ public:
+  Walker(MadEngine& e, const DiscoveryOptions& o) : eng_(e), opts_(o) {}
+
+  Result<Raw> run() {
+    eng_.submit(SmpRequest::get(kAttrNodeInfo, 0, DrPath{}), [this](Result<Smp> r) {
+      if (!r) {
+        local_error_ = r.error();
+        return;
+      }
+      auto ni = decode_node_info(r->data);
+      if (!ni) {
+        local_error_ = ni.error();
+        return;
+      }
+      auto idx = add(*ni, DrPath{});
+      if (!idx) {
+        local_error_ = idx.error();
+        return;
+      }
+      raw_.local = *idx;
+      raw_.local_port = ni->local_port;
+      explore(*idx, ni->local_port);
+    });
+    if (auto r = eng_.run(); !r) return std::unexpected(r.error());
+    if (local_error_)
+      return fail(local_error_->code, "cannot read the SM's own node: " + local_error_->message);
+    return std::move(raw_);
+  }
+
+ private:
+  void problem(std::string s) {
+    WEFT_LOG(Warn, "DISC-0001") << s;
+    raw_.problems.push_back(std::move(s));
+  }
+
+  Result<NodeIndex> add(const NodeInfo& ni, const DrPath& path) {
+    fabric::Node n;
+    n.type = ni.type;
+    n.guid = ni.node_guid;
+    n.system_guid = ni.system_guid;
+    n.num_ports = ni.num_ports;
+    n.vendor_id = ni.vendor_id;
+    n.device_id = ni.device_id;
+    n.revision = ni.revision;
+    n.partition_cap = ni.partition_cap;
+    auto idx = raw_.f.add_node(std::move(n));
+    if (!idx) return idx;
+    auto& nd = raw_.f.node(*idx);
+    if (nd.is_switch())
+      for (auto& p : nd.ports) p.guid = ni.port_guid;
+    else
+      nd.ports[ni.local_port].guid = ni.port_guid;
+    raw_.paths.push_back(path);
+    raw_.pi.emplace_back(nd.ports.size());
+    raw_.pi_read.emplace_back(nd.ports.size(), false);
+    raw_.si.emplace_back();
+    return idx;
+  }
+
+  // Reads what a newly found node holds; `entry` is the port we reached it through.
+  void explore(NodeIndex n, PortNum entry) {
+    const DrPath path = raw_.paths[n];
+    eng_.submit(SmpRequest::get(kAttrNodeDesc, 0, path), [this, n](Result<Smp> r) {
+      if (r) raw_.f.node(n).description = decode_node_desc(r->data);
+      else problem("NodeDescription of " + raw_.f.node(n).guid.str() + ": " + r.error().message);
+    });
+    const auto& nd = raw_.f.node(n);
+    if (nd.is_switch()) {
+      eng_.submit(SmpRequest::get(kAttrSwitchInfo, 0, path), [this, n](Result<Smp> r) {
+        if (r) {
+          raw_.si[n] = decode_switch_info(r->data);
+          auto& sw = raw_.f.node(n).sw;
+          sw.lft_cap = raw_.si[n].lft_cap;
+          sw.mft_cap = raw_.si[n].mft_cap;
+          sw.lft_top = raw_.si[n].lft_top;
+          sw.lifetime = raw_.si[n].lifetime;
+          sw.enhanced_port0 = raw_.si[n].enhanced_port0;
+        } else {
+          problem("SwitchInfo of " + raw_.f.node(n).guid.str() + ": " + r.error().message);
+        }
+      });
+      for (PortNum p = 0; p <= nd.num_ports; ++p) read_port(n, p, path, true);
+    } else {
+      read_port(n, entry, path, n == raw_.local);
+    }
+  }
+
+  void read_port(NodeIndex n, PortNum p, const DrPath& path, bool probe_beyond) {
+    eng_.submit(SmpRequest::get(kAttrPortInfo, p, path), [this, n, p, path, probe_beyond](Result<Smp> r) {
+      auto& nd = raw_.f.node(n);
+      if (!r) {
+        problem("PortInfo " + fabric::port_ref(raw_.f, n, p) + " via DR " + path.str() + ": " +
+                r.error().message);
+        return;
+      }
+      PortInfo pi = decode_port_info(r->data);
+      raw_.pi[n][p] = pi;
+      raw_.pi_read[n][p] = true;
+      nd.ports[p].attrs = pi.attrs;
+      if (!probe_beyond || p == 0) return;
+      if (pi.attrs.state == PortState::kDown || pi.attrs.phys_state != 5) return;
+      if (nd.ports[p].linked()) return;  // found from the other side already
+      if (path.hops >= opts_.max_hops) {
+        problem("port " + fabric::port_ref(raw_.f, n, p) + " is beyond " +
+                std::to_string(opts_.max_hops) + " directed-route hops; not explored");
+        return;
+      }
+      probe(n, p, path.extended(p));
+    });
+  }
+
+  void probe(NodeIndex from, PortNum from_port, const DrPath& path) {
+    eng_.submit(SmpRequest::get(kAttrNodeInfo, 0, path), [this, from, from_port, path](Result<Smp> r) {
+      if (!r) {
+        problem("NodeInfo beyond " + fabric::port_ref(raw_.f, from, from_port) + ": " + r.error().message);
+        return;
+      }
+      auto ni = decode_node_info(r->data);
+      if (!ni) {
+        problem("NodeInfo beyond " + fabric::port_ref(raw_.f, from, from_port) + ": " + ni.error().message);
+        return;
+      }
+      if (ni->local_port == 0 && ni->type != NodeType::kSwitch) {
+        problem("NodeInfo beyond " + fabric::port_ref(raw_.f, from, from_port) +
+                ": a CA reports LocalPortNum 0");
+        return;
+      }
+      NodeIndex to;
+      bool fresh = false;
+      if (auto known = raw_.f.find(ni->node_guid)) {
+        to = *known;
+        const auto& nd = raw_.f.node(to);
+        if (nd.type != ni->type || nd.num_ports != ni->num_ports) {
+          problem("duplicate GUID " + ni->node_guid.str() + ": seen as " + fabric::node_type_name(nd.type) +
+                  " with " + std::to_string(nd.num_ports) + " ports and beyond " +
+                  fabric::port_ref(raw_.f, from, from_port) + " as " + fabric::node_type_name(ni->type) +
+                  " with " + std::to_string(ni->num_ports) + "; link ignored");
+          return;
+        }
+      } else {
+        auto idx = add(*ni, path);
+        if (!idx) {
+          problem(idx.error().message);
+          return;
+        }
+        to = *idx;
+        fresh = true;
+      }
+      PortNum q = ni->local_port;
+      if (q == 0) {
+        problem("switch " + ni->node_guid.str() + " reports LocalPortNum 0 on a link");
+        return;
+      }
+      auto c = raw_.f.connect(from, from_port, to, q);
+      if (!c) {
+        problem("inconsistent link: " + c.error().message);
+        return;
+      }
+      auto& nd = raw_.f.node(to);
+      if (!nd.is_switch()) nd.ports[q].guid = ni->port_guid;
+      if (fresh) explore(to, q);
+      else if (!nd.is_switch() && !raw_.pi_read[to][q]) read_port(to, q, path, false);
+    });
+  }
+
+  MadEngine& eng_;
+  DiscoveryOptions opts_;
+  Raw raw_;
+  std::optional<Error> local_error_;
+};
+
+// Rebuilds the model in canonical order (BFS from the SM, ports ascending).
+Discovered canonicalise(Raw&& raw) {
+  const Fabric& f = raw.f;
+  std::vector<NodeIndex> order;
+  std::vector<NodeIndex> new_index(f.size(), fabric::kNoNode);
+  std::vector<DrPath> path(f.size());
+  std::deque<NodeIndex> q;
+  auto visit = [&](NodeIndex n, const DrPath& p) {
+    new_index[n] = static_cast<NodeIndex>(order.size());
+    order.push_back(n);
+    path[n] = p;
+    q.push_back(n);
+  };
+  visit(raw.local, DrPath{});
+  while (!q.empty()) {
+    NodeIndex n = q.front();
+    q.pop_front();
+    const auto& nd = f.node(n);
+    const bool forwards = nd.is_switch() || n == raw.local;
+    if (!forwards) continue;
+    for (const auto& p : nd.ports) {
+      if (p.num == 0 || !p.linked()) continue;
+      if (!nd.is_switch() && p.num != raw.local_port) continue;
+      if (new_index[p.peer] == fabric::kNoNode) visit(p.peer, path[n].extended(p.num));
+    }
+  }
+  Discovered d;
+  d.problems = std::move(raw.problems);
+  for (NodeIndex old : order) {
+    fabric::Node copy = f.node(old);
+    for (auto& p : copy.ports) p.peer = fabric::kNoNode, p.peer_port = 0;
+    copy.ports.clear();
+    auto idx = d.fabric.add_node(copy);
+    auto& nn = d.fabric.node(*idx);
+    for (size_t p = 0; p < nn.ports.size(); ++p) {
+      nn.ports[p].guid = f.node(old).ports[p].guid;
+      nn.ports[p].attrs = f.node(old).ports[p].attrs;
+    }
+    d.paths.push_back(path[old]);
+    d.port_info.push_back(std::move(raw.pi[old]));
+    d.port_read.push_back(std::move(raw.pi_read[old]));
+    d.switch_info.push_back(raw.si[old]);
+  }
+  for (const auto& l : f.links()) {
+    if (new_index[l.a] == fabric::kNoNode || new_index[l.b] == fabric::kNoNode) continue;
+    (void)d.fabric.connect(new_index[l.a], l.pa, new_index[l.b], l.pb);
+  }
+  d.local_node = 0;
+  d.local_port = raw.local_port;
+  return d;
+}
+
+}  // namespace
+
+DrPath dr_path_to(const Discovered& d, NodeIndex node, PortNum port) {
+  const auto& nd = d.fabric.node(node);
+  if (nd.is_switch() || node == d.local_node) return d.paths[node];
+  const auto& p = nd.ports[port];
+  if (!p.linked()) return d.paths[node];
+  return d.paths[p.peer].extended(p.peer_port);
+}
+
+Result<Discovered> discover(MadEngine& eng, const DiscoveryOptions& opts) {
+  const uint64_t sent0 = eng.stats().sent;
+  Walker w(eng, opts);
+  auto raw = w.run();
+  if (!raw) return std::unexpected(raw.error());
+  Discovered d = canonicalise(std::move(*raw));
+  d.smps = eng.stats().sent - sent0;
+  return d;
+}
+
+}  // namespace weft::sm

@@ -1,0 +1,187 @@
+#include "weft/sm/lid_manager.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace weft::sm {
+
+using fabric::NodeIndex;
+
+Result<std::vector<std::string>> Guid2Lid::load(const std::string& path) {
+  std::vector<std::string> warnings;
+  map_.clear();
+  std::ifstream in(path);
+  if (!in) {
+    if (errno == ENOENT) return warnings;
+    return fail(Errc::kIo, path + ": cannot read: " + std::strerror(errno));
+  }
+  std::map<uint16_t, Guid> by_lid;
+  std::string line;
+  int no = 0;
+  while (std::getline(in, line)) {
+    ++no;
+    auto hash = line.find('#');
+    if (hash != std::string::npos) line.resize(hash);
+    std::istringstream ss(line);
+    std::string g, lo, hi, extra;
+    if (!(ss >> g)) continue;
+    auto where = path + ":" + std::to_string(no) + ": ";
+    if (!(ss >> lo)) {
+      warnings.push_back(where + "expected \"0xGUID 0xLID [0xLID]\"");
+      continue;
+    }
+    ss >> hi;
+    if (ss >> extra) {
+      warnings.push_back(where + "unexpected \"" + extra + "\"");
+      continue;
+    }
+    char* end = nullptr;
+    errno = 0;
+    unsigned long long gv = std::strtoull(g.c_str(), &end, 0);
+    if (errno || *end || gv == 0) {
+      warnings.push_back(where + "bad GUID \"" + g + "\"");
+      continue;
+    }
+    unsigned long lv = std::strtoul(lo.c_str(), &end, 0);
+    if (*end || lv < 1 || lv > Lid::kMaxUnicast) {
+      warnings.push_back(where + "bad LID \"" + lo + "\" (1..0xbfff)");
+      continue;
+    }
+    auto [it, fresh] = by_lid.emplace(static_cast<uint16_t>(lv), Guid{gv});
+    if (!fresh) {
+      warnings.push_back(where + "LID " + std::to_string(lv) + " already given to " + it->second.str() +
+                         "; entry for " + hex_guid(gv) + " dropped");
+      continue;
+    }
+    if (map_.contains(Guid{gv})) {
+      warnings.push_back(where + "second entry for " + hex_guid(gv) + " dropped");
+      by_lid.erase(static_cast<uint16_t>(lv));
+      continue;
+    }
+    map_[Guid{gv}] = Lid{static_cast<uint16_t>(lv)};
+  }
+  return warnings;
+}
+
+Result<void> Guid2Lid::save(const std::string& path) const {
+  std::error_code ec;
+  auto dir = std::filesystem::path(path).parent_path();
+  if (!dir.empty()) std::filesystem::create_directories(dir, ec);
+  if (ec) return fail(Errc::kIo, dir.string() + ": cannot create: " + ec.message());
+  std::string tmp = path + ".tmp";
+  std::ostringstream out;
+  for (const auto& [g, l] : map_) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%s 0x%04x 0x%04x\n", g.str().c_str(), l.value, l.value);
+    out << buf;
+  }
+  const std::string text = out.str();
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return fail(Errc::kIo, tmp + ": cannot write: " + std::strerror(errno));
+  size_t off = 0;
+  while (off < text.size()) {
+    ssize_t w = ::write(fd, text.data() + off, text.size() - off);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      int e = errno;
+      ::close(fd);
+      return fail(Errc::kIo, tmp + ": write: " + std::strerror(e));
+    }
+    off += static_cast<size_t>(w);
+  }
+  if (::fsync(fd) != 0 || ::close(fd) != 0)
+    return fail(Errc::kIo, tmp + ": fsync/close: " + std::strerror(errno));
+  if (std::rename(tmp.c_str(), path.c_str()) != 0)
+    return fail(Errc::kIo, "rename " + tmp + " -> " + path + ": " + std::strerror(errno));
+  int dfd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd >= 0) {
+    (void)::fsync(dfd);
+    ::close(dfd);
+  }
+  return {};
+}
+
+Result<LidAssignment> assign_lids(fabric::Fabric& f, Guid2Lid& db, uint8_t lmc) {
+  if (lmc > 7) return fail(Errc::kInvalidInput, "LMC " + std::to_string(lmc) + " > 7");
+  const uint16_t span = static_cast<uint16_t>(1u << lmc);
+  struct Slot {
+    NodeIndex node;
+    PortNum port;
+    Guid guid;
+    Lid current;
+    bool done = false;
+  };
+  std::vector<Slot> slots;
+  for (NodeIndex n = 0; n < f.size(); ++n) {
+    const auto& nd = f.node(n);
+    if (nd.is_switch()) {
+      slots.push_back({n, 0, nd.ports[0].guid, nd.ports[0].attrs.lid});
+      continue;
+    }
+    for (size_t p = 1; p < nd.ports.size(); ++p)
+      if (nd.ports[p].linked() && nd.ports[p].guid.value != 0)
+        slots.push_back({n, static_cast<PortNum>(p), nd.ports[p].guid, nd.ports[p].attrs.lid});
+  }
+  std::vector<uint8_t> used(size_t(Lid::kMaxUnicast) + 2, 0);  // 1 = taken now, 2 = reserved by file
+  for (const auto& [g, l] : db.entries())
+    for (uint16_t k = 0; k < span && l.value + k <= Lid::kMaxUnicast; ++k) used[l.value + k] = 2;
+  LidAssignment out;
+  auto aligned = [&](uint16_t l) { return (l & (span - 1)) == 0 && l + span - 1 <= Lid::kMaxUnicast; };
+  auto take = [&](Slot& s, uint16_t l) {
+    for (uint16_t k = 0; k < span; ++k) used[l + k] = 1;
+    auto& attrs = f.node(s.node).ports[s.port].attrs;
+    if (attrs.lid.value != l) ++out.changed;
+    attrs.lid = Lid{l};
+    attrs.lmc = lmc;
+    db.set(s.guid, Lid{l});
+    out.top = std::max<uint16_t>(out.top, static_cast<uint16_t>(l + span - 1));
+    s.done = true;
+  };
+  // 1. the state file
+  for (auto& s : slots) {
+    auto it = db.entries().find(s.guid);
+    if (it == db.entries().end()) continue;
+    uint16_t l = it->second.value;
+    if (!aligned(l) || used[l] == 1) continue;
+    take(s, l);
+    ++out.from_file;
+  }
+  // 2. what the fabric holds, when valid, unique and not reserved for another GUID
+  for (auto& s : slots) {
+    if (s.done || !s.current.is_unicast()) continue;
+    uint16_t l = s.current.value;
+    if (!aligned(l)) continue;
+    bool free = true;
+    for (uint16_t k = 0; k < span; ++k) free = free && used[l + k] == 0;
+    if (!free) continue;
+    take(s, l);
+    ++out.from_fabric;
+  }
+  // 3. the lowest free LIDs
+  uint32_t next = span;  // LID 0 is reserved; with LMC the first aligned base is `span`
+  if (span == 1) next = 1;
+  for (auto& s : slots) {
+    if (s.done) continue;
+    while (next + span - 1 <= Lid::kMaxUnicast) {
+      bool free = true;
+      for (uint16_t k = 0; k < span; ++k) free = free && used[next + k] == 0;
+      if (free) break;
+      next += span;
+    }
+    if (next + span - 1 > Lid::kMaxUnicast)
+      return fail(Errc::kUnsupported, "out of unicast LIDs: " + std::to_string(slots.size()) +
+                                          " ports with LMC " + std::to_string(lmc));
+    take(s, static_cast<uint16_t>(next));
+    ++out.fresh;
+  }
+  // Absent GUIDs keep their file entries (and thereby their LIDs).
+  return out;
+}
+
+}  // namespace weft::sm

@@ -1,0 +1,351 @@
+#include "weft/sm/mad.hpp"
+
+#include <infiniband/mad.h>
+
+#include <cstring>
+
+namespace weft::sm {
+namespace {
+
+// libibmad's accessors take non-const pointers; these wrappers keep ours const-correct.
+uint32_t get(const SmpData& d, MAD_FIELDS f) {
+  SmpData c = d;
+  return mad_get_field(c.data(), 0, f);
+}
+uint64_t get64(const SmpData& d, MAD_FIELDS f) {
+  SmpData c = d;
+  return mad_get_field64(c.data(), 0, f);
+}
+void put(SmpData& d, MAD_FIELDS f, uint32_t v) { mad_set_field(d.data(), 0, f, v); }
+void put64(SmpData& d, MAD_FIELDS f, uint64_t v) { mad_set_field64(d.data(), 0, f, v); }
+
+}  // namespace
+
+const char* attr_name(uint16_t attr) {
+  switch (attr) {
+    case kAttrNotice: return "Notice";
+    case kAttrNodeDesc: return "NodeDescription";
+    case kAttrNodeInfo: return "NodeInfo";
+    case kAttrSwitchInfo: return "SwitchInfo";
+    case kAttrPortInfo: return "PortInfo";
+    case kAttrLft: return "LinearForwardingTable";
+    case kAttrSmInfo: return "SMInfo";
+  }
+  return "attribute";
+}
+
+std::string DrPath::str() const {
+  std::string s = "0";
+  for (int i = 1; i <= hops; ++i) s += "," + std::to_string(ports[i]);
+  return s;
+}
+
+std::string SmpRequest::target() const {
+  return directed ? "DR " + path.str() : "LID " + std::to_string(dlid.value);
+}
+
+MadBuf encode_smp(const Smp& s) {
+  MadBuf b{};
+  uint8_t* p = b.data();
+  mad_set_field(p, 0, IB_MAD_BASEVER_F, 1);
+  mad_set_field(p, 0, IB_MAD_MGMTCLASS_F, s.mgmt_class);
+  mad_set_field(p, 0, IB_MAD_CLASSVER_F, 1);
+  mad_set_field(p, 0, IB_MAD_METHOD_F, s.method & 0x7F);
+  mad_set_field(p, 0, IB_MAD_RESPONSE_F, s.is_response() ? 1 : 0);
+  if (s.mgmt_class == kClassSmiDirect) {
+    mad_set_field(p, 0, IB_DRSMP_STATUS_F, s.status & 0x7FFF);
+    mad_set_field(p, 0, IB_DRSMP_DIRECTION_F, s.direction ? 1 : 0);
+    mad_set_field(p, 0, IB_DRSMP_HOPPTR_F, s.hop_ptr);
+    mad_set_field(p, 0, IB_DRSMP_HOPCNT_F, s.hop_count);
+    mad_set_field(p, 0, IB_DRSMP_DRSLID_F, 0xFFFF);
+    mad_set_field(p, 0, IB_DRSMP_DRDLID_F, 0xFFFF);
+    DrPath ip = s.path, rp = s.return_path;
+    mad_set_array(p, 0, IB_DRSMP_PATH_F, ip.ports.data());
+    mad_set_array(p, 0, IB_DRSMP_RPATH_F, rp.ports.data());
+  } else {
+    mad_set_field(p, 0, IB_MAD_STATUS_F, s.status);
+  }
+  mad_set_field64(p, 0, IB_MAD_TRID_F, s.tid);
+  mad_set_field(p, 0, IB_MAD_ATTRID_F, s.attr_id);
+  mad_set_field(p, 0, IB_MAD_ATTRMOD_F, s.attr_mod);
+  // libibmad names the SMP data block by offset/size constants (its IB_SM_DATA_F
+  // array field does not round-trip through mad_set_array).
+  static_assert(IB_SMP_DATA_SIZE == kSmpDataSize);
+  std::memcpy(p + IB_SMP_DATA_OFFS, s.data.data(), IB_SMP_DATA_SIZE);
+  return b;
+}
+
+MadBuf encode_smp(const SmpRequest& req, uint64_t tid) {
+  Smp s;
+  s.mgmt_class = req.directed ? kClassSmiDirect : kClassSmiLid;
+  s.method = req.method;
+  s.tid = tid;
+  s.attr_id = req.attr_id;
+  s.attr_mod = req.attr_mod;
+  s.data = req.data;
+  if (req.directed) {
+    s.hop_count = req.path.hops;
+    s.hop_ptr = 0;
+    s.path = req.path;
+  }
+  return encode_smp(s);
+}
+
+Result<Smp> decode_smp(const uint8_t* buf, size_t len) {
+  if (len < kMadSize)
+    return fail(Errc::kBadReply, "SMP of " + std::to_string(len) + " bytes (expected 256)");
+  MadBuf b;
+  std::memcpy(b.data(), buf, kMadSize);
+  uint8_t* p = b.data();
+  Smp s;
+  if (mad_get_field(p, 0, IB_MAD_BASEVER_F) != 1)
+    return fail(Errc::kBadReply, "MAD base version " + std::to_string(mad_get_field(p, 0, IB_MAD_BASEVER_F)));
+  s.mgmt_class = static_cast<uint8_t>(mad_get_field(p, 0, IB_MAD_MGMTCLASS_F));
+  if (s.mgmt_class != kClassSmiLid && s.mgmt_class != kClassSmiDirect)
+    return fail(Errc::kBadReply, "not an SMP: management class " + std::to_string(s.mgmt_class));
+  if (mad_get_field(p, 0, IB_MAD_CLASSVER_F) != 1)
+    return fail(Errc::kBadReply, "SMP class version " + std::to_string(mad_get_field(p, 0, IB_MAD_CLASSVER_F)));
+  s.method = static_cast<uint8_t>(mad_get_field(p, 0, IB_MAD_METHOD_F) |
+                                  (mad_get_field(p, 0, IB_MAD_RESPONSE_F) << 7));
+  if (s.mgmt_class == kClassSmiDirect) {
+    s.status = static_cast<uint16_t>(mad_get_field(p, 0, IB_DRSMP_STATUS_F));
+    s.direction = mad_get_field(p, 0, IB_DRSMP_DIRECTION_F) != 0;
+    s.hop_ptr = static_cast<uint8_t>(mad_get_field(p, 0, IB_DRSMP_HOPPTR_F));
+    s.hop_count = static_cast<uint8_t>(mad_get_field(p, 0, IB_DRSMP_HOPCNT_F));
+    if (s.hop_count > kMaxDrHops)
+      return fail(Errc::kBadReply, "directed-route hop count " + std::to_string(s.hop_count) + " > 63");
+    mad_get_array(p, 0, IB_DRSMP_PATH_F, s.path.ports.data());
+    mad_get_array(p, 0, IB_DRSMP_RPATH_F, s.return_path.ports.data());
+    s.path.hops = s.return_path.hops = s.hop_count;
+  } else {
+    s.status = static_cast<uint16_t>(mad_get_field(p, 0, IB_MAD_STATUS_F));
+  }
+  s.tid = mad_get_field64(p, 0, IB_MAD_TRID_F);
+  s.attr_id = static_cast<uint16_t>(mad_get_field(p, 0, IB_MAD_ATTRID_F));
+  s.attr_mod = mad_get_field(p, 0, IB_MAD_ATTRMOD_F);
+  std::memcpy(s.data.data(), p + IB_SMP_DATA_OFFS, IB_SMP_DATA_SIZE);
+  return s;
+}
+
+std::string mad_status_str(uint16_t status) {
+  char hex[8];
+  std::snprintf(hex, sizeof hex, "0x%04x", status);
+  std::string s = hex;
+  switch ((status >> 2) & 0x7) {
+    case 0: break;
+    case 1: s += " (bad version)"; break;
+    case 2: s += " (method not supported)"; break;
+    case 3: s += " (method/attribute not supported)"; break;
+    case 7: s += " (invalid attribute value or modifier)"; break;
+    default: s += " (error)"; break;
+  }
+  if (status & 0x1) s += " (busy)";
+  return s;
+}
+
+// --- NodeInfo -------------------------------------------------------------------
+
+Result<NodeInfo> decode_node_info(const SmpData& d) {
+  NodeInfo n;
+  n.base_version = static_cast<uint8_t>(get(d, IB_NODE_BASE_VERS_F));
+  n.class_version = static_cast<uint8_t>(get(d, IB_NODE_CLASS_VERS_F));
+  uint32_t type = get(d, IB_NODE_TYPE_F);
+  if (type < 1 || type > 3) return fail(Errc::kBadReply, "NodeInfo: node type " + std::to_string(type));
+  n.type = static_cast<fabric::NodeType>(type);
+  n.num_ports = static_cast<uint8_t>(get(d, IB_NODE_NPORTS_F));
+  if (n.num_ports == 0 || n.num_ports == 0xFF)
+    return fail(Errc::kBadReply, "NodeInfo: NumPorts " + std::to_string(n.num_ports));
+  n.system_guid = Guid{get64(d, IB_NODE_SYSTEM_GUID_F)};
+  n.node_guid = Guid{get64(d, IB_NODE_GUID_F)};
+  n.port_guid = Guid{get64(d, IB_NODE_PORT_GUID_F)};
+  if (n.node_guid.value == 0) return fail(Errc::kBadReply, "NodeInfo: NodeGUID is 0");
+  n.partition_cap = static_cast<uint16_t>(get(d, IB_NODE_PARTITION_CAP_F));
+  n.device_id = static_cast<uint16_t>(get(d, IB_NODE_DEVID_F));
+  n.revision = get(d, IB_NODE_REVISION_F);
+  n.local_port = static_cast<uint8_t>(get(d, IB_NODE_LOCAL_PORT_F));
+  if (n.local_port > n.num_ports)
+    return fail(Errc::kBadReply, "NodeInfo: LocalPortNum " + std::to_string(n.local_port) +
+                                     " > NumPorts " + std::to_string(n.num_ports));
+  n.vendor_id = get(d, IB_NODE_VENDORID_F);
+  return n;
+}
+
+SmpData encode_node_info(const NodeInfo& n) {
+  SmpData d{};
+  put(d, IB_NODE_BASE_VERS_F, n.base_version);
+  put(d, IB_NODE_CLASS_VERS_F, n.class_version);
+  put(d, IB_NODE_TYPE_F, static_cast<uint32_t>(n.type));
+  put(d, IB_NODE_NPORTS_F, n.num_ports);
+  put64(d, IB_NODE_SYSTEM_GUID_F, n.system_guid.value);
+  put64(d, IB_NODE_GUID_F, n.node_guid.value);
+  put64(d, IB_NODE_PORT_GUID_F, n.port_guid.value);
+  put(d, IB_NODE_PARTITION_CAP_F, n.partition_cap);
+  put(d, IB_NODE_DEVID_F, n.device_id);
+  put(d, IB_NODE_REVISION_F, n.revision);
+  put(d, IB_NODE_LOCAL_PORT_F, n.local_port);
+  put(d, IB_NODE_VENDORID_F, n.vendor_id);
+  return d;
+}
+
+// --- NodeDescription ----------------------------------------------------------------
+
+std::string decode_node_desc(const SmpData& d) {
+  SmpData c = d;
+  char text[kSmpDataSize + 1] = {};
+  mad_decode_field(c.data(), IB_NODE_DESC_F, text);
+  std::string s(text, strnlen(text, kSmpDataSize));
+  for (char& ch : s)
+    if (static_cast<unsigned char>(ch) < 0x20 || static_cast<unsigned char>(ch) > 0x7E) ch = '?';
+  return s;
+}
+
+SmpData encode_node_desc(const std::string& desc) {
+  SmpData d{};
+  char text[kSmpDataSize] = {};
+  std::memcpy(text, desc.data(), std::min(desc.size(), kSmpDataSize));
+  mad_encode_field(d.data(), IB_NODE_DESC_F, text);
+  return d;
+}
+
+// --- SwitchInfo ----------------------------------------------------------------------
+
+SwitchInfo decode_switch_info(const SmpData& d) {
+  SwitchInfo s;
+  s.raw = d;
+  s.lft_cap = static_cast<uint16_t>(get(d, IB_SW_LINEAR_FDB_CAP_F));
+  s.rft_cap = static_cast<uint16_t>(get(d, IB_SW_RANDOM_FDB_CAP_F));
+  s.mft_cap = static_cast<uint16_t>(get(d, IB_SW_MCAST_FDB_CAP_F));
+  s.lft_top = static_cast<uint16_t>(get(d, IB_SW_LINEAR_FDB_TOP_F));
+  s.default_port = static_cast<uint8_t>(get(d, IB_SW_DEF_PORT_F));
+  s.lifetime = static_cast<uint8_t>(get(d, IB_SW_LIFE_TIME_F));
+  s.port_state_change = get(d, IB_SW_STATE_CHANGE_F) != 0;
+  s.lids_per_port = static_cast<uint16_t>(get(d, IB_SW_LIDS_PER_PORT_F));
+  s.partition_enforce_cap = static_cast<uint16_t>(get(d, IB_SW_PARTITION_ENFORCE_CAP_F));
+  s.enhanced_port0 = get(d, IB_SW_ENHANCED_PORT0_F) != 0;
+  s.mft_top = static_cast<uint16_t>(get(d, IB_SW_MCAST_FDB_TOP_F));
+  return s;
+}
+
+SmpData encode_switch_info(const SwitchInfo& s) {
+  SmpData d = s.raw;
+  put(d, IB_SW_LINEAR_FDB_CAP_F, s.lft_cap);
+  put(d, IB_SW_RANDOM_FDB_CAP_F, s.rft_cap);
+  put(d, IB_SW_MCAST_FDB_CAP_F, s.mft_cap);
+  put(d, IB_SW_LINEAR_FDB_TOP_F, s.lft_top);
+  put(d, IB_SW_DEF_PORT_F, s.default_port);
+  put(d, IB_SW_LIFE_TIME_F, s.lifetime);
+  put(d, IB_SW_STATE_CHANGE_F, s.port_state_change ? 1 : 0);
+  put(d, IB_SW_LIDS_PER_PORT_F, s.lids_per_port);
+  put(d, IB_SW_PARTITION_ENFORCE_CAP_F, s.partition_enforce_cap);
+  put(d, IB_SW_ENHANCED_PORT0_F, s.enhanced_port0 ? 1 : 0);
+  put(d, IB_SW_MCAST_FDB_TOP_F, s.mft_top);
+  return d;
+}
+
+// --- PortInfo ------------------------------------------------------------------------
+
+PortInfo decode_port_info(const SmpData& d) {
+  PortInfo p;
+  p.raw = d;
+  auto& a = p.attrs;
+  p.gid_prefix = get64(d, IB_PORT_GID_PREFIX_F);
+  a.lid = Lid{static_cast<uint16_t>(get(d, IB_PORT_LID_F))};
+  a.sm_lid = Lid{static_cast<uint16_t>(get(d, IB_PORT_SMLID_F))};
+  a.capability_mask = get(d, IB_PORT_CAPMASK_F);
+  p.local_port = static_cast<uint8_t>(get(d, IB_PORT_LOCAL_PORT_F));
+  a.width_enabled = static_cast<uint8_t>(get(d, IB_PORT_LINK_WIDTH_ENABLED_F));
+  a.width_supported = static_cast<uint8_t>(get(d, IB_PORT_LINK_WIDTH_SUPPORTED_F));
+  a.width_active = static_cast<uint8_t>(get(d, IB_PORT_LINK_WIDTH_ACTIVE_F));
+  a.speed_supported = static_cast<uint8_t>(get(d, IB_PORT_LINK_SPEED_SUPPORTED_F));
+  uint32_t st = get(d, IB_PORT_STATE_F);
+  a.state = st <= 4 ? static_cast<fabric::PortState>(st) : fabric::PortState::kDown;
+  a.phys_state = static_cast<uint8_t>(get(d, IB_PORT_PHYS_STATE_F));
+  a.lmc = static_cast<uint8_t>(get(d, IB_PORT_LMC_F));
+  a.speed_active = static_cast<uint8_t>(get(d, IB_PORT_LINK_SPEED_ACTIVE_F));
+  a.speed_enabled = static_cast<uint8_t>(get(d, IB_PORT_LINK_SPEED_ENABLED_F));
+  a.neighbor_mtu = static_cast<uint8_t>(get(d, IB_PORT_NEIGHBOR_MTU_F));
+  p.sm_sl = static_cast<uint8_t>(get(d, IB_PORT_SMSL_F));
+  a.vl_cap = static_cast<uint8_t>(get(d, IB_PORT_VL_CAP_F));
+  p.vl_high_limit = static_cast<uint8_t>(get(d, IB_PORT_VL_HIGH_LIMIT_F));
+  p.vl_arb_high_cap = static_cast<uint8_t>(get(d, IB_PORT_VL_ARBITRATION_HIGH_CAP_F));
+  p.vl_arb_low_cap = static_cast<uint8_t>(get(d, IB_PORT_VL_ARBITRATION_LOW_CAP_F));
+  a.mtu_cap = static_cast<uint8_t>(get(d, IB_PORT_MTU_CAP_F));
+  p.hoq_life = static_cast<uint8_t>(get(d, IB_PORT_HOQ_LIFE_F));
+  a.oper_vls = static_cast<uint8_t>(get(d, IB_PORT_OPER_VLS_F));
+  p.subnet_timeout = static_cast<uint8_t>(get(d, IB_PORT_SUBN_TIMEOUT_F));
+  // Extended speeds (FDR and up) are only meaningful when CapabilityMask says so;
+  // ibsim leaves the field 0, which reads as "no extended speed".
+  a.speed_ext_active = static_cast<uint8_t>(get(d, IB_PORT_LINK_SPEED_EXT_ACTIVE_F));
+  return p;
+}
+
+SmpData encode_port_info(const PortInfo& p) {
+  SmpData d = p.raw;
+  const auto& a = p.attrs;
+  put64(d, IB_PORT_GID_PREFIX_F, p.gid_prefix);
+  put(d, IB_PORT_LID_F, a.lid.value);
+  put(d, IB_PORT_SMLID_F, a.sm_lid.value);
+  put(d, IB_PORT_CAPMASK_F, a.capability_mask);
+  put(d, IB_PORT_LOCAL_PORT_F, p.local_port);
+  put(d, IB_PORT_LINK_WIDTH_ENABLED_F, a.width_enabled);
+  put(d, IB_PORT_LINK_WIDTH_SUPPORTED_F, a.width_supported);
+  put(d, IB_PORT_LINK_WIDTH_ACTIVE_F, a.width_active);
+  put(d, IB_PORT_LINK_SPEED_SUPPORTED_F, a.speed_supported);
+  put(d, IB_PORT_STATE_F, static_cast<uint32_t>(a.state));
+  put(d, IB_PORT_PHYS_STATE_F, a.phys_state);
+  put(d, IB_PORT_LMC_F, a.lmc);
+  put(d, IB_PORT_LINK_SPEED_ACTIVE_F, a.speed_active);
+  put(d, IB_PORT_LINK_SPEED_ENABLED_F, a.speed_enabled);
+  put(d, IB_PORT_NEIGHBOR_MTU_F, a.neighbor_mtu);
+  put(d, IB_PORT_SMSL_F, p.sm_sl);
+  put(d, IB_PORT_VL_CAP_F, a.vl_cap);
+  put(d, IB_PORT_VL_HIGH_LIMIT_F, p.vl_high_limit);
+  put(d, IB_PORT_VL_ARBITRATION_HIGH_CAP_F, p.vl_arb_high_cap);
+  put(d, IB_PORT_VL_ARBITRATION_LOW_CAP_F, p.vl_arb_low_cap);
+  put(d, IB_PORT_MTU_CAP_F, a.mtu_cap);
+  put(d, IB_PORT_HOQ_LIFE_F, p.hoq_life);
+  put(d, IB_PORT_OPER_VLS_F, a.oper_vls);
+  put(d, IB_PORT_SUBN_TIMEOUT_F, p.subnet_timeout);
+  put(d, IB_PORT_LINK_SPEED_EXT_ACTIVE_F, a.speed_ext_active);
+  return d;
+}
+
+// --- LinearForwardingTable -------------------------------------------------------------
+
+LftBlock decode_lft_block(const SmpData& d) {
+  LftBlock b{};
+  SmpData c = d;
+  mad_get_array(c.data(), 0, IB_LINEAR_FORW_TBL_F, b.data());
+  return b;
+}
+
+SmpData encode_lft_block(const LftBlock& b) {
+  SmpData d{};
+  LftBlock c = b;
+  mad_set_array(d.data(), 0, IB_LINEAR_FORW_TBL_F, c.data());
+  return d;
+}
+
+// --- SMInfo ------------------------------------------------------------------------------
+
+SmInfo decode_sm_info(const SmpData& d) {
+  SmInfo s;
+  s.guid = Guid{get64(d, IB_SMINFO_GUID_F)};
+  s.sm_key = get64(d, IB_SMINFO_KEY_F);
+  s.act_count = get(d, IB_SMINFO_ACT_F);
+  s.priority = static_cast<uint8_t>(get(d, IB_SMINFO_PRIO_F));
+  s.state = static_cast<SmState>(get(d, IB_SMINFO_STATE_F) & 0x3);
+  return s;
+}
+
+SmpData encode_sm_info(const SmInfo& s) {
+  SmpData d{};
+  put64(d, IB_SMINFO_GUID_F, s.guid.value);
+  put64(d, IB_SMINFO_KEY_F, s.sm_key);
+  put(d, IB_SMINFO_ACT_F, s.act_count);
+  put(d, IB_SMINFO_PRIO_F, s.priority);
+  put(d, IB_SMINFO_STATE_F, static_cast<uint32_t>(s.state));
+  return d;
+}
+
+}  // namespace weft::sm

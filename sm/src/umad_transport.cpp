@@ -1,0 +1,162 @@
+#include "weft/sm/umad_transport.hpp"
+
+#include <fcntl.h>
+#include <infiniband/umad.h>
+#include <poll.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "weft/log.hpp"
+
+namespace weft::sm {
+namespace {
+
+std::string errno_str(int e) { return std::strerror(e < 0 ? -e : e); }
+
+struct Candidate {
+  std::string ca;
+  int port;
+  uint64_t guid;
+  int state, phys_state;
+  uint16_t lid, sm_lid;
+};
+
+std::vector<Candidate> list_ports() {
+  std::vector<Candidate> out;
+  char names[UMAD_MAX_DEVICES][UMAD_CA_NAME_LEN];
+  int n = umad_get_cas_names(names, UMAD_MAX_DEVICES);
+  for (int i = 0; i < n; ++i) {
+    umad_ca_t ca;
+    if (umad_get_ca(names[i], &ca) < 0) continue;
+    for (int p = 1; p <= ca.numports && p < UMAD_CA_MAX_PORTS; ++p) {
+      if (!ca.ports[p]) continue;
+      const umad_port_t* up = ca.ports[p];
+      out.push_back({names[i], p, be64toh(up->port_guid), static_cast<int>(up->state),
+                     static_cast<int>(up->phys_state), static_cast<uint16_t>(up->base_lid),
+                     static_cast<uint16_t>(up->sm_lid)});
+    }
+    umad_release_ca(&ca);
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<UmadTransport>> UmadTransport::open(const UmadPortSpec& spec) {
+  if (umad_init() < 0) return fail(Errc::kIo, "umad_init failed: no InfiniBand MAD support (is ib_umad loaded?)");
+  auto ports = list_ports();
+  if (ports.empty()) return fail(Errc::kIo, "no InfiniBand CA ports found (umad_get_cas_names)");
+  const Candidate* pick = nullptr;
+  for (const auto& c : ports) {
+    if (spec.guid && c.guid != spec.guid) continue;
+    if (!spec.ca.empty() && c.ca != spec.ca) continue;
+    if (spec.port && c.port != spec.port) continue;
+    if (spec.guid || spec.port) {
+      pick = &c;
+      break;
+    }
+    if (c.phys_state == 5 && !pick) pick = &c;  // LinkUp
+  }
+  if (!pick && !spec.guid && !spec.port) {
+    for (const auto& c : ports)
+      if (spec.ca.empty() || c.ca == spec.ca) {
+        pick = &c;
+        break;
+      }
+  }
+  if (!pick) {
+    std::string have;
+    for (const auto& c : ports) have += " " + c.ca + "/" + std::to_string(c.port) + "=" + hex_guid(c.guid);
+    return fail(Errc::kInvalidInput, "no CA port matches --ca " + (spec.ca.empty() ? "*" : spec.ca) +
+                                         " --port " + std::to_string(spec.port) + " --guid " +
+                                         hex_guid(spec.guid) + "; ports:" + have);
+  }
+  std::unique_ptr<UmadTransport> t(new UmadTransport());
+  t->local_ = {pick->ca, pick->port, Guid{pick->guid}, Lid{pick->lid}, Lid{pick->sm_lid}, pick->state,
+               pick->phys_state};
+  t->portid_ = umad_open_port(pick->ca.c_str(), pick->port);
+  if (t->portid_ < 0)
+    return fail(Errc::kIo, "umad_open_port " + pick->ca + "/" + std::to_string(pick->port) + ": " +
+                               errno_str(t->portid_));
+  // Receive requests of our classes too (SMInfo queries, traps): the SM is their receiver.
+  long mask[16 / sizeof(long)] = {};
+  auto set_bit = [&](int m) { mask[m / (8 * sizeof(long))] |= 1L << (m % (8 * sizeof(long))); };
+  set_bit(kMethodGet);
+  set_bit(kMethodSet);
+  set_bit(kMethodTrap);
+  t->agent_dr_ = umad_register(t->portid_, kClassSmiDirect, 1, 0, mask);
+  t->agent_lid_ = umad_register(t->portid_, kClassSmiLid, 1, 0, mask);
+  if (t->agent_dr_ < 0 || t->agent_lid_ < 0)
+    return fail(Errc::kIo, "umad_register for SMP classes on " + pick->ca + "/" +
+                               std::to_string(pick->port) + " failed (is another SM running?)");
+  t->sendbuf_.assign(umad_size() + kMadSize, 0);
+  t->recvbuf_.assign(umad_size() + kMadSize, 0);
+  WEFT_LOG(Info, "UMAD-0001") << "bound to " << pick->ca << " port " << pick->port << " guid "
+                              << hex_guid(pick->guid) << " state " << pick->state << " phys "
+                              << pick->phys_state;
+  return t;
+}
+
+UmadTransport::~UmadTransport() {
+  if (issm_fd_ >= 0) ::close(issm_fd_);
+  if (portid_ >= 0) umad_close_port(portid_);
+}
+
+Result<void> UmadTransport::set_is_sm(bool on) {
+  if (on && issm_fd_ < 0) {
+    char path[256];
+    if (umad_get_issm_path(local_.ca.c_str(), local_.port, path, sizeof path) < 0)
+      return fail(Errc::kIo, "no issm device for " + local_.ca + "/" + std::to_string(local_.port));
+    issm_fd_ = ::open(path, O_RDWR);
+    if (issm_fd_ < 0)
+      return fail(Errc::kIo, std::string("open ") + path + ": " + errno_str(errno) +
+                                 " (another SM on this port?)");
+  } else if (!on && issm_fd_ >= 0) {
+    ::close(issm_fd_);
+    issm_fd_ = -1;
+  }
+  return {};
+}
+
+Result<void> UmadTransport::send(const MadBuf& mad, const SendAddr& to) {
+  std::memcpy(umad_get_mad(sendbuf_.data()), mad.data(), kMadSize);
+  umad_set_addr(sendbuf_.data(), to.dlid.value, static_cast<int>(to.qpn), 0, 0);
+  const int agent = mad[1] == kClassSmiDirect ? agent_dr_ : agent_lid_;
+  const int tmo_ms = static_cast<int>(
+      std::chrono::duration_cast<std::chrono::milliseconds>(to.response_timeout).count());
+  int r = umad_send(portid_, agent, sendbuf_.data(), kMadSize, tmo_ms, 0);
+  if (r < 0) return fail(Errc::kIo, "umad_send: " + errno_str(r ? r : errno));
+  return {};
+}
+
+Result<std::optional<InMad>> UmadTransport::receive(Duration max_wait) {
+  const int fd = umad_get_fd(portid_);
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(max_wait).count();
+  if (ms < 0) ms = 0;
+  if (ms == 0 && max_wait.count() > 0) ms = 1;
+  pollfd pfd{fd, POLLIN, 0};
+  int pr = ::poll(&pfd, 1, static_cast<int>(ms));
+  if (pr < 0) {
+    if (errno == EINTR) return std::optional<InMad>{};
+    return fail(Errc::kIo, "poll on umad fd: " + errno_str(errno));
+  }
+  if (pr == 0) return std::optional<InMad>{};
+  int len = static_cast<int>(kMadSize);
+  int r = umad_recv(portid_, recvbuf_.data(), &len, 0);
+  if (r < 0) {
+    if (r == -EWOULDBLOCK || r == -EAGAIN || r == -ETIMEDOUT) return std::optional<InMad>{};
+    return fail(Errc::kIo, "umad_recv: " + errno_str(r));
+  }
+  InMad in;
+  in.len = len < 0 ? 0 : std::min<size_t>(static_cast<size_t>(len), kMadSize);
+  std::memcpy(in.mad.data(), umad_get_mad(recvbuf_.data()), kMadSize);
+  const ib_mad_addr_t* addr = umad_get_mad_addr(recvbuf_.data());
+  in.slid = Lid{be16toh(addr->lid)};
+  in.send_timed_out = umad_status(recvbuf_.data()) == ETIMEDOUT;
+  if (in.send_timed_out) in.len = kMadSize;  // the buffer holds our own request
+  return std::optional<InMad>(in);
+}
+
+}  // namespace weft::sm
