@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <boost/program_options.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -53,7 +54,8 @@ po::options_description sm_options() {
       ("sweep-interval", po::value<std::string>(), "seconds between light sweeps (sweep_interval)")
       ("routing-engine", po::value<std::string>(), "routing engine (routing_engine)")
       ("lmc", po::value<std::string>(), "LID mask control (lmc)")
-      ("priority", po::value<std::string>(), "SMInfo priority (sm_priority)");
+      ("priority", po::value<std::string>(), "SMInfo priority (sm_priority)")
+      ("dump-model", po::value<std::string>(), "after the bring-up, write the discovered model here");
   return o;
 }
 
@@ -155,11 +157,50 @@ class Signals {
   std::jthread waiter_;
 };
 
-int run_daemon(sm::SubnetManager& smgr, const config::Values& v, bool once) {
+// One line per node and per linked port, sorted by GUID: the same fabric discovered
+// through any transport gives the same text.
+std::string model_text(const fabric::Fabric& f) {
+  std::vector<std::string> lines;
+  char buf[512];
+  for (const auto& n : f.nodes()) {
+    std::snprintf(buf, sizeof buf, "%s %s ports %d lid %u \"%s\"", n.guid.str().c_str(), fabric::node_type_name(n.type),
+                  n.num_ports, n.is_switch() ? n.ports[0].attrs.lid.value : 0u, n.description.c_str());
+    lines.emplace_back(buf);
+    for (const auto& p : n.ports) {
+      if (!p.linked()) continue;
+      const auto& a = p.attrs;
+      const auto& peer = f.node(p.peer);
+      std::snprintf(buf, sizeof buf,
+                    "%s port %d guid %s lid %u -> %s port %d width %u speed %u/%u mtucap %u vlcap %u state %s",
+                    n.guid.str().c_str(), p.num, p.guid.str().c_str(), n.is_switch() ? 0u : a.lid.value,
+                    peer.guid.str().c_str(), p.peer_port, a.width_active, a.speed_active, a.speed_ext_active,
+                    a.mtu_cap, a.vl_cap, fabric::port_state_name(a.state));
+      lines.emplace_back(buf);
+    }
+  }
+  std::sort(lines.begin(), lines.end());
+  std::string out;
+  for (auto& l : lines) out += l + "\n";
+  return out;
+}
+
+Result<void> dump_model(const po::variables_map& vm, const sm::SubnetManager& smgr) {
+  if (!vm.count("dump-model") || !smgr.snapshot()) return {};
+  const std::string path = vm["dump-model"].as<std::string>();
+  const std::string text = model_text(smgr.snapshot()->fabric);
+  FILE* fp = std::fopen(path.c_str(), "w");
+  if (!fp || std::fwrite(text.data(), 1, text.size(), fp) != text.size() || std::fclose(fp) != 0)
+    return fail(Errc::kIo, "--dump-model " + path + ": cannot write");
+  return {};
+}
+
+int run_daemon(sm::SubnetManager& smgr, const config::Values& v, const po::variables_map& vm) {
+  const bool once = vm.count("once") > 0;
   Signals sig;
   auto rep = smgr.sweep();
   if (!rep) return die(rep.error().message, 1);
   print_summary(*rep, smgr.mad_stats());
+  if (auto r = dump_model(vm, smgr); !r) return die(r.error().message, 1);
   if (once) return rep->subnet_up ? 0 : 1;
   const long interval_s = v.get_int("sweep_interval");
   auto next = std::chrono::steady_clock::now() + std::chrono::seconds(interval_s);
@@ -203,7 +244,7 @@ int cmd_sm(int argc, char** argv) {
   auto t = sm::UmadTransport::open(spec);
   if (!t) return die(t.error().message, 1);
   sm::SubnetManager smgr(**t, sm_opts(*v));
-  return run_daemon(smgr, *v, vm.count("once") > 0);
+  return run_daemon(smgr, *v, vm);
 }
 
 int cmd_sim(int argc, char** argv) {
@@ -266,6 +307,8 @@ int cmd_sim(int argc, char** argv) {
       break;
     }
     print_summary(*rep, smgr.mad_stats());
+    if (i == 0)
+      if (auto r = dump_model(vm, smgr); !r) return die(r.error().message, 1);
     // Check what the devices hold, not what the SM meant to write.
     routing::Tables held;
     held.lft.resize(sim.model().size());

@@ -243,7 +243,9 @@ class Parser {
         if (auto v = parse_uint(rest.substr(0, k)); v && *v <= 0xFFFF) rec.lid = static_cast<uint16_t>(*v);
       }
     }
+    // A GUID line applies to the next record of its type; later ones continue from it.
     rec.guid = pending_guid_[static_cast<int>(type)];
+    pending_guid_[static_cast<int>(type)].reset();
     rec.sysguid = pending_sysguid_;
     rec.vendid = vendid_;
     rec.devid = devid_;
@@ -366,7 +368,6 @@ class Parser {
       }
       if (r.lid && nd.is_switch()) nd.ports[0].attrs.lid = Lid{*r.lid};
       ids[r.id] = *added;
-      for (auto& k : pending_guid_) k.reset();
     }
     for (size_t i = 0; i < records_.size(); ++i) {
       const Record& r = records_[i];

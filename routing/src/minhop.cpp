@@ -109,6 +109,18 @@ Result<Tables> MinHopEngine::compute(const Fabric& f, const Options&) const {
   std::vector<uint32_t> cand_begin(ns + 1);   // candidate ports of switch s toward t
   std::vector<PortNum> cand;
   std::vector<uint64_t> weight(ns);
+  // The least-loaded onward link of a neighbour: fixed for one destination until the
+  // neighbour itself is routed (it is closer, so later), hence computed once per
+  // destination and cached under a stamp.
+  std::vector<uint64_t> ahead(ns), ahead_stamp(ns, 0);
+  uint64_t stamp = 0;
+  auto look_ahead = [&](uint32_t n) -> uint64_t {
+    if (ahead_stamp[n] == stamp) return ahead[n];
+    uint64_t m = cand_begin[n] == cand_begin[n + 1] ? 0 : std::numeric_limits<uint64_t>::max();
+    for (uint32_t k = cand_begin[n]; k < cand_begin[n + 1]; ++k) m = std::min(m, load[n][cand[k]]);
+    ahead_stamp[n] = stamp;
+    return ahead[n] = m;
+  };
   for (uint32_t t = 0; t < ns; ++t) {
     if (by_switch[t].empty()) continue;
     order.clear();
@@ -129,21 +141,24 @@ Result<Tables> MinHopEngine::compute(const Fabric& f, const Options&) const {
     for (const Dest& dst : by_switch[t]) {
       out.lft[sw.nodes[t]][dst.lid] = dst.exit;
       for (uint32_t s : order) weight[s] = sw.sources[s];
+      ++stamp;
       for (uint32_t s : order) {
         const NodeIndex sn = sw.nodes[s];
         PortNum best = kDropPort;
-        uint64_t best_load = std::numeric_limits<uint64_t>::max();
+        uint64_t best_cost = std::numeric_limits<uint64_t>::max();
         for (uint32_t k = cand_begin[s]; k < cand_begin[s + 1]; ++k) {
-          if (load[s][cand[k]] < best_load) {
-            best_load = load[s][cand[k]];
-            best = cand[k];
+          const PortNum port = cand[k];
+          const uint32_t n = sw.of_node[f.node(sn).ports[port].peer];
+          const uint64_t cost = load[s][port] + look_ahead(n) + (weight[n] - sw.sources[n]);
+          if (cost < best_cost) {
+            best_cost = cost;
+            best = port;
           }
         }
         if (best == kDropPort) continue;  // unreachable by construction; keep drop
         out.lft[sn][dst.lid] = best;
         load[s][best] += weight[s];
-        const auto& p = f.node(sn).ports[best];
-        weight[sw.of_node[p.peer]] += weight[s];
+        weight[sw.of_node[f.node(sn).ports[best].peer]] += weight[s];
       }
     }
   }

@@ -20,6 +20,7 @@ struct Raw {
   std::vector<std::vector<bool>> pi_read;
   std::vector<SwitchInfo> si;
   std::vector<std::string> problems;
+  size_t unexplored = 0;
   NodeIndex local = fabric::kNoNode;
   PortNum local_port = 0;
 };
@@ -139,11 +140,13 @@ class Walker {
   void probe(NodeIndex from, PortNum from_port, const DrPath& path) {
     eng_.submit(SmpRequest::get(kAttrNodeInfo, 0, path), [this, from, from_port, path](Result<Smp> r) {
       if (!r) {
+        ++raw_.unexplored;
         problem("NodeInfo beyond " + fabric::port_ref(raw_.f, from, from_port) + ": " + r.error().message);
         return;
       }
       auto ni = decode_node_info(r->data);
       if (!ni) {
+        ++raw_.unexplored;
         problem("NodeInfo beyond " + fabric::port_ref(raw_.f, from, from_port) + ": " + ni.error().message);
         return;
       }
@@ -224,6 +227,7 @@ Discovered canonicalise(Raw&& raw) {
   }
   Discovered d;
   d.problems = std::move(raw.problems);
+  d.unexplored = raw.unexplored;
   for (NodeIndex old : order) {
     fabric::Node copy = f.node(old);
     for (auto& p : copy.ports) p.peer = fabric::kNoNode, p.peer_port = 0;
@@ -252,9 +256,12 @@ Discovered canonicalise(Raw&& raw) {
 
 DrPath dr_path_to(const Discovered& d, NodeIndex node, PortNum port) {
   const auto& nd = d.fabric.node(node);
-  if (nd.is_switch() || node == d.local_node) return d.paths[node];
+  if (nd.is_switch()) return d.paths[node];
+  // The SM's own port is reached with an empty path; any other CA port (including a
+  // second port of the SM's own HCA) only through the switch it is cabled to.
+  if (node == d.local_node && port == d.local_port) return DrPath{};
   const auto& p = nd.ports[port];
-  if (!p.linked()) return d.paths[node];
+  if (!p.linked() || !d.fabric.node(p.peer).is_switch()) return d.paths[node];
   return d.paths[p.peer].extended(p.peer_port);
 }
 

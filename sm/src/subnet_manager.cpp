@@ -178,6 +178,14 @@ Result<SweepReport> SubnetManager::sweep() {
     rep.reason = std::to_string(rep.ports_linked - rep.ports_active) + " of " +
                  std::to_string(rep.ports_linked) + " linked ports are not ACTIVE";
   }
+  if (rep.lft_failures) {
+    rep.reason += std::string(rep.reason.empty() ? "" : "; ") + std::to_string(rep.lft_failures) +
+                  " forwarding-table writes failed";
+  }
+  if (d.unexplored) {
+    rep.reason += std::string(rep.reason.empty() ? "" : "; ") + std::to_string(d.unexplored) +
+                  " live links lead to nodes that did not answer";
+  }
   rep.subnet_up = rep.reason.empty();
   auto snap = std::make_shared<SubnetSnapshot>();
   snap->fabric = std::move(target);
@@ -255,6 +263,7 @@ void SubnetManager::program(const Discovered& d, fabric::Fabric& target, const r
     if (!nd.is_switch()) continue;
     const SwitchInfo& si = d.switch_info[n];
     if (si.lft_cap == 0) {
+      ++rep.lft_failures;
       add_problem(rep, "switch " + fabric::port_ref(target, n, 0) + ": SwitchInfo unknown, LFT not programmed");
       continue;
     }
@@ -282,7 +291,7 @@ void SubnetManager::program(const Discovered& d, fabric::Fabric& target, const r
       eng_.submit(SmpRequest::set(kAttrSwitchInfo, 0, path, encode_switch_info(set)),
                   [&rep, &target, n](Result<Smp> r) {
                     if (r) ++rep.switchinfo_sets;
-                    else add_problem(rep, "SwitchInfo Set on " + fabric::port_ref(target, n, 0) + ": " + r.error().message);
+                    else ++rep.lft_failures, add_problem(rep, "SwitchInfo Set on " + fabric::port_ref(target, n, 0) + ": " + r.error().message);
                   });
     };
     auto write_block = [this, &rep, &target, n, path, g, pending, finish](size_t b, const LftBlock& blk) {
@@ -294,6 +303,7 @@ void SubnetManager::program(const Discovered& d, fabric::Fabric& target, const r
                       if (h.size() < (b + 1) * 64) h.resize((b + 1) * 64, kDropPort);
                       std::copy(blk.begin(), blk.end(), h.begin() + b * 64);
                     } else {
+                      ++rep.lft_failures;
                       add_problem(rep, "LFT block " + std::to_string(b) + " on " + fabric::port_ref(target, n, 0) +
                                            ": " + r.error().message);
                       lft_cache_.erase(g);

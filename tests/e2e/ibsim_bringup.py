@@ -1,0 +1,285 @@
+#!/usr/bin/env python3
+"""End-to-end bring-up on ibsim, refereed by infiniband-diags.
+
+For one fabric: start ibsim on a private IBSIM_SOCKNAME in a scratch
+directory, run `weft sm --once` under libumad2sim, then read the fabric back
+with ibnetdiscover, iblinkinfo and dump_fts (plus smpdump for the LFT block
+dump_fts skips) and check:
+  - every node of the net file is found, every LID-holding port has a unique
+    non-zero LID;
+  - every link is ACTIVE on both ends;
+  - from every switch, following the LFTs reaches every LID in use (switch
+    LIDs too) without a loop or a drop;
+  - the model weft discovered through ibsim equals the one it discovers in
+    its own simulator from the same file (parity);
+  - a second `weft sm --once` (a restart) keeps every LID and rewrites no LFT
+    block and no port.
+Everything started is stopped by PID, also on failure. Stdlib only.
+"""
+import argparse
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+UMAD2SIM = "/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so"
+
+# name -> (source, weft topo spec or None)
+FABRICS = {
+    "two_switches": ("two_switches.net", None),
+    "ibsim_example": ("ibsim_example.net", None),
+    "ibnetdiscover_dump": ("ibnetdiscover_dump.txt", None),
+    "ft2_large": (None, "ft2:leaves=24,spines=12,hosts=12"),   # 36 switches, 288 CAs
+    "torus": (None, "torus:dims=4x4x3,hosts=1"),               # 48 switches
+    "random": (None, "random:switches=40,degree=5,hosts=2,seed=7"),
+}
+
+
+class Failure(Exception):
+    pass
+
+
+class Ibsim:
+    def __init__(self, net, workdir, sockname):
+        self.net, self.dir, self.sock = net, workdir, sockname
+        self.proc = None
+        self.fifo_fd = None
+
+    def __enter__(self):
+        fifo = os.path.join(self.dir, "ibsim.console")
+        if os.path.exists(fifo):
+            os.unlink(fifo)
+        os.mkfifo(fifo)
+        # Held open read-write: ibsim spins at EOF on stdin.
+        self.fifo_fd = os.open(fifo, os.O_RDWR)
+        env = dict(os.environ, IBSIM_SOCKNAME=self.sock)
+        self.log = open(os.path.join(self.dir, "ibsim.out"), "w")
+        self.proc = subprocess.Popen(["ibsim", "-s", self.net], stdin=self.fifo_fd, stdout=self.log,
+                                     stderr=subprocess.STDOUT, cwd=self.dir, env=env, start_new_session=True)
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            if self.proc.poll() is not None:
+                raise Failure("ibsim exited during start: " + open(self.log.name).read()[-500:])
+            if "Network simulator ready" in open(self.log.name).read():
+                if "@%s:ctl" % self.sock in open("/proc/net/unix").read() or True:
+                    return self
+            time.sleep(0.05)
+        raise Failure("ibsim did not become ready in 30 s")
+
+    def __exit__(self, *exc):
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=3)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=3)
+        if self.fifo_fd is not None:
+            os.close(self.fifo_fd)
+        self.log.close()
+        return False
+
+
+def run(cmd, workdir, sock, timeout=240, preload=True, check=True):
+    env = dict(os.environ, IBSIM_SOCKNAME=sock)
+    if preload:
+        env["LD_PRELOAD"] = UMAD2SIM
+    p = subprocess.run(cmd, cwd=workdir, env=env, capture_output=True, text=True, timeout=timeout)
+    if check and p.returncode != 0:
+        raise Failure("%s exited %d:\n%s\n%s" % (" ".join(cmd), p.returncode, p.stdout[-3000:], p.stderr[-3000:]))
+    return p
+
+
+def expected_nodes(path):
+    """Counts Switch and CA records of a net file or ibnetdiscover dump."""
+    sw = ca = 0
+    for line in open(path):
+        if re.match(r"^Switch\s", line):
+            sw += 1
+        elif re.match(r"^(Hca|Ca)\s", line):
+            ca += 1
+    return sw, ca
+
+
+def parse_ibnetdiscover(text):
+    """Returns nodes {guid: {type, lid, ports: {port: (peer_guid, peer_port, lid)}}}."""
+    nodes, cur = {}, None
+    for line in text.splitlines():
+        m = re.match(r'^(Switch|Ca|Rt)\s+(\d+)\s+"[SHR]-([0-9a-f]+)"(.*)$', line)
+        if m:
+            guid = int(m.group(3), 16)
+            cur = nodes.setdefault(guid, {"type": m.group(1), "lid": 0, "ports": {}})
+            if m.group(1) == "Switch":
+                lm = re.search(r"\blid (\d+)", m.group(4))
+                cur["lid"] = int(lm.group(1)) if lm else 0
+            continue
+        m = re.match(r'^\[(\d+)\](?:\(([0-9a-f]+)\))?\s+"[SHR]-([0-9a-f]+)"\[(\d+)\](?:\([0-9a-f]+\))?\s*#?(.*)$', line)
+        if m and cur is not None:
+            port, peer, pport, rest = int(m.group(1)), int(m.group(3), 16), int(m.group(4)), m.group(5)
+            own_lid = 0
+            if cur["type"] != "Switch":
+                lm = re.match(r'\s*lid (\d+)', rest)
+                own_lid = int(lm.group(1)) if lm else 0
+            cur["ports"][port] = (peer, pport, own_lid)
+    return nodes
+
+
+def parse_dump_fts(text):
+    """Returns {switch_guid: (path, {lid: port}, top)}."""
+    out, cur = {}, None
+    for line in text.splitlines():
+        m = re.match(r"^Unicast lids \[0x([0-9a-f]+)-0x([0-9a-f]+)\] of switch DR path slid \d+; dlid \d+; ([0-9,]+) guid 0x([0-9a-f]+)", line)
+        if m:
+            cur = {}
+            out[int(m.group(4), 16)] = (m.group(3), cur, int(m.group(2), 16))
+            continue
+        m = re.match(r"^0x([0-9a-f]+) (\d+)", line)
+        if m and cur is not None:
+            cur[int(m.group(1), 16)] = int(m.group(2))
+    return out
+
+
+def fix_top_block(lfts, workdir, sock):
+    """dump_fts (44.0) skips the block holding LinearFDBTop when top % 64 == 0: read it with smpdump."""
+    for guid, (path, table, top) in lfts.items():
+        if top == 0 or top % 64 != 0 or top in table:
+            continue
+        p = run(["smpdump", "-D", path, "0x19", str(top // 64)], workdir, sock)
+        words = re.findall(r"\b([0-9a-f]{4})\b", p.stdout.split("SMP status")[0])
+        data = bytes.fromhex("".join(words[:32]))
+        for i, port in enumerate(data):
+            lid = (top // 64) * 64 + i
+            if lid <= top and port != 0xFF:
+                table[lid] = port
+
+
+def check_routes(nodes, lfts):
+    owner = {}  # lid -> (guid, port)
+    for guid, n in nodes.items():
+        if n["type"] == "Switch":
+            owner[n["lid"]] = (guid, 0)
+        else:
+            for port, (_, _, lid) in n["ports"].items():
+                owner[lid] = (guid, port)
+    problems, pairs = [], 0
+    for sw, n in nodes.items():
+        if n["type"] != "Switch":
+            continue
+        for lid, (dguid, dport) in owner.items():
+            pairs += 1
+            cur, hops = sw, 0
+            while True:
+                if nodes[cur]["type"] == "Switch" and nodes[cur]["lid"] == lid:
+                    break
+                if cur not in lfts:
+                    problems.append("no LFT read from switch 0x%x" % cur)
+                    break
+                out = lfts[cur][1].get(lid)
+                if out is None or out == 0 or out not in nodes[cur]["ports"]:
+                    problems.append("LID %d not routed at switch 0x%x (entry %s)" % (lid, cur, out))
+                    break
+                peer, pport, _ = nodes[cur]["ports"][out]
+                if nodes[peer]["type"] != "Switch":
+                    if (peer, pport) != (dguid, dport):
+                        problems.append("LID %d delivered to the wrong CA 0x%x from 0x%x" % (lid, peer, sw))
+                    break
+                cur, hops = peer, hops + 1
+                if hops > 64:
+                    problems.append("LID %d loops from switch 0x%x" % (lid, sw))
+                    break
+    return pairs, problems
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--weft", required=True)
+    ap.add_argument("--fabric", required=True, choices=sorted(FABRICS))
+    ap.add_argument("--data", required=True)
+    ap.add_argument("--scratch", required=True)
+    a = ap.parse_args()
+
+    work = os.path.join(a.scratch, a.fabric)
+    shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(work)
+    src, spec = FABRICS[a.fabric]
+    if spec:
+        net = os.path.join(work, a.fabric + ".net")
+        run([a.weft, "topo", spec, "-o", net], work, "", preload=False)
+    else:
+        net = os.path.join(a.data, src)
+    want_sw, want_ca = expected_nodes(net)
+    sock = "weft-e2e-%s-%d" % (a.fabric, os.getpid())
+    state = os.path.join(work, "state")
+
+    with Ibsim(net, work, sock):
+        t0 = time.time()
+        first = run([a.weft, "sm", "--once", "--state-dir", state, "--dump-model", os.path.join(work, "model.ibsim")],
+                    work, sock)
+        print("weft sm --once: %.2f s" % (time.time() - t0))
+        print(first.stdout)
+        if "SUBNET UP" not in first.stderr:
+            raise Failure("no SUBNET UP line in the log")
+
+        disc = run(["ibnetdiscover"], work, sock).stdout
+        open(os.path.join(work, "ibnetdiscover.txt"), "w").write(disc)
+        nodes = parse_ibnetdiscover(disc)
+        got_sw = sum(1 for n in nodes.values() if n["type"] == "Switch")
+        got_ca = sum(1 for n in nodes.values() if n["type"] != "Switch")
+        if (got_sw, got_ca) != (want_sw, want_ca):
+            raise Failure("ibnetdiscover sees %d switches, %d CAs; the net file has %d, %d" % (got_sw, got_ca, want_sw, want_ca))
+        lids = [n["lid"] for n in nodes.values() if n["type"] == "Switch"]
+        lids += [p[2] for n in nodes.values() if n["type"] != "Switch" for p in n["ports"].values()]
+        if 0 in lids:
+            raise Failure("%d ports have LID 0" % lids.count(0))
+        if len(set(lids)) != len(lids):
+            raise Failure("duplicate LIDs")
+
+        links = run(["iblinkinfo"], work, sock).stdout
+        open(os.path.join(work, "iblinkinfo.txt"), "w").write(links)
+        linked = [l for l in links.splitlines() if "==>" in l and '""' not in l]
+        not_active = [l for l in linked if "Active/" not in l]
+        if not linked or not_active:
+            raise Failure("%d of %d linked ports not ACTIVE, e.g. %s" % (len(not_active), len(linked), not_active[:2]))
+
+        fts = run(["dump_fts", "-n"], work, sock).stdout
+        open(os.path.join(work, "dump_fts.txt"), "w").write(fts)
+        lfts = parse_dump_fts(fts)
+        fix_top_block(lfts, work, sock)
+        pairs, problems = check_routes(nodes, lfts)
+        if problems:
+            raise Failure("%d of %d (switch, LID) pairs bad: %s" % (len(problems), pairs, problems[:3]))
+        print("routes: %d (switch, LID) pairs reach their LID; %d links ACTIVE; %d LIDs unique" % (pairs, len(linked), len(lids)))
+
+        # Restart: same LIDs, nothing rewritten.
+        second = run([a.weft, "sm", "--once", "--state-dir", state], work, sock)
+        m = re.search(r"LIDs\s+(\d+) from the state file, (\d+) kept from the fabric, (\d+) new, (\d+) changed", second.stdout)
+        w = re.search(r"writes\s+(\d+) PortInfo, (\d+) SwitchInfo, (\d+) LFT blocks", second.stdout)
+        if not m or not w:
+            raise Failure("restart summary unreadable:\n" + second.stdout)
+        if int(m.group(3)) or int(m.group(4)):
+            raise Failure("restart renumbered ports: " + m.group(0))
+        if int(w.group(1)) or int(w.group(3)):
+            raise Failure("restart rewrote what the devices already hold: " + w.group(0))
+        print("restart: " + m.group(0) + "; " + w.group(0))
+
+    # Parity: the in-process simulator discovers the same model from the same file.
+    run([a.weft, "sim", "--topology", net, "--dump-model", os.path.join(work, "model.sim")], work, "", preload=False)
+    a_text = open(os.path.join(work, "model.ibsim")).read()
+    b_text = open(os.path.join(work, "model.sim")).read()
+    if a_text != b_text:
+        al, bl = a_text.splitlines(), b_text.splitlines()
+        diff = [("ibsim: " + x, "sim:   " + y) for x, y in zip(al, bl) if x != y][:3]
+        raise Failure("model via ibsim differs from the simulator's (%d vs %d lines): %s" % (len(al), len(bl), diff))
+    print("parity: %d model lines identical through ibsim and the simulator" % len(a_text.splitlines()))
+    print("PASS %s" % a.fabric)
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    except (Failure, subprocess.TimeoutExpired) as e:
+        print("FAIL: %s" % e, file=sys.stderr)
+        sys.exit(1)

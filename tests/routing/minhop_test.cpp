@@ -1,0 +1,181 @@
+#include <gtest/gtest.h>
+
+#include <deque>
+#include <map>
+
+#include "weft/routing/verify.hpp"
+#include "weft/simulator/generators.hpp"
+#include "weft/sm/lid_manager.hpp"
+
+using namespace weft;
+using namespace weft::fabric;
+using namespace weft::routing;
+
+namespace {
+
+Fabric with_lids(const std::string& spec) {
+  auto f = simulator::make_fabric(spec);
+  EXPECT_TRUE(f) << spec;
+  sm::Guid2Lid db;
+  EXPECT_TRUE(sm::assign_lids(*f, db, 0));
+  return std::move(*f);
+}
+
+Tables route(const Fabric& f) {
+  auto e = make_engine("minhop");
+  EXPECT_TRUE(e);
+  auto t = (*e)->compute(f, {});
+  EXPECT_TRUE(t) << (t ? "" : t.error().message);
+  return std::move(*t);
+}
+
+// Switch-to-switch hop distances by a plain BFS (independent of the engine's Boost.Graph one).
+std::map<std::pair<NodeIndex, NodeIndex>, int> distances(const Fabric& f) {
+  std::map<std::pair<NodeIndex, NodeIndex>, int> d;
+  for (NodeIndex s = 0; s < f.size(); ++s) {
+    if (!f.node(s).is_switch()) continue;
+    std::deque<NodeIndex> q{s};
+    d[{s, s}] = 0;
+    while (!q.empty()) {
+      NodeIndex u = q.front();
+      q.pop_front();
+      for (const auto& p : f.node(u).ports)
+        if (p.num && p.linked() && f.node(p.peer).is_switch() && !d.contains({s, p.peer})) {
+          d[{s, p.peer}] = d[{s, u}] + 1;
+          q.push_back(p.peer);
+        }
+    }
+  }
+  return d;
+}
+
+// Routes every CA to every CA through the tables; returns per directed switch link
+// (switch, port) the number of routes over it. Fails the test on a non-minimal path.
+std::map<std::pair<NodeIndex, PortNum>, int> all_to_all(const Fabric& f, const Tables& t) {
+  auto dist = distances(f);
+  std::map<std::pair<NodeIndex, PortNum>, int> load;
+  for (NodeIndex s = 0; s < f.size(); ++s)
+    for (const auto& p : f.node(s).ports)
+      if (f.node(s).is_switch() && p.num && p.linked() && f.node(p.peer).is_switch()) load[{s, p.num}] = 0;
+  std::vector<std::pair<NodeIndex, NodeIndex>> cas;  // (ca, its switch)
+  for (NodeIndex n = 0; n < f.size(); ++n)
+    if (!f.node(n).is_switch() && f.node(n).ports[1].linked()) cas.emplace_back(n, f.node(n).ports[1].peer);
+  for (auto [src, ssw] : cas)
+    for (auto [dst, dsw] : cas) {
+      if (src == dst) continue;
+      uint16_t lid = f.node(dst).ports[1].attrs.lid.value;
+      NodeIndex cur = ssw;
+      int hops = 0;
+      while (cur != dsw && hops < 100) {
+        PortNum out = t.lft[cur][lid];
+        ++load[{cur, out}];
+        cur = f.node(cur).ports[out].peer;
+        ++hops;
+      }
+      EXPECT_EQ(hops, dist.at({ssw, dsw})) << "non-minimal path";
+    }
+  return load;
+}
+
+}  // namespace
+
+class MinHopOnFabric : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(MinHopOnFabric, CompleteLoopFreeAndMinimal) {
+  Fabric f = with_lids(GetParam());
+  Tables t = route(f);
+  auto rep = verify_lfts(f, t);
+  EXPECT_TRUE(rep.ok()) << rep.first_problem;
+  EXPECT_EQ(rep.pairs, f.num_switches() * f.num_lid_ports());  // switch LIDs included
+  // Switch-to-switch paths are minimal too.
+  auto dist = distances(f);
+  for (NodeIndex s = 0; s < f.size(); ++s) {
+    if (!f.node(s).is_switch()) continue;
+    for (NodeIndex d = 0; d < f.size(); ++d) {
+      if (!f.node(d).is_switch()) continue;
+      uint16_t lid = f.node(d).ports[0].attrs.lid.value;
+      NodeIndex cur = s;
+      int hops = 0;
+      while (cur != d && hops < 100) cur = f.node(cur).ports[t.lft[cur][lid]].peer, ++hops;
+      EXPECT_EQ(hops, dist.at({s, d}));
+    }
+  }
+  all_to_all(f, t);
+}
+
+TEST_P(MinHopOnFabric, SameInputSameTables) {
+  Fabric f = with_lids(GetParam());
+  EXPECT_EQ(route(f).lft, route(f).lft);
+}
+
+INSTANTIATE_TEST_SUITE_P(Generated, MinHopOnFabric,
+                         ::testing::Values("ft2:leaves=8,spines=4,hosts=6", "ft2:leaves=6,spines=3,hosts=4,links=2",
+                                           "ft3:pods=4,leaves=4,aggs=4,hosts=4,cores=2",
+                                           "ft3:pods=3,leaves=2,aggs=3,hosts=1,cores=1",  // partial population
+                                           "torus:dims=4x4x4,hosts=2", "torus:dims=5x3,hosts=1", "mesh:dims=6x6,hosts=1",
+                                           "random:switches=30,degree=4,hosts=2,seed=1",
+                                           "random:switches=50,degree=6,hosts=1,seed=9"));
+
+TEST(MinHop, BalancesUpperTreeLevels) {
+  // LIDs numbered in topological order are the case where a per-port counter over
+  // all LIDs collapses aggregation-to-core traffic onto a few links.
+  Fabric f = with_lids("ft3:pods=4,leaves=4,aggs=4,hosts=4,cores=4");
+  Tables t = route(f);
+  auto load = all_to_all(f, t);
+  long sum = 0;
+  int max = 0, unused = 0;
+  for (auto& [link, n] : load) {
+    if (n == 0) ADD_FAILURE() << f.node(link.first).name << " port " << int(link.second) << " carries no route";
+    sum += n;
+    max = std::max(max, n);
+    unused += n == 0;
+  }
+  const double mean = double(sum) / load.size();
+  EXPECT_EQ(unused, 0);
+  EXPECT_LE(max, 1.5 * mean) << "max " << max << " mean " << mean;
+}
+
+TEST(MinHop, DisconnectedPartsGetDropEntriesNotGarbage) {
+  Fabric f = with_lids("ft2:leaves=2,spines=1,hosts=1");
+  // Cut leaf1 from the spine: its host and it are unreachable from the rest.
+  NodeIndex leaf1 = *f.find_by_name("leaf1");
+  for (const auto& p : f.node(leaf1).ports)
+    if (p.num && p.linked() && f.node(p.peer).is_switch()) {
+      f.disconnect(leaf1, p.num);
+      break;
+    }
+  Tables t = route(f);
+  NodeIndex leaf0 = *f.find_by_name("leaf0");
+  uint16_t far = f.node(leaf1).ports[0].attrs.lid.value;
+  EXPECT_EQ(t.lft[leaf0][far], kDropPort);
+  auto rep = verify_lfts(f, t);
+  EXPECT_FALSE(rep.ok());
+  EXPECT_GT(rep.unreachable, 0u);
+  EXPECT_EQ(rep.loops, 0u);
+}
+
+TEST(MinHop, RefusesDuplicateLids) {
+  Fabric f = with_lids("ft2:leaves=2,spines=1,hosts=1");
+  f.node(0).ports[1].attrs.lid = f.node(1).ports[1].attrs.lid;
+  auto t = (*make_engine("minhop"))->compute(f, {});
+  ASSERT_FALSE(t);
+  EXPECT_NE(t.error().message.find("is held by two ports"), std::string::npos);
+}
+
+TEST(Verify, FindsLoopsAndDrops) {
+  Fabric f = with_lids("ft2:leaves=2,spines=2,hosts=1");
+  Tables t = route(f);
+  NodeIndex leaf0 = *f.find_by_name("leaf0"), spine0 = *f.find_by_name("spine0");
+  uint16_t lid = f.node(*f.find_by_name("h1-0")).ports[1].attrs.lid.value;
+  // spine0 sends it back to leaf0, leaf0 sends it to spine0: a loop.
+  for (const auto& p : f.node(spine0).ports)
+    if (p.linked() && p.peer == leaf0) t.lft[spine0][lid] = p.num;
+  for (const auto& p : f.node(leaf0).ports)
+    if (p.linked() && p.peer == spine0) t.lft[leaf0][lid] = p.num;
+  auto rep = verify_lfts(f, t);
+  EXPECT_GT(rep.loops, 0u);
+  EXPECT_NE(rep.first_problem.find("loop"), std::string::npos);
+  t.lft[leaf0][lid] = kDropPort;
+  EXPECT_GT(verify_lfts(f, t).unreachable, 0u);
+  EXPECT_EQ(make_engine("nosuch").error().message.find("unknown routing engine"), 0u);
+}

@@ -1,0 +1,275 @@
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <random>
+#include <unistd.h>
+
+#include "weft/routing/verify.hpp"
+#include "weft/simulator/generators.hpp"
+#include "weft/simulator/sim_transport.hpp"
+#include "weft/sm/subnet_manager.hpp"
+
+using namespace weft;
+using namespace weft::simulator;
+using namespace weft::sm;
+
+namespace {
+
+class ScratchDir {
+ public:
+  ScratchDir() {
+    static int n = 0;
+    path_ = (std::filesystem::temp_directory_path() /
+             ("weft-bringup-" + std::to_string(getpid()) + "-" + std::to_string(n++)))
+                .string();
+    std::filesystem::remove_all(path_);
+  }
+  ~ScratchDir() { std::filesystem::remove_all(path_); }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+SmOptions opts(const ScratchDir& d) {
+  SmOptions o;
+  o.state_dir = d.path();
+  o.engine.timeout = std::chrono::milliseconds(100);
+  return o;
+}
+
+// What the devices hold, checked by walking their own LFTs.
+routing::VerifyReport readback(const SimFabric& sim) {
+  routing::Tables held;
+  held.lft.resize(sim.model().size());
+  for (fabric::NodeIndex n = 0; n < sim.model().size(); ++n)
+    if (sim.model().node(n).is_switch()) {
+      const auto& l = sim.lft(n);
+      held.lft[n].assign(l.begin(), l.begin() + std::min<size_t>(l.size(), size_t(sim.lft_top(n)) + 1));
+    }
+  return routing::verify_lfts(sim.model(), held);
+}
+
+SimFabric sim_of(const std::string& spec) {
+  auto f = make_fabric(spec);
+  EXPECT_TRUE(f) << spec;
+  return SimFabric(std::move(*f));
+}
+
+}  // namespace
+
+class BringUp : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(BringUp, EveryPortActiveAndEveryLidReachable) {
+  ScratchDir dir;
+  SimFabric sim = sim_of(GetParam());
+  SimTransport t(sim, {});
+  SubnetManager sm(t, opts(dir));
+  auto rep = sm.sweep();
+  ASSERT_TRUE(rep) << rep.error().message;
+  EXPECT_TRUE(rep->subnet_up) << rep->reason;
+  EXPECT_TRUE(rep->problems.empty()) << rep->problems.front();
+  EXPECT_EQ(rep->ports_active, rep->ports_linked);
+  EXPECT_EQ(rep->lids, sim.model().num_lid_ports());
+  auto vr = readback(sim);
+  EXPECT_TRUE(vr.ok()) << vr.first_problem;
+  // Every port the SM touched is ACTIVE in the devices themselves.
+  for (const auto& l : sim.model().links()) {
+    EXPECT_EQ(sim.model().node(l.a).ports[l.pa].attrs.state, fabric::PortState::kActive);
+    EXPECT_EQ(sim.model().node(l.b).ports[l.pb].attrs.state, fabric::PortState::kActive);
+  }
+  // A LID-routed SMP from the SM reaches every LID through the programmed tables.
+  for (const auto& o : routing::lid_owners(sim.model())) {
+    auto hop = sim.lid_route(0, t.port(), o.lid.value);
+    ASSERT_TRUE(hop) << "LID " << o.lid.value;
+    EXPECT_EQ(hop->node, o.node);
+  }
+  // SMPs sent stay close to the minimum: discovery costs at most NodeInfo per port end,
+  // plus NodeDescription, SwitchInfo and PortInfo per port.
+  EXPECT_EQ(t.requests_seen(), rep->smps_discovery + rep->smps_program + rep->smps_activate);
+}
+
+TEST_P(BringUp, SecondSweepAndRestartWriteNothing) {
+  ScratchDir dir;
+  SimFabric sim = sim_of(GetParam());
+  SimTransport t(sim, {});
+  SubnetManager sm(t, opts(dir));
+  ASSERT_TRUE(sm.sweep());
+  auto again = sm.sweep();
+  ASSERT_TRUE(again);
+  EXPECT_TRUE(again->subnet_up);
+  EXPECT_EQ(again->portinfo_sets, 0u);
+  EXPECT_EQ(again->lft_blocks_written, 0u);
+  EXPECT_EQ(again->lft_blocks_read, 0u);  // the SM remembers what it wrote
+  EXPECT_EQ(again->lid_assignment.changed, 0u);
+
+  SubnetManager restarted(t, opts(dir));
+  auto r = restarted.sweep();
+  ASSERT_TRUE(r);
+  EXPECT_TRUE(r->subnet_up);
+  EXPECT_EQ(r->lid_assignment.from_file, r->lids);
+  EXPECT_EQ(r->lid_assignment.changed, 0u);
+  EXPECT_EQ(r->lft_blocks_written, 0u);
+  EXPECT_GT(r->lft_blocks_read, 0u);  // unknown to a new process: read, compared, left alone
+  EXPECT_EQ(r->portinfo_sets, 0u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Fabrics, BringUp,
+                         ::testing::Values("ft2:leaves=8,spines=4,hosts=4", "ft3:pods=3,leaves=3,aggs=2,hosts=2,cores=2",
+                                           "torus:dims=4x4x4,hosts=1", "mesh:dims=5x4,hosts=2",
+                                           "random:switches=25,degree=4,hosts=2,seed=3",
+                                           std::string(WEFT_TEST_DATA) + "/ibsim_example.net",
+                                           std::string(WEFT_TEST_DATA) + "/two_switches.net"));
+
+TEST(BringUpFaults, LostSmpsAreRetried) {
+  ScratchDir dir;
+  SimFabric sim = sim_of("ft2:leaves=6,spines=3,hosts=4");
+  SimTransport t(sim, {.drop_rate = 0.2, .seed = 7});
+  SubnetManager sm(t, opts(dir));
+  auto rep = sm.sweep();
+  ASSERT_TRUE(rep);
+  EXPECT_TRUE(rep->subnet_up) << rep->reason;
+  EXPECT_GT(sm.mad_stats().retried, 0u);
+  EXPECT_TRUE(readback(sim).ok());
+}
+
+TEST(BringUpFaults, LateRepliesAreIgnored) {
+  ScratchDir dir;
+  SimFabric sim = sim_of("ft2:leaves=4,spines=2,hosts=2");
+  SimTransport t(sim, {.delay_rate = 0.1, .delay = std::chrono::milliseconds(150), .seed = 3});
+  SubnetManager sm(t, opts(dir));  // 100 ms timeout: delayed replies arrive after their retry
+  auto rep = sm.sweep();
+  ASSERT_TRUE(rep);
+  EXPECT_TRUE(rep->subnet_up) << rep->reason;
+  EXPECT_GT(sm.mad_stats().unmatched, 0u);
+}
+
+TEST(BringUpFaults, ANodeThatNeverAnswersEndsWithAReason) {
+  ScratchDir dir;
+  SimFabric sim = sim_of("ft2:leaves=4,spines=2,hosts=2");
+  sim.set_unresponsive(*sim.model().find_by_name("leaf3"), true);
+  SimTransport t(sim, {});
+  SubnetManager sm(t, opts(dir));
+  auto rep = sm.sweep();
+  ASSERT_TRUE(rep);
+  EXPECT_FALSE(rep->subnet_up);
+  EXPECT_NE(rep->reason.find("did not answer"), std::string::npos) << rep->reason;
+  EXPECT_EQ(rep->switches, 5u);  // the rest is up and routed
+  EXPECT_FALSE(rep->problems.empty());
+  for (fabric::NodeIndex n = 0; n < sim.model().size(); ++n)
+    if (sim.model().node(n).name == "h0-0") {
+      EXPECT_EQ(sim.model().node(n).ports[1].attrs.state, fabric::PortState::kActive);
+    }
+}
+
+TEST(BringUpFaults, ErrorStatusRepliesDoNotCrashOrHang) {
+  ScratchDir dir;
+  SimFabric sim = sim_of("ft2:leaves=4,spines=2,hosts=2");
+  SimTransport t(sim, {});
+  int n = 0;
+  t.mangle_replies([&n](MadBuf& m) {
+    if (++n % 7 == 0) m[5] = 0x1C;  // invalid attribute value
+  });
+  SubnetManager sm(t, opts(dir));
+  auto rep = sm.sweep();
+  ASSERT_TRUE(rep);
+  EXPECT_FALSE(rep->subnet_up);
+  EXPECT_FALSE(rep->reason.empty());
+  EXPECT_GT(sm.mad_stats().error_status, 0u);
+}
+
+TEST(BringUpFaults, GarbageRepliesFuzz) {
+  // Random bytes in random replies: every sweep ends, with or without the subnet up.
+  for (uint64_t seed = 1; seed <= 40; ++seed) {
+    ScratchDir dir;
+    SimFabric sim = sim_of("ft2:leaves=3,spines=2,hosts=2");
+    SimTransport t(sim, {.seed = seed});
+    std::mt19937_64 rng(seed);
+    t.mangle_replies([&rng](MadBuf& m) {
+      if (rng() % 4) return;
+      int flips = 1 + static_cast<int>(rng() % 6);
+      for (int i = 0; i < flips; ++i) m[rng() % m.size()] = static_cast<uint8_t>(rng());
+    });
+    SubnetManager sm(t, opts(dir));
+    auto rep = sm.sweep();
+    if (rep && !rep->subnet_up) {
+      EXPECT_FALSE(rep->reason.empty());
+    }
+  }
+}
+
+TEST(BringUp, SmOnASwitchManagementPort) {
+  ScratchDir dir;
+  SimFabric sim = sim_of("ft2:leaves=4,spines=2,hosts=2");
+  SimTransport t(sim, {.attach = *sim.model().find_by_name("spine1"), .port = 0});
+  SubnetManager sm(t, opts(dir));
+  auto rep = sm.sweep();
+  ASSERT_TRUE(rep);
+  EXPECT_TRUE(rep->subnet_up) << rep->reason;
+  EXPECT_TRUE(readback(sim).ok());
+  EXPECT_EQ(sm.snapshot()->sm_lid, sim.model().node(*sim.model().find_by_name("spine1")).ports[0].attrs.lid);
+}
+
+TEST(BringUp, AnswersSmInfoAndNoticesTraps) {
+  ScratchDir dir;
+  SimFabric sim = sim_of("ft2:leaves=2,spines=1,hosts=2");
+  SimTransport t(sim, {});
+  SubnetManager sm(t, opts(dir));
+  ASSERT_TRUE(sm.sweep());
+  Smp q;
+  q.mgmt_class = kClassSmiLid;
+  q.method = kMethodGet;
+  q.attr_id = kAttrSmInfo;
+  q.tid = 77;
+  InMad in;
+  in.mad = encode_smp(q);
+  in.len = kMadSize;
+  in.slid = Lid{3};
+  t.inject(in);
+  ASSERT_TRUE(sm.serve_for(std::chrono::milliseconds(10)));
+  ASSERT_EQ(t.sent_responses().size(), 1u);
+  auto r = decode_smp(t.sent_responses()[0].data(), kMadSize);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->method, kMethodGetResp);
+  EXPECT_EQ(r->tid, 77u);
+  auto si = decode_sm_info(r->data);
+  EXPECT_EQ(si.state, SmState::kMaster);
+  EXPECT_EQ(si.guid, t.local_port().port_guid);
+  // The SM's port advertises IsSM.
+  EXPECT_TRUE(sim.model().node(0).ports[t.port()].attrs.capability_mask & kCapIsSm);
+
+  EXPECT_FALSE(sm.needs_sweep());
+  Smp trap;
+  trap.mgmt_class = kClassSmiLid;
+  trap.method = kMethodTrap;
+  trap.attr_id = kAttrNotice;
+  in.mad = encode_smp(trap);
+  t.inject(in);
+  ASSERT_TRUE(sm.serve_for(std::chrono::milliseconds(10)));
+  EXPECT_TRUE(sm.needs_sweep());
+}
+
+TEST(BringUp, LinkFailureIsFoundByALightSweepAndRoutedAround) {
+  ScratchDir dir;
+  SimFabric sim = sim_of("ft2:leaves=4,spines=2,hosts=2");
+  SimTransport t(sim, {});
+  SubnetManager sm(t, opts(dir));
+  ASSERT_TRUE(sm.sweep());
+  auto quiet = sm.light_sweep();
+  ASSERT_TRUE(quiet);
+  EXPECT_FALSE(quiet->heavy);  // nothing changed: SwitchInfo reads only
+  auto leaf2 = *sim.model().find_by_name("leaf2");
+  for (const auto& p : sim.model().node(leaf2).ports)
+    if (p.num && p.linked() && sim.model().node(p.peer).is_switch()) {
+      sim.unlink(leaf2, p.num);
+      break;
+    }
+  auto rep = sm.light_sweep();
+  ASSERT_TRUE(rep);
+  EXPECT_TRUE(rep->heavy);
+  EXPECT_TRUE(rep->subnet_up) << rep->reason;
+  EXPECT_GT(rep->lft_blocks_written, 0u);
+  EXPECT_EQ(rep->lid_assignment.changed, 0u);
+  auto vr = readback(sim);
+  EXPECT_TRUE(vr.ok()) << vr.first_problem;
+}

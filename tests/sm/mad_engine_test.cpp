@@ -1,0 +1,201 @@
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "weft/simulator/generators.hpp"
+#include "weft/simulator/sim_transport.hpp"
+#include "weft/sm/mad_engine.hpp"
+
+using namespace weft;
+using namespace weft::sm;
+using namespace weft::simulator;
+
+namespace {
+
+// A transport that records what is sent and answers nothing unless told to.
+class ScriptedTransport final : public Transport {
+ public:
+  Result<void> send(const MadBuf& mad, const SendAddr&) override {
+    sent.push_back(mad);
+    max_outstanding = std::max(max_outstanding, ++outstanding);
+    if (fail_sends) return fail(Errc::kIo, "link gone");
+    if (answer) {
+      auto s = decode_smp(mad.data(), kMadSize);
+      Smp r = *s;
+      r.method = kMethodGetResp;
+      r.direction = true;
+      r.status = status;
+      if (wrong_attr) r.attr_id = kAttrSwitchInfo;
+      InMad in;
+      in.mad = encode_smp(r);
+      in.len = truncate ? 40 : kMadSize;
+      queue.push_back(in);
+    }
+    return {};
+  }
+  Result<std::optional<InMad>> receive(Duration max_wait) override {
+    if (fail_receive) return fail(Errc::kIo, "device removed");
+    if (!queue.empty()) {
+      InMad m = queue.front();
+      queue.erase(queue.begin());
+      --outstanding;
+      clock_.advance(std::chrono::microseconds(1));
+      return std::optional<InMad>(m);
+    }
+    clock_.advance(max_wait);
+    outstanding = 0;  // whatever was out has timed out by now
+    return std::optional<InMad>{};
+  }
+  Clock& clock() override { return clock_; }
+  LocalPort local_port() const override { return {}; }
+  Result<void> set_is_sm(bool) override { return {}; }
+
+  ManualClock clock_;
+  std::vector<MadBuf> sent;
+  std::vector<InMad> queue;
+  bool answer = true, wrong_attr = false, truncate = false, fail_sends = false, fail_receive = false;
+  uint16_t status = 0;
+  int outstanding = 0, max_outstanding = 0;
+};
+
+}  // namespace
+
+TEST(MadEngine, CompletesEachRequestExactlyOnce) {
+  ScriptedTransport t;
+  MadEngine eng(t, {.window = 4, .timeout = std::chrono::milliseconds(100), .retries = 2});
+  std::vector<int> calls(50, 0);
+  for (int i = 0; i < 50; ++i)
+    eng.submit(SmpRequest::get(kAttrNodeInfo, 0, DrPath{}.extended(static_cast<uint8_t>(i + 1))),
+               [&calls, i](Result<Smp> r) {
+                 EXPECT_TRUE(r);
+                 ++calls[i];
+               });
+  ASSERT_TRUE(eng.run());
+  for (int c : calls) EXPECT_EQ(c, 1);
+  EXPECT_EQ(eng.stats().completed_ok, 50u);
+  EXPECT_EQ(eng.stats().sent, 50u);
+  EXPECT_LE(t.max_outstanding, 4);
+}
+
+TEST(MadEngine, TimesOutAfterRetriesOnTheInjectedClock) {
+  ScriptedTransport t;
+  t.answer = false;
+  MadEngine eng(t, {.window = 8, .timeout = std::chrono::milliseconds(200), .retries = 3});
+  int calls = 0;
+  Errc code{};
+  eng.submit(SmpRequest::get(kAttrNodeInfo, 0, DrPath{}), [&](Result<Smp> r) {
+    ++calls;
+    ASSERT_FALSE(r);
+    code = r.error().code;
+  });
+  ASSERT_TRUE(eng.run());
+  EXPECT_EQ(calls, 1);
+  EXPECT_EQ(code, Errc::kTimeout);
+  EXPECT_EQ(t.sent.size(), 4u);  // first attempt + 3 retries
+  EXPECT_EQ(eng.stats().timed_out, 1u);
+  EXPECT_EQ(eng.stats().retried, 3u);
+  // Each attempt waited its full timeout on the manual clock, no real time passed.
+  EXPECT_GE(t.clock_.now(), std::chrono::milliseconds(800));
+  // Every attempt carried a fresh transaction id.
+  std::set<uint32_t> tids;
+  for (const auto& m : t.sent) tids.insert(static_cast<uint32_t>(decode_smp(m.data(), kMadSize)->tid));
+  EXPECT_EQ(tids.size(), 4u);
+}
+
+TEST(MadEngine, ErrorStatusAndMismatchedRepliesFailTheRequest) {
+  ScriptedTransport t;
+  t.status = 0x001C;
+  MadEngine eng(t, {});
+  std::string msg;
+  eng.submit(SmpRequest::get(kAttrPortInfo, 3, DrPath{}.extended(2)), [&](Result<Smp> r) {
+    ASSERT_FALSE(r);
+    msg = r.error().message;
+  });
+  ASSERT_TRUE(eng.run());
+  EXPECT_NE(msg.find("PortInfo to DR 0,2: status 0x001c"), std::string::npos) << msg;
+  EXPECT_EQ(eng.stats().error_status, 1u);
+
+  t.status = 0;
+  t.wrong_attr = true;
+  eng.submit(SmpRequest::get(kAttrPortInfo, 3, DrPath{}), [&](Result<Smp> r) {
+    ASSERT_FALSE(r);
+    EXPECT_EQ(r.error().code, Errc::kBadReply);
+  });
+  ASSERT_TRUE(eng.run());
+  EXPECT_EQ(eng.stats().malformed, 1u);
+}
+
+TEST(MadEngine, TruncatedRepliesAreDroppedAndTheRequestRetried) {
+  ScriptedTransport t;
+  t.truncate = true;
+  MadEngine eng(t, {.window = 1, .timeout = std::chrono::milliseconds(10), .retries = 1});
+  int calls = 0;
+  eng.submit(SmpRequest::get(kAttrNodeInfo, 0, DrPath{}), [&](Result<Smp> r) {
+    ++calls;
+    EXPECT_FALSE(r);
+  });
+  ASSERT_TRUE(eng.run());
+  EXPECT_EQ(calls, 1);
+  EXPECT_EQ(eng.stats().malformed, 2u);
+  EXPECT_EQ(t.sent.size(), 2u);
+}
+
+TEST(MadEngine, CompletionsMaySubmitMore) {
+  ScriptedTransport t;
+  MadEngine eng(t, {.window = 2});
+  int depth = 0;
+  std::function<void(Result<Smp>)> next = [&](Result<Smp> r) {
+    ASSERT_TRUE(r);
+    if (++depth < 10) eng.submit(SmpRequest::get(kAttrNodeInfo, 0, DrPath{}), next);
+  };
+  eng.submit(SmpRequest::get(kAttrNodeInfo, 0, DrPath{}), next);
+  ASSERT_TRUE(eng.run());
+  EXPECT_EQ(depth, 10);
+}
+
+TEST(MadEngine, ABrokenTransportFailsEveryQueuedRequestOnce) {
+  ScriptedTransport t;
+  t.answer = false;
+  t.fail_receive = true;
+  MadEngine eng(t, {.window = 2});
+  int failed = 0;
+  for (int i = 0; i < 5; ++i)
+    eng.submit(SmpRequest::get(kAttrNodeInfo, 0, DrPath{}), [&](Result<Smp> r) {
+      EXPECT_FALSE(r);
+      ++failed;
+    });
+  auto r = eng.run();
+  EXPECT_FALSE(r);
+  EXPECT_EQ(failed, 5);
+  EXPECT_TRUE(eng.idle());
+}
+
+TEST(MadEngine, SendFailuresCompleteWithTheError) {
+  ScriptedTransport t;
+  t.fail_sends = true;
+  MadEngine eng(t, {});
+  int calls = 0;
+  eng.submit(SmpRequest::get(kAttrNodeInfo, 0, DrPath{}), [&](Result<Smp> r) {
+    ++calls;
+    EXPECT_EQ(r.error().code, Errc::kIo);
+  });
+  ASSERT_TRUE(eng.run());
+  EXPECT_EQ(calls, 1);
+}
+
+TEST(MadEngine, LateRepliesAreCountedNotDelivered) {
+  ScriptedTransport t;
+  MadEngine eng(t, {});
+  Smp late;
+  late.mgmt_class = kClassSmiDirect;
+  late.method = kMethodGetResp;
+  late.tid = 0xDEAD;
+  InMad in;
+  in.mad = encode_smp(late);
+  in.len = kMadSize;
+  t.queue.push_back(in);
+  eng.submit(SmpRequest::get(kAttrNodeInfo, 0, DrPath{}), [](Result<Smp> r) { EXPECT_TRUE(r); });
+  ASSERT_TRUE(eng.run());
+  EXPECT_EQ(eng.stats().unmatched, 1u);
+  EXPECT_EQ(eng.stats().completed_ok, 1u);
+}

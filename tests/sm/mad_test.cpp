@@ -1,0 +1,260 @@
+// Golden bytes from the IBTA layouts (vol 1, 13.4.3 MAD header, 14.2.1.2
+// directed-route SMP, 14.2.5 SMP attributes). The simulator shares this codec,
+// so only bytes written down here independently can catch a bug that would be
+// wrong on both sides.
+#include <gtest/gtest.h>
+
+#include "weft/sm/mad.hpp"
+
+using namespace weft;
+using namespace weft::sm;
+
+namespace {
+uint16_t be16(const uint8_t* p) { return static_cast<uint16_t>(p[0] << 8 | p[1]); }
+uint32_t be32(const uint8_t* p) { return uint32_t(p[0]) << 24 | uint32_t(p[1]) << 16 | uint32_t(p[2]) << 8 | p[3]; }
+uint64_t be64(const uint8_t* p) { return uint64_t(be32(p)) << 32 | be32(p + 4); }
+}  // namespace
+
+TEST(MadCodec, DirectedRouteGetHeader) {
+  DrPath path = DrPath{}.extended(1).extended(5).extended(17);
+  MadBuf b = encode_smp(SmpRequest::get(kAttrPortInfo, 3, path), 0x1122334455667788ull);
+  EXPECT_EQ(b[0], 1);      // BaseVersion
+  EXPECT_EQ(b[1], 0x81);   // MgmtClass: directed-route SMP
+  EXPECT_EQ(b[2], 1);      // ClassVersion
+  EXPECT_EQ(b[3], 0x01);   // R=0, Method=Get
+  EXPECT_EQ(be16(&b[4]), 0);  // D=0, Status=0
+  EXPECT_EQ(b[6], 0);      // HopPointer
+  EXPECT_EQ(b[7], 3);      // HopCount
+  EXPECT_EQ(be64(&b[8]), 0x1122334455667788ull);  // TransactionID
+  EXPECT_EQ(be16(&b[16]), 0x0015);                // AttributeID: PortInfo
+  EXPECT_EQ(be32(&b[20]), 3u);                    // AttributeModifier
+  EXPECT_EQ(be64(&b[24]), 0u);                    // M_Key
+  EXPECT_EQ(be16(&b[32]), 0xFFFF);                // DrSLID: permissive
+  EXPECT_EQ(be16(&b[34]), 0xFFFF);                // DrDLID: permissive
+  EXPECT_EQ(b[128], 0);                           // InitialPath[0] unused
+  EXPECT_EQ(b[129], 1);
+  EXPECT_EQ(b[130], 5);
+  EXPECT_EQ(b[131], 17);
+  EXPECT_EQ(b[192 + 1], 0);                       // ReturnPath untouched
+}
+
+TEST(MadCodec, LidRoutedSetCarriesData) {
+  SmpRequest r;
+  r.method = kMethodSet;
+  r.attr_id = kAttrLft;
+  r.attr_mod = 7;
+  r.directed = false;
+  r.dlid = Lid{12};
+  r.data[0] = 0xAB;
+  r.data[63] = 0xCD;
+  MadBuf b = encode_smp(r, 42);
+  EXPECT_EQ(b[1], 0x01);  // LID-routed SMP
+  EXPECT_EQ(b[3], 0x02);  // Set
+  EXPECT_EQ(be16(&b[16]), 0x0019);
+  EXPECT_EQ(be32(&b[20]), 7u);
+  EXPECT_EQ(b[64], 0xAB);  // SMP data: bytes 64..127
+  EXPECT_EQ(b[127], 0xCD);
+  EXPECT_EQ(b[128], 0);
+}
+
+TEST(MadCodec, DecodesAResponseWithDirectionBitAndStatus) {
+  MadBuf b{};
+  b[0] = 1;
+  b[1] = 0x81;
+  b[2] = 1;
+  b[3] = 0x81;                 // R=1, Method=GetResp
+  b[4] = 0x80 | 0x00;          // D=1
+  b[5] = 0x1C;                 // Status: invalid attribute value
+  b[6] = 2;                    // HopPointer
+  b[7] = 2;                    // HopCount
+  b[15] = 9;                   // TID low byte
+  b[16] = 0x00, b[17] = 0x11;  // NodeInfo
+  b[23] = 1;
+  b[129] = 4, b[130] = 6;      // initial path
+  b[193] = 3, b[194] = 1;      // return path
+  b[64] = 0x5A;
+  auto s = decode_smp(b.data(), b.size());
+  ASSERT_TRUE(s) << s.error().message;
+  EXPECT_TRUE(s->is_response());
+  EXPECT_EQ(s->method, kMethodGetResp);
+  EXPECT_TRUE(s->direction);
+  EXPECT_EQ(s->status, 0x1C);
+  EXPECT_EQ(s->hop_ptr, 2);
+  EXPECT_EQ(s->hop_count, 2);
+  EXPECT_EQ(s->tid, 9u);
+  EXPECT_EQ(s->attr_id, kAttrNodeInfo);
+  EXPECT_EQ(s->attr_mod, 1u);
+  EXPECT_EQ(s->path.str(), "0,4,6");
+  EXPECT_EQ(s->return_path.str(), "0,3,1");
+  EXPECT_EQ(s->data[0], 0x5A);
+}
+
+TEST(MadCodec, RefusesWhatIsNotAnSmp) {
+  MadBuf b{};
+  b[0] = 1, b[1] = 0x81, b[2] = 1, b[3] = 0x81;
+  EXPECT_TRUE(decode_smp(b.data(), b.size()));
+  EXPECT_FALSE(decode_smp(b.data(), 100));  // truncated
+  MadBuf v = b;
+  v[0] = 2;
+  EXPECT_FALSE(decode_smp(v.data(), v.size()));  // base version
+  v = b;
+  v[1] = 0x03;
+  EXPECT_FALSE(decode_smp(v.data(), v.size()));  // SA class
+  v = b;
+  v[2] = 2;
+  EXPECT_FALSE(decode_smp(v.data(), v.size()));  // class version
+  v = b;
+  v[7] = 64;
+  EXPECT_FALSE(decode_smp(v.data(), v.size()));  // hop count > 63
+}
+
+TEST(MadCodec, NodeInfoLayout) {
+  SmpData d{};
+  d[0] = 1, d[1] = 1, d[2] = 2, d[3] = 36;  // base/class version, Switch, 36 ports
+  for (int i = 0; i < 8; ++i) d[4 + i] = 0x10 + i, d[12 + i] = 0x20 + i, d[20 + i] = 0x30 + i;
+  d[28] = 0x00, d[29] = 0x40;               // PartitionCap 64
+  d[30] = 0xC7, d[31] = 0x38;               // DeviceID
+  d[32] = 0, d[33] = 0, d[34] = 0, d[35] = 0xA1;  // Revision
+  d[36] = 7;                                // LocalPortNum
+  d[37] = 0x00, d[38] = 0x02, d[39] = 0xC9;       // VendorID
+  auto n = decode_node_info(d);
+  ASSERT_TRUE(n) << n.error().message;
+  EXPECT_EQ(n->type, fabric::NodeType::kSwitch);
+  EXPECT_EQ(n->num_ports, 36);
+  EXPECT_EQ(n->system_guid.value, 0x1011121314151617ull);
+  EXPECT_EQ(n->node_guid.value, 0x2021222324252627ull);
+  EXPECT_EQ(n->port_guid.value, 0x3031323334353637ull);
+  EXPECT_EQ(n->partition_cap, 64);
+  EXPECT_EQ(n->device_id, 0xC738);
+  EXPECT_EQ(n->revision, 0xA1u);
+  EXPECT_EQ(n->local_port, 7);
+  EXPECT_EQ(n->vendor_id, 0x0002C9u);
+  EXPECT_EQ(encode_node_info(*n), d);
+  // Values outside the IBTA ranges are refused, not trusted.
+  SmpData bad = d;
+  bad[2] = 9;
+  EXPECT_FALSE(decode_node_info(bad));
+  bad = d;
+  bad[3] = 0;
+  EXPECT_FALSE(decode_node_info(bad));
+  bad = d;
+  bad[36] = 37;
+  EXPECT_FALSE(decode_node_info(bad));
+  bad = d;
+  for (int i = 12; i < 20; ++i) bad[i] = 0;
+  EXPECT_FALSE(decode_node_info(bad));
+}
+
+TEST(MadCodec, PortInfoLayout) {
+  PortInfo p;
+  p.attrs.lid = Lid{0x1234};
+  p.attrs.sm_lid = Lid{0x0001};
+  p.attrs.capability_mask = kCapIsSm;
+  p.attrs.width_enabled = 2;
+  p.attrs.width_supported = 3;
+  p.attrs.width_active = 2;
+  p.attrs.speed_supported = 7;
+  p.attrs.state = fabric::PortState::kArmed;
+  p.attrs.phys_state = 5;
+  p.attrs.lmc = 2;
+  p.attrs.speed_active = 4;
+  p.attrs.speed_enabled = 7;
+  p.attrs.neighbor_mtu = 5;
+  p.attrs.vl_cap = 4;
+  p.attrs.mtu_cap = 4;
+  p.attrs.oper_vls = 3;
+  p.gid_prefix = 0xfe80000000000000ull;
+  p.local_port = 9;
+  p.subnet_timeout = 18;
+  SmpData d = encode_port_info(p);
+  EXPECT_EQ(be64(&d[8]), 0xfe80000000000000ull);  // GidPrefix
+  EXPECT_EQ(be16(&d[16]), 0x1234);                // LID
+  EXPECT_EQ(be16(&d[18]), 0x0001);                // MasterSMLID
+  EXPECT_EQ(be32(&d[20]), 0x2u);                  // CapabilityMask: IsSM is bit 1
+  EXPECT_EQ(d[28], 9);                            // LocalPortNum (after DiagCode, M_KeyLeasePeriod)
+  EXPECT_EQ(d[29], 2);                            // LinkWidthEnabled
+  EXPECT_EQ(d[30], 3);                            // LinkWidthSupported
+  EXPECT_EQ(d[31], 2);                            // LinkWidthActive
+  EXPECT_EQ(d[32], 0x73);                         // LinkSpeedSupported | PortState
+  EXPECT_EQ(d[33] >> 4, 5);                       // PortPhysicalState
+  EXPECT_EQ(d[34] & 0x7, 2);                      // M_KeyProtectBits:2, reserved:3, LMC:3
+  EXPECT_EQ(d[35], 0x47);                         // LinkSpeedActive | LinkSpeedEnabled
+  EXPECT_EQ(d[36] >> 4, 5);                       // NeighborMTU
+  EXPECT_EQ(d[37] >> 4, 4);                       // VLCap
+  EXPECT_EQ(d[41] & 0xF, 4);                      // MTUCap
+  EXPECT_EQ(d[43] >> 4, 3);                       // OperationalVLs
+  EXPECT_EQ(d[51] & 0x1F, 18);                    // SubnetTimeOut
+  PortInfo back = decode_port_info(d);
+  EXPECT_EQ(back.attrs.lid, p.attrs.lid);
+  EXPECT_EQ(back.attrs.state, fabric::PortState::kArmed);
+  EXPECT_EQ(back.attrs.oper_vls, 3);
+  EXPECT_EQ(back.attrs.lmc, 2);
+  EXPECT_EQ(back.subnet_timeout, 18);
+  // A Set changes the named fields and leaves the rest of the raw image alone.
+  SmpData raw{};
+  raw[42] = 0xE7;  // VLStallCount / HOQLife: not modelled
+  PortInfo q = decode_port_info(raw);
+  q.attrs.lid = Lid{5};
+  SmpData out = encode_port_info(q);
+  EXPECT_EQ(out[42], 0xE7);
+  EXPECT_EQ(be16(&out[16]), 5);
+}
+
+TEST(MadCodec, SwitchInfoLayout) {
+  SmpData d{};
+  d[0] = 0x78, d[1] = 0x00;  // LinearFDBCap 30720
+  d[4] = 0x04, d[5] = 0x00;  // MulticastFDBCap 1024
+  d[6] = 0x01, d[7] = 0x2C;  // LinearFDBTop 300
+  d[8] = 3;                  // DefaultPort
+  d[11] = (17 << 3) | (1 << 2);  // LifeTimeValue 17, PortStateChange
+  d[16] = 0x08;              // EnhancedPort0 (bit 3 of byte 16)
+  SwitchInfo s = decode_switch_info(d);
+  EXPECT_EQ(s.lft_cap, 30720);
+  EXPECT_EQ(s.mft_cap, 1024);
+  EXPECT_EQ(s.lft_top, 300);
+  EXPECT_EQ(s.default_port, 3);
+  EXPECT_EQ(s.lifetime, 17);
+  EXPECT_TRUE(s.port_state_change);
+  EXPECT_TRUE(s.enhanced_port0);
+  s.lft_top = 64;
+  s.port_state_change = false;
+  SmpData e = encode_switch_info(s);
+  EXPECT_EQ(be16(&e[6]), 64);
+  EXPECT_EQ(e[11], 17 << 3);
+  EXPECT_EQ(e[0], 0x78);
+}
+
+TEST(MadCodec, LftBlockIsOneBytePerLid) {
+  LftBlock b;
+  for (int i = 0; i < 64; ++i) b[i] = static_cast<uint8_t>(i + 1);
+  SmpData d = encode_lft_block(b);
+  for (int i = 0; i < 64; ++i) EXPECT_EQ(d[i], i + 1);
+  EXPECT_EQ(decode_lft_block(d), b);
+}
+
+TEST(MadCodec, SmInfoLayout) {
+  SmInfo s;
+  s.guid = Guid{0x0002c90300000001};
+  s.sm_key = 0;
+  s.act_count = 0x01020304;
+  s.priority = 9;
+  s.state = SmState::kMaster;
+  SmpData d = encode_sm_info(s);
+  EXPECT_EQ(be64(&d[0]), 0x0002c90300000001ull);
+  EXPECT_EQ(be32(&d[16]), 0x01020304u);
+  EXPECT_EQ(d[20], (9 << 4) | 3);  // Priority | SMState
+  auto back = decode_sm_info(d);
+  EXPECT_EQ(back.state, SmState::kMaster);
+  EXPECT_EQ(back.priority, 9);
+}
+
+TEST(MadCodec, NodeDescriptionIsSanitised) {
+  SmpData d = encode_node_desc("leaf01 HCA-1");
+  EXPECT_EQ(d[0], 'l');
+  EXPECT_EQ(decode_node_desc(d), "leaf01 HCA-1");
+  d[3] = 0x07;  // a control character from a device is not passed on to logs
+  EXPECT_EQ(decode_node_desc(d), "lea?01 HCA-1");
+  SmpData full;
+  full.fill('x');  // no NUL: 64 characters, no overrun
+  EXPECT_EQ(decode_node_desc(full).size(), 64u);
+}
