@@ -130,13 +130,20 @@ void print_summary(const sm::SweepReport& r, const sm::EngineStats& s) {
 }
 
 // SIGINT/SIGTERM request a stop; the waiting thread polls so it can end with main.
+// block() must run before any thread starts (libumad2sim starts one when the
+// transport opens), so that every thread leaves these signals to the waiter.
 class Signals {
  public:
+  static sigset_t block() {
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &set, nullptr);
+    return set;
+  }
   Signals() {
-    sigemptyset(&set_);
-    sigaddset(&set_, SIGINT);
-    sigaddset(&set_, SIGTERM);
-    pthread_sigmask(SIG_BLOCK, &set_, nullptr);
+    set_ = block();
     waiter_ = std::jthread([this](std::stop_token st) {
       timespec ts{0, 200 * 1000 * 1000};
       while (!st.stop_requested()) {
@@ -206,6 +213,7 @@ int run_daemon(sm::SubnetManager& smgr, const config::Values& v, const po::varia
   auto next = std::chrono::steady_clock::now() + std::chrono::seconds(interval_s);
   while (!sig.token().stop_requested()) {
     if (auto r = smgr.serve_for(std::chrono::milliseconds(200)); !r) return die(r.error().message, 1);
+    if (sig.token().stop_requested()) break;
     const bool due = interval_s > 0 && std::chrono::steady_clock::now() >= next;
     if (smgr.needs_sweep() || due) {
       auto r = smgr.needs_sweep() ? smgr.sweep() : smgr.light_sweep();
@@ -214,10 +222,12 @@ int run_daemon(sm::SubnetManager& smgr, const config::Values& v, const po::varia
       next = std::chrono::steady_clock::now() + std::chrono::seconds(interval_s);
     }
   }
+  WEFT_LOG(Info, "APP-0002") << "stopped";
   return 0;
 }
 
 int cmd_sm(int argc, char** argv) {
+  Signals::block();
   auto desc = sm_options();
   desc.add_options()
       ("ca", po::value<std::string>(), "CA name (default: any)")

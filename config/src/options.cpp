@@ -17,7 +17,7 @@ const std::vector<OptionSpec>& option_table() {
       {"sm_priority", Type::kInt, "0", 0, 15, true, "SMInfo priority"},
       {"routing_engine", Type::kString, "minhop", 0, 0, false, "routing engine"},
       {"max_op_vls", Type::kInt, "5", 1, 5, false, "operational VLs: 1=VL0 2=VL0-1 3=VL0-3 4=VL0-7 5=VL0-14"},
-      {"subnet_timeout", Type::kInt, "18", 0, 31, false, "PortInfo:SubnetTimeout (4.096us * 2^x)"},
+      {"subnet_timeout", Type::kInt, "18", 0, 31, false, "PortInfo:SubnetTimeout (4.096us * 2^x), written whenever a port is configured"},
       {"log_file", Type::kString, "", 0, 0, false, "log file (empty = stderr)"},
       {"state_dir", Type::kString, "/var/lib/weft", 0, 0, false, "directory of persistent state (guid2lid)"},
   };

@@ -221,8 +221,9 @@ void SubnetManager::program(const Discovered& d, fabric::Fabric& target, const r
         want.attrs.lmc = port.attrs.lmc;
         want.attrs.sm_lid = sm_lid;
         want.subnet_timeout = opts_.subnet_timeout;
-        change |= cur.attrs.lid != want.attrs.lid || cur.attrs.lmc != want.attrs.lmc ||
-                  cur.attrs.sm_lid != sm_lid || cur.subnet_timeout != opts_.subnet_timeout;
+        // SubnetTimeout rides along with a needed Set but does not trigger one: some
+        // devices (ibsim) never store it, and re-setting it every sweep would be noise.
+        change |= cur.attrs.lid != want.attrs.lid || cur.attrs.lmc != want.attrs.lmc || cur.attrs.sm_lid != sm_lid;
       }
       want.attrs.state = PortState::kNoChange;
       if (!mgmt) {

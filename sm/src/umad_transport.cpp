@@ -30,7 +30,8 @@ std::vector<Candidate> list_ports() {
   for (int i = 0; i < n; ++i) {
     umad_ca_t ca;
     if (umad_get_ca(names[i], &ca) < 0) continue;
-    for (int p = 1; p <= ca.numports && p < UMAD_CA_MAX_PORTS; ++p) {
+    // A switch's management port is port 0; a CA's ports start at 1.
+    for (int p = 0; p <= ca.numports && p < UMAD_CA_MAX_PORTS; ++p) {
       if (!ca.ports[p]) continue;
       const umad_port_t* up = ca.ports[p];
       out.push_back({names[i], p, be64toh(up->port_guid), static_cast<int>(up->state),

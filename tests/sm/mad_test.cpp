@@ -4,6 +4,8 @@
 // wrong on both sides.
 #include <gtest/gtest.h>
 
+#include <random>
+
 #include "weft/sm/mad.hpp"
 
 using namespace weft;
@@ -257,4 +259,25 @@ TEST(MadCodec, NodeDescriptionIsSanitised) {
   SmpData full;
   full.fill('x');  // no NUL: 64 characters, no overrun
   EXPECT_EQ(decode_node_desc(full).size(), 64u);
+}
+
+TEST(MadCodec, RandomBytesNeverCrashTheDecoders) {
+  std::mt19937_64 rng(1234);
+  int decoded = 0;
+  for (int i = 0; i < 50000; ++i) {
+    MadBuf b;
+    for (auto& x : b) x = static_cast<uint8_t>(rng());
+    if (i % 2) b[0] = 1, b[1] = (i % 4 == 1) ? 0x81 : 0x01, b[2] = 1;  // get past the first checks
+    auto s = decode_smp(b.data(), b.size());
+    if (!s) continue;
+    ++decoded;
+    EXPECT_LE(s->hop_count, 63);
+    (void)decode_node_info(s->data);
+    (void)decode_port_info(s->data);
+    (void)decode_switch_info(s->data);
+    (void)decode_sm_info(s->data);
+    EXPECT_LE(decode_node_desc(s->data).size(), 64u);
+    EXPECT_EQ(encode_smp(*s)[1], b[1]);
+  }
+  EXPECT_GT(decoded, 1000);
 }

@@ -1,0 +1,90 @@
+#!/usr/bin/env python3
+"""The long-running SM on ibsim: `weft sm` (no --once) must bring the fabric
+up, answer SMInfo so `sminfo` finds it as master, re-sweep when a link fails
+(ibsim sends trap 128 on `Unlink`) and route around it, and stop cleanly on
+SIGTERM. Everything started is stopped by PID, also on failure."""
+import argparse
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import ibsim_bringup as b  # noqa: E402
+
+
+def wait_for(path, pattern, count, timeout, proc):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        text = open(path).read() if os.path.exists(path) else ""
+        if len(re.findall(pattern, text)) >= count:
+            return text
+        if proc.poll() is not None:
+            raise b.Failure("weft exited (%s) while waiting for %r:\n%s" % (proc.returncode, pattern, text[-2000:]))
+        time.sleep(0.05)
+    raise b.Failure("no %d x %r in the log after %d s" % (count, pattern, timeout))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--weft", required=True)
+    ap.add_argument("--scratch", required=True)
+    a = ap.parse_args()
+    work = os.path.join(a.scratch, "daemon")
+    shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(work)
+    net = os.path.join(work, "ft.net")
+    b.run([a.weft, "topo", "ft2:leaves=6,spines=3,hosts=2", "-o", net], work, "", preload=False)
+    sock = "weft-e2e-daemon-%d" % os.getpid()
+    log = os.path.join(work, "weft.log")
+    with b.Ibsim(net, work, sock) as sim:
+        env = dict(os.environ, IBSIM_SOCKNAME=sock, LD_PRELOAD=b.UMAD2SIM)
+        proc = subprocess.Popen([a.weft, "sm", "--state-dir", os.path.join(work, "state"), "--log-file", log,
+                                 "--sweep-interval", "1"], cwd=work, env=env, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL, start_new_session=True)
+        try:
+            text = wait_for(log, r"SUBNET UP", 1, 60, proc)
+            guid = re.search(r"bound to \S+ port \d+ guid 0x([0-9a-f]+)", text).group(1)
+            info = b.run(["sminfo"], work, sock).stdout
+            m = re.search(r"sm lid (\d+) sm guid 0x([0-9a-f]+).*SMINFO_MASTER", info)
+            if not m or int(m.group(2), 16) != int(guid, 16):
+                raise b.Failure("sminfo does not find weft (guid %s) as master: %s" % (guid, info))
+            print("sminfo: " + info.strip())
+
+            # leaf0's ports: 2 hosts, then spines 0..2: port 3 leads to spine0.
+            os.write(sim.fifo_fd, b'Unlink "leaf0"[3]\n')
+            t0 = time.time()
+            text = wait_for(log, r"SUBNET UP", 2, 30, proc)
+            if "trap received" not in text:
+                raise b.Failure("the re-sweep was not trap-driven:\n" + text[-1500:])
+            print("re-sweep after Unlink: SUBNET UP again within %.2f s" % (time.time() - t0))
+
+            nodes = b.parse_ibnetdiscover(b.run(["ibnetdiscover"], work, sock).stdout)
+            lfts = b.parse_dump_fts(b.run(["dump_fts", "-n"], work, sock).stdout)
+            b.fix_top_block(lfts, work, sock)
+            pairs, problems = b.check_routes(nodes, lfts)
+            if problems:
+                raise b.Failure("after the link failure %d of %d pairs bad: %s" % (len(problems), pairs, problems[:3]))
+            print("routes around the failed link: %d (switch, LID) pairs reach their LID" % pairs)
+
+            proc.send_signal(signal.SIGTERM)
+            rc = proc.wait(timeout=10)
+            if rc != 0:
+                raise b.Failure("weft exited %d on SIGTERM" % rc)
+            print("SIGTERM: clean exit")
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait(timeout=5)
+    print("PASS daemon")
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    except (b.Failure, subprocess.TimeoutExpired) as e:
+        print("FAIL: %s" % e, file=sys.stderr)
+        sys.exit(1)
