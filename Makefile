@@ -1,5 +1,6 @@
 # weft — the two set-up commands of the README live here.
-#   make run    install missing Debian packages, build, bring up a simulated fat tree
+#   make run    install missing Debian packages, build, bring up a fat tree on ibsim
+#   make run-sim the same on weft's in-process simulator
 #   make test   install missing Debian packages, build, run every test (ibsim ones too)
 #   make bench  weft vs OpenSM on ibsim fabrics (installs opensm if missing)
 #   make asan   the same tests under AddressSanitizer + UBSan
@@ -7,7 +8,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=RelWithDebInfo
 
-.PHONY: deps build run test bench asan format clean
+.PHONY: deps build run run-sim test bench asan format clean
 deps:
 	@scripts/install-deps.sh
 
@@ -16,7 +17,10 @@ build: deps
 	cmake --build $(BUILD) -j $(JOBS)
 
 run: build
-	$(BUILD)/app/weft sim --topology ft2:leaves=8,spines=4,hosts=8 --once
+	scripts/run-on-ibsim.sh $(BUILD)/app/weft
+
+run-sim: build
+	$(BUILD)/app/weft sim --topology ft2:leaves=16,spines=8,hosts=8
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 600
