@@ -6,8 +6,8 @@
 #include <signal.h>
 #include <unistd.h>
 
-#include <boost/program_options.hpp>
 #include <algorithm>
+#include <boost/program_options.hpp>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -41,33 +41,35 @@ int die(const std::string& msg, int code = 2) {
 
 po::options_description sm_options() {
   po::options_description o("SM options");
-  o.add_options()
-      ("help,h", "this help")
-      ("once", "one bring-up, then exit: 0 when the subnet is up, 1 (with the reason) when not")
-      ("config", po::value<std::string>(), "OpenSM-style option file (key value lines)")
-      ("state-dir", po::value<std::string>(), "persistent state (guid2lid); default /var/lib/weft")
-      ("log-file", po::value<std::string>(), "log here instead of stderr")
-      ("log-level", po::value<std::string>()->default_value("info"), "debug, info, warn, error")
-      ("window", po::value<std::string>(), "SMPs on the wire at once (max_wire_smps)")
-      ("timeout", po::value<std::string>(), "ms per SMP attempt (transaction_timeout)")
-      ("retries", po::value<std::string>(), "extra attempts (transaction_retries)")
-      ("sweep-interval", po::value<std::string>(), "seconds between light sweeps (sweep_interval)")
-      ("routing-engine", po::value<std::string>(), "routing engine (routing_engine)")
-      ("lmc", po::value<std::string>(), "LID mask control (lmc)")
-      ("priority", po::value<std::string>(), "SMInfo priority (sm_priority)")
-      ("dump-model", po::value<std::string>(), "after the bring-up, write the discovered model here");
+  o.add_options()("help,h", "this help")(
+      "once", "one bring-up, then exit: 0 when the subnet is up, 1 (with the reason) when not")(
+      "config", po::value<std::string>(), "OpenSM-style option file (key value lines)")(
+      "state-dir", po::value<std::string>(), "persistent state (guid2lid); default /var/lib/weft")(
+      "log-file", po::value<std::string>(), "log here instead of stderr")(
+      "log-level", po::value<std::string>()->default_value("info"), "debug, info, warn, error")(
+      "window", po::value<std::string>(), "SMPs on the wire at once (max_wire_smps)")(
+      "timeout", po::value<std::string>(), "ms per SMP attempt (transaction_timeout)")(
+      "retries", po::value<std::string>(), "extra attempts (transaction_retries)")(
+      "sweep-interval", po::value<std::string>(), "seconds between light sweeps (sweep_interval)")(
+      "routing-engine", po::value<std::string>(), "routing engine (routing_engine)")(
+      "lmc", po::value<std::string>(), "LID mask control (lmc)")(
+      "priority", po::value<std::string>(), "SMInfo priority (sm_priority)")(
+      "dump-model", po::value<std::string>(),
+      "after the bring-up, write the discovered model here");
   return o;
 }
 
 Result<config::Values> build_config(const po::variables_map& vm) {
   config::Values v = config::defaults();
   if (vm.count("config"))
-    if (auto r = config::load_file(vm["config"].as<std::string>(), v); !r) return std::unexpected(r.error());
+    if (auto r = config::load_file(vm["config"].as<std::string>(), v); !r)
+      return std::unexpected(r.error());
   const std::pair<const char*, const char*> flags[] = {
-      {"state-dir", "state_dir"},          {"log-file", "log_file"},       {"window", "max_wire_smps"},
-      {"timeout", "transaction_timeout"},  {"retries", "transaction_retries"},
-      {"sweep-interval", "sweep_interval"}, {"routing-engine", "routing_engine"},
-      {"lmc", "lmc"},                      {"priority", "sm_priority"},    {"guid", "guid"}};
+      {"state-dir", "state_dir"},           {"log-file", "log_file"},
+      {"window", "max_wire_smps"},          {"timeout", "transaction_timeout"},
+      {"retries", "transaction_retries"},   {"sweep-interval", "sweep_interval"},
+      {"routing-engine", "routing_engine"}, {"lmc", "lmc"},
+      {"priority", "sm_priority"},          {"guid", "guid"}};
   for (auto [flag, key] : flags)
     if (vm.count(flag))
       if (auto r = config::set(v, key, vm[flag].as<std::string>(), std::string("--") + flag); !r)
@@ -104,28 +106,38 @@ Result<void> setup_logging(const po::variables_map& vm, const config::Values& v)
 
 void print_summary(const sm::SweepReport& r, const sm::EngineStats& s) {
   std::printf("weft: %s\n", r.subnet_up ? "SUBNET UP" : ("subnet NOT up: " + r.reason).c_str());
-  std::printf("  fabric   %zu switches, %zu CAs, %zu routers, %zu links, %zu LIDs (top %u)\n", r.switches, r.cas,
-              r.routers, r.links, r.lids, r.top_lid);
-  std::printf("  LIDs     %zu from the state file, %zu kept from the fabric, %zu new, %zu changed\n",
-              r.lid_assignment.from_file, r.lid_assignment.from_fabric, r.lid_assignment.fresh,
-              r.lid_assignment.changed);
+  std::printf("  fabric   %zu switches, %zu CAs, %zu routers, %zu links, %zu LIDs (top %u)\n",
+              r.switches, r.cas, r.routers, r.links, r.lids, r.top_lid);
+  std::printf(
+      "  LIDs     %zu from the state file, %zu kept from the fabric, %zu new, %zu changed\n",
+      r.lid_assignment.from_file, r.lid_assignment.from_fabric, r.lid_assignment.fresh,
+      r.lid_assignment.changed);
   std::printf("  SMPs     discovery %llu, programming %llu, activation %llu, total %llu\n",
               (unsigned long long)r.smps_discovery, (unsigned long long)r.smps_program,
               (unsigned long long)r.smps_activate,
               (unsigned long long)(r.smps_discovery + r.smps_program + r.smps_activate));
-  std::printf("  writes   %llu PortInfo, %llu SwitchInfo, %llu LFT blocks (%llu read), %llu ports activated\n",
-              (unsigned long long)r.portinfo_sets, (unsigned long long)r.switchinfo_sets,
-              (unsigned long long)r.lft_blocks_written, (unsigned long long)r.lft_blocks_read,
-              (unsigned long long)r.ports_activated);
+  std::printf(
+      "  writes   %llu PortInfo, %llu SwitchInfo, %llu LFT blocks (%llu read), %llu ports "
+      "activated\n",
+      (unsigned long long)r.portinfo_sets, (unsigned long long)r.switchinfo_sets,
+      (unsigned long long)r.lft_blocks_written, (unsigned long long)r.lft_blocks_read,
+      (unsigned long long)r.ports_activated);
   std::printf("  ports    %zu of %zu linked port ends ACTIVE\n", r.ports_active, r.ports_linked);
-  std::printf("  time ms  discovery %.1f, LIDs %.1f, routing %.1f, programming %.1f, activation %.1f, total %.1f\n",
-              r.ms_discovery, r.ms_lids, r.ms_routing, r.ms_program, r.ms_activate, r.ms_total);
-  std::printf("  MADs     %llu retried, %llu timed out, %llu error status, %llu malformed, %llu unmatched\n",
-              (unsigned long long)s.retried, (unsigned long long)s.timed_out, (unsigned long long)s.error_status,
-              (unsigned long long)s.malformed, (unsigned long long)s.unmatched);
+  std::printf(
+      "  time ms  discovery %.1f, LIDs %.1f, routing %.1f, programming %.1f, activation %.1f, "
+      "total %.1f\n",
+      r.ms_discovery, r.ms_lids, r.ms_routing, r.ms_program, r.ms_activate, r.ms_total);
+  std::printf(
+      "  MADs     %llu retried, %llu timed out, %llu error status, %llu malformed, %llu "
+      "unmatched\n",
+      (unsigned long long)s.retried, (unsigned long long)s.timed_out,
+      (unsigned long long)s.error_status, (unsigned long long)s.malformed,
+      (unsigned long long)s.unmatched);
   std::printf("  problems %zu\n", r.problems.size());
-  for (size_t i = 0; i < r.problems.size() && i < 10; ++i) std::printf("    %s\n", r.problems[i].c_str());
-  if (r.problems.size() > 10) std::printf("    ... (%zu more in the log)\n", r.problems.size() - 10);
+  for (size_t i = 0; i < r.problems.size() && i < 10; ++i)
+    std::printf("    %s\n", r.problems[i].c_str());
+  if (r.problems.size() > 10)
+    std::printf("    ... (%zu more in the log)\n", r.problems.size() - 10);
   std::fflush(stdout);
 }
 
@@ -170,18 +182,21 @@ std::string model_text(const fabric::Fabric& f) {
   std::vector<std::string> lines;
   char buf[512];
   for (const auto& n : f.nodes()) {
-    std::snprintf(buf, sizeof buf, "%s %s ports %d lid %u \"%s\"", n.guid.str().c_str(), fabric::node_type_name(n.type),
-                  n.num_ports, n.is_switch() ? n.ports[0].attrs.lid.value : 0u, n.description.c_str());
+    std::snprintf(buf, sizeof buf, "%s %s ports %d lid %u \"%s\"", n.guid.str().c_str(),
+                  fabric::node_type_name(n.type), n.num_ports,
+                  n.is_switch() ? n.ports[0].attrs.lid.value : 0u, n.description.c_str());
     lines.emplace_back(buf);
     for (const auto& p : n.ports) {
       if (!p.linked()) continue;
       const auto& a = p.attrs;
       const auto& peer = f.node(p.peer);
       std::snprintf(buf, sizeof buf,
-                    "%s port %d guid %s lid %u -> %s port %d width %u speed %u/%u mtucap %u vlcap %u state %s",
-                    n.guid.str().c_str(), p.num, p.guid.str().c_str(), n.is_switch() ? 0u : a.lid.value,
-                    peer.guid.str().c_str(), p.peer_port, a.width_active, a.speed_active, a.speed_ext_active,
-                    a.mtu_cap, a.vl_cap, fabric::port_state_name(a.state));
+                    "%s port %d guid %s lid %u -> %s port %d width %u speed %u/%u mtucap %u vlcap "
+                    "%u state %s",
+                    n.guid.str().c_str(), p.num, p.guid.str().c_str(),
+                    n.is_switch() ? 0u : a.lid.value, peer.guid.str().c_str(), p.peer_port,
+                    a.width_active, a.speed_active, a.speed_ext_active, a.mtu_cap, a.vl_cap,
+                    fabric::port_state_name(a.state));
       lines.emplace_back(buf);
     }
   }
@@ -212,7 +227,8 @@ int run_daemon(sm::SubnetManager& smgr, const config::Values& v, const po::varia
   const long interval_s = v.get_int("sweep_interval");
   auto next = std::chrono::steady_clock::now() + std::chrono::seconds(interval_s);
   while (!sig.token().stop_requested()) {
-    if (auto r = smgr.serve_for(std::chrono::milliseconds(200)); !r) return die(r.error().message, 1);
+    if (auto r = smgr.serve_for(std::chrono::milliseconds(200)); !r)
+      return die(r.error().message, 1);
     if (sig.token().stop_requested()) break;
     const bool due = interval_s > 0 && std::chrono::steady_clock::now() >= next;
     if (smgr.needs_sweep() || due) {
@@ -229,10 +245,10 @@ int run_daemon(sm::SubnetManager& smgr, const config::Values& v, const po::varia
 int cmd_sm(int argc, char** argv) {
   Signals::block();
   auto desc = sm_options();
-  desc.add_options()
-      ("ca", po::value<std::string>(), "CA name (default: any)")
-      ("port", po::value<int>()->default_value(0), "CA port number (default: first port that is up)")
-      ("guid", po::value<std::string>(), "bind to the port with this GUID");
+  desc.add_options()("ca", po::value<std::string>(), "CA name (default: any)")(
+      "port", po::value<int>()->default_value(0),
+      "CA port number (default: first port that is up)")("guid", po::value<std::string>(),
+                                                         "bind to the port with this GUID");
   po::variables_map vm;
   try {
     po::store(po::command_line_parser(argc, argv).options(desc).run(), vm);
@@ -259,14 +275,17 @@ int cmd_sm(int argc, char** argv) {
 
 int cmd_sim(int argc, char** argv) {
   auto desc = sm_options();
-  desc.add_options()
-      ("topology", po::value<std::string>(), "generator spec (ft2:..., ft3:..., torus:..., mesh:..., random:...) or a topology file")
-      ("attach", po::value<std::string>(), "node name the SM runs on (default: the first node)")
-      ("drop-rate", po::value<double>()->default_value(0.0), "share of SMPs lost (0..1)")
-      ("delay-rate", po::value<double>()->default_value(0.0), "share of replies delayed by 150 ms")
-      ("seed", po::value<uint64_t>()->default_value(1), "seed for the fault injection")
-      ("dead", po::value<std::vector<std::string>>(), "a node (by name) that never answers; repeatable")
-      ("sweeps", po::value<int>()->default_value(1), "full sweeps to run (later ones show what is rewritten)");
+  desc.add_options()(
+      "topology", po::value<std::string>(),
+      "generator spec (ft2:..., ft3:..., torus:..., mesh:..., random:...) or a topology file")(
+      "attach", po::value<std::string>(), "node name the SM runs on (default: the first node)")(
+      "drop-rate", po::value<double>()->default_value(0.0), "share of SMPs lost (0..1)")(
+      "delay-rate", po::value<double>()->default_value(0.0), "share of replies delayed by 150 ms")(
+      "seed", po::value<uint64_t>()->default_value(1), "seed for the fault injection")(
+      "dead", po::value<std::vector<std::string>>(),
+      "a node (by name) that never answers; repeatable")(
+      "sweeps", po::value<int>()->default_value(1),
+      "full sweeps to run (later ones show what is rewritten)");
   po::variables_map vm;
   try {
     po::store(po::command_line_parser(argc, argv).options(desc).run(), vm);
@@ -278,17 +297,20 @@ int cmd_sim(int argc, char** argv) {
     std::cout << "usage: weft sim --topology SPEC [options]\n" << desc;
     return 0;
   }
-  if (!vm.count("topology")) return die("sim: --topology is required (e.g. ft2:leaves=8,spines=4,hosts=8)");
+  if (!vm.count("topology"))
+    return die("sim: --topology is required (e.g. ft2:leaves=8,spines=4,hosts=8)");
   auto v = build_config(vm);
   if (!v) return die(v.error().message);
   if (auto r = setup_logging(vm, *v); !r) return die(r.error().message);
   std::string tmp_state;
   if (!vm.count("state-dir") && v->origin("state_dir") == "default") {
-    tmp_state = (std::filesystem::temp_directory_path() / ("weft-sim-" + std::to_string(getpid()))).string();
+    tmp_state = (std::filesystem::temp_directory_path() / ("weft-sim-" + std::to_string(getpid())))
+                    .string();
     (void)config::set(*v, "state_dir", tmp_state, "sim");
   }
   const double drop = vm["drop-rate"].as<double>(), delay = vm["delay-rate"].as<double>();
-  if (drop < 0 || drop >= 1 || delay < 0 || delay > 1) return die("sim: --drop-rate must be in [0,1), --delay-rate in [0,1]");
+  if (drop < 0 || drop >= 1 || delay < 0 || delay > 1)
+    return die("sim: --drop-rate must be in [0,1), --delay-rate in [0,1]");
   auto fab = simulator::make_fabric(vm["topology"].as<std::string>());
   if (!fab) return die(fab.error().message);
   simulator::SimFabric sim(std::move(*fab));
@@ -325,11 +347,13 @@ int cmd_sim(int argc, char** argv) {
     for (fabric::NodeIndex n = 0; n < sim.model().size(); ++n)
       if (sim.model().node(n).is_switch()) {
         const auto& l = sim.lft(n);
-        held.lft[n].assign(l.begin(), l.begin() + std::min<size_t>(l.size(), size_t(sim.lft_top(n)) + 1));
+        held.lft[n].assign(l.begin(),
+                           l.begin() + std::min<size_t>(l.size(), size_t(sim.lft_top(n)) + 1));
       }
     auto vr = routing::verify_lfts(sim.model(), held);
-    std::printf("  routes   %zu (switch, LID) pairs read back: %zu unreachable, %zu loops, max %zu hops\n", vr.pairs,
-                vr.unreachable, vr.loops, vr.max_hops);
+    std::printf(
+        "  routes   %zu (switch, LID) pairs read back: %zu unreachable, %zu loops, max %zu hops\n",
+        vr.pairs, vr.unreachable, vr.loops, vr.max_hops);
     if (!vr.ok()) std::printf("    first: %s\n", vr.first_problem.c_str());
     if (!rep->subnet_up || !vr.ok()) rc = 1;
   }
@@ -339,7 +363,8 @@ int cmd_sim(int argc, char** argv) {
 
 int cmd_topo(int argc, char** argv) {
   po::options_description desc("topo options");
-  desc.add_options()("help,h", "this help")("spec", po::value<std::string>(), "generator spec or topology file")(
+  desc.add_options()("help,h", "this help")("spec", po::value<std::string>(),
+                                            "generator spec or topology file")(
       "out,o", po::value<std::string>(), "net file to write (default: stdout)");
   po::positional_options_description pos;
   pos.add("spec", 1);
@@ -365,8 +390,8 @@ int cmd_topo(int argc, char** argv) {
   FILE* fp = std::fopen(out.c_str(), "w");
   if (!fp || std::fwrite(text.data(), 1, text.size(), fp) != text.size() || std::fclose(fp) != 0)
     return die("topo: cannot write " + out);
-  std::fprintf(stderr, "weft: wrote %s: %zu switches, %zu CAs, %zu links\n", out.c_str(), f->num_switches(),
-               f->num_endpoints(), f->links().size());
+  std::fprintf(stderr, "weft: wrote %s: %zu switches, %zu CAs, %zu links\n", out.c_str(),
+               f->num_switches(), f->num_endpoints(), f->links().size());
   return 0;
 }
 

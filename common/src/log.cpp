@@ -13,17 +13,25 @@ FILE* g_sink = nullptr;  // nullptr = stderr
 
 const char* level_name(Level l) {
   switch (l) {
-    case Level::kDebug: return "DEBUG";
-    case Level::kInfo: return "INFO ";
-    case Level::kWarn: return "WARN ";
-    case Level::kError: return "ERROR";
+    case Level::kDebug:
+      return "DEBUG";
+    case Level::kInfo:
+      return "INFO ";
+    case Level::kWarn:
+      return "WARN ";
+    case Level::kError:
+      return "ERROR";
   }
   return "?    ";
 }
 }  // namespace
 
-void set_level(Level l) { g_level.store(l); }
-Level level() { return g_level.load(std::memory_order_relaxed); }
+void set_level(Level l) {
+  g_level.store(l);
+}
+Level level() {
+  return g_level.load(std::memory_order_relaxed);
+}
 
 bool set_file(const std::string& path) {
   FILE* f = std::fopen(path.c_str(), "a");
@@ -35,11 +43,16 @@ bool set_file(const std::string& path) {
 }
 
 bool parse_level(std::string_view s, Level* out) {
-  if (s == "debug") *out = Level::kDebug;
-  else if (s == "info") *out = Level::kInfo;
-  else if (s == "warn") *out = Level::kWarn;
-  else if (s == "error") *out = Level::kError;
-  else return false;
+  if (s == "debug")
+    *out = Level::kDebug;
+  else if (s == "info")
+    *out = Level::kInfo;
+  else if (s == "warn")
+    *out = Level::kWarn;
+  else if (s == "error")
+    *out = Level::kError;
+  else
+    return false;
   return true;
 }
 

@@ -6,20 +6,28 @@ namespace weft::fabric {
 
 const char* node_type_name(NodeType t) {
   switch (t) {
-    case NodeType::kCa: return "Ca";
-    case NodeType::kSwitch: return "Switch";
-    case NodeType::kRouter: return "Rt";
+    case NodeType::kCa:
+      return "Ca";
+    case NodeType::kSwitch:
+      return "Switch";
+    case NodeType::kRouter:
+      return "Rt";
   }
   return "Unknown";
 }
 
 const char* port_state_name(PortState s) {
   switch (s) {
-    case PortState::kNoChange: return "NoChange";
-    case PortState::kDown: return "Down";
-    case PortState::kInit: return "Init";
-    case PortState::kArmed: return "Armed";
-    case PortState::kActive: return "Active";
+    case PortState::kNoChange:
+      return "NoChange";
+    case PortState::kDown:
+      return "Down";
+    case PortState::kInit:
+      return "Init";
+    case PortState::kArmed:
+      return "Armed";
+    case PortState::kActive:
+      return "Active";
   }
   return "Unknown";
 }
@@ -54,7 +62,8 @@ Result<void> Fabric::connect(NodeIndex a, PortNum pa, NodeIndex b, PortNum pb) {
   };
   if (auto r = check(a, pa); !r) return r;
   if (auto r = check(b, pb); !r) return r;
-  if (a == b && pa == pb) return fail(Errc::kInvalidInput, "port linked to itself: " + port_ref(*this, a, pa));
+  if (a == b && pa == pb)
+    return fail(Errc::kInvalidInput, "port linked to itself: " + port_ref(*this, a, pa));
   Port& x = nodes_[a].ports[pa];
   Port& y = nodes_[b].ports[pb];
   if (x.linked() && !(x.peer == b && x.peer_port == pb))
@@ -109,7 +118,9 @@ size_t Fabric::num_switches() const {
       std::count_if(nodes_.begin(), nodes_.end(), [](const Node& n) { return n.is_switch(); }));
 }
 
-size_t Fabric::num_endpoints() const { return nodes_.size() - num_switches(); }
+size_t Fabric::num_endpoints() const {
+  return nodes_.size() - num_switches();
+}
 
 size_t Fabric::num_lid_ports() const {
   size_t n = 0;

@@ -165,7 +165,8 @@ class Parser {
     PortLine pl;
     pl.line = line;
     auto comment_pos = s.find('#');
-    std::string_view comment = comment_pos == std::string_view::npos ? "" : s.substr(comment_pos + 1);
+    std::string_view comment =
+        comment_pos == std::string_view::npos ? "" : s.substr(comment_pos + 1);
     s = s.substr(0, comment_pos);
     auto port = take_bracket_num(s);
     if (!port) return err(line, "expected [PORT] at the start of a port line");
@@ -192,9 +193,12 @@ class Parser {
       if (eq == std::string::npos || eq == 0)
         return err(line, "unexpected \"" + tok + "\" in a port line (options are w=N and s=N)");
       auto v = parse_uint(std::string_view(tok).substr(eq + 1));
-      if (tok[0] == 'w' && v && *v >= 1 && *v <= 31) pl.width_enabled = static_cast<uint8_t>(*v);
-      else if (tok[0] == 's' && v && *v >= 1 && *v <= 7) pl.speed_enabled = static_cast<uint8_t>(*v);
-      else return err(line, "bad port option \"" + tok + "\" (w=1..31, s=1..7)");
+      if (tok[0] == 'w' && v && *v >= 1 && *v <= 31)
+        pl.width_enabled = static_cast<uint8_t>(*v);
+      else if (tok[0] == 's' && v && *v >= 1 && *v <= 7)
+        pl.speed_enabled = static_cast<uint8_t>(*v);
+      else
+        return err(line, "bad port option \"" + tok + "\" (w=1..31, s=1..7)");
     }
     if (rec.type != NodeType::kSwitch) pl.lid = own_lid(comment);
     width_speed(comment, pl);
@@ -215,10 +219,11 @@ class Parser {
     rec.line = line;
     rec.type = type;
     auto comment_pos = s.find('#');
-    std::string_view comment = comment_pos == std::string_view::npos ? "" : s.substr(comment_pos + 1);
-    std::string_view head = trim(s.substr(kwlen, comment_pos == std::string_view::npos
-                                                     ? std::string_view::npos
-                                                     : comment_pos - kwlen));
+    std::string_view comment =
+        comment_pos == std::string_view::npos ? "" : s.substr(comment_pos + 1);
+    std::string_view head =
+        trim(s.substr(kwlen, comment_pos == std::string_view::npos ? std::string_view::npos
+                                                                   : comment_pos - kwlen));
     size_t n = 0;
     while (n < head.size() && std::isdigit(static_cast<unsigned char>(head[n]))) ++n;
     auto np = parse_uint(head.substr(0, n));
@@ -240,7 +245,8 @@ class Parser {
         auto rest = c.substr(lp + 4);
         size_t k = 0;
         while (k < rest.size() && std::isalnum(static_cast<unsigned char>(rest[k]))) ++k;
-        if (auto v = parse_uint(rest.substr(0, k)); v && *v <= 0xFFFF) rec.lid = static_cast<uint16_t>(*v);
+        if (auto v = parse_uint(rest.substr(0, k)); v && *v <= 0xFFFF)
+          rec.lid = static_cast<uint16_t>(*v);
       }
     }
     // A GUID line applies to the next record of its type; later ones continue from it.
@@ -267,19 +273,26 @@ class Parser {
     }
     auto v = parse_uint(val);
     if (!v) return err(line, "bad value \"" + std::string(val) + "\" for " + key);
-    if (key == "switchguid") pending_guid_[static_cast<int>(NodeType::kSwitch)] = *v;
-    else if (key == "caguid" || key == "hcaguids") pending_guid_[static_cast<int>(NodeType::kCa)] = *v;
-    else if (key == "rtguid") pending_guid_[static_cast<int>(NodeType::kRouter)] = *v;
-    else if (key == "sysimgguid") pending_sysguid_ = *v, saw_ibnetdiscover_marks_ = true;
-    else if (key == "vendid") vendid_ = static_cast<uint32_t>(*v);
-    else if (key == "devid") devid_ = static_cast<uint16_t>(*v);
+    if (key == "switchguid")
+      pending_guid_[static_cast<int>(NodeType::kSwitch)] = *v;
+    else if (key == "caguid" || key == "hcaguids")
+      pending_guid_[static_cast<int>(NodeType::kCa)] = *v;
+    else if (key == "rtguid")
+      pending_guid_[static_cast<int>(NodeType::kRouter)] = *v;
+    else if (key == "sysimgguid")
+      pending_sysguid_ = *v, saw_ibnetdiscover_marks_ = true;
+    else if (key == "vendid")
+      vendid_ = static_cast<uint32_t>(*v);
+    else if (key == "devid")
+      devid_ = static_cast<uint16_t>(*v);
     else if (key == "width") {
       if (*v < 1 || *v > 31) return err(line, "width must be 1..31");
       width_ = static_cast<uint8_t>(*v);
     } else if (key == "speed") {
       if (*v < 1 || *v > 7) return err(line, "speed must be 1..7");
       speed_ = static_cast<uint8_t>(*v);
-    } else return err(line, "unknown setting \"" + key + "\"");
+    } else
+      return err(line, "unknown setting \"" + key + "\"");
     return {};
   }
 
@@ -289,7 +302,8 @@ class Parser {
     if (text_.empty()) return err(1, "empty topology file");
     while (pos < text_.size()) {
       size_t nl = text_.find('\n', pos);
-      std::string_view raw = text_.substr(pos, nl == std::string_view::npos ? std::string_view::npos : nl - pos);
+      std::string_view raw =
+          text_.substr(pos, nl == std::string_view::npos ? std::string_view::npos : nl - pos);
       pos = nl == std::string_view::npos ? text_.size() : nl + 1;
       ++line;
       if (raw.find('\0') != std::string_view::npos) return err(line, "binary data (NUL byte)");
@@ -310,15 +324,21 @@ class Parser {
                std::isspace(static_cast<unsigned char>(s[kw.size()]));
       };
       Result<void> r;
-      if (starts("Switch")) r = parse_header(s, line, NodeType::kSwitch, 6);
-      else if (starts("Hca")) r = parse_header(s, line, NodeType::kCa, 3);
-      else if (starts("Ca")) r = parse_header(s, line, NodeType::kCa, 2);
-      else if (starts("Rt")) r = parse_header(s, line, NodeType::kRouter, 2);
-      else if (s.find('=') != std::string_view::npos) r = parse_assignment(s, line);
+      if (starts("Switch"))
+        r = parse_header(s, line, NodeType::kSwitch, 6);
+      else if (starts("Hca"))
+        r = parse_header(s, line, NodeType::kCa, 3);
+      else if (starts("Ca"))
+        r = parse_header(s, line, NodeType::kCa, 2);
+      else if (starts("Rt"))
+        r = parse_header(s, line, NodeType::kRouter, 2);
+      else if (s.find('=') != std::string_view::npos)
+        r = parse_assignment(s, line);
       else if (s.starts_with("include") || s.starts_with("module") || s.starts_with("do"))
         return err(line, "ibsim directive \"" + std::string(s.substr(0, s.find(' '))) +
                              "\" is not supported; flatten the file first");
-      else return err(line, "unrecognised line \"" + std::string(s.substr(0, 60)) + "\"");
+      else
+        return err(line, "unrecognised line \"" + std::string(s.substr(0, 60)) + "\"");
       if (!r) return r;
     }
     if (records_.empty()) return err(line, "no Switch, Ca or Rt record found");
@@ -340,7 +360,8 @@ class Parser {
         next_guid[t] = guid;
       } else {
         if (fmt_ == TopologyFormat::kIbnetdiscover)
-          return err(r.line, "node \"" + r.id + "\" has no GUID (expected switchguid=/caguid= before it)");
+          return err(r.line,
+                     "node \"" + r.id + "\" has no GUID (expected switchguid=/caguid= before it)");
         guid = next_guid[t];
       }
       next_guid[t] = guid + (r.type == NodeType::kSwitch ? 1 : static_cast<uint64_t>(r.nports) + 1);
@@ -393,11 +414,13 @@ class Parser {
         const Node& remote = f.node(it->second);
         if (pl.remote_port > remote.num_ports)
           return err(pl.line, "remote port " + std::to_string(pl.remote_port) + " > the " +
-                                  std::to_string(remote.num_ports) + " ports of \"" + pl.remote + "\"");
+                                  std::to_string(remote.num_ports) + " ports of \"" + pl.remote +
+                                  "\"");
         const Port& back = remote.ports[pl.remote_port];
         if (back.linked() && !(back.peer == idx[i] && back.peer_port == pl.port))
           return err(pl.line, "\"" + pl.remote + "\" port " + std::to_string(pl.remote_port) +
-                                  " is already linked to " + port_ref(f, back.peer, back.peer_port));
+                                  " is already linked to " +
+                                  port_ref(f, back.peer, back.peer_port));
         if (auto c = f.connect(idx[i], static_cast<PortNum>(pl.port), it->second,
                                static_cast<PortNum>(pl.remote_port));
             !c)
@@ -460,7 +483,9 @@ std::string write_netfile(const Fabric& f) {
   for (NodeIndex i = 0; i < f.size(); ++i) {
     const Node& n = f.node(i);
     auto name = [&](const Node& x) { return x.name.empty() ? x.guid.str() : x.name; };
-    o << (n.is_switch() ? "switchguid=" : n.type == NodeType::kRouter ? "rtguid=" : "caguid=")
+    o << (n.is_switch()                 ? "switchguid="
+          : n.type == NodeType::kRouter ? "rtguid="
+                                        : "caguid=")
       << n.guid.str() << "\n";
     o << node_type_name(n.type) << "\t" << int(n.num_ports) << " \"" << name(n) << "\"";
     if (n.description != name(n)) o << "\t# \"" << n.description << "\"";
@@ -468,8 +493,10 @@ std::string write_netfile(const Fabric& f) {
     for (const Port& p : n.ports) {
       if (!p.linked()) continue;
       o << "[" << int(p.num) << "]\t\"" << name(f.node(p.peer)) << "\"[" << int(p.peer_port) << "]";
-      if (p.attrs.width_enabled && p.attrs.width_enabled != 2) o << "\tw=" << int(p.attrs.width_enabled);
-      if (p.attrs.speed_enabled && p.attrs.speed_enabled != 1) o << "\ts=" << int(p.attrs.speed_enabled);
+      if (p.attrs.width_enabled && p.attrs.width_enabled != 2)
+        o << "\tw=" << int(p.attrs.width_enabled);
+      if (p.attrs.speed_enabled && p.attrs.speed_enabled != 1)
+        o << "\ts=" << int(p.attrs.speed_enabled);
       o << "\n";
     }
     o << "\n";

@@ -45,11 +45,12 @@ std::vector<LidOwner> lid_owners(const fabric::Fabric& f) {
       // LMC: every LID of the port's range belongs to it.
       const int count = 1 << port.attrs.lmc;
       for (int k = 0; k < count && port.attrs.lid.value + k <= Lid::kMaxUnicast; ++k)
-        out.push_back({Lid{static_cast<uint16_t>(port.attrs.lid.value + k)}, n,
-                       static_cast<PortNum>(p)});
+        out.push_back(
+            {Lid{static_cast<uint16_t>(port.attrs.lid.value + k)}, n, static_cast<PortNum>(p)});
     }
   }
-  std::sort(out.begin(), out.end(), [](const LidOwner& a, const LidOwner& b) { return a.lid < b.lid; });
+  std::sort(out.begin(), out.end(),
+            [](const LidOwner& a, const LidOwner& b) { return a.lid < b.lid; });
   return out;
 }
 

@@ -16,9 +16,9 @@ using SwitchGraph = boost::compressed_sparse_row_graph<boost::directedS>;
 constexpr uint8_t kFar = std::numeric_limits<uint8_t>::max();
 
 struct Switches {
-  std::vector<NodeIndex> nodes;           // switch number -> node index
-  std::vector<uint32_t> of_node;          // node index -> switch number (or ~0)
-  std::vector<uint32_t> sources;          // per switch: LID-holding ports it carries traffic from
+  std::vector<NodeIndex> nodes;   // switch number -> node index
+  std::vector<uint32_t> of_node;  // node index -> switch number (or ~0)
+  std::vector<uint32_t> sources;  // per switch: LID-holding ports it carries traffic from
 };
 
 Switches index_switches(const Fabric& f) {
@@ -52,10 +52,9 @@ std::vector<uint8_t> switch_distances(const Fabric& f, const Switches& sw) {
   for (uint32_t src = 0; src < n; ++src) {
     std::fill(d32.begin(), d32.end(), std::numeric_limits<uint32_t>::max());
     d32[src] = 0;
-    boost::breadth_first_search(
-        g, src,
-        boost::visitor(boost::make_bfs_visitor(
-            boost::record_distances(d32.data(), boost::on_tree_edge()))));
+    boost::breadth_first_search(g, src,
+                                boost::visitor(boost::make_bfs_visitor(
+                                    boost::record_distances(d32.data(), boost::on_tree_edge()))));
     for (uint32_t t = 0; t < n; ++t)
       dist[size_t(src) * n + t] = d32[t] >= kFar ? kFar : static_cast<uint8_t>(d32[t]);
   }
@@ -71,10 +70,10 @@ Result<Tables> MinHopEngine::compute(const Fabric& f, const Options&) const {
   const auto owners = lid_owners(f);
   for (size_t i = 1; i < owners.size(); ++i)
     if (owners[i].lid == owners[i - 1].lid)
-      return fail(Errc::kInvalidInput, "LID " + std::to_string(owners[i].lid.value) +
-                                           " is held by two ports: " +
-                                           fabric::port_ref(f, owners[i - 1].node, owners[i - 1].port) +
-                                           " and " + fabric::port_ref(f, owners[i].node, owners[i].port));
+      return fail(Errc::kInvalidInput,
+                  "LID " + std::to_string(owners[i].lid.value) + " is held by two ports: " +
+                      fabric::port_ref(f, owners[i - 1].node, owners[i - 1].port) + " and " +
+                      fabric::port_ref(f, owners[i].node, owners[i].port));
   out.top_lid = owners.empty() ? 0 : owners.back().lid.value;
   out.lft.resize(f.size());
   for (NodeIndex n : sw.nodes) out.lft[n].assign(size_t(out.top_lid) + 1, kDropPort);
@@ -98,15 +97,16 @@ Result<Tables> MinHopEngine::compute(const Fabric& f, const Options&) const {
     }
     const auto& port = nd.ports[o.port];
     if (!port.linked() || !f.node(port.peer).is_switch()) continue;  // CA-to-CA link: no switch
-    by_switch[sw.of_node[port.peer]].push_back({o.lid.value, sw.of_node[port.peer], port.peer_port});
+    by_switch[sw.of_node[port.peer]].push_back(
+        {o.lid.value, sw.of_node[port.peer], port.peer_port});
   }
 
   // Per directed switch link (switch, port): traffic weight routed over it so far.
   std::vector<std::vector<uint64_t>> load(ns);
   for (uint32_t i = 0; i < ns; ++i) load[i].assign(f.node(sw.nodes[i]).ports.size(), 0);
 
-  std::vector<uint32_t> order;                // switches sorted by distance to t, far first
-  std::vector<uint32_t> cand_begin(ns + 1);   // candidate ports of switch s toward t
+  std::vector<uint32_t> order;               // switches sorted by distance to t, far first
+  std::vector<uint32_t> cand_begin(ns + 1);  // candidate ports of switch s toward t
   std::vector<PortNum> cand;
   std::vector<uint64_t> weight(ns);
   // The least-loaded onward link of a neighbour: fixed for one destination until the
@@ -141,6 +141,7 @@ Result<Tables> MinHopEngine::compute(const Fabric& f, const Options&) const {
     for (const Dest& dst : by_switch[t]) {
       out.lft[sw.nodes[t]][dst.lid] = dst.exit;
       for (uint32_t s : order) weight[s] = sw.sources[s];
+      weight[t] = sw.sources[t];
       ++stamp;
       for (uint32_t s : order) {
         const NodeIndex sn = sw.nodes[s];
@@ -150,7 +151,7 @@ Result<Tables> MinHopEngine::compute(const Fabric& f, const Options&) const {
           const PortNum port = cand[k];
           const uint32_t n = sw.of_node[f.node(sn).ports[port].peer];
           const uint64_t cost = load[s][port] + look_ahead(n) + (weight[n] - sw.sources[n]);
-          if (cost < best_cost) {
+          if (best == kDropPort || cost < best_cost) {
             best_cost = cost;
             best = port;
           }

@@ -66,8 +66,9 @@ VerifyReport verify_lfts(const Fabric& f, const Tables& t) {
           end_state = hit ? 2 : 3;
           end_hops = 1;
           if (!hit)
-            problem = "LID " + std::to_string(o.lid.value) + " sent from " + fabric::port_ref(f, cur, out) +
-                      " to the wrong end node " + fabric::port_ref(f, p.peer, p.peer_port);
+            problem = "LID " + std::to_string(o.lid.value) + " sent from " +
+                      fabric::port_ref(f, cur, out) + " to the wrong end node " +
+                      fabric::port_ref(f, p.peer, p.peer_port);
           stack.pop_back();
           state[cur] = hit ? 2 : 3;
           hops[cur] = 1;
@@ -87,12 +88,15 @@ VerifyReport verify_lfts(const Fabric& f, const Tables& t) {
       if (end_state == 2) {
         rep.max_hops = std::max<size_t>(rep.max_hops, hops[s0]);
       } else {
-        if (end_state == 4) ++rep.loops;
-        else ++rep.unreachable;
+        if (end_state == 4)
+          ++rep.loops;
+        else
+          ++rep.unreachable;
         if (rep.first_problem.empty())
-          rep.first_problem = !problem.empty() ? problem
-                                               : "LID " + std::to_string(o.lid.value) +
-                                                     " unreachable from " + fabric::port_ref(f, s0, 0);
+          rep.first_problem = !problem.empty()
+                                  ? problem
+                                  : "LID " + std::to_string(o.lid.value) + " unreachable from " +
+                                        fabric::port_ref(f, s0, 0);
       }
     }
   }

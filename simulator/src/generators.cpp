@@ -50,8 +50,9 @@ class Builder {
     next_port_.resize(f_.size(), 1);
     auto pa = next_port_[a]++, pb = next_port_[b]++;
     if (pa > f_.node(a).num_ports || pb > f_.node(b).num_ports)
-      return fail(Errc::kInvalidInput, "radix too small: " + f_.node(pa > f_.node(a).num_ports ? a : b).name +
-                                           " is out of ports");
+      return fail(Errc::kInvalidInput,
+                  "radix too small: " + f_.node(pa > f_.node(a).num_ports ? a : b).name +
+                      " is out of ports");
     return f_.connect(a, static_cast<PortNum>(pa), b, static_cast<PortNum>(pb));
   }
   Fabric take() { return std::move(f_); }
@@ -63,15 +64,18 @@ class Builder {
 };
 
 Result<void> check_radix(int need, int radix, const char* what) {
-  if (need > 254) return fail(Errc::kInvalidInput, std::string(what) + " need " + std::to_string(need) + " ports (max 254)");
+  if (need > 254)
+    return fail(Errc::kInvalidInput,
+                std::string(what) + " need " + std::to_string(need) + " ports (max 254)");
   if (radix && radix < need)
-    return fail(Errc::kInvalidInput, std::string(what) + " need " + std::to_string(need) + " ports; radix is " + std::to_string(radix));
+    return fail(Errc::kInvalidInput, std::string(what) + " need " + std::to_string(need) +
+                                         " ports; radix is " + std::to_string(radix));
   return {};
 }
 
-#define WEFT_TRY(expr)               \
-  do {                               \
-    auto _r = (expr);                \
+#define WEFT_TRY(expr)                           \
+  do {                                           \
+    auto _r = (expr);                            \
     if (!_r) return std::unexpected(_r.error()); \
   } while (0)
 
@@ -88,9 +92,13 @@ Result<Fabric> make_fat_tree2(const FatTree2& p) {
   Builder b;
   std::vector<NodeIndex> hosts, leaves, spines;
   for (int l = 0; l < p.leaves; ++l)
-    for (int h = 0; h < p.hosts; ++h) hosts.push_back(b.ca("h" + std::to_string(l) + "-" + std::to_string(h)));
-  for (int l = 0; l < p.leaves; ++l) leaves.push_back(b.sw("leaf" + std::to_string(l), p.radix ? p.radix : std::max(leaf_ports, 1)));
-  for (int s = 0; s < p.spines; ++s) spines.push_back(b.sw("spine" + std::to_string(s), p.radix ? p.radix : std::max(spine_ports, 1)));
+    for (int h = 0; h < p.hosts; ++h)
+      hosts.push_back(b.ca("h" + std::to_string(l) + "-" + std::to_string(h)));
+  for (int l = 0; l < p.leaves; ++l)
+    leaves.push_back(b.sw("leaf" + std::to_string(l), p.radix ? p.radix : std::max(leaf_ports, 1)));
+  for (int s = 0; s < p.spines; ++s)
+    spines.push_back(
+        b.sw("spine" + std::to_string(s), p.radix ? p.radix : std::max(spine_ports, 1)));
   for (int l = 0; l < p.leaves; ++l)
     for (int h = 0; h < p.hosts; ++h) WEFT_TRY(b.link(leaves[l], hosts[size_t(l) * p.hosts + h]));
   for (int l = 0; l < p.leaves; ++l)
@@ -113,33 +121,43 @@ Result<Fabric> make_fat_tree3(const FatTree3& p) {
   for (int pd = 0; pd < p.pods; ++pd)
     for (int l = 0; l < p.leaves; ++l)
       for (int h = 0; h < p.hosts; ++h)
-        hosts.push_back(b.ca("h" + std::to_string(pd) + "-" + std::to_string(l) + "-" + std::to_string(h)));
+        hosts.push_back(
+            b.ca("h" + std::to_string(pd) + "-" + std::to_string(l) + "-" + std::to_string(h)));
   auto ports = [&](int need) { return p.radix ? p.radix : need; };
   for (int pd = 0; pd < p.pods; ++pd)
-    for (int l = 0; l < p.leaves; ++l) leaves.push_back(b.sw("leaf" + std::to_string(pd) + "-" + std::to_string(l), ports(leaf_ports)));
+    for (int l = 0; l < p.leaves; ++l)
+      leaves.push_back(
+          b.sw("leaf" + std::to_string(pd) + "-" + std::to_string(l), ports(leaf_ports)));
   for (int pd = 0; pd < p.pods; ++pd)
-    for (int a = 0; a < p.aggs; ++a) aggs.push_back(b.sw("agg" + std::to_string(pd) + "-" + std::to_string(a), ports(agg_ports)));
+    for (int a = 0; a < p.aggs; ++a)
+      aggs.push_back(b.sw("agg" + std::to_string(pd) + "-" + std::to_string(a), ports(agg_ports)));
   for (int g = 0; g < p.aggs; ++g)
-    for (int c = 0; c < p.cores; ++c) cores.push_back(b.sw("core" + std::to_string(g) + "-" + std::to_string(c), ports(core_ports)));
+    for (int c = 0; c < p.cores; ++c)
+      cores.push_back(
+          b.sw("core" + std::to_string(g) + "-" + std::to_string(c), ports(core_ports)));
   for (size_t l = 0; l < leaves.size(); ++l)
     for (int h = 0; h < p.hosts; ++h) WEFT_TRY(b.link(leaves[l], hosts[l * p.hosts + h]));
   for (int pd = 0; pd < p.pods; ++pd)
     for (int l = 0; l < p.leaves; ++l)
-      for (int a = 0; a < p.aggs; ++a) WEFT_TRY(b.link(leaves[size_t(pd) * p.leaves + l], aggs[size_t(pd) * p.aggs + a]));
+      for (int a = 0; a < p.aggs; ++a)
+        WEFT_TRY(b.link(leaves[size_t(pd) * p.leaves + l], aggs[size_t(pd) * p.aggs + a]));
   for (int pd = 0; pd < p.pods; ++pd)
     for (int a = 0; a < p.aggs; ++a)
-      for (int c = 0; c < p.cores; ++c) WEFT_TRY(b.link(aggs[size_t(pd) * p.aggs + a], cores[size_t(a) * p.cores + c]));
+      for (int c = 0; c < p.cores; ++c)
+        WEFT_TRY(b.link(aggs[size_t(pd) * p.aggs + a], cores[size_t(a) * p.cores + c]));
   return b.take();
 }
 
 Result<Fabric> make_torus(const Torus& p) {
-  if (p.dims.empty() || p.dims.size() > 3) return fail(Errc::kInvalidInput, "torus/mesh: 1 to 3 dimensions");
+  if (p.dims.empty() || p.dims.size() > 3)
+    return fail(Errc::kInvalidInput, "torus/mesh: 1 to 3 dimensions");
   long count = 1;
   for (int d : p.dims) {
     if (d < 2 || d > 64) return fail(Errc::kInvalidInput, "torus/mesh: each dimension 2..64");
     count *= d;
   }
-  if (p.hosts < 0 || count * (p.hosts + 1) > kMaxNodes) return fail(Errc::kInvalidInput, "torus/mesh: bad host count or too many nodes");
+  if (p.hosts < 0 || count * (p.hosts + 1) > kMaxNodes)
+    return fail(Errc::kInvalidInput, "torus/mesh: bad host count or too many nodes");
   const int ports = p.hosts + 2 * static_cast<int>(p.dims.size());
   Builder b;
   std::vector<NodeIndex> hosts, sws;
@@ -152,7 +170,8 @@ Result<Fabric> make_torus(const Torus& p) {
     return s;
   };
   for (long i = 0; i < count; ++i)
-    for (int h = 0; h < p.hosts; ++h) hosts.push_back(b.ca("h" + coord_name(i) + "-" + std::to_string(h)));
+    for (int h = 0; h < p.hosts; ++h)
+      hosts.push_back(b.ca("h" + coord_name(i) + "-" + std::to_string(h)));
   for (long i = 0; i < count; ++i) sws.push_back(b.sw("sw" + coord_name(i), ports));
   for (long i = 0; i < count; ++i)
     for (int h = 0; h < p.hosts; ++h) WEFT_TRY(b.link(sws[i], hosts[size_t(i) * p.hosts + h]));
@@ -161,8 +180,10 @@ Result<Fabric> make_torus(const Torus& p) {
     const int d = p.dims[k];
     for (long i = 0; i < count; ++i) {
       const long c = (i / stride) % d;
-      if (c + 1 < d) WEFT_TRY(b.link(sws[i], sws[i + stride]));
-      else if (!p.mesh && d > 2) WEFT_TRY(b.link(sws[i], sws[i - (d - 1) * stride]));
+      if (c + 1 < d)
+        WEFT_TRY(b.link(sws[i], sws[i + stride]));
+      else if (!p.mesh && d > 2)
+        WEFT_TRY(b.link(sws[i], sws[i - (d - 1) * stride]));
     }
     stride *= d;
   }
@@ -172,7 +193,8 @@ Result<Fabric> make_torus(const Torus& p) {
 Result<Fabric> make_random(const RandomGraph& p) {
   if (p.switches < 1 || p.degree < 1 || p.hosts < 0 || p.degree + p.hosts > 254)
     return fail(Errc::kInvalidInput, "random: switches >= 1, degree >= 1, degree + hosts <= 254");
-  if (static_cast<long>(p.switches) * (p.hosts + 1) > kMaxNodes) return fail(Errc::kInvalidInput, "random: too many nodes");
+  if (static_cast<long>(p.switches) * (p.hosts + 1) > kMaxNodes)
+    return fail(Errc::kInvalidInput, "random: too many nodes");
   std::mt19937_64 rng(p.seed);
   const int n = p.switches;
   std::set<std::pair<int, int>> edges;
@@ -182,14 +204,16 @@ Result<Fabric> make_random(const RandomGraph& p) {
     std::vector<int> open;
     for (int j = 0; j < i; ++j)
       if (deg[j] < p.degree) open.push_back(j);
-    if (open.empty()) return fail(Errc::kInvalidInput, "random: degree too small to connect the graph");
+    if (open.empty())
+      return fail(Errc::kInvalidInput, "random: degree too small to connect the graph");
     int j = open[std::uniform_int_distribution<size_t>(0, open.size() - 1)(rng)];
     edges.insert({j, i});
     ++deg[i];
     ++deg[j];
   }
   for (int tries = 0; tries < n * p.degree * 8; ++tries) {
-    int a = std::uniform_int_distribution<int>(0, n - 1)(rng), c = std::uniform_int_distribution<int>(0, n - 1)(rng);
+    int a = std::uniform_int_distribution<int>(0, n - 1)(rng),
+        c = std::uniform_int_distribution<int>(0, n - 1)(rng);
     if (a == c || deg[a] >= p.degree || deg[c] >= p.degree) continue;
     auto e = std::minmax(a, c);
     if (!edges.insert({e.first, e.second}).second) continue;
@@ -199,7 +223,8 @@ Result<Fabric> make_random(const RandomGraph& p) {
   Builder b;
   std::vector<NodeIndex> hosts, sws;
   for (int i = 0; i < n; ++i)
-    for (int h = 0; h < p.hosts; ++h) hosts.push_back(b.ca("h" + std::to_string(i) + "-" + std::to_string(h)));
+    for (int h = 0; h < p.hosts; ++h)
+      hosts.push_back(b.ca("h" + std::to_string(i) + "-" + std::to_string(h)));
   for (int i = 0; i < n; ++i) sws.push_back(b.sw("sw" + std::to_string(i), p.degree + p.hosts));
   for (int i = 0; i < n; ++i)
     for (int h = 0; h < p.hosts; ++h) WEFT_TRY(b.link(sws[i], hosts[size_t(i) * p.hosts + h]));
@@ -209,17 +234,20 @@ Result<Fabric> make_random(const RandomGraph& p) {
 
 namespace {
 
-Result<std::map<std::string, std::string>> parse_kv(const std::string& body, const std::string& spec) {
+Result<std::map<std::string, std::string>> parse_kv(const std::string& body,
+                                                    const std::string& spec) {
   std::map<std::string, std::string> kv;
   size_t pos = 0;
   while (pos < body.size()) {
     size_t comma = body.find(',', pos);
-    std::string item = body.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    std::string item =
+        body.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
     pos = comma == std::string::npos ? body.size() : comma + 1;
     if (item.empty()) continue;
     auto eq = item.find('=');
     if (eq == std::string::npos || eq == 0)
-      return fail(Errc::kInvalidInput, "topology spec \"" + spec + "\": expected key=value, got \"" + item + "\"");
+      return fail(Errc::kInvalidInput,
+                  "topology spec \"" + spec + "\": expected key=value, got \"" + item + "\"");
     kv[item.substr(0, eq)] = item.substr(eq + 1);
   }
   return kv;
@@ -232,15 +260,17 @@ Result<int> take_int(std::map<std::string, std::string>& kv, const std::string& 
   int v = 0;
   auto [p, ec] = std::from_chars(it->second.data(), it->second.data() + it->second.size(), v);
   if (ec != std::errc() || p != it->second.data() + it->second.size())
-    return fail(Errc::kInvalidInput, "topology spec \"" + spec + "\": " + key + "=\"" + it->second + "\" is not an integer");
+    return fail(Errc::kInvalidInput, "topology spec \"" + spec + "\": " + key + "=\"" + it->second +
+                                         "\" is not an integer");
   kv.erase(it);
   return v;
 }
 
-Result<void> no_rest(const std::map<std::string, std::string>& kv, const std::string& spec, const char* known) {
+Result<void> no_rest(const std::map<std::string, std::string>& kv, const std::string& spec,
+                     const char* known) {
   if (kv.empty()) return {};
-  return fail(Errc::kInvalidInput, "topology spec \"" + spec + "\": unknown key \"" + kv.begin()->first +
-                                       "\" (known: " + known + ")");
+  return fail(Errc::kInvalidInput, "topology spec \"" + spec + "\": unknown key \"" +
+                                       kv.begin()->first + "\" (known: " + known + ")");
 }
 
 }  // namespace
@@ -250,27 +280,31 @@ Result<Fabric> make_fabric(const std::string& spec) {
   const std::string kind = colon == std::string::npos ? "" : spec.substr(0, colon);
   static const std::set<std::string> kinds = {"ft2", "ft3", "torus", "mesh", "random"};
   if (!kinds.contains(kind)) {
-    if (colon != std::string::npos && spec.find('/') == std::string::npos && spec.find('.') == std::string::npos)
-      return fail(Errc::kInvalidInput, "unknown topology kind \"" + kind + "\" (ft2, ft3, torus, mesh, random, or a file)");
+    if (colon != std::string::npos && spec.find('/') == std::string::npos &&
+        spec.find('.') == std::string::npos)
+      return fail(Errc::kInvalidInput, "unknown topology kind \"" + kind +
+                                           "\" (ft2, ft3, torus, mesh, random, or a file)");
     return fabric::read_topology_file(spec);
   }
   auto kvr = parse_kv(spec.substr(colon + 1), spec);
   if (!kvr) return std::unexpected(kvr.error());
   auto& kv = *kvr;
-#define WEFT_INT(var, key, def)                    \
-  auto var##_r = take_int(kv, key, def, spec);     \
+#define WEFT_INT(var, key, def)                          \
+  auto var##_r = take_int(kv, key, def, spec);           \
   if (!var##_r) return std::unexpected(var##_r.error()); \
   int var = *var##_r;
   if (kind == "ft2") {
-    WEFT_INT(leaves, "leaves", 4) WEFT_INT(spines, "spines", 2) WEFT_INT(hosts, "hosts", 4)
-    WEFT_INT(links, "links", 1) WEFT_INT(radix, "radix", 0)
-    WEFT_TRY(no_rest(kv, spec, "leaves, spines, hosts, links, radix"));
+    WEFT_INT(leaves, "leaves", 4)
+    WEFT_INT(spines, "spines", 2) WEFT_INT(hosts, "hosts", 4) WEFT_INT(links, "links", 1)
+        WEFT_INT(radix, "radix", 0)
+            WEFT_TRY(no_rest(kv, spec, "leaves, spines, hosts, links, radix"));
     return make_fat_tree2({leaves, spines, hosts, links, radix});
   }
   if (kind == "ft3") {
-    WEFT_INT(pods, "pods", 2) WEFT_INT(leaves, "leaves", 2) WEFT_INT(aggs, "aggs", 2)
-    WEFT_INT(hosts, "hosts", 2) WEFT_INT(cores, "cores", 2) WEFT_INT(radix, "radix", 0)
-    WEFT_TRY(no_rest(kv, spec, "pods, leaves, aggs, hosts, cores, radix"));
+    WEFT_INT(pods, "pods", 2)
+    WEFT_INT(leaves, "leaves", 2) WEFT_INT(aggs, "aggs", 2) WEFT_INT(hosts, "hosts", 2)
+        WEFT_INT(cores, "cores", 2) WEFT_INT(radix, "radix", 0)
+            WEFT_TRY(no_rest(kv, spec, "pods, leaves, aggs, hosts, cores, radix"));
     return make_fat_tree3({pods, leaves, aggs, hosts, cores, radix});
   }
   if (kind == "torus" || kind == "mesh") {
@@ -287,7 +321,8 @@ Result<Fabric> make_fabric(const std::string& spec) {
         int v = 0;
         auto [p, ec] = std::from_chars(part.data(), part.data() + part.size(), v);
         if (part.empty() || ec != std::errc() || p != part.data() + part.size())
-          return fail(Errc::kInvalidInput, "topology spec \"" + spec + "\": dims=\"" + d + "\" (expected e.g. 4x4x4)");
+          return fail(Errc::kInvalidInput,
+                      "topology spec \"" + spec + "\": dims=\"" + d + "\" (expected e.g. 4x4x4)");
         t.dims.push_back(v);
         if (x == std::string::npos) break;
         pos = x + 1;
@@ -299,9 +334,9 @@ Result<Fabric> make_fabric(const std::string& spec) {
     WEFT_TRY(no_rest(kv, spec, "dims, hosts"));
     return make_torus(t);
   }
-  WEFT_INT(switches, "switches", 16) WEFT_INT(degree, "degree", 4) WEFT_INT(hosts, "hosts", 2)
-  WEFT_INT(seed, "seed", 1)
-  WEFT_TRY(no_rest(kv, spec, "switches, degree, hosts, seed"));
+  WEFT_INT(switches, "switches", 16)
+  WEFT_INT(degree, "degree", 4) WEFT_INT(hosts, "hosts", 2) WEFT_INT(seed, "seed", 1)
+      WEFT_TRY(no_rest(kv, spec, "switches, degree, hosts, seed"));
   return make_random({switches, degree, hosts, static_cast<uint64_t>(seed)});
 #undef WEFT_INT
 }

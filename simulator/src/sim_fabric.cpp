@@ -136,7 +136,8 @@ std::optional<SimFabric::Hop> SimFabric::lid_route(NodeIndex src, PortNum src_po
   return std::nullopt;
 }
 
-SimFabric::Outcome SimFabric::process(const MadBuf& req, NodeIndex sm_node, PortNum sm_port, Lid dlid) {
+SimFabric::Outcome SimFabric::process(const MadBuf& req, NodeIndex sm_node, PortNum sm_port,
+                                      Lid dlid) {
   Outcome out;
   auto dec = decode_smp(req.data(), req.size());
   if (!dec || dec->is_response()) return out;
@@ -283,7 +284,8 @@ uint16_t SimFabric::port_info(bool set, NodeIndex n, PortNum in_port, uint32_t m
       } else if (want == PortState::kActive) {
         const auto& peer = f_.node(port.peer).ports[port.peer_port].attrs;
         if (a.state != PortState::kArmed && a.state != PortState::kActive) return kStatusInvalid;
-        if (peer.state != PortState::kArmed && peer.state != PortState::kActive) return kStatusInvalid;
+        if (peer.state != PortState::kArmed && peer.state != PortState::kActive)
+          return kStatusInvalid;
         a.state = PortState::kActive;
       } else {
         return kStatusInvalid;

@@ -21,15 +21,22 @@ LocalPort SimTransport::local_port() const {
   const auto& nd = sim_.model().node(o_.attach);
   const auto& p = nd.ports[port_];
   const auto& lidport = nd.ports[nd.is_switch() ? 0 : port_];
-  return {"sim", port_, p.guid, lidport.attrs.lid, lidport.attrs.sm_lid,
-          static_cast<int>(p.attrs.state), p.attrs.phys_state};
+  return {"sim",
+          port_,
+          p.guid,
+          lidport.attrs.lid,
+          lidport.attrs.sm_lid,
+          static_cast<int>(p.attrs.state),
+          p.attrs.phys_state};
 }
 
 Result<void> SimTransport::set_is_sm(bool on) {
   auto& nd = sim_.model().node(o_.attach);
   auto& a = nd.ports[nd.is_switch() ? 0 : port_].attrs;
-  if (on) a.capability_mask |= kCapIsSm;
-  else a.capability_mask &= ~kCapIsSm;
+  if (on)
+    a.capability_mask |= kCapIsSm;
+  else
+    a.capability_mask &= ~kCapIsSm;
   return {};
 }
 

@@ -89,8 +89,10 @@ class Walker {
   void explore(NodeIndex n, PortNum entry) {
     const DrPath path = raw_.paths[n];
     eng_.submit(SmpRequest::get(kAttrNodeDesc, 0, path), [this, n](Result<Smp> r) {
-      if (r) raw_.f.node(n).description = decode_node_desc(r->data);
-      else problem("NodeDescription of " + raw_.f.node(n).guid.str() + ": " + r.error().message);
+      if (r)
+        raw_.f.node(n).description = decode_node_desc(r->data);
+      else
+        problem("NodeDescription of " + raw_.f.node(n).guid.str() + ": " + r.error().message);
     });
     const auto& nd = raw_.f.node(n);
     if (nd.is_switch()) {
@@ -114,83 +116,90 @@ class Walker {
   }
 
   void read_port(NodeIndex n, PortNum p, const DrPath& path, bool probe_beyond) {
-    eng_.submit(SmpRequest::get(kAttrPortInfo, p, path), [this, n, p, path, probe_beyond](Result<Smp> r) {
-      auto& nd = raw_.f.node(n);
-      if (!r) {
-        problem("PortInfo " + fabric::port_ref(raw_.f, n, p) + " via DR " + path.str() + ": " +
-                r.error().message);
-        return;
-      }
-      PortInfo pi = decode_port_info(r->data);
-      raw_.pi[n][p] = pi;
-      raw_.pi_read[n][p] = true;
-      nd.ports[p].attrs = pi.attrs;
-      if (!probe_beyond || p == 0) return;
-      if (pi.attrs.state == PortState::kDown || pi.attrs.phys_state != 5) return;
-      if (nd.ports[p].linked()) return;  // found from the other side already
-      if (path.hops >= opts_.max_hops) {
-        problem("port " + fabric::port_ref(raw_.f, n, p) + " is beyond " +
-                std::to_string(opts_.max_hops) + " directed-route hops; not explored");
-        return;
-      }
-      probe(n, p, path.extended(p));
-    });
+    eng_.submit(SmpRequest::get(kAttrPortInfo, p, path),
+                [this, n, p, path, probe_beyond](Result<Smp> r) {
+                  auto& nd = raw_.f.node(n);
+                  if (!r) {
+                    problem("PortInfo " + fabric::port_ref(raw_.f, n, p) + " via DR " + path.str() +
+                            ": " + r.error().message);
+                    return;
+                  }
+                  PortInfo pi = decode_port_info(r->data);
+                  raw_.pi[n][p] = pi;
+                  raw_.pi_read[n][p] = true;
+                  nd.ports[p].attrs = pi.attrs;
+                  if (!probe_beyond || p == 0) return;
+                  if (pi.attrs.state == PortState::kDown || pi.attrs.phys_state != 5) return;
+                  if (nd.ports[p].linked()) return;  // found from the other side already
+                  if (path.hops >= opts_.max_hops) {
+                    problem("port " + fabric::port_ref(raw_.f, n, p) + " is beyond " +
+                            std::to_string(opts_.max_hops) + " directed-route hops; not explored");
+                    return;
+                  }
+                  probe(n, p, path.extended(p));
+                });
   }
 
   void probe(NodeIndex from, PortNum from_port, const DrPath& path) {
-    eng_.submit(SmpRequest::get(kAttrNodeInfo, 0, path), [this, from, from_port, path](Result<Smp> r) {
-      if (!r) {
-        ++raw_.unexplored;
-        problem("NodeInfo beyond " + fabric::port_ref(raw_.f, from, from_port) + ": " + r.error().message);
-        return;
-      }
-      auto ni = decode_node_info(r->data);
-      if (!ni) {
-        ++raw_.unexplored;
-        problem("NodeInfo beyond " + fabric::port_ref(raw_.f, from, from_port) + ": " + ni.error().message);
-        return;
-      }
-      if (ni->local_port == 0 && ni->type != NodeType::kSwitch) {
-        problem("NodeInfo beyond " + fabric::port_ref(raw_.f, from, from_port) +
-                ": a CA reports LocalPortNum 0");
-        return;
-      }
-      NodeIndex to;
-      bool fresh = false;
-      if (auto known = raw_.f.find(ni->node_guid)) {
-        to = *known;
-        const auto& nd = raw_.f.node(to);
-        if (nd.type != ni->type || nd.num_ports != ni->num_ports) {
-          problem("duplicate GUID " + ni->node_guid.str() + ": seen as " + fabric::node_type_name(nd.type) +
-                  " with " + std::to_string(nd.num_ports) + " ports and beyond " +
-                  fabric::port_ref(raw_.f, from, from_port) + " as " + fabric::node_type_name(ni->type) +
-                  " with " + std::to_string(ni->num_ports) + "; link ignored");
-          return;
-        }
-      } else {
-        auto idx = add(*ni, path);
-        if (!idx) {
-          problem(idx.error().message);
-          return;
-        }
-        to = *idx;
-        fresh = true;
-      }
-      PortNum q = ni->local_port;
-      if (q == 0) {
-        problem("switch " + ni->node_guid.str() + " reports LocalPortNum 0 on a link");
-        return;
-      }
-      auto c = raw_.f.connect(from, from_port, to, q);
-      if (!c) {
-        problem("inconsistent link: " + c.error().message);
-        return;
-      }
-      auto& nd = raw_.f.node(to);
-      if (!nd.is_switch()) nd.ports[q].guid = ni->port_guid;
-      if (fresh) explore(to, q);
-      else if (!nd.is_switch() && !raw_.pi_read[to][q]) read_port(to, q, path, false);
-    });
+    eng_.submit(
+        SmpRequest::get(kAttrNodeInfo, 0, path), [this, from, from_port, path](Result<Smp> r) {
+          if (!r) {
+            ++raw_.unexplored;
+            problem("NodeInfo beyond " + fabric::port_ref(raw_.f, from, from_port) + ": " +
+                    r.error().message);
+            return;
+          }
+          auto ni = decode_node_info(r->data);
+          if (!ni) {
+            ++raw_.unexplored;
+            problem("NodeInfo beyond " + fabric::port_ref(raw_.f, from, from_port) + ": " +
+                    ni.error().message);
+            return;
+          }
+          if (ni->local_port == 0 && ni->type != NodeType::kSwitch) {
+            problem("NodeInfo beyond " + fabric::port_ref(raw_.f, from, from_port) +
+                    ": a CA reports LocalPortNum 0");
+            return;
+          }
+          NodeIndex to;
+          bool fresh = false;
+          if (auto known = raw_.f.find(ni->node_guid)) {
+            to = *known;
+            const auto& nd = raw_.f.node(to);
+            if (nd.type != ni->type || nd.num_ports != ni->num_ports) {
+              problem("duplicate GUID " + ni->node_guid.str() + ": seen as " +
+                      fabric::node_type_name(nd.type) + " with " + std::to_string(nd.num_ports) +
+                      " ports and beyond " + fabric::port_ref(raw_.f, from, from_port) + " as " +
+                      fabric::node_type_name(ni->type) + " with " + std::to_string(ni->num_ports) +
+                      "; link ignored");
+              return;
+            }
+          } else {
+            auto idx = add(*ni, path);
+            if (!idx) {
+              problem(idx.error().message);
+              return;
+            }
+            to = *idx;
+            fresh = true;
+          }
+          PortNum q = ni->local_port;
+          if (q == 0) {
+            problem("switch " + ni->node_guid.str() + " reports LocalPortNum 0 on a link");
+            return;
+          }
+          auto c = raw_.f.connect(from, from_port, to, q);
+          if (!c) {
+            problem("inconsistent link: " + c.error().message);
+            return;
+          }
+          auto& nd = raw_.f.node(to);
+          if (!nd.is_switch()) nd.ports[q].guid = ni->port_guid;
+          if (fresh)
+            explore(to, q);
+          else if (!nd.is_switch() && !raw_.pi_read[to][q])
+            read_port(to, q, path, false);
+        });
   }
 
   MadEngine& eng_;

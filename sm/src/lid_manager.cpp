@@ -55,8 +55,8 @@ Result<std::vector<std::string>> Guid2Lid::load(const std::string& path) {
     }
     auto [it, fresh] = by_lid.emplace(static_cast<uint16_t>(lv), Guid{gv});
     if (!fresh) {
-      warnings.push_back(where + "LID " + std::to_string(lv) + " already given to " + it->second.str() +
-                         "; entry for " + hex_guid(gv) + " dropped");
+      warnings.push_back(where + "LID " + std::to_string(lv) + " already given to " +
+                         it->second.str() + "; entry for " + hex_guid(gv) + " dropped");
       continue;
     }
     if (map_.contains(Guid{gv})) {
@@ -128,11 +128,14 @@ Result<LidAssignment> assign_lids(fabric::Fabric& f, Guid2Lid& db, uint8_t lmc) 
       if (nd.ports[p].linked() && nd.ports[p].guid.value != 0)
         slots.push_back({n, static_cast<PortNum>(p), nd.ports[p].guid, nd.ports[p].attrs.lid});
   }
-  std::vector<uint8_t> used(size_t(Lid::kMaxUnicast) + 2, 0);  // 1 = taken now, 2 = reserved by file
+  std::vector<uint8_t> used(size_t(Lid::kMaxUnicast) + 2,
+                            0);  // 1 = taken now, 2 = reserved by file
   for (const auto& [g, l] : db.entries())
     for (uint16_t k = 0; k < span && l.value + k <= Lid::kMaxUnicast; ++k) used[l.value + k] = 2;
   LidAssignment out;
-  auto aligned = [&](uint16_t l) { return (l & (span - 1)) == 0 && l + span - 1 <= Lid::kMaxUnicast; };
+  auto aligned = [&](uint16_t l) {
+    return (l & (span - 1)) == 0 && l + span - 1 <= Lid::kMaxUnicast;
+  };
   auto take = [&](Slot& s, uint16_t l) {
     for (uint16_t k = 0; k < span; ++k) used[l + k] = 1;
     auto& attrs = f.node(s.node).ports[s.port].attrs;

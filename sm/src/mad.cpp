@@ -16,20 +16,31 @@ uint64_t get64(const SmpData& d, MAD_FIELDS f) {
   SmpData c = d;
   return mad_get_field64(c.data(), 0, f);
 }
-void put(SmpData& d, MAD_FIELDS f, uint32_t v) { mad_set_field(d.data(), 0, f, v); }
-void put64(SmpData& d, MAD_FIELDS f, uint64_t v) { mad_set_field64(d.data(), 0, f, v); }
+void put(SmpData& d, MAD_FIELDS f, uint32_t v) {
+  mad_set_field(d.data(), 0, f, v);
+}
+void put64(SmpData& d, MAD_FIELDS f, uint64_t v) {
+  mad_set_field64(d.data(), 0, f, v);
+}
 
 }  // namespace
 
 const char* attr_name(uint16_t attr) {
   switch (attr) {
-    case kAttrNotice: return "Notice";
-    case kAttrNodeDesc: return "NodeDescription";
-    case kAttrNodeInfo: return "NodeInfo";
-    case kAttrSwitchInfo: return "SwitchInfo";
-    case kAttrPortInfo: return "PortInfo";
-    case kAttrLft: return "LinearForwardingTable";
-    case kAttrSmInfo: return "SMInfo";
+    case kAttrNotice:
+      return "Notice";
+    case kAttrNodeDesc:
+      return "NodeDescription";
+    case kAttrNodeInfo:
+      return "NodeInfo";
+    case kAttrSwitchInfo:
+      return "SwitchInfo";
+    case kAttrPortInfo:
+      return "PortInfo";
+    case kAttrLft:
+      return "LinearForwardingTable";
+    case kAttrSmInfo:
+      return "SMInfo";
   }
   return "attribute";
 }
@@ -99,12 +110,14 @@ Result<Smp> decode_smp(const uint8_t* buf, size_t len) {
   uint8_t* p = b.data();
   Smp s;
   if (mad_get_field(p, 0, IB_MAD_BASEVER_F) != 1)
-    return fail(Errc::kBadReply, "MAD base version " + std::to_string(mad_get_field(p, 0, IB_MAD_BASEVER_F)));
+    return fail(Errc::kBadReply,
+                "MAD base version " + std::to_string(mad_get_field(p, 0, IB_MAD_BASEVER_F)));
   s.mgmt_class = static_cast<uint8_t>(mad_get_field(p, 0, IB_MAD_MGMTCLASS_F));
   if (s.mgmt_class != kClassSmiLid && s.mgmt_class != kClassSmiDirect)
     return fail(Errc::kBadReply, "not an SMP: management class " + std::to_string(s.mgmt_class));
   if (mad_get_field(p, 0, IB_MAD_CLASSVER_F) != 1)
-    return fail(Errc::kBadReply, "SMP class version " + std::to_string(mad_get_field(p, 0, IB_MAD_CLASSVER_F)));
+    return fail(Errc::kBadReply,
+                "SMP class version " + std::to_string(mad_get_field(p, 0, IB_MAD_CLASSVER_F)));
   s.method = static_cast<uint8_t>(mad_get_field(p, 0, IB_MAD_METHOD_F) |
                                   (mad_get_field(p, 0, IB_MAD_RESPONSE_F) << 7));
   if (s.mgmt_class == kClassSmiDirect) {
@@ -113,7 +126,8 @@ Result<Smp> decode_smp(const uint8_t* buf, size_t len) {
     s.hop_ptr = static_cast<uint8_t>(mad_get_field(p, 0, IB_DRSMP_HOPPTR_F));
     s.hop_count = static_cast<uint8_t>(mad_get_field(p, 0, IB_DRSMP_HOPCNT_F));
     if (s.hop_count > kMaxDrHops)
-      return fail(Errc::kBadReply, "directed-route hop count " + std::to_string(s.hop_count) + " > 63");
+      return fail(Errc::kBadReply,
+                  "directed-route hop count " + std::to_string(s.hop_count) + " > 63");
     mad_get_array(p, 0, IB_DRSMP_PATH_F, s.path.ports.data());
     mad_get_array(p, 0, IB_DRSMP_RPATH_F, s.return_path.ports.data());
     s.path.hops = s.return_path.hops = s.hop_count;
@@ -132,12 +146,23 @@ std::string mad_status_str(uint16_t status) {
   std::snprintf(hex, sizeof hex, "0x%04x", status);
   std::string s = hex;
   switch ((status >> 2) & 0x7) {
-    case 0: break;
-    case 1: s += " (bad version)"; break;
-    case 2: s += " (method not supported)"; break;
-    case 3: s += " (method/attribute not supported)"; break;
-    case 7: s += " (invalid attribute value or modifier)"; break;
-    default: s += " (error)"; break;
+    case 0:
+      break;
+    case 1:
+      s += " (bad version)";
+      break;
+    case 2:
+      s += " (method not supported)";
+      break;
+    case 3:
+      s += " (method/attribute not supported)";
+      break;
+    case 7:
+      s += " (invalid attribute value or modifier)";
+      break;
+    default:
+      s += " (error)";
+      break;
   }
   if (status & 0x1) s += " (busy)";
   return s;
@@ -150,7 +175,8 @@ Result<NodeInfo> decode_node_info(const SmpData& d) {
   n.base_version = static_cast<uint8_t>(get(d, IB_NODE_BASE_VERS_F));
   n.class_version = static_cast<uint8_t>(get(d, IB_NODE_CLASS_VERS_F));
   uint32_t type = get(d, IB_NODE_TYPE_F);
-  if (type < 1 || type > 3) return fail(Errc::kBadReply, "NodeInfo: node type " + std::to_string(type));
+  if (type < 1 || type > 3)
+    return fail(Errc::kBadReply, "NodeInfo: node type " + std::to_string(type));
   n.type = static_cast<fabric::NodeType>(type);
   n.num_ports = static_cast<uint8_t>(get(d, IB_NODE_NPORTS_F));
   if (n.num_ports == 0 || n.num_ports == 0xFF)

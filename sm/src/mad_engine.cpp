@@ -68,7 +68,8 @@ void MadEngine::expire(TimePoint now) {
     }
     ++stats_.timed_out;
     WEFT_LOG(Warn, "MAD-0002") << attr_name(e.req.attr_id) << " mod " << e.req.attr_mod << " to "
-                               << e.req.target() << ": no reply after " << e.attempts << " attempts";
+                               << e.req.target() << ": no reply after " << e.attempts
+                               << " attempts";
     complete(e, fail(Errc::kTimeout, std::string(attr_name(e.req.attr_id)) + " to " +
                                          e.req.target() + ": no reply after " +
                                          std::to_string(e.attempts) + " attempts"));
@@ -175,8 +176,12 @@ Result<void> MadEngine::pump(TimePoint until, bool until_idle) {
   }
 }
 
-Result<void> MadEngine::run() { return pump(TimePoint{0}, true); }
+Result<void> MadEngine::run() {
+  return pump(TimePoint{0}, true);
+}
 
-Result<void> MadEngine::poll_for(Duration d) { return pump(t_.clock().now() + d, false); }
+Result<void> MadEngine::poll_for(Duration d) {
+  return pump(t_.clock().now() + d, false);
+}
 
 }  // namespace weft::sm

@@ -23,7 +23,8 @@ void add_problem(SweepReport& rep, std::string s, const char* id = "SM-0010") {
 
 }  // namespace
 
-SubnetManager::SubnetManager(Transport& t, SmOptions o) : t_(t), opts_(std::move(o)), eng_(t, opts_.engine) {
+SubnetManager::SubnetManager(Transport& t, SmOptions o)
+    : t_(t), opts_(std::move(o)), eng_(t, opts_.engine) {
   eng_.on_unsolicited([this](const Smp& s, const InMad& in) { on_unsolicited(s, in); });
 }
 
@@ -55,10 +56,13 @@ void SubnetManager::on_unsolicited(const Smp& s, const InMad& in) {
   }
   SendAddr to = s.mgmt_class == kClassSmiDirect ? SendAddr::directed() : SendAddr::lid(in.slid);
   if (auto r = t_.send(encode_smp(resp), to); !r)
-    WEFT_LOG(Warn, "SM-0021") << "answer to " << attr_name(s.attr_id) << " query failed: " << r.error().message;
+    WEFT_LOG(Warn, "SM-0021") << "answer to " << attr_name(s.attr_id)
+                              << " query failed: " << r.error().message;
 }
 
-Result<void> SubnetManager::serve_for(Duration d) { return eng_.poll_for(d); }
+Result<void> SubnetManager::serve_for(Duration d) {
+  return eng_.poll_for(d);
+}
 
 Result<SweepReport> SubnetManager::light_sweep() {
   if (!snapshot_ || trap_seen_) return sweep();
@@ -89,7 +93,8 @@ Result<SweepReport> SubnetManager::sweep() {
     for (const auto& s : *w) WEFT_LOG(Warn, "LID-0001") << s;
     db_loaded_ = true;
     WEFT_LOG(Info, "LID-0002") << db_path << ": " << db_.entries().size() << " GUID->LID entries";
-    if (auto r = t_.set_is_sm(true); !r) WEFT_LOG(Warn, "SM-0002") << "cannot advertise IsSM: " << r.error().message;
+    if (auto r = t_.set_is_sm(true); !r)
+      WEFT_LOG(Warn, "SM-0002") << "cannot advertise IsSM: " << r.error().message;
   }
   WEFT_LOG(Info, "SM-0001") << "sweep: discovering the subnet";
 
@@ -104,9 +109,12 @@ Result<SweepReport> SubnetManager::sweep() {
   const auto& dn = d.fabric.node(d.local_node);
   sm_guid_ = dn.is_switch() ? dn.ports[0].guid : dn.ports[d.local_port].guid;
   for (const auto& n : d.fabric.nodes()) {
-    if (n.is_switch()) ++rep.switches;
-    else if (n.type == fabric::NodeType::kRouter) ++rep.routers;
-    else ++rep.cas;
+    if (n.is_switch())
+      ++rep.switches;
+    else if (n.type == fabric::NodeType::kRouter)
+      ++rep.routers;
+    else
+      ++rep.cas;
   }
   rep.links = d.fabric.links().size();
   WEFT_LOG(Info, "SM-0003") << "discovered " << rep.switches << " switches, " << rep.cas << " CAs, "
@@ -125,14 +133,16 @@ Result<SweepReport> SubnetManager::sweep() {
   rep.lid_assignment = *la;
   rep.top_lid = la->top;
   if (auto r = db_.save(db_path); !r)
-    add_problem(rep, "LIDs not persisted: " + r.error().message + " (a restart may renumber ports)", "LID-0003");
+    add_problem(rep, "LIDs not persisted: " + r.error().message + " (a restart may renumber ports)",
+                "LID-0003");
   const auto& tn = target.node(d.local_node);
   sm_lid_ = tn.is_switch() ? tn.ports[0].attrs.lid : tn.ports[d.local_port].attrs.lid;
   rep.ms_lids = ms_since(tp);
   rep.lids = la->from_file + la->from_fabric + la->fresh;
-  WEFT_LOG(Info, "SM-0005") << "LIDs: " << rep.lids << " ports (" << la->from_file << " from the state file, "
-                            << la->from_fabric << " kept from the fabric, " << la->fresh << " new), top "
-                            << la->top << ", SM LID " << sm_lid_.value;
+  WEFT_LOG(Info, "SM-0005") << "LIDs: " << rep.lids << " ports (" << la->from_file
+                            << " from the state file, " << la->from_fabric
+                            << " kept from the fabric, " << la->fresh << " new), top " << la->top
+                            << ", SM LID " << sm_lid_.value;
 
   // 3. routing
   tp = std::chrono::steady_clock::now();
@@ -194,17 +204,20 @@ Result<SweepReport> SubnetManager::sweep() {
   snap->sm_lid = sm_lid_;
   snapshot_ = std::move(snap);
   if (rep.subnet_up) {
-    WEFT_LOG(Info, "SM-0100") << "SUBNET UP: " << rep.switches << " switches, " << rep.cas << " CAs, "
-                              << rep.lids << " LIDs, " << (rep.smps_discovery + rep.smps_program + rep.smps_activate)
+    WEFT_LOG(Info, "SM-0100") << "SUBNET UP: " << rep.switches << " switches, " << rep.cas
+                              << " CAs, " << rep.lids << " LIDs, "
+                              << (rep.smps_discovery + rep.smps_program + rep.smps_activate)
                               << " SMPs, " << static_cast<long>(rep.ms_total) << " ms";
   } else {
-    WEFT_LOG(Error, "SM-0101") << "subnet NOT up: " << rep.reason << " (" << rep.problems.size() << " problems logged)";
+    WEFT_LOG(Error, "SM-0101") << "subnet NOT up: " << rep.reason << " (" << rep.problems.size()
+                               << " problems logged)";
   }
   return rep;
 }
 
 void SubnetManager::program(const Discovered& d, fabric::Fabric& target, const routing::Tables& t,
-                            Lid sm_lid, SweepReport& rep, std::vector<std::vector<PortInfo>>& after) {
+                            Lid sm_lid, SweepReport& rep,
+                            std::vector<std::vector<PortInfo>>& after) {
   // PortInfo: LIDs, SM LID, neighbour MTU, operational VLs; ports in INIT go to ARMED.
   for (NodeIndex n = 0; n < target.size(); ++n) {
     const auto& nd = target.node(n);
@@ -223,7 +236,8 @@ void SubnetManager::program(const Discovered& d, fabric::Fabric& target, const r
         want.subnet_timeout = opts_.subnet_timeout;
         // SubnetTimeout rides along with a needed Set but does not trigger one: some
         // devices (ibsim) never store it, and re-setting it every sweep would be noise.
-        change |= cur.attrs.lid != want.attrs.lid || cur.attrs.lmc != want.attrs.lmc || cur.attrs.sm_lid != sm_lid;
+        change |= cur.attrs.lid != want.attrs.lid || cur.attrs.lmc != want.attrs.lmc ||
+                  cur.attrs.sm_lid != sm_lid;
       }
       want.attrs.state = PortState::kNoChange;
       if (!mgmt) {
@@ -247,7 +261,8 @@ void SubnetManager::program(const Discovered& d, fabric::Fabric& target, const r
       eng_.submit(SmpRequest::set(kAttrPortInfo, p, path, encode_port_info(want)),
                   [this, &rep, &after, &target, n, p](Result<Smp> r) {
                     if (!r) {
-                      add_problem(rep, "PortInfo Set on " + fabric::port_ref(target, n, p) + ": " + r.error().message);
+                      add_problem(rep, "PortInfo Set on " + fabric::port_ref(target, n, p) + ": " +
+                                           r.error().message);
                       return;
                     }
                     ++rep.portinfo_sets;
@@ -265,15 +280,18 @@ void SubnetManager::program(const Discovered& d, fabric::Fabric& target, const r
     const SwitchInfo& si = d.switch_info[n];
     if (si.lft_cap == 0) {
       ++rep.lft_failures;
-      add_problem(rep, "switch " + fabric::port_ref(target, n, 0) + ": SwitchInfo unknown, LFT not programmed");
+      add_problem(rep, "switch " + fabric::port_ref(target, n, 0) +
+                           ": SwitchInfo unknown, LFT not programmed");
       continue;
     }
     size_t writable = std::min(nblocks, (size_t(si.lft_cap) + 63) / 64);
     if (writable < nblocks)
-      add_problem(rep, "switch " + fabric::port_ref(target, n, 0) + ": LinearFDBCap " + std::to_string(si.lft_cap) +
-                           " < top LID " + std::to_string(top) + "; LIDs above it are not routed there");
+      add_problem(rep, "switch " + fabric::port_ref(target, n, 0) + ": LinearFDBCap " +
+                           std::to_string(si.lft_cap) + " < top LID " + std::to_string(top) +
+                           "; LIDs above it are not routed there");
     std::vector<uint8_t> want(writable * 64, kDropPort);
-    std::copy(t.lft[n].begin(), t.lft[n].begin() + std::min(t.lft[n].size(), want.size()), want.begin());
+    std::copy(t.lft[n].begin(), t.lft[n].begin() + std::min(t.lft[n].size(), want.size()),
+              want.begin());
     const Guid g = nd.guid;
     auto cached = lft_cache_.find(g);
     // A cache is valid only while the switch still holds the top we left it with.
@@ -291,11 +309,16 @@ void SubnetManager::program(const Discovered& d, fabric::Fabric& target, const r
       set.port_state_change = true;  // writing 1 clears it
       eng_.submit(SmpRequest::set(kAttrSwitchInfo, 0, path, encode_switch_info(set)),
                   [&rep, &target, n](Result<Smp> r) {
-                    if (r) ++rep.switchinfo_sets;
-                    else ++rep.lft_failures, add_problem(rep, "SwitchInfo Set on " + fabric::port_ref(target, n, 0) + ": " + r.error().message);
+                    if (r)
+                      ++rep.switchinfo_sets;
+                    else
+                      ++rep.lft_failures,
+                          add_problem(rep, "SwitchInfo Set on " + fabric::port_ref(target, n, 0) +
+                                               ": " + r.error().message);
                   });
     };
-    auto write_block = [this, &rep, &target, n, path, g, pending, finish](size_t b, const LftBlock& blk) {
+    auto write_block = [this, &rep, &target, n, path, g, pending, finish](size_t b,
+                                                                          const LftBlock& blk) {
       eng_.submit(SmpRequest::set(kAttrLft, static_cast<uint32_t>(b), path, encode_lft_block(blk)),
                   [this, &rep, &target, n, b, g, blk, finish](Result<Smp> r) {
                     if (r) {
@@ -305,8 +328,9 @@ void SubnetManager::program(const Discovered& d, fabric::Fabric& target, const r
                       std::copy(blk.begin(), blk.end(), h.begin() + b * 64);
                     } else {
                       ++rep.lft_failures;
-                      add_problem(rep, "LFT block " + std::to_string(b) + " on " + fabric::port_ref(target, n, 0) +
-                                           ": " + r.error().message);
+                      add_problem(rep, "LFT block " + std::to_string(b) + " on " +
+                                           fabric::port_ref(target, n, 0) + ": " +
+                                           r.error().message);
                       lft_cache_.erase(g);
                     }
                     finish();
@@ -346,7 +370,8 @@ void SubnetManager::program(const Discovered& d, fabric::Fabric& target, const r
     }
     finish();
   }
-  if (auto r = eng_.run(); !r) add_problem(rep, "transport failed while programming: " + r.error().message);
+  if (auto r = eng_.run(); !r)
+    add_problem(rep, "transport failed while programming: " + r.error().message);
 }
 
 void SubnetManager::activate(const Discovered& d, const fabric::Fabric& target,
@@ -364,7 +389,8 @@ void SubnetManager::activate(const Discovered& d, const fabric::Fabric& target,
       eng_.submit(SmpRequest::set(kAttrPortInfo, p, dr_path_to(d, n, p), encode_port_info(want)),
                   [&rep, &after, &target, n, p](Result<Smp> r) {
                     if (!r) {
-                      add_problem(rep, "PortInfo Set ACTIVE on " + fabric::port_ref(target, n, p) + ": " + r.error().message);
+                      add_problem(rep, "PortInfo Set ACTIVE on " + fabric::port_ref(target, n, p) +
+                                           ": " + r.error().message);
                       return;
                     }
                     ++rep.ports_activated;
@@ -372,7 +398,8 @@ void SubnetManager::activate(const Discovered& d, const fabric::Fabric& target,
                   });
     }
   }
-  if (auto r = eng_.run(); !r) add_problem(rep, "transport failed while activating: " + r.error().message);
+  if (auto r = eng_.run(); !r)
+    add_problem(rep, "transport failed while activating: " + r.error().message);
   rep.ports_linked = rep.ports_active = 0;
   for (NodeIndex n = 0; n < target.size(); ++n) {
     const auto& nd = target.node(n);

@@ -13,7 +13,9 @@
 namespace weft::sm {
 namespace {
 
-std::string errno_str(int e) { return std::strerror(e < 0 ? -e : e); }
+std::string errno_str(int e) {
+  return std::strerror(e < 0 ? -e : e);
+}
 
 struct Candidate {
   std::string ca;
@@ -46,7 +48,8 @@ std::vector<Candidate> list_ports() {
 }  // namespace
 
 Result<std::unique_ptr<UmadTransport>> UmadTransport::open(const UmadPortSpec& spec) {
-  if (umad_init() < 0) return fail(Errc::kIo, "umad_init failed: no InfiniBand MAD support (is ib_umad loaded?)");
+  if (umad_init() < 0)
+    return fail(Errc::kIo, "umad_init failed: no InfiniBand MAD support (is ib_umad loaded?)");
   auto ports = list_ports();
   if (ports.empty()) return fail(Errc::kIo, "no InfiniBand CA ports found (umad_get_cas_names)");
   const Candidate* pick = nullptr;
@@ -69,14 +72,16 @@ Result<std::unique_ptr<UmadTransport>> UmadTransport::open(const UmadPortSpec& s
   }
   if (!pick) {
     std::string have;
-    for (const auto& c : ports) have += " " + c.ca + "/" + std::to_string(c.port) + "=" + hex_guid(c.guid);
-    return fail(Errc::kInvalidInput, "no CA port matches --ca " + (spec.ca.empty() ? "*" : spec.ca) +
-                                         " --port " + std::to_string(spec.port) + " --guid " +
+    for (const auto& c : ports)
+      have += " " + c.ca + "/" + std::to_string(c.port) + "=" + hex_guid(c.guid);
+    return fail(Errc::kInvalidInput, "no CA port matches --ca " +
+                                         (spec.ca.empty() ? "*" : spec.ca) + " --port " +
+                                         std::to_string(spec.port) + " --guid " +
                                          hex_guid(spec.guid) + "; ports:" + have);
   }
   std::unique_ptr<UmadTransport> t(new UmadTransport());
-  t->local_ = {pick->ca, pick->port, Guid{pick->guid}, Lid{pick->lid}, Lid{pick->sm_lid}, pick->state,
-               pick->phys_state};
+  t->local_ = {pick->ca,          pick->port,  Guid{pick->guid}, Lid{pick->lid},
+               Lid{pick->sm_lid}, pick->state, pick->phys_state};
   t->portid_ = umad_open_port(pick->ca.c_str(), pick->port);
   if (t->portid_ < 0)
     return fail(Errc::kIo, "umad_open_port " + pick->ca + "/" + std::to_string(pick->port) + ": " +

@@ -26,6 +26,10 @@ import sys
 import time
 
 UMAD2SIM = "/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so"
+# For sanitizer builds: weft is not first in the preload list, and libumad2sim
+# over-reads its own buffers (see asan-umad2sim.supp).
+ASAN_OPTIONS = "verify_asan_link_order=0:suppressions=" + os.path.join(
+    os.path.dirname(os.path.abspath(__file__)), "asan-umad2sim.supp")
 
 # name -> (source, weft topo spec or None)
 FABRICS = {
@@ -84,7 +88,8 @@ class Ibsim:
 
 
 def run(cmd, workdir, sock, timeout=240, preload=True, check=True):
-    env = dict(os.environ, IBSIM_SOCKNAME=sock)
+    # An ASan build must not insist on being first in the preload list.
+    env = dict(os.environ, IBSIM_SOCKNAME=sock, ASAN_OPTIONS=ASAN_OPTIONS)
     if preload:
         env["LD_PRELOAD"] = UMAD2SIM
     p = subprocess.run(cmd, cwd=workdir, env=env, capture_output=True, text=True, timeout=timeout)

@@ -41,7 +41,7 @@ def main():
     sock = "weft-e2e-daemon-%d" % os.getpid()
     log = os.path.join(work, "weft.log")
     with b.Ibsim(net, work, sock) as sim:
-        env = dict(os.environ, IBSIM_SOCKNAME=sock, LD_PRELOAD=b.UMAD2SIM)
+        env = dict(os.environ, IBSIM_SOCKNAME=sock, LD_PRELOAD=b.UMAD2SIM, ASAN_OPTIONS=b.ASAN_OPTIONS)
         proc = subprocess.Popen([a.weft, "sm", "--state-dir", os.path.join(work, "state"), "--log-file", log,
                                  "--sweep-interval", "1"], cwd=work, env=env, stdout=subprocess.DEVNULL,
                                 stderr=subprocess.DEVNULL, start_new_session=True)

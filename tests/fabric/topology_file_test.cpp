@@ -51,7 +51,7 @@ TEST(NetFile, ExplicitGuidsDefaultRemotePortAndWidth) {
   EXPECT_EQ(f->node(*f->find_by_name("edge1")).guid.value, 0x0008f10400400101u);
   EXPECT_EQ(f->node(*f->find_by_name("mgmt")).guid.value, 0x0008f10400411000u);
   EXPECT_EQ(f->node(*f->find_by_name("n1")).guid.value, 0x0008f10400411003u);
-  EXPECT_EQ(f->node(core).ports[4].peer_port, 1);      // "[4] "n1"" defaults to port 1
+  EXPECT_EQ(f->node(core).ports[4].peer_port, 1);            // "[4] "n1"" defaults to port 1
   EXPECT_EQ(f->node(core).ports[5].attrs.width_enabled, 4);  // w=4 (8x)
   EXPECT_EQ(f->node(*f->find_by_name("mgmt")).ports[2].peer, *f->find_by_name("edge1"));
 }
@@ -93,27 +93,38 @@ TEST(NetFile, WriteThenReadRoundTrips) {
 
 TEST(NetFile, ErrorsNameFileAndLine) {
   EXPECT_EQ(parse_err(""), "t.net:1: empty topology file");
-  EXPECT_NE(parse_err("Switch 8 \"a\"\n[9] \"b\"[1]\n").find("t.net:2: port 9 > the 8 ports"), std::string::npos);
-  EXPECT_NE(parse_err("Switch 8 \"a\"\n[1] \"b\"[1]\n").find("t.net:2: \"a\" port 1 names an unknown node \"b\""),
+  EXPECT_NE(parse_err("Switch 8 \"a\"\n[9] \"b\"[1]\n").find("t.net:2: port 9 > the 8 ports"),
             std::string::npos);
-  EXPECT_NE(parse_err("Switch x \"a\"\n").find("t.net:1: expected a port count"), std::string::npos);
+  EXPECT_NE(parse_err("Switch 8 \"a\"\n[1] \"b\"[1]\n")
+                .find("t.net:2: \"a\" port 1 names an unknown node \"b\""),
+            std::string::npos);
+  EXPECT_NE(parse_err("Switch x \"a\"\n").find("t.net:1: expected a port count"),
+            std::string::npos);
   EXPECT_NE(parse_err("Switch 300 \"a\"\n").find("t.net:1:"), std::string::npos);
   EXPECT_NE(parse_err("Switch 4 \"a\n").find("t.net:1: expected \"nodeid\""), std::string::npos);
-  EXPECT_NE(parse_err("[1] \"a\"[1]\n").find("t.net:1: port line outside a node record"), std::string::npos);
-  EXPECT_NE(parse_err("Switch 4 \"a\"\n[1] \"a\"[2]\n[2] \"a\"[3]\n").find("t.net:"), std::string::npos);
-  EXPECT_NE(parse_err("Switch 4 \"a\"\n[1] \"b\"[1]\n\nCa 1 \"b\"\n[1] \"a\"[2]\n").find("t.net:5: \"b\" (0x0000000000100000) port 1 is already linked"),
+  EXPECT_NE(parse_err("[1] \"a\"[1]\n").find("t.net:1: port line outside a node record"),
             std::string::npos);
-  EXPECT_NE(parse_err("Switch 4 \"a\"\n\nSwitch 4 \"a\"\n").find("t.net:3: duplicate node name"), std::string::npos);
+  EXPECT_NE(parse_err("Switch 4 \"a\"\n[1] \"a\"[2]\n[2] \"a\"[3]\n").find("t.net:"),
+            std::string::npos);
+  EXPECT_NE(parse_err("Switch 4 \"a\"\n[1] \"b\"[1]\n\nCa 1 \"b\"\n[1] \"a\"[2]\n")
+                .find("t.net:5: \"b\" (0x0000000000100000) port 1 is already linked"),
+            std::string::npos);
+  EXPECT_NE(parse_err("Switch 4 \"a\"\n\nSwitch 4 \"a\"\n").find("t.net:3: duplicate node name"),
+            std::string::npos);
   EXPECT_NE(parse_err("hello world\n").find("t.net:1: unrecognised line"), std::string::npos);
   EXPECT_NE(parse_err("include \"x.net\"\n").find("not supported"), std::string::npos);
-  EXPECT_NE(parse_err("Switch 4 \"a\"\n[1] \"b\"[1] x=3\n\nCa 1 \"b\"\n[1] \"a\"[1]\n").find("t.net:2: bad port option"),
+  EXPECT_NE(parse_err("Switch 4 \"a\"\n[1] \"b\"[1] x=3\n\nCa 1 \"b\"\n[1] \"a\"[1]\n")
+                .find("t.net:2: bad port option"),
             std::string::npos);
   EXPECT_NE(parse_err(std::string("Switch 4 \"a\"\n\0\n", 15)).find("NUL"), std::string::npos);
   // A link listed on one side only, in a net file.
-  EXPECT_NE(parse_err("Switch 4 \"a\"\n[1] \"b\"[1]\n\nCa 1 \"b\"\n").find("t.net:2: link to \"b\"[1] is not listed"),
+  EXPECT_NE(parse_err("Switch 4 \"a\"\n[1] \"b\"[1]\n\nCa 1 \"b\"\n")
+                .find("t.net:2: link to \"b\"[1] is not listed"),
             std::string::npos);
   // ibnetdiscover dumps need GUIDs.
-  EXPECT_NE(parse_topology("Switch 4 \"a\"\n", "d.txt", TopologyFormat::kIbnetdiscover).error().message.find("no GUID"),
+  EXPECT_NE(parse_topology("Switch 4 \"a\"\n", "d.txt", TopologyFormat::kIbnetdiscover)
+                .error()
+                .message.find("no GUID"),
             std::string::npos);
 }
 
@@ -143,8 +154,10 @@ TEST(NetFile, TruncatedFilesFailCleanlyOrParse) {
 
 TEST(NetFile, GarbageNeverCrashes) {
   // A small mutation fuzzer over a valid file: flips, inserts and deletes bytes.
-  std::string base = "Switch 8 \"s\" # \"sw\" lid 3\n[1] \"h\"[1] w=2 s=1\n[2] \"s2\"[2]\n\nSwitch 4 \"s2\"\n[2] \"s\"[2]\n\n"
-                     "caguid=0x10\nCa 1 \"h\"\n[1](11) \"s\"[1] # lid 4 lmc 0 \"sw\" lid 3 4xEDR\n";
+  std::string base =
+      "Switch 8 \"s\" # \"sw\" lid 3\n[1] \"h\"[1] w=2 s=1\n[2] \"s2\"[2]\n\nSwitch 4 \"s2\"\n[2] "
+      "\"s\"[2]\n\n"
+      "caguid=0x10\nCa 1 \"h\"\n[1](11) \"s\"[1] # lid 4 lmc 0 \"sw\" lid 3 4xEDR\n";
   ASSERT_TRUE(parse_topology(base, "f.net"));
   std::mt19937 rng(42);
   const std::string alphabet = "[]()\"#=0123456789xabcdefSwitchCa \n\t";
@@ -154,9 +167,15 @@ TEST(NetFile, GarbageNeverCrashes) {
     for (int e = 0; e < edits && !s.empty(); ++e) {
       size_t pos = rng() % s.size();
       switch (rng() % 3) {
-        case 0: s[pos] = alphabet[rng() % alphabet.size()]; break;
-        case 1: s.insert(pos, 1, alphabet[rng() % alphabet.size()]); break;
-        default: s.erase(pos, 1 + rng() % 5); break;
+        case 0:
+          s[pos] = alphabet[rng() % alphabet.size()];
+          break;
+        case 1:
+          s.insert(pos, 1, alphabet[rng() % alphabet.size()]);
+          break;
+        default:
+          s.erase(pos, 1 + rng() % 5);
+          break;
       }
     }
     auto f = parse_topology(s, "f.net");

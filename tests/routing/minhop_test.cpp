@@ -56,10 +56,12 @@ std::map<std::pair<NodeIndex, PortNum>, int> all_to_all(const Fabric& f, const T
   std::map<std::pair<NodeIndex, PortNum>, int> load;
   for (NodeIndex s = 0; s < f.size(); ++s)
     for (const auto& p : f.node(s).ports)
-      if (f.node(s).is_switch() && p.num && p.linked() && f.node(p.peer).is_switch()) load[{s, p.num}] = 0;
+      if (f.node(s).is_switch() && p.num && p.linked() && f.node(p.peer).is_switch())
+        load[{s, p.num}] = 0;
   std::vector<std::pair<NodeIndex, NodeIndex>> cas;  // (ca, its switch)
   for (NodeIndex n = 0; n < f.size(); ++n)
-    if (!f.node(n).is_switch() && f.node(n).ports[1].linked()) cas.emplace_back(n, f.node(n).ports[1].peer);
+    if (!f.node(n).is_switch() && f.node(n).ports[1].linked())
+      cas.emplace_back(n, f.node(n).ports[1].peer);
   for (auto [src, ssw] : cas)
     for (auto [dst, dsw] : cas) {
       if (src == dst) continue;
@@ -108,13 +110,14 @@ TEST_P(MinHopOnFabric, SameInputSameTables) {
   EXPECT_EQ(route(f).lft, route(f).lft);
 }
 
-INSTANTIATE_TEST_SUITE_P(Generated, MinHopOnFabric,
-                         ::testing::Values("ft2:leaves=8,spines=4,hosts=6", "ft2:leaves=6,spines=3,hosts=4,links=2",
-                                           "ft3:pods=4,leaves=4,aggs=4,hosts=4,cores=2",
-                                           "ft3:pods=3,leaves=2,aggs=3,hosts=1,cores=1",  // partial population
-                                           "torus:dims=4x4x4,hosts=2", "torus:dims=5x3,hosts=1", "mesh:dims=6x6,hosts=1",
-                                           "random:switches=30,degree=4,hosts=2,seed=1",
-                                           "random:switches=50,degree=6,hosts=1,seed=9"));
+INSTANTIATE_TEST_SUITE_P(
+    Generated, MinHopOnFabric,
+    ::testing::Values("ft2:leaves=8,spines=4,hosts=6", "ft2:leaves=6,spines=3,hosts=4,links=2",
+                      "ft3:pods=4,leaves=4,aggs=4,hosts=4,cores=2",
+                      "ft3:pods=3,leaves=2,aggs=3,hosts=1,cores=1",  // partial population
+                      "torus:dims=4x4x4,hosts=2", "torus:dims=5x3,hosts=1", "mesh:dims=6x6,hosts=1",
+                      "random:switches=30,degree=4,hosts=2,seed=1",
+                      "random:switches=50,degree=6,hosts=1,seed=9"));
 
 TEST(MinHop, BalancesUpperTreeLevels) {
   // LIDs numbered in topological order are the case where a per-port counter over
@@ -125,7 +128,9 @@ TEST(MinHop, BalancesUpperTreeLevels) {
   long sum = 0;
   int max = 0, unused = 0;
   for (auto& [link, n] : load) {
-    if (n == 0) ADD_FAILURE() << f.node(link.first).name << " port " << int(link.second) << " carries no route";
+    if (n == 0)
+      ADD_FAILURE() << f.node(link.first).name << " port " << int(link.second)
+                    << " carries no route";
     sum += n;
     max = std::max(max, n);
     unused += n == 0;

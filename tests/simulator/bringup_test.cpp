@@ -1,8 +1,8 @@
 #include <gtest/gtest.h>
 
+#include <unistd.h>
 #include <filesystem>
 #include <random>
-#include <unistd.h>
 
 #include "weft/routing/verify.hpp"
 #include "weft/simulator/generators.hpp"
@@ -45,7 +45,8 @@ routing::VerifyReport readback(const SimFabric& sim) {
   for (fabric::NodeIndex n = 0; n < sim.model().size(); ++n)
     if (sim.model().node(n).is_switch()) {
       const auto& l = sim.lft(n);
-      held.lft[n].assign(l.begin(), l.begin() + std::min<size_t>(l.size(), size_t(sim.lft_top(n)) + 1));
+      held.lft[n].assign(l.begin(),
+                         l.begin() + std::min<size_t>(l.size(), size_t(sim.lft_top(n)) + 1));
     }
   return routing::verify_lfts(sim.model(), held);
 }
@@ -115,7 +116,8 @@ TEST_P(BringUp, SecondSweepAndRestartWriteNothing) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Fabrics, BringUp,
-                         ::testing::Values("ft2:leaves=8,spines=4,hosts=4", "ft3:pods=3,leaves=3,aggs=2,hosts=2,cores=2",
+                         ::testing::Values("ft2:leaves=8,spines=4,hosts=4",
+                                           "ft3:pods=3,leaves=3,aggs=2,hosts=2,cores=2",
                                            "torus:dims=4x4x4,hosts=1", "mesh:dims=5x4,hosts=2",
                                            "random:switches=25,degree=4,hosts=2,seed=3",
                                            std::string(WEFT_TEST_DATA) + "/ibsim_example.net",
@@ -207,7 +209,8 @@ TEST(BringUp, SmOnASwitchManagementPort) {
   ASSERT_TRUE(rep);
   EXPECT_TRUE(rep->subnet_up) << rep->reason;
   EXPECT_TRUE(readback(sim).ok());
-  EXPECT_EQ(sm.snapshot()->sm_lid, sim.model().node(*sim.model().find_by_name("spine1")).ports[0].attrs.lid);
+  EXPECT_EQ(sm.snapshot()->sm_lid,
+            sim.model().node(*sim.model().find_by_name("spine1")).ports[0].attrs.lid);
 }
 
 TEST(BringUp, AnswersSmInfoAndNoticesTraps) {

@@ -51,11 +51,16 @@ TEST(Generators, RandomIsSeededAndConnected) {
 }
 
 TEST(Generators, BadSpecsAreRefusedClearly) {
-  EXPECT_NE(make_fabric("ft2:leaves=x").error().message.find("leaves=\"x\" is not an integer"), std::string::npos);
-  EXPECT_NE(make_fabric("ft2:lefs=3").error().message.find("unknown key \"lefs\""), std::string::npos);
-  EXPECT_NE(make_fabric("ft2:leaves=4,hosts=300").error().message.find("max 254"), std::string::npos);
-  EXPECT_NE(make_fabric("ft2:leaves=4,hosts=30,radix=8").error().message.find("radix is 8"), std::string::npos);
+  EXPECT_NE(make_fabric("ft2:leaves=x").error().message.find("leaves=\"x\" is not an integer"),
+            std::string::npos);
+  EXPECT_NE(make_fabric("ft2:lefs=3").error().message.find("unknown key \"lefs\""),
+            std::string::npos);
+  EXPECT_NE(make_fabric("ft2:leaves=4,hosts=300").error().message.find("max 254"),
+            std::string::npos);
+  EXPECT_NE(make_fabric("ft2:leaves=4,hosts=30,radix=8").error().message.find("radix is 8"),
+            std::string::npos);
   EXPECT_NE(make_fabric("torus:dims=4xx4").error().message.find("dims="), std::string::npos);
-  EXPECT_NE(make_fabric("hypercube:n=4").error().message.find("unknown topology kind"), std::string::npos);
+  EXPECT_NE(make_fabric("hypercube:n=4").error().message.find("unknown topology kind"),
+            std::string::npos);
   EXPECT_EQ(make_fabric("/no/such/file.net").error().code, Errc::kIo);
 }

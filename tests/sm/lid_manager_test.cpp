@@ -1,9 +1,9 @@
 #include <gtest/gtest.h>
 
+#include <unistd.h>
 #include <filesystem>
 #include <fstream>
 #include <set>
-#include <unistd.h>
 
 #include "weft/simulator/generators.hpp"
 #include "weft/sm/lid_manager.hpp"
@@ -14,18 +14,22 @@ using namespace weft::sm;
 namespace {
 
 std::string scratch(const std::string& name) {
-  auto d = std::filesystem::temp_directory_path() / ("weft-lid-test-" + std::to_string(getpid()) + "-" + name);
+  auto d = std::filesystem::temp_directory_path() /
+           ("weft-lid-test-" + std::to_string(getpid()) + "-" + name);
   std::filesystem::remove_all(d);
   std::filesystem::create_directories(d);
   return d.string();
 }
 
-fabric::Fabric tree() { return *simulator::make_fabric("ft2:leaves=3,spines=2,hosts=2"); }
+fabric::Fabric tree() {
+  return *simulator::make_fabric("ft2:leaves=3,spines=2,hosts=2");
+}
 
 std::map<Guid, uint16_t> lids_of(const fabric::Fabric& f) {
   std::map<Guid, uint16_t> m;
   for (const auto& n : f.nodes()) {
-    if (n.is_switch()) m[n.ports[0].guid] = n.ports[0].attrs.lid.value;
+    if (n.is_switch())
+      m[n.ports[0].guid] = n.ports[0].attrs.lid.value;
     else
       for (size_t p = 1; p < n.ports.size(); ++p)
         if (n.ports[p].linked()) m[n.ports[p].guid] = n.ports[p].attrs.lid.value;

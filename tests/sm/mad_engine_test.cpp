@@ -53,7 +53,8 @@ class ScriptedTransport final : public Transport {
   ManualClock clock_;
   std::vector<MadBuf> sent;
   std::vector<InMad> queue;
-  bool answer = true, wrong_attr = false, truncate = false, fail_sends = false, fail_receive = false;
+  bool answer = true, wrong_attr = false, truncate = false, fail_sends = false,
+       fail_receive = false;
   uint16_t status = 0;
   int outstanding = 0, max_outstanding = 0;
 };
@@ -98,7 +99,8 @@ TEST(MadEngine, TimesOutAfterRetriesOnTheInjectedClock) {
   EXPECT_GE(t.clock_.now(), std::chrono::milliseconds(800));
   // Every attempt carried a fresh transaction id.
   std::set<uint32_t> tids;
-  for (const auto& m : t.sent) tids.insert(static_cast<uint32_t>(decode_smp(m.data(), kMadSize)->tid));
+  for (const auto& m : t.sent)
+    tids.insert(static_cast<uint32_t>(decode_smp(m.data(), kMadSize)->tid));
   EXPECT_EQ(tids.size(), 4u);
 }
 

@@ -12,21 +12,27 @@ using namespace weft;
 using namespace weft::sm;
 
 namespace {
-uint16_t be16(const uint8_t* p) { return static_cast<uint16_t>(p[0] << 8 | p[1]); }
-uint32_t be32(const uint8_t* p) { return uint32_t(p[0]) << 24 | uint32_t(p[1]) << 16 | uint32_t(p[2]) << 8 | p[3]; }
-uint64_t be64(const uint8_t* p) { return uint64_t(be32(p)) << 32 | be32(p + 4); }
+uint16_t be16(const uint8_t* p) {
+  return static_cast<uint16_t>(p[0] << 8 | p[1]);
+}
+uint32_t be32(const uint8_t* p) {
+  return uint32_t(p[0]) << 24 | uint32_t(p[1]) << 16 | uint32_t(p[2]) << 8 | p[3];
+}
+uint64_t be64(const uint8_t* p) {
+  return uint64_t(be32(p)) << 32 | be32(p + 4);
+}
 }  // namespace
 
 TEST(MadCodec, DirectedRouteGetHeader) {
   DrPath path = DrPath{}.extended(1).extended(5).extended(17);
   MadBuf b = encode_smp(SmpRequest::get(kAttrPortInfo, 3, path), 0x1122334455667788ull);
-  EXPECT_EQ(b[0], 1);      // BaseVersion
-  EXPECT_EQ(b[1], 0x81);   // MgmtClass: directed-route SMP
-  EXPECT_EQ(b[2], 1);      // ClassVersion
-  EXPECT_EQ(b[3], 0x01);   // R=0, Method=Get
-  EXPECT_EQ(be16(&b[4]), 0);  // D=0, Status=0
-  EXPECT_EQ(b[6], 0);      // HopPointer
-  EXPECT_EQ(b[7], 3);      // HopCount
+  EXPECT_EQ(b[0], 1);                             // BaseVersion
+  EXPECT_EQ(b[1], 0x81);                          // MgmtClass: directed-route SMP
+  EXPECT_EQ(b[2], 1);                             // ClassVersion
+  EXPECT_EQ(b[3], 0x01);                          // R=0, Method=Get
+  EXPECT_EQ(be16(&b[4]), 0);                      // D=0, Status=0
+  EXPECT_EQ(b[6], 0);                             // HopPointer
+  EXPECT_EQ(b[7], 3);                             // HopCount
   EXPECT_EQ(be64(&b[8]), 0x1122334455667788ull);  // TransactionID
   EXPECT_EQ(be16(&b[16]), 0x0015);                // AttributeID: PortInfo
   EXPECT_EQ(be32(&b[20]), 3u);                    // AttributeModifier
@@ -37,7 +43,7 @@ TEST(MadCodec, DirectedRouteGetHeader) {
   EXPECT_EQ(b[129], 1);
   EXPECT_EQ(b[130], 5);
   EXPECT_EQ(b[131], 17);
-  EXPECT_EQ(b[192 + 1], 0);                       // ReturnPath untouched
+  EXPECT_EQ(b[192 + 1], 0);  // ReturnPath untouched
 }
 
 TEST(MadCodec, LidRoutedSetCarriesData) {
@@ -72,8 +78,8 @@ TEST(MadCodec, DecodesAResponseWithDirectionBitAndStatus) {
   b[15] = 9;                   // TID low byte
   b[16] = 0x00, b[17] = 0x11;  // NodeInfo
   b[23] = 1;
-  b[129] = 4, b[130] = 6;      // initial path
-  b[193] = 3, b[194] = 1;      // return path
+  b[129] = 4, b[130] = 6;  // initial path
+  b[193] = 3, b[194] = 1;  // return path
   b[64] = 0x5A;
   auto s = decode_smp(b.data(), b.size());
   ASSERT_TRUE(s) << s.error().message;
@@ -114,10 +120,10 @@ TEST(MadCodec, NodeInfoLayout) {
   SmpData d{};
   d[0] = 1, d[1] = 1, d[2] = 2, d[3] = 36;  // base/class version, Switch, 36 ports
   for (int i = 0; i < 8; ++i) d[4 + i] = 0x10 + i, d[12 + i] = 0x20 + i, d[20 + i] = 0x30 + i;
-  d[28] = 0x00, d[29] = 0x40;               // PartitionCap 64
-  d[30] = 0xC7, d[31] = 0x38;               // DeviceID
+  d[28] = 0x00, d[29] = 0x40;                     // PartitionCap 64
+  d[30] = 0xC7, d[31] = 0x38;                     // DeviceID
   d[32] = 0, d[33] = 0, d[34] = 0, d[35] = 0xA1;  // Revision
-  d[36] = 7;                                // LocalPortNum
+  d[36] = 7;                                      // LocalPortNum
   d[37] = 0x00, d[38] = 0x02, d[39] = 0xC9;       // VendorID
   auto n = decode_node_info(d);
   ASSERT_TRUE(n) << n.error().message;
@@ -204,12 +210,12 @@ TEST(MadCodec, PortInfoLayout) {
 
 TEST(MadCodec, SwitchInfoLayout) {
   SmpData d{};
-  d[0] = 0x78, d[1] = 0x00;  // LinearFDBCap 30720
-  d[4] = 0x04, d[5] = 0x00;  // MulticastFDBCap 1024
-  d[6] = 0x01, d[7] = 0x2C;  // LinearFDBTop 300
-  d[8] = 3;                  // DefaultPort
+  d[0] = 0x78, d[1] = 0x00;      // LinearFDBCap 30720
+  d[4] = 0x04, d[5] = 0x00;      // MulticastFDBCap 1024
+  d[6] = 0x01, d[7] = 0x2C;      // LinearFDBTop 300
+  d[8] = 3;                      // DefaultPort
   d[11] = (17 << 3) | (1 << 2);  // LifeTimeValue 17, PortStateChange
-  d[16] = 0x08;              // EnhancedPort0 (bit 3 of byte 16)
+  d[16] = 0x08;                  // EnhancedPort0 (bit 3 of byte 16)
   SwitchInfo s = decode_switch_info(d);
   EXPECT_EQ(s.lft_cap, 30720);
   EXPECT_EQ(s.mft_cap, 1024);

@@ -44,7 +44,7 @@ class Line {
 }  // namespace weft::log
 
 // A for-statement, not an if/else, so `if (x) WEFT_LOG(...) << ...;` has no dangling else.
-#define WEFT_LOG(lvl, id)                                                        \
-  for (bool weft_log_once_ = ::weft::log::Level::k##lvl >= ::weft::log::level(); \
-       weft_log_once_; weft_log_once_ = false)                                    \
+#define WEFT_LOG(lvl, id)                                                                        \
+  for (bool weft_log_once_ = ::weft::log::Level::k##lvl >= ::weft::log::level(); weft_log_once_; \
+       weft_log_once_ = false)                                                                   \
   ::weft::log::Line(::weft::log::Level::k##lvl, id)

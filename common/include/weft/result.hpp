@@ -13,13 +13,13 @@
 namespace weft {
 
 enum class Errc {
-  kInvalidInput,   // a file, argument or body the user gave is wrong
-  kIo,             // a file or device could not be read or written
-  kTimeout,        // a MAD (or anything waited for) did not come back
-  kBadReply,       // a MAD came back malformed or with an error status
-  kUnreachable,    // part of the fabric could not be reached
-  kUnsupported,    // valid input weft does not handle (yet)
-  kInternal,       // a programmer error caught at run time
+  kInvalidInput,  // a file, argument or body the user gave is wrong
+  kIo,            // a file or device could not be read or written
+  kTimeout,       // a MAD (or anything waited for) did not come back
+  kBadReply,      // a MAD came back malformed or with an error status
+  kUnreachable,   // part of the fabric could not be reached
+  kUnsupported,   // valid input weft does not handle (yet)
+  kInternal,      // a programmer error caught at run time
 };
 
 const char* errc_name(Errc c);
@@ -38,13 +38,20 @@ inline std::unexpected<Error> fail(Errc code, std::string message) {
 
 inline const char* errc_name(Errc c) {
   switch (c) {
-    case Errc::kInvalidInput: return "invalid-input";
-    case Errc::kIo: return "io";
-    case Errc::kTimeout: return "timeout";
-    case Errc::kBadReply: return "bad-reply";
-    case Errc::kUnreachable: return "unreachable";
-    case Errc::kUnsupported: return "unsupported";
-    case Errc::kInternal: return "internal";
+    case Errc::kInvalidInput:
+      return "invalid-input";
+    case Errc::kIo:
+      return "io";
+    case Errc::kTimeout:
+      return "timeout";
+    case Errc::kBadReply:
+      return "bad-reply";
+    case Errc::kUnreachable:
+      return "unreachable";
+    case Errc::kUnsupported:
+      return "unsupported";
+    case Errc::kInternal:
+      return "internal";
   }
   return "unknown";
 }

@@ -39,7 +39,9 @@ inline std::string hex_guid(uint64_t v) {
   for (int i = 17; i >= 2; --i, v >>= 4) s[i] = digits[v & 0xF];
   return s;
 }
-inline std::string Guid::str() const { return hex_guid(value); }
+inline std::string Guid::str() const {
+  return hex_guid(value);
+}
 
 }  // namespace weft
 

@@ -46,7 +46,8 @@ class Values {
 
 Values defaults();
 // Validates and stores one value; `origin` is used in error messages and kept.
-Result<void> set(Values& v, std::string_view name, std::string_view value, const std::string& origin);
+Result<void> set(Values& v, std::string_view name, std::string_view value,
+                 const std::string& origin);
 // Reads `key value` lines ('#' comments, blank lines). The first error stops the read.
 Result<void> load_file(const std::string& path, Values& v);
 Result<void> load_text(std::string_view text, const std::string& source, Values& v);

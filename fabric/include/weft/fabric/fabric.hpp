@@ -33,17 +33,17 @@ struct PortAttrs {
   uint8_t lmc = 0;
   Lid sm_lid;
   PortState state = PortState::kDown;
-  uint8_t phys_state = 2;         // 2 polling, 3 disabled, 5 LinkUp
-  uint8_t width_enabled = 0;      // bit mask: 1=1x 2=4x 4=8x 8=12x 16=2x
+  uint8_t phys_state = 2;     // 2 polling, 3 disabled, 5 LinkUp
+  uint8_t width_enabled = 0;  // bit mask: 1=1x 2=4x 4=8x 8=12x 16=2x
   uint8_t width_supported = 0;
   uint8_t width_active = 0;
-  uint8_t speed_enabled = 0;      // bit mask: 1=SDR 2=DDR 4=QDR
+  uint8_t speed_enabled = 0;  // bit mask: 1=SDR 2=DDR 4=QDR
   uint8_t speed_supported = 0;
   uint8_t speed_active = 0;
-  uint8_t speed_ext_active = 0;   // 1=FDR 2=EDR 4=HDR 8=NDR (0 = none)
-  uint8_t mtu_cap = 0;            // 1=256 .. 5=4096
+  uint8_t speed_ext_active = 0;  // 1=FDR 2=EDR 4=HDR 8=NDR (0 = none)
+  uint8_t mtu_cap = 0;           // 1=256 .. 5=4096
   uint8_t neighbor_mtu = 0;
-  uint8_t vl_cap = 0;             // 1=VL0 2=VL0-1 3=VL0-3 4=VL0-7 5=VL0-14
+  uint8_t vl_cap = 0;  // 1=VL0 2=VL0-1 3=VL0-3 4=VL0-7 5=VL0-14
   uint8_t oper_vls = 0;
   uint32_t capability_mask = 0;
   bool operator==(const PortAttrs&) const = default;
@@ -54,7 +54,7 @@ constexpr NodeIndex kNoNode = 0xFFFFFFFF;
 
 struct Port {
   PortNum num = 0;
-  Guid guid;             // port GUID; a switch's ports all carry port 0's GUID
+  Guid guid;  // port GUID; a switch's ports all carry port 0's GUID
   PortAttrs attrs;
   NodeIndex peer = kNoNode;
   PortNum peer_port = 0;
@@ -62,9 +62,9 @@ struct Port {
 };
 
 struct SwitchAttrs {
-  uint16_t lft_cap = 0;        // LinearFDBCap
-  uint16_t mft_cap = 0;        // MulticastFDBCap
-  uint16_t lft_top = 0;        // LinearFDBTop
+  uint16_t lft_cap = 0;  // LinearFDBCap
+  uint16_t mft_cap = 0;  // MulticastFDBCap
+  uint16_t lft_top = 0;  // LinearFDBTop
   uint8_t lifetime = 0;
   bool enhanced_port0 = false;
   bool operator==(const SwitchAttrs&) const = default;
@@ -75,15 +75,15 @@ struct Node {
   Guid guid;
   Guid system_guid;
   uint8_t num_ports = 0;
-  std::string description;   // NodeDescription (what ibnetdiscover shows after '#')
-  std::string name;          // the node id of a topology file; may be empty
+  std::string description;  // NodeDescription (what ibnetdiscover shows after '#')
+  std::string name;         // the node id of a topology file; may be empty
   uint32_t vendor_id = 0;
   uint16_t device_id = 0;
   uint32_t revision = 0;
   uint16_t partition_cap = 0;
-  SwitchAttrs sw;            // meaningful for switches only
-  std::vector<Port> ports;   // index = port number; [0] is the switch management port
-                             // (unused on CAs and routers)
+  SwitchAttrs sw;           // meaningful for switches only
+  std::vector<Port> ports;  // index = port number; [0] is the switch management port
+                            // (unused on CAs and routers)
   bool is_switch() const { return type == NodeType::kSwitch; }
   // The port that carries the node's LID: 0 on a switch.
   const Port& port(PortNum n) const { return ports.at(n); }

@@ -21,8 +21,8 @@ namespace weft::simulator {
 struct SimDefaults {
   uint16_t lft_cap = 30720;  // ibsim: 480 blocks
   uint16_t mft_cap = 1024;
-  uint8_t mtu_cap = 4;       // 2048
-  uint8_t vl_cap = 4;        // VL0-7
+  uint8_t mtu_cap = 4;  // 2048
+  uint8_t vl_cap = 4;   // VL0-7
 };
 
 class SimFabric {
@@ -54,11 +54,13 @@ class SimFabric {
     fabric::NodeIndex node;
     PortNum port;
   };
-  std::optional<Hop> lid_route(fabric::NodeIndex src, PortNum src_port, uint16_t dlid, int* hops = nullptr) const;
+  std::optional<Hop> lid_route(fabric::NodeIndex src, PortNum src_port, uint16_t dlid,
+                               int* hops = nullptr) const;
 
  private:
   uint16_t handle(const sm::Smp& s, fabric::NodeIndex n, PortNum in_port, sm::SmpData& data);
-  uint16_t port_info(bool set, fabric::NodeIndex n, PortNum in_port, uint32_t mod, sm::SmpData& data);
+  uint16_t port_info(bool set, fabric::NodeIndex n, PortNum in_port, uint32_t mod,
+                     sm::SmpData& data);
   sm::PortInfo make_port_info(fabric::NodeIndex n, PortNum p) const;
   bool owns_lid(fabric::NodeIndex n, PortNum p, uint16_t lid) const;
 

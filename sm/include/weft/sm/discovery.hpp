@@ -28,7 +28,7 @@ struct Discovered {
   std::vector<SwitchInfo> switch_info;           // per node (switches only)
   std::vector<std::string> problems;             // MADs that failed, inconsistencies
   size_t unexplored = 0;  // ports with a live link whose far end did not answer or made no sense
-  uint64_t smps = 0;                             // SMPs put on the wire for this discovery
+  uint64_t smps = 0;      // SMPs put on the wire for this discovery
 };
 
 // The directed route that reaches `port` of `node`: for a switch, the node's own path;

@@ -40,8 +40,8 @@ struct LidAssignment {
   size_t from_file = 0;
   size_t from_fabric = 0;
   size_t fresh = 0;
-  size_t changed = 0;   // ports whose LID on the fabric differs from the one assigned
-  uint16_t top = 0;     // highest LID assigned
+  size_t changed = 0;  // ports whose LID on the fabric differs from the one assigned
+  uint16_t top = 0;    // highest LID assigned
 };
 
 // Assigns a LID to every LID-holding port of `f` (switch port 0, linked CA and

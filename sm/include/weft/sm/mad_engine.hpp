@@ -18,14 +18,14 @@
 namespace weft::sm {
 
 struct EngineOptions {
-  int window = 16;                          // SMPs on the wire at once (OpenSM: max_wire_smps)
+  int window = 16;  // SMPs on the wire at once (OpenSM: max_wire_smps)
   Duration timeout = std::chrono::milliseconds(200);  // per attempt (OpenSM: transaction_timeout)
-  int retries = 3;                          // extra attempts after the first (transaction_retries)
+  int retries = 3;  // extra attempts after the first (transaction_retries)
 };
 
 struct EngineStats {
   uint64_t submitted = 0;
-  uint64_t sent = 0;          // MADs put on the wire, retries included
+  uint64_t sent = 0;  // MADs put on the wire, retries included
   uint64_t retried = 0;
   uint64_t completed_ok = 0;
   uint64_t timed_out = 0;     // requests that failed after every retry
@@ -72,7 +72,7 @@ class MadEngine {
   EngineStats stats_;
   UnsolicitedHandler unsolicited_;
   std::deque<Entry> pending_;
-  std::unordered_map<uint32_t, Entry> wire_;             // keyed by the TID's low 32 bits
+  std::unordered_map<uint32_t, Entry> wire_;              // keyed by the TID's low 32 bits
   std::deque<std::pair<TimePoint, uint32_t>> deadlines_;  // one timeout for all: FIFO is sorted
   uint32_t next_tid_ = 0x10000;
 };

@@ -27,31 +27,33 @@ struct SmOptions {
   uint8_t lmc = 0;
   std::string routing_engine = "minhop";
   uint8_t sm_priority = 0;
-  uint8_t max_op_vls = 5;        // OpenSM's max_op_vls: 1=VL0 2=VL0-1 3=VL0-3 4=VL0-7 5=VL0-14
-  uint8_t subnet_timeout = 18;   // OpenSM's subnet_timeout (4.096 us * 2^x)
+  uint8_t max_op_vls = 5;       // OpenSM's max_op_vls: 1=VL0 2=VL0-1 3=VL0-3 4=VL0-7 5=VL0-14
+  uint8_t subnet_timeout = 18;  // OpenSM's subnet_timeout (4.096 us * 2^x)
 };
 
 struct SweepReport {
   size_t switches = 0, cas = 0, routers = 0;
-  size_t links = 0;            // inter-node links
-  size_t lids = 0;             // LID-holding ports
+  size_t links = 0;  // inter-node links
+  size_t lids = 0;   // LID-holding ports
   uint16_t top_lid = 0;
   LidAssignment lid_assignment;
   uint64_t smps_discovery = 0, smps_program = 0, smps_activate = 0;
   uint64_t lft_blocks_read = 0, lft_blocks_written = 0, portinfo_sets = 0, switchinfo_sets = 0;
   uint64_t ports_activated = 0;
-  uint64_t lft_failures = 0;   // LFT blocks or SwitchInfo writes that failed, switches not programmed
+  uint64_t lft_failures =
+      0;  // LFT blocks or SwitchInfo writes that failed, switches not programmed
   size_t ports_active = 0, ports_linked = 0;  // port ends, both ends of each link counted
-  double ms_discovery = 0, ms_lids = 0, ms_routing = 0, ms_program = 0, ms_activate = 0, ms_total = 0;
+  double ms_discovery = 0, ms_lids = 0, ms_routing = 0, ms_program = 0, ms_activate = 0,
+         ms_total = 0;
   std::vector<std::string> problems;
-  bool heavy = true;       // false: a light sweep found nothing changed
+  bool heavy = true;  // false: a light sweep found nothing changed
   bool subnet_up = false;
-  std::string reason;      // why not, when !subnet_up
+  std::string reason;  // why not, when !subnet_up
 };
 
 // What the last sweep produced, for summaries, tests and (later) the REST API.
 struct SubnetSnapshot {
-  fabric::Fabric fabric;   // with the LIDs as assigned
+  fabric::Fabric fabric;  // with the LIDs as assigned
   routing::Tables tables;
   SweepReport report;
   Lid sm_lid;
@@ -91,7 +93,8 @@ class SubnetManager {
   Guid sm_guid_;
   std::shared_ptr<const SubnetSnapshot> snapshot_;
   std::vector<DrPath> last_switch_paths_;
-  std::map<Guid, std::vector<uint8_t>> lft_cache_;  // what each switch holds, as we wrote or read it
+  std::map<Guid, std::vector<uint8_t>>
+      lft_cache_;  // what each switch holds, as we wrote or read it
 };
 
 }  // namespace weft::sm

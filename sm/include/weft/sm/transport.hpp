@@ -27,7 +27,7 @@ struct SendAddr {
 struct InMad {
   MadBuf mad{};
   size_t len = 0;
-  Lid slid;                   // source LID (0 when not known, e.g. directed route)
+  Lid slid;                     // source LID (0 when not known, e.g. directed route)
   bool send_timed_out = false;  // the carrier reports our own send `mad` got no response
 };
 
@@ -37,7 +37,7 @@ struct LocalPort {
   Guid port_guid;
   Lid lid;
   Lid sm_lid;
-  int state = 0;       // PortState as the carrier sees it
+  int state = 0;  // PortState as the carrier sees it
   int phys_state = 0;
 };
 
