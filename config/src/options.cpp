@@ -10,7 +10,9 @@ const std::vector<OptionSpec>& option_table() {
   static const std::vector<OptionSpec> table = {
       {"guid", Type::kString, "0x0", 0, 0, false,
        "port GUID the SM binds to (0x0 = first port that is up)"},
-      {"max_wire_smps", Type::kInt, "16", 1, 4096, true, "SMPs outstanding on the wire at once"},
+      {"max_wire_smps", Type::kInt, "64", 1, 256, true,
+       "SMPs outstanding on the wire at once (64: as fast as 256 on ibsim's 444-switch tree; "
+       "384 and up deadlock ibsim's umad2sim)"},
       {"transaction_timeout", Type::kInt, "200", 1, 60000, true, "ms to wait for an SMP reply"},
       {"transaction_retries", Type::kInt, "3", 0, 100, true, "extra attempts after a timeout"},
       {"sweep_interval", Type::kInt, "10", 0, 86400, true,

@@ -112,7 +112,8 @@ Result<Fabric> make_fat_tree3(const FatTree3& p) {
     return fail(Errc::kInvalidInput, "ft3: pods, leaves, aggs, cores >= 1, hosts >= 0");
   if (static_cast<long>(p.pods) * p.leaves * (p.hosts + 1) > kMaxNodes)
     return fail(Errc::kInvalidInput, "ft3: too many nodes");
-  const int leaf_ports = p.hosts + p.aggs, agg_ports = p.leaves + p.cores, core_ports = p.pods;
+  if (p.links < 1) return fail(Errc::kInvalidInput, "ft3: links >= 1");
+  const int leaf_ports = p.hosts + p.aggs, agg_ports = p.leaves + p.cores * p.links, core_ports = p.pods * p.links;
   WEFT_TRY(check_radix(leaf_ports, p.radix, "ft3 leaves"));
   WEFT_TRY(check_radix(agg_ports, p.radix, "ft3 aggregation switches"));
   WEFT_TRY(check_radix(core_ports, p.radix, "ft3 cores"));
@@ -303,9 +304,9 @@ Result<Fabric> make_fabric(const std::string& spec) {
   if (kind == "ft3") {
     WEFT_INT(pods, "pods", 2)
     WEFT_INT(leaves, "leaves", 2) WEFT_INT(aggs, "aggs", 2) WEFT_INT(hosts, "hosts", 2)
-        WEFT_INT(cores, "cores", 2) WEFT_INT(radix, "radix", 0)
-            WEFT_TRY(no_rest(kv, spec, "pods, leaves, aggs, hosts, cores, radix"));
-    return make_fat_tree3({pods, leaves, aggs, hosts, cores, radix});
+        WEFT_INT(cores, "cores", 2) WEFT_INT(radix, "radix", 0) WEFT_INT(links, "links", 1)
+            WEFT_TRY(no_rest(kv, spec, "pods, leaves, aggs, hosts, cores, radix, links"));
+    return make_fat_tree3({pods, leaves, aggs, hosts, cores, radix, links});
   }
   if (kind == "torus" || kind == "mesh") {
     Torus t;

@@ -42,12 +42,22 @@ void MadEngine::send_attempt(Entry e) {
   wire_.emplace(tid, std::move(e));
 }
 
-void MadEngine::fill_window() {
+Result<void> MadEngine::fill_window() {
   while (!pending_.empty() && wire_.size() < static_cast<size_t>(opts_.window)) {
     Entry e = std::move(pending_.front());
     pending_.pop_front();
     send_attempt(std::move(e));
+    // Take in whatever already came back before sending more: a carrier whose
+    // send can block while its receive side is full (umad2sim's socket to ibsim)
+    // would otherwise deadlock with a wide window.
+    while (true) {
+      auto got = t_.receive(Duration{0});
+      if (!got) return std::unexpected(got.error());
+      if (!*got) break;
+      handle(**got);
+    }
   }
+  return {};
 }
 
 void MadEngine::expire(TimePoint now) {
@@ -158,10 +168,15 @@ void MadEngine::fail_all(const Error& err) {
 Result<void> MadEngine::pump(TimePoint until, bool until_idle) {
   Clock& clock = t_.clock();
   while (true) {
-    fill_window();
+    auto filled = fill_window();
     const TimePoint now = clock.now();
     expire(now);
-    fill_window();
+    if (filled) filled = fill_window();
+    if (!filled) {
+      WEFT_LOG(Error, "MAD-0008") << "transport failed: " << filled.error().message;
+      fail_all(filled.error());
+      return filled;
+    }
     if (until_idle && idle()) return {};
     if (!until_idle && now >= until) return {};
     TimePoint wake = until_idle ? now + opts_.timeout : until;

@@ -7,7 +7,7 @@ using namespace weft::config;
 
 TEST(Options, DefaultsFollowTheTable) {
   Values v = defaults();
-  EXPECT_EQ(v.get_int("max_wire_smps"), 16);
+  EXPECT_EQ(v.get_int("max_wire_smps"), 64);
   EXPECT_EQ(v.get_int("transaction_timeout"), 200);
   EXPECT_EQ(v.get_str("routing_engine"), "minhop");
   EXPECT_EQ(v.origin("lmc"), "default");

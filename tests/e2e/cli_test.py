@@ -52,7 +52,7 @@ def main():
     check("config: unknown key names file:line", ["sim", "--topology", "ft2:leaves=2", "--config",
           os.path.join(w, "bad.conf")], 2, r"bad\.conf:3: unknown option \"max_wire_smp\"", W, w)
     check("config: range", ["sim", "--topology", "ft2:leaves=2", "--window", "0"], 2,
-          r"--window: max_wire_smps = 0 is outside 1..4096", W, w)
+          r"--window: max_wire_smps = 0 is outside 1..256", W, w)
     check("config: unknown engine", ["sim", "--topology", "ft2:leaves=2", "--routing-engine", "fastest"], 2,
           r'unknown routing engine "fastest"', W, w)
     check("bad log level", ["sim", "--topology", "ft2:leaves=2", "--log-level", "loud"], 2, r"--log-level", W, w)

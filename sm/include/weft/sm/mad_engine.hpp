@@ -60,7 +60,7 @@ class MadEngine {
     int attempts = 0;
   };
   [[nodiscard]] Result<void> pump(TimePoint until, bool until_idle);
-  void fill_window();
+  [[nodiscard]] Result<void> fill_window();
   void send_attempt(Entry e);
   void expire(TimePoint now);
   void handle(const InMad& in);
