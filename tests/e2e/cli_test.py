@@ -38,7 +38,8 @@ def main():
           r"SUBNET UP.*0 unreachable, 0 loops", W, w)
     check("sim: a dead switch is a reason, not a crash", ["sim", "--topology", "ft2:leaves=4,spines=2,hosts=2",
           "--dead", "leaf1"], 1, r"subnet NOT up: .*did not answer", W, w)
-    check("sim: lost SMPs are retried", ["sim", "--topology", "ft2:leaves=4,spines=2,hosts=2", "--drop-rate", "0.3"],
+    check("sim: lost SMPs are retried", ["sim", "--topology", "ft2:leaves=4,spines=2,hosts=2", "--drop-rate", "0.3",
+          "--retries", "12"],
           0, r"SUBNET UP.*MADs     [1-9]\d* retried", W, w)
     check("sim: second sweep writes nothing", ["sim", "--topology", "torus:dims=3x3,hosts=1", "--sweeps", "2"], 0,
           r"writes   0 PortInfo, 0 SwitchInfo, 0 LFT blocks", W, w)

@@ -127,7 +127,9 @@ TEST(BringUpFaults, LostSmpsAreRetried) {
   ScratchDir dir;
   SimFabric sim = sim_of("ft2:leaves=6,spines=3,hosts=4");
   SimTransport t(sim, {.drop_rate = 0.2, .seed = 7});
-  SubnetManager sm(t, opts(dir));
+  SmOptions o = opts(dir);
+  o.engine.retries = 8;  // 0.2^9 per SMP: every SMP gets through, some only on a retry
+  SubnetManager sm(t, o);
   auto rep = sm.sweep();
   ASSERT_TRUE(rep);
   EXPECT_TRUE(rep->subnet_up) << rep->reason;

@@ -18,7 +18,7 @@
 namespace weft::sm {
 
 struct EngineOptions {
-  int window = 16;  // SMPs on the wire at once (OpenSM: max_wire_smps)
+  int window = 64;  // SMPs on the wire at once (OpenSM: max_wire_smps)
   Duration timeout = std::chrono::milliseconds(200);  // per attempt (OpenSM: transaction_timeout)
   int retries = 3;  // extra attempts after the first (transaction_retries)
 };
