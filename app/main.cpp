@@ -141,9 +141,10 @@ void print_summary(const sm::SweepReport& r, const sm::EngineStats& s) {
   std::fflush(stdout);
 }
 
-// SIGINT/SIGTERM request a stop; the waiting thread polls so it can end with main.
+// SIGINT/SIGTERM request a stop, received by one waiting thread.
 // block() must run before any thread starts (libumad2sim starts one when the
 // transport opens), so that every thread leaves these signals to the waiter.
+// SIGUSR1 only wakes the waiter when the object goes away, so exit is immediate.
 class Signals {
  public:
   static sigset_t block() {
@@ -151,15 +152,15 @@ class Signals {
     sigemptyset(&set);
     sigaddset(&set, SIGINT);
     sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGUSR1);
     pthread_sigmask(SIG_BLOCK, &set, nullptr);
     return set;
   }
   Signals() {
     set_ = block();
     waiter_ = std::jthread([this](std::stop_token st) {
-      timespec ts{0, 200 * 1000 * 1000};
       while (!st.stop_requested()) {
-        int sig = sigtimedwait(&set_, nullptr, &ts);
+        int sig = sigwaitinfo(&set_, nullptr);
         if (sig == SIGINT || sig == SIGTERM) {
           WEFT_LOG(Info, "APP-0001") << "signal " << sig << ": stopping";
           source_.request_stop();
@@ -167,6 +168,10 @@ class Signals {
         }
       }
     });
+  }
+  ~Signals() {
+    waiter_.request_stop();
+    pthread_kill(waiter_.native_handle(), SIGUSR1);
   }
   std::stop_token token() const { return source_.get_token(); }
 
