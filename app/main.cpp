@@ -290,7 +290,9 @@ int cmd_sim(int argc, char** argv) {
       "dead", po::value<std::vector<std::string>>(),
       "a node (by name) that never answers; repeatable")(
       "sweeps", po::value<int>()->default_value(1),
-      "full sweeps to run (later ones show what is rewritten)");
+      "full sweeps to run (later ones show what is rewritten)")(
+      "lft-cap", po::value<int>()->default_value(49152),
+      "LinearFDBCap of the simulated switches (ibsim's default: 30720)");
   po::variables_map vm;
   try {
     po::store(po::command_line_parser(argc, argv).options(desc).run(), vm);
@@ -318,7 +320,12 @@ int cmd_sim(int argc, char** argv) {
     return die("sim: --drop-rate must be in [0,1), --delay-rate in [0,1]");
   auto fab = simulator::make_fabric(vm["topology"].as<std::string>());
   if (!fab) return die(fab.error().message);
-  simulator::SimFabric sim(std::move(*fab));
+  const int lft_cap = vm["lft-cap"].as<int>();
+  if (lft_cap < 64 || lft_cap > 49152 || lft_cap % 64)
+    return die("sim: --lft-cap must be a multiple of 64 in 64..49152");
+  simulator::SimDefaults defaults;
+  defaults.lft_cap = static_cast<uint16_t>(lft_cap);
+  simulator::SimFabric sim(std::move(*fab), defaults);
   simulator::SimTransportOptions to;
   if (vm.count("attach")) {
     auto n = sim.model().find_by_name(vm["attach"].as<std::string>());

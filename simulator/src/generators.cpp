@@ -113,7 +113,8 @@ Result<Fabric> make_fat_tree3(const FatTree3& p) {
   if (static_cast<long>(p.pods) * p.leaves * (p.hosts + 1) > kMaxNodes)
     return fail(Errc::kInvalidInput, "ft3: too many nodes");
   if (p.links < 1) return fail(Errc::kInvalidInput, "ft3: links >= 1");
-  const int leaf_ports = p.hosts + p.aggs, agg_ports = p.leaves + p.cores * p.links, core_ports = p.pods * p.links;
+  const int leaf_ports = p.hosts + p.aggs, agg_ports = p.leaves + p.cores * p.links,
+            core_ports = p.pods * p.links;
   WEFT_TRY(check_radix(leaf_ports, p.radix, "ft3 leaves"));
   WEFT_TRY(check_radix(agg_ports, p.radix, "ft3 aggregation switches"));
   WEFT_TRY(check_radix(core_ports, p.radix, "ft3 cores"));
@@ -296,15 +297,16 @@ Result<Fabric> make_fabric(const std::string& spec) {
   int var = *var##_r;
   if (kind == "ft2") {
     WEFT_INT(leaves, "leaves", 4)
-    WEFT_INT(spines, "spines", 2) WEFT_INT(hosts, "hosts", 4) WEFT_INT(links, "links", 1)
-        WEFT_INT(radix, "radix", 0)
-            WEFT_TRY(no_rest(kv, spec, "leaves, spines, hosts, links, radix"));
+    WEFT_INT(spines, "spines", 2)
+    WEFT_INT(hosts, "hosts", 4) WEFT_INT(links, "links", 1) WEFT_INT(radix, "radix", 0)
+        WEFT_TRY(no_rest(kv, spec, "leaves, spines, hosts, links, radix"));
     return make_fat_tree2({leaves, spines, hosts, links, radix});
   }
   if (kind == "ft3") {
     WEFT_INT(pods, "pods", 2)
-    WEFT_INT(leaves, "leaves", 2) WEFT_INT(aggs, "aggs", 2) WEFT_INT(hosts, "hosts", 2)
-        WEFT_INT(cores, "cores", 2) WEFT_INT(radix, "radix", 0) WEFT_INT(links, "links", 1)
+    WEFT_INT(leaves, "leaves", 2)
+    WEFT_INT(aggs, "aggs", 2) WEFT_INT(hosts, "hosts", 2) WEFT_INT(cores, "cores", 2)
+        WEFT_INT(radix, "radix", 0) WEFT_INT(links, "links", 1)
             WEFT_TRY(no_rest(kv, spec, "pods, leaves, aggs, hosts, cores, radix, links"));
     return make_fat_tree3({pods, leaves, aggs, hosts, cores, radix, links});
   }
@@ -336,7 +338,8 @@ Result<Fabric> make_fabric(const std::string& spec) {
     return make_torus(t);
   }
   WEFT_INT(switches, "switches", 16)
-  WEFT_INT(degree, "degree", 4) WEFT_INT(hosts, "hosts", 2) WEFT_INT(seed, "seed", 1)
+  WEFT_INT(degree, "degree", 4)
+  WEFT_INT(hosts, "hosts", 2) WEFT_INT(seed, "seed", 1)
       WEFT_TRY(no_rest(kv, spec, "switches, degree, hosts, seed"));
   return make_random({switches, degree, hosts, static_cast<uint64_t>(seed)});
 #undef WEFT_INT

@@ -192,6 +192,11 @@ Result<SweepReport> SubnetManager::sweep() {
     rep.reason += std::string(rep.reason.empty() ? "" : "; ") + std::to_string(rep.lft_failures) +
                   " forwarding-table writes failed";
   }
+  if (rep.lft_capped) {
+    rep.reason += std::string(rep.reason.empty() ? "" : "; ") + std::to_string(rep.lft_capped) +
+                  " switches cannot hold LIDs up to " + std::to_string(rep.top_lid) +
+                  " (LinearFDBCap)";
+  }
   if (d.unexplored) {
     rep.reason += std::string(rep.reason.empty() ? "" : "; ") + std::to_string(d.unexplored) +
                   " live links lead to nodes that did not answer";
@@ -285,10 +290,12 @@ void SubnetManager::program(const Discovered& d, fabric::Fabric& target, const r
       continue;
     }
     size_t writable = std::min(nblocks, (size_t(si.lft_cap) + 63) / 64);
-    if (writable < nblocks)
+    if (writable < nblocks) {
+      ++rep.lft_capped;
       add_problem(rep, "switch " + fabric::port_ref(target, n, 0) + ": LinearFDBCap " +
                            std::to_string(si.lft_cap) + " < top LID " + std::to_string(top) +
                            "; LIDs above it are not routed there");
+    }
     std::vector<uint8_t> want(writable * 64, kDropPort);
     std::copy(t.lft[n].begin(), t.lft[n].begin() + std::min(t.lft[n].size(), want.size()),
               want.begin());

@@ -57,6 +57,8 @@ def main():
     check("config: unknown engine", ["sim", "--topology", "ft2:leaves=2", "--routing-engine", "fastest"], 2,
           r'unknown routing engine "fastest"', W, w)
     check("bad log level", ["sim", "--topology", "ft2:leaves=2", "--log-level", "loud"], 2, r"--log-level", W, w)
+    check("sim: switches too small for the LIDs", ["sim", "--topology", "ft2:leaves=20,spines=4,hosts=10",
+          "--lft-cap", "128"], 1, r"NOT up: 24 switches cannot hold LIDs up to 224 \(LinearFDBCap\)", W, w)
     net = os.path.join(w, "t.net")
     check("topo writes a net file", ["topo", "random:switches=12,degree=4,hosts=1,seed=5", "-o", net], 0,
           r"wrote .*12 switches, 12 CAs", W, w)
@@ -64,7 +66,7 @@ def main():
     env = {k: v for k, v in os.environ.items() if k not in ("LD_PRELOAD", "IBSIM_SOCKNAME")}
     check("sm without InfiniBand hardware fails fast", ["sm", "--once", "--state-dir", os.path.join(w, "st")], 1,
           r"weft: .*(no InfiniBand|umad)", W, w, env=env, timeout=30)
-    print("%d passed, %d failed" % (17 - len(failures), len(failures)))
+    print("%d passed, %d failed" % (18 - len(failures), len(failures)))
     sys.exit(1 if failures else 0)
 
 

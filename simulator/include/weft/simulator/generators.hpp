@@ -28,7 +28,7 @@ struct FatTree3 {
   int pods = 2, leaves = 2, aggs = 2, hosts = 2;  // per pod: leaves, aggs; hosts per leaf
   int cores = 2;                                  // cores per group; one group per agg index
   int radix = 0;
-  int links = 1;                                  // parallel links per agg-core pair
+  int links = 1;  // parallel links per agg-core pair
 };
 struct Torus {
   std::vector<int> dims{4, 4};

@@ -19,7 +19,7 @@
 namespace weft::simulator {
 
 struct SimDefaults {
-  uint16_t lft_cap = 30720;  // ibsim: 480 blocks
+  uint16_t lft_cap = 49152;  // every unicast LID (ibsim's default is 30720: `weft sim --lft-cap`)
   uint16_t mft_cap = 1024;
   uint8_t mtu_cap = 4;  // 2048
   uint8_t vl_cap = 4;   // VL0-7

@@ -41,7 +41,8 @@ struct SweepReport {
   uint64_t lft_blocks_read = 0, lft_blocks_written = 0, portinfo_sets = 0, switchinfo_sets = 0;
   uint64_t ports_activated = 0;
   uint64_t lft_failures =
-      0;  // LFT blocks or SwitchInfo writes that failed, switches not programmed
+      0;                    // LFT blocks or SwitchInfo writes that failed, switches not programmed
+  uint64_t lft_capped = 0;  // switches whose LinearFDBCap is below the top LID
   size_t ports_active = 0, ports_linked = 0;  // port ends, both ends of each link counted
   double ms_discovery = 0, ms_lids = 0, ms_routing = 0, ms_program = 0, ms_activate = 0,
          ms_total = 0;
