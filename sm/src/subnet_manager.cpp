@@ -65,7 +65,9 @@ Result<void> SubnetManager::serve_for(Duration d) {
 }
 
 Result<SweepReport> SubnetManager::light_sweep() {
-  if (!snapshot_ || trap_seen_) return sweep();
+  // A bring-up that did not complete is retried in full: nothing may have changed that
+  // a switch would report, yet ports are not ACTIVE or tables not written.
+  if (!snapshot_ || trap_seen_ || !snapshot_->report.subnet_up) return sweep();
   bool changed = false;
   for (const DrPath& p : last_switch_paths_) {
     eng_.submit(SmpRequest::get(kAttrSwitchInfo, 0, p), [&changed](Result<Smp> r) {

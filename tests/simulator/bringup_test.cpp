@@ -278,3 +278,21 @@ TEST(BringUp, LinkFailureIsFoundByALightSweepAndRoutedAround) {
   auto vr = readback(sim);
   EXPECT_TRUE(vr.ok()) << vr.first_problem;
 }
+
+TEST(BringUp, AFailedBringUpIsRetriedInFullByTheNextLightSweep) {
+  ScratchDir dir;
+  SimFabric sim = sim_of("ft2:leaves=4,spines=2,hosts=2");
+  auto leaf3 = *sim.model().find_by_name("leaf3");
+  sim.set_unresponsive(leaf3, true);
+  SimTransport t(sim, {});
+  SubnetManager sm(t, opts(dir));
+  auto first = sm.sweep();
+  ASSERT_TRUE(first);
+  EXPECT_FALSE(first->subnet_up);
+  sim.set_unresponsive(leaf3, false);  // the switch comes back without a port change
+  auto next = sm.light_sweep();
+  ASSERT_TRUE(next);
+  EXPECT_TRUE(next->heavy);
+  EXPECT_TRUE(next->subnet_up) << next->reason;
+  EXPECT_TRUE(readback(sim).ok());
+}
