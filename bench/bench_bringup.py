@@ -103,6 +103,7 @@ def run_sm(kind, weft, extra, net, work, sock, sargs):
         t0 = time.monotonic()
         p = subprocess.run(cmd, cwd=work, env=env, capture_output=True, text=True, timeout=3600)
         secs = time.monotonic() - t0
+        open(os.path.join(work, "sm.stdout"), "w").write(p.stdout + p.stderr[-20000:])
         text = open(log, errors="replace").read() if os.path.exists(log) else ""
         if "SUBNET UP" not in text:
             return secs, 0, False, "rc %d, no SUBNET UP" % p.returncode
