@@ -351,18 +351,14 @@ int cmd_sim(int argc, char** argv) {
       break;
     }
     print_summary(*rep, smgr.mad_stats());
-    if (i == 0)
-      if (auto r = dump_model(vm, smgr); !r) return die(r.error().message, 1);
-    // Check what the devices hold, not what the SM meant to write.
-    routing::Tables held;
-    held.lft.resize(sim.model().size());
-    for (fabric::NodeIndex n = 0; n < sim.model().size(); ++n)
-      if (sim.model().node(n).is_switch()) {
-        const auto& l = sim.lft(n);
-        held.lft[n].assign(l.begin(),
-                           l.begin() + std::min<size_t>(l.size(), size_t(sim.lft_top(n)) + 1));
+    if (i == 0) {
+      if (auto r = dump_model(vm, smgr); !r) {
+        rc = die(r.error().message, 1);
+        break;
       }
-    auto vr = routing::verify_lfts(sim.model(), held);
+    }
+    // Check what the devices hold, not what the SM meant to write.
+    auto vr = routing::verify_lfts(sim.model(), sim.held_tables());
     std::printf(
         "  routes   %zu (switch, LID) pairs read back: %zu unreachable, %zu loops, max %zu hops\n",
         vr.pairs, vr.unreachable, vr.loops, vr.max_hops);

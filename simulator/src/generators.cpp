@@ -298,16 +298,18 @@ Result<Fabric> make_fabric(const std::string& spec) {
   if (kind == "ft2") {
     WEFT_INT(leaves, "leaves", 4)
     WEFT_INT(spines, "spines", 2)
-    WEFT_INT(hosts, "hosts", 4) WEFT_INT(links, "links", 1) WEFT_INT(radix, "radix", 0)
-        WEFT_TRY(no_rest(kv, spec, "leaves, spines, hosts, links, radix"));
+    WEFT_INT(hosts, "hosts", 4)
+    WEFT_INT(links, "links", 1)
+    WEFT_INT(radix, "radix", 0) WEFT_TRY(no_rest(kv, spec, "leaves, spines, hosts, links, radix"));
     return make_fat_tree2({leaves, spines, hosts, links, radix});
   }
   if (kind == "ft3") {
     WEFT_INT(pods, "pods", 2)
     WEFT_INT(leaves, "leaves", 2)
-    WEFT_INT(aggs, "aggs", 2) WEFT_INT(hosts, "hosts", 2) WEFT_INT(cores, "cores", 2)
-        WEFT_INT(radix, "radix", 0) WEFT_INT(links, "links", 1)
-            WEFT_TRY(no_rest(kv, spec, "pods, leaves, aggs, hosts, cores, radix, links"));
+    WEFT_INT(aggs, "aggs", 2)
+    WEFT_INT(hosts, "hosts", 2)
+    WEFT_INT(cores, "cores", 2) WEFT_INT(radix, "radix", 0) WEFT_INT(links, "links", 1)
+        WEFT_TRY(no_rest(kv, spec, "pods, leaves, aggs, hosts, cores, radix, links"));
     return make_fat_tree3({pods, leaves, aggs, hosts, cores, radix, links});
   }
   if (kind == "torus" || kind == "mesh") {
@@ -339,8 +341,8 @@ Result<Fabric> make_fabric(const std::string& spec) {
   }
   WEFT_INT(switches, "switches", 16)
   WEFT_INT(degree, "degree", 4)
-  WEFT_INT(hosts, "hosts", 2) WEFT_INT(seed, "seed", 1)
-      WEFT_TRY(no_rest(kv, spec, "switches, degree, hosts, seed"));
+  WEFT_INT(hosts, "hosts", 2)
+  WEFT_INT(seed, "seed", 1) WEFT_TRY(no_rest(kv, spec, "switches, degree, hosts, seed"));
   return make_random({switches, degree, hosts, static_cast<uint64_t>(seed)});
 #undef WEFT_INT
 }

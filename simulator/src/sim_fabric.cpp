@@ -81,6 +81,18 @@ SimFabric::SimFabric(fabric::Fabric f, SimDefaults d) : f_(std::move(f)), d_(d) 
   }
 }
 
+routing::Tables SimFabric::held_tables() const {
+  routing::Tables held;
+  held.lft.resize(f_.size());
+  for (NodeIndex n = 0; n < f_.size(); ++n) {
+    if (!f_.node(n).is_switch()) continue;
+    const auto& l = lft_[n];
+    held.lft[n].assign(l.begin(), l.begin() + std::min<size_t>(l.size(), size_t(top_[n]) + 1));
+    held.top_lid = std::max(held.top_lid, top_[n]);
+  }
+  return held;
+}
+
 void SimFabric::unlink(NodeIndex n, PortNum p) {
   auto& port = f_.node(n).ports.at(p);
   if (!port.linked()) return;

@@ -225,7 +225,15 @@ Result<SweepReport> SubnetManager::sweep() {
 void SubnetManager::program(const Discovered& d, fabric::Fabric& target, const routing::Tables& t,
                             Lid sm_lid, SweepReport& rep,
                             std::vector<std::vector<PortInfo>>& after) {
-  // PortInfo: LIDs, SM LID, neighbour MTU, operational VLs; ports in INIT go to ARMED.
+  program_ports(d, target, sm_lid, rep, after);
+  program_lfts(d, target, t, rep);
+  if (auto r = eng_.run(); !r)
+    add_problem(rep, "transport failed while programming: " + r.error().message);
+}
+
+// PortInfo: LIDs, SM LID, neighbour MTU, operational VLs; ports in INIT go to ARMED.
+void SubnetManager::program_ports(const Discovered& d, fabric::Fabric& target, Lid sm_lid,
+                                  SweepReport& rep, std::vector<std::vector<PortInfo>>& after) {
   for (NodeIndex n = 0; n < target.size(); ++n) {
     const auto& nd = target.node(n);
     for (PortNum p = 0; p <= nd.num_ports; ++p) {
@@ -277,8 +285,11 @@ void SubnetManager::program(const Discovered& d, fabric::Fabric& target, const r
                   });
     }
   }
+}
 
-  // LFTs: only blocks that differ from what the switch holds; then LinearFDBTop.
+// LFTs: only blocks that differ from what the switch holds; then LinearFDBTop.
+void SubnetManager::program_lfts(const Discovered& d, fabric::Fabric& target,
+                                 const routing::Tables& t, SweepReport& rep) {
   const uint16_t top = t.top_lid;
   const size_t nblocks = size_t(top) / 64 + 1;
   for (NodeIndex n = 0; n < target.size(); ++n) {
@@ -379,8 +390,6 @@ void SubnetManager::program(const Discovered& d, fabric::Fabric& target, const r
     }
     finish();
   }
-  if (auto r = eng_.run(); !r)
-    add_problem(rep, "transport failed while programming: " + r.error().message);
 }
 
 void SubnetManager::activate(const Discovered& d, const fabric::Fabric& target,

@@ -40,15 +40,7 @@ SmOptions opts(const ScratchDir& d) {
 
 // What the devices hold, checked by walking their own LFTs.
 routing::VerifyReport readback(const SimFabric& sim) {
-  routing::Tables held;
-  held.lft.resize(sim.model().size());
-  for (fabric::NodeIndex n = 0; n < sim.model().size(); ++n)
-    if (sim.model().node(n).is_switch()) {
-      const auto& l = sim.lft(n);
-      held.lft[n].assign(l.begin(),
-                         l.begin() + std::min<size_t>(l.size(), size_t(sim.lft_top(n)) + 1));
-    }
-  return routing::verify_lfts(sim.model(), held);
+  return routing::verify_lfts(sim.model(), sim.held_tables());
 }
 
 SimFabric sim_of(const std::string& spec) {

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "weft/fabric/fabric.hpp"
+#include "weft/routing/engine.hpp"
 #include "weft/sm/mad.hpp"
 
 namespace weft::simulator {
@@ -42,6 +43,9 @@ class SimFabric {
   const std::vector<uint8_t>& lft(fabric::NodeIndex sw) const { return lft_.at(sw); }
   uint16_t lft_top(fabric::NodeIndex sw) const { return top_.at(sw); }
   bool port_state_change(fabric::NodeIndex sw) const { return psc_.at(sw) != 0; }
+  // The forwarding tables the switches hold (up to their LinearFDBTop), for checking
+  // what was really programmed rather than what the SM meant to write.
+  routing::Tables held_tables() const;
 
   // Faults.
   void set_unresponsive(fabric::NodeIndex n, bool on) { dead_.at(n) = on ? 1 : 0; }

@@ -80,6 +80,10 @@ class SubnetManager {
   void on_unsolicited(const Smp& s, const InMad& in);
   void program(const Discovered& d, fabric::Fabric& target, const routing::Tables& t, Lid sm_lid,
                SweepReport& rep, std::vector<std::vector<PortInfo>>& after);
+  void program_ports(const Discovered& d, fabric::Fabric& target, Lid sm_lid, SweepReport& rep,
+                     std::vector<std::vector<PortInfo>>& after);
+  void program_lfts(const Discovered& d, fabric::Fabric& target, const routing::Tables& t,
+                    SweepReport& rep);
   void activate(const Discovered& d, const fabric::Fabric& target,
                 std::vector<std::vector<PortInfo>>& after, SweepReport& rep);
 
