@@ -80,7 +80,9 @@ Result<Tables> MinHopEngine::compute(const Fabric& f, const Options&) const {
   if (ns == 0) return out;
 
   const std::vector<uint8_t> dist = switch_distances(f, sw);
-  auto d = [&](uint32_t a, uint32_t b) { return dist[size_t(a) * ns + b]; };
+  // Links are bidirectional, so distances are symmetric: d(a, t) reads row t, which keeps
+  // the per-destination scans below on one contiguous row of the matrix.
+  auto d = [&](uint32_t a, uint32_t t) { return dist[size_t(t) * ns + a]; };
 
   // Where each destination enters the switch fabric: (switch, exit port).
   struct Dest {
