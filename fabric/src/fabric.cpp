@@ -122,16 +122,18 @@ size_t Fabric::num_endpoints() const {
   return nodes_.size() - num_switches();
 }
 
-size_t Fabric::num_lid_ports() const {
-  size_t n = 0;
-  for (const Node& nd : nodes_) {
+std::vector<std::pair<NodeIndex, PortNum>> Fabric::lid_ports() const {
+  std::vector<std::pair<NodeIndex, PortNum>> out;
+  for (NodeIndex n = 0; n < nodes_.size(); ++n) {
+    const Node& nd = nodes_[n];
     if (nd.is_switch()) {
-      ++n;
+      out.emplace_back(n, 0);
       continue;
     }
-    for (size_t p = 1; p < nd.ports.size(); ++p) n += nd.ports[p].linked() ? 1 : 0;
+    for (const Port& p : nd.ports)
+      if (p.num != 0 && p.linked()) out.emplace_back(n, p.num);
   }
-  return n;
+  return out;
 }
 
 std::string port_ref(const Fabric& f, NodeIndex n, PortNum p) {

@@ -33,21 +33,13 @@ std::vector<std::string_view> engine_names() {
 
 std::vector<LidOwner> lid_owners(const fabric::Fabric& f) {
   std::vector<LidOwner> out;
-  for (fabric::NodeIndex n = 0; n < f.size(); ++n) {
-    const auto& nd = f.node(n);
-    if (nd.is_switch()) {
-      if (nd.ports[0].attrs.lid.is_unicast()) out.push_back({nd.ports[0].attrs.lid, n, 0});
-      continue;
-    }
-    for (size_t p = 1; p < nd.ports.size(); ++p) {
-      const auto& port = nd.ports[p];
-      if (!port.attrs.lid.is_unicast()) continue;
-      // LMC: every LID of the port's range belongs to it.
-      const int count = 1 << port.attrs.lmc;
-      for (int k = 0; k < count && port.attrs.lid.value + k <= Lid::kMaxUnicast; ++k)
-        out.push_back(
-            {Lid{static_cast<uint16_t>(port.attrs.lid.value + k)}, n, static_cast<PortNum>(p)});
-    }
+  for (auto [n, p] : f.lid_ports()) {
+    const auto& a = f.node(n).ports[p].attrs;
+    if (!a.lid.is_unicast()) continue;
+    // LMC: a CA port owns 2^LMC LIDs; switch port 0 owns one (base port 0 ignores LMC).
+    const int count = f.node(n).is_switch() ? 1 : 1 << a.lmc;
+    for (int k = 0; k < count && a.lid.value + k <= Lid::kMaxUnicast; ++k)
+      out.push_back({Lid{static_cast<uint16_t>(a.lid.value + k)}, n, p});
   }
   std::sort(out.begin(), out.end(),
             [](const LidOwner& a, const LidOwner& b) { return a.lid < b.lid; });

@@ -118,15 +118,9 @@ Result<LidAssignment> assign_lids(fabric::Fabric& f, Guid2Lid& db, uint8_t lmc) 
     bool done = false;
   };
   std::vector<Slot> slots;
-  for (NodeIndex n = 0; n < f.size(); ++n) {
-    const auto& nd = f.node(n);
-    if (nd.is_switch()) {
-      slots.push_back({n, 0, nd.ports[0].guid, nd.ports[0].attrs.lid});
-      continue;
-    }
-    for (size_t p = 1; p < nd.ports.size(); ++p)
-      if (nd.ports[p].linked() && nd.ports[p].guid.value != 0)
-        slots.push_back({n, static_cast<PortNum>(p), nd.ports[p].guid, nd.ports[p].attrs.lid});
+  for (auto [n, p] : f.lid_ports()) {
+    const auto& port = f.node(n).ports[p];
+    if (port.guid.value != 0) slots.push_back({n, p, port.guid, port.attrs.lid});
   }
   std::vector<uint8_t> used(size_t(Lid::kMaxUnicast) + 2,
                             0);  // 1 = taken now, 2 = reserved by file

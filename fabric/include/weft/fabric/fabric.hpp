@@ -117,8 +117,9 @@ class Fabric {
   std::vector<Link> links() const;
   size_t num_switches() const;
   size_t num_endpoints() const;  // CA + router nodes
-  // Ports that hold a LID: switch port 0, every linked CA/router port.
-  size_t num_lid_ports() const;
+  // The ports that hold a LID, in node order: switch port 0, every linked CA/router port.
+  std::vector<std::pair<NodeIndex, PortNum>> lid_ports() const;
+  size_t num_lid_ports() const { return lid_ports().size(); }
 
  private:
   std::vector<Node> nodes_;
