@@ -1,67 +1,19 @@
 #include "minhop.hpp"
 
 #include <algorithm>
-#include <boost/graph/breadth_first_search.hpp>
-#include <boost/graph/compressed_sparse_row_graph.hpp>
-#include <boost/graph/visitors.hpp>
 #include <cstdint>
 #include <limits>
 
-namespace weft::routing {
-namespace {
+#include "switch_graph.hpp"
 
+namespace weft::routing {
+
+using detail::index_switches;
+using detail::kFar;
+using detail::switch_distances;
+using detail::Switches;
 using fabric::Fabric;
 using fabric::NodeIndex;
-using SwitchGraph = boost::compressed_sparse_row_graph<boost::directedS>;
-constexpr uint8_t kFar = std::numeric_limits<uint8_t>::max();
-
-struct Switches {
-  std::vector<NodeIndex> nodes;   // switch number -> node index
-  std::vector<uint32_t> of_node;  // node index -> switch number (or ~0)
-  std::vector<uint32_t> sources;  // per switch: LID-holding ports it carries traffic from
-};
-
-Switches index_switches(const Fabric& f) {
-  Switches s;
-  s.of_node.assign(f.size(), ~0u);
-  for (NodeIndex n = 0; n < f.size(); ++n) {
-    if (!f.node(n).is_switch()) continue;
-    s.of_node[n] = static_cast<uint32_t>(s.nodes.size());
-    s.nodes.push_back(n);
-  }
-  s.sources.assign(s.nodes.size(), 1);  // the switch's own port 0
-  for (uint32_t i = 0; i < s.nodes.size(); ++i)
-    for (const auto& p : f.node(s.nodes[i]).ports)
-      if (p.linked() && !f.node(p.peer).is_switch()) ++s.sources[i];
-  return s;
-}
-
-// All-pairs switch hop distances, row-major [from * n + to].
-std::vector<uint8_t> switch_distances(const Fabric& f, const Switches& sw) {
-  const size_t n = sw.nodes.size();
-  std::vector<std::pair<uint32_t, uint32_t>> edges;
-  for (uint32_t i = 0; i < n; ++i)
-    for (const auto& p : f.node(sw.nodes[i]).ports)
-      if (p.num != 0 && p.linked() && f.node(p.peer).is_switch())
-        edges.emplace_back(i, sw.of_node[p.peer]);
-  std::sort(edges.begin(), edges.end());
-  edges.erase(std::unique(edges.begin(), edges.end()), edges.end());
-  SwitchGraph g(boost::edges_are_sorted, edges.begin(), edges.end(), n);
-  std::vector<uint8_t> dist(n * n, kFar);
-  std::vector<uint32_t> d32(n);
-  for (uint32_t src = 0; src < n; ++src) {
-    std::fill(d32.begin(), d32.end(), std::numeric_limits<uint32_t>::max());
-    d32[src] = 0;
-    boost::breadth_first_search(g, src,
-                                boost::visitor(boost::make_bfs_visitor(
-                                    boost::record_distances(d32.data(), boost::on_tree_edge()))));
-    for (uint32_t t = 0; t < n; ++t)
-      dist[size_t(src) * n + t] = d32[t] >= kFar ? kFar : static_cast<uint8_t>(d32[t]);
-  }
-  return dist;
-}
-
-}  // namespace
 
 Result<Tables> MinHopEngine::compute(const Fabric& f, const Options&) const {
   Tables out;

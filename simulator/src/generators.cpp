@@ -309,7 +309,8 @@ Result<Fabric> make_fabric(const std::string& spec) {
     WEFT_INT(aggs, "aggs", 2)
     WEFT_INT(hosts, "hosts", 2)
     WEFT_INT(cores, "cores", 2)
-    WEFT_INT(radix, "radix", 0) WEFT_INT(links, "links", 1)
+    WEFT_INT(radix, "radix", 0)
+    WEFT_INT(links, "links", 1)
         WEFT_TRY(no_rest(kv, spec, "pods, leaves, aggs, hosts, cores, radix, links"));
     return make_fat_tree3({pods, leaves, aggs, hosts, cores, radix, links});
   }

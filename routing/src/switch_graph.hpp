@@ -1,0 +1,27 @@
+// Internal to routing/: the switches of a fabric as a compact graph, and all-pairs
+// switch hop distances by one Boost.Graph BFS per switch over a
+// compressed_sparse_row_graph. Shared by the engines and the analyzer.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "weft/fabric/fabric.hpp"
+
+namespace weft::routing::detail {
+
+constexpr uint8_t kFar = std::numeric_limits<uint8_t>::max();
+
+struct Switches {
+  std::vector<fabric::NodeIndex> nodes;  // switch number -> node index
+  std::vector<uint32_t> of_node;         // node index -> switch number (or ~0)
+  std::vector<uint32_t> sources;         // per switch: LID-holding ports it carries traffic from
+};
+
+Switches index_switches(const fabric::Fabric& f);
+
+// Row-major [t * n + a]; symmetric, since links are bidirectional. kFar = unreachable.
+std::vector<uint8_t> switch_distances(const fabric::Fabric& f, const Switches& sw);
+
+}  // namespace weft::routing::detail

@@ -1,0 +1,136 @@
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "weft/routing/analysis.hpp"
+#include "weft/simulator/generators.hpp"
+#include "weft/sm/lid_manager.hpp"
+
+using namespace weft;
+using namespace weft::fabric;
+using namespace weft::routing;
+
+namespace {
+
+Fabric with_lids(const std::string& spec) {
+  auto f = simulator::make_fabric(spec);
+  EXPECT_TRUE(f) << spec;
+  sm::Guid2Lid db;
+  EXPECT_TRUE(sm::assign_lids(*f, db, 0));
+  return std::move(*f);
+}
+
+Tables minhop(const Fabric& f) {
+  return *(*make_engine("minhop"))->compute(f, {});
+}
+
+PortNum port_to(const Fabric& f, NodeIndex from, const std::string& to) {
+  for (const auto& p : f.node(from).ports)
+    if (p.num && p.linked() && f.node(p.peer).name == to) return p.num;
+  return kDropPort;
+}
+
+// The busiest directed inter-switch link by walking every CA pair, independently.
+uint64_t brute_force_max_load(const Fabric& f, const Tables& t) {
+  std::map<std::pair<NodeIndex, PortNum>, uint64_t> load;
+  std::vector<NodeIndex> cas;
+  for (NodeIndex n = 0; n < f.size(); ++n)
+    if (!f.node(n).is_switch()) cas.push_back(n);
+  for (NodeIndex s : cas)
+    for (NodeIndex d : cas) {
+      if (s == d) continue;
+      uint16_t lid = f.node(d).ports[1].attrs.lid.value;
+      NodeIndex cur = f.node(s).ports[1].peer;
+      for (int guard = 0; guard < 64; ++guard) {
+        PortNum out = t.lft[cur][lid];
+        const auto& p = f.node(cur).ports[out];
+        if (!f.node(p.peer).is_switch()) break;
+        ++load[{cur, out}];
+        cur = p.peer;
+      }
+    }
+  uint64_t max = 0;
+  for (auto& [k, v] : load) max = std::max(max, v);
+  return max;
+}
+
+}  // namespace
+
+TEST(Analysis, TinyTreeByHand) {
+  Fabric f = with_lids("ft2:leaves=2,spines=2,hosts=2");
+  auto m = analyze(f, minhop(f));
+  EXPECT_EQ(m.ca_pairs, 12u);  // 4 CAs, each to the 3 others
+  EXPECT_EQ(m.reachable, 12u);
+  EXPECT_DOUBLE_EQ(m.reachable_pct, 100.0);
+  EXPECT_EQ(m.isl_count, 8u);  // 2 leaves x 2 spines, both directions
+  // 8 cross-leaf pairs, 2 inter-switch hops each, over 8 links: 2 per link when balanced.
+  EXPECT_DOUBLE_EQ(m.mean_link_load, 2.0);
+  EXPECT_EQ(m.max_link_load, 2u);
+  EXPECT_EQ(m.unused_links, 0u);
+  EXPECT_EQ(m.max_hops, 2u);
+  EXPECT_DOUBLE_EQ(m.stretch_max, 1.0);
+}
+
+TEST(Analysis, EverythingThroughOneSpine) {
+  Fabric f = with_lids("ft2:leaves=2,spines=2,hosts=2");
+  Tables t = minhop(f);
+  NodeIndex leaf0 = *f.find_by_name("leaf0"), leaf1 = *f.find_by_name("leaf1");
+  for (NodeIndex leaf : {leaf0, leaf1}) {
+    NodeIndex other = leaf == leaf0 ? leaf1 : leaf0;
+    for (const auto& p : f.node(other).ports)
+      if (p.linked() && !f.node(p.peer).is_switch())
+        t.lft[leaf][f.node(p.peer).ports[p.peer_port].attrs.lid.value] = port_to(f, leaf, "spine0");
+  }
+  auto m = analyze(f, t);
+  EXPECT_EQ(m.max_link_load, 4u);  // 2 hosts x 2 destinations up one link
+  EXPECT_EQ(m.unused_links, 4u);   // spine1 carries nothing
+  EXPECT_EQ(m.reachable, 12u);
+}
+
+TEST(Analysis, LoopsDropsAndDetours) {
+  Fabric f = with_lids("ft2:leaves=3,spines=2,hosts=1");
+  Tables t = minhop(f);
+  NodeIndex leaf0 = *f.find_by_name("leaf0"), spine0 = *f.find_by_name("spine0");
+  NodeIndex spine1 = *f.find_by_name("spine1"), leaf2 = *f.find_by_name("leaf2");
+  uint16_t h1 = f.node(*f.find_by_name("h1-0")).ports[1].attrs.lid.value;
+  uint16_t h2 = f.node(*f.find_by_name("h2-0")).ports[1].attrs.lid.value;
+  // h1: leaf0 -> spine0 -> leaf0: a loop for every source that reaches leaf0 or spine0.
+  t.lft[leaf0][h1] = port_to(f, leaf0, "spine0");
+  t.lft[spine0][h1] = port_to(f, spine0, "leaf0");
+  // h2: spine1 drops it.
+  t.lft[spine1][h2] = kDropPort;
+  auto m = analyze(f, t);
+  EXPECT_GT(m.looping, 0u);
+  EXPECT_LT(m.reachable, m.ca_pairs);
+  EXPECT_LT(m.reachable_pct, 100.0);
+  // A detour: leaf2 sends h0's traffic through leaf1 (4 switch hops instead of 2).
+  Tables d = minhop(f);
+  uint16_t h0 = f.node(*f.find_by_name("h0-0")).ports[1].attrs.lid.value;
+  NodeIndex leaf1 = *f.find_by_name("leaf1");
+  d.lft[leaf2][h0] = port_to(f, leaf2, "spine1");
+  d.lft[spine1][h0] = port_to(f, spine1, "leaf1");
+  d.lft[leaf1][h0] = port_to(f, leaf1, "spine0");
+  d.lft[spine0][h0] = port_to(f, spine0, "leaf0");
+  auto md = analyze(f, d);
+  EXPECT_EQ(md.reachable, md.ca_pairs);
+  EXPECT_EQ(md.max_hops, 4u);
+  EXPECT_GT(md.stretched_pairs, 0u);
+  EXPECT_DOUBLE_EQ(md.stretch_max, 5.0 / 3.0);  // (4+1)/(2+1)
+}
+
+class AnalysisMatchesBruteForce : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(AnalysisMatchesBruteForce, MaxLinkLoad) {
+  Fabric f = with_lids(GetParam());
+  Tables t = minhop(f);
+  auto m = analyze(f, t);
+  EXPECT_EQ(m.max_link_load, brute_force_max_load(f, t));
+  EXPECT_DOUBLE_EQ(m.reachable_pct, 100.0);
+  EXPECT_EQ(m.looping, 0u);
+  EXPECT_DOUBLE_EQ(m.stretch_max, 1.0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Generated, AnalysisMatchesBruteForce,
+                         ::testing::Values("ft3:pods=3,leaves=3,aggs=3,hosts=2,cores=2",
+                                           "torus:dims=4x4,hosts=2",
+                                           "random:switches=20,degree=4,hosts=2,seed=4"));
