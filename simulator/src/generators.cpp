@@ -146,7 +146,8 @@ Result<Fabric> make_fat_tree3(const FatTree3& p) {
   for (int pd = 0; pd < p.pods; ++pd)
     for (int a = 0; a < p.aggs; ++a)
       for (int c = 0; c < p.cores; ++c)
-        WEFT_TRY(b.link(aggs[size_t(pd) * p.aggs + a], cores[size_t(a) * p.cores + c]));
+        for (int k = 0; k < p.links; ++k)
+          WEFT_TRY(b.link(aggs[size_t(pd) * p.aggs + a], cores[size_t(a) * p.cores + c]));
   return b.take();
 }
 
@@ -311,7 +312,7 @@ Result<Fabric> make_fabric(const std::string& spec) {
     WEFT_INT(cores, "cores", 2)
     WEFT_INT(radix, "radix", 0)
     WEFT_INT(links, "links", 1)
-        WEFT_TRY(no_rest(kv, spec, "pods, leaves, aggs, hosts, cores, radix, links"));
+    WEFT_TRY(no_rest(kv, spec, "pods, leaves, aggs, hosts, cores, radix, links"));
     return make_fat_tree3({pods, leaves, aggs, hosts, cores, radix, links});
   }
   if (kind == "torus" || kind == "mesh") {

@@ -18,6 +18,10 @@ TEST(Generators, FatTreeShapes) {
   EXPECT_EQ(g->num_switches(), 2u * 3 + 2 * 2 + 2 * 3);
   EXPECT_EQ(g->num_endpoints(), 24u);
   EXPECT_EQ(g->links().size(), 24u + 2 * 3 * 2 + 2 * 2 * 3);
+  auto h = make_fabric("ft3:pods=2,leaves=3,aggs=2,hosts=4,cores=3,links=4");
+  ASSERT_TRUE(h);
+  EXPECT_EQ(h->links().size(), 24u + 2 * 3 * 2 + 2 * 2 * 3 * 4);  // parallel agg-core links
+  EXPECT_EQ(h->node(*h->find_by_name("core0-0")).num_ports, 2 * 4);
 }
 
 TEST(Generators, TorusAndMesh) {
