@@ -416,7 +416,8 @@ int cmd_route(int argc, char** argv) {
       "generator spec or topology file (ibsim net, ibnetdiscover)")(
       "engine", po::value<std::string>()->default_value("minhop"),
       "engines to compare, comma-separated")("json",
-                                             "one JSON object per engine instead of a table");
+                                             "one JSON object per engine instead of a table")(
+      "cdg", "also check the channel dependency graph for cycles (deadlock risk on one VL)");
   po::variables_map vm;
   try {
     po::store(po::command_line_parser(argc, argv).options(desc).run(), vm);
@@ -471,6 +472,12 @@ int cmd_route(int argc, char** argv) {
       j["unused_links"] = m.unused_links;
       j["stretch_max"] = m.stretch_max;
       j["max_hops"] = m.max_hops;
+      j["notes"] = tables->notes;
+      if (vm.count("cdg")) {
+        const auto c = routing::channel_dependencies(*fab, *tables);
+        j["cdg_acyclic"] = c.acyclic;
+        j["cdg_dependencies"] = c.dependencies;
+      }
       if (!v.ok()) rc = 1;
     }
     out.push_back(j);
@@ -494,6 +501,11 @@ int cmd_route(int argc, char** argv) {
         (unsigned long long)j["max_link_load"].get<uint64_t>(), j["mean_link_load"].get<double>(),
         (unsigned long long)j["unused_links"].get<uint64_t>(), j["stretch_max"].get<double>(),
         j["max_hops"].get<uint32_t>(), j["compute_ms"].get<double>());
+    if (j.contains("cdg_acyclic"))
+      std::printf("  channel dependency graph: %s (%llu dependencies)\n",
+                  j["cdg_acyclic"].get<bool>() ? "acyclic" : "HAS A CYCLE",
+                  (unsigned long long)j["cdg_dependencies"].get<uint64_t>());
+    for (const auto& n : j["notes"]) std::printf("  %s\n", n.get<std::string>().c_str());
     if (j["status"] != "ok") std::printf("  %s\n", j["reason"].get<std::string>().c_str());
   }
   return rc;

@@ -6,6 +6,7 @@
 #include "weft/routing/analysis.hpp"
 
 #include <algorithm>
+#include <unordered_set>
 
 #include "switch_graph.hpp"
 
@@ -134,6 +135,66 @@ RouteMetrics analyze(const Fabric& f, const Tables& t) {
     }
   m.mean_link_load = m.isl_count ? double(sum) / double(m.isl_count) : 0;
   return m;
+}
+
+CdgReport channel_dependencies(const Fabric& f, const Tables& t) {
+  CdgReport rep;
+  // Channel ids: one per directed inter-switch link (node, port).
+  std::vector<uint32_t> base(f.size() + 1, 0);
+  for (NodeIndex n = 0; n < f.size(); ++n)
+    base[n + 1] = base[n] + static_cast<uint32_t>(f.node(n).ports.size());
+  auto channel = [&](NodeIndex n, PortNum p) { return base[n] + p; };
+  auto is_isl = [&](NodeIndex n, PortNum p) {
+    const auto& nd = f.node(n);
+    return nd.is_switch() && p != 0 && p <= nd.num_ports && nd.ports[p].linked() &&
+           f.node(nd.ports[p].peer).is_switch();
+  };
+  std::vector<std::vector<uint32_t>> adj(base.back());
+  std::unordered_set<uint64_t> seen;
+  for (const LidOwner& o : lid_owners(f)) {
+    for (NodeIndex n = 0; n < f.size(); ++n) {
+      if (!f.node(n).is_switch() || t.lft[n].size() <= o.lid.value) continue;
+      const PortNum out = t.lft[n][o.lid.value];
+      if (!is_isl(n, out)) continue;
+      const auto& p = f.node(n).ports[out];
+      const NodeIndex m = p.peer;
+      if (t.lft[m].size() <= o.lid.value) continue;
+      const PortNum next = t.lft[m][o.lid.value];
+      if (!is_isl(m, next)) continue;
+      const uint32_t a = channel(n, out), b = channel(m, next);
+      if (seen.insert(uint64_t(a) << 32 | b).second) adj[a].push_back(b);
+    }
+  }
+  for (NodeIndex n = 0; n < f.size(); ++n)
+    for (const auto& p : f.node(n).ports) rep.channels += is_isl(n, p.num);
+  rep.dependencies = seen.size();
+  // Iterative DFS for a cycle: 0 new, 1 on the stack, 2 done.
+  std::vector<uint8_t> state(adj.size(), 0);
+  std::vector<std::pair<uint32_t, size_t>> stack;
+  for (uint32_t s0 = 0; s0 < adj.size() && rep.acyclic; ++s0) {
+    if (state[s0] || adj[s0].empty()) continue;
+    stack.assign(1, {s0, 0});
+    state[s0] = 1;
+    while (!stack.empty() && rep.acyclic) {
+      auto& [v, i] = stack.back();
+      if (i < adj[v].size()) {
+        const uint32_t w = adj[v][i++];
+        if (state[w] == 1) {
+          rep.acyclic = false;
+          size_t len = 1;
+          for (auto it = stack.rbegin(); it != stack.rend() && it->first != w; ++it) ++len;
+          rep.cycle_length = len;
+        } else if (state[w] == 0) {
+          state[w] = 1;
+          stack.emplace_back(w, 0);
+        }
+      } else {
+        state[v] = 2;
+        stack.pop_back();
+      }
+    }
+  }
+  return rep;
 }
 
 }  // namespace weft::routing

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "minhop.hpp"
+#include "updn.hpp"
 
 namespace weft::routing {
 
@@ -13,6 +14,7 @@ struct EngineEntry {
 };
 const EngineEntry kEngines[] = {
     {"minhop", [] { return std::unique_ptr<RoutingEngine>(new MinHopEngine()); }},
+    {"updn", [] { return std::unique_ptr<RoutingEngine>(new UpDownEngine()); }},
 };
 }  // namespace
 

@@ -157,6 +157,7 @@ Result<SweepReport> SubnetManager::sweep() {
     return rep;
   }
   rep.ms_routing = ms_since(tp);
+  for (const auto& note : tables->notes) WEFT_LOG(Info, "SM-0007") << "routing: " << note;
 
   // 4. programming, 5. activation
   tp = std::chrono::steady_clock::now();

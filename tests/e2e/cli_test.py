@@ -65,6 +65,9 @@ def main():
           r"minhop\s+ok\s+100\.000\s+0\s+2\s+2\.0\s+0\s+1\.000\s+2", W, w)
     check("route --json", ["route", "--topology", "torus:dims=3x3,hosts=1", "--json"], 0,
           r'"engine": "minhop".*"reachable_pct": 100\.0.*"status": "ok"', W, w)
+    check("route --cdg tells minhop's torus cycle from updn", ["route", "--topology", "torus:dims=5x5,hosts=1",
+          "--engine", "minhop,updn", "--cdg"], 0,
+          r"minhop.*HAS A CYCLE.*updn\s+ok.*channel dependency graph: acyclic", W, w)
     check("route: unknown engine", ["route", "--topology", "ft2:leaves=2", "--engine", "minhop,nope"], 2,
           r'unknown routing engine "nope"', W, w)
     check("route: bad topology", ["route", "--topology", os.path.join(w, "bad.net")], 2, r"bad\.net:5:", W, w)

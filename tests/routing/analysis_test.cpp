@@ -3,6 +3,7 @@
 #include <map>
 
 #include "weft/routing/analysis.hpp"
+#include "weft/routing/verify.hpp"
 #include "weft/simulator/generators.hpp"
 #include "weft/sm/lid_manager.hpp"
 
@@ -134,3 +135,47 @@ INSTANTIATE_TEST_SUITE_P(Generated, AnalysisMatchesBruteForce,
                          ::testing::Values("ft3:pods=3,leaves=3,aggs=3,hosts=2,cores=2",
                                            "torus:dims=4x4,hosts=2",
                                            "random:switches=20,degree=4,hosts=2,seed=4"));
+
+class UpDownOnFabric : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(UpDownOnFabric, CompleteLoopFreeAndDeadlockFree) {
+  Fabric f = with_lids(GetParam());
+  auto t = (*make_engine("updn"))->compute(f, {});
+  ASSERT_TRUE(t) << t.error().message;
+  auto v = verify_lfts(f, *t);
+  EXPECT_TRUE(v.ok()) << v.first_problem;  // switch LIDs included
+  auto cdg = channel_dependencies(f, *t);
+  EXPECT_TRUE(cdg.acyclic) << "cycle of " << cdg.cycle_length << " channels";
+  EXPECT_GT(cdg.dependencies, 0u);
+  EXPECT_FALSE(t->notes.empty());
+  auto again = (*make_engine("updn"))->compute(f, {});
+  EXPECT_EQ(again->lft, t->lft);
+}
+
+INSTANTIATE_TEST_SUITE_P(Generated, UpDownOnFabric,
+                         ::testing::Values("ft2:leaves=6,spines=3,hosts=2",
+                                           "ft3:pods=3,leaves=2,aggs=2,hosts=2,cores=2",
+                                           "torus:dims=4x4x4,hosts=1", "mesh:dims=5x5,hosts=1",
+                                           "random:switches=30,degree=4,hosts=2,seed=1",
+                                           "random:switches=40,degree=6,hosts=1,seed=8"));
+
+TEST(Cdg, MinHopOnATorusHasACycleAndTheCheckFindsIt) {
+  Fabric f = with_lids("torus:dims=5x5,hosts=1");
+  auto cdg = channel_dependencies(f, minhop(f));
+  EXPECT_FALSE(cdg.acyclic);
+  EXPECT_GE(cdg.cycle_length, 4u);
+}
+
+TEST(UpDown, GivenRootsAreUsedOrRefusedClearly) {
+  Fabric f = with_lids("ft2:leaves=4,spines=2,hosts=1");
+  Options o;
+  o.roots = {f.node(*f.find_by_name("leaf0")).guid};
+  auto t = (*make_engine("updn"))->compute(f, o);
+  ASSERT_TRUE(t) << t.error().message;  // one root: always complete
+  EXPECT_TRUE(verify_lfts(f, *t).ok());
+  EXPECT_TRUE(channel_dependencies(f, *t).acyclic);
+  o.roots = {Guid{0x1234}};
+  auto bad = (*make_engine("updn"))->compute(f, o);
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message.find("is not a switch of this fabric"), std::string::npos);
+}

@@ -30,4 +30,16 @@ struct RouteMetrics {
 
 RouteMetrics analyze(const fabric::Fabric& f, const Tables& t);
 
+// The channel dependency graph on one VL: a channel is a directed inter-switch
+// link; channel a depends on channel b when some route (from any switch, to any
+// LID in use) leaves a's far end through b. Routes are deadlock-free on one VL
+// when this graph has no cycle (Dally and Seitz).
+struct CdgReport {
+  uint64_t channels = 0;
+  uint64_t dependencies = 0;
+  bool acyclic = true;
+  size_t cycle_length = 0;  // of one cycle found, when not acyclic
+};
+CdgReport channel_dependencies(const fabric::Fabric& f, const Tables& t);
+
 }  // namespace weft::routing

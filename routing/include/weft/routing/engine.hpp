@@ -20,10 +20,13 @@ struct Tables {
   // lft[n] is the LFT of node n (index into Fabric::nodes()); empty for non-switches.
   // lft[n][lid] is the output port, kDropPort where the LID is not routed.
   std::vector<std::vector<PortNum>> lft;
-  uint16_t top_lid = 0;  // highest LID in use: LinearFDBTop for every switch
+  uint16_t top_lid = 0;            // highest LID in use: LinearFDBTop for every switch
+  std::vector<std::string> notes;  // what the engine chose and why (roots, fallbacks)
 };
 
-struct Options {};
+struct Options {
+  std::vector<Guid> roots;  // up/down roots (node GUIDs); empty = detect
+};
 
 class RoutingEngine {
  public:
@@ -32,7 +35,7 @@ class RoutingEngine {
   [[nodiscard]] virtual Result<Tables> compute(const fabric::Fabric& f, const Options& o) const = 0;
 };
 
-// The closed table of engines: {"minhop"}.
+// The closed table of engines: {"minhop", "updn"}.
 Result<std::unique_ptr<RoutingEngine>> make_engine(std::string_view name);
 std::vector<std::string_view> engine_names();
 

@@ -1,0 +1,26 @@
+// Up/down routing: deadlock-free on any topology with one VL.
+//
+// Switches are ranked by BFS distance from the roots: the given root GUIDs, or
+// else the switches farthest from any switch with CAs (the spines or cores of a
+// tree; the centre of a graph where every switch has CAs). A link is "up" toward
+// the lower rank, and between equal ranks toward the lower GUID, so up-links
+// form a DAG. Every route climbs zero or more up-links and then only descends:
+// a switch from which the destination is reachable going only down takes a down
+// hop that strictly shortens that down-only distance; otherwise it takes an up
+// hop whose remaining up/down cost is least. A down hop never leads to a switch
+// that would turn up again, so no route turns down then up, and the channel
+// dependency graph is acyclic. Among equal choices the least-used port wins.
+// Pairs that no up*down* path joins make the engine refuse, with a reason.
+#pragma once
+
+#include "weft/routing/engine.hpp"
+
+namespace weft::routing {
+
+class UpDownEngine final : public RoutingEngine {
+ public:
+  std::string_view name() const override { return "updn"; }
+  Result<Tables> compute(const fabric::Fabric& f, const Options& o) const override;
+};
+
+}  // namespace weft::routing
