@@ -16,19 +16,12 @@ using fabric::Fabric;
 using fabric::NodeIndex;
 
 Result<Tables> MinHopEngine::compute(const Fabric& f, const Options&) const {
-  Tables out;
   const Switches sw = index_switches(f);
   const size_t ns = sw.nodes.size();
   const auto owners = lid_owners(f);
-  for (size_t i = 1; i < owners.size(); ++i)
-    if (owners[i].lid == owners[i - 1].lid)
-      return fail(Errc::kInvalidInput,
-                  "LID " + std::to_string(owners[i].lid.value) + " is held by two ports: " +
-                      fabric::port_ref(f, owners[i - 1].node, owners[i - 1].port) + " and " +
-                      fabric::port_ref(f, owners[i].node, owners[i].port));
-  out.top_lid = owners.empty() ? 0 : owners.back().lid.value;
-  out.lft.resize(f.size());
-  for (NodeIndex n : sw.nodes) out.lft[n].assign(size_t(out.top_lid) + 1, kDropPort);
+  auto tables = detail::empty_tables(f, sw, owners);
+  if (!tables) return tables;
+  Tables out = std::move(*tables);
   if (ns == 0) return out;
 
   const std::vector<uint8_t> dist = switch_distances(f, sw);

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "weft/fabric/fabric.hpp"
+#include "weft/routing/engine.hpp"
 
 namespace weft::routing::detail {
 
@@ -23,5 +24,10 @@ Switches index_switches(const fabric::Fabric& f);
 
 // Row-major [t * n + a]; symmetric, since links are bidirectional. kFar = unreachable.
 std::vector<uint8_t> switch_distances(const fabric::Fabric& f, const Switches& sw);
+
+// Tables sized for the fabric's LIDs with every entry dropped, after checking that
+// no LID is held twice. `owners` is lid_owners(f).
+Result<Tables> empty_tables(const fabric::Fabric& f, const Switches& sw,
+                            const std::vector<LidOwner>& owners);
 
 }  // namespace weft::routing::detail

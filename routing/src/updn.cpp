@@ -16,17 +16,12 @@ constexpr uint32_t kInf = std::numeric_limits<uint32_t>::max();
 }
 
 Result<Tables> UpDownEngine::compute(const Fabric& f, const Options& o) const {
-  Tables out;
   const detail::Switches sw = detail::index_switches(f);
   const size_t ns = sw.nodes.size();
   const auto owners = lid_owners(f);
-  for (size_t i = 1; i < owners.size(); ++i)
-    if (owners[i].lid == owners[i - 1].lid)
-      return fail(Errc::kInvalidInput,
-                  "LID " + std::to_string(owners[i].lid.value) + " is held by two ports");
-  out.top_lid = owners.empty() ? 0 : owners.back().lid.value;
-  out.lft.resize(f.size());
-  for (NodeIndex n : sw.nodes) out.lft[n].assign(size_t(out.top_lid) + 1, kDropPort);
+  auto tables = detail::empty_tables(f, sw, owners);
+  if (!tables) return tables;
+  Tables out = std::move(*tables);
   if (ns == 0) return out;
   const std::vector<uint8_t> dist = detail::switch_distances(f, sw);
   auto d = [&](uint32_t a, uint32_t b) { return dist[size_t(b) * ns + a]; };

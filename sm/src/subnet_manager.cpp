@@ -223,6 +223,12 @@ Result<SweepReport> SubnetManager::sweep() {
   return rep;
 }
 
+void SubnetManager::remember_block(Guid sw, size_t block, const LftBlock& blk) {
+  auto& h = lft_cache_[sw];
+  if (h.size() < (block + 1) * 64) h.resize((block + 1) * 64, kDropPort);
+  std::copy(blk.begin(), blk.end(), h.begin() + block * 64);
+}
+
 void SubnetManager::program(const Discovered& d, fabric::Fabric& target, const routing::Tables& t,
                             Lid sm_lid, SweepReport& rep,
                             std::vector<std::vector<PortInfo>>& after) {
@@ -344,9 +350,7 @@ void SubnetManager::program_lfts(const Discovered& d, fabric::Fabric& target,
                   [this, &rep, &target, n, b, g, blk, finish](Result<Smp> r) {
                     if (r) {
                       ++rep.lft_blocks_written;
-                      auto& h = lft_cache_[g];
-                      if (h.size() < (b + 1) * 64) h.resize((b + 1) * 64, kDropPort);
-                      std::copy(blk.begin(), blk.end(), h.begin() + b * 64);
+                      remember_block(g, b, blk);
                     } else {
                       ++rep.lft_failures;
                       add_problem(rep, "LFT block " + std::to_string(b) + " on " +
@@ -375,9 +379,7 @@ void SubnetManager::program_lfts(const Discovered& d, fabric::Fabric& target,
                       if (r) {
                         LftBlock have = decode_lft_block(r->data);
                         if (have == blk) {
-                          auto& h = lft_cache_[g];
-                          if (h.size() < (b + 1) * 64) h.resize((b + 1) * 64, kDropPort);
-                          std::copy(blk.begin(), blk.end(), h.begin() + b * 64);
+                          remember_block(g, b, blk);
                           finish();
                           return;
                         }

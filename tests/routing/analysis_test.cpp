@@ -2,6 +2,7 @@
 
 #include <map>
 
+#include "test_fabrics.hpp"
 #include "weft/routing/analysis.hpp"
 #include "weft/routing/verify.hpp"
 #include "weft/simulator/generators.hpp"
@@ -10,16 +11,9 @@
 using namespace weft;
 using namespace weft::fabric;
 using namespace weft::routing;
+using weft::testing::with_lids;
 
 namespace {
-
-Fabric with_lids(const std::string& spec) {
-  auto f = simulator::make_fabric(spec);
-  EXPECT_TRUE(f) << spec;
-  sm::Guid2Lid db;
-  EXPECT_TRUE(sm::assign_lids(*f, db, 0));
-  return std::move(*f);
-}
 
 Tables minhop(const Fabric& f) {
   return *(*make_engine("minhop"))->compute(f, {});

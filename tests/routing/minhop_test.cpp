@@ -3,6 +3,7 @@
 #include <deque>
 #include <map>
 
+#include "test_fabrics.hpp"
 #include "weft/routing/verify.hpp"
 #include "weft/simulator/generators.hpp"
 #include "weft/sm/lid_manager.hpp"
@@ -10,16 +11,9 @@
 using namespace weft;
 using namespace weft::fabric;
 using namespace weft::routing;
+using weft::testing::with_lids;
 
 namespace {
-
-Fabric with_lids(const std::string& spec) {
-  auto f = simulator::make_fabric(spec);
-  EXPECT_TRUE(f) << spec;
-  sm::Guid2Lid db;
-  EXPECT_TRUE(sm::assign_lids(*f, db, 0));
-  return std::move(*f);
-}
 
 Tables route(const Fabric& f) {
   auto e = make_engine("minhop");

@@ -84,6 +84,8 @@ class SubnetManager {
                      std::vector<std::vector<PortInfo>>& after);
   void program_lfts(const Discovered& d, fabric::Fabric& target, const routing::Tables& t,
                     SweepReport& rep);
+  // Records that switch `sw` holds `blk` as LFT block `block`.
+  void remember_block(Guid sw, size_t block, const LftBlock& blk);
   void activate(const Discovered& d, const fabric::Fabric& target,
                 std::vector<std::vector<PortInfo>>& after, SweepReport& rep);
 
