@@ -16,6 +16,7 @@
 #include <stop_token>
 #include <thread>
 
+#include "route.hpp"
 #include "weft/config/options.hpp"
 #include "weft/fabric/topology_file.hpp"
 #include "weft/log.hpp"
@@ -79,7 +80,7 @@ Result<config::Values> build_config(const po::variables_map& vm) {
     if (vm.count(flag))
       if (auto r = config::set(v, key, vm[flag].as<std::string>(), std::string("--") + flag); !r)
         return std::unexpected(r.error());
-  if (auto e = routing::make_engine(v.get_str("routing_engine")); !e)
+  if (auto e = routing::EngineChain::parse(v.get_str("routing_engine")); !e)
     return fail(Errc::kInvalidInput, v.origin("routing_engine") + ": " + e.error().message);
   return v;
 }
@@ -408,109 +409,6 @@ int cmd_topo(int argc, char** argv) {
   return 0;
 }
 
-// Routes a topology offline with one or more engines and grades each result.
-int cmd_route(int argc, char** argv) {
-  po::options_description desc("route options");
-  desc.add_options()("help,h", "this help")(
-      "topology", po::value<std::string>(),
-      "generator spec or topology file (ibsim net, ibnetdiscover)")(
-      "engine", po::value<std::string>()->default_value("minhop"),
-      "engines to compare, comma-separated")("json",
-                                             "one JSON object per engine instead of a table")(
-      "cdg", "also check the channel dependency graph for cycles (deadlock risk on one VL)");
-  po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(argc, argv).options(desc).run(), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    return die(std::string("route: ") + e.what());
-  }
-  if (vm.count("help")) {
-    std::cout << "usage: weft route --topology SPEC|FILE [--engine NAME[,NAME...]] [--json]\n"
-              << desc;
-    return 0;
-  }
-  if (!vm.count("topology")) return die("route: --topology is required");
-  auto fab = simulator::make_fabric(vm["topology"].as<std::string>());
-  if (!fab) return die(fab.error().message);
-  sm::Guid2Lid fresh;  // offline: LIDs as a first bring-up would give them
-  if (auto r = sm::assign_lids(*fab, fresh, 0); !r) return die(r.error().message, 1);
-  std::vector<std::string> names;
-  {
-    std::string list = vm["engine"].as<std::string>(), item;
-    std::istringstream ss(list);
-    while (std::getline(ss, item, ','))
-      if (!item.empty()) names.push_back(item);
-  }
-  if (names.empty()) return die("route: --engine names no engine");
-  nlohmann::json out = nlohmann::json::array();
-  int rc = 0;
-  for (const auto& name : names) {
-    nlohmann::json j{
-        {"engine", name}, {"switches", fab->num_switches()}, {"cas", fab->num_endpoints()}};
-    auto engine = routing::make_engine(name);
-    if (!engine) return die("route: " + engine.error().message);
-    const auto t0 = std::chrono::steady_clock::now();
-    auto tables = (*engine)->compute(*fab, {});
-    const double ms =
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    j["compute_ms"] = ms;
-    if (!tables) {
-      j["status"] = "failed";
-      j["reason"] = tables.error().message;
-      rc = 1;
-    } else {
-      const auto m = routing::analyze(*fab, *tables);
-      const auto v = routing::verify_lfts(*fab, *tables);
-      j["status"] = v.ok() ? "ok" : "incomplete";
-      j["reason"] = v.ok() ? "" : v.first_problem;
-      j["reachable_pct"] = m.reachable_pct;
-      j["loops"] = m.looping;
-      j["switch_lid_pairs_unreachable"] = v.unreachable;
-      j["max_link_load"] = m.max_link_load;
-      j["mean_link_load"] = m.mean_link_load;
-      j["unused_links"] = m.unused_links;
-      j["stretch_max"] = m.stretch_max;
-      j["max_hops"] = m.max_hops;
-      j["notes"] = tables->notes;
-      if (vm.count("cdg")) {
-        const auto c = routing::channel_dependencies(*fab, *tables);
-        j["cdg_acyclic"] = c.acyclic;
-        j["cdg_dependencies"] = c.dependencies;
-      }
-      if (!v.ok()) rc = 1;
-    }
-    out.push_back(j);
-  }
-  if (vm.count("json")) {
-    std::cout << out.dump(2) << "\n";
-    return rc;
-  }
-  std::printf("%-10s %-10s %9s %6s %10s %10s %7s %8s %7s %11s\n", "engine", "status", "reach %",
-              "loops", "max load", "mean load", "unused", "stretch", "hops", "compute ms");
-  for (const auto& j : out) {
-    if (j["status"] == "failed") {
-      std::printf("%-10s %-10s %s\n", j["engine"].get<std::string>().c_str(), "failed",
-                  j["reason"].get<std::string>().c_str());
-      continue;
-    }
-    std::printf(
-        "%-10s %-10s %9.3f %6llu %10llu %10.1f %7llu %8.3f %7u %11.1f\n",
-        j["engine"].get<std::string>().c_str(), j["status"].get<std::string>().c_str(),
-        j["reachable_pct"].get<double>(), (unsigned long long)j["loops"].get<uint64_t>(),
-        (unsigned long long)j["max_link_load"].get<uint64_t>(), j["mean_link_load"].get<double>(),
-        (unsigned long long)j["unused_links"].get<uint64_t>(), j["stretch_max"].get<double>(),
-        j["max_hops"].get<uint32_t>(), j["compute_ms"].get<double>());
-    if (j.contains("cdg_acyclic"))
-      std::printf("  channel dependency graph: %s (%llu dependencies)\n",
-                  j["cdg_acyclic"].get<bool>() ? "acyclic" : "HAS A CYCLE",
-                  (unsigned long long)j["cdg_dependencies"].get<uint64_t>());
-    for (const auto& n : j["notes"]) std::printf("  %s\n", n.get<std::string>().c_str());
-    if (j["status"] != "ok") std::printf("  %s\n", j["reason"].get<std::string>().c_str());
-  }
-  return rc;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -522,7 +420,7 @@ int main(int argc, char** argv) {
   if (cmd == "sm") return cmd_sm(argc - 1, argv + 1);
   if (cmd == "sim") return cmd_sim(argc - 1, argv + 1);
   if (cmd == "topo") return cmd_topo(argc - 1, argv + 1);
-  if (cmd == "route") return cmd_route(argc - 1, argv + 1);
+  if (cmd == "route") return app::cmd_route(argc - 1, argv + 1);
   if (cmd == "-h" || cmd == "--help" || cmd == "help") {
     std::fputs(kUsage, stdout);
     return 0;

@@ -6,7 +6,6 @@
 #include "weft/routing/analysis.hpp"
 
 #include <algorithm>
-#include <unordered_set>
 
 #include "switch_graph.hpp"
 
@@ -139,62 +138,195 @@ RouteMetrics analyze(const Fabric& f, const Tables& t) {
 
 CdgReport channel_dependencies(const Fabric& f, const Tables& t) {
   CdgReport rep;
-  // Channel ids: one per directed inter-switch link (node, port).
+  // Channel ids: one per (node, port); only inter-switch links carry dependencies.
   std::vector<uint32_t> base(f.size() + 1, 0);
   for (NodeIndex n = 0; n < f.size(); ++n)
     base[n + 1] = base[n] + static_cast<uint32_t>(f.node(n).ports.size());
-  auto channel = [&](NodeIndex n, PortNum p) { return base[n] + p; };
   auto is_isl = [&](NodeIndex n, PortNum p) {
     const auto& nd = f.node(n);
     return nd.is_switch() && p != 0 && p <= nd.num_ports && nd.ports[p].linked() &&
            f.node(nd.ports[p].peer).is_switch();
   };
-  std::vector<std::vector<uint32_t>> adj(base.back());
-  std::unordered_set<uint64_t> seen;
-  for (const LidOwner& o : lid_owners(f)) {
-    for (NodeIndex n = 0; n < f.size(); ++n) {
-      if (!f.node(n).is_switch() || t.lft[n].size() <= o.lid.value) continue;
-      const PortNum out = t.lft[n][o.lid.value];
-      if (!is_isl(n, out)) continue;
-      const auto& p = f.node(n).ports[out];
-      const NodeIndex m = p.peer;
-      if (t.lft[m].size() <= o.lid.value) continue;
-      const PortNum next = t.lft[m][o.lid.value];
-      if (!is_isl(m, next)) continue;
-      const uint32_t a = channel(n, out), b = channel(m, next);
-      if (seen.insert(uint64_t(a) << 32 | b).second) adj[a].push_back(b);
+  const detail::Switches sw = detail::index_switches(f);
+  const bool layered = !t.path_sl.empty();
+  uint32_t vls = 1;
+  if (layered)
+    for (NodeIndex n : sw.nodes)
+      for (uint8_t v : t.path_sl.at(n)) vls = std::max<uint32_t>(vls, v + 1u);
+  rep.vls = vls;
+  // adj[v][a]: channels that a leads to on VL v (deduplicated: out-degree <= ports).
+  std::vector<std::vector<std::vector<uint32_t>>> adj(
+      vls, std::vector<std::vector<uint32_t>>(base.back()));
+  auto depend = [&](uint32_t v, uint32_t a, uint32_t b) {
+    auto& out = adj[v][a];
+    if (std::find(out.begin(), out.end(), b) == out.end()) out.push_back(b), ++rep.dependencies;
+  };
+  // Per destination and VL, paths are walked from every switch; a walk stops at a
+  // switch an earlier walk on the same VL passed, whose onward path is recorded.
+  std::vector<uint64_t> seen(f.size(), 0);
+  uint64_t stamp = 0;
+  const auto owners = lid_owners(f);
+  for (const LidOwner& o : owners) {
+    const uint16_t lid = o.lid.value;
+    for (uint32_t v = 0; v < vls; ++v) {
+      ++stamp;
+      for (NodeIndex src : sw.nodes) {
+        if (layered && t.path_sl[src].size() > lid && t.path_sl[src][lid] != v) continue;
+        NodeIndex cur = src;
+        uint32_t in = ~0u;  // the channel the walk arrived on
+        for (size_t hop = 0; hop <= sw.nodes.size(); ++hop) {
+          const auto& lft = t.lft[cur];
+          const PortNum out = lft.size() > lid ? lft[lid] : kDropPort;
+          if (!is_isl(cur, out)) break;
+          const uint32_t ch = base[cur] + out;
+          if (in != ~0u) depend(v, in, ch);
+          if (seen[cur] == stamp) break;
+          seen[cur] = stamp;
+          in = ch;
+          cur = f.node(cur).ports[out].peer;
+        }
+      }
     }
   }
   for (NodeIndex n = 0; n < f.size(); ++n)
     for (const auto& p : f.node(n).ports) rep.channels += is_isl(n, p.num);
-  rep.dependencies = seen.size();
-  // Iterative DFS for a cycle: 0 new, 1 on the stack, 2 done.
-  std::vector<uint8_t> state(adj.size(), 0);
+  // Iterative DFS for a cycle per VL: 0 new, 1 on the stack, 2 done.
+  std::vector<uint8_t> state;
   std::vector<std::pair<uint32_t, size_t>> stack;
-  for (uint32_t s0 = 0; s0 < adj.size() && rep.acyclic; ++s0) {
-    if (state[s0] || adj[s0].empty()) continue;
-    stack.assign(1, {s0, 0});
-    state[s0] = 1;
-    while (!stack.empty() && rep.acyclic) {
-      auto& [v, i] = stack.back();
-      if (i < adj[v].size()) {
-        const uint32_t w = adj[v][i++];
-        if (state[w] == 1) {
-          rep.acyclic = false;
-          size_t len = 1;
-          for (auto it = stack.rbegin(); it != stack.rend() && it->first != w; ++it) ++len;
-          rep.cycle_length = len;
-        } else if (state[w] == 0) {
-          state[w] = 1;
-          stack.emplace_back(w, 0);
+  for (uint32_t v = 0; v < vls && rep.acyclic; ++v) {
+    const auto& g = adj[v];
+    state.assign(g.size(), 0);
+    for (uint32_t s0 = 0; s0 < g.size() && rep.acyclic; ++s0) {
+      if (state[s0] || g[s0].empty()) continue;
+      stack.assign(1, {s0, 0});
+      state[s0] = 1;
+      while (!stack.empty() && rep.acyclic) {
+        auto& [x, i] = stack.back();
+        if (i < g[x].size()) {
+          const uint32_t w = g[x][i++];
+          if (state[w] == 1) {
+            rep.acyclic = false;
+            rep.cyclic_vl = static_cast<int>(v);
+            size_t len = 1;
+            for (auto it = stack.rbegin(); it != stack.rend() && it->first != w; ++it) ++len;
+            rep.cycle_length = len;
+          } else if (state[w] == 0) {
+            state[w] = 1;
+            stack.emplace_back(w, 0);
+          }
+        } else {
+          state[x] = 2;
+          stack.pop_back();
         }
-      } else {
-        state[v] = 2;
-        stack.pop_back();
       }
     }
   }
   return rep;
+}
+
+PatternMetrics traffic_patterns(const Fabric& f, const Tables& t, const PatternOptions& o) {
+  PatternMetrics m;
+  const auto ranks = o.order.empty() ? topology_order(f) : o.order;
+  const size_t n = ranks.size();
+  if (n < 2) return m;
+  std::vector<uint32_t> base(f.size() + 1, 0);
+  for (NodeIndex x = 0; x < f.size(); ++x)
+    base[x + 1] = base[x] + static_cast<uint32_t>(f.node(x).ports.size());
+  // Per rank: the switch its traffic enters, and its LID.
+  struct End {
+    NodeIndex sw;
+    uint16_t lid;
+  };
+  std::vector<End> ends(n);
+  for (size_t i = 0; i < n; ++i) {
+    const auto& port = f.node(ranks[i].first).ports.at(ranks[i].second);
+    ends[i] = {port.linked() ? port.peer : ranks[i].first, port.attrs.lid.value};
+  }
+  // A flow's inter-switch channels, or false when it does not arrive.
+  std::vector<uint32_t> flow_ch;  // all flows' channels, back to back
+  std::vector<uint32_t> flow_begin, load(base.back(), 0);
+  std::vector<uint8_t> arrived;
+  const size_t max_hops = f.size();
+  auto add_flow = [&](size_t src, size_t dst) {
+    flow_begin.push_back(static_cast<uint32_t>(flow_ch.size()));
+    NodeIndex cur = ends[src].sw;
+    const uint16_t lid = ends[dst].lid;
+    bool ok = false;
+    for (size_t hop = 0; hop <= max_hops && f.node(cur).is_switch(); ++hop) {
+      const auto& lft = t.lft[cur];
+      const PortNum out = lft.size() > lid ? lft[lid] : kDropPort;
+      const auto& nd = f.node(cur);
+      if (out == 0 || out > nd.num_ports || !nd.ports[out].linked()) break;
+      const auto& p = nd.ports[out];
+      if (!f.node(p.peer).is_switch()) {
+        ok = p.peer == ranks[dst].first && p.peer_port == ranks[dst].second;
+        break;
+      }
+      flow_ch.push_back(base[cur] + out);
+      cur = p.peer;
+    }
+    arrived.push_back(ok);
+  };
+  // Runs the flows added since `first`: loads, then per-flow worst link; clears loads.
+  auto run = [&](size_t first, auto&& per_flow) {
+    flow_begin.push_back(static_cast<uint32_t>(flow_ch.size()));
+    for (size_t k = first; k + 1 < flow_begin.size(); ++k)
+      if (arrived[k])
+        for (uint32_t c = flow_begin[k]; c < flow_begin[k + 1]; ++c) ++load[flow_ch[c]];
+    for (size_t k = first; k + 1 < flow_begin.size(); ++k) {
+      uint32_t worst = 0;
+      for (uint32_t c = flow_begin[k]; c < flow_begin[k + 1]; ++c)
+        worst = std::max(worst, load[flow_ch[c]]);
+      per_flow(arrived[k] != 0, worst);
+    }
+    for (size_t k = first; k + 1 < flow_begin.size(); ++k)
+      for (uint32_t c = flow_begin[k]; c < flow_begin[k + 1]; ++c) load[flow_ch[c]] = 0;
+    flow_ch.clear();
+    flow_begin.clear();
+    arrived.clear();
+  };
+
+  // Bisections. splitmix64, so that a seed means the same patterns everywhere.
+  uint64_t state = o.seed;
+  auto next = [&] {
+    uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  };
+  std::vector<uint32_t> perm(n);
+  double bw_sum = 0;
+  uint64_t flows = 0;
+  for (uint32_t b = 0; b < o.bisections; ++b) {
+    for (uint32_t i = 0; i < n; ++i) perm[i] = i;
+    for (size_t i = n - 1; i > 0; --i) std::swap(perm[i], perm[next() % (i + 1)]);
+    for (size_t i = 0; i + 1 < n; i += 2) {
+      add_flow(perm[i], perm[i + 1]);
+      add_flow(perm[i + 1], perm[i]);
+    }
+    run(0, [&](bool ok, uint32_t worst) {
+      bw_sum += !ok ? 0.0 : worst == 0 ? 1.0 : 1.0 / worst;
+      ++flows;
+    });
+    ++m.bisections;
+  }
+  m.ebb = flows ? bw_sum / double(flows) : 0;
+
+  // Shifts.
+  const size_t rounds = std::min<size_t>(n - 1, o.max_shifts);
+  double worst_sum = 0;
+  for (size_t r = 0; r < rounds; ++r) {
+    const size_t c = 1 + r * (n - 1) / rounds;
+    for (size_t i = 0; i < n; ++i) add_flow(i, (i + c) % n);
+    uint32_t round_worst = 0;
+    run(0, [&](bool, uint32_t worst) { round_worst = std::max(round_worst, worst); });
+    m.shift_max_congestion = std::max(m.shift_max_congestion, round_worst);
+    m.shift_congested_rounds += round_worst > 1;
+    worst_sum += round_worst;
+    ++m.shifts;
+  }
+  m.shift_mean_congestion = m.shifts ? worst_sum / m.shifts : 0;
+  return m;
 }
 
 }  // namespace weft::routing

@@ -15,7 +15,7 @@ using detail::Switches;
 using fabric::Fabric;
 using fabric::NodeIndex;
 
-Result<Tables> MinHopEngine::compute(const Fabric& f, const Options&) const {
+Routed MinHopEngine::compute(const Fabric& f, const Options&) const {
   const Switches sw = index_switches(f);
   const size_t ns = sw.nodes.size();
   const auto owners = lid_owners(f);

@@ -24,7 +24,7 @@ namespace weft::routing {
 class MinHopEngine final : public RoutingEngine {
  public:
   std::string_view name() const override { return "minhop"; }
-  Result<Tables> compute(const fabric::Fabric& f, const Options& o) const override;
+  Routed compute(const fabric::Fabric& f, const Options& o) const override;
 };
 
 }  // namespace weft::routing

@@ -51,14 +51,13 @@ std::vector<uint8_t> switch_distances(const Fabric& f, const Switches& sw) {
   return dist;
 }
 
-Result<Tables> empty_tables(const Fabric& f, const Switches& sw,
-                            const std::vector<LidOwner>& owners) {
+Routed empty_tables(const Fabric& f, const Switches& sw, const std::vector<LidOwner>& owners) {
   for (size_t i = 1; i < owners.size(); ++i)
     if (owners[i].lid == owners[i - 1].lid)
-      return fail(Errc::kInvalidInput,
-                  "LID " + std::to_string(owners[i].lid.value) + " is held by two ports: " +
-                      fabric::port_ref(f, owners[i - 1].node, owners[i - 1].port) + " and " +
-                      fabric::port_ref(f, owners[i].node, owners[i].port));
+      return refuse(Refusal::kInvalidInput,
+                    "LID " + std::to_string(owners[i].lid.value) + " is held by two ports: " +
+                        fabric::port_ref(f, owners[i - 1].node, owners[i - 1].port) + " and " +
+                        fabric::port_ref(f, owners[i].node, owners[i].port));
   Tables out;
   out.top_lid = owners.empty() ? 0 : owners.back().lid.value;
   out.lft.resize(f.size());

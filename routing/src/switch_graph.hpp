@@ -27,7 +27,7 @@ std::vector<uint8_t> switch_distances(const fabric::Fabric& f, const Switches& s
 
 // Tables sized for the fabric's LIDs with every entry dropped, after checking that
 // no LID is held twice. `owners` is lid_owners(f).
-Result<Tables> empty_tables(const fabric::Fabric& f, const Switches& sw,
-                            const std::vector<LidOwner>& owners);
+Routed empty_tables(const fabric::Fabric& f, const Switches& sw,
+                    const std::vector<LidOwner>& owners);
 
 }  // namespace weft::routing::detail

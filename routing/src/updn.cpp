@@ -15,7 +15,7 @@ namespace {
 constexpr uint32_t kInf = std::numeric_limits<uint32_t>::max();
 }
 
-Result<Tables> UpDownEngine::compute(const Fabric& f, const Options& o) const {
+Routed UpDownEngine::compute(const Fabric& f, const Options& o) const {
   const detail::Switches sw = detail::index_switches(f);
   const size_t ns = sw.nodes.size();
   const auto owners = lid_owners(f);
@@ -32,8 +32,8 @@ Result<Tables> UpDownEngine::compute(const Fabric& f, const Options& o) const {
     for (Guid g : o.roots) {
       auto n = f.find(g);
       if (!n || !f.node(*n).is_switch())
-        return fail(Errc::kInvalidInput,
-                    "updn: root " + g.str() + " is not a switch of this fabric");
+        return refuse(Refusal::kInvalidInput, std::string(name()) + ": root " + g.str() +
+                                                  " is not a switch of this fabric");
       roots.push_back(sw.of_node[*n]);
     }
   } else {
@@ -72,17 +72,17 @@ Result<Tables> UpDownEngine::compute(const Fabric& f, const Options& o) const {
     for (uint32_t r : root_set)
       for (uint32_t s = 0; s < ns; ++s)
         if (d(s, r) != detail::kFar) rank[s] = std::min<uint32_t>(rank[s], d(s, r));
-    auto up = [&](uint32_t from, uint32_t to) {
-      return rank[to] < rank[from] ||
-             (rank[to] == rank[from] && f.node(sw.nodes[to]).guid < f.node(sw.nodes[from]).guid);
+    // A strict order on switches; a link is "up" toward the lesser end. dnup reverses it.
+    auto before = [&](uint32_t a, uint32_t b) {
+      if (down_up_) std::swap(a, b);
+      if (rank[a] != rank[b]) return rank[a] < rank[b];
+      return f.node(sw.nodes[a]).guid < f.node(sw.nodes[b]).guid;
     };
+    auto up = [&](uint32_t from, uint32_t to) { return before(to, from); };
     // Switches in an order where every up-neighbour comes first.
     std::vector<uint32_t> topo(ns);
     for (uint32_t s = 0; s < ns; ++s) topo[s] = s;
-    std::sort(topo.begin(), topo.end(), [&](uint32_t a, uint32_t b) {
-      if (rank[a] != rank[b]) return rank[a] < rank[b];
-      return f.node(sw.nodes[a]).guid < f.node(sw.nodes[b]).guid;
-    });
+    std::sort(topo.begin(), topo.end(), before);
     struct Hop {
       PortNum port;
       uint32_t to;
@@ -167,24 +167,29 @@ Result<Tables> UpDownEngine::compute(const Fabric& f, const Options& o) const {
   Tables attempt = out;
   const size_t missing = route(roots, attempt, example);
   if (missing == 0) {
-    attempt.notes.push_back("updn: " + std::to_string(roots.size()) + " root(s)");
+    attempt.notes.push_back(std::string(name()) + ": " + std::to_string(roots.size()) + " root(s)");
     return attempt;
   }
   const std::string why = std::to_string(missing) +
-                          " (switch, LID) pairs have no up*down* path with " +
+                          (down_up_ ? " (switch, LID) pairs have no down*up* path with "
+                                    : " (switch, LID) pairs have no up*down* path with ") +
                           std::to_string(roots.size()) + " root(s), e.g. " + example;
-  if (!o.roots.empty()) return fail(Errc::kUnsupported, "updn: " + why);
-  // One root reaches every switch going down and every switch reaches it going up,
-  // so a connected fabric is always complete with a single root.
+  if (!o.roots.empty()) return refuse(Refusal::kTopology, std::string(name()) + ": " + why);
+  // For updn, one root reaches every switch going down and every switch reaches it
+  // going up, so a connected fabric is always complete with a single root. dnup's
+  // mirror image has no such guarantee, and may still refuse.
   std::vector<uint32_t> one{*std::min_element(
       roots.begin(), roots.end(),
       [&](uint32_t x, uint32_t y) { return f.node(sw.nodes[x]).guid < f.node(sw.nodes[y]).guid; })};
   Tables single = out;
   std::string example1;
   if (const size_t left = route(one, single, example1); left)
-    return fail(Errc::kUnreachable, "updn: " + std::to_string(left) +
-                                        " (switch, LID) pairs unreachable, e.g. " + example1);
-  single.notes.push_back("updn: " + why + "; routed with the single root " +
+    // updn with one root joins every connected pair; dnup's mirror image need not.
+    return refuse(down_up_ ? Refusal::kTopology : Refusal::kDisconnected,
+                  std::string(name()) + ": " + why + "; with the single root " +
+                      f.node(sw.nodes[one[0]]).guid.str() + " still " + std::to_string(left) +
+                      ", e.g. " + example1);
+  single.notes.push_back(std::string(name()) + ": " + why + "; routed with the single root " +
                          f.node(sw.nodes[one[0]]).guid.str());
   return single;
 }

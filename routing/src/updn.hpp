@@ -11,6 +11,10 @@
 // that would turn up again, so no route turns down then up, and the channel
 // dependency graph is acyclic. Among equal choices the least-used port wins.
 // Pairs that no up*down* path joins make the engine refuse, with a reason.
+//
+// dnup is the mirror image (OpenSM's dnup): the same roots and ranks, with every
+// link's direction reversed, so routes go down*up*. It is deadlock-free for the
+// same reason, and spreads a tree's traffic differently.
 #pragma once
 
 #include "weft/routing/engine.hpp"
@@ -19,8 +23,12 @@ namespace weft::routing {
 
 class UpDownEngine final : public RoutingEngine {
  public:
-  std::string_view name() const override { return "updn"; }
-  Result<Tables> compute(const fabric::Fabric& f, const Options& o) const override;
+  explicit UpDownEngine(bool down_up) : down_up_(down_up) {}
+  std::string_view name() const override { return down_up_ ? "dnup" : "updn"; }
+  Routed compute(const fabric::Fabric& f, const Options& o) const override;
+
+ private:
+  bool down_up_;  // dnup: the ranks are reversed, so routes descend first and then climb
 };
 
 }  // namespace weft::routing

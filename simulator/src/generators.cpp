@@ -235,6 +235,45 @@ Result<Fabric> make_random(const RandomGraph& p) {
   return b.take();
 }
 
+Result<Fabric> make_dragonfly(const Dragonfly& p) {
+  if (p.groups < 2 || p.routers < 1 || p.global < 1 || p.hosts < 0)
+    return fail(Errc::kInvalidInput,
+                "dragonfly: groups >= 2, routers >= 1, global >= 1, hosts >= 0");
+  if (static_cast<long>(p.groups) * p.routers * (p.hosts + 1) > kMaxNodes)
+    return fail(Errc::kInvalidInput, "dragonfly: too many nodes");
+  if (p.routers * p.global < p.groups - 1)
+    return fail(Errc::kInvalidInput,
+                "dragonfly: routers * global must be >= groups - 1 to join every pair of groups");
+  const int ports = p.hosts + (p.routers - 1) + p.global;
+  if (ports > 254) return fail(Errc::kInvalidInput, "dragonfly: more than 254 ports per switch");
+  Builder b;
+  std::vector<NodeIndex> hosts, sws;
+  for (int g = 0; g < p.groups; ++g)
+    for (int r = 0; r < p.routers; ++r)
+      for (int h = 0; h < p.hosts; ++h)
+        hosts.push_back(
+            b.ca("h" + std::to_string(g) + "-" + std::to_string(r) + "-" + std::to_string(h)));
+  for (int g = 0; g < p.groups; ++g)
+    for (int r = 0; r < p.routers; ++r)
+      sws.push_back(b.sw("r" + std::to_string(g) + "-" + std::to_string(r), ports));
+  auto at = [&](int g, int r) { return sws[size_t(g) * p.routers + r]; };
+  for (size_t i = 0; i < sws.size(); ++i)
+    for (int h = 0; h < p.hosts; ++h) WEFT_TRY(b.link(sws[i], hosts[i * p.hosts + h]));
+  for (int g = 0; g < p.groups; ++g)
+    for (int r = 0; r < p.routers; ++r)
+      for (int r2 = r + 1; r2 < p.routers; ++r2) WEFT_TRY(b.link(at(g, r), at(g, r2)));
+  // Global links: group g's k-th global slot (k = 0..groups-2) leads to group
+  // (g + 1 + k) mod groups; slot k sits on router k mod routers. Each pair once.
+  for (int g = 0; g < p.groups; ++g)
+    for (int k = 0; k < p.groups - 1; ++k) {
+      const int h = (g + 1 + k) % p.groups;
+      if (h < g) continue;                                     // linked from the other side
+      const int back = (g - h - 1 + 2 * p.groups) % p.groups;  // h's slot toward g
+      WEFT_TRY(b.link(at(g, k % p.routers), at(h, back % p.routers)));
+    }
+  return b.take();
+}
+
 namespace {
 
 Result<std::map<std::string, std::string>> parse_kv(const std::string& body,
@@ -281,12 +320,13 @@ Result<void> no_rest(const std::map<std::string, std::string>& kv, const std::st
 Result<Fabric> make_fabric(const std::string& spec) {
   auto colon = spec.find(':');
   const std::string kind = colon == std::string::npos ? "" : spec.substr(0, colon);
-  static const std::set<std::string> kinds = {"ft2", "ft3", "torus", "mesh", "random"};
+  static const std::set<std::string> kinds = {"ft2", "ft3", "torus", "mesh", "random", "dragonfly"};
   if (!kinds.contains(kind)) {
     if (colon != std::string::npos && spec.find('/') == std::string::npos &&
         spec.find('.') == std::string::npos)
-      return fail(Errc::kInvalidInput, "unknown topology kind \"" + kind +
-                                           "\" (ft2, ft3, torus, mesh, random, or a file)");
+      return fail(Errc::kInvalidInput,
+                  "unknown topology kind \"" + kind +
+                      "\" (ft2, ft3, torus, mesh, random, dragonfly, or a file)");
     return fabric::read_topology_file(spec);
   }
   auto kvr = parse_kv(spec.substr(colon + 1), spec);
@@ -314,6 +354,14 @@ Result<Fabric> make_fabric(const std::string& spec) {
     WEFT_INT(links, "links", 1)
     WEFT_TRY(no_rest(kv, spec, "pods, leaves, aggs, hosts, cores, radix, links"));
     return make_fat_tree3({pods, leaves, aggs, hosts, cores, radix, links});
+  }
+  if (kind == "dragonfly") {
+    WEFT_INT(groups, "groups", 5)
+    WEFT_INT(routers, "routers", 4)
+    WEFT_INT(global, "global", 1)
+    WEFT_INT(hosts, "hosts", 2)
+    WEFT_TRY(no_rest(kv, spec, "groups, routers, global, hosts"));
+    return make_dragonfly({groups, routers, global, hosts});
   }
   if (kind == "torus" || kind == "mesh") {
     Torus t;

@@ -148,22 +148,33 @@ Result<SweepReport> SubnetManager::sweep() {
 
   // 3. routing
   tp = std::chrono::steady_clock::now();
-  auto engine = routing::make_engine(opts_.routing_engine);
-  if (!engine) return std::unexpected(engine.error());
-  auto tables = (*engine)->compute(target, {});
-  if (!tables) {
-    rep.reason = "routing (" + opts_.routing_engine + ") failed: " + tables.error().message;
+  auto chain = routing::EngineChain::parse(opts_.routing_engine);
+  if (!chain) return std::unexpected(chain.error());
+  routing::Options ro;
+  // OperVLs encoding to a count of data VLs: 1 -> 1, 2 -> 2, 3 -> 4, 4 -> 8, 5 -> 15.
+  static constexpr uint8_t kDataVls[] = {1, 1, 2, 4, 8, 15};
+  ro.max_vls = kDataVls[std::min<uint8_t>(opts_.max_op_vls, 5)];
+  routing::ChainResult routed = chain->compute(target, ro);
+  for (const auto& fb : routed.fallbacks)
+    WEFT_LOG(Warn, "SM-0008") << "routing: " << fb.engine << " refused ("
+                              << routing::refusal_name(fb.failure.kind)
+                              << "): " << fb.failure.message;
+  if (!routed.tables) {
+    rep.reason = "routing (" + opts_.routing_engine + ") failed: " + routed.summary();
     WEFT_LOG(Error, "SM-0006") << rep.reason;
     return rep;
   }
   rep.ms_routing = ms_since(tp);
-  for (const auto& note : tables->notes) WEFT_LOG(Info, "SM-0007") << "routing: " << note;
+  rep.routing_engine = routed.engine;
+  rep.routing_fallbacks = routed.fallbacks;
+  routing::Tables tables = std::move(*routed.tables);
+  for (const auto& note : tables.notes) WEFT_LOG(Info, "SM-0007") << "routing: " << note;
 
   // 4. programming, 5. activation
   tp = std::chrono::steady_clock::now();
   std::vector<std::vector<PortInfo>> after = d.port_info;
   uint64_t s0 = eng_.stats().sent;
-  program(d, target, *tables, sm_lid_, rep, after);
+  program(d, target, tables, sm_lid_, rep, after);
   rep.smps_program = eng_.stats().sent - s0;
   rep.ms_program = ms_since(tp);
   tp = std::chrono::steady_clock::now();
@@ -207,7 +218,7 @@ Result<SweepReport> SubnetManager::sweep() {
   rep.subnet_up = rep.reason.empty();
   auto snap = std::make_shared<SubnetSnapshot>();
   snap->fabric = std::move(target);
-  snap->tables = std::move(*tables);
+  snap->tables = std::move(tables);
   snap->report = rep;
   snap->sm_lid = sm_lid_;
   snapshot_ = std::move(snap);

@@ -62,12 +62,44 @@ def main():
     check("sim: switches too small for the LIDs", ["sim", "--topology", "ft2:leaves=20,spines=4,hosts=10",
           "--lft-cap", "128"], 1, r"NOT up: 24 switches cannot hold LIDs up to 224 \(LinearFDBCap\)", W, w)
     check("route grades an engine's tables", ["route", "--topology", "ft2:leaves=2,spines=2,hosts=2"], 0,
-          r"minhop\s+ok\s+100\.000\s+0\s+2\s+2\.0\s+0\s+1\.000\s+2", W, w)
+          r"minhop\s+ok\s+100\.000\s+0\s+2\s+2\.0\s+1\.000\s+1\.0000\s+1\s+1\s+ok", W, w)
     check("route --json", ["route", "--topology", "torus:dims=3x3,hosts=1", "--json"], 0,
           r'"engine": "minhop".*"reachable_pct": 100\.0.*"status": "ok"', W, w)
-    check("route --cdg tells minhop's torus cycle from updn", ["route", "--topology", "torus:dims=5x5,hosts=1",
-          "--engine", "minhop,updn", "--cdg"], 0,
-          r"minhop.*HAS A CYCLE.*updn\s+ok.*channel dependency graph: acyclic", W, w)
+    check("route tells minhop's torus cycle from updn", ["route", "--topology", "torus:dims=5x5,hosts=1",
+          "--engine", "minhop,updn"], 0, r"minhop\s+ok.*\s1\s+CYCLE.*\nupdn\s+ok.*\s1\s+ok", W, w)
+    check("route: ftree refuses a torus, and a chain falls back", ["route", "--topology", "torus:dims=4x4,hosts=1",
+          "--engine", "ftree+updn"], 0,
+          r"ftree,updn\s+ok.*\n  ftree refused \(topology\): ftree: not a fat tree: .*\n  routed by updn", W, w)
+    check("route: a refusal alone fails", ["route", "--topology", "torus:dims=4x4,hosts=1", "--engine", "ftree"],
+          1, r"ftree\s+refused\s+ftree: not a fat tree", W, w)
+    check("route: ftree on a full tree is congestion-free for shifts, in one VL",
+          ["route", "--topology", "ft3:pods=4,leaves=4,aggs=4,hosts=4,cores=4", "--engine", "ftree", "--json"], 0,
+          r'"cdg_acyclic": true.*"engine": "ftree".*"shift_max_congestion": 1,.*"status": "ok".*"vls": 1', W, w)
+    check("route: dfsssp layers a torus", ["route", "--topology", "torus:dims=4x4x4,hosts=1", "--engine",
+          "dfsssp", "--json", "--no-patterns"], 0, r'"cdg_acyclic": true.*"vls": [2-8]\b', W, w)
+    check("route: dfsssp refuses with too few VLs", ["route", "--topology", "torus:dims=4x4x4,hosts=1",
+          "--engine", "dfsssp", "--max-vls", "2"], 1, r"dfsssp\s+refused\s+dfsssp: .*more than 2 VLs", W, w)
+    check("route: failing a named link", ["route", "--topology", "ft2:leaves=2,spines=2,hosts=2", "--fail-link",
+          "leaf0:3", "--progress"], 0, r'failed link "leaf0" .* port 3 -- "spine0"', W, w)
+    check("route: failing an unknown switch", ["route", "--topology", "ft2:leaves=2", "--fail-switch", "nope"], 2,
+          r'no node named "nope"', W, w)
+    check("route: fault sweep", ["route", "--topology", "ft2:leaves=4,spines=2,hosts=2", "--engine", "ftree,updn",
+          "--fault-sweep", "3", "--json"], 0, r'"failed_links": 3', W, w)
+    lfts = os.path.join(w, "ftree.lfts")
+    check("route --write-lfts", ["route", "--topology", "ft2:leaves=3,spines=2,hosts=2", "--engine", "ftree",
+          "--write-lfts", lfts], 0, r"ftree\s+ok", W, w)
+    check("route --lfts grades a written dump as the engine's own tables",
+          ["route", "--topology", "ft2:leaves=3,spines=2,hosts=2", "--engine", "ftree", "--lfts", "dump=" + lfts],
+          0, r"ftree\s+ok\s+(100\.000\s+0\s+\d+\s+[\d.]+\s+[\d.]+\s+[\d.]+\s+\d+\s+\d+\s+ok)\s.*\n"
+          r"dump\s+ok\s+\1\s", W, w)
+    with open(os.path.join(w, "bad.lfts"), "w") as fh:
+        fh.write("Unicast lids [0x0-0x3] of switch Lid 1 guid 0x0002c90300001000 (leaf0):\n0x0001 077 : x\n")
+    check("route --lfts: a bad port names the line", ["route", "--topology", "ft2:leaves=3,spines=2,hosts=2",
+          "--lfts", os.path.join(w, "bad.lfts")], 2, r"bad\.lfts:2: port 77 but .*leaf0", W, w)
+    with open(os.path.join(w, "roots.txt"), "w") as fh:
+        fh.write("# roots\n0x0002c90300001002\nspine\n")
+    check("route --root-guids: a bad line", ["route", "--topology", "ft2:leaves=2,spines=2,hosts=2", "--engine",
+          "updn", "--root-guids", os.path.join(w, "roots.txt")], 2, r'roots\.txt:3: expected a GUID', W, w)
     check("route: unknown engine", ["route", "--topology", "ft2:leaves=2", "--engine", "minhop,nope"], 2,
           r'unknown routing engine "nope"', W, w)
     check("route: bad topology", ["route", "--topology", os.path.join(w, "bad.net")], 2, r"bad\.net:5:", W, w)

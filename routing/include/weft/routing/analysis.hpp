@@ -30,16 +30,47 @@ struct RouteMetrics {
 
 RouteMetrics analyze(const fabric::Fabric& f, const Tables& t);
 
-// The channel dependency graph on one VL: a channel is a directed inter-switch
-// link; channel a depends on channel b when some route (from any switch, to any
-// LID in use) leaves a's far end through b. Routes are deadlock-free on one VL
-// when this graph has no cycle (Dally and Seitz).
+// The channel dependency graph, one per VL: a channel is a directed
+// inter-switch link; on VL v, channel a depends on channel b when some path on v
+// (from any switch, to any LID in use) enters b straight from a. A path's VL is
+// its SL (Tables::path_sl; SL i on VL i), 0 for single-VL tables. Routes are
+// deadlock-free when every VL's graph has no cycle (Dally and Seitz).
 struct CdgReport {
   uint64_t channels = 0;
-  uint64_t dependencies = 0;
-  bool acyclic = true;
-  size_t cycle_length = 0;  // of one cycle found, when not acyclic
+  uint64_t dependencies = 0;  // summed over VLs
+  bool acyclic = true;        // every VL's graph
+  uint32_t vls = 1;           // VLs the paths use
+  int cyclic_vl = -1;         // a VL with a cycle, when not acyclic
+  size_t cycle_length = 0;    // of one cycle found, when not acyclic
 };
 CdgReport channel_dependencies(const fabric::Fabric& f, const Tables& t);
+
+// Flow-level grades under traffic patterns among CA ports (one flow per source
+// and destination; a flow's path follows the tables from the source's switch).
+//  - Effective bisection bandwidth (the ORCS method, Hoefler et al.): random
+//    bisections, each a random perfect matching of the CAs in which both ends of
+//    each pair send to each other; a flow gets 1 / (the most flows on any link of
+//    its path), 0 when it never arrives; eBB is the mean over flows and patterns,
+//    1.0 being full bandwidth for every flow.
+//  - Shift all-to-all: in rank order (topology_order() unless given), round c has
+//    rank i send to rank (i + c) mod N; its congestion is the most flows on one
+//    link. Every round is run when N - 1 <= max_shifts, else max_shifts rounds
+//    spread evenly.
+struct PatternOptions {
+  uint32_t bisections = 100;
+  uint64_t seed = 1;
+  uint32_t max_shifts = 1024;
+  std::vector<std::pair<fabric::NodeIndex, PortNum>> order;  // rank -> CA port; empty = topology
+};
+struct PatternMetrics {
+  double ebb = 0;
+  uint32_t bisections = 0;
+  uint32_t shifts = 0;                  // rounds run
+  uint32_t shift_max_congestion = 0;    // over the rounds
+  double shift_mean_congestion = 0;     // mean over the rounds of each round's worst link
+  uint32_t shift_congested_rounds = 0;  // rounds where some link carries two flows or more
+};
+PatternMetrics traffic_patterns(const fabric::Fabric& f, const Tables& t,
+                                const PatternOptions& o = {});
 
 }  // namespace weft::routing

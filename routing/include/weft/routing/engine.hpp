@@ -1,13 +1,24 @@
 // weft/routing/engine.hpp — routing engines behind one interface. An engine is
 // pure: an immutable fabric (with LIDs assigned) in, per-switch linear
-// forwarding tables out. No MADs, no clocks, no globals.
+// forwarding tables out (and, for engines that layer paths onto virtual lanes,
+// an SL per path), or a typed refusal. No MADs, no clocks, no globals.
 //
 //   auto engine = weft::routing::make_engine("minhop");
-//   weft::Result<weft::routing::Tables> t = (*engine)->compute(fabric, {});
+//   weft::routing::Routed t = (*engine)->compute(fabric, {});
 //   uint8_t out_port = t->lft[switch_index][lid];
+//
+// Engines form an ordered fallback chain, configured as OpenSM's routing_engine
+// option is: the first engine that routes wins, and every refusal before it is kept.
+//
+//   auto chain = weft::routing::EngineChain::parse("ftree,updn,minhop");
+//   weft::routing::ChainResult r = chain->compute(fabric, {});
+//   r.engine; r.fallbacks[0].failure.message;
 #pragma once
 
+#include <expected>
+#include <iosfwd>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -22,22 +33,80 @@ struct Tables {
   std::vector<std::vector<PortNum>> lft;
   uint16_t top_lid = 0;            // highest LID in use: LinearFDBTop for every switch
   std::vector<std::string> notes;  // what the engine chose and why (roots, fallbacks)
+  // Engines that layer paths onto virtual lanes: path_sl[n][lid] is the SL a packet
+  // entering the switch fabric at switch n (from one of its CAs, or from n itself)
+  // must carry to `lid`; SL i travels on VL i. Empty for single-VL engines (SL 0).
+  std::vector<std::vector<uint8_t>> path_sl;
+  uint8_t vls = 1;  // data VLs the routes need to be deadlock-free (1 = no layering)
 };
 
 struct Options {
   std::vector<Guid> roots;  // up/down roots (node GUIDs); empty = detect
+  uint8_t max_vls = 8;      // data VLs a layered engine may use
 };
+
+// Why an engine did not route. Kinds, so that callers (the chain, the REST API,
+// tests) can tell "this engine does not apply here" from "the input is wrong".
+enum class Refusal {
+  kInvalidInput,  // the fabric is inconsistent (two ports hold one LID, a root is no switch)
+  kTopology,      // the engine does not apply to this topology ("not a fat tree")
+  kVirtualLanes,  // deadlock freedom needs more VLs than allowed
+  kDisconnected,  // some switch cannot reach some LID
+};
+const char* refusal_name(Refusal r);
+
+struct Failure {
+  Refusal kind = Refusal::kTopology;
+  std::string message;  // starts with the engine's name: "ftree: ..."
+};
+using Routed = std::expected<Tables, Failure>;
+inline std::unexpected<Failure> refuse(Refusal kind, std::string message) {
+  return std::unexpected<Failure>(Failure{kind, std::move(message)});
+}
 
 class RoutingEngine {
  public:
   virtual ~RoutingEngine() = default;
   virtual std::string_view name() const = 0;
-  [[nodiscard]] virtual Result<Tables> compute(const fabric::Fabric& f, const Options& o) const = 0;
+  [[nodiscard]] virtual Routed compute(const fabric::Fabric& f, const Options& o) const = 0;
 };
 
-// The closed table of engines: {"minhop", "updn"}.
+// The closed table of engines: minhop, updn, dnup, ftree, dfsssp.
 Result<std::unique_ptr<RoutingEngine>> make_engine(std::string_view name);
 std::vector<std::string_view> engine_names();
+
+struct Fallback {
+  std::string engine;
+  Failure failure;
+};
+struct ChainResult {
+  std::optional<Tables> tables;     // empty when every engine refused
+  std::string engine;               // the engine that routed
+  std::vector<Fallback> fallbacks;  // engines that refused before it, in order
+  std::string summary() const;      // "ftree refused (not a fat tree: ...); routed by updn"
+};
+
+class EngineChain {
+ public:
+  // "ftree,updn,minhop": names from engine_names(), no repeats, at least one.
+  static Result<EngineChain> parse(std::string_view spec);
+  ChainResult compute(const fabric::Fabric& f, const Options& o) const;
+  const std::vector<std::string_view>& names() const { return names_; }
+
+ private:
+  std::vector<std::string_view> names_;
+  std::vector<std::shared_ptr<const RoutingEngine>> engines_;
+};
+
+// A list of switch GUIDs, one per line (OpenSM's root_guid_file format): "0x" hex,
+// blank lines and '#' comments allowed. Errors name the file and line.
+Result<std::vector<Guid>> read_guid_list(std::istream& in, const std::string& origin);
+
+// CA ports in topology order: grouped by leaf switch (leaves sharing their up
+// neighbours, as a pod's do, next to each other), then by the leaf's port. This
+// is the rank order a topology-aware job launcher uses; the ftree engine numbers
+// destinations in it, and the analyzer's shift patterns follow it.
+std::vector<std::pair<fabric::NodeIndex, PortNum>> topology_order(const fabric::Fabric& f);
 
 // Every LID in use and where it lives: (lid, node, port). Switches contribute port 0.
 struct LidOwner {

@@ -40,10 +40,18 @@ struct RandomGraph {
   uint64_t seed = 1;
 };
 
+// Dragonfly (Kim et al.): groups of `routers` switches, all-to-all inside a group;
+// each switch has `global` links to other groups, spread so that every pair of
+// groups is joined (routers * global >= groups - 1); `hosts` CAs per switch.
+struct Dragonfly {
+  int groups = 5, routers = 4, global = 1, hosts = 2;
+};
+
 Result<fabric::Fabric> make_fat_tree2(const FatTree2& p);
 Result<fabric::Fabric> make_fat_tree3(const FatTree3& p);
 Result<fabric::Fabric> make_torus(const Torus& p);
 Result<fabric::Fabric> make_random(const RandomGraph& p);
+Result<fabric::Fabric> make_dragonfly(const Dragonfly& p);
 // A generator spec (kind:key=value,...) or a topology file path.
 Result<fabric::Fabric> make_fabric(const std::string& spec);
 

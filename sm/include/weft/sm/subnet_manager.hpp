@@ -25,7 +25,7 @@ struct SmOptions {
   EngineOptions engine;
   std::string state_dir = "/var/lib/weft";  // holds guid2lid
   uint8_t lmc = 0;
-  std::string routing_engine = "minhop";
+  std::string routing_engine = "minhop";  // a chain: "ftree,updn,minhop"
   uint8_t sm_priority = 0;
   uint8_t max_op_vls = 5;       // OpenSM's max_op_vls: 1=VL0 2=VL0-1 3=VL0-3 4=VL0-7 5=VL0-14
   uint8_t subnet_timeout = 18;  // OpenSM's subnet_timeout (4.096 us * 2^x)
@@ -47,7 +47,9 @@ struct SweepReport {
   double ms_discovery = 0, ms_lids = 0, ms_routing = 0, ms_program = 0, ms_activate = 0,
          ms_total = 0;
   std::vector<std::string> problems;
-  bool heavy = true;  // false: a light sweep found nothing changed
+  std::string routing_engine;                        // the engine of the chain that routed
+  std::vector<routing::Fallback> routing_fallbacks;  // engines before it that refused, and why
+  bool heavy = true;                                 // false: a light sweep found nothing changed
   bool subnet_up = false;
   std::string reason;  // why not, when !subnet_up
 };

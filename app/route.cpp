@@ -1,0 +1,332 @@
+// weft route: offline routing what-ifs. Loads a topology, optionally fails links
+// or switches, routes it with one or more engines (or a fallback chain), or reads
+// another SM's LFT dump, and grades every result with the same analyzer.
+#include "route.hpp"
+
+#include <unistd.h>
+#include <boost/program_options.hpp>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "weft/routing/analysis.hpp"
+#include "weft/routing/lft_dump.hpp"
+#include "weft/routing/verify.hpp"
+#include "weft/simulator/generators.hpp"
+#include "weft/simulator/whatif.hpp"
+#include "weft/sm/lid_manager.hpp"
+
+namespace weft::app {
+
+namespace po = boost::program_options;
+using nlohmann::json;
+
+namespace {
+
+int die(const std::string& msg, int code = 2) {
+  std::fprintf(stderr, "weft: route: %s\n", msg.c_str());
+  return code;
+}
+
+std::vector<std::string> split(const std::string& list) {
+  std::vector<std::string> out;
+  std::string item;
+  std::istringstream ss(list);
+  while (std::getline(ss, item, ','))
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+double ms_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+struct Grading {
+  bool patterns = true;  // eBB and shift
+  routing::PatternOptions pattern;
+};
+
+// The analyzer's grades of one set of tables, as JSON fields.
+void grade(const fabric::Fabric& f, const routing::Tables& t, const Grading& g, json& j) {
+  const auto m = routing::analyze(f, t);
+  const auto v = routing::verify_lfts(f, t);
+  const auto c = routing::channel_dependencies(f, t);
+  j["status"] = v.ok() ? "ok" : "incomplete";
+  j["reason"] = v.ok() ? "" : v.first_problem;
+  j["reachable_pct"] = m.reachable_pct;
+  j["loops"] = m.looping;
+  j["switch_lid_pairs_unreachable"] = v.unreachable;
+  j["max_link_load"] = m.max_link_load;
+  j["mean_link_load"] = m.mean_link_load;
+  j["unused_links"] = m.unused_links;
+  j["stretch_max"] = m.stretch_max;
+  j["max_hops"] = m.max_hops;
+  j["vls"] = c.vls;
+  j["cdg_acyclic"] = c.acyclic;
+  j["cdg_dependencies"] = c.dependencies;
+  if (g.patterns) {
+    const auto p = routing::traffic_patterns(f, t, g.pattern);
+    j["ebb"] = p.ebb;
+    j["ebb_bisections"] = p.bisections;
+    j["shift_max_congestion"] = p.shift_max_congestion;
+    j["shift_mean_congestion"] = p.shift_mean_congestion;
+    j["shift_rounds"] = p.shifts;
+    j["shift_congested_rounds"] = p.shift_congested_rounds;
+  }
+}
+
+json route_one(const fabric::Fabric& f, const std::string& spec, const routing::Options& ro,
+               const Grading& g, routing::Tables* keep) {
+  json j{{"engine", spec}, {"switches", f.num_switches()}, {"cas", f.num_endpoints()}};
+  auto chain = routing::EngineChain::parse(spec);
+  if (!chain) {
+    j["status"] = "error";
+    j["reason"] = chain.error().message;
+    return j;
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  auto r = chain->compute(f, ro);
+  j["compute_ms"] = ms_since(t0);
+  json fb = json::array();
+  for (const auto& x : r.fallbacks)
+    fb.push_back({{"engine", x.engine},
+                  {"refusal", routing::refusal_name(x.failure.kind)},
+                  {"reason", x.failure.message}});
+  j["fallbacks"] = fb;
+  if (!r.tables) {
+    j["status"] = "refused";
+    j["refusal"] = routing::refusal_name(r.fallbacks.back().failure.kind);
+    j["reason"] = r.fallbacks.back().failure.message;
+    return j;
+  }
+  j["routed_by"] = r.engine;
+  j["notes"] = r.tables->notes;
+  grade(f, *r.tables, g, j);
+  if (keep) *keep = std::move(*r.tables);
+  return j;
+}
+
+void print_table(const json& rows) {
+  std::printf("%-18s %-10s %8s %5s %9s %9s %7s %7s %6s %4s %5s %10s\n", "engine", "status",
+              "reach %", "loops", "max load", "mean load", "stretch", "eBB", "shift", "VLs", "CDG",
+              "compute ms");
+  for (const auto& j : rows) {
+    const std::string name = j["engine"], status = j["status"];
+    if (status == "refused" || status == "error") {
+      std::printf("%-18s %-10s %s\n", name.c_str(), status.c_str(),
+                  j["reason"].get<std::string>().c_str());
+      continue;
+    }
+    auto num = [&](const char* k) { return j.contains(k) ? j[k].get<double>() : -1.0; };
+    std::printf(
+        "%-18s %-10s %8.3f %5llu %9llu %9.1f %7.3f %7.4f %6s %4u %5s %10.1f\n", name.c_str(),
+        status.c_str(), num("reachable_pct"), (unsigned long long)j["loops"].get<uint64_t>(),
+        (unsigned long long)j["max_link_load"].get<uint64_t>(), num("mean_link_load"),
+        num("stretch_max"), num("ebb"),
+        j.contains("shift_max_congestion")
+            ? std::to_string(j["shift_max_congestion"].get<uint32_t>()).c_str()
+            : "-",
+        j["vls"].get<uint32_t>(), j["cdg_acyclic"].get<bool>() ? "ok" : "CYCLE", num("compute_ms"));
+    if (j.contains("fallbacks"))
+      for (const auto& fb : j["fallbacks"])
+        std::printf("  %s refused (%s): %s\n", fb["engine"].get<std::string>().c_str(),
+                    fb["refusal"].get<std::string>().c_str(),
+                    fb["reason"].get<std::string>().c_str());
+    if (j.contains("routed_by") && j["routed_by"] != j["engine"])
+      std::printf("  routed by %s\n", j["routed_by"].get<std::string>().c_str());
+    if (j.contains("notes"))
+      for (const auto& n : j["notes"]) std::printf("  %s\n", n.get<std::string>().c_str());
+    if (status != "ok") std::printf("  %s\n", j["reason"].get<std::string>().c_str());
+  }
+}
+
+}  // namespace
+
+int cmd_route(int argc, char** argv) {
+  po::options_description desc("route options");
+  desc.add_options()("help,h", "this help")(
+      "topology", po::value<std::string>(),
+      "generator spec or topology file (ibsim net, ibnetdiscover)")(
+      "engine", po::value<std::string>(),
+      "engines to compare, comma-separated (default minhop); A+B+C is one fallback chain")(
+      "lfts", po::value<std::vector<std::string>>(),
+      "grade an LFT dump (ibroute / dump_lfts.sh / dump_fts output) as NAME=FILE or FILE; "
+      "repeatable")("fail-link", po::value<std::vector<std::string>>(),
+                    "take out a link, NAME:PORT (repeatable)")(
+      "fail-switch", po::value<std::vector<std::string>>(),
+      "take out a switch, by name or GUID (repeatable)")(
+      "fail-random", po::value<uint32_t>()->default_value(0),
+      "take out N random inter-switch links")("seed", po::value<uint64_t>()->default_value(1),
+                                              "seed for --fail-random and the eBB patterns")(
+      "fault-sweep", po::value<uint32_t>(),
+      "for f = 0..N random failed links (nested sets), route again and record eBB(f) and the "
+      "first f where each engine refuses")("root-guids", po::value<std::string>(),
+                                           "up/down roots: a file of switch GUIDs, one per line")(
+      "max-vls", po::value<unsigned>()->default_value(8), "data VLs a layered engine may use")(
+      "bisections", po::value<uint32_t>()->default_value(100), "random bisection patterns for eBB")(
+      "no-patterns", "skip eBB and shift all-to-all")(
+      "write-lfts", po::value<std::string>(),
+      "write the tables in ibroute format (FILE, or FILE.ENGINE with several engines)")(
+      "json", "one JSON object per engine instead of a table")(
+      "cdg", "accepted for compatibility: the dependency check always runs")(
+      "progress", "report each stage on stderr (default when stderr is a terminal)");
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(argc, argv).options(desc).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    return die(e.what());
+  }
+  if (vm.count("help")) {
+    std::cout << "usage: weft route --topology SPEC|FILE [--engine NAME[,NAME...]] [--json]\n"
+                 "engines: ";
+    for (auto n : routing::engine_names()) std::cout << n << " ";
+    std::cout << "\n" << desc;
+    return 0;
+  }
+  if (!vm.count("topology")) return die("--topology is required");
+  const bool progress = vm.count("progress") || isatty(2);
+  auto say = [&](const std::string& what) {
+    if (progress) std::fprintf(stderr, "weft: %s\n", what.c_str());
+  };
+  auto t_load = std::chrono::steady_clock::now();
+  auto fab = simulator::make_fabric(vm["topology"].as<std::string>());
+  if (!fab) return die(fab.error().message);
+  say("loaded " + std::to_string(fab->num_switches()) + " switches, " +
+      std::to_string(fab->num_endpoints()) + " CAs in " + std::to_string(int(ms_since(t_load))) +
+      " ms");
+  sm::Guid2Lid fresh;  // offline: LIDs as a first bring-up would give them
+  if (auto r = sm::assign_lids(*fab, fresh, 0); !r) return die(r.error().message, 1);
+
+  routing::Options ro;
+  const unsigned max_vls = vm["max-vls"].as<unsigned>();
+  if (max_vls < 1 || max_vls > 15) return die("--max-vls must be 1..15");
+  ro.max_vls = static_cast<uint8_t>(max_vls);
+  if (vm.count("root-guids")) {
+    const auto path = vm["root-guids"].as<std::string>();
+    std::ifstream in(path);
+    if (!in) return die("cannot read " + path);
+    auto roots = routing::read_guid_list(in, path);
+    if (!roots) return die(roots.error().message);
+    ro.roots = std::move(*roots);
+  }
+  Grading g;
+  g.patterns = !vm.count("no-patterns");
+  g.pattern.bisections = vm["bisections"].as<uint32_t>();
+  g.pattern.seed = vm["seed"].as<uint64_t>();
+
+  std::vector<std::string> engines;
+  if (vm.count("engine")) {
+    engines = split(vm["engine"].as<std::string>());
+    if (engines.empty()) return die("--engine names no engine");
+  } else if (!vm.count("lfts")) {
+    engines = {"minhop"};
+  }
+  for (auto& e : engines) std::replace(e.begin(), e.end(), '+', ',');
+  for (const auto& e : engines)
+    if (auto c = routing::EngineChain::parse(e); !c) return die(c.error().message);
+
+  simulator::Failures fl;
+  if (vm.count("fail-link")) fl.links = vm["fail-link"].as<std::vector<std::string>>();
+  if (vm.count("fail-switch")) fl.switches = vm["fail-switch"].as<std::vector<std::string>>();
+  fl.random_links = vm["fail-random"].as<uint32_t>();
+  fl.seed = vm["seed"].as<uint64_t>();
+
+  json out = json::array();
+  int rc = 0;
+  if (vm.count("fault-sweep")) {
+    // eBB as links fail: the same seed fails nested link sets (the first f of one shuffle).
+    const uint32_t max_f = vm["fault-sweep"].as<uint32_t>();
+    for (const auto& e : engines) {
+      json sweep = json::array();
+      json row{{"engine", e}, {"first_refusal", nullptr}};
+      for (uint32_t k = 0; k <= max_f; ++k) {
+        fabric::Fabric f = *fab;
+        simulator::Failures fk = fl;
+        fk.random_links = k;
+        auto applied = simulator::apply_failures(f, fk);
+        if (!applied) return die(applied.error().message);
+        say(e + ": " + std::to_string(k) + " failed links");
+        json j = route_one(f, e, ro, g, nullptr);
+        json point{{"failed_links", k},
+                   {"status", j["status"]},
+                   {"cut_off_nodes", applied->cut_off_nodes}};
+        if (j.contains("ebb")) point["ebb"] = j["ebb"];
+        if (j.contains("reachable_pct")) point["reachable_pct"] = j["reachable_pct"];
+        if (j["status"] != "ok") {
+          point["reason"] = j["reason"];
+          if (row["first_refusal"].is_null()) row["first_refusal"] = k;
+        }
+        sweep.push_back(point);
+      }
+      row["sweep"] = sweep;
+      out.push_back(row);
+    }
+    if (vm.count("json")) {
+      std::cout << out.dump(2) << "\n";
+      return 0;
+    }
+    std::printf("%-18s %6s %-10s %8s %8s\n", "engine", "failed", "status", "reach %", "eBB");
+    for (const auto& row : out)
+      for (const auto& p : row["sweep"])
+        std::printf("%-18s %6u %-10s %8.3f %8.4f\n", row["engine"].get<std::string>().c_str(),
+                    p["failed_links"].get<uint32_t>(), p["status"].get<std::string>().c_str(),
+                    p.contains("reachable_pct") ? p["reachable_pct"].get<double>() : 0.0,
+                    p.contains("ebb") ? p["ebb"].get<double>() : 0.0);
+    return 0;
+  }
+
+  auto applied = simulator::apply_failures(*fab, fl);
+  if (!applied) return die(applied.error().message);
+  for (const auto& what : applied->failed) say("failed " + what);
+  if (applied->cut_off_nodes)
+    say(std::to_string(applied->cut_off_nodes) + " nodes cut off from the largest part");
+
+  const std::string write_to = vm.count("write-lfts") ? vm["write-lfts"].as<std::string>() : "";
+  for (const auto& e : engines) {
+    say("routing with " + e);
+    routing::Tables kept;
+    json j = route_one(*fab, e, ro, g, write_to.empty() ? nullptr : &kept);
+    say(e + ": " + j["status"].get<std::string>() +
+        (j.contains("compute_ms")
+             ? " in " + std::to_string(int(j["compute_ms"].get<double>())) + " ms"
+             : ""));
+    if (j["status"] != "ok") rc = 1;
+    if (!write_to.empty() && !kept.lft.empty()) {
+      const std::string path = engines.size() > 1 ? write_to + "." + e : write_to;
+      std::ofstream os(path);
+      routing::write_lft_dump(os, *fab, kept);
+      if (!os.flush()) return die("cannot write " + path, 1);
+      say("wrote " + path);
+    }
+    if (!applied->failed.empty()) j["failed"] = applied->failed;
+    out.push_back(std::move(j));
+  }
+  if (vm.count("lfts"))
+    for (const auto& item : vm["lfts"].as<std::vector<std::string>>()) {
+      const auto eq = item.find('=');
+      const std::string name = eq == std::string::npos ? item : item.substr(0, eq);
+      const std::string path = eq == std::string::npos ? item : item.substr(eq + 1);
+      std::ifstream in(path);
+      if (!in) return die("cannot read " + path);
+      fabric::Fabric f = *fab;  // the dump's LIDs replace the offline ones
+      auto dump = routing::read_lft_dump(in, f, path);
+      if (!dump) return die(dump.error().message);
+      say("read " + path + ": " + std::to_string(dump->switches) + " switches, " +
+          std::to_string(dump->entries) + " entries");
+      json j{{"engine", name}, {"switches", f.num_switches()}, {"cas", f.num_endpoints()}};
+      grade(f, dump->tables, g, j);
+      if (j["status"] != "ok") rc = 1;
+      out.push_back(std::move(j));
+    }
+  if (vm.count("json"))
+    std::cout << out.dump(2) << "\n";
+  else
+    print_table(out);
+  return rc;
+}
+
+}  // namespace weft::app

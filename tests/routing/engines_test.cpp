@@ -1,0 +1,355 @@
+// Property tests for every routing engine on generated fabrics: complete (switch
+// LIDs too) and loop-free, or a typed refusal; deadlock-free engines have an
+// acyclic channel dependency graph on every VL; up/down-style routes never turn
+// down then up; the same input gives the same tables.
+#include <gtest/gtest.h>
+
+#include <deque>
+#include <map>
+#include <sstream>
+
+#include "test_fabrics.hpp"
+#include "weft/routing/analysis.hpp"
+#include "weft/routing/lft_dump.hpp"
+#include "weft/routing/verify.hpp"
+#include "weft/simulator/whatif.hpp"
+
+using namespace weft;
+using namespace weft::fabric;
+using namespace weft::routing;
+using weft::testing::with_lids;
+
+namespace {
+
+struct Case {
+  std::string spec;
+  uint32_t fail_links = 0;                // random inter-switch links taken out
+  std::vector<std::string> fail_hosts{};  // "leaf:port" CA links taken out (partial population)
+};
+
+std::string case_name(const Case& c) {
+  std::string n = c.spec + (c.fail_links ? "_minus" + std::to_string(c.fail_links) : "") +
+                  (c.fail_hosts.empty() ? "" : "_partial");
+  for (auto& ch : n)
+    if (!isalnum(static_cast<unsigned char>(ch))) ch = '_';
+  return n;
+}
+
+Fabric build(const Case& c) {
+  Fabric f = with_lids(c.spec);
+  simulator::Failures fl;
+  fl.random_links = c.fail_links;
+  fl.links = c.fail_hosts;
+  fl.seed = 11;
+  auto r = simulator::apply_failures(f, fl);
+  EXPECT_TRUE(r) << (r ? "" : r.error().message);
+  return f;
+}
+
+const Case kCases[] = {
+    {"ft2:leaves=6,spines=3,hosts=3"},
+    {"ft2:leaves=6,spines=3,hosts=5,links=2"},
+    {"ft2:leaves=6,spines=3,hosts=3", 0, {"leaf1:1", "leaf1:2", "leaf4:3"}},
+    {"ft2:leaves=6,spines=3,hosts=3", 3},
+    {"ft3:pods=3,leaves=3,aggs=3,hosts=3,cores=3"},
+    {"ft3:pods=4,leaves=2,aggs=2,hosts=3,cores=2,links=2"},
+    {"ft3:pods=3,leaves=3,aggs=3,hosts=3,cores=3", 4},
+    {"ft3:pods=3,leaves=3,aggs=3,hosts=3,cores=3", 0, {"leaf0-0:1", "leaf2-1:2"}},
+    {"torus:dims=4x4x4,hosts=1"},
+    {"torus:dims=5x3,hosts=2"},
+    {"mesh:dims=4x4,hosts=1"},
+    {"dragonfly:groups=5,routers=4,global=1,hosts=2"},
+    {"random:switches=20,degree=4,hosts=2,seed=5"},
+    {"random:switches=20,degree=4,hosts=2,seed=5", 5},
+};
+
+// Engines that claim deadlock freedom.
+bool deadlock_free(std::string_view e) {
+  return e != "minhop";
+}
+
+class EngineOnFabric : public ::testing::TestWithParam<std::tuple<std::string, Case>> {};
+
+TEST_P(EngineOnFabric, CompleteOrRefusedAndDeadlockFreeWhereClaimed) {
+  const auto& [name, c] = GetParam();
+  const Fabric f = build(c);
+  auto engine = make_engine(name);
+  ASSERT_TRUE(engine);
+  auto t = (*engine)->compute(f, {});
+  if (!t) {
+    // A refusal is typed and says why; only some engines may refuse some fabrics.
+    EXPECT_FALSE(t.error().message.empty());
+    EXPECT_TRUE(t.error().message.starts_with(name + ":")) << t.error().message;
+    const bool tree = c.spec.starts_with("ft");
+    if (name == "ftree")
+      EXPECT_TRUE(!tree || c.fail_links) << "ftree refused a tree: " << t.error().message;
+    else if (name != "dnup")
+      ADD_FAILURE() << name << " refused: " << t.error().message;
+    return;
+  }
+  const auto v = verify_lfts(f, *t);
+  EXPECT_TRUE(v.ok()) << v.first_problem;
+  EXPECT_EQ(v.unreachable, 0u);
+  EXPECT_EQ(v.loops, 0u);
+  const auto m = analyze(f, *t);
+  EXPECT_EQ(m.reachable, m.ca_pairs);
+  if (deadlock_free(name)) {
+    const auto cdg = channel_dependencies(f, *t);
+    EXPECT_TRUE(cdg.acyclic) << "cycle of " << cdg.cycle_length << " on VL " << cdg.cyclic_vl;
+    EXPECT_LE(cdg.vls, 8u);
+    EXPECT_EQ(cdg.vls, std::max<uint32_t>(1, t->vls));
+  }
+  // Same input, same tables.
+  auto again = (*engine)->compute(f, {});
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->lft, t->lft);
+  EXPECT_EQ(again->path_sl, t->path_sl);
+}
+
+INSTANTIATE_TEST_SUITE_P(Generated, EngineOnFabric,
+                         ::testing::Combine(::testing::Values("minhop", "updn", "dnup", "ftree",
+                                                              "dfsssp"),
+                                            ::testing::ValuesIn(kCases)),
+                         [](const auto& info) {
+                           return std::get<0>(info.param) + "_" +
+                                  case_name(std::get<1>(info.param));
+                         });
+
+// Levels as the ftree engine defines them: hops from the nearest switch with CAs.
+std::map<NodeIndex, int> levels(const Fabric& f) {
+  std::map<NodeIndex, int> lv;
+  std::deque<NodeIndex> q;
+  for (NodeIndex n = 0; n < f.size(); ++n) {
+    if (!f.node(n).is_switch()) continue;
+    for (const auto& p : f.node(n).ports)
+      if (p.num && p.linked() && !f.node(p.peer).is_switch() && !lv.contains(n)) {
+        lv[n] = 0;
+        q.push_back(n);
+      }
+  }
+  while (!q.empty()) {
+    NodeIndex u = q.front();
+    q.pop_front();
+    for (const auto& p : f.node(u).ports)
+      if (p.num && p.linked() && f.node(p.peer).is_switch() && !lv.contains(p.peer)) {
+        lv[p.peer] = lv[u] + 1;
+        q.push_back(p.peer);
+      }
+  }
+  return lv;
+}
+
+// Every CA-to-CA route of ftree climbs and then descends: never down then up.
+TEST(FatTree, CaRoutesNeverTurnDownThenUp) {
+  for (const char* spec :
+       {"ft2:leaves=6,spines=3,hosts=3", "ft3:pods=3,leaves=3,aggs=3,hosts=3,cores=3"}) {
+    Fabric f = with_lids(spec);
+    auto t = (*make_engine("ftree"))->compute(f, {});
+    ASSERT_TRUE(t) << t.error().message;
+    auto lv = levels(f);
+    for (auto [src, sp] : topology_order(f))
+      for (auto [dst, dp] : topology_order(f)) {
+        if (src == dst) continue;
+        const uint16_t lid = f.node(dst).ports[dp].attrs.lid.value;
+        NodeIndex cur = f.node(src).ports[sp].peer;
+        bool descended = false;
+        for (int hop = 0; hop < 16 && f.node(cur).is_switch(); ++hop) {
+          const auto& p = f.node(cur).ports[t->lft[cur][lid]];
+          if (!f.node(p.peer).is_switch()) break;
+          const bool up = lv[p.peer] > lv[cur];
+          EXPECT_FALSE(descended && up) << spec << ": down then up toward LID " << lid;
+          descended |= !up;
+          cur = p.peer;
+        }
+      }
+  }
+}
+
+// With the roots given, every updn route climbs (toward lower rank) then descends, and
+// dnup's the reverse.
+TEST(UpDown, RoutesNeverTurnTheWrongWay) {
+  Fabric f = with_lids("ft3:pods=3,leaves=3,aggs=3,hosts=2,cores=2");
+  // One root: with more, a tree's top switches have no up*down* path to each other's
+  // LIDs, and both engines refuse given roots that leave pairs unrouted.
+  Options o;
+  o.roots.push_back(f.node(*f.find_by_name("core1-0")).guid);
+  // Rank: hops from the nearest root.
+  std::map<NodeIndex, int> rank;
+  std::deque<NodeIndex> q;
+  for (Guid g : o.roots) rank[*f.find(g)] = 0, q.push_back(*f.find(g));
+  while (!q.empty()) {
+    NodeIndex u = q.front();
+    q.pop_front();
+    for (const auto& p : f.node(u).ports)
+      if (p.num && p.linked() && f.node(p.peer).is_switch() && !rank.contains(p.peer))
+        rank[p.peer] = rank[u] + 1, q.push_back(p.peer);
+  }
+  auto up = [&](NodeIndex a, NodeIndex b) {
+    return rank[b] < rank[a] || (rank[b] == rank[a] && f.node(b).guid < f.node(a).guid);
+  };
+  for (const char* name : {"updn", "dnup"}) {
+    auto t = (*make_engine(name))->compute(f, o);
+    if (!t) {
+      EXPECT_EQ(std::string(name), "dnup") << t.error().message;
+      continue;
+    }
+    const bool reverse = std::string(name) == "dnup";
+    size_t walked = 0;
+    for (NodeIndex s = 0; s < f.size(); ++s) {
+      if (!f.node(s).is_switch()) continue;
+      for (const auto& ow : lid_owners(f)) {
+        NodeIndex cur = s;
+        bool turned = false;
+        for (int hop = 0; hop < 16; ++hop) {
+          const PortNum out = t->lft[cur][ow.lid.value];
+          if (out == 0) break;
+          const auto& p = f.node(cur).ports[out];
+          if (!f.node(p.peer).is_switch()) break;
+          const bool climbs = up(cur, p.peer) != reverse;
+          EXPECT_FALSE(turned && climbs)
+              << name << " turns the wrong way toward LID " << ow.lid.value;
+          turned |= !climbs;
+          cur = p.peer;
+          ++walked;
+        }
+      }
+    }
+    EXPECT_GT(walked, 0u);
+  }
+}
+
+// On full fat trees, ftree is d-mod-k: every shift round is free of congestion, and
+// eBB beats minhop's.
+TEST(FatTree, FullTreesAreShiftCongestionFree) {
+  for (const char* spec :
+       {"ft2:leaves=8,spines=4,hosts=4", "ft3:pods=4,leaves=4,aggs=4,hosts=4,cores=4"}) {
+    Fabric f = with_lids(spec);
+    auto ft = (*make_engine("ftree"))->compute(f, {});
+    auto mh = (*make_engine("minhop"))->compute(f, {});
+    ASSERT_TRUE(ft && mh);
+    const auto pf = traffic_patterns(f, *ft), pm = traffic_patterns(f, *mh);
+    EXPECT_EQ(pf.shift_max_congestion, 1u) << spec;
+    EXPECT_EQ(pf.shift_congested_rounds, 0u) << spec;
+    EXPECT_GT(pf.ebb, pm.ebb) << spec;
+    EXPECT_GT(pm.shift_max_congestion, 1u) << spec << ": the test would not tell them apart";
+  }
+}
+
+TEST(FatTree, RefusesWhatIsNotATreeWithAReason) {
+  Fabric f = with_lids("torus:dims=3x3,hosts=1");
+  auto t = (*make_engine("ftree"))->compute(f, {});
+  ASSERT_FALSE(t);
+  EXPECT_EQ(t.error().kind, Refusal::kTopology);
+  EXPECT_NE(t.error().message.find("not a fat tree"), std::string::npos);
+  // A leaf cut from one of its two spines keeps its routes; toward that spine's LID
+  // it turns, and the dependency graph stays acyclic.
+  Fabric g = with_lids("ft2:leaves=4,spines=2,hosts=2");
+  simulator::Failures fl;
+  fl.links = {"leaf0:3"};
+  ASSERT_TRUE(simulator::apply_failures(g, fl));
+  auto r = (*make_engine("ftree"))->compute(g, {});
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_TRUE(verify_lfts(g, *r).ok());
+  EXPECT_TRUE(channel_dependencies(g, *r).acyclic);
+}
+
+TEST(Dfsssp, LayersATorusWithinEightVlsAndRefusesBelowWhatItNeeds) {
+  Fabric f = with_lids("torus:dims=4x4x4,hosts=2");
+  auto t = (*make_engine("dfsssp"))->compute(f, {});
+  ASSERT_TRUE(t) << t.error().message;
+  EXPECT_GE(t->vls, 2u);  // minhop alone has a cycle on a torus
+  EXPECT_LE(t->vls, 8u);
+  const auto cdg = channel_dependencies(f, *t);
+  EXPECT_TRUE(cdg.acyclic);
+  EXPECT_EQ(cdg.vls, t->vls);
+  // Its paths are minhop's: layering changes VLs, not routes.
+  auto mh = (*make_engine("minhop"))->compute(f, {});
+  EXPECT_EQ(mh->lft, t->lft);
+  Options o;
+  o.max_vls = static_cast<uint8_t>(t->vls - 1);
+  auto fewer = (*make_engine("dfsssp"))->compute(f, o);
+  ASSERT_FALSE(fewer);
+  EXPECT_EQ(fewer.error().kind, Refusal::kVirtualLanes);
+}
+
+TEST(Chain, FallsBackInOrderAndKeepsEveryReason) {
+  Fabric f = with_lids("torus:dims=3x3,hosts=1");
+  auto chain = EngineChain::parse("ftree, updn,minhop");
+  ASSERT_TRUE(chain) << chain.error().message;
+  auto r = chain->compute(f, {});
+  ASSERT_TRUE(r.tables);
+  EXPECT_EQ(r.engine, "updn");
+  ASSERT_EQ(r.fallbacks.size(), 1u);
+  EXPECT_EQ(r.fallbacks[0].engine, "ftree");
+  EXPECT_EQ(r.fallbacks[0].failure.kind, Refusal::kTopology);
+  EXPECT_NE(r.summary().find("ftree refused (topology): ftree: not a fat tree"), std::string::npos)
+      << r.summary();
+  // Every engine refusing: no tables, every reason.
+  Options o;
+  o.max_vls = 1;
+  auto only = EngineChain::parse("ftree,dfsssp");
+  auto none = only->compute(with_lids("torus:dims=4x4,hosts=1"), o);
+  EXPECT_FALSE(none.tables);
+  EXPECT_EQ(none.fallbacks.size(), 2u);
+  for (const char* bad : {"", "minhop,", "minhop,,updn", "updn,updn", "ftree,fastest"})
+    EXPECT_FALSE(EngineChain::parse(bad)) << '"' << bad << '"';
+}
+
+TEST(LftDump, WriteThenReadGivesTheSameTablesAndLids) {
+  Fabric f = with_lids("ft3:pods=2,leaves=2,aggs=2,hosts=2,cores=2");
+  auto t = (*make_engine("ftree"))->compute(f, {});
+  ASSERT_TRUE(t);
+  std::stringstream ss;
+  write_lft_dump(ss, f, *t);
+  // Read into a copy whose LIDs are all wrong: the dump's destinations restore them.
+  Fabric g = f;
+  for (NodeIndex n = 0; n < g.size(); ++n)
+    for (auto& p : g.node(n).ports)
+      if (p.attrs.lid.is_unicast())
+        p.attrs.lid = Lid{static_cast<uint16_t>(p.attrs.lid.value + 100)};
+  auto d = read_lft_dump(ss, g, "dump");
+  ASSERT_TRUE(d) << d.error().message;
+  EXPECT_EQ(d->switches, f.num_switches());
+  EXPECT_EQ(d->tables.lft, t->lft);
+  for (NodeIndex n = 0; n < f.size(); ++n)
+    for (size_t p = 0; p < f.node(n).ports.size(); ++p)
+      EXPECT_EQ(g.node(n).ports[p].attrs.lid, f.node(n).ports[p].attrs.lid);
+}
+
+TEST(LftDump, BadInputNamesTheLine) {
+  Fabric f = with_lids("ft2:leaves=2,spines=2,hosts=2");
+  const std::pair<const char*, const char*> cases[] = {
+      {"0x0001 001 : x\n", "d:1: LFT entry before any"},
+      {"Unicast lids [0x0-0x3] of switch Lid 1 guid 0x00000000deadbeef (x):\n",
+       "d:1: switch 0x00000000deadbeef is not a switch"},
+      {"Unicast lids [0x0-0x3] of switch Lid 1 (x):\n", "d:1: switch header without"},
+      {"Unicast lids [0x0-0x3] of switch Lid 1 guid 0x0002c90300001000 (x):\n0xc000 001 : x\n",
+       "d:2: LID must be"},
+      {"Unicast lids [0x0-0x3] of switch Lid 1 guid 0x0002c90300001000 (x):\n0x0001 zz\n",
+       "d:2: expected an output port"},
+      {"nothing here\n", "d: no \"Unicast lids"},
+  };
+  for (auto [text, want] : cases) {
+    std::istringstream in(text);
+    Fabric g = f;
+    auto d = read_lft_dump(in, g, "d");
+    ASSERT_FALSE(d) << text;
+    EXPECT_NE(d.error().message.find(want), std::string::npos) << d.error().message;
+  }
+}
+
+TEST(RootGuids, ReadsOpenSmStyleFilesAndNamesBadLines) {
+  std::istringstream good("# roots\n0x0002c90300001004\n\n  0x0002C90300001005  # spine\n");
+  auto g = read_guid_list(good, "r");
+  ASSERT_TRUE(g) << g.error().message;
+  ASSERT_EQ(g->size(), 2u);
+  EXPECT_EQ((*g)[1].value, 0x0002c90300001005ull);
+  std::istringstream bad("0x1\n0xZZ\n");
+  auto b = read_guid_list(bad, "r");
+  ASSERT_FALSE(b);
+  EXPECT_NE(b.error().message.find("r:2:"), std::string::npos);
+  std::istringstream empty("# nothing\n");
+  EXPECT_FALSE(read_guid_list(empty, "r"));
+}
+
+}  // namespace
