@@ -17,6 +17,7 @@ dump_fts skips) and check:
 Everything started is stopped by PID, also on failure. Stdlib only.
 """
 import argparse
+import json
 import os
 import re
 import shutil
@@ -116,7 +117,7 @@ def parse_ibnetdiscover(text):
         m = re.match(r'^(Switch|Ca|Rt)\s+(\d+)\s+"[SHR]-([0-9a-f]+)"(.*)$', line)
         if m:
             guid = int(m.group(3), 16)
-            cur = nodes.setdefault(guid, {"type": m.group(1), "lid": 0, "ports": {}})
+            cur = nodes.setdefault(guid, {"type": m.group(1), "lid": 0, "ports": {}, "port_guids": {}})
             if m.group(1) == "Switch":
                 lm = re.search(r"\blid (\d+)", m.group(4))
                 cur["lid"] = int(lm.group(1)) if lm else 0
@@ -129,6 +130,8 @@ def parse_ibnetdiscover(text):
                 lm = re.match(r'\s*lid (\d+)', rest)
                 own_lid = int(lm.group(1)) if lm else 0
             cur["ports"][port] = (peer, pport, own_lid)
+            if m.group(2):
+                cur["port_guids"][port] = int(m.group(2), 16)
     return nodes
 
 
@@ -159,6 +162,26 @@ def fix_top_block(lfts, workdir, sock):
             lid = (top // 64) * 64 + i
             if lid <= top and port != 0xFF:
                 table[lid] = port
+
+
+def top_block_sections(nodes, lfts):
+    """ibroute-format sections for the entries fix_top_block read with smpdump."""
+    owner = {}
+    for guid, n in nodes.items():
+        if n["type"] == "Switch":
+            owner[n["lid"]] = ("Switch", guid)
+        else:
+            for port, (_, _, lid) in n["ports"].items():
+                owner[lid] = ("Channel Adapter", n["port_guids"].get(port, 0))
+    out = []
+    for guid, (_, table, top) in lfts.items():
+        if top == 0 or top % 64:
+            continue
+        out.append("Unicast lids [0x%x-0x%x] of switch guid 0x%016x (top block, read with smpdump):" % (top, top, guid))
+        for lid in sorted(l for l in table if l >= top // 64 * 64):
+            kind, pg = owner.get(lid, ("unknown", 0))
+            out.append("0x%04x %03d : (%s portguid 0x%016x: '')" % (lid, table[lid], kind, pg))
+    return "\n".join(out) + ("\n" if out else "")
 
 
 def check_routes(nodes, lfts):
@@ -246,10 +269,11 @@ def main():
     ap.add_argument("--fabric", required=True, choices=sorted(FABRICS))
     ap.add_argument("--data", required=True)
     ap.add_argument("--scratch", required=True)
-    ap.add_argument("--engine", default="minhop")
+    ap.add_argument("--engine", default="minhop", help="a routing_engine chain")
+    ap.add_argument("--expect-log", action="append", default=[], help="a line the SM must log")
     a = ap.parse_args()
 
-    work = os.path.join(a.scratch, a.fabric + ("" if a.engine == "minhop" else "-" + a.engine))
+    work = os.path.join(a.scratch, a.fabric + ("" if a.engine == "minhop" else "-" + a.engine.replace(",", "+")))
     shutil.rmtree(work, ignore_errors=True)
     os.makedirs(work)
     src, spec = FABRICS[a.fabric]
@@ -300,10 +324,33 @@ def main():
         if problems:
             raise Failure("%d of %d (switch, LID) pairs bad: %s" % (len(problems), pairs, problems[:3]))
         print("routes: %d (switch, LID) pairs reach their LID; %d links ACTIVE; %d LIDs unique" % (pairs, len(linked), len(lids)))
-        if a.engine == "updn":
+        if a.engine in ("updn", "dnup", "ftree") or a.engine.startswith("ftree,"):
             if not cdg_acyclic(nodes, lfts):
-                raise Failure("updn claims deadlock freedom, but the channel dependency graph read back has a cycle")
+                raise Failure("%s claims deadlock freedom, but the channel dependency graph read back has a cycle"
+                              % a.engine)
             print("channel dependency graph read back: acyclic")
+        for line in a.expect_log:
+            if line not in first.stderr:
+                raise Failure("the SM log lacks %r" % line)
+
+        # weft's own grader on what infiniband-diags read back: dump_fts with destinations
+        # (ibroute format), plus the block dump_fts skips, read by `weft route --lfts`.
+        full = run(["dump_fts"], work, sock).stdout
+        dump = os.path.join(work, "dump_fts_full.txt")
+        with open(dump, "w") as fh:
+            fh.write(full)
+            fh.write(top_block_sections(nodes, lfts))
+        topo = os.path.join(work, "ibnetdiscover.txt")
+        g = run([a.weft, "route", "--topology", topo, "--lfts", "ibsim=" + dump, "--json", "--no-patterns"],
+                work, "", preload=False, check=False)
+        try:
+            graded = json.loads(g.stdout)[0]
+        except (ValueError, IndexError):
+            raise Failure("weft route --lfts on the read-back dump: rc %d\n%s%s" % (g.returncode, g.stdout, g.stderr))
+        if graded["status"] != "ok" or graded["reachable_pct"] != 100.0 or graded["loops"]:
+            raise Failure("weft's grader on the read-back tables: %s" % graded)
+        print("weft route --lfts on the read-back dump: ok, %.1f%% reachable, max link load %d"
+              % (graded["reachable_pct"], graded["max_link_load"]))
 
         # Restart: same LIDs, nothing rewritten.
         second = run([a.weft, "sm", "--once", "--state-dir", state, "--routing-engine", a.engine], work, sock)

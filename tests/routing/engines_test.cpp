@@ -35,6 +35,8 @@ std::string case_name(const Case& c) {
   return n;
 }
 
+void PrintTo(const Case& c, std::ostream* os) { *os << case_name(c); }
+
 Fabric build(const Case& c) {
   Fabric f = with_lids(c.spec);
   simulator::Failures fl;
