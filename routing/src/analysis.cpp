@@ -6,7 +6,9 @@
 #include "weft/routing/analysis.hpp"
 
 #include <algorithm>
+#include <array>
 
+#include "parallel.hpp"
 #include "switch_graph.hpp"
 
 namespace weft::routing {
@@ -161,12 +163,56 @@ CdgReport channel_dependencies(const Fabric& f, const Tables& t) {
     auto& out = adj[v][a];
     if (std::find(out.begin(), out.end(), b) == out.end()) out.push_back(b), ++rep.dependencies;
   };
-  // Per destination and VL, paths are walked from every switch; a walk stops at a
-  // switch an earlier walk on the same VL passed, whose onward path is recorded.
+  const auto owners = lid_owners(f);
+  if (!layered) {
+    // One VL and destination-based tables: every switch is a source, so channel (n, p)
+    // depends on (m, q) exactly when n sends some LID in use over p to m and m sends
+    // it on over q. Row by row in parallel; each switch owns its channels' masks of
+    // next ports.
+    std::vector<NodeIndex> isl_peer(base.back(), fabric::kNoNode);
+    for (NodeIndex n : sw.nodes)
+      for (const auto& p : f.node(n).ports)
+        if (is_isl(n, p.num)) isl_peer[base[n] + p.num] = p.peer;
+    std::vector<uint8_t> in_use(size_t(t.top_lid) + 1, 0);
+    for (const LidOwner& o : owners)
+      if (o.lid.value < in_use.size()) in_use[o.lid.value] = 1;
+    std::vector<std::array<uint64_t, 4>> next(base.back(), std::array<uint64_t, 4>{});
+    // In blocks of LIDs, so that the neighbours' rows a switch reads stay in cache
+    // while the switches around it (which share those neighbours) read them too.
+    constexpr size_t kBlock = 4096;
+    for (size_t first = 1; first < in_use.size(); first += kBlock)
+      detail::parallel_for(sw.nodes.size(), [&](size_t i) {
+        const NodeIndex n = sw.nodes[i];
+        const auto& row = t.lft[n];
+        const size_t end = std::min({row.size(), in_use.size(), first + kBlock});
+        for (size_t lid = first; lid < end; ++lid) {
+          if (!in_use[lid] || row[lid] == 0 || row[lid] == kDropPort) continue;
+          const uint32_t a = base[n] + row[lid];
+          if (a >= base[n + 1]) continue;
+          const NodeIndex m = isl_peer[a];
+          if (m == fabric::kNoNode || t.lft[m].size() <= lid) continue;
+          const PortNum q = t.lft[m][lid];
+          if (q == 0 || base[m] + q >= base[m + 1] || isl_peer[base[m] + q] == fabric::kNoNode)
+            continue;
+          next[a][q >> 6] |= uint64_t(1) << (q & 63);
+        }
+      });
+    for (uint32_t a = 0; a < next.size(); ++a) {
+      if (isl_peer[a] == fabric::kNoNode) continue;
+      const uint32_t mb = base[isl_peer[a]];
+      for (unsigned w = 0; w < 4; ++w)
+        for (uint64_t bits = next[a][w]; bits; bits &= bits - 1) {
+          adj[0][a].push_back(mb + w * 64 + static_cast<uint32_t>(__builtin_ctzll(bits)));
+          ++rep.dependencies;
+        }
+    }
+  }
+  // Layered tables: per destination and VL, paths are walked from every switch; a
+  // walk stops at a switch an earlier walk on the same VL passed, whose onward path
+  // is recorded.
   std::vector<uint64_t> seen(f.size(), 0);
   uint64_t stamp = 0;
-  const auto owners = lid_owners(f);
-  for (const LidOwner& o : owners) {
+  for (const LidOwner& o : layered ? owners : std::vector<LidOwner>{}) {
     const uint16_t lid = o.lid.value;
     for (uint32_t v = 0; v < vls; ++v) {
       ++stamp;

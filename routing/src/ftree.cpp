@@ -4,7 +4,9 @@
 #include <deque>
 #include <limits>
 #include <map>
+#include <mutex>
 
+#include "parallel.hpp"
 #include "switch_graph.hpp"
 #include "weft/routing/analysis.hpp"
 
@@ -17,15 +19,37 @@ namespace {
 constexpr uint32_t kInf = std::numeric_limits<uint32_t>::max();
 
 struct Hop {
-  PortNum port;
-  uint32_t to;
+  PortNum port;  // on this switch
+  uint32_t to;   // the switch it leads to
+  PortNum back;  // that switch's port back
 };
 
+// How a switch forwards toward one target (a leaf class or a switch).
+enum Kind : uint8_t {
+  kNone,     // the target itself (or nothing to do)
+  kUp,       // one of pool[begin, begin + count), climbing (or a turn's single port)
+  kDown,     // one of pool[begin, begin + count), descending
+  kToLeaf,   // a parent of the target leaf: one of its ports to that leaf
+  kAllUp,    // any of the switch's up ports
+  kAllDown,  // any of the switch's down ports
+};
+enum Turn : uint8_t { kNoTurn, kAtTurnLeaf, kWhereMet };
+
+struct Plan {
+  std::vector<uint32_t> begin;
+  std::vector<uint8_t> count, kind, turn;
+  std::vector<PortNum> pool;
+  uint64_t turns = 0, detours = 0;
+};
+
+// A destination: a LID, its index in topology order (the d in d-mod-k), the switch
+// that delivers it and that switch's port to it, and the plan that routes it.
 struct Dest {
   uint16_t lid;
-  uint32_t sw;   // the switch that delivers it
-  PortNum exit;  // that switch's port to it (0 for its own LID)
-  bool ca;
+  uint32_t idx;
+  uint32_t sw;
+  PortNum exit;
+  uint32_t plan;
 };
 }  // namespace
 
@@ -70,49 +94,30 @@ Routed FatTreeEngine::compute(const Fabric& f, const Options& o) const {
                       "ftree: not a fat tree: " + fabric::port_ref(f, sw.nodes[s], p.num) +
                           " links two switches of level " + std::to_string(level[s]) +
                           " (level = hops from the nearest switch with CAs)");
-      (level[n] > level[s] ? ups[s] : downs[s]).push_back({p.num, n});
+      (level[n] > level[s] ? ups[s] : downs[s]).push_back({p.num, n, p.peer_port});
     }
   }
-
-  // Destinations: CAs in topology order, then switch LIDs by level.
-  std::map<std::pair<NodeIndex, PortNum>, std::vector<uint16_t>> lids_of;
-  for (const LidOwner& o : owners) lids_of[{o.node, o.port}].push_back(o.lid.value);
-  std::vector<Dest> dests;
-  for (auto [n, p] : topology_order(f)) {
-    const auto& port = f.node(n).ports[p];
-    for (uint16_t lid : lids_of[{n, p}])
-      dests.push_back({lid, sw.of_node[port.peer], port.peer_port, true});
+  // d-mod-k: a switch of level l picks candidate (d / W[l]) mod (its candidates), W[0] = 1
+  // and W[l + 1] = W[l] * (the most up ports a level-l switch has).
+  std::vector<uint64_t> W(top + 2, 1);
+  for (uint32_t l = 0; l <= top; ++l) {
+    size_t most = 1;
+    for (uint32_t s = 0; s < ns; ++s)
+      if (level[s] == l) most = std::max(most, ups[s].size());
+    W[l + 1] = std::min<uint64_t>(W[l] * most, uint64_t(1) << 31);
   }
   std::vector<uint32_t> by_level(ns);
   for (uint32_t s = 0; s < ns; ++s) by_level[s] = s;
   std::stable_sort(by_level.begin(), by_level.end(),
                    [&](uint32_t a, uint32_t b) { return level[a] < level[b]; });
-  for (uint32_t s : by_level)
-    for (uint16_t lid : lids_of[{sw.nodes[s], 0}]) dests.push_back({lid, s, 0, false});
 
-  // Per (switch, port): CA destinations whose traffic passed (the balance), and all
-  // destinations routed (the tie-break).
-  std::vector<std::vector<uint32_t>> busy(ns), routed(ns);
-  for (uint32_t s = 0; s < ns; ++s) {
-    busy[s].assign(f.node(sw.nodes[s]).ports.size(), 0);
-    routed[s].assign(f.node(sw.nodes[s]).ports.size(), 0);
-  }
-  // Where traffic passes, the least busy port, ties to the first: a strict round robin,
-  // which is what keeps d-mod-k's pattern. Elsewhere (the entry is never used by CA
-  // traffic), spread by what is routed, so the round robin is not disturbed.
-  auto pick = [&](uint32_t s, const Hop* best, const Hop& h, bool traffic) {
-    if (!best) return true;
-    const auto& first = traffic ? busy : routed;
-    const auto& second = traffic ? routed : busy;
-    if (first[s][h.port] != first[s][best->port]) return first[s][h.port] < first[s][best->port];
-    return !traffic && second[s][h.port] < second[s][best->port];
-  };
-
-  // Switches that have no up-then-down path to a LID turn at one leaf where they can.
-  const uint32_t turn_leaf = dests.empty() ? by_level[0] : dests.front().sw;
-  const size_t stride = size_t(out.top_lid) + 1;
-  std::vector<bool> turned(ns * stride, false), detoured(ns * stride, false);
+  // Targets: a leaf class (leaves with the same up neighbours: routing toward any of
+  // them differs only in the parents' last hop) or one switch, for its own LID.
+  const auto order = topology_order(f);
+  const uint32_t turn_leaf =
+      order.empty() ? by_level[0] : sw.of_node[f.node(order[0].first).ports[order[0].second].peer];
   std::vector<uint32_t> near_turn_leaf;  // switches by hops from the turn leaf
+  std::vector<uint32_t> near_rank(ns, kInf);
   {
     std::vector<uint32_t> hops(ns, kInf);
     hops[turn_leaf] = 0;
@@ -120,143 +125,271 @@ Routed FatTreeEngine::compute(const Fabric& f, const Options& o) const {
     while (!q.empty()) {
       const uint32_t s = q.front();
       q.pop_front();
+      near_rank[s] = static_cast<uint32_t>(near_turn_leaf.size());
       near_turn_leaf.push_back(s);
       for (const auto* list : {&ups[s], &downs[s]})
         for (const Hop& h : *list)
           if (hops[h.to] == kInf) hops[h.to] = hops[s] + 1, q.push_back(h.to);
     }
   }
-  uint64_t turn_pairs = 0, detour_pairs = 0;
-  auto second_vl = [&](uint32_t s, uint16_t lid) {
-    if (out.path_sl.empty()) {
-      out.path_sl.assign(f.size(), {});
-      for (NodeIndex n : sw.nodes) out.path_sl[n].assign(stride, 0);
-    }
-    out.path_sl[sw.nodes[s]][lid] = 1;
+  struct Target {
+    uint32_t sw;  // a member (the switch itself for switch LIDs)
+    bool leaf_class;
   };
-  std::vector<uint8_t> ancestor(ns);
-  std::vector<uint32_t> updist(ns), valley_dist(ns);
-  std::vector<uint64_t> weight(ns);
-  uint32_t cached = kInf;
-  for (const Dest& d : dests) {
-    const uint32_t t = d.sw;
-    if (t != cached) {
-      cached = t;
-      // Ancestors: climbing from t.
-      std::fill(ancestor.begin(), ancestor.end(), 0);
+  std::vector<Target> targets;
+  std::map<std::vector<uint32_t>, uint32_t> class_of_ups;
+  std::vector<uint32_t> plan_of_leaf(ns, kInf);
+  std::map<std::pair<NodeIndex, PortNum>, std::vector<uint16_t>> lids_of;
+  for (const LidOwner& ow : owners) lids_of[{ow.node, ow.port}].push_back(ow.lid.value);
+  std::vector<Dest> dests;
+  uint32_t idx = 0;
+  for (auto [n, p] : order) {
+    const auto& port = f.node(n).ports[p];
+    const uint32_t leaf = sw.of_node[port.peer];
+    if (plan_of_leaf[leaf] == kInf) {
+      std::vector<uint32_t> key;
+      for (const Hop& h : ups[leaf]) key.push_back(h.to);
+      std::sort(key.begin(), key.end());
+      auto [it, fresh] = class_of_ups.emplace(key, static_cast<uint32_t>(targets.size()));
+      if (fresh) targets.push_back({leaf, true});
+      plan_of_leaf[leaf] = it->second;
+    }
+    for (uint16_t lid : lids_of[{n, p}])
+      dests.push_back({lid, idx++, leaf, port.peer_port, plan_of_leaf[leaf]});
+  }
+  // Switch LIDs: a leaf's is routed as its CAs are (its class's plan, exit port 0);
+  // every other switch is a target of its own.
+  for (uint32_t s : by_level)
+    for (uint16_t lid : lids_of[{sw.nodes[s], 0}]) {
+      if (plan_of_leaf[s] != kInf) {
+        dests.push_back({lid, idx++, s, 0, plan_of_leaf[s]});
+        continue;
+      }
+      dests.push_back({lid, idx++, s, 0, static_cast<uint32_t>(targets.size())});
+      targets.push_back({s, false});
+    }
+
+  // One plan per target; targets are independent, so they are built in parallel.
+  std::vector<Plan> plans(targets.size());
+  detail::parallel_for(targets.size(), [&](size_t ti) {
+    const uint32_t t = targets[ti].sw;
+    const bool leaf_class = targets[ti].leaf_class;
+    Plan& pl = plans[ti];
+    pl.begin.assign(ns, 0);
+    pl.count.assign(ns, 0);
+    pl.kind.assign(ns, kNone);
+    pl.turn.assign(ns, kNoTurn);
+    std::vector<uint8_t> ancestor(ns, 0);
+    std::vector<uint32_t> updist(ns, kInf), dist(ns, kInf);
+    // Ancestors: what climbing reaches from the target. For a leaf class that starts at
+    // the shared parents, so every leaf of the class (t too) is a climber here, and the
+    // destination's own leaf delivers.
+    std::deque<uint32_t> bq;
+    if (leaf_class) {
+      for (const Hop& h : ups[t])
+        if (!ancestor[h.to]) ancestor[h.to] = 1, bq.push_back(h.to);
+    } else {
       ancestor[t] = 1;
-      q.assign(1, t);
-      while (!q.empty()) {
-        const uint32_t s = q.front();
-        q.pop_front();
-        for (const Hop& h : ups[s])
-          if (!ancestor[h.to]) ancestor[h.to] = 1, q.push_back(h.to);
-      }
-      // Climbing distance to the nearest ancestor, top level first.
-      for (auto it = by_level.rbegin(); it != by_level.rend(); ++it) {
-        const uint32_t s = *it;
-        updist[s] = ancestor[s] ? 0 : kInf;
-        if (ancestor[s]) continue;
-        for (const Hop& h : ups[s])
-          if (updist[h.to] != kInf) updist[s] = std::min(updist[s], updist[h.to] + 1);
-      }
+      bq.push_back(t);
     }
-    out.lft[sw.nodes[t]][d.lid] = d.exit;
-    for (uint32_t s = 0; s < ns; ++s)
-      weight[s] = d.ca ? sw.sources[s] - 1 - (s == t && d.exit != 0 ? 1 : 0) : 0;
-    auto take = [&](uint32_t s, const Hop& h) {
-      out.lft[sw.nodes[s]][d.lid] = h.port;
-      ++(weight[s] ? busy : routed)[s][h.port];
-      weight[h.to] += weight[s];
-    };
-    // Climbers, lowest level first: each hands its traffic to a parent nearer the ancestors.
-    for (uint32_t s : by_level) {
-      if (ancestor[s] || updist[s] == kInf) continue;
-      const Hop* best = nullptr;
+    while (!bq.empty()) {
+      const uint32_t s = bq.front();
+      bq.pop_front();
       for (const Hop& h : ups[s])
-        if (updist[h.to] + 1 == updist[s] && pick(s, best, h, weight[s] > 0)) best = &h;
-      take(s, *best);
+        if (!ancestor[h.to]) ancestor[h.to] = 1, bq.push_back(h.to);
     }
-    // Ancestors, top level first: each hands its traffic down toward t.
     for (auto it = by_level.rbegin(); it != by_level.rend(); ++it) {
       const uint32_t s = *it;
-      if (!ancestor[s] || s == t) continue;
-      const Hop* best = nullptr;
-      for (const Hop& h : downs[s])
-        if (ancestor[h.to] && level[h.to] + 1 == level[s] && pick(s, best, h, weight[s] > 0))
-          best = &h;
-      take(s, *best);
+      if (ancestor[s]) {
+        updist[s] = 0;
+        continue;
+      }
+      for (const Hop& h : ups[s])
+        if (updist[h.to] != kInf) updist[s] = std::min(updist[s], updist[h.to] + 1);
     }
-    // The rest has no up-then-down path: they take a down-up turn (checked below).
-    bool any_valley = false;
-    for (uint32_t s = 0; s < ns; ++s) any_valley |= !ancestor[s] && updist[s] == kInf;
-    if (!any_valley) continue;
-    auto port_to = [&](uint32_t from, uint32_t to) {
-      for (const auto* list : {&ups[from], &downs[from]})
-        for (const Hop& h : *list)
-          if (h.to == to) return h.port;
-      return kDropPort;
+    // Candidates into the plan's pool, unless they are all the switch's up (or down)
+    // ports, the common case, which needs no copy.
+    auto set_ports = [&](uint32_t s, auto&& keep, const std::vector<Hop>& list, Kind kind) {
+      const auto begin = static_cast<uint32_t>(pl.pool.size());
+      for (const Hop& h : list)
+        if (keep(h)) pl.pool.push_back(h.port);
+      const auto n = static_cast<uint32_t>(pl.pool.size() - begin);
+      if (n == list.size()) {
+        pl.pool.resize(begin);
+        pl.kind[s] = n ? (kind == kUp ? kAllUp : kAllDown) : kNone;
+        return;
+      }
+      pl.begin[s] = begin;
+      pl.count[s] = static_cast<uint8_t>(n);
+      pl.kind[s] = n ? kind : kNone;
     };
-    auto is_valley = [&](uint32_t s) { return !ancestor[s] && updist[s] == kInf; };
-    // First, valley switches go, through valley switches only, to the turn leaf, and
-    // take its up-then-down route from there: every down-up turn is at that leaf.
-    std::fill(valley_dist.begin(), valley_dist.end(), kInf);
-    q.clear();
-    if (!is_valley(turn_leaf)) valley_dist[turn_leaf] = 0, q.push_back(turn_leaf);
-    while (!q.empty()) {
-      const uint32_t s = q.front();
-      q.pop_front();
+    for (uint32_t s = 0; s < ns; ++s) {
+      if (s == t && !leaf_class) continue;
+      if (ancestor[s]) {
+        if (leaf_class && level[s] == 1) {
+          pl.kind[s] = kToLeaf;  // the parents of the target leaf: resolved per leaf
+          continue;
+        }
+        set_ports(
+            s, [&](const Hop& h) { return ancestor[h.to] && level[h.to] + 1 == level[s]; },
+            downs[s], kDown);
+      } else if (updist[s] != kInf) {
+        set_ports(
+            s, [&](const Hop& h) { return updist[h.to] + 1 == updist[s]; }, ups[s], kUp);
+      }
+    }
+    // Switches with no up-then-down path: to the turn leaf through such switches where
+    // they can, otherwise into the routed part as near the turn leaf as they can.
+    auto is_valley = [&](uint32_t s) {
+      return (leaf_class || s != t) && !ancestor[s] && updist[s] == kInf;
+    };
+    bool any = false;
+    for (uint32_t s = 0; s < ns && !any; ++s) any = is_valley(s);
+    if (!any) return;
+    // `from` forwards over `port` (the far end of a hop that reached it).
+    auto route_to = [&](uint32_t from, PortNum port, Turn how) {
+      pl.begin[from] = static_cast<uint32_t>(pl.pool.size());
+      pl.pool.push_back(port);
+      pl.count[from] = 1;
+      pl.kind[from] = kUp;
+      pl.turn[from] = how;
+      ++(how == kAtTurnLeaf ? pl.turns : pl.detours);
+    };
+    if (!is_valley(turn_leaf)) dist[turn_leaf] = 0, bq.push_back(turn_leaf);
+    while (!bq.empty()) {
+      const uint32_t s = bq.front();
+      bq.pop_front();
       for (const auto* list : {&ups[s], &downs[s]})
         for (const Hop& h : *list)
-          if (is_valley(h.to) && valley_dist[h.to] == kInf) {
-            valley_dist[h.to] = valley_dist[s] + 1;
-            q.push_back(h.to);
-            out.lft[sw.nodes[h.to]][d.lid] = port_to(h.to, s);
-            turned[size_t(h.to) * stride + d.lid] = true;
-            ++turn_pairs;
+          if (is_valley(h.to) && dist[h.to] == kInf) {
+            dist[h.to] = dist[s] + 1;
+            bq.push_back(h.to);
+            route_to(h.to, h.back, kAtTurnLeaf);
           }
     }
-    // The rest (cores, toward another core's LID; and degraded trees) take a shortest way
-    // into the routed part, entering it as near the turn leaf as they can.
-    q.clear();
-    for (uint32_t s : near_turn_leaf)
-      if (!is_valley(s) || valley_dist[s] != kInf) valley_dist[s] = 0, q.push_back(s);
-    while (!q.empty()) {
-      const uint32_t s = q.front();
-      q.pop_front();
-      for (const auto* list : {&ups[s], &downs[s]})
-        for (const Hop& h : *list)
-          if (valley_dist[h.to] == kInf) {
-            valley_dist[h.to] = valley_dist[s] + 1;
-            q.push_back(h.to);
-            out.lft[sw.nodes[h.to]][d.lid] = port_to(h.to, s);
-            detoured[size_t(h.to) * stride + d.lid] = true;
-            ++detour_pairs;
-          }
+    // Then, layer by layer, each remaining one to its routed neighbour nearest the turn leaf.
+    auto routed = [&](uint32_t s) { return !is_valley(s) || dist[s] != kInf; };
+    std::vector<uint32_t> left, still;
+    std::vector<std::pair<uint32_t, PortNum>> chosen;
+    for (uint32_t s = 0; s < ns; ++s)
+      if (!routed(s)) left.push_back(s);
+    while (!left.empty()) {
+      chosen.clear();
+      still.clear();
+      for (uint32_t v : left) {
+        uint32_t best_rank = kInf;
+        PortNum best = kDropPort;
+        for (const auto* list : {&ups[v], &downs[v]})
+          for (const Hop& h : *list)
+            if (routed(h.to) && near_rank[h.to] < best_rank)
+              best_rank = near_rank[h.to], best = h.port;
+        if (best == kDropPort)
+          still.push_back(v);
+        else
+          chosen.emplace_back(v, best);
+      }
+      if (chosen.empty()) break;  // cut off: left without a route, which verification reports
+      for (auto [v, port] : chosen) {
+        dist[v] = 0;
+        route_to(v, port, kWhereMet);
+      }
+      left.swap(still);
     }
+  });
+
+  std::vector<std::vector<PortNum>> up_ports(ns), down_ports(ns);
+  for (uint32_t s = 0; s < ns; ++s) {
+    for (const Hop& h : ups[s]) up_ports[s].push_back(h.port);
+    for (const Hop& h : downs[s]) down_ports[s].push_back(h.port);
   }
-  std::vector<uint32_t> per_level(top + 1, 0);
-  for (uint32_t s = 0; s < ns; ++s) ++per_level[level[s]];
-  std::string shape;
-  for (uint32_t l = 0; l <= top; ++l) shape += (l ? "/" : "") + std::to_string(per_level[l]);
-  out.notes.push_back("ftree: " + std::to_string(top + 1) + " levels, switches per level " + shape +
-                      " (leaves first)");
-  // Turns at one leaf add no cycle on a tree whose up-then-down routes never leave a
-  // pod to come back into it. Check; move what closes a cycle to SL 1 (the other
-  // turns first, then those at the leaf), and check again.
-  int on_sl1 = 0;  // 0 nothing, 1 the other turns, 2 all turns
-  if (turn_pairs || detour_pairs) {
-    auto move = [&](const std::vector<bool>& which) {
-      for (uint32_t s = 0; s < ns; ++s)
-        for (size_t lid = 0; lid < stride; ++lid)
-          if (which[size_t(s) * stride + lid]) second_vl(s, static_cast<uint16_t>(lid));
+  // Each leaf's parents and their ports down to it.
+  std::vector<std::vector<std::pair<uint32_t, PortNum>>> parents(ns);
+  for (uint32_t s = 0; s < ns; ++s)
+    if (level[s] == 0)
+      for (const Hop& h : ups[s])
+        parents[s].emplace_back(h.to, f.node(sw.nodes[s]).ports[h.port].peer_port);
+  // Destinations by plan, in index order: consecutive indices let d / W be kept
+  // incrementally instead of divided.
+  std::vector<uint32_t> by_plan(dests.size());
+  for (uint32_t i = 0; i < dests.size(); ++i) by_plan[i] = i;
+  std::stable_sort(by_plan.begin(), by_plan.end(),
+                   [&](uint32_t a, uint32_t b) { return dests[a].plan < dests[b].plan; });
+
+  // Destinations grouped by plan (in index order within a plan), so that a switch
+  // reads its entry of each plan once.
+  std::vector<uint32_t> group_end;
+  for (uint32_t i = 0; i < by_plan.size(); ++i)
+    if (i + 1 == by_plan.size() || dests[by_plan[i + 1]].plan != dests[by_plan[i]].plan)
+      group_end.push_back(i + 1);
+  std::vector<detail::FastDiv> mod_by;  // mod_by[n]: division by n, for n candidates
+  for (uint32_t n = 0; n < 256; ++n) mod_by.emplace_back(std::max(n, 1u));
+
+  // Every switch's row, in parallel: rows are independent.
+  detail::parallel_for(ns, [&](size_t si) {
+    const auto s = static_cast<uint32_t>(si);
+    auto& row = out.lft[sw.nodes[s]];
+    // Climbing, d-mod-k. Descending (parallel links, or several children on the way),
+    // the divisor of the level below: the destinations that reach s and go down to one
+    // child were spread over s's links by the level below, so that level's quotient
+    // spreads them over the parallel links too.
+    const detail::FastDiv by_up(static_cast<uint32_t>(W[level[s]])),
+        by_down(static_cast<uint32_t>(W[level[s] ? level[s] - 1 : 0]));
+    PortNum to_leaf[64];
+    uint32_t first = 0;
+    for (uint32_t end : group_end) {
+      const Plan& pl = plans[dests[by_plan[first]].plan];
+      const Kind kind = static_cast<Kind>(pl.kind[s]);
+      const PortNum* cand = kind == kAllUp     ? up_ports[s].data()
+                            : kind == kAllDown ? down_ports[s].data()
+                                               : pl.pool.data() + pl.begin[s];
+      const uint32_t count = kind == kAllUp     ? static_cast<uint32_t>(up_ports[s].size())
+                             : kind == kAllDown ? static_cast<uint32_t>(down_ports[s].size())
+                                                : pl.count[s];
+      const detail::FastDiv& by = kind == kUp || kind == kAllUp ? by_up : by_down;
+      for (uint32_t i = first; i < end; ++i) {
+        const Dest& d = dests[by_plan[i]];
+        if (d.sw == s) {
+          row[d.lid] = d.exit;
+          continue;
+        }
+        if (kind == kNone) continue;
+        uint32_t n = count;
+        const PortNum* c = cand;
+        if (kind == kToLeaf) {
+          n = 0;
+          for (auto [u, port] : parents[d.sw])
+            if (u == s && n < 64) to_leaf[n++] = port;
+          c = to_leaf;
+        }
+        if (n) row[d.lid] = c[mod_by[n].mod(by.div(d.idx))];
+      }
+      first = end;
+    }
+  });
+
+  // The turns: check the dependency graph; move what closes a cycle to SL 1 (turns
+  // not at the turn leaf first), and check again.
+  uint64_t turns = 0, detours = 0;
+  for (const Plan& pl : plans) turns += pl.turns, detours += pl.detours;
+  int on_sl1 = 0;
+  if (turns || detours) {
+    auto move = [&](Turn which) {
+      if (out.path_sl.empty()) {
+        out.path_sl.assign(f.size(), {});
+        for (NodeIndex n : sw.nodes) out.path_sl[n].assign(size_t(out.top_lid) + 1, 0);
+      }
+      for (const Dest& d : dests) {
+        const Plan& pl = plans[d.plan];
+        for (uint32_t s = 0; s < ns; ++s)
+          if (pl.turn[s] == which) out.path_sl[sw.nodes[s]][d.lid] = 1;
+      }
     };
     while (!channel_dependencies(f, out).acyclic) {
       if (on_sl1 == 2)
         return refuse(Refusal::kTopology,
                       "ftree: degraded fat tree: the paths of switches without an up-then-down "
                       "path close a dependency cycle even on a VL of their own");
-      move(++on_sl1 == 1 ? detoured : turned);
+      move(++on_sl1 == 1 ? kWhereMet : kAtTurnLeaf);
     }
   }
   if (!out.path_sl.empty()) {
@@ -266,6 +399,19 @@ Routed FatTreeEngine::compute(const Fabric& f, const Options& o) const {
                     "VL; 1 allowed");
     out.vls = 2;
   }
+  std::vector<uint32_t> per_level(top + 1, 0);
+  for (uint32_t s = 0; s < ns; ++s) ++per_level[level[s]];
+  std::string shape;
+  for (uint32_t l = 0; l <= top; ++l) shape += (l ? "/" : "") + std::to_string(per_level[l]);
+  out.notes.push_back("ftree: " + std::to_string(top + 1) + " levels, switches per level " + shape +
+                      " (leaves first)");
+  // Per-target counts are of switches; a leaf class's plan serves all its LIDs.
+  uint64_t turn_pairs = 0, detour_pairs = 0;
+  std::vector<uint32_t> lids_per_plan(plans.size(), 0);
+  for (const Dest& d : dests) ++lids_per_plan[d.plan];
+  for (size_t i = 0; i < plans.size(); ++i)
+    turn_pairs += plans[i].turns * lids_per_plan[i],
+        detour_pairs += plans[i].detours * lids_per_plan[i];
   if (turn_pairs)
     out.notes.push_back("ftree: " + std::to_string(turn_pairs) +
                         " (switch, LID) pairs have no up-then-down path; they go to the leaf " +
