@@ -4,6 +4,7 @@
 #include <deque>
 #include <limits>
 
+#include "parallel.hpp"
 #include "switch_graph.hpp"
 
 namespace weft::routing {
@@ -23,8 +24,32 @@ Routed UpDownEngine::compute(const Fabric& f, const Options& o) const {
   if (!tables) return tables;
   Tables out = std::move(*tables);
   if (ns == 0) return out;
-  const std::vector<uint8_t> dist = detail::switch_distances(f, sw);
-  auto d = [&](uint32_t a, uint32_t b) { return dist[size_t(b) * ns + a]; };
+  std::vector<std::vector<uint32_t>> nbrs(ns);
+  for (uint32_t s = 0; s < ns; ++s)
+    for (const auto& p : f.node(sw.nodes[s]).ports)
+      if (p.num && p.linked() && f.node(p.peer).is_switch()) nbrs[s].push_back(sw.of_node[p.peer]);
+  // Hops from a set of switches, by one BFS.
+  auto hops_from = [&](const std::vector<uint32_t>& from) {
+    std::vector<uint32_t> h(ns, kInf);
+    std::deque<uint32_t> q;
+    for (uint32_t s : from)
+      if (h[s] == kInf) h[s] = 0, q.push_back(s);
+    while (!q.empty()) {
+      const uint32_t s = q.front();
+      q.pop_front();
+      for (uint32_t n : nbrs[s])
+        if (h[n] == kInf) h[n] = h[s] + 1, q.push_back(n);
+    }
+    return h;
+  };
+  // Connected parts: a pair in different parts is unreachable, not a routing failure.
+  std::vector<uint32_t> part(ns, kInf);
+  for (uint32_t s = 0; s < ns; ++s) {
+    if (part[s] != kInf) continue;
+    const auto h = hops_from({s});
+    for (uint32_t x = 0; x < ns; ++x)
+      if (h[x] != kInf) part[x] = s;
+  }
 
   // Roots.
   std::vector<uint32_t> roots;
@@ -37,13 +62,10 @@ Routed UpDownEngine::compute(const Fabric& f, const Options& o) const {
       roots.push_back(sw.of_node[*n]);
     }
   } else {
-    std::vector<uint32_t> leaf_dist(ns, kInf);
-    std::vector<bool> has_ca(ns, false);
-    for (uint32_t s = 0; s < ns; ++s) has_ca[s] = sw.sources[s] > 1;
+    std::vector<uint32_t> leaves;
     for (uint32_t s = 0; s < ns; ++s)
-      for (uint32_t l = 0; l < ns; ++l)
-        if (has_ca[l] && d(s, l) != detail::kFar)
-          leaf_dist[s] = std::min<uint32_t>(leaf_dist[s], d(s, l));
+      if (sw.sources[s] > 1) leaves.push_back(s);
+    const auto leaf_dist = hops_from(leaves);
     uint32_t best = 0;
     for (uint32_t s = 0; s < ns; ++s)
       if (leaf_dist[s] != kInf) best = std::max(best, leaf_dist[s]);
@@ -52,11 +74,13 @@ Routed UpDownEngine::compute(const Fabric& f, const Options& o) const {
         if (leaf_dist[s] == best) roots.push_back(s);
     } else {
       // Every switch has CAs: one root at the centre (least eccentricity, lowest GUID).
+      const std::vector<uint8_t> dist = detail::switch_distances(f, sw);
       uint32_t centre = 0, ecc_best = kInf;
       for (uint32_t s = 0; s < ns; ++s) {
         uint32_t ecc = 0;
         for (uint32_t t = 0; t < ns; ++t)
-          if (d(s, t) != detail::kFar) ecc = std::max<uint32_t>(ecc, d(s, t));
+          if (dist[size_t(t) * ns + s] != detail::kFar)
+            ecc = std::max<uint32_t>(ecc, dist[size_t(t) * ns + s]);
         if (ecc < ecc_best ||
             (ecc == ecc_best && f.node(sw.nodes[s]).guid < f.node(sw.nodes[centre]).guid))
           ecc_best = ecc, centre = s;
@@ -64,14 +88,42 @@ Routed UpDownEngine::compute(const Fabric& f, const Options& o) const {
       roots.push_back(centre);
     }
   }
+
+  // Destinations grouped by the switch that delivers them: every LID of a group has the
+  // same up/down distances, so they are computed once per group.
+  struct Group {
+    uint32_t t;
+    std::vector<std::pair<uint16_t, PortNum>> lids;  // (LID, exit port at t)
+  };
+  std::vector<Group> groups;
+  {
+    std::vector<uint32_t> group_of(ns, kInf);
+    for (const LidOwner& ow : owners) {
+      const auto& nd = f.node(ow.node);
+      uint32_t t;
+      PortNum exit;
+      if (nd.is_switch()) {
+        t = sw.of_node[ow.node];
+        exit = 0;
+      } else {
+        const auto& port = nd.ports[ow.port];
+        if (!port.linked() || !f.node(port.peer).is_switch()) continue;
+        t = sw.of_node[port.peer];
+        exit = port.peer_port;
+      }
+      if (group_of[t] == kInf)
+        group_of[t] = static_cast<uint32_t>(groups.size()), groups.push_back({t, {}});
+      groups[group_of[t]].lids.emplace_back(ow.lid.value, exit);
+    }
+  }
+
   // Routes every LID into `tables` with the given roots; returns the number of
   // (switch, LID) pairs left without an up*down* path and one example.
-  auto route = [&](const std::vector<uint32_t>& root_set, Tables& tables,
+  // With `tables` null, only counts: a switch has a next hop toward a LID exactly when
+  // its down-only distance or its up/down cost to the LID's switch is finite.
+  auto route = [&](const std::vector<uint32_t>& root_set, Tables* tables,
                    std::string& example) -> size_t {
-    std::vector<uint32_t> rank(ns, kInf);
-    for (uint32_t r : root_set)
-      for (uint32_t s = 0; s < ns; ++s)
-        if (d(s, r) != detail::kFar) rank[s] = std::min<uint32_t>(rank[s], d(s, r));
+    const std::vector<uint32_t> rank = hops_from(root_set);
     // A strict order on switches; a link is "up" toward the lesser end. dnup reverses it.
     auto before = [&](uint32_t a, uint32_t b) {
       if (down_up_) std::swap(a, b);
@@ -94,81 +146,111 @@ Routed UpDownEngine::compute(const Fabric& f, const Options& o) const {
         const uint32_t n = sw.of_node[p.peer];
         (up(s, n) ? ups[s] : downs[s]).push_back({p.num, n});
       }
+    // Per switch, per port: routes weighted by the switch's sources, the balance.
     std::vector<std::vector<uint64_t>> used(ns);
     for (uint32_t s = 0; s < ns; ++s) used[s].assign(f.node(sw.nodes[s]).ports.size(), 0);
+    std::vector<uint64_t> missing(ns, 0);
+    std::vector<uint32_t> first_missing(ns, kInf);  // (group index) of a switch's first
 
-    std::vector<uint32_t> down_dist(ns), cost(ns);
-    std::deque<uint32_t> q;
-    size_t unreachable = 0;
-    for (const LidOwner& ow : owners) {
-      const auto& nd = f.node(ow.node);
-      uint32_t t;
-      PortNum exit;
-      if (nd.is_switch()) {
-        t = sw.of_node[ow.node];
-        exit = 0;
-      } else {
-        const auto& port = nd.ports[ow.port];
-        if (!port.linked() || !f.node(port.peer).is_switch()) continue;
-        t = sw.of_node[port.peer];
-        exit = port.peer_port;
+    // Groups in chunks: their distances in parallel (groups are independent), then
+    // every switch's entries in parallel (a switch's balance is its own).
+    constexpr size_t kChunk = 64;
+    std::vector<std::vector<uint32_t>> down_dist(kChunk, std::vector<uint32_t>(ns)),
+        cost(kChunk, std::vector<uint32_t>(ns));
+    for (size_t g0 = 0; g0 < groups.size(); g0 += kChunk) {
+      const size_t g1 = std::min(groups.size(), g0 + kChunk);
+      detail::parallel_for(
+          g1 - g0,
+          [&](size_t k) {
+            const uint32_t t = groups[g0 + k].t;
+            auto& dd = down_dist[k];
+            auto& c = cost[k];
+            // Down-only distance to t: BFS from t backwards over down-links (n -> m is
+            // down when m -> n is up).
+            std::fill(dd.begin(), dd.end(), kInf);
+            dd[t] = 0;
+            std::deque<uint32_t> q{t};
+            while (!q.empty()) {
+              const uint32_t m = q.front();
+              q.pop_front();
+              for (const Hop& h : ups[m])
+                if (dd[h.to] == kInf) dd[h.to] = dd[m] + 1, q.push_back(h.to);
+            }
+            // Up/down cost, highest switches first.
+            for (uint32_t s : topo) {
+              c[s] = dd[s];
+              if (c[s] != kInf) continue;
+              for (const Hop& h : ups[s])
+                if (c[h.to] != kInf) c[s] = std::min(c[s], c[h.to] + 1);
+            }
+          },
+          1);
+      if (!tables) {
+        for (size_t k = 0; k < g1 - g0; ++k)
+          for (uint32_t s = 0; s < ns; ++s)
+            if (s != groups[g0 + k].t && down_dist[k][s] == kInf && cost[k][s] == kInf &&
+                part[s] == part[groups[g0 + k].t]) {
+              missing[s] += groups[g0 + k].lids.size();
+              first_missing[s] = std::min<uint32_t>(first_missing[s], uint32_t(g0 + k));
+            }
+        continue;
       }
-      tables.lft[sw.nodes[t]][ow.lid.value] = exit;
-      // Down-only distance to t: BFS from t backwards over down-links (n -> m is down when m -> n
-      // is up).
-      std::fill(down_dist.begin(), down_dist.end(), kInf);
-      down_dist[t] = 0;
-      q.assign(1, t);
-      while (!q.empty()) {
-        uint32_t m = q.front();
-        q.pop_front();
-        for (const Hop& h : ups[m])  // m -> h.to is up, so h.to -> m is down
-          if (down_dist[h.to] == kInf) down_dist[h.to] = down_dist[m] + 1, q.push_back(h.to);
-      }
-      // Up/down cost, highest switches first.
-      for (uint32_t s : topo) {
-        cost[s] = down_dist[s];
-        if (cost[s] != kInf) continue;
-        for (const Hop& h : ups[s])
-          if (cost[h.to] != kInf) cost[s] = std::min(cost[s], cost[h.to] + 1);
-      }
-      for (uint32_t s = 0; s < ns; ++s) {
-        if (s == t) continue;
-        PortNum best = kDropPort;
-        uint64_t best_used = 0;
-        auto consider = [&](const Hop& h) {
-          if (best == kDropPort || used[s][h.port] < best_used)
-            best = h.port, best_used = used[s][h.port];
-        };
-        if (down_dist[s] != kInf) {
-          for (const Hop& h : downs[s])
-            if (down_dist[h.to] + 1 == down_dist[s]) consider(h);
-        } else if (cost[s] != kInf) {
-          for (const Hop& h : ups[s])
-            if (cost[h.to] + 1 == cost[s]) consider(h);
-        }
-        if (best == kDropPort) {
-          if (d(s, t) != detail::kFar) {
-            ++unreachable;
-            if (example.empty())
-              example =
-                  fabric::port_ref(f, sw.nodes[s], 0) + " to LID " + std::to_string(ow.lid.value);
+      detail::parallel_for(ns, [&](size_t si) {
+        const auto s = static_cast<uint32_t>(si);
+        auto& row = tables->lft[sw.nodes[s]];
+        PortNum cand[256];
+        for (size_t k = 0; k < g1 - g0; ++k) {
+          const Group& g = groups[g0 + k];
+          if (s == g.t) {
+            for (auto [lid, exit] : g.lids) row[lid] = exit;
+            continue;
           }
-          continue;
+          const auto& dd = down_dist[k];
+          const auto& c = cost[k];
+          size_t n = 0;
+          if (dd[s] != kInf) {
+            for (const Hop& h : downs[s])
+              if (dd[h.to] + 1 == dd[s]) cand[n++] = h.port;
+          } else if (c[s] != kInf) {
+            for (const Hop& h : ups[s])
+              if (c[h.to] + 1 == c[s]) cand[n++] = h.port;
+          }
+          if (n == 0) {
+            if (part[s] == part[g.t]) {
+              missing[s] += g.lids.size();
+              first_missing[s] = std::min<uint32_t>(first_missing[s], uint32_t(g0 + k));
+            }
+            continue;
+          }
+          // The group's LIDs round robin over the candidates, from the least used.
+          size_t start = 0;
+          for (size_t i = 1; i < n; ++i)
+            if (used[s][cand[i]] < used[s][cand[start]]) start = i;
+          for (size_t i = 0; i < g.lids.size(); ++i) {
+            const PortNum port = cand[(start + i) % n];
+            row[g.lids[i].first] = port;
+            used[s][port] += sw.sources[s];
+          }
         }
-        tables.lft[sw.nodes[s]][ow.lid.value] = best;
-        used[s][best] += sw.sources[s];
-      }
+      });
     }
-
+    size_t unreachable = 0;
+    uint32_t ex_group = kInf, ex_switch = 0;
+    for (uint32_t s = 0; s < ns; ++s) {
+      unreachable += missing[s];
+      if (first_missing[s] < ex_group) ex_group = first_missing[s], ex_switch = s;
+    }
+    if (unreachable)
+      example = fabric::port_ref(f, sw.nodes[ex_switch], 0) + " to LID " +
+                std::to_string(groups[ex_group].lids.front().first);
     return unreachable;
   };
   std::string example;
-  Tables attempt = out;
-  const size_t missing = route(roots, attempt, example);
+  const size_t missing = route(roots, nullptr, example);
   if (missing == 0) {
-    attempt.notes.push_back(std::string(name()) + ": " + std::to_string(roots.size()) + " root(s)");
-    return attempt;
+    route(roots, &out, example);
+    out.notes.push_back(std::string(name()) + ": " + std::to_string(roots.size()) + " root(s)");
+    return out;
   }
   const std::string why = std::to_string(missing) +
                           (down_up_ ? " (switch, LID) pairs have no down*up* path with "
@@ -181,17 +263,15 @@ Routed UpDownEngine::compute(const Fabric& f, const Options& o) const {
   std::vector<uint32_t> one{*std::min_element(
       roots.begin(), roots.end(),
       [&](uint32_t x, uint32_t y) { return f.node(sw.nodes[x]).guid < f.node(sw.nodes[y]).guid; })};
-  Tables single = out;
   std::string example1;
-  if (const size_t left = route(one, single, example1); left)
-    // updn with one root joins every connected pair; dnup's mirror image need not.
+  if (const size_t left = route(one, &out, example1); left)
     return refuse(down_up_ ? Refusal::kTopology : Refusal::kDisconnected,
                   std::string(name()) + ": " + why + "; with the single root " +
                       f.node(sw.nodes[one[0]]).guid.str() + " still " + std::to_string(left) +
                       ", e.g. " + example1);
-  single.notes.push_back(std::string(name()) + ": " + why + "; routed with the single root " +
-                         f.node(sw.nodes[one[0]]).guid.str());
-  return single;
+  out.notes.push_back(std::string(name()) + ": " + why + "; routed with the single root " +
+                      f.node(sw.nodes[one[0]]).guid.str());
+  return out;
 }
 
 }  // namespace weft::routing
