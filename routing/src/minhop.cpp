@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <limits>
 
+#include "parallel.hpp"
 #include "switch_graph.hpp"
 
 namespace weft::routing {
@@ -15,6 +16,15 @@ using detail::Switches;
 using fabric::Fabric;
 using fabric::NodeIndex;
 
+namespace {
+// splitmix64's finaliser: a fixed, well-mixed hash.
+uint64_t mix(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+}  // namespace
+
 Routed MinHopEngine::compute(const Fabric& f, const Options&) const {
   const Switches sw = index_switches(f);
   const size_t ns = sw.nodes.size();
@@ -23,93 +33,78 @@ Routed MinHopEngine::compute(const Fabric& f, const Options&) const {
   if (!tables) return tables;
   Tables out = std::move(*tables);
   if (ns == 0) return out;
-
   const std::vector<uint8_t> dist = switch_distances(f, sw);
-  // Links are bidirectional, so distances are symmetric: d(a, t) reads row t, which keeps
-  // the per-destination scans below on one contiguous row of the matrix.
-  auto d = [&](uint32_t a, uint32_t t) { return dist[size_t(t) * ns + a]; };
 
-  // Where each destination enters the switch fabric: (switch, exit port).
-  struct Dest {
-    uint16_t lid;
-    uint32_t sw;
-    PortNum exit;
-  };
-  std::vector<std::vector<Dest>> by_switch(ns);
+  // Destinations grouped by the switch that delivers them, with the exit port there.
+  std::vector<std::vector<std::pair<uint16_t, PortNum>>> at(ns);
   for (const LidOwner& o : owners) {
     const auto& nd = f.node(o.node);
     if (nd.is_switch()) {
-      by_switch[sw.of_node[o.node]].push_back({o.lid.value, sw.of_node[o.node], 0});
+      at[sw.of_node[o.node]].emplace_back(o.lid.value, 0);
       continue;
     }
     const auto& port = nd.ports[o.port];
     if (!port.linked() || !f.node(port.peer).is_switch()) continue;  // CA-to-CA link: no switch
-    by_switch[sw.of_node[port.peer]].push_back(
-        {o.lid.value, sw.of_node[port.peer], port.peer_port});
+    at[sw.of_node[port.peer]].emplace_back(o.lid.value, port.peer_port);
   }
 
-  // Per directed switch link (switch, port): traffic weight routed over it so far.
-  std::vector<std::vector<uint64_t>> load(ns);
-  for (uint32_t i = 0; i < ns; ++i) load[i].assign(f.node(sw.nodes[i]).ports.size(), 0);
-
-  std::vector<uint32_t> order;               // switches sorted by distance to t, far first
-  std::vector<uint32_t> cand_begin(ns + 1);  // candidate ports of switch s toward t
-  std::vector<PortNum> cand;
-  std::vector<uint64_t> weight(ns);
-  // The least-loaded onward link of a neighbour: fixed for one destination until the
-  // neighbour itself is routed (it is closer, so later), hence computed once per
-  // destination and cached under a stamp.
-  std::vector<uint64_t> ahead(ns), ahead_stamp(ns, 0);
-  uint64_t stamp = 0;
-  auto look_ahead = [&](uint32_t n) -> uint64_t {
-    if (ahead_stamp[n] == stamp) return ahead[n];
-    uint64_t m = cand_begin[n] == cand_begin[n + 1] ? 0 : std::numeric_limits<uint64_t>::max();
-    for (uint32_t k = cand_begin[n]; k < cand_begin[n + 1]; ++k) m = std::min(m, load[n][cand[k]]);
-    ahead_stamp[n] = stamp;
-    return ahead[n] = m;
-  };
-  for (uint32_t t = 0; t < ns; ++t) {
-    if (by_switch[t].empty()) continue;
-    order.clear();
-    for (uint32_t s = 0; s < ns; ++s)
-      if (s != t && d(s, t) != kFar) order.push_back(s);
-    std::stable_sort(order.begin(), order.end(),
-                     [&](uint32_t a, uint32_t b) { return d(a, t) > d(b, t); });
-    cand.clear();
-    for (uint32_t s = 0; s < ns; ++s) {
-      cand_begin[s] = static_cast<uint32_t>(cand.size());
-      if (s == t || d(s, t) == kFar) continue;
-      for (const auto& p : f.node(sw.nodes[s]).ports) {
-        if (p.num == 0 || !p.linked() || !f.node(p.peer).is_switch()) continue;
-        if (d(sw.of_node[p.peer], t) + 1 == d(s, t)) cand.push_back(p.num);
-      }
+  // Every switch's row on its own, in parallel.
+  detail::parallel_for(ns, [&](size_t si) {
+    const auto s = static_cast<uint32_t>(si);
+    const NodeIndex sn = sw.nodes[s];
+    auto& row = out.lft[sn];
+    for (auto [lid, exit] : at[s]) row[lid] = exit;
+    struct Link {
+      PortNum port;
+      const uint8_t* dist;  // the neighbour's distances (row = column: symmetric)
+    };
+    std::vector<Link> links;
+    for (const auto& p : f.node(sn).ports)
+      if (p.num && p.linked() && f.node(p.peer).is_switch())
+        links.push_back({p.num, &dist[size_t(sw.of_node[p.peer]) * ns]});
+    const uint8_t* mine = &dist[size_t(s) * ns];
+    // Targets in an order of this switch's own: neighbours that take the same order
+    // would pile their choices onto the same next switches (the per-port-counter
+    // collapse of upper tree levels); independent orders spread them.
+    // The order: a Fisher-Yates shuffle seeded by this switch.
+    std::vector<uint32_t> order(ns);
+    for (uint32_t t = 0; t < ns; ++t) order[t] = t;
+    uint64_t state = mix(s + 1);
+    for (size_t i = ns - 1; i > 0; --i) {
+      state = mix(state + 0x9e3779b97f4a7c15ull);
+      std::swap(order[i], order[state % (i + 1)]);
     }
-    cand_begin[ns] = static_cast<uint32_t>(cand.size());
-    for (const Dest& dst : by_switch[t]) {
-      out.lft[sw.nodes[t]][dst.lid] = dst.exit;
-      for (uint32_t s : order) weight[s] = sw.sources[s];
-      weight[t] = sw.sources[t];
-      ++stamp;
-      for (uint32_t s : order) {
-        const NodeIndex sn = sw.nodes[s];
-        PortNum best = kDropPort;
-        uint64_t best_cost = std::numeric_limits<uint64_t>::max();
-        for (uint32_t k = cand_begin[s]; k < cand_begin[s + 1]; ++k) {
-          const PortNum port = cand[k];
-          const uint32_t n = sw.of_node[f.node(sn).ports[port].peer];
-          const uint64_t cost = load[s][port] + look_ahead(n) + (weight[n] - sw.sources[n]);
-          if (best == kDropPort || cost < best_cost) {
-            best_cost = cost;
-            best = port;
-          }
+    // Candidates toward every target at once, link by link (contiguous distance rows):
+    // bit k of next[t] says link k is one hop nearer to t.
+    const size_t words = (links.size() + 63) / 64;
+    std::vector<uint64_t> next(ns * words, 0);
+    for (size_t k = 0; k < links.size(); ++k) {
+      const uint8_t* d = links[k].dist;
+      const uint64_t bit = uint64_t(1) << (k & 63);
+      uint64_t* col = next.data() + k / 64;
+      for (uint32_t t = 0; t < ns; ++t)
+        if (d[t] + 1 == mine[t]) col[size_t(t) * words] |= bit;
+    }
+    std::vector<uint32_t> used(links.size(), 0);  // LIDs routed per link
+    std::vector<uint32_t> cand(links.size());     // link numbers
+    for (const uint32_t t : order) {
+      if (t == s || at[t].empty() || mine[t] == kFar) continue;
+      // The target's LIDs round robin over the candidates, from the least used.
+      size_t n = 0, start = 0;
+      for (size_t w = 0; w < words; ++w)
+        for (uint64_t bits = next[t * words + w]; bits; bits &= bits - 1) {
+          const auto k = static_cast<uint32_t>(w * 64 + static_cast<size_t>(__builtin_ctzll(bits)));
+          if (used[k] < used[cand[start]] || n == 0) start = n;
+          cand[n++] = k;
         }
-        if (best == kDropPort) continue;  // unreachable by construction; keep drop
-        out.lft[sn][dst.lid] = best;
-        load[s][best] += weight[s];
-        weight[sw.of_node[f.node(sn).ports[best].peer]] += weight[s];
+      if (n == 0) continue;
+      const auto& lids = at[t];
+      for (size_t j = 0, c = start; j < lids.size(); ++j, c = c + 1 == n ? 0 : c + 1) {
+        row[lids[j].first] = links[cand[c]].port;
+        ++used[cand[c]];
       }
     }
-  }
+  });
   return out;
 }
 

@@ -1,20 +1,20 @@
 // Balanced min-hop routing.
 //
 // Distances: one Boost.Graph BFS per switch over a compressed_sparse_row_graph
-// of the switches.
+// of the switches, in parallel.
 //
-// Balance: destinations are routed one at a time; for each, switches are
-// visited farthest-first, each carrying the number of sources whose path to
-// that destination passes through it (its own CAs and itself, plus what its
-// upstream neighbours sent it). Among the equal-cost output ports a switch takes
-// the cheapest, counting the traffic its link has carried so far, the
-// least-loaded onward link of the neighbour it leads to, and the traffic for this
-// destination already sent through that neighbour; then adds its weight to it.
-// Balancing by the traffic that actually passes a switch, not by a per-port
-// count of all LIDs, keeps upper tree levels from collapsing onto a few links
-// when LIDs are numbered in topological order; the look-ahead keeps independent
-// switches (aggregation switches of different pods) from all picking the same
-// next switch and piling onto its down-link.
+// Routes: every switch fills its own row, in parallel with the others. Toward each
+// destination switch its candidates are the links one hop nearer (found for all
+// destinations at once from the neighbours' distance rows); the destination's
+// LIDs go round robin over them, starting at the candidate that has carried the
+// fewest LIDs so far. Each switch takes the destination switches in an order of
+// its own (a shuffle seeded by the switch): when every switch takes them in the
+// same order, per-port counters line up across a tree's levels and pile the
+// traffic of whole pods onto a few upper links (OpenSM's minhop on 3-level fat
+// trees); independent orders spread it. A switch's choices depend only on the
+// distances, so the rows are independent, the same input gives the same tables,
+// and the radix-56 3-level tree (3,920 switches, 47,824 LIDs) routes in about a
+// second on two cores.
 #pragma once
 
 #include "weft/routing/engine.hpp"

@@ -1,5 +1,7 @@
 #include "switch_graph.hpp"
 
+#include "parallel.hpp"
+
 #include <algorithm>
 #include <boost/graph/breadth_first_search.hpp>
 #include <boost/graph/compressed_sparse_row_graph.hpp>
@@ -38,16 +40,19 @@ std::vector<uint8_t> switch_distances(const Fabric& f, const Switches& sw) {
   edges.erase(std::unique(edges.begin(), edges.end()), edges.end());
   SwitchGraph g(boost::edges_are_sorted, edges.begin(), edges.end(), n);
   std::vector<uint8_t> dist(n * n, kFar);
-  std::vector<uint32_t> d32(n);
-  for (uint32_t src = 0; src < n; ++src) {
-    std::fill(d32.begin(), d32.end(), std::numeric_limits<uint32_t>::max());
-    d32[src] = 0;
-    boost::breadth_first_search(g, src,
-                                boost::visitor(boost::make_bfs_visitor(
-                                    boost::record_distances(d32.data(), boost::on_tree_edge()))));
-    for (uint32_t t = 0; t < n; ++t)
-      dist[size_t(src) * n + t] = d32[t] >= kFar ? kFar : static_cast<uint8_t>(d32[t]);
-  }
+  // One BFS per source, in parallel: the graph is only read, each source fills its row.
+  parallel_for(
+      n,
+      [&](size_t src) {
+        std::vector<uint32_t> d32(n, std::numeric_limits<uint32_t>::max());
+        d32[src] = 0;
+        boost::breadth_first_search(g, src,
+                                    boost::visitor(boost::make_bfs_visitor(boost::record_distances(
+                                        d32.data(), boost::on_tree_edge()))));
+        for (uint32_t t = 0; t < n; ++t)
+          dist[src * n + t] = d32[t] >= kFar ? kFar : static_cast<uint8_t>(d32[t]);
+      },
+      8);
   return dist;
 }
 
