@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <numeric>
-#include <unordered_set>
 
 #include "minhop.hpp"
 #include "switch_graph.hpp"
@@ -15,56 +14,80 @@ using fabric::NodeIndex;
 
 namespace {
 
-// One layer's channel dependency graph, kept acyclic.
+// One layer's channel dependency graph, kept acyclic under edge insertions with a
+// topological order maintained incrementally (Pearce and Kelly): an edge that
+// agrees with the order costs nothing; one that does not searches only the
+// channels between its ends in the order, and either finds a cycle (refused) or
+// reorders them.
 class Layer {
  public:
-  explicit Layer(size_t channels) : adj_(channels), seen_(channels, 0) {}
+  // `order`: an initial order, as near to topological for the edges to come as can be.
+  explicit Layer(const std::vector<uint32_t>& order)
+      : out_(order.size()), in_(order.size()), ord_(order), mark_(order.size(), 0) {}
 
-  // Adds the dependencies of one path (consecutive channels) if the graph stays
-  // acyclic; otherwise leaves the layer as it was and returns false.
-  bool try_add(const uint32_t* ch, size_t n) {
-    added_.clear();
-    for (size_t i = 0; i + 1 < n; ++i) {
-      const uint32_t a = ch[i], b = ch[i + 1];
-      const uint64_t key = uint64_t(a) << 32 | b;
-      if (edges_.contains(key)) continue;
-      if (reaches(b, a)) {
-        for (uint64_t k : added_) {
-          edges_.erase(k);
-          adj_[k >> 32].pop_back();  // added last, so at the back
+  bool has(uint32_t a, uint32_t b) const {
+    return std::find(out_[a].begin(), out_[a].end(), b) != out_[a].end();
+  }
+
+  // Adds a -> b unless it closes a cycle.
+  bool add(uint32_t a, uint32_t b) {
+    if (a == b) return false;
+    if (has(a, b)) return true;
+    if (ord_[a] > ord_[b]) {
+      const uint32_t lo = ord_[b], hi = ord_[a];
+      ++stamp_;
+      fwd_.clear();
+      stack_.assign(1, b);
+      mark_[b] = stamp_;
+      while (!stack_.empty()) {  // forward from b, among channels ordered up to a
+        const uint32_t v = stack_.back();
+        stack_.pop_back();
+        fwd_.push_back(v);
+        for (uint32_t w : out_[v]) {
+          if (w == a) return false;  // b reaches a: a -> b would close a cycle
+          if (mark_[w] != stamp_ && ord_[w] < hi) mark_[w] = stamp_, stack_.push_back(w);
         }
-        return false;
       }
-      edges_.insert(key);
-      adj_[a].push_back(b);
-      added_.push_back(key);
+      bwd_.clear();
+      stack_.assign(1, a);
+      ++stamp_;
+      mark_[a] = stamp_;
+      while (!stack_.empty()) {  // backward from a, among channels ordered from b
+        const uint32_t v = stack_.back();
+        stack_.pop_back();
+        bwd_.push_back(v);
+        for (uint32_t w : in_[v])
+          if (mark_[w] != stamp_ && ord_[w] > lo) mark_[w] = stamp_, stack_.push_back(w);
+      }
+      // Reorder: what reaches a first, then what b reaches, in the slots they held.
+      auto by_ord = [&](uint32_t x, uint32_t y) { return ord_[x] < ord_[y]; };
+      std::sort(fwd_.begin(), fwd_.end(), by_ord);
+      std::sort(bwd_.begin(), bwd_.end(), by_ord);
+      slots_.clear();
+      for (uint32_t v : bwd_) slots_.push_back(ord_[v]);
+      for (uint32_t v : fwd_) slots_.push_back(ord_[v]);
+      std::sort(slots_.begin(), slots_.end());
+      size_t i = 0;
+      for (uint32_t v : bwd_) ord_[v] = slots_[i++];
+      for (uint32_t v : fwd_) ord_[v] = slots_[i++];
     }
+    out_[a].push_back(b);
+    in_[b].push_back(a);
     return true;
   }
 
- private:
-  bool reaches(uint32_t from, uint32_t to) {
-    if (from == to) return true;
-    ++stamp_;
-    stack_.assign(1, from);
-    seen_[from] = stamp_;
-    while (!stack_.empty()) {
-      const uint32_t v = stack_.back();
-      stack_.pop_back();
-      for (uint32_t w : adj_[v]) {
-        if (w == to) return true;
-        if (seen_[w] != stamp_) seen_[w] = stamp_, stack_.push_back(w);
-      }
-    }
-    return false;
+  // Removes a -> b, added last from a and last into b (an undo).
+  void undo(uint32_t a, uint32_t b) {
+    out_[a].pop_back();
+    in_[b].pop_back();
   }
 
-  std::vector<std::vector<uint32_t>> adj_;
-  std::unordered_set<uint64_t> edges_;
-  std::vector<uint32_t> seen_;
+ private:
+  std::vector<std::vector<uint32_t>> out_, in_;
+  std::vector<uint32_t> ord_;  // channel -> position in a topological order
+  std::vector<uint32_t> mark_;
   uint32_t stamp_ = 0;
-  std::vector<uint32_t> stack_;
-  std::vector<uint64_t> added_;
+  std::vector<uint32_t> stack_, fwd_, bwd_, slots_;
 };
 
 }  // namespace
@@ -87,59 +110,124 @@ Routed DfssspEngine::compute(const Fabric& f, const Options& o) const {
   for (NodeIndex n = 0; n < f.size(); ++n)
     base[n + 1] = base[n] + static_cast<uint32_t>(f.node(n).ports.size());
   const detail::Switches sw = detail::index_switches(f);
-  const auto owners = lid_owners(f);
-
-  // Every path: from each switch to each LID, as its channel sequence.
-  struct Path {
-    uint32_t src;  // switch number
-    uint16_t lid;
-    uint32_t begin, len;
+  const size_t ns = sw.nodes.size();
+  std::vector<NodeIndex> isl_peer(base.back(), fabric::kNoNode);
+  for (NodeIndex n : sw.nodes)
+    for (const auto& p : f.node(n).ports)
+      if (p.num && p.linked() && f.node(p.peer).is_switch()) isl_peer[base[n] + p.num] = p.peer;
+  auto channel = [&](NodeIndex n, uint16_t lid) -> uint32_t {
+    const auto& row = out.lft[n];
+    if (lid >= row.size() || row[lid] == 0 || row[lid] == kDropPort) return ~0u;
+    const uint32_t c = base[n] + row[lid];
+    return c < base[n + 1] && isl_peer[c] != fabric::kNoNode ? c : ~0u;
   };
-  std::vector<Path> paths;
-  std::vector<uint32_t> channels;
-  for (uint32_t s = 0; s < sw.nodes.size(); ++s)
-    for (const LidOwner& ow : owners) {
-      Path p{s, ow.lid.value, static_cast<uint32_t>(channels.size()), 0};
-      NodeIndex cur = sw.nodes[s];
-      for (size_t hop = 0; hop <= sw.nodes.size(); ++hop) {
-        const PortNum port = out.lft[cur][ow.lid.value];
-        const auto& nd = f.node(cur);
-        if (port == 0 || port > nd.num_ports || !nd.ports[port].linked() ||
-            !f.node(nd.ports[port].peer).is_switch())
-          break;
-        channels.push_back(base[cur] + port);
-        cur = nd.ports[port].peer;
-      }
-      p.len = static_cast<uint32_t>(channels.size()) - p.begin;
-      if (p.len >= 2) paths.push_back(p);  // one channel or none: no dependency
-    }
-  std::vector<uint32_t> order(paths.size());
-  std::iota(order.begin(), order.end(), 0u);
-  std::stable_sort(order.begin(), order.end(),
-                   [&](uint32_t a, uint32_t b) { return paths[a].len > paths[b].len; });
 
+  // The layers' initial order: reverse DFS postorder of all the routes' dependencies,
+  // a topological order but for the edges that close cycles, so that most insertions
+  // agree with it and cost nothing.
+  std::vector<uint32_t> initial(base.back());
+  {
+    std::vector<std::vector<uint32_t>> all(base.back());
+    for (const LidOwner& ow : lid_owners(f))
+      for (NodeIndex n : sw.nodes) {
+        const uint32_t a = channel(n, ow.lid.value);
+        if (a == ~0u) continue;
+        const uint32_t b = channel(isl_peer[a], ow.lid.value);
+        if (b != ~0u && std::find(all[a].begin(), all[a].end(), b) == all[a].end())
+          all[a].push_back(b);
+      }
+    std::vector<uint8_t> state(all.size(), 0);
+    std::vector<std::pair<uint32_t, size_t>> stack;
+    auto next = static_cast<uint32_t>(all.size());
+    for (uint32_t s0 = 0; s0 < all.size(); ++s0) {
+      if (state[s0]) continue;
+      stack.assign(1, {s0, 0});
+      state[s0] = 1;
+      while (!stack.empty()) {
+        auto& [v, i] = stack.back();
+        if (i < all[v].size()) {
+          const uint32_t w = all[v][i++];
+          if (!state[w]) state[w] = 1, stack.emplace_back(w, 0);
+        } else {
+          initial[v] = --next;  // finished last = first in the order
+          stack.pop_back();
+        }
+      }
+    }
+  }
+  // Paths one at a time, each into the lowest layer it leaves acyclic; per LID the
+  // longest paths first (they have the most dependencies to fit). A path's layer is
+  // its SL. Paths are walked, not stored, so memory stays at the layers' graphs.
   std::vector<Layer> layers;
   out.path_sl.assign(f.size(), {});
   for (NodeIndex n : sw.nodes) out.path_sl[n].assign(size_t(out.top_lid) + 1, 0);
-  for (uint32_t i : order) {
-    const Path& p = paths[i];
-    size_t v = 0;
-    for (; v < layers.size(); ++v)
-      if (layers[v].try_add(&channels[p.begin], p.len)) break;
-    if (v == layers.size()) {
-      if (layers.size() == o.max_vls)
-        return refuse(Refusal::kVirtualLanes,
-                      "dfsssp: the minimum-hop routes need more than " +
-                          std::to_string(int(o.max_vls)) + " VLs to be deadlock-free (" +
-                          std::to_string(paths.size()) + " paths with dependencies)");
-      layers.emplace_back(base.back());
-      layers.back().try_add(&channels[p.begin], p.len);
+  std::vector<std::pair<uint32_t, uint32_t>> deps, added;
+  uint64_t paths = 0, whole = 0;
+  auto try_layer = [&](Layer& layer) {
+    added.clear();
+    for (auto [a, b] : deps) {
+      if (layer.has(a, b)) continue;
+      if (!layer.add(a, b)) {
+        for (auto it = added.rbegin(); it != added.rend(); ++it) layer.undo(it->first, it->second);
+        return false;
+      }
+      added.emplace_back(a, b);
     }
-    out.path_sl[sw.nodes[p.src]][p.lid] = static_cast<uint8_t>(v);
+    return true;
+  };
+  std::vector<uint32_t> hops(ns);
+  std::vector<uint32_t> by_len(ns);
+  for (const LidOwner& ow : lid_owners(f)) {
+    const uint16_t lid = ow.lid.value;
+    for (uint32_t s = 0; s < ns; ++s) {
+      hops[s] = 0;
+      uint32_t a = channel(sw.nodes[s], lid);
+      for (; a != ~0u && hops[s] <= ns; ++hops[s]) a = channel(isl_peer[a], lid);
+    }
+    // First the whole in-tree into layer 0: on most fabrics most LIDs fit there, and
+    // one try per LID is far cheaper than one per path.
+    deps.clear();
+    for (NodeIndex n : sw.nodes) {
+      const uint32_t a = channel(n, lid);
+      if (a == ~0u) continue;
+      const uint32_t b = channel(isl_peer[a], lid);
+      if (b != ~0u) deps.emplace_back(a, b);
+    }
+    if (deps.empty()) continue;
+    if (layers.empty()) layers.emplace_back(initial);
+    if (try_layer(layers[0])) {
+      ++whole;
+      continue;  // path_sl stays 0
+    }
+    std::iota(by_len.begin(), by_len.end(), 0u);
+    std::stable_sort(by_len.begin(), by_len.end(),
+                     [&](uint32_t x, uint32_t y) { return hops[x] > hops[y]; });
+    for (uint32_t s : by_len) {
+      if (hops[s] < 2) break;  // one channel or none: no dependency
+      deps.clear();
+      uint32_t a = channel(sw.nodes[s], lid);
+      for (size_t hop = 0; a != ~0u && hop <= ns; ++hop) {
+        const uint32_t b = channel(isl_peer[a], lid);
+        if (b != ~0u) deps.emplace_back(a, b);
+        a = b;
+      }
+      ++paths;
+      size_t v = 0;
+      while (v < layers.size() && !try_layer(layers[v])) ++v;
+      if (v == layers.size()) {
+        if (layers.size() == o.max_vls)
+          return refuse(Refusal::kVirtualLanes, "dfsssp: the minimum-hop routes need more than " +
+                                                    std::to_string(int(o.max_vls)) +
+                                                    " VLs to be deadlock-free");
+        layers.emplace_back(initial);
+        try_layer(layers.back());
+      }
+      out.path_sl[sw.nodes[s]][lid] = static_cast<uint8_t>(v);
+    }
   }
   out.vls = static_cast<uint8_t>(std::max<size_t>(1, layers.size()));
-  out.notes.push_back("dfsssp: " + std::to_string(paths.size()) + " paths over " +
-                      std::to_string(int(out.vls)) +
+  out.notes.push_back("dfsssp: " + std::to_string(whole) + " LIDs whole on VL 0, then " +
+                      std::to_string(paths) + " paths one by one; " + std::to_string(int(out.vls)) +
                       " VLs, each acyclic; SL i must map to VL i on every port");
   return out;
 }
