@@ -72,6 +72,18 @@ void grade(const fabric::Fabric& f, const routing::Tables& t, const Grading& g, 
   j["stretch_max"] = m.stretch_max;
   j["max_hops"] = m.max_hops;
   j["vls"] = c.vls;
+  if (!t.ar_group.empty()) {
+    // Adaptive groups: how many distinct, and how many entries have one (and its size).
+    uint64_t sets = 0, entries = 0, ports = 0;
+    for (size_t n = 0; n < t.ar_group.size(); ++n) {
+      sets += t.ar_sets[n].size();
+      for (uint16_t g : t.ar_group[n])
+        if (g != routing::Tables::kNoArGroup) ++entries, ports += t.ar_sets[n][g].size();
+    }
+    j["ar_groups"] = sets;
+    j["ar_entries"] = entries;
+    j["ar_mean_ports"] = entries ? double(ports) / double(entries) : 0.0;
+  }
   j["cdg_acyclic"] = c.acyclic;
   j["cdg_dependencies"] = c.dependencies;
   if (g.patterns) {
@@ -178,6 +190,7 @@ int cmd_route(int argc, char** argv) {
       "first f where each engine refuses")("root-guids", po::value<std::string>(),
                                            "up/down roots: a file of switch GUIDs, one per line")(
       "max-vls", po::value<unsigned>()->default_value(8), "data VLs a layered engine may use")(
+      "adaptive", "also compute adaptive-routing port groups beside the static tables")(
       "bisections", po::value<uint32_t>()->default_value(100), "random bisection patterns for eBB")(
       "no-patterns", "skip eBB and shift all-to-all")(
       "no-grade", "compute only: no verification or grades (for timing and memory runs)")(
@@ -218,6 +231,7 @@ int cmd_route(int argc, char** argv) {
   const unsigned max_vls = vm["max-vls"].as<unsigned>();
   if (max_vls < 1 || max_vls > 15) return die("--max-vls must be 1..15");
   ro.max_vls = static_cast<uint8_t>(max_vls);
+  ro.adaptive = vm.count("adaptive") > 0;
   if (vm.count("root-guids")) {
     const auto path = vm["root-guids"].as<std::string>();
     std::ifstream in(path);

@@ -93,7 +93,11 @@ class Layer {
 }  // namespace
 
 Routed DfssspEngine::compute(const Fabric& f, const Options& o) const {
-  auto routed = MinHopEngine().compute(f, o);
+  // No adaptive groups: the layers are checked link by link, and a packet moved to a
+  // parallel link would add dependencies no layer was checked with.
+  Options paths_only = o;
+  paths_only.adaptive = false;
+  auto routed = MinHopEngine().compute(f, paths_only);
   if (!routed) {
     routed.error().message = "dfsssp: " + routed.error().message;
     return routed;

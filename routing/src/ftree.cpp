@@ -324,10 +324,33 @@ Routed FatTreeEngine::compute(const Fabric& f, const Options& o) const {
   std::vector<detail::FastDiv> mod_by;  // mod_by[n]: division by n, for n candidates
   for (uint32_t n = 0; n < 256; ++n) mod_by.emplace_back(std::max(n, 1u));
 
-  // Every switch's row, in parallel: rows are independent.
+  // Every switch's row, in parallel: rows are independent. With adaptive routing, an
+  // entry's group is its candidates: climbing, every port nearer the ancestors;
+  // descending, every port toward ancestors of the destination; so any per-packet
+  // choice stays up-then-down and minimal. Turns keep their one port.
+  if (o.adaptive) {
+    out.ar_group.assign(f.size(), {});
+    out.ar_sets.assign(f.size(), {});
+  }
   detail::parallel_for(ns, [&](size_t si) {
     const auto s = static_cast<uint32_t>(si);
     auto& row = out.lft[sw.nodes[s]];
+    std::vector<uint16_t>* ar = nullptr;
+    std::map<std::vector<PortNum>, uint16_t> known;
+    auto group_of = [&](const PortNum* c, uint32_t n) -> uint16_t {
+      if (n < 2) return Tables::kNoArGroup;
+      auto& sets = out.ar_sets[sw.nodes[s]];
+      auto [it, fresh] = known.emplace(std::vector<PortNum>(c, c + n), uint16_t(sets.size()));
+      if (fresh) {
+        if (sets.size() == Tables::kNoArGroup) return Tables::kNoArGroup;
+        sets.push_back(it->first);
+      }
+      return it->second;
+    };
+    if (o.adaptive) {
+      ar = &out.ar_group[sw.nodes[s]];
+      ar->assign(row.size(), Tables::kNoArGroup);
+    }
     // Climbing, d-mod-k. Descending (parallel links, or several children on the way),
     // the divisor of the level below: the destinations that reach s and go down to one
     // child were spread over s's links by the level below, so that level's quotient
@@ -346,6 +369,9 @@ Routed FatTreeEngine::compute(const Fabric& f, const Options& o) const {
                              : kind == kAllDown ? static_cast<uint32_t>(down_ports[s].size())
                                                 : pl.count[s];
       const detail::FastDiv& by = kind == kUp || kind == kAllUp ? by_up : by_down;
+      const uint16_t plan_group = ar && kind != kToLeaf && kind != kNone && !pl.turn[s]
+                                      ? group_of(cand, count)
+                                      : Tables::kNoArGroup;
       for (uint32_t i = first; i < end; ++i) {
         const Dest& d = dests[by_plan[i]];
         if (d.sw == s) {
@@ -362,6 +388,7 @@ Routed FatTreeEngine::compute(const Fabric& f, const Options& o) const {
           c = to_leaf;
         }
         if (n) row[d.lid] = c[mod_by[n].mod(by.div(d.idx))];
+        if (ar) (*ar)[d.lid] = kind == kToLeaf ? group_of(c, n) : plan_group;
       }
       first = end;
     }

@@ -25,7 +25,7 @@ uint64_t mix(uint64_t z) {
 }
 }  // namespace
 
-Routed MinHopEngine::compute(const Fabric& f, const Options&) const {
+Routed MinHopEngine::compute(const Fabric& f, const Options& o) const {
   const Switches sw = index_switches(f);
   const size_t ns = sw.nodes.size();
   const auto owners = lid_owners(f);
@@ -105,6 +105,7 @@ Routed MinHopEngine::compute(const Fabric& f, const Options&) const {
       }
     }
   });
+  if (o.adaptive) detail::parallel_link_groups(f, sw, out);
   return out;
 }
 

@@ -6,6 +6,7 @@
 #include <boost/graph/breadth_first_search.hpp>
 #include <boost/graph/compressed_sparse_row_graph.hpp>
 #include <boost/graph/visitors.hpp>
+#include <map>
 
 namespace weft::routing::detail {
 
@@ -68,6 +69,30 @@ Routed empty_tables(const Fabric& f, const Switches& sw, const std::vector<LidOw
   out.lft.resize(f.size());
   for (NodeIndex n : sw.nodes) out.lft[n].assign(size_t(out.top_lid) + 1, kDropPort);
   return out;
+}
+
+void parallel_link_groups(const Fabric& f, const Switches& sw, Tables& t) {
+  t.ar_group.assign(f.size(), {});
+  t.ar_sets.assign(f.size(), {});
+  parallel_for(sw.nodes.size(), [&](size_t si) {
+    const NodeIndex n = sw.nodes[si];
+    const auto& nd = f.node(n);
+    // Port -> its group: the ports to one next switch, when there are two or more.
+    std::vector<uint16_t> of_port(nd.ports.size(), Tables::kNoArGroup);
+    std::map<NodeIndex, std::vector<PortNum>> to_peer;
+    for (const auto& p : nd.ports)
+      if (p.num && p.linked() && f.node(p.peer).is_switch()) to_peer[p.peer].push_back(p.num);
+    for (auto& [peer, ports] : to_peer) {
+      if (ports.size() < 2) continue;
+      for (PortNum p : ports) of_port[p] = static_cast<uint16_t>(t.ar_sets[n].size());
+      t.ar_sets[n].push_back(ports);
+    }
+    const auto& row = t.lft[n];
+    auto& group = t.ar_group[n];
+    group.assign(row.size(), Tables::kNoArGroup);
+    for (size_t lid = 1; lid < row.size(); ++lid)
+      if (row[lid] < of_port.size()) group[lid] = of_port[row[lid]];
+  });
 }
 
 }  // namespace weft::routing::detail

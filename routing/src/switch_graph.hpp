@@ -30,4 +30,8 @@ std::vector<uint8_t> switch_distances(const fabric::Fabric& f, const Switches& s
 Routed empty_tables(const fabric::Fabric& f, const Switches& sw,
                     const std::vector<LidOwner>& owners);
 
+// Adaptive-routing groups of the parallel links: each entry whose static port has
+// siblings to the same next switch gets them as its group (Tables::ar_*).
+void parallel_link_groups(const fabric::Fabric& f, const Switches& sw, Tables& t);
+
 }  // namespace weft::routing::detail

@@ -250,6 +250,7 @@ Routed UpDownEngine::compute(const Fabric& f, const Options& o) const {
   if (missing == 0) {
     route(roots, &out, example);
     out.notes.push_back(std::string(name()) + ": " + std::to_string(roots.size()) + " root(s)");
+    if (o.adaptive) detail::parallel_link_groups(f, sw, out);
     return out;
   }
   const std::string why = std::to_string(missing) +
@@ -271,6 +272,7 @@ Routed UpDownEngine::compute(const Fabric& f, const Options& o) const {
                       ", e.g. " + example1);
   out.notes.push_back(std::string(name()) + ": " + why + "; routed with the single root " +
                       f.node(sw.nodes[one[0]]).guid.str());
+  if (o.adaptive) detail::parallel_link_groups(f, sw, out);
   return out;
 }
 

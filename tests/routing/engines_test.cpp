@@ -355,3 +355,73 @@ TEST(RootGuids, ReadsOpenSmStyleFilesAndNamesBadLines) {
 }
 
 }  // namespace
+
+namespace {
+
+// Switch hop distances from every switch to `to`, by BFS.
+std::map<NodeIndex, int> hops_to(const Fabric& f, NodeIndex to) {
+  std::map<NodeIndex, int> d{{to, 0}};
+  std::deque<NodeIndex> q{to};
+  while (!q.empty()) {
+    NodeIndex u = q.front();
+    q.pop_front();
+    for (const auto& p : f.node(u).ports)
+      if (p.num && p.linked() && f.node(p.peer).is_switch() && !d.contains(p.peer))
+        d[p.peer] = d[u] + 1, q.push_back(p.peer);
+  }
+  return d;
+}
+
+TEST(Adaptive, GroupsHoldTheStaticPortAndOnlyNearerPorts) {
+  for (const char* name : {"ftree", "updn", "minhop"}) {
+    Fabric f = with_lids("ft3:pods=3,leaves=4,aggs=3,hosts=3,cores=2,links=2");
+    Options o;
+    o.adaptive = true;
+    auto t = (*make_engine(name))->compute(f, o);
+    ASSERT_TRUE(t) << t.error().message;
+    ASSERT_EQ(t->ar_group.size(), f.size()) << name;
+    auto lv = levels(f);
+    size_t grouped = 0;
+    for (const LidOwner& ow : lid_owners(f)) {
+      const NodeIndex dsw =
+          f.node(ow.node).is_switch() ? ow.node : f.node(ow.node).ports[ow.port].peer;
+      auto d = hops_to(f, dsw);
+      for (NodeIndex n = 0; n < f.size(); ++n) {
+        if (!f.node(n).is_switch()) continue;
+        const uint16_t g = t->ar_group[n][ow.lid.value];
+        if (g == Tables::kNoArGroup) continue;
+        ++grouped;
+        const auto& ports = t->ar_sets[n].at(g);
+        const PortNum stat = t->lft[n][ow.lid.value];
+        EXPECT_NE(std::find(ports.begin(), ports.end(), stat), ports.end()) << name;
+        const NodeIndex stat_next = f.node(n).ports[stat].peer;
+        for (PortNum p : ports) {
+          const NodeIndex next = f.node(n).ports[p].peer;
+          ASSERT_TRUE(f.node(next).is_switch()) << name;
+          EXPECT_EQ(d[next] + 1, d[n]) << name << ": a group port that is not nearer";
+          if (std::string(name) == "ftree")  // same direction as the static port
+            EXPECT_EQ(lv[next] > lv[n], lv[stat_next] > lv[n]) << name;
+          else  // parallel links only
+            EXPECT_EQ(next, stat_next) << name;
+        }
+      }
+    }
+    EXPECT_GT(grouped, 0u) << name;
+  }
+}
+
+TEST(Adaptive, FtreeLeavesMayUseEveryUpPortTowardOtherLeaves) {
+  Fabric f = with_lids("ft2:leaves=4,spines=3,hosts=2");
+  Options o;
+  o.adaptive = true;
+  auto t = (*make_engine("ftree"))->compute(f, o);
+  ASSERT_TRUE(t);
+  const NodeIndex leaf0 = *f.find_by_name("leaf0");
+  const NodeIndex far = *f.find_by_name("h3-0");
+  const uint16_t lid = f.node(far).ports[1].attrs.lid.value;
+  const uint16_t g = t->ar_group[leaf0][lid];
+  ASSERT_NE(g, Tables::kNoArGroup);
+  EXPECT_EQ(t->ar_sets[leaf0][g].size(), 3u);  // the three spines
+}
+
+}  // namespace

@@ -38,11 +38,22 @@ struct Tables {
   // must carry to `lid`; SL i travels on VL i. Empty for single-VL engines (SL 0).
   std::vector<std::vector<uint8_t>> path_sl;
   uint8_t vls = 1;  // data VLs the routes need to be deadlock-free (1 = no layering)
+  // Adaptive routing (when Options::adaptive): beside each static entry, the group of
+  // ports a switch may choose among per packet. ar_sets[n] lists switch n's distinct
+  // port groups; ar_group[n][lid] indexes them (kNoArGroup: none). Every group holds
+  // the static port, and every port in it leads one hop nearer the destination, so
+  // any per-packet choice stays minimal and loop-free. Trees (ftree): all such ports
+  // in the static port's direction (up or down), which keeps routes up*down*; other
+  // engines: the parallel links to the static port's next switch only.
+  static constexpr uint16_t kNoArGroup = 0xFFFF;
+  std::vector<std::vector<uint16_t>> ar_group;
+  std::vector<std::vector<std::vector<PortNum>>> ar_sets;
 };
 
 struct Options {
   std::vector<Guid> roots;  // up/down roots (node GUIDs); empty = detect
   uint8_t max_vls = 8;      // data VLs a layered engine may use
+  bool adaptive = false;    // also compute adaptive-routing port groups (Tables::ar_*)
 };
 
 // Why an engine did not route. Kinds, so that callers (the chain, the REST API,
