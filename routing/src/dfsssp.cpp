@@ -1,9 +1,12 @@
 #include "dfsssp.hpp"
 
 #include <algorithm>
+#include <array>
 #include <numeric>
+#include <unordered_set>
 
 #include "minhop.hpp"
+#include "parallel.hpp"
 #include "switch_graph.hpp"
 #include "weft/routing/analysis.hpp"
 
@@ -29,10 +32,13 @@ class Layer {
     return std::find(out_[a].begin(), out_[a].end(), b) != out_[a].end();
   }
 
-  // Adds a -> b unless it closes a cycle.
+  // Adds a -> b unless it closes a cycle. The layer only grows, so an edge that closed
+  // a cycle once always will: it is remembered and refused at once.
   bool add(uint32_t a, uint32_t b) {
     if (a == b) return false;
     if (has(a, b)) return true;
+    const uint64_t key = uint64_t(a) << 32 | b;
+    if (refused_.contains(key)) return false;
     if (ord_[a] > ord_[b]) {
       const uint32_t lo = ord_[b], hi = ord_[a];
       ++stamp_;
@@ -44,7 +50,10 @@ class Layer {
         stack_.pop_back();
         fwd_.push_back(v);
         for (uint32_t w : out_[v]) {
-          if (w == a) return false;  // b reaches a: a -> b would close a cycle
+          if (w == a) {  // b reaches a: a -> b would close a cycle
+            refused_.insert(key);
+            return false;
+          }
           if (mark_[w] != stamp_ && ord_[w] < hi) mark_[w] = stamp_, stack_.push_back(w);
         }
       }
@@ -85,6 +94,7 @@ class Layer {
  private:
   std::vector<std::vector<uint32_t>> out_, in_;
   std::vector<uint32_t> ord_;  // channel -> position in a topological order
+  std::unordered_set<uint64_t> refused_;
   std::vector<uint32_t> mark_;
   uint32_t stamp_ = 0;
   std::vector<uint32_t> stack_, fwd_, bwd_, slots_;
@@ -131,15 +141,26 @@ Routed DfssspEngine::compute(const Fabric& f, const Options& o) const {
   // agree with it and cost nothing.
   std::vector<uint32_t> initial(base.back());
   {
+    // All dependencies, row by row in parallel (each switch owns its channels).
     std::vector<std::vector<uint32_t>> all(base.back());
-    for (const LidOwner& ow : lid_owners(f))
-      for (NodeIndex n : sw.nodes) {
+    const auto owners_all = lid_owners(f);
+    detail::parallel_for(ns, [&](size_t i) {
+      const NodeIndex n = sw.nodes[i];
+      std::vector<std::array<uint64_t, 4>> mask(base[n + 1] - base[n], std::array<uint64_t, 4>{});
+      for (const LidOwner& ow : owners_all) {
         const uint32_t a = channel(n, ow.lid.value);
         if (a == ~0u) continue;
         const uint32_t b = channel(isl_peer[a], ow.lid.value);
-        if (b != ~0u && std::find(all[a].begin(), all[a].end(), b) == all[a].end())
-          all[a].push_back(b);
+        if (b == ~0u) continue;
+        const uint32_t q = b - base[isl_peer[a]];
+        mask[a - base[n]][q >> 6] |= uint64_t(1) << (q & 63);
       }
+      for (uint32_t k = 0; k < mask.size(); ++k)
+        for (unsigned w = 0; w < 4; ++w)
+          for (uint64_t bits = mask[k][w]; bits; bits &= bits - 1)
+            all[base[n] + k].push_back(base[isl_peer[base[n] + k]] + w * 64 +
+                                       static_cast<uint32_t>(__builtin_ctzll(bits)));
+    });
     std::vector<uint8_t> state(all.size(), 0);
     std::vector<std::pair<uint32_t, size_t>> stack;
     auto next = static_cast<uint32_t>(all.size());
@@ -183,11 +204,6 @@ Routed DfssspEngine::compute(const Fabric& f, const Options& o) const {
   std::vector<uint32_t> by_len(ns);
   for (const LidOwner& ow : lid_owners(f)) {
     const uint16_t lid = ow.lid.value;
-    for (uint32_t s = 0; s < ns; ++s) {
-      hops[s] = 0;
-      uint32_t a = channel(sw.nodes[s], lid);
-      for (; a != ~0u && hops[s] <= ns; ++hops[s]) a = channel(isl_peer[a], lid);
-    }
     // First the whole in-tree into layer 0: on most fabrics most LIDs fit there, and
     // one try per LID is far cheaper than one per path.
     deps.clear();
@@ -202,6 +218,11 @@ Routed DfssspEngine::compute(const Fabric& f, const Options& o) const {
     if (try_layer(layers[0])) {
       ++whole;
       continue;  // path_sl stays 0
+    }
+    for (uint32_t s = 0; s < ns; ++s) {
+      hops[s] = 0;
+      uint32_t a = channel(sw.nodes[s], lid);
+      for (; a != ~0u && hops[s] <= ns; ++hops[s]) a = channel(isl_peer[a], lid);
     }
     std::iota(by_len.begin(), by_len.end(), 0u);
     std::stable_sort(by_len.begin(), by_len.end(),
