@@ -54,13 +54,11 @@ struct Dest {
 }  // namespace
 
 Routed FatTreeEngine::compute(const Fabric& f, const Options& o) const {
-  const detail::Switches sw = detail::index_switches(f);
+  auto st = detail::start(f);
+  if (!st) return std::unexpected(st.error());
+  auto& [sw, owners, out] = *st;
   const size_t ns = sw.nodes.size();
-  const auto owners = lid_owners(f);
-  auto tables = detail::empty_tables(f, sw, owners);
-  if (!tables) return tables;
-  Tables out = std::move(*tables);
-  if (ns == 0) return out;
+  if (ns == 0) return std::move(out);
   auto name_of = [&](uint32_t s) { return fabric::port_ref(f, sw.nodes[s], 0); };
 
   // Levels by BFS from the leaves.
@@ -450,7 +448,7 @@ Routed FatTreeEngine::compute(const Fabric& f, const Options& o) const {
                         " (top switch to top switch, or in a degraded tree) turn where they "
                         "meet the up-then-down routes, on SL " +
                         (on_sl1 ? "1" : "0 (dependency graph checked)"));
-  return out;
+  return std::move(out);
 }
 
 }  // namespace weft::routing

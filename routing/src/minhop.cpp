@@ -26,13 +26,11 @@ uint64_t mix(uint64_t z) {
 }  // namespace
 
 Routed MinHopEngine::compute(const Fabric& f, const Options& o) const {
-  const Switches sw = index_switches(f);
+  auto st = detail::start(f);
+  if (!st) return std::unexpected(st.error());
+  auto& [sw, owners, out] = *st;
   const size_t ns = sw.nodes.size();
-  const auto owners = lid_owners(f);
-  auto tables = detail::empty_tables(f, sw, owners);
-  if (!tables) return tables;
-  Tables out = std::move(*tables);
-  if (ns == 0) return out;
+  if (ns == 0) return std::move(out);
   const std::vector<uint8_t> dist = switch_distances(f, sw);
 
   // Destinations grouped by the switch that delivers them, with the exit port there.
@@ -106,7 +104,7 @@ Routed MinHopEngine::compute(const Fabric& f, const Options& o) const {
     }
   });
   if (o.adaptive) detail::parallel_link_groups(f, sw, out);
-  return out;
+  return std::move(out);
 }
 
 }  // namespace weft::routing

@@ -57,18 +57,20 @@ std::vector<uint8_t> switch_distances(const Fabric& f, const Switches& sw) {
   return dist;
 }
 
-Routed empty_tables(const Fabric& f, const Switches& sw, const std::vector<LidOwner>& owners) {
+std::expected<Start, Failure> start(const Fabric& f) {
+  Start st{index_switches(f), lid_owners(f), {}};
+  const auto& owners = st.owners;
   for (size_t i = 1; i < owners.size(); ++i)
     if (owners[i].lid == owners[i - 1].lid)
       return refuse(Refusal::kInvalidInput,
                     "LID " + std::to_string(owners[i].lid.value) + " is held by two ports: " +
                         fabric::port_ref(f, owners[i - 1].node, owners[i - 1].port) + " and " +
                         fabric::port_ref(f, owners[i].node, owners[i].port));
-  Tables out;
+  Tables& out = st.tables;
   out.top_lid = owners.empty() ? 0 : owners.back().lid.value;
   out.lft.resize(f.size());
-  for (NodeIndex n : sw.nodes) out.lft[n].assign(size_t(out.top_lid) + 1, kDropPort);
-  return out;
+  for (NodeIndex n : st.sw.nodes) out.lft[n].assign(size_t(out.top_lid) + 1, kDropPort);
+  return st;
 }
 
 void parallel_link_groups(const Fabric& f, const Switches& sw, Tables& t) {

@@ -25,10 +25,14 @@ Switches index_switches(const fabric::Fabric& f);
 // Row-major [t * n + a]; symmetric, since links are bidirectional. kFar = unreachable.
 std::vector<uint8_t> switch_distances(const fabric::Fabric& f, const Switches& sw);
 
-// Tables sized for the fabric's LIDs with every entry dropped, after checking that
-// no LID is held twice. `owners` is lid_owners(f).
-Routed empty_tables(const fabric::Fabric& f, const Switches& sw,
-                    const std::vector<LidOwner>& owners);
+// What every engine starts from: the switches, the LIDs in use, and tables sized for
+// them with every entry dropped, after checking that no LID is held twice.
+struct Start {
+  Switches sw;
+  std::vector<LidOwner> owners;  // lid_owners(f)
+  Tables tables;
+};
+std::expected<Start, Failure> start(const fabric::Fabric& f);
 
 // Adaptive-routing groups of the parallel links: each entry whose static port has
 // siblings to the same next switch gets them as its group (Tables::ar_*).

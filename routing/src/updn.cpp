@@ -17,13 +17,11 @@ constexpr uint32_t kInf = std::numeric_limits<uint32_t>::max();
 }
 
 Routed UpDownEngine::compute(const Fabric& f, const Options& o) const {
-  const detail::Switches sw = detail::index_switches(f);
+  auto st = detail::start(f);
+  if (!st) return std::unexpected(st.error());
+  auto& [sw, owners, out] = *st;
   const size_t ns = sw.nodes.size();
-  const auto owners = lid_owners(f);
-  auto tables = detail::empty_tables(f, sw, owners);
-  if (!tables) return tables;
-  Tables out = std::move(*tables);
-  if (ns == 0) return out;
+  if (ns == 0) return std::move(out);
   std::vector<std::vector<uint32_t>> nbrs(ns);
   for (uint32_t s = 0; s < ns; ++s)
     for (const auto& p : f.node(sw.nodes[s]).ports)
@@ -251,7 +249,7 @@ Routed UpDownEngine::compute(const Fabric& f, const Options& o) const {
     route(roots, &out, example);
     out.notes.push_back(std::string(name()) + ": " + std::to_string(roots.size()) + " root(s)");
     if (o.adaptive) detail::parallel_link_groups(f, sw, out);
-    return out;
+    return std::move(out);
   }
   const std::string why = std::to_string(missing) +
                           (down_up_ ? " (switch, LID) pairs have no down*up* path with "
@@ -273,7 +271,7 @@ Routed UpDownEngine::compute(const Fabric& f, const Options& o) const {
   out.notes.push_back(std::string(name()) + ": " + why + "; routed with the single root " +
                       f.node(sw.nodes[one[0]]).guid.str());
   if (o.adaptive) detail::parallel_link_groups(f, sw, out);
-  return out;
+  return std::move(out);
 }
 
 }  // namespace weft::routing

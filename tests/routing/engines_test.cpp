@@ -35,7 +35,9 @@ std::string case_name(const Case& c) {
   return n;
 }
 
-void PrintTo(const Case& c, std::ostream* os) { *os << case_name(c); }
+void PrintTo(const Case& c, std::ostream* os) {
+  *os << case_name(c);
+}
 
 Fabric build(const Case& c) {
   Fabric f = with_lids(c.spec);
@@ -117,28 +119,33 @@ INSTANTIATE_TEST_SUITE_P(Generated, EngineOnFabric,
                                   case_name(std::get<1>(info.param));
                          });
 
-// Levels as the ftree engine defines them: hops from the nearest switch with CAs.
-std::map<NodeIndex, int> levels(const Fabric& f) {
-  std::map<NodeIndex, int> lv;
+// Switch hops from the nearest of `from`, by a plain BFS over inter-switch links.
+std::map<NodeIndex, int> hops_from(const Fabric& f, const std::vector<NodeIndex>& from) {
+  std::map<NodeIndex, int> d;
   std::deque<NodeIndex> q;
-  for (NodeIndex n = 0; n < f.size(); ++n) {
-    if (!f.node(n).is_switch()) continue;
-    for (const auto& p : f.node(n).ports)
-      if (p.num && p.linked() && !f.node(p.peer).is_switch() && !lv.contains(n)) {
-        lv[n] = 0;
-        q.push_back(n);
-      }
-  }
+  for (NodeIndex n : from)
+    if (!d.contains(n)) d[n] = 0, q.push_back(n);
   while (!q.empty()) {
     NodeIndex u = q.front();
     q.pop_front();
     for (const auto& p : f.node(u).ports)
-      if (p.num && p.linked() && f.node(p.peer).is_switch() && !lv.contains(p.peer)) {
-        lv[p.peer] = lv[u] + 1;
-        q.push_back(p.peer);
-      }
+      if (p.num && p.linked() && f.node(p.peer).is_switch() && !d.contains(p.peer))
+        d[p.peer] = d[u] + 1, q.push_back(p.peer);
   }
-  return lv;
+  return d;
+}
+
+// Levels as the ftree engine defines them: hops from the nearest switch with CAs.
+std::map<NodeIndex, int> levels(const Fabric& f) {
+  std::vector<NodeIndex> leaves;
+  for (NodeIndex n = 0; n < f.size(); ++n)
+    if (f.node(n).is_switch())
+      for (const auto& p : f.node(n).ports)
+        if (p.num && p.linked() && !f.node(p.peer).is_switch()) {
+          leaves.push_back(n);
+          break;
+        }
+  return hops_from(f, leaves);
 }
 
 // Every CA-to-CA route of ftree climbs and then descends: never down then up.
@@ -176,16 +183,9 @@ TEST(UpDown, RoutesNeverTurnTheWrongWay) {
   Options o;
   o.roots.push_back(f.node(*f.find_by_name("core1-0")).guid);
   // Rank: hops from the nearest root.
-  std::map<NodeIndex, int> rank;
-  std::deque<NodeIndex> q;
-  for (Guid g : o.roots) rank[*f.find(g)] = 0, q.push_back(*f.find(g));
-  while (!q.empty()) {
-    NodeIndex u = q.front();
-    q.pop_front();
-    for (const auto& p : f.node(u).ports)
-      if (p.num && p.linked() && f.node(p.peer).is_switch() && !rank.contains(p.peer))
-        rank[p.peer] = rank[u] + 1, q.push_back(p.peer);
-  }
+  std::vector<NodeIndex> root_nodes;
+  for (Guid g : o.roots) root_nodes.push_back(*f.find(g));
+  auto rank = hops_from(f, root_nodes);
   auto up = [&](NodeIndex a, NodeIndex b) {
     return rank[b] < rank[a] || (rank[b] == rank[a] && f.node(b).guid < f.node(a).guid);
   };
@@ -358,20 +358,6 @@ TEST(RootGuids, ReadsOpenSmStyleFilesAndNamesBadLines) {
 
 namespace {
 
-// Switch hop distances from every switch to `to`, by BFS.
-std::map<NodeIndex, int> hops_to(const Fabric& f, NodeIndex to) {
-  std::map<NodeIndex, int> d{{to, 0}};
-  std::deque<NodeIndex> q{to};
-  while (!q.empty()) {
-    NodeIndex u = q.front();
-    q.pop_front();
-    for (const auto& p : f.node(u).ports)
-      if (p.num && p.linked() && f.node(p.peer).is_switch() && !d.contains(p.peer))
-        d[p.peer] = d[u] + 1, q.push_back(p.peer);
-  }
-  return d;
-}
-
 TEST(Adaptive, GroupsHoldTheStaticPortAndOnlyNearerPorts) {
   for (const char* name : {"ftree", "updn", "minhop"}) {
     Fabric f = with_lids("ft3:pods=3,leaves=4,aggs=3,hosts=3,cores=2,links=2");
@@ -385,7 +371,7 @@ TEST(Adaptive, GroupsHoldTheStaticPortAndOnlyNearerPorts) {
     for (const LidOwner& ow : lid_owners(f)) {
       const NodeIndex dsw =
           f.node(ow.node).is_switch() ? ow.node : f.node(ow.node).ports[ow.port].peer;
-      auto d = hops_to(f, dsw);
+      auto d = hops_from(f, {dsw});
       for (NodeIndex n = 0; n < f.size(); ++n) {
         if (!f.node(n).is_switch()) continue;
         const uint16_t g = t->ar_group[n][ow.lid.value];
