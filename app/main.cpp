@@ -10,6 +10,7 @@
 #include <boost/program_options.hpp>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -57,8 +58,11 @@ po::options_description sm_options() {
       "timeout", po::value<std::string>(), "ms per SMP attempt (transaction_timeout)")(
       "retries", po::value<std::string>(), "extra attempts (transaction_retries)")(
       "sweep-interval", po::value<std::string>(), "seconds between light sweeps (sweep_interval)")(
-      "routing-engine", po::value<std::string>(), "routing engine (routing_engine)")(
-      "lmc", po::value<std::string>(), "LID mask control (lmc)")(
+      "routing-engine", po::value<std::string>(),
+      "routing engines, a fallback chain: ftree,updn,minhop (routing_engine)")(
+      "root-guids", po::value<std::string>(),
+      "updn/dnup roots, one GUID per line (root_guid_file)")("lmc", po::value<std::string>(),
+                                                             "LID mask control (lmc)")(
       "priority", po::value<std::string>(), "SMInfo priority (sm_priority)")(
       "dump-model", po::value<std::string>(),
       "after the bring-up, write the discovered model here");
@@ -75,7 +79,8 @@ Result<config::Values> build_config(const po::variables_map& vm) {
       {"window", "max_wire_smps"},          {"timeout", "transaction_timeout"},
       {"retries", "transaction_retries"},   {"sweep-interval", "sweep_interval"},
       {"routing-engine", "routing_engine"}, {"lmc", "lmc"},
-      {"priority", "sm_priority"},          {"guid", "guid"}};
+      {"priority", "sm_priority"},          {"guid", "guid"},
+      {"root-guids", "root_guid_file"}};
   for (auto [flag, key] : flags)
     if (vm.count(flag))
       if (auto r = config::set(v, key, vm[flag].as<std::string>(), std::string("--") + flag); !r)
@@ -85,8 +90,15 @@ Result<config::Values> build_config(const po::variables_map& vm) {
   return v;
 }
 
-sm::SmOptions sm_opts(const config::Values& v) {
+Result<sm::SmOptions> sm_opts(const config::Values& v) {
   sm::SmOptions o;
+  if (const std::string path = v.get_str("root_guid_file"); !path.empty()) {
+    std::ifstream in(path);
+    if (!in) return fail(Errc::kIo, v.origin("root_guid_file") + ": cannot read " + path);
+    auto roots = routing::read_guid_list(in, path);
+    if (!roots) return std::unexpected(roots.error());
+    o.roots = std::move(*roots);
+  }
   o.engine.window = static_cast<int>(v.get_int("max_wire_smps"));
   o.engine.timeout = std::chrono::milliseconds(v.get_int("transaction_timeout"));
   o.engine.retries = static_cast<int>(v.get_int("transaction_retries"));
@@ -280,7 +292,9 @@ int cmd_sm(int argc, char** argv) {
   spec.guid = std::strtoull(v->get_str("guid").c_str(), nullptr, 0);
   auto t = sm::UmadTransport::open(spec);
   if (!t) return die(t.error().message, 1);
-  sm::SubnetManager smgr(**t, sm_opts(*v));
+  auto so = sm_opts(*v);
+  if (!so) return die(so.error().message);
+  sm::SubnetManager smgr(**t, std::move(*so));
   return run_daemon(smgr, *v, vm);
 }
 
@@ -348,7 +362,9 @@ int cmd_sim(int argc, char** argv) {
   to.delay_rate = delay;
   to.seed = vm["seed"].as<uint64_t>();
   simulator::SimTransport t(sim, to);
-  sm::SubnetManager smgr(t, sm_opts(*v));
+  auto so = sm_opts(*v);
+  if (!so) return die(so.error().message);
+  sm::SubnetManager smgr(t, std::move(*so));
   int rc = 0;
   for (int i = 0; i < std::max(1, vm["sweeps"].as<int>()); ++i) {
     auto rep = smgr.sweep();

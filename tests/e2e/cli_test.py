@@ -98,6 +98,17 @@ def main():
           "--lfts", os.path.join(w, "bad.lfts")], 2, r"bad\.lfts:2: port 77 but .*leaf0", W, w)
     with open(os.path.join(w, "roots.txt"), "w") as fh:
         fh.write("# roots\n0x0002c90300001002\nspine\n")
+    with open(os.path.join(w, "root.txt"), "w") as fh:
+        fh.write("0x0002c90300001002  # spine0\n")
+    check("sim: updn from a root GUID file", ["sim", "--topology", "ft2:leaves=2,spines=2,hosts=2",
+          "--routing-engine", "updn", "--root-guids", os.path.join(w, "root.txt")], 0,
+          r"routing: updn: 1 root\(s\).*SUBNET UP", W, w)
+    check("sim: a bad root GUID file names file:line", ["sim", "--topology", "ft2:leaves=2,spines=2,hosts=2",
+          "--routing-engine", "updn", "--root-guids", os.path.join(w, "roots.txt")], 2,
+          r"roots\.txt:3: expected a GUID", W, w)
+    check("sim: a chain falls back and says why", ["sim", "--topology", "torus:dims=3x3,hosts=1",
+          "--routing-engine", "ftree,updn"], 0,
+          r"routing: ftree refused \(topology\): ftree: not a fat tree.*SUBNET UP", W, w)
     check("route --root-guids: a bad line", ["route", "--topology", "ft2:leaves=2,spines=2,hosts=2", "--engine",
           "updn", "--root-guids", os.path.join(w, "roots.txt")], 2, r'roots\.txt:3: expected a GUID', W, w)
     check("route: unknown engine", ["route", "--topology", "ft2:leaves=2", "--engine", "minhop,nope"], 2,
