@@ -2,7 +2,8 @@
 #   make run    install missing Debian packages, build, bring up a fat tree on ibsim
 #   make run-sim the same on weft's in-process simulator
 #   make test   install missing Debian packages, build, run every test (ibsim ones too)
-#   make bench  weft vs OpenSM on ibsim fabrics (installs opensm if missing)
+#   make bench  weft vs OpenSM on ibsim fabrics: bring-up, then routing quality
+#               (installs opensm if missing)
 #   make asan   the same tests under AddressSanitizer + UBSan
 BUILD ?= build
 JOBS ?= $(shell nproc)
@@ -28,6 +29,7 @@ test: build
 bench: build
 	@scripts/install-deps.sh --bench
 	bench/bench_bringup.sh $(BUILD)/app/weft
+	python3 bench/bench_routing.py --weft $(abspath $(BUILD))/app/weft
 
 asan:
 	$(MAKE) test BUILD=build-asan CMAKE_FLAGS="-DCMAKE_BUILD_TYPE=Debug -DWEFT_SANITIZE=ON"

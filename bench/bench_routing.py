@@ -78,7 +78,7 @@ def opensm_run(engine, net, work, sock, sargs):
         m = re.search(r"Virtual Lanes needed: (\d+)", text)
         if m:
             info["vls"] = int(m.group(1))
-        m = re.search(r"lash.*?(\d+) layers? ", text) or re.search(r"LASH.*?using (\d+)", text)
+        m = re.search(r"lash_core: Lanes needed: (\d+)", text)
         if m:
             info["vls"] = int(m.group(1))
         m = re.search(r"ERR \w+: ([^\n]*)", text)
