@@ -283,6 +283,7 @@ int cmd_route(int argc, char** argv) {
                    {"status", j["status"]},
                    {"cut_off_nodes", applied->cut_off_nodes}};
         if (j.contains("ebb")) point["ebb"] = j["ebb"];
+        if (j.contains("vls")) point["vls"] = j["vls"];
         if (j.contains("reachable_pct")) point["reachable_pct"] = j["reachable_pct"];
         if (j["status"] != "ok") {
           point["reason"] = j["reason"];
