@@ -60,6 +60,7 @@ po::options_description sm_options() {
       "sweep-interval", po::value<std::string>(), "seconds between light sweeps (sweep_interval)")(
       "routing-engine", po::value<std::string>(),
       "routing engines, a fallback chain: ftree,updn,minhop (routing_engine)")(
+      "torus-config", po::value<std::string>(), "dor's torus or mesh shape (torus_config)")(
       "root-guids", po::value<std::string>(),
       "updn/dnup roots, one GUID per line (root_guid_file)")("lmc", po::value<std::string>(),
                                                              "LID mask control (lmc)")(
@@ -80,7 +81,7 @@ Result<config::Values> build_config(const po::variables_map& vm) {
       {"retries", "transaction_retries"},   {"sweep-interval", "sweep_interval"},
       {"routing-engine", "routing_engine"}, {"lmc", "lmc"},
       {"priority", "sm_priority"},          {"guid", "guid"},
-      {"root-guids", "root_guid_file"}};
+      {"root-guids", "root_guid_file"},     {"torus-config", "torus_config"}};
   for (auto [flag, key] : flags)
     if (vm.count(flag))
       if (auto r = config::set(v, key, vm[flag].as<std::string>(), std::string("--") + flag); !r)
@@ -98,6 +99,13 @@ Result<sm::SmOptions> sm_opts(const config::Values& v) {
     auto roots = routing::read_guid_list(in, path);
     if (!roots) return std::unexpected(roots.error());
     o.roots = std::move(*roots);
+  }
+  if (const std::string path = v.get_str("torus_config"); !path.empty()) {
+    std::ifstream in(path);
+    if (!in) return fail(Errc::kIo, v.origin("torus_config") + ": cannot read " + path);
+    auto t = routing::read_torus_spec(in, path);
+    if (!t) return std::unexpected(t.error());
+    o.torus = std::move(*t);
   }
   o.engine.window = static_cast<int>(v.get_int("max_wire_smps"));
   o.engine.timeout = std::chrono::milliseconds(v.get_int("transaction_timeout"));

@@ -191,6 +191,8 @@ int cmd_route(int argc, char** argv) {
                                            "up/down roots: a file of switch GUIDs, one per line")(
       "max-vls", po::value<unsigned>()->default_value(8), "data VLs a layered engine may use")(
       "adaptive", "also compute adaptive-routing port groups beside the static tables")(
+      "torus", po::value<std::string>(),
+      "the torus or mesh shape for dor (OpenSM torus-2QoS.conf subset)")(
       "bisections", po::value<uint32_t>()->default_value(100), "random bisection patterns for eBB")(
       "no-patterns", "skip eBB and shift all-to-all")(
       "no-grade", "compute only: no verification or grades (for timing and memory runs)")(
@@ -232,6 +234,14 @@ int cmd_route(int argc, char** argv) {
   if (max_vls < 1 || max_vls > 15) return die("--max-vls must be 1..15");
   ro.max_vls = static_cast<uint8_t>(max_vls);
   ro.adaptive = vm.count("adaptive") > 0;
+  if (vm.count("torus")) {
+    const auto path = vm["torus"].as<std::string>();
+    std::ifstream in(path);
+    if (!in) return die("cannot read " + path);
+    auto t = routing::read_torus_spec(in, path);
+    if (!t) return die(t.error().message);
+    ro.torus = std::move(*t);
+  }
   if (vm.count("root-guids")) {
     const auto path = vm["root-guids"].as<std::string>();
     std::ifstream in(path);

@@ -21,6 +21,8 @@ const std::vector<OptionSpec>& option_table() {
       {"sm_priority", Type::kInt, "0", 0, 15, true, "SMInfo priority"},
       {"routing_engine", Type::kString, "minhop", 0, 0, false,
        "routing engines, a fallback chain: ftree,updn,minhop"},
+      {"torus_config", Type::kString, "", 0, 0, false,
+       "torus or mesh shape for dor (OpenSM torus-2QoS.conf subset)"},
       {"root_guid_file", Type::kString, "", 0, 0, false,
        "updn/dnup roots: a file of switch GUIDs, one per line (empty = detect)"},
       {"max_op_vls", Type::kInt, "5", 1, 5, false,

@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <charconv>
 #include <istream>
+#include <sstream>
 #include <tuple>
 
 #include "dfsssp.hpp"
+#include "dor.hpp"
 #include "ftree.hpp"
 #include "minhop.hpp"
 #include "updn.hpp"
@@ -23,6 +25,7 @@ const EngineEntry kEngines[] = {
     {"dnup", [] { return std::unique_ptr<RoutingEngine>(new UpDownEngine(true)); }},
     {"ftree", [] { return std::unique_ptr<RoutingEngine>(new FatTreeEngine()); }},
     {"dfsssp", [] { return std::unique_ptr<RoutingEngine>(new DfssspEngine()); }},
+    {"dor", [] { return std::unique_ptr<RoutingEngine>(new DorEngine()); }},
 };
 }  // namespace
 
@@ -162,6 +165,71 @@ Result<std::vector<Guid>> read_guid_list(std::istream& in, const std::string& or
   }
   if (out.empty()) return fail(Errc::kInvalidInput, origin + ": no GUID in the file");
   return out;
+}
+
+Result<TorusSpec> read_torus_spec(std::istream& in, const std::string& origin) {
+  TorusSpec t;
+  bool shape = false;
+  std::vector<std::pair<Guid, Guid>> links(3);
+  std::vector<bool> have(3, false);
+  std::string line;
+  size_t lineno = 0;
+  auto bad = [&](const std::string& what) {
+    return fail(Errc::kInvalidInput, origin + ":" + std::to_string(lineno) + ": " + what);
+  };
+  auto guid = [](const std::string& w, Guid& g) {
+    if (!(w.starts_with("0x") || w.starts_with("0X")) || w.size() < 3) return false;
+    uint64_t v = 0;
+    auto [p, ec] = std::from_chars(w.data() + 2, w.data() + w.size(), v, 16);
+    g = Guid{v};
+    return ec == std::errc() && p == w.data() + w.size();
+  };
+  static const char* const kIgnored[] = {
+      "xm_link",   "ym_link",    "zm_link",     "x_dateline",          "y_dateline", "z_dateline",
+      "next_seed", "port_order", "max_changes", "portgroup_max_ports", "qos",        "sl2vl"};
+  while (std::getline(in, line)) {
+    ++lineno;
+    if (auto h = line.find('#'); h != std::string::npos) line.resize(h);
+    std::istringstream ws(line);
+    std::vector<std::string> w;
+    for (std::string x; ws >> x;) w.push_back(x);
+    if (w.empty()) continue;
+    if (w[0] == "torus" || w[0] == "mesh") {
+      if (w.size() < 2 || w.size() > 4) return bad(w[0] + " takes 1 to 3 radices");
+      t.radix.clear();
+      for (size_t i = 1; i < w.size(); ++i) {
+        int r = 0;
+        auto [p, ec] = std::from_chars(w[i].data(), w[i].data() + w[i].size(), r);
+        if (ec != std::errc() || p != w[i].data() + w[i].size() || r < 1 || r > 64)
+          return bad("radix \"" + w[i] + "\" is not 1..64");
+        t.radix.push_back(r);
+      }
+      while (t.radix.size() > 1 && t.radix.back() == 1) t.radix.pop_back();
+      t.wrap = w[0] == "torus";
+      shape = true;
+    } else if (w[0] == "xp_link" || w[0] == "yp_link" || w[0] == "zp_link") {
+      const size_t d = static_cast<size_t>(w[0][0] - 'x');
+      if (w.size() != 3 || !guid(w[1], links[d].first) || !guid(w[2], links[d].second))
+        return bad(w[0] + " takes two switch GUIDs (0x...)");
+      have[d] = true;
+    } else if (std::find_if(std::begin(kIgnored), std::end(kIgnored),
+                            [&](const char* k) { return w[0] == k; }) == std::end(kIgnored)) {
+      return bad("unknown keyword \"" + w[0] + "\"");
+    }
+  }
+  if (!shape) return fail(Errc::kInvalidInput, origin + ": no \"torus\" or \"mesh\" line");
+  for (size_t d = 0; d < t.radix.size(); ++d) {
+    if (!have[d])
+      return fail(Errc::kInvalidInput, origin + ": no " + std::string(1, char('x' + d)) +
+                                           "p_link for a " + std::to_string(t.radix.size()) +
+                                           "-dimensional " + (t.wrap ? "torus" : "mesh"));
+    if (d && links[d].first != links[0].first)
+      return fail(Errc::kInvalidInput, origin + ": every *p_link must start at the same seed " +
+                                           "switch (xp_link's first GUID)");
+    t.plus.push_back(links[d].second);
+  }
+  t.seed = links[0].first;
+  return t;
 }
 
 std::vector<LidOwner> lid_owners(const fabric::Fabric& f) {

@@ -271,6 +271,7 @@ def main():
     ap.add_argument("--scratch", required=True)
     ap.add_argument("--engine", default="minhop", help="a routing_engine chain")
     ap.add_argument("--expect-log", action="append", default=[], help="a line the SM must log")
+    ap.add_argument("--sm-arg", action="append", default=[], help="one more argument for weft sm/sim")
     a = ap.parse_args()
 
     work = os.path.join(a.scratch, a.fabric + ("" if a.engine == "minhop" else "-" + a.engine.replace(",", "+")))
@@ -289,7 +290,7 @@ def main():
     with Ibsim(net, work, sock):
         t0 = time.time()
         first = run([a.weft, "sm", "--once", "--state-dir", state, "--routing-engine", a.engine,
-                     "--dump-model", os.path.join(work, "model.ibsim")], work, sock)
+                     "--dump-model", os.path.join(work, "model.ibsim")] + a.sm_arg, work, sock)
         print("weft sm --once: %.2f s" % (time.time() - t0))
         print(first.stdout)
         if "SUBNET UP" not in first.stderr:
@@ -353,7 +354,8 @@ def main():
               % (graded["reachable_pct"], graded["max_link_load"]))
 
         # Restart: same LIDs, nothing rewritten.
-        second = run([a.weft, "sm", "--once", "--state-dir", state, "--routing-engine", a.engine], work, sock)
+        second = run([a.weft, "sm", "--once", "--state-dir", state, "--routing-engine", a.engine] + a.sm_arg,
+                     work, sock)
         m = re.search(r"LIDs\s+(\d+) from the state file, (\d+) kept from the fabric, (\d+) new, (\d+) changed", second.stdout)
         w = re.search(r"writes\s+(\d+) PortInfo, (\d+) SwitchInfo, (\d+) LFT blocks", second.stdout)
         if not m or not w:
@@ -365,8 +367,8 @@ def main():
         print("restart: " + m.group(0) + "; " + w.group(0))
 
     # Parity: the in-process simulator discovers the same model from the same file.
-    run([a.weft, "sim", "--topology", net, "--routing-engine", a.engine, "--dump-model", os.path.join(work, "model.sim")],
-        work, "", preload=False)
+    run([a.weft, "sim", "--topology", net, "--routing-engine", a.engine, "--dump-model", os.path.join(work, "model.sim")]
+        + a.sm_arg, work, "", preload=False)
     a_text = open(os.path.join(work, "model.ibsim")).read()
     b_text = open(os.path.join(work, "model.sim")).read()
     if a_text != b_text:

@@ -411,3 +411,144 @@ TEST(Adaptive, FtreeLeavesMayUseEveryUpPortTowardOtherLeaves) {
 }
 
 }  // namespace
+
+namespace {
+
+// The torus description of a generated torus or mesh: sw0-0-0 and its + neighbours.
+TorusSpec spec_of(const Fabric& f, std::vector<int> radix, bool wrap) {
+  TorusSpec t;
+  t.radix = radix;
+  t.wrap = wrap;
+  auto name = [&](int d) {
+    std::string s = "sw";
+    for (size_t k = 0; k < radix.size(); ++k) s += (k ? "-" : "") + std::to_string(int(k) == d);
+    return s;
+  };
+  t.seed = f.node(*f.find_by_name(name(-1))).guid;
+  for (size_t d = 0; d < radix.size(); ++d)
+    t.plus.push_back(f.node(*f.find_by_name(name(int(d)))).guid);
+  return t;
+}
+
+struct DorCase {
+  std::string spec;
+  std::vector<int> radix;
+  bool wrap;
+  unsigned vls;  // with datelines on every wrapped ring of radix 4 or more
+};
+
+TEST(Dor, RoutesToriAndMeshesInDimensionOrderDeadlockFree) {
+  const DorCase cases[] = {
+      {"torus:dims=4x4x4,hosts=1", {4, 4, 4}, true, 8}, {"torus:dims=5x3,hosts=2", {5, 3}, true, 2},
+      {"torus:dims=3x3x3,hosts=1", {3, 3, 3}, true, 1}, {"mesh:dims=4x5,hosts=1", {4, 5}, false, 1},
+      {"torus:dims=6,hosts=2", {6}, true, 2},
+  };
+  for (const auto& c : cases) {
+    Fabric f = with_lids(c.spec);
+    Options o;
+    o.torus = spec_of(f, c.radix, c.wrap);
+    auto t = (*make_engine("dor"))->compute(f, o);
+    ASSERT_TRUE(t) << c.spec << ": " << t.error().message;
+    EXPECT_TRUE(verify_lfts(f, *t).ok()) << c.spec;
+    const auto m = analyze(f, *t);
+    EXPECT_EQ(m.reachable, m.ca_pairs) << c.spec;
+    EXPECT_EQ(m.stretch_max, 1.0) << c.spec;
+    const auto cdg = channel_dependencies(f, *t);
+    EXPECT_TRUE(cdg.acyclic) << c.spec << ": cycle on VL " << cdg.cyclic_vl;
+    EXPECT_EQ(t->vls, c.vls) << c.spec;
+    // Dimension order: along any route the dimension that changes never goes back.
+    // (Names are sw<x>-<y>-<z>; a hop changes one coordinate.)
+    auto coords = [&](NodeIndex n) {
+      std::vector<int> v;
+      std::string s = f.node(n).name.substr(2);
+      for (size_t pos = 0; pos <= s.size();) {
+        size_t dash = s.find('-', pos);
+        v.push_back(std::stoi(s.substr(pos, dash - pos)));
+        if (dash == std::string::npos) break;
+        pos = dash + 1;
+      }
+      return v;
+    };
+    for (const LidOwner& ow : lid_owners(f))
+      for (NodeIndex s = 0; s < f.size(); ++s) {
+        if (!f.node(s).is_switch()) continue;
+        NodeIndex cur = s;
+        int last_dim = -1;
+        for (int hop = 0; hop < 64; ++hop) {
+          const auto& p = f.node(cur).ports[t->lft[cur][ow.lid.value]];
+          if (t->lft[cur][ow.lid.value] == 0 || !f.node(p.peer).is_switch()) break;
+          auto a = coords(cur), b = coords(p.peer);
+          int dim = 0;
+          while (a[size_t(dim)] == b[size_t(dim)]) ++dim;
+          EXPECT_GE(dim, last_dim) << c.spec << ": dimension order broken";
+          last_dim = dim;
+          cur = p.peer;
+        }
+      }
+  }
+}
+
+TEST(Dor, RefusesWithAReason) {
+  Fabric f = with_lids("torus:dims=4x4,hosts=1");
+  auto dor = *make_engine("dor");
+  auto none = dor->compute(f, {});
+  ASSERT_FALSE(none);
+  EXPECT_EQ(none.error().kind, Refusal::kTopology);
+  Options o;
+  o.torus = spec_of(f, {4, 4}, true);
+  o.max_vls = 2;
+  auto few = dor->compute(f, o);
+  ASSERT_FALSE(few);
+  EXPECT_EQ(few.error().kind, Refusal::kVirtualLanes);
+  o.max_vls = 8;
+  o.torus->radix = {4, 5};
+  auto count = dor->compute(f, o);
+  ASSERT_FALSE(count);
+  EXPECT_NE(count.error().message.find("16 switches; a 4x5 torus has 20"), std::string::npos)
+      << count.error().message;
+  // Right switch count, wrong shape: a random graph of 16 switches.
+  Fabric g = with_lids("random:switches=16,degree=4,hosts=1,seed=3");
+  Options og;
+  og.torus = TorusSpec{{4, 4}, true, g.node(*g.find_by_name("sw0")).guid, {}};
+  for (const auto& p : g.node(*g.find_by_name("sw0")).ports)
+    if (p.num && p.linked() && g.node(p.peer).is_switch() && og.torus->plus.size() < 2)
+      og.torus->plus.push_back(g.node(p.peer).guid);
+  auto shape = dor->compute(g, og);
+  ASSERT_FALSE(shape);
+  EXPECT_NE(shape.error().message.find("dor: not a 4x4 torus"), std::string::npos)
+      << shape.error().message;
+  // A seed link that is no link.
+  o.torus = spec_of(f, {4, 4}, true);
+  o.torus->plus[1] = f.node(*f.find_by_name("sw2-2")).guid;
+  auto seed = dor->compute(f, o);
+  ASSERT_FALSE(seed);
+  EXPECT_EQ(seed.error().kind, Refusal::kInvalidInput);
+}
+
+TEST(TorusSpec, ReadsTheTorus2QosSubsetAndNamesBadLines) {
+  std::istringstream good(
+      "# a torus\ntorus 4 4 2\nxp_link 0x10 0x11\nyp_link 0x10 0x14\nzp_link 0x10 0x20\n"
+      "x_dateline 0\nport_order 1 2 3\n");
+  auto t = read_torus_spec(good, "t");
+  ASSERT_TRUE(t) << t.error().message;
+  EXPECT_EQ(t->radix, (std::vector<int>{4, 4, 2}));
+  EXPECT_TRUE(t->wrap);
+  EXPECT_EQ(t->seed.value, 0x10u);
+  EXPECT_EQ(t->plus.size(), 3u);
+  const std::pair<const char*, const char*> bad[] = {
+      {"torus 4 x\n", "t:1: radix \"x\" is not 1..64"},
+      {"mesh 4 4\nxp_link 0x1\n", "t:2: xp_link takes two switch GUIDs"},
+      {"torus 4 4\nfrobnicate\n", "t:2: unknown keyword \"frobnicate\""},
+      {"xp_link 0x1 0x2\n", "t: no \"torus\" or \"mesh\" line"},
+      {"torus 4 4\nxp_link 0x1 0x2\n", "t: no yp_link for a 2-dimensional torus"},
+      {"torus 4 4\nxp_link 0x1 0x2\nyp_link 0x3 0x4\n", "must start at the same seed"},
+  };
+  for (auto [text, want] : bad) {
+    std::istringstream in(text);
+    auto r = read_torus_spec(in, "t");
+    ASSERT_FALSE(r) << text;
+    EXPECT_NE(r.error().message.find(want), std::string::npos) << r.error().message;
+  }
+}
+
+}  // namespace

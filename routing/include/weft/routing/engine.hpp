@@ -50,10 +50,21 @@ struct Tables {
   std::vector<std::vector<std::vector<PortNum>>> ar_sets;
 };
 
+// The shape of a torus or mesh for dimension-order routing, as OpenSM's
+// torus-2QoS.conf gives it: the radix of each dimension, whether it wraps, and a
+// seed switch with its neighbour in the + direction of each dimension.
+struct TorusSpec {
+  std::vector<int> radix;  // 1 to 3 dimensions
+  bool wrap = true;        // torus (true) or mesh
+  Guid seed;
+  std::vector<Guid> plus;  // the seed's neighbour one step + in each dimension
+};
+
 struct Options {
-  std::vector<Guid> roots;  // up/down roots (node GUIDs); empty = detect
-  uint8_t max_vls = 8;      // data VLs a layered engine may use
-  bool adaptive = false;    // also compute adaptive-routing port groups (Tables::ar_*)
+  std::vector<Guid> roots;         // up/down roots (node GUIDs); empty = detect
+  uint8_t max_vls = 8;             // data VLs a layered engine may use
+  bool adaptive = false;           // also compute adaptive-routing port groups (Tables::ar_*)
+  std::optional<TorusSpec> torus;  // for dor
 };
 
 // Why an engine did not route. Kinds, so that callers (the chain, the REST API,
@@ -82,7 +93,7 @@ class RoutingEngine {
   [[nodiscard]] virtual Routed compute(const fabric::Fabric& f, const Options& o) const = 0;
 };
 
-// The closed table of engines: minhop, updn, dnup, ftree, dfsssp.
+// The closed table of engines: minhop, updn, dnup, ftree, dfsssp, dor.
 Result<std::unique_ptr<RoutingEngine>> make_engine(std::string_view name);
 std::vector<std::string_view> engine_names();
 
@@ -112,6 +123,14 @@ class EngineChain {
 // A list of switch GUIDs, one per line (OpenSM's root_guid_file format): "0x" hex,
 // blank lines and '#' comments allowed. Errors name the file and line.
 Result<std::vector<Guid>> read_guid_list(std::istream& in, const std::string& origin);
+
+// A torus description in the subset of OpenSM's torus-2QoS.conf that dor needs:
+//   torus 4 4 4          (or: mesh 4 4 4; 1 to 3 radices)
+//   xp_link 0xSEED 0xNEXT   the seed switch and its neighbour one step +x
+//   yp_link 0xSEED 0xNEXT   (+y; the same seed), zp_link likewise
+// '#' comments; OpenSM's other keywords (xm_link, x_dateline, port_order, ...) are
+// accepted and ignored. Errors name the file and line.
+Result<TorusSpec> read_torus_spec(std::istream& in, const std::string& origin);
 
 // CA ports in topology order: grouped by leaf switch (leaves sharing their up
 // neighbours, as a pod's do, next to each other), then by the leaf's port. This

@@ -25,8 +25,9 @@ struct SmOptions {
   EngineOptions engine;
   std::string state_dir = "/var/lib/weft";  // holds guid2lid
   uint8_t lmc = 0;
-  std::string routing_engine = "minhop";  // a chain: "ftree,updn,minhop"
-  std::vector<Guid> roots;                // updn/dnup roots (root_guid_file); empty = detect
+  std::string routing_engine = "minhop";    // a chain: "ftree,updn,minhop"
+  std::vector<Guid> roots;                  // updn/dnup roots (root_guid_file); empty = detect
+  std::optional<routing::TorusSpec> torus;  // dor's shape (torus_config)
   uint8_t sm_priority = 0;
   uint8_t max_op_vls = 5;       // OpenSM's max_op_vls: 1=VL0 2=VL0-1 3=VL0-3 4=VL0-7 5=VL0-14
   uint8_t subnet_timeout = 18;  // OpenSM's subnet_timeout (4.096 us * 2^x)

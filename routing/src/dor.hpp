@@ -1,0 +1,36 @@
+// Dimension-order routing for tori and meshes.
+//
+// Coordinates: from the torus description (OpenSM's torus-2QoS.conf subset: the
+// radices and a seed switch with its + neighbour in each dimension), every
+// switch's neighbours are labelled +x, -x, +y, ... by propagation: a neighbour v
+// of a labelled switch u (one step along dimension a) has, in every other
+// dimension b, the neighbour that closes the square with u's b-neighbour; along
+// a, u behind it and the one neighbour left ahead. The seed's - neighbours come
+// from the ring structure (on a radix-4 ring, where the torus is a hypercube and
+// either labelling is a valid torus, the first free one). The result is checked:
+// every switch labelled once, coordinates unique, every link accounted for;
+// otherwise the engine refuses, naming the switch.
+//
+// Routes: the first differing dimension first, the shorter way round (ties +);
+// a destination switch's LIDs spread over parallel links.
+//
+// Deadlock freedom: dimension order leaves no dependency from a later dimension
+// to an earlier one. On a wrapped ring of radix 4 or more, a path's SL has a bit
+// for that dimension when the path crosses the ring's dateline (the link from
+// radix-1 to 0): within one SL, every path on that ring either crosses it or
+// none does, and paths of at most radix/2 hops cannot close the ring. So a 3-D
+// torus needs up to 8 VLs, a mesh 1 (torus-2QoS uses the same datelines, with
+// 2 VLs per dimension switched at the dateline).
+#pragma once
+
+#include "weft/routing/engine.hpp"
+
+namespace weft::routing {
+
+class DorEngine final : public RoutingEngine {
+ public:
+  std::string_view name() const override { return "dor"; }
+  Routed compute(const fabric::Fabric& f, const Options& o) const override;
+};
+
+}  // namespace weft::routing
