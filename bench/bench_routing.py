@@ -141,8 +141,20 @@ def main():
                 rows.append((name, "opensm " + e, {"status": info["status"]}))
         if topo is None:
             continue
-        # weft's engines on the same fabric and LIDs (OpenSM's, from ibnetdiscover).
-        for j in weft_route(a.weft, topo, ["--engine", a.engines]):
+        # weft's engines on the same fabric and LIDs (OpenSM's, from ibnetdiscover); on a
+        # torus also dor, from a torus description (generator GUIDs: sw0-0-0 is switch 0).
+        extra, engines = [], a.engines
+        m = re.match(r"torus:dims=(\d+)x(\d+)x(\d+)", spec)
+        if m:
+            x, y, _ = (int(v) for v in m.groups())
+            conf = os.path.join(work, "torus.conf")
+            base = 0x0002c90300001000
+            with open(conf, "w") as fh:
+                fh.write("torus %s %s %s\n" % m.groups())
+                for key, step in (("xp_link", 1), ("yp_link", x), ("zp_link", x * y)):
+                    fh.write("%s 0x%016x 0x%016x\n" % (key, base, base + step))
+            extra, engines = ["--torus", conf], engines + ",dor"
+        for j in weft_route(a.weft, topo, ["--engine", engines] + extra):
             rows.append((name, "weft " + j["engine"], j))
         for e, dump, info in dumps:
             j = weft_route(a.weft, topo, ["--lfts", "%s=%s" % (e, dump)])[0]
