@@ -203,7 +203,13 @@ Routed DorEngine::compute(const Fabric& f, const Options& o) const {
         const int k = T.radix[d], from = coord[s][d], dest = coord[t][d];
         if (from == dest) continue;
         const int fwd = (dest - from + k) % k;
-        const int dd = T.wrap ? (fwd <= k / 2 ? 1 : -1) : (dest > from ? 1 : -1);
+        // Half way round a ring, either way is as short: the direction alternates with
+        // the parity of the coordinate the dimension starts from, so both directions of
+        // the ring carry half of that traffic (always + loads one direction twice).
+        const int dd = T.wrap ? (2 * fwd == k    ? (from % 2 == 0 ? 1 : -1)
+                                 : fwd < k - fwd ? 1
+                                                 : -1)
+                              : (dest > from ? 1 : -1);
         if (T.wrap && k >= 4 && ((dd > 0 && dest < from) || (dd < 0 && dest > from))) sl |= 1u << d;
         if (first < 0) first = static_cast<int>(d), dir = dd;
       }

@@ -11,8 +11,12 @@
 // every switch labelled once, coordinates unique, every link accounted for;
 // otherwise the engine refuses, naming the switch.
 //
-// Routes: the first differing dimension first, the shorter way round (ties +);
-// a destination switch's LIDs spread over parallel links.
+// Routes: the first differing dimension first, the shorter way round; half way
+// round an even ring, + from even coordinates and - from odd ones, which balances
+// the ring's two directions (on a 4x4x4 torus: busiest link 128 = the mean, eBB
+// 0.535; always + gives 192 and 0.476). A destination switch's LIDs spread over
+// parallel links. The direction depends only on the coordinates where the
+// dimension starts and ends, so every switch on the way agrees with it.
 //
 // Deadlock freedom: dimension order leaves no dependency from a later dimension
 // to an earlier one. On a wrapped ring of radix 4 or more, a path's SL has a bit
