@@ -185,7 +185,11 @@ Routed DorEngine::compute(const Fabric& f, const Options& o) const {
     }
   }
   bool layered = false;
-  for (size_t d = 0; d < D; ++d) layered |= T.wrap && T.radix[d] >= 4;
+  // Rings that need a dateline: radix 5 and up. Radix 3 has no two-hop path; radix 4
+  // only half-way ones, whose alternating direction leaves each direction of the
+  // ring two of its four hop-to-hop dependencies, which cannot close it.
+  auto dateline = [&](size_t d) { return T.wrap && T.radix[d] >= 5; };
+  for (size_t d = 0; d < D; ++d) layered |= dateline(d);
   if (layered) {
     out.path_sl.assign(f.size(), {});
     for (NodeIndex n : sw.nodes) out.path_sl[n].assign(size_t(out.top_lid) + 1, 0);
@@ -210,7 +214,7 @@ Routed DorEngine::compute(const Fabric& f, const Options& o) const {
                                  : fwd < k - fwd ? 1
                                                  : -1)
                               : (dest > from ? 1 : -1);
-        if (T.wrap && k >= 4 && ((dd > 0 && dest < from) || (dd < 0 && dest > from))) sl |= 1u << d;
+        if (dateline(d) && ((dd > 0 && dest < from) || (dd < 0 && dest > from))) sl |= 1u << d;
         if (first < 0) first = static_cast<int>(d), dir = dd;
       }
       const uint32_t next = lab[s][2 * size_t(first) + (dir > 0 ? 0 : 1)];

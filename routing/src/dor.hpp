@@ -19,12 +19,16 @@
 // dimension starts and ends, so every switch on the way agrees with it.
 //
 // Deadlock freedom: dimension order leaves no dependency from a later dimension
-// to an earlier one. On a wrapped ring of radix 4 or more, a path's SL has a bit
-// for that dimension when the path crosses the ring's dateline (the link from
-// radix-1 to 0): within one SL, every path on that ring either crosses it or
-// none does, and paths of at most radix/2 hops cannot close the ring. So a 3-D
-// torus needs up to 8 VLs, a mesh 1 (torus-2QoS uses the same datelines, with
-// 2 VLs per dimension switched at the dateline).
+// to an earlier one. Within one direction of a ring, a dependency joins two hops
+// of one path. A radix-3 ring has no two-hop path; on a radix-4 ring only the
+// half-way paths have two hops, and with the alternating direction each
+// direction of the ring gets two of its four hop-to-hop dependencies, which
+// cannot close a cycle: radix-3 and radix-4 tori need no extra VL. On a ring of
+// radix 5 or more, a path's SL has a bit for that dimension when the path crosses
+// the ring's dateline (the link between radix-1 and 0): within one SL, every
+// path on that ring crosses it or none does, and paths of at most radix/2 hops
+// cannot close the ring. So a 3-D torus needs at most 8 VLs, and a 4x4x4 torus
+// or a mesh 1 (torus-2QoS switches between 2 VLs per dimension at the dateline).
 #pragma once
 
 #include "weft/routing/engine.hpp"

@@ -434,13 +434,17 @@ struct DorCase {
   std::string spec;
   std::vector<int> radix;
   bool wrap;
-  unsigned vls;  // with datelines on every wrapped ring of radix 4 or more
+  unsigned vls;  // with datelines on every wrapped ring of radix 5 or more
 };
 
 TEST(Dor, RoutesToriAndMeshesInDimensionOrderDeadlockFree) {
   const DorCase cases[] = {
-      {"torus:dims=4x4x4,hosts=1", {4, 4, 4}, true, 8}, {"torus:dims=5x3,hosts=2", {5, 3}, true, 2},
-      {"torus:dims=3x3x3,hosts=1", {3, 3, 3}, true, 1}, {"mesh:dims=4x5,hosts=1", {4, 5}, false, 1},
+      {"torus:dims=4x4x4,hosts=1", {4, 4, 4}, true, 1},
+      {"torus:dims=5x5x5,hosts=1", {5, 5, 5}, true, 8},
+      {"torus:dims=5x3,hosts=2", {5, 3}, true, 2},
+      {"torus:dims=6x4,hosts=1", {6, 4}, true, 2},
+      {"torus:dims=3x3x3,hosts=1", {3, 3, 3}, true, 1},
+      {"mesh:dims=4x5,hosts=1", {4, 5}, false, 1},
       {"torus:dims=6,hosts=2", {6}, true, 2},
   };
   for (const auto& c : cases) {
@@ -489,13 +493,13 @@ TEST(Dor, RoutesToriAndMeshesInDimensionOrderDeadlockFree) {
 }
 
 TEST(Dor, RefusesWithAReason) {
-  Fabric f = with_lids("torus:dims=4x4,hosts=1");
+  Fabric f = with_lids("torus:dims=5x5,hosts=1");
   auto dor = *make_engine("dor");
   auto none = dor->compute(f, {});
   ASSERT_FALSE(none);
   EXPECT_EQ(none.error().kind, Refusal::kTopology);
   Options o;
-  o.torus = spec_of(f, {4, 4}, true);
+  o.torus = spec_of(f, {5, 5}, true);
   o.max_vls = 2;
   auto few = dor->compute(f, o);
   ASSERT_FALSE(few);
@@ -504,7 +508,7 @@ TEST(Dor, RefusesWithAReason) {
   o.torus->radix = {4, 5};
   auto count = dor->compute(f, o);
   ASSERT_FALSE(count);
-  EXPECT_NE(count.error().message.find("16 switches; a 4x5 torus has 20"), std::string::npos)
+  EXPECT_NE(count.error().message.find("25 switches; a 4x5 torus has 20"), std::string::npos)
       << count.error().message;
   // Right switch count, wrong shape: a random graph of 16 switches.
   Fabric g = with_lids("random:switches=16,degree=4,hosts=1,seed=3");
@@ -518,7 +522,7 @@ TEST(Dor, RefusesWithAReason) {
   EXPECT_NE(shape.error().message.find("dor: not a 4x4 torus"), std::string::npos)
       << shape.error().message;
   // A seed link that is no link.
-  o.torus = spec_of(f, {4, 4}, true);
+  o.torus = spec_of(f, {5, 5}, true);
   o.torus->plus[1] = f.node(*f.find_by_name("sw2-2")).guid;
   auto seed = dor->compute(f, o);
   ASSERT_FALSE(seed);
