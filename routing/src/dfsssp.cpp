@@ -5,7 +5,7 @@
 #include <numeric>
 #include <unordered_set>
 
-#include "minhop.hpp"
+#include "balanced.hpp"
 #include "parallel.hpp"
 #include "switch_graph.hpp"
 #include "weft/routing/analysis.hpp"
@@ -103,19 +103,18 @@ class Layer {
 }  // namespace
 
 Routed DfssspEngine::compute(const Fabric& f, const Options& o) const {
-  // No adaptive groups: the layers are checked link by link, and a packet moved to a
-  // parallel link would add dependencies no layer was checked with.
-  Options paths_only = o;
-  paths_only.adaptive = false;
-  auto routed = MinHopEngine().compute(f, paths_only);
-  if (!routed) {
-    routed.error().message = "dfsssp: " + routed.error().message;
-    return routed;
+  // Paths: traffic-balanced minimal routes (balanced.cpp). No adaptive groups: the
+  // layers are checked link by link, and a packet moved to a parallel link would add
+  // dependencies no layer was checked with.
+  auto st = detail::start(f);
+  if (!st) {
+    st.error().message = "dfsssp: " + st.error().message;
+    return std::unexpected(st.error());
   }
-  Tables out = std::move(*routed);
-  out.notes.clear();
+  Tables out = std::move(st->tables);
+  detail::balanced_routes(f, st->sw, st->owners, out);
   if (channel_dependencies(f, out).acyclic) {
-    out.notes.push_back("dfsssp: the minimum-hop routes have no dependency cycle: 1 VL");
+    out.notes.push_back("dfsssp: the balanced routes have no dependency cycle: 1 VL");
     return out;
   }
 
@@ -241,7 +240,7 @@ Routed DfssspEngine::compute(const Fabric& f, const Options& o) const {
       while (v < layers.size() && !try_layer(layers[v])) ++v;
       if (v == layers.size()) {
         if (layers.size() == o.max_vls)
-          return refuse(Refusal::kVirtualLanes, "dfsssp: the minimum-hop routes need more than " +
+          return refuse(Refusal::kVirtualLanes, "dfsssp: the balanced routes need more than " +
                                                     std::to_string(int(o.max_vls)) +
                                                     " VLs to be deadlock-free");
         layers.emplace_back(initial);

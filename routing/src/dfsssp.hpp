@@ -1,6 +1,7 @@
 // Deadlock-free routing on any topology (DFSSSP-style: Domke, Hoefler, Nagel).
 //
-// Paths: balanced minimum-hop routes, from the minhop engine.
+// Paths: minimal routes balanced by the traffic each carries, destination by
+// destination (balanced.cpp; DFSSSP's balancing, kept to minimal paths).
 //
 // Layers: when the channel dependency graph of all routes has a cycle, the
 // paths (one per source switch and destination LID) are spread over virtual

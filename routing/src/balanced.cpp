@@ -1,0 +1,117 @@
+// Traffic-balanced shortest paths: the routes dfsssp layers.
+//
+// Destinations are routed one at a time; for each, switches are visited
+// farthest-first, each carrying the number of sources whose path to that
+// destination passes through it (its own CAs and itself, plus what its upstream
+// neighbours sent it). Among the equal-cost output ports a switch takes the
+// cheapest, counting the traffic its link has carried so far, the least-loaded
+// onward link of the neighbour it leads to, and the traffic for this destination
+// already sent through that neighbour; then adds its weight to it. This is
+// DFSSSP's balancing (every route weighs on the links it uses, and later routes
+// avoid them) restricted to minimal paths: globally balanced, so better for
+// random traffic than minhop's per-switch balance, and sequential (one
+// destination after another), so slower.
+#include "balanced.hpp"
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+
+namespace weft::routing::detail {
+
+using fabric::Fabric;
+using fabric::NodeIndex;
+
+void balanced_routes(const Fabric& f, const Switches& sw, const std::vector<LidOwner>& owners,
+                     Tables& out) {
+  const size_t ns = sw.nodes.size();
+  if (ns == 0) return;
+  const std::vector<uint8_t> dist = switch_distances(f, sw);
+  // Links are bidirectional, so distances are symmetric: d(a, t) reads row t, which keeps
+  // the per-destination scans below on one contiguous row of the matrix.
+  auto d = [&](uint32_t a, uint32_t t) { return dist[size_t(t) * ns + a]; };
+
+  // Where each destination enters the switch fabric: (switch, exit port).
+  struct Dest {
+    uint16_t lid;
+    uint32_t sw;
+    PortNum exit;
+  };
+  std::vector<std::vector<Dest>> by_switch(ns);
+  for (const LidOwner& o : owners) {
+    const auto& nd = f.node(o.node);
+    if (nd.is_switch()) {
+      by_switch[sw.of_node[o.node]].push_back({o.lid.value, sw.of_node[o.node], 0});
+      continue;
+    }
+    const auto& port = nd.ports[o.port];
+    if (!port.linked() || !f.node(port.peer).is_switch()) continue;  // CA-to-CA link: no switch
+    by_switch[sw.of_node[port.peer]].push_back(
+        {o.lid.value, sw.of_node[port.peer], port.peer_port});
+  }
+
+  // Per directed switch link (switch, port): traffic weight routed over it so far.
+  std::vector<std::vector<uint64_t>> load(ns);
+  for (uint32_t i = 0; i < ns; ++i) load[i].assign(f.node(sw.nodes[i]).ports.size(), 0);
+
+  std::vector<uint32_t> order;               // switches sorted by distance to t, far first
+  std::vector<uint32_t> cand_begin(ns + 1);  // candidate ports of switch s toward t
+  std::vector<PortNum> cand;
+  std::vector<uint64_t> weight(ns);
+  // The least-loaded onward link of a neighbour: fixed for one destination until the
+  // neighbour itself is routed (it is closer, so later), hence computed once per
+  // destination and cached under a stamp.
+  std::vector<uint64_t> ahead(ns), ahead_stamp(ns, 0);
+  uint64_t stamp = 0;
+  auto look_ahead = [&](uint32_t n) -> uint64_t {
+    if (ahead_stamp[n] == stamp) return ahead[n];
+    uint64_t m = cand_begin[n] == cand_begin[n + 1] ? 0 : std::numeric_limits<uint64_t>::max();
+    for (uint32_t k = cand_begin[n]; k < cand_begin[n + 1]; ++k) m = std::min(m, load[n][cand[k]]);
+    ahead_stamp[n] = stamp;
+    return ahead[n] = m;
+  };
+  for (uint32_t t = 0; t < ns; ++t) {
+    if (by_switch[t].empty()) continue;
+    order.clear();
+    for (uint32_t s = 0; s < ns; ++s)
+      if (s != t && d(s, t) != kFar) order.push_back(s);
+    std::stable_sort(order.begin(), order.end(),
+                     [&](uint32_t a, uint32_t b) { return d(a, t) > d(b, t); });
+    cand.clear();
+    for (uint32_t s = 0; s < ns; ++s) {
+      cand_begin[s] = static_cast<uint32_t>(cand.size());
+      if (s == t || d(s, t) == kFar) continue;
+      for (const auto& p : f.node(sw.nodes[s]).ports) {
+        if (p.num == 0 || !p.linked() || !f.node(p.peer).is_switch()) continue;
+        if (d(sw.of_node[p.peer], t) + 1 == d(s, t)) cand.push_back(p.num);
+      }
+    }
+    cand_begin[ns] = static_cast<uint32_t>(cand.size());
+    for (const Dest& dst : by_switch[t]) {
+      out.lft[sw.nodes[t]][dst.lid] = dst.exit;
+      for (uint32_t s : order) weight[s] = sw.sources[s];
+      weight[t] = sw.sources[t];
+      ++stamp;
+      for (uint32_t s : order) {
+        const NodeIndex sn = sw.nodes[s];
+        PortNum best = kDropPort;
+        uint64_t best_cost = std::numeric_limits<uint64_t>::max();
+        for (uint32_t k = cand_begin[s]; k < cand_begin[s + 1]; ++k) {
+          const PortNum port = cand[k];
+          const uint32_t n = sw.of_node[f.node(sn).ports[port].peer];
+          const uint64_t cost = load[s][port] + look_ahead(n) + (weight[n] - sw.sources[n]);
+          if (best == kDropPort || cost < best_cost) {
+            best_cost = cost;
+            best = port;
+          }
+        }
+        if (best == kDropPort) continue;  // unreachable by construction; keep drop
+        out.lft[sn][dst.lid] = best;
+        load[s][best] += weight[s];
+        weight[sw.of_node[f.node(sn).ports[best].peer]] += weight[s];
+      }
+    }
+  }
+}
+
+}  // namespace weft::routing::detail

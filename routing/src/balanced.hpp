@@ -1,0 +1,12 @@
+// Internal to routing/: traffic-balanced minimal routes (see balanced.cpp).
+#pragma once
+
+#include "switch_graph.hpp"
+
+namespace weft::routing::detail {
+
+// Fills out.lft (sized by start()) with traffic-balanced shortest-path routes.
+void balanced_routes(const fabric::Fabric& f, const Switches& sw,
+                     const std::vector<LidOwner>& owners, Tables& out);
+
+}  // namespace weft::routing::detail
