@@ -221,6 +221,7 @@ Routed DorEngine::compute(const Fabric& f, const Options& o) const {
       to.clear();
       for (auto [n, p] : ports[s])
         if (n == next) to.push_back(p);
+      if (to.empty()) return fail_at(s, "no link toward " + name_of(t));  // checked above
       const auto& lids = lids_at[t];
       for (size_t i = 0; i < lids.size(); ++i) {
         out.lft[sw.nodes[s]][lids[i].first] = to[i % to.size()];
