@@ -1,5 +1,5 @@
 // Internal to routing/: the switches of a fabric as a compact graph, and all-pairs
-// switch hop distances by one Boost.Graph BFS per switch over a
+// switch hop distances by bit-parallel BFS (64 sources per pass) over a Boost.Graph
 // compressed_sparse_row_graph. Shared by the engines and the analyzer.
 #pragma once
 
