@@ -1,7 +1,6 @@
 // Balanced min-hop routing.
 //
-// Distances: one Boost.Graph BFS per switch over a compressed_sparse_row_graph
-// of the switches, in parallel.
+// Distances: all pairs of switches, by bit-parallel BFS (switch_graph.hpp).
 //
 // Routes: every switch fills its own row, in parallel with the others. Toward each
 // destination switch its candidates are the links one hop nearer (found for all
