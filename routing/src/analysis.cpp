@@ -177,32 +177,38 @@ CdgReport channel_dependencies(const Fabric& f, const Tables& t) {
     for (const LidOwner& o : owners)
       if (o.lid.value < in_use.size()) in_use[o.lid.value] = 1;
     std::vector<std::array<uint64_t, 4>> next(base.back(), std::array<uint64_t, 4>{});
+    // Row pointers, so the inner loop reads no vector headers.
+    std::vector<const PortNum*> rowp(f.size(), nullptr);
+    std::vector<size_t> rown(f.size(), 0);
+    for (NodeIndex n : sw.nodes) rowp[n] = t.lft[n].data(), rown[n] = t.lft[n].size();
     // In blocks of LIDs, so that the neighbours' rows a switch reads stay in cache
-    // while the switches around it (which share those neighbours) read them too.
+    // while the switches around it (which share those neighbours) read them too. Next
+    // ports that are no inter-switch link are dropped afterwards, not here.
     constexpr size_t kBlock = 4096;
     for (size_t first = 1; first < in_use.size(); first += kBlock)
       detail::parallel_for(sw.nodes.size(), [&](size_t i) {
         const NodeIndex n = sw.nodes[i];
-        const auto& row = t.lft[n];
-        const size_t end = std::min({row.size(), in_use.size(), first + kBlock});
+        const PortNum* row = rowp[n];
+        const uint32_t b0 = base[n], nports = base[n + 1] - base[n];
+        const size_t end = std::min({rown[n], in_use.size(), first + kBlock});
         for (size_t lid = first; lid < end; ++lid) {
-          if (!in_use[lid] || row[lid] == 0 || row[lid] == kDropPort) continue;
-          const uint32_t a = base[n] + row[lid];
-          if (a >= base[n + 1]) continue;
-          const NodeIndex m = isl_peer[a];
-          if (m == fabric::kNoNode || t.lft[m].size() <= lid) continue;
-          const PortNum q = t.lft[m][lid];
-          if (q == 0 || base[m] + q >= base[m + 1] || isl_peer[base[m] + q] == fabric::kNoNode)
-            continue;
-          next[a][q >> 6] |= uint64_t(1) << (q & 63);
+          const PortNum p = row[lid];
+          if (p >= nports || !in_use[lid]) continue;  // drop (0xFF) or no such port
+          const NodeIndex m = isl_peer[b0 + p];
+          if (m == fabric::kNoNode || rown[m] <= lid) continue;
+          const PortNum q = rowp[m][lid];
+          next[b0 + p][q >> 6] |= uint64_t(1) << (q & 63);
         }
       });
     for (uint32_t a = 0; a < next.size(); ++a) {
       if (isl_peer[a] == fabric::kNoNode) continue;
-      const uint32_t mb = base[isl_peer[a]];
+      const NodeIndex m = isl_peer[a];
+      const uint32_t mb = base[m];
       for (unsigned w = 0; w < 4; ++w)
         for (uint64_t bits = next[a][w]; bits; bits &= bits - 1) {
-          adj[0][a].push_back(mb + w * 64 + static_cast<uint32_t>(__builtin_ctzll(bits)));
+          const uint32_t q = w * 64 + static_cast<uint32_t>(__builtin_ctzll(bits));
+          if (q == 0 || mb + q >= base[m + 1] || isl_peer[mb + q] == fabric::kNoNode) continue;
+          adj[0][a].push_back(mb + q);
           ++rep.dependencies;
         }
     }
