@@ -49,6 +49,12 @@ class Layer {
         const uint32_t v = stack_.back();
         stack_.pop_back();
         fwd_.push_back(v);
+        // A search this large is refused rather than finished: refusing is always safe
+        // (the path goes to another layer), and it bounds the time on large fabrics.
+        if (fwd_.size() > kSearchLimit) {
+          refused_.insert(key);
+          return false;
+        }
         for (uint32_t w : out_[v]) {
           if (w == a) {  // b reaches a: a -> b would close a cycle
             refused_.insert(key);
@@ -95,6 +101,7 @@ class Layer {
   std::vector<std::vector<uint32_t>> out_, in_;
   std::vector<uint32_t> ord_;  // channel -> position in a topological order
   std::unordered_set<uint64_t> refused_;
+  static constexpr size_t kSearchLimit = 1 << 14;
   std::vector<uint32_t> mark_;
   uint32_t stamp_ = 0;
   std::vector<uint32_t> stack_, fwd_, bwd_, slots_;
