@@ -224,10 +224,11 @@ Routed UpDownEngine::compute(const Fabric& f, const Options& o) const {
           size_t start = 0;
           for (size_t i = 1; i < n; ++i)
             if (used[s][cand[i]] < used[s][cand[start]]) start = i;
-          for (size_t i = 0; i < g.lids.size(); ++i) {
-            const PortNum port = cand[(start + i) % n];
-            row[g.lids[i].first] = port;
-            used[s][port] += sw.sources[s];
+          auto& u = used[s];
+          const uint64_t w = sw.sources[s];
+          for (size_t i = 0, c = start; i < g.lids.size(); ++i, c = c + 1 == n ? 0 : c + 1) {
+            row[g.lids[i].first] = cand[c];
+            u[cand[c]] += w;
           }
         }
       });
