@@ -6,6 +6,7 @@
 
 #include <deque>
 #include <map>
+#include <random>
 #include <sstream>
 
 #include "test_fabrics.hpp"
@@ -556,6 +557,62 @@ TEST(TorusSpec, ReadsTheTorus2QosSubsetAndNamesBadLines) {
     ASSERT_FALSE(r) << text;
     EXPECT_NE(r.error().message.find(want), std::string::npos) << r.error().message;
   }
+}
+
+}  // namespace
+
+namespace {
+
+// A small mutation fuzzer for the three new readers: flips, inserts and deletes bytes
+// of a valid input; every result is a success or an error that names the input.
+template <class Read>
+void fuzz(const std::string& base, const std::string& alphabet, Read read) {
+  std::mt19937 rng(7);
+  for (int i = 0; i < 5000; ++i) {
+    std::string s = base;
+    const int edits = 1 + static_cast<int>(rng() % 4);
+    for (int e = 0; e < edits && !s.empty(); ++e) {
+      const size_t pos = rng() % s.size();
+      switch (rng() % 3) {
+        case 0:
+          s[pos] = alphabet[rng() % alphabet.size()];
+          break;
+        case 1:
+          s.insert(pos, 1, alphabet[rng() % alphabet.size()]);
+          break;
+        default:
+          s.erase(pos, 1 + rng() % 5);
+          break;
+      }
+    }
+    std::istringstream in(s);
+    if (auto msg = read(in); !msg.empty()) {
+      EXPECT_EQ(msg.rfind("in", 0), 0u) << msg;
+    }
+  }
+}
+
+TEST(Readers, GarbageNeverCrashes) {
+  Fabric f = with_lids("ft2:leaves=2,spines=1,hosts=1");
+  auto t = (*make_engine("ftree"))->compute(f, {});
+  ASSERT_TRUE(t);
+  std::stringstream dump;
+  write_lft_dump(dump, f, *t);
+  fuzz(dump.str(), "0x123456789abcdef :()'\nUnicast lids guid", [&](std::istream& in) {
+    Fabric g = f;
+    auto r = read_lft_dump(in, g, "in");
+    return r ? std::string() : r.error().message;
+  });
+  fuzz("torus 4 4 2\nxp_link 0x10 0x11\nyp_link 0x10 0x14\nzp_link 0x10 0x20\n",
+       "0x123456789 torusmeshp_link#\n", [](std::istream& in) {
+         auto r = read_torus_spec(in, "in");
+         return r ? std::string() : r.error().message;
+       });
+  fuzz("# roots\n0x0002c90300001004\n0x0002c90300001005\n", "0x123456789abcdefX# \n",
+       [](std::istream& in) {
+         auto r = read_guid_list(in, "in");
+         return r ? std::string() : r.error().message;
+       });
 }
 
 }  // namespace
