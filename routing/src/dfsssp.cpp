@@ -25,11 +25,18 @@ namespace {
 class Layer {
  public:
   // `order`: an initial order, as near to topological for the edges to come as can be.
-  explicit Layer(const std::vector<uint32_t>& order)
-      : out_(order.size()), in_(order.size()), ord_(order), mark_(order.size(), 0) {}
+  // `port`: each channel's port number, so that "a leads to b" is one bit of a's mask.
+  Layer(const std::vector<uint32_t>& order, const std::vector<PortNum>& port)
+      : out_(order.size()),
+        in_(order.size()),
+        ord_(order),
+        mark_(order.size(), 0),
+        port_(&port),
+        bits_(order.size(), std::array<uint64_t, 4>{}) {}
 
   bool has(uint32_t a, uint32_t b) const {
-    return std::find(out_[a].begin(), out_[a].end(), b) != out_[a].end();
+    const PortNum q = (*port_)[b];
+    return bits_[a][q >> 6] >> (q & 63) & 1;
   }
 
   // Adds a -> b unless it closes a cycle. The layer only grows, so an edge that closed
@@ -88,6 +95,8 @@ class Layer {
     }
     out_[a].push_back(b);
     in_[b].push_back(a);
+    const PortNum q = (*port_)[b];
+    bits_[a][q >> 6] |= uint64_t(1) << (q & 63);
     return true;
   }
 
@@ -95,14 +104,18 @@ class Layer {
   void undo(uint32_t a, uint32_t b) {
     out_[a].pop_back();
     in_[b].pop_back();
+    const PortNum q = (*port_)[b];
+    bits_[a][q >> 6] &= ~(uint64_t(1) << (q & 63));
   }
 
  private:
   std::vector<std::vector<uint32_t>> out_, in_;
   std::vector<uint32_t> ord_;  // channel -> position in a topological order
+  std::vector<uint32_t> mark_;
+  const std::vector<PortNum>* port_;
+  std::vector<std::array<uint64_t, 4>> bits_;  // a -> the next ports it leads to
   std::unordered_set<uint64_t> refused_;
   static constexpr size_t kSearchLimit = 1 << 14;
-  std::vector<uint32_t> mark_;
   uint32_t stamp_ = 0;
   std::vector<uint32_t> stack_, fwd_, bwd_, slots_;
 };
@@ -131,6 +144,9 @@ Routed DfssspEngine::compute(const Fabric& f, const Options& o) const {
     base[n + 1] = base[n] + static_cast<uint32_t>(f.node(n).ports.size());
   const detail::Switches sw = detail::index_switches(f);
   const size_t ns = sw.nodes.size();
+  std::vector<PortNum> port_of(base.back(), 0);  // channel -> its port number
+  for (NodeIndex n = 0; n < f.size(); ++n)
+    for (uint32_t p = 0; p < base[n + 1] - base[n]; ++p) port_of[base[n] + p] = PortNum(p);
   std::vector<NodeIndex> isl_peer(base.back(), fabric::kNoNode);
   for (NodeIndex n : sw.nodes)
     for (const auto& p : f.node(n).ports)
@@ -220,7 +236,7 @@ Routed DfssspEngine::compute(const Fabric& f, const Options& o) const {
       if (b != ~0u) deps.emplace_back(a, b);
     }
     if (deps.empty()) continue;
-    if (layers.empty()) layers.emplace_back(initial);
+    if (layers.empty()) layers.emplace_back(initial, port_of);
     if (try_layer(layers[0])) {
       ++whole;
       continue;  // path_sl stays 0
@@ -250,7 +266,7 @@ Routed DfssspEngine::compute(const Fabric& f, const Options& o) const {
           return refuse(Refusal::kVirtualLanes, "dfsssp: the balanced routes need more than " +
                                                     std::to_string(int(o.max_vls)) +
                                                     " VLs to be deadlock-free");
-        layers.emplace_back(initial);
+        layers.emplace_back(initial, port_of);
         try_layer(layers.back());
       }
       out.path_sl[sw.nodes[s]][lid] = static_cast<uint8_t>(v);
