@@ -234,6 +234,8 @@ int cmd_route(int argc, char** argv) {
   if (max_vls < 1 || max_vls > 15) return die("--max-vls must be 1..15");
   ro.max_vls = static_cast<uint8_t>(max_vls);
   ro.adaptive = vm.count("adaptive") > 0;
+  if (progress)
+    ro.progress = [](const std::string& what) { std::fprintf(stderr, "weft: %s\n", what.c_str()); };
   if (vm.count("torus")) {
     const auto path = vm["torus"].as<std::string>();
     std::ifstream in(path);

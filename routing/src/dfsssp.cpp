@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <chrono>
 #include <numeric>
 #include <unordered_set>
 
@@ -133,6 +134,7 @@ Routed DfssspEngine::compute(const Fabric& f, const Options& o) const {
   }
   Tables out = std::move(st->tables);
   detail::balanced_routes(f, st->sw, st->owners, out);
+  if (o.progress) o.progress("dfsssp: balanced routes computed; checking dependencies");
   if (channel_dependencies(f, out).acyclic) {
     out.notes.push_back("dfsssp: the balanced routes have no dependency cycle: 1 VL");
     return out;
@@ -224,8 +226,16 @@ Routed DfssspEngine::compute(const Fabric& f, const Options& o) const {
   };
   std::vector<uint32_t> hops(ns);
   std::vector<uint32_t> by_len(ns);
-  for (const LidOwner& ow : lid_owners(f)) {
-    const uint16_t lid = ow.lid.value;
+  const auto all_lids = lid_owners(f);
+  auto last_report = std::chrono::steady_clock::now();
+  for (size_t li = 0; li < all_lids.size(); ++li) {
+    const uint16_t lid = all_lids[li].lid.value;
+    if (o.progress && std::chrono::steady_clock::now() - last_report > std::chrono::seconds(5)) {
+      last_report = std::chrono::steady_clock::now();
+      o.progress("dfsssp: layering: " + std::to_string(li) + " of " +
+                 std::to_string(all_lids.size()) + " LIDs, " + std::to_string(layers.size()) +
+                 " VLs so far");
+    }
     // First the whole in-tree into layer 0: on most fabrics most LIDs fit there, and
     // one try per LID is far cheaper than one per path.
     deps.clear();

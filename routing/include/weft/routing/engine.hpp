@@ -16,6 +16,7 @@
 #pragma once
 
 #include <expected>
+#include <functional>
 #include <iosfwd>
 #include <memory>
 #include <optional>
@@ -65,6 +66,9 @@ struct Options {
   uint8_t max_vls = 8;             // data VLs a layered engine may use
   bool adaptive = false;           // also compute adaptive-routing port groups (Tables::ar_*)
   std::optional<TorusSpec> torus;  // for dor
+  // Called now and then by long computations with what they are at ("layering:
+  // 12000 of 47824 LIDs, 2 VLs"); empty = silent.
+  std::function<void(const std::string&)> progress;
 };
 
 // Why an engine did not route. Kinds, so that callers (the chain, the REST API,
