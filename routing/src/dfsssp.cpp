@@ -42,7 +42,7 @@ class Layer {
 
   // Adds a -> b unless it closes a cycle. The layer only grows, so an edge that closed
   // a cycle once always will: it is remembered and refused at once.
-  bool add(uint32_t a, uint32_t b) {
+  bool add(uint32_t a, uint32_t b, size_t limit) {
     if (a == b) return false;
     if (has(a, b)) return true;
     const uint64_t key = uint64_t(a) << 32 | b;
@@ -57,12 +57,10 @@ class Layer {
         const uint32_t v = stack_.back();
         stack_.pop_back();
         fwd_.push_back(v);
-        // A search this large is refused rather than finished: refusing is always safe
-        // (the path goes to another layer), and it bounds the time on large fabrics.
-        if (fwd_.size() > kSearchLimit) {
-          refused_.insert(key);
-          return false;
-        }
+        // A search past `limit` is abandoned and the edge refused, though it may not close
+        // a cycle: refusing is always safe (the path tries another layer), and it bounds
+        // the time on large fabrics. Only edges that do close one are remembered.
+        if (fwd_.size() > limit) return false;
         for (uint32_t w : out_[v]) {
           if (w == a) {  // b reaches a: a -> b would close a cycle
             refused_.insert(key);
@@ -79,6 +77,7 @@ class Layer {
         const uint32_t v = stack_.back();
         stack_.pop_back();
         bwd_.push_back(v);
+        if (bwd_.size() > limit) return false;  // as above: too large to reorder, refused
         for (uint32_t w : in_[v])
           if (mark_[w] != stamp_ && ord_[w] > lo) mark_[w] = stamp_, stack_.push_back(w);
       }
@@ -116,7 +115,6 @@ class Layer {
   const std::vector<PortNum>* port_;
   std::vector<std::array<uint64_t, 4>> bits_;  // a -> the next ports it leads to
   std::unordered_set<uint64_t> refused_;
-  static constexpr size_t kSearchLimit = 1 << 14;
   uint32_t stamp_ = 0;
   std::vector<uint32_t> stack_, fwd_, bwd_, slots_;
 };
@@ -212,11 +210,14 @@ Routed DfssspEngine::compute(const Fabric& f, const Options& o) const {
   for (NodeIndex n : sw.nodes) out.path_sl[n].assign(size_t(out.top_lid) + 1, 0);
   std::vector<std::pair<uint32_t, uint32_t>> deps, added;
   uint64_t paths = 0, whole = 0;
-  auto try_layer = [&](Layer& layer) {
+  // Searches in a layer's order: short first for single paths (most of which fit where
+  // their routes already are), long before a new layer is opened.
+  constexpr size_t kShortSearch = 512, kLongSearch = 1 << 14;
+  auto try_layer = [&](Layer& layer, size_t limit) {
     added.clear();
     for (auto [a, b] : deps) {
       if (layer.has(a, b)) continue;
-      if (!layer.add(a, b)) {
+      if (!layer.add(a, b, limit)) {
         for (auto it = added.rbegin(); it != added.rend(); ++it) layer.undo(it->first, it->second);
         return false;
       }
@@ -247,7 +248,7 @@ Routed DfssspEngine::compute(const Fabric& f, const Options& o) const {
     }
     if (deps.empty()) continue;
     if (layers.empty()) layers.emplace_back(initial, port_of);
-    if (try_layer(layers[0])) {
+    if (try_layer(layers[0], kLongSearch)) {
       ++whole;
       continue;  // path_sl stays 0
     }
@@ -270,14 +271,16 @@ Routed DfssspEngine::compute(const Fabric& f, const Options& o) const {
       }
       ++paths;
       size_t v = 0;
-      while (v < layers.size() && !try_layer(layers[v])) ++v;
+      while (v < layers.size() && !try_layer(layers[v], kShortSearch)) ++v;
+      if (v == layers.size())
+        for (v = 0; v < layers.size() && !try_layer(layers[v], kLongSearch);) ++v;
       if (v == layers.size()) {
         if (layers.size() == o.max_vls)
           return refuse(Refusal::kVirtualLanes, "dfsssp: the balanced routes need more than " +
                                                     std::to_string(int(o.max_vls)) +
                                                     " VLs to be deadlock-free");
         layers.emplace_back(initial, port_of);
-        try_layer(layers.back());
+        try_layer(layers.back(), kLongSearch);
       }
       out.path_sl[sw.nodes[s]][lid] = static_cast<uint8_t>(v);
     }
