@@ -17,6 +17,7 @@
 #include <stop_token>
 #include <thread>
 
+#include "read_file.hpp"
 #include "route.hpp"
 #include "weft/config/options.hpp"
 #include "weft/fabric/topology_file.hpp"
@@ -94,16 +95,12 @@ Result<config::Values> build_config(const po::variables_map& vm) {
 Result<sm::SmOptions> sm_opts(const config::Values& v) {
   sm::SmOptions o;
   if (const std::string path = v.get_str("root_guid_file"); !path.empty()) {
-    std::ifstream in(path);
-    if (!in) return fail(Errc::kIo, v.origin("root_guid_file") + ": cannot read " + path);
-    auto roots = routing::read_guid_list(in, path);
+    auto roots = app::read_file(path, routing::read_guid_list, v.origin("root_guid_file"));
     if (!roots) return std::unexpected(roots.error());
     o.roots = std::move(*roots);
   }
   if (const std::string path = v.get_str("torus_config"); !path.empty()) {
-    std::ifstream in(path);
-    if (!in) return fail(Errc::kIo, v.origin("torus_config") + ": cannot read " + path);
-    auto t = routing::read_torus_spec(in, path);
+    auto t = app::read_file(path, routing::read_torus_spec, v.origin("torus_config"));
     if (!t) return std::unexpected(t.error());
     o.torus = std::move(*t);
   }

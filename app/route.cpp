@@ -3,6 +3,8 @@
 // another SM's LFT dump, and grades every result with the same analyzer.
 #include "route.hpp"
 
+#include "read_file.hpp"
+
 #include <unistd.h>
 #include <boost/program_options.hpp>
 #include <chrono>
@@ -237,18 +239,12 @@ int cmd_route(int argc, char** argv) {
   if (progress)
     ro.progress = [](const std::string& what) { std::fprintf(stderr, "weft: %s\n", what.c_str()); };
   if (vm.count("torus")) {
-    const auto path = vm["torus"].as<std::string>();
-    std::ifstream in(path);
-    if (!in) return die("cannot read " + path);
-    auto t = routing::read_torus_spec(in, path);
+    auto t = read_file(vm["torus"].as<std::string>(), routing::read_torus_spec);
     if (!t) return die(t.error().message);
     ro.torus = std::move(*t);
   }
   if (vm.count("root-guids")) {
-    const auto path = vm["root-guids"].as<std::string>();
-    std::ifstream in(path);
-    if (!in) return die("cannot read " + path);
-    auto roots = routing::read_guid_list(in, path);
+    auto roots = read_file(vm["root-guids"].as<std::string>(), routing::read_guid_list);
     if (!roots) return die(roots.error().message);
     ro.roots = std::move(*roots);
   }

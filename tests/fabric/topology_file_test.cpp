@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include "../fuzz.hpp"
+
 #include <fstream>
 #include <random>
 #include <sstream>
@@ -162,22 +164,7 @@ TEST(NetFile, GarbageNeverCrashes) {
   std::mt19937 rng(42);
   const std::string alphabet = "[]()\"#=0123456789xabcdefSwitchCa \n\t";
   for (int i = 0; i < 20000; ++i) {
-    std::string s = base;
-    int edits = 1 + static_cast<int>(rng() % 4);
-    for (int e = 0; e < edits && !s.empty(); ++e) {
-      size_t pos = rng() % s.size();
-      switch (rng() % 3) {
-        case 0:
-          s[pos] = alphabet[rng() % alphabet.size()];
-          break;
-        case 1:
-          s.insert(pos, 1, alphabet[rng() % alphabet.size()]);
-          break;
-        default:
-          s.erase(pos, 1 + rng() % 5);
-          break;
-      }
-    }
+    const std::string s = weft::testing::mutate(base, alphabet, rng);
     auto f = parse_topology(s, "f.net");
     if (!f) {
       EXPECT_EQ(f.error().message.rfind("f.net:", 0), 0u) << f.error().message;

@@ -9,6 +9,7 @@
 #include <random>
 #include <sstream>
 
+#include "../fuzz.hpp"
 #include "test_fabrics.hpp"
 #include "weft/routing/analysis.hpp"
 #include "weft/routing/lft_dump.hpp"
@@ -569,22 +570,7 @@ template <class Read>
 void fuzz(const std::string& base, const std::string& alphabet, Read read) {
   std::mt19937 rng(7);
   for (int i = 0; i < 5000; ++i) {
-    std::string s = base;
-    const int edits = 1 + static_cast<int>(rng() % 4);
-    for (int e = 0; e < edits && !s.empty(); ++e) {
-      const size_t pos = rng() % s.size();
-      switch (rng() % 3) {
-        case 0:
-          s[pos] = alphabet[rng() % alphabet.size()];
-          break;
-        case 1:
-          s.insert(pos, 1, alphabet[rng() % alphabet.size()]);
-          break;
-        default:
-          s.erase(pos, 1 + rng() % 5);
-          break;
-      }
-    }
+    const std::string s = weft::testing::mutate(base, alphabet, rng);
     std::istringstream in(s);
     if (auto msg = read(in); !msg.empty()) {
       EXPECT_EQ(msg.rfind("in", 0), 0u) << msg;
