@@ -315,9 +315,12 @@ Routed FatTreeEngine::compute(const Fabric& f, const Options& o) const {
 
   // Destinations grouped by plan (in index order within a plan), so that a switch
   // reads its entry of each plan once.
+  std::vector<Dest> ordered;
+  ordered.reserve(dests.size());
+  for (uint32_t k : by_plan) ordered.push_back(dests[k]);
   std::vector<uint32_t> group_end;
-  for (uint32_t i = 0; i < by_plan.size(); ++i)
-    if (i + 1 == by_plan.size() || dests[by_plan[i + 1]].plan != dests[by_plan[i]].plan)
+  for (uint32_t i = 0; i < ordered.size(); ++i)
+    if (i + 1 == ordered.size() || ordered[i + 1].plan != ordered[i].plan)
       group_end.push_back(i + 1);
   std::vector<detail::FastDiv> mod_by;  // mod_by[n]: division by n, for n candidates
   for (uint32_t n = 0; n < 256; ++n) mod_by.emplace_back(std::max(n, 1u));
@@ -353,12 +356,13 @@ Routed FatTreeEngine::compute(const Fabric& f, const Options& o) const {
     // the divisor of the level below: the destinations that reach s and go down to one
     // child were spread over s's links by the level below, so that level's quotient
     // spreads them over the parallel links too.
-    const detail::FastDiv by_up(static_cast<uint32_t>(W[level[s]])),
-        by_down(static_cast<uint32_t>(W[level[s] ? level[s] - 1 : 0]));
+    const auto w_up = static_cast<uint32_t>(W[level[s]]),
+               w_down = static_cast<uint32_t>(W[level[s] ? level[s] - 1 : 0]);
+    const detail::FastDiv by_up(w_up), by_down(w_down);
     PortNum to_leaf[64];
     uint32_t first = 0;
     for (uint32_t end : group_end) {
-      const Plan& pl = plans[dests[by_plan[first]].plan];
+      const Plan& pl = plans[ordered[first].plan];
       const Kind kind = static_cast<Kind>(pl.kind[s]);
       const PortNum* cand = kind == kAllUp     ? up_ports[s].data()
                             : kind == kAllDown ? down_ports[s].data()
@@ -366,27 +370,42 @@ Routed FatTreeEngine::compute(const Fabric& f, const Options& o) const {
       const uint32_t count = kind == kAllUp     ? static_cast<uint32_t>(up_ports[s].size())
                              : kind == kAllDown ? static_cast<uint32_t>(down_ports[s].size())
                                                 : pl.count[s];
-      const detail::FastDiv& by = kind == kUp || kind == kAllUp ? by_up : by_down;
+      const bool climbing = kind == kUp || kind == kAllUp;
+      const detail::FastDiv& by = climbing ? by_up : by_down;
+      const uint32_t w = climbing ? w_up : w_down;
+      // (idx / w) mod count, kept incrementally while indices run consecutively.
+      uint32_t prev = ~0u - 1, rem = 0, r = 0;
       const uint16_t plan_group = ar && kind != kToLeaf && kind != kNone && !pl.turn[s]
                                       ? group_of(cand, count)
                                       : Tables::kNoArGroup;
       for (uint32_t i = first; i < end; ++i) {
-        const Dest& d = dests[by_plan[i]];
+        const Dest& d = ordered[i];
         if (d.sw == s) {
           row[d.lid] = d.exit;
           continue;
         }
         if (kind == kNone) continue;
-        uint32_t n = count;
-        const PortNum* c = cand;
         if (kind == kToLeaf) {
-          n = 0;
+          uint32_t n = 0;
           for (auto [u, port] : parents[d.sw])
             if (u == s && n < 64) to_leaf[n++] = port;
-          c = to_leaf;
+          if (n) row[d.lid] = to_leaf[mod_by[n].mod(by.div(d.idx))];
+          if (ar) (*ar)[d.lid] = group_of(to_leaf, n);
+          continue;
         }
-        if (n) row[d.lid] = c[mod_by[n].mod(by.div(d.idx))];
-        if (ar) (*ar)[d.lid] = kind == kToLeaf ? group_of(c, n) : plan_group;
+        if (d.idx == prev + 1) {
+          if (++rem == w) {
+            rem = 0;
+            if (++r == count) r = 0;
+          }
+        } else {
+          const uint32_t q = by.div(d.idx);
+          rem = d.idx - q * w;
+          r = mod_by[count].mod(q);
+        }
+        prev = d.idx;
+        row[d.lid] = cand[r];
+        if (ar) (*ar)[d.lid] = plan_group;
       }
       first = end;
     }
