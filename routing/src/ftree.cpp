@@ -238,12 +238,14 @@ Routed FatTreeEngine::compute(const Fabric& f, const Options& o) const {
     }
     // Switches with no up-then-down path: to the turn leaf through such switches where
     // they can, otherwise into the routed part as near the turn leaf as they can.
-    auto is_valley = [&](uint32_t s) {
-      return (leaf_class || s != t) && !ancestor[s] && updist[s] == kInf;
-    };
+    std::vector<uint8_t> valley(ns, 0);
     bool any = false;
-    for (uint32_t s = 0; s < ns && !any; ++s) any = is_valley(s);
+    for (uint32_t s = 0; s < ns; ++s) {
+      valley[s] = (leaf_class || s != t) && !ancestor[s] && updist[s] == kInf;
+      any |= valley[s];
+    }
     if (!any) return;
+    auto is_valley = [&](uint32_t s) { return valley[s] != 0; };
     // `from` forwards over `port` (the far end of a hop that reached it).
     auto route_to = [&](uint32_t from, PortNum port, Turn how) {
       pl.begin[from] = static_cast<uint32_t>(pl.pool.size());
