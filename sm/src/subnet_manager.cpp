@@ -152,6 +152,7 @@ Result<SweepReport> SubnetManager::sweep() {
   if (!chain) return std::unexpected(chain.error());
   routing::Options ro;
   ro.roots = opts_.roots;
+  ro.progress = [](const std::string& what) { WEFT_LOG(Info, "SM-0009") << "routing: " << what; };
   ro.torus = opts_.torus;
   // OperVLs encoding to a count of data VLs: 1 -> 1, 2 -> 2, 3 -> 4, 4 -> 8, 5 -> 15.
   static constexpr uint8_t kDataVls[] = {1, 1, 2, 4, 8, 15};
