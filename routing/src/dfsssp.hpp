@@ -5,12 +5,18 @@
 //
 // Layers: when the channel dependency graph of all routes has a cycle, the
 // paths (one per source switch and destination LID) are spread over virtual
-// layers so that each layer's dependency graph is acyclic. Paths are placed
-// longest first, each into the lowest layer that its dependencies leave acyclic
-// (checked incrementally: a new dependency a->b closes a cycle exactly when b
-// already reaches a in that layer). A path's layer is its SL, and SL i travels
-// on VL i, so the SA answers path queries with it. The engine refuses when more
-// layers than Options::max_vls would be needed.
+// layers so that each layer's dependency graph is acyclic. Each LID's whole
+// in-tree goes to layer 0 when it fits there; the paths of the LIDs that do not
+// fit go one at a time, longest first, into the lowest layer their dependencies
+// leave acyclic. Each layer keeps a topological order of its channels,
+// maintained incrementally (Pearce and Kelly): a new dependency a->b that agrees
+// with it costs nothing, one that does not searches the channels between a and b
+// and either finds that b reaches a (a cycle: refused, and remembered) or
+// reorders them. Searches are bounded (short first, long before a new layer is
+// opened); an abandoned search refuses the dependency, which is always safe. A
+// path's layer is its SL, and SL i travels on VL i, so the SA answers path
+// queries with it. The engine refuses when more layers than Options::max_vls
+// would be needed.
 #pragma once
 
 #include "weft/routing/engine.hpp"

@@ -9,13 +9,18 @@
 // toward the nearest ancestor. So every route goes up and then down, never down
 // then up, and the channel dependency graph is acyclic.
 //
-// Balance: destinations are taken in topology order (CAs by pod, leaf and port,
-// then the switches' own LIDs). Every switch picks, among its equal-cost ports,
-// the one that has carried the fewest CA destinations whose traffic actually
-// passes it. On a full fat tree this reproduces d-mod-k routing: the i-th
-// destination leaves every leaf on up port i mod k, so each destination is
-// reached through one top switch whatever the source, and shift all-to-all
-// patterns in topology order are free of congestion.
+// Balance: d-mod-k. Destinations are numbered in topology order (CAs by pod, leaf
+// and port, then the switches' own LIDs); a switch of level l takes candidate
+// (d / W[l]) mod (its candidates), where W[0] = 1 and W[l+1] = W[l] times the most
+// up ports a level-l switch has (descending, the level below's divisor, which
+// spreads parallel links). On a full fat tree every destination is reached
+// through one top switch whatever the source, and shift all-to-all patterns in
+// topology order are free of congestion.
+//
+// Speed: the up/down structure toward a destination is computed once per plan:
+// per leaf class (leaves with the same parents; only the parents' last hop differs
+// between them) and per other switch LID, in parallel; then every switch fills
+// its row from the plans, in parallel.
 //
 // Partial and degraded trees: missing hosts, leaves or links leave the levels
 // intact and are routed. A switch with no up-then-down path to a LID (on any
