@@ -9,7 +9,9 @@
 // hop that strictly shortens that down-only distance; otherwise it takes an up
 // hop whose remaining up/down cost is least. A down hop never leads to a switch
 // that would turn up again, so no route turns down then up, and the channel
-// dependency graph is acyclic. Among equal choices the least-used port wins.
+// dependency graph is acyclic. Among equal choices, the LIDs of one destination
+// switch go round robin from the least-used port. Distances are computed once per
+// destination switch, for batches of them in parallel, and rows are filled in parallel.
 // Pairs that no up*down* path joins make the engine refuse, with a reason.
 //
 // dnup is the mirror image (OpenSM's dnup): the same roots and ranks, with every
