@@ -6,6 +6,7 @@
 
 #include "parallel.hpp"
 #include "switch_graph.hpp"
+#include "weft/routing/analysis.hpp"
 
 namespace weft::routing {
 
@@ -119,8 +120,10 @@ Routed UpDownEngine::compute(const Fabric& f, const Options& o) const {
   // (switch, LID) pairs left without an up*down* path and one example.
   // With `tables` null, only counts: a switch has a next hop toward a LID exactly when
   // its down-only distance or its up/down cost to the LID's switch is finite.
-  auto route = [&](const std::vector<uint32_t>& root_set, Tables* tables,
-                   std::string& example) -> size_t {
+  // `only_without_cas`: set to whether every pair left without a path starts at a
+  // switch without CAs.
+  auto route = [&](const std::vector<uint32_t>& root_set, Tables* tables, std::string& example,
+                   bool* only_without_cas = nullptr) -> size_t {
     const std::vector<uint32_t> rank = hops_from(root_set);
     // A strict order on switches; a link is "up" toward the lesser end. dnup reverses it.
     auto before = [&](uint32_t a, uint32_t b) {
@@ -242,10 +245,16 @@ Routed UpDownEngine::compute(const Fabric& f, const Options& o) const {
     if (unreachable)
       example = fabric::port_ref(f, sw.nodes[ex_switch], 0) + " to LID " +
                 std::to_string(groups[ex_group].lids.front().first);
+    if (only_without_cas) {
+      *only_without_cas = true;
+      for (uint32_t s = 0; s < ns; ++s)
+        if (missing[s] && sw.sources[s] > 1) *only_without_cas = false;
+    }
     return unreachable;
   };
   std::string example;
-  const size_t missing = route(roots, nullptr, example);
+  bool only_without_cas = false;
+  const size_t missing = route(roots, nullptr, example, &only_without_cas);
   if (missing == 0) {
     route(roots, &out, example);
     out.notes.push_back(std::string(name()) + ": " + std::to_string(roots.size()) + " root(s)");
@@ -256,6 +265,80 @@ Routed UpDownEngine::compute(const Fabric& f, const Options& o) const {
                           (down_up_ ? " (switch, LID) pairs have no down*up* path with "
                                     : " (switch, LID) pairs have no up*down* path with ") +
                           std::to_string(roots.size()) + " root(s), e.g. " + example;
+  if (only_without_cas) {
+    // Typically a tree's top switches toward each other's LIDs: no CA traffic starts
+    // there, and no route leads there. Route them by a shortest way into the routed
+    // switches, and keep the roots when the dependency graph stays acyclic.
+    route(roots, &out, example);
+    std::vector<size_t> todo;
+    for (size_t g = 0; g < groups.size(); ++g) {
+      const auto& row0 = groups[g].lids.front().first;
+      for (uint32_t s = 0; s < ns; ++s)
+        if (s != groups[g].t && part[s] == part[groups[g].t] &&
+            out.lft[sw.nodes[s]][row0] == kDropPort) {
+          todo.push_back(g);
+          break;
+        }
+    }
+    // As ftree does: first through unrouted switches only, to one turn switch (the
+    // first with CAs), so that most turns are at one place; then the rest from the
+    // routed switches nearest it.
+    uint32_t turn = 0;
+    while (turn + 1 < ns && sw.sources[turn] <= 1) ++turn;
+    const std::vector<uint32_t> from_turn = hops_from({turn});
+    std::vector<uint32_t> near(ns);
+    for (uint32_t s = 0; s < ns; ++s) near[s] = s;
+    std::stable_sort(near.begin(), near.end(),
+                     [&](uint32_t a, uint32_t b) { return from_turn[a] < from_turn[b]; });
+    detail::parallel_for(
+        todo.size(),
+        [&](size_t i) {
+          const Group& g = groups[todo[i]];
+          const uint16_t lid0 = g.lids.front().first;
+          std::vector<uint8_t> routed(ns, 0);
+          std::deque<uint32_t> q;
+          for (uint32_t s = 0; s < ns; ++s)
+            routed[s] = s == g.t || out.lft[sw.nodes[s]][lid0] != kDropPort;
+          if (routed[turn]) {
+            q.push_back(turn);
+            while (!q.empty()) {
+              const uint32_t s = q.front();
+              q.pop_front();
+              for (const auto& p : f.node(sw.nodes[s]).ports) {
+                if (!p.num || !p.linked() || !f.node(p.peer).is_switch()) continue;
+                const uint32_t v = sw.of_node[p.peer];
+                if (routed[v]) continue;
+                routed[v] = 1;
+                q.push_back(v);
+                for (auto [lid, exit] : g.lids) out.lft[p.peer][lid] = p.peer_port;
+              }
+            }
+          }
+          for (uint32_t s : near)
+            if (routed[s]) q.push_back(s);
+          while (!q.empty()) {
+            const uint32_t s = q.front();
+            q.pop_front();
+            for (const auto& p : f.node(sw.nodes[s]).ports) {
+              if (!p.num || !p.linked() || !f.node(p.peer).is_switch()) continue;
+              const uint32_t v = sw.of_node[p.peer];
+              if (routed[v]) continue;
+              routed[v] = 1;
+              q.push_back(v);
+              for (auto [lid, exit] : g.lids) out.lft[p.peer][lid] = p.peer_port;
+            }
+          }
+        },
+        1);
+    if (channel_dependencies(f, out).acyclic) {
+      out.notes.push_back(std::string(name()) + ": " + std::to_string(roots.size()) + " root(s); " +
+                          why +
+                          ", all from switches without CAs: they take a shortest way into the "
+                          "routed switches (dependency graph checked)");
+      if (o.adaptive) detail::parallel_link_groups(f, sw, out);
+      return std::move(out);
+    }
+  }
   if (!o.roots.empty()) return refuse(Refusal::kTopology, std::string(name()) + ": " + why);
   // For updn, one root reaches every switch going down and every switch reaches it
   // going up, so a connected fabric is always complete with a single root. dnup's

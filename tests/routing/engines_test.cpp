@@ -389,11 +389,12 @@ TEST(Adaptive, GroupsHoldTheStaticPortAndOnlyNearerPorts) {
         for (PortNum p : ports) {
           const NodeIndex next = f.node(n).ports[p].peer;
           ASSERT_TRUE(f.node(next).is_switch()) << name;
-          EXPECT_EQ(d[next] + 1, d[n]) << name << ": a group port that is not nearer";
-          if (std::string(name) == "ftree")  // same direction as the static port
+          if (std::string(name) == "ftree") {  // nearer, in the static port's direction
+            EXPECT_EQ(d[next] + 1, d[n]) << name << ": a group port that is not nearer";
             EXPECT_EQ(lv[next] > lv[n], lv[stat_next] > lv[n]) << name;
-          else  // parallel links only
+          } else {  // parallel links to the static route's next switch only
             EXPECT_EQ(next, stat_next) << name;
+          }
         }
       }
     }
