@@ -254,9 +254,8 @@ Routed UpDownEngine::compute(const Fabric& f, const Options& o) const {
   };
   std::string example;
   bool only_without_cas = false;
-  const size_t missing = route(roots, nullptr, example, &only_without_cas);
+  const size_t missing = route(roots, &out, example, &only_without_cas);
   if (missing == 0) {
-    route(roots, &out, example);
     out.notes.push_back(std::string(name()) + ": " + std::to_string(roots.size()) + " root(s)");
     if (o.adaptive) detail::parallel_link_groups(f, sw, out);
     return std::move(out);
@@ -269,7 +268,6 @@ Routed UpDownEngine::compute(const Fabric& f, const Options& o) const {
     // Typically a tree's top switches toward each other's LIDs: no CA traffic starts
     // there, and no route leads there. Route them by a shortest way into the routed
     // switches, and keep the roots when the dependency graph stays acyclic.
-    route(roots, &out, example);
     std::vector<size_t> todo;
     for (size_t g = 0; g < groups.size(); ++g) {
       const auto& row0 = groups[g].lids.front().first;
@@ -286,10 +284,11 @@ Routed UpDownEngine::compute(const Fabric& f, const Options& o) const {
     uint32_t turn = 0;
     while (turn + 1 < ns && sw.sources[turn] <= 1) ++turn;
     const std::vector<uint32_t> from_turn = hops_from({turn});
-    std::vector<uint32_t> near(ns);
+    std::vector<uint32_t> near(ns), rank_near(ns);
     for (uint32_t s = 0; s < ns; ++s) near[s] = s;
     std::stable_sort(near.begin(), near.end(),
                      [&](uint32_t a, uint32_t b) { return from_turn[a] < from_turn[b]; });
+    for (uint32_t i = 0; i < ns; ++i) rank_near[near[i]] = i;
     detail::parallel_for(
         todo.size(),
         [&](size_t i) {
@@ -314,19 +313,32 @@ Routed UpDownEngine::compute(const Fabric& f, const Options& o) const {
               }
             }
           }
-          for (uint32_t s : near)
-            if (routed[s]) q.push_back(s);
-          while (!q.empty()) {
-            const uint32_t s = q.front();
-            q.pop_front();
-            for (const auto& p : f.node(sw.nodes[s]).ports) {
-              if (!p.num || !p.linked() || !f.node(p.peer).is_switch()) continue;
-              const uint32_t v = sw.of_node[p.peer];
-              if (routed[v]) continue;
-              routed[v] = 1;
-              q.push_back(v);
-              for (auto [lid, exit] : g.lids) out.lft[p.peer][lid] = p.peer_port;
+          // The rest, layer by layer: each to its routed neighbour nearest the turn switch.
+          std::vector<uint32_t> left, still;
+          std::vector<std::pair<uint32_t, const fabric::Port*>> chosen;
+          for (uint32_t s = 0; s < ns; ++s)
+            if (!routed[s] && part[s] == part[g.t]) left.push_back(s);
+          while (!left.empty()) {
+            chosen.clear();
+            still.clear();
+            for (uint32_t v : left) {
+              const fabric::Port* best = nullptr;
+              for (const auto& p : f.node(sw.nodes[v]).ports)
+                if (p.num && p.linked() && f.node(p.peer).is_switch() &&
+                    routed[sw.of_node[p.peer]] &&
+                    (!best || rank_near[sw.of_node[p.peer]] < rank_near[sw.of_node[best->peer]]))
+                  best = &p;
+              if (best)
+                chosen.emplace_back(v, best);
+              else
+                still.push_back(v);
             }
+            if (chosen.empty()) break;
+            for (auto [v, p] : chosen) {
+              routed[v] = 1;
+              for (auto [lid, exit] : g.lids) out.lft[sw.nodes[v]][lid] = p->num;
+            }
+            left.swap(still);
           }
         },
         1);
