@@ -12,7 +12,11 @@
 // dependency graph is acyclic. Among equal choices, the LIDs of one destination
 // switch go round robin from the least-used port. Distances are computed once per
 // destination switch, for batches of them in parallel, and rows are filled in parallel.
-// Pairs that no up*down* path joins make the engine refuse, with a reason.
+// Pairs that no up*down* path joins: when every one starts at a switch without
+// CAs (a tree's top switches toward each other's LIDs), they are bridged (through
+// unrouted switches to one turn switch, else into the nearest routed ones) and the
+// channel dependency graph is checked; otherwise, or when that leaves a cycle, the
+// engine routes with a single root (detected roots) or refuses (given roots).
 //
 // dnup is the mirror image (OpenSM's dnup): the same roots and ranks, with every
 // link's direction reversed, so routes go down*up*. It is deadlock-free for the
