@@ -4,7 +4,6 @@
 #include <deque>
 #include <limits>
 #include <map>
-#include <mutex>
 
 #include "parallel.hpp"
 #include "switch_graph.hpp"
@@ -114,17 +113,16 @@ Routed FatTreeEngine::compute(const Fabric& f, const Options& o) const {
   const auto order = topology_order(f);
   const uint32_t turn_leaf =
       order.empty() ? by_level[0] : sw.of_node[f.node(order[0].first).ports[order[0].second].peer];
-  std::vector<uint32_t> near_turn_leaf;  // switches by hops from the turn leaf
-  std::vector<uint32_t> near_rank(ns, kInf);
+  std::vector<uint32_t> near_rank(ns, kInf);  // switches' positions by hops from the turn leaf
   {
     std::vector<uint32_t> hops(ns, kInf);
+    uint32_t seen = 0;
     hops[turn_leaf] = 0;
     q.assign(1, turn_leaf);
     while (!q.empty()) {
       const uint32_t s = q.front();
       q.pop_front();
-      near_rank[s] = static_cast<uint32_t>(near_turn_leaf.size());
-      near_turn_leaf.push_back(s);
+      near_rank[s] = seen++;
       for (const auto* list : {&ups[s], &downs[s]})
         for (const Hop& h : *list)
           if (hops[h.to] == kInf) hops[h.to] = hops[s] + 1, q.push_back(h.to);
