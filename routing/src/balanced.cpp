@@ -31,24 +31,8 @@ void balanced_routes(const Fabric& f, const Switches& sw, const std::vector<LidO
   // the per-destination scans below on one contiguous row of the matrix.
   auto d = [&](uint32_t a, uint32_t t) { return dist[size_t(t) * ns + a]; };
 
-  // Where each destination enters the switch fabric: (switch, exit port).
-  struct Dest {
-    uint16_t lid;
-    uint32_t sw;
-    PortNum exit;
-  };
-  std::vector<std::vector<Dest>> by_switch(ns);
-  for (const LidOwner& o : owners) {
-    const auto& nd = f.node(o.node);
-    if (nd.is_switch()) {
-      by_switch[sw.of_node[o.node]].push_back({o.lid.value, sw.of_node[o.node], 0});
-      continue;
-    }
-    const auto& port = nd.ports[o.port];
-    if (!port.linked() || !f.node(port.peer).is_switch()) continue;  // CA-to-CA link: no switch
-    by_switch[sw.of_node[port.peer]].push_back(
-        {o.lid.value, sw.of_node[port.peer], port.peer_port});
-  }
+  // Where each destination leaves the switch fabric: (LID, exit port) per switch.
+  const LidsBySwitch by_switch = lids_by_switch(f, sw, owners);
 
   // Per directed switch link (switch, port): traffic weight routed over it so far.
   std::vector<std::vector<uint64_t>> load(ns);
@@ -87,8 +71,8 @@ void balanced_routes(const Fabric& f, const Switches& sw, const std::vector<LidO
       }
     }
     cand_begin[ns] = static_cast<uint32_t>(cand.size());
-    for (const Dest& dst : by_switch[t]) {
-      out.lft[sw.nodes[t]][dst.lid] = dst.exit;
+    for (const auto& [lid, exit] : by_switch[t]) {
+      out.lft[sw.nodes[t]][lid] = exit;
       for (uint32_t s : order) weight[s] = sw.sources[s];
       weight[t] = sw.sources[t];
       ++stamp;
@@ -106,7 +90,7 @@ void balanced_routes(const Fabric& f, const Switches& sw, const std::vector<LidO
           }
         }
         if (best == kDropPort) continue;  // unreachable by construction; keep drop
-        out.lft[sn][dst.lid] = best;
+        out.lft[sn][lid] = best;
         load[s][best] += weight[s];
         weight[sw.of_node[f.node(sn).ports[best].peer]] += weight[s];
       }

@@ -174,16 +174,7 @@ Routed DorEngine::compute(const Fabric& f, const Options& o) const {
   }
 
   // Routes and SLs.
-  std::vector<std::vector<std::pair<uint16_t, PortNum>>> lids_at(ns);
-  for (const LidOwner& ow : owners) {
-    const auto& nd = f.node(ow.node);
-    if (nd.is_switch()) {
-      lids_at[sw.of_node[ow.node]].emplace_back(ow.lid.value, 0);
-    } else if (nd.ports[ow.port].linked() && f.node(nd.ports[ow.port].peer).is_switch()) {
-      lids_at[sw.of_node[nd.ports[ow.port].peer]].emplace_back(ow.lid.value,
-                                                               nd.ports[ow.port].peer_port);
-    }
-  }
+  const detail::LidsBySwitch lids_at = detail::lids_by_switch(f, sw, owners);
   bool layered = false;
   // Rings that need a dateline: radix 5 and up. Radix 3 has no two-hop path; radix 4
   // only half-way ones, whose alternating direction leaves each direction of the

@@ -34,17 +34,7 @@ Routed MinHopEngine::compute(const Fabric& f, const Options& o) const {
   const std::vector<uint8_t> dist = switch_distances(f, sw);
 
   // Destinations grouped by the switch that delivers them, with the exit port there.
-  std::vector<std::vector<std::pair<uint16_t, PortNum>>> at(ns);
-  for (const LidOwner& o : owners) {
-    const auto& nd = f.node(o.node);
-    if (nd.is_switch()) {
-      at[sw.of_node[o.node]].emplace_back(o.lid.value, 0);
-      continue;
-    }
-    const auto& port = nd.ports[o.port];
-    if (!port.linked() || !f.node(port.peer).is_switch()) continue;  // CA-to-CA link: no switch
-    at[sw.of_node[port.peer]].emplace_back(o.lid.value, port.peer_port);
-  }
+  const detail::LidsBySwitch at = detail::lids_by_switch(f, sw, owners);
 
   // Every switch's row on its own, in parallel.
   detail::parallel_for(ns, [&](size_t si) {

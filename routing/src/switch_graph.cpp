@@ -93,6 +93,22 @@ std::expected<Start, Failure> start(const Fabric& f) {
   return st;
 }
 
+LidsBySwitch lids_by_switch(const Fabric& f, const Switches& sw,
+                            const std::vector<LidOwner>& owners) {
+  LidsBySwitch at(sw.nodes.size());
+  for (const LidOwner& o : owners) {
+    const auto& nd = f.node(o.node);
+    if (nd.is_switch()) {
+      at[sw.of_node[o.node]].emplace_back(o.lid.value, 0);
+      continue;
+    }
+    const auto& port = nd.ports[o.port];
+    if (!port.linked() || !f.node(port.peer).is_switch()) continue;  // CA-to-CA link: no switch
+    at[sw.of_node[port.peer]].emplace_back(o.lid.value, port.peer_port);
+  }
+  return at;
+}
+
 void parallel_link_groups(const Fabric& f, const Switches& sw, Tables& t) {
   t.ar_group.assign(f.size(), {});
   t.ar_sets.assign(f.size(), {});

@@ -34,6 +34,13 @@ struct Start {
 };
 std::expected<Start, Failure> start(const fabric::Fabric& f);
 
+// Where each LID leaves the switch fabric: per switch number, its (LID, exit port)
+// pairs in LID order; a switch's own LID exits on port 0. LIDs of CAs linked to no
+// switch are left out.
+using LidsBySwitch = std::vector<std::vector<std::pair<uint16_t, PortNum>>>;
+LidsBySwitch lids_by_switch(const fabric::Fabric& f, const Switches& sw,
+                            const std::vector<LidOwner>& owners);
+
 // Adaptive-routing groups of the parallel links: each entry whose static port has
 // siblings to the same next switch gets them as its group (Tables::ar_*).
 void parallel_link_groups(const fabric::Fabric& f, const Switches& sw, Tables& t);

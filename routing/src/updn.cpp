@@ -96,33 +96,20 @@ Routed UpDownEngine::compute(const Fabric& f, const Options& o) const {
   };
   std::vector<Group> groups;
   {
-    std::vector<uint32_t> group_of(ns, kInf);
-    for (const LidOwner& ow : owners) {
-      const auto& nd = f.node(ow.node);
-      uint32_t t;
-      PortNum exit;
-      if (nd.is_switch()) {
-        t = sw.of_node[ow.node];
-        exit = 0;
-      } else {
-        const auto& port = nd.ports[ow.port];
-        if (!port.linked() || !f.node(port.peer).is_switch()) continue;
-        t = sw.of_node[port.peer];
-        exit = port.peer_port;
-      }
-      if (group_of[t] == kInf)
-        group_of[t] = static_cast<uint32_t>(groups.size()), groups.push_back({t, {}});
-      groups[group_of[t]].lids.emplace_back(ow.lid.value, exit);
-    }
+    // In the order of each switch's lowest LID, as the LIDs come.
+    detail::LidsBySwitch at = detail::lids_by_switch(f, sw, owners);
+    for (uint32_t t = 0; t < ns; ++t)
+      if (!at[t].empty()) groups.push_back({t, std::move(at[t])});
+    std::sort(groups.begin(), groups.end(), [](const Group& a, const Group& b) {
+      return a.lids.front().first < b.lids.front().first;
+    });
   }
 
   // Routes every LID into `tables` with the given roots; returns the number of
   // (switch, LID) pairs left without an up*down* path and one example.
-  // With `tables` null, only counts: a switch has a next hop toward a LID exactly when
-  // its down-only distance or its up/down cost to the LID's switch is finite.
   // `only_without_cas`: set to whether every pair left without a path starts at a
   // switch without CAs.
-  auto route = [&](const std::vector<uint32_t>& root_set, Tables* tables, std::string& example,
+  auto route = [&](const std::vector<uint32_t>& root_set, Tables& tables, std::string& example,
                    bool* only_without_cas = nullptr) -> size_t {
     const std::vector<uint32_t> rank = hops_from(root_set);
     // A strict order on switches; a link is "up" toward the lesser end. dnup reverses it.
@@ -186,19 +173,9 @@ Routed UpDownEngine::compute(const Fabric& f, const Options& o) const {
             }
           },
           1);
-      if (!tables) {
-        for (size_t k = 0; k < g1 - g0; ++k)
-          for (uint32_t s = 0; s < ns; ++s)
-            if (s != groups[g0 + k].t && down_dist[k][s] == kInf && cost[k][s] == kInf &&
-                part[s] == part[groups[g0 + k].t]) {
-              missing[s] += groups[g0 + k].lids.size();
-              first_missing[s] = std::min<uint32_t>(first_missing[s], uint32_t(g0 + k));
-            }
-        continue;
-      }
       detail::parallel_for(ns, [&](size_t si) {
         const auto s = static_cast<uint32_t>(si);
-        auto& row = tables->lft[sw.nodes[s]];
+        auto& row = tables.lft[sw.nodes[s]];
         PortNum cand[256];
         for (size_t k = 0; k < g1 - g0; ++k) {
           const Group& g = groups[g0 + k];
@@ -254,7 +231,7 @@ Routed UpDownEngine::compute(const Fabric& f, const Options& o) const {
   };
   std::string example;
   bool only_without_cas = false;
-  const size_t missing = route(roots, &out, example, &only_without_cas);
+  const size_t missing = route(roots, out, example, &only_without_cas);
   if (missing == 0) {
     out.notes.push_back(std::string(name()) + ": " + std::to_string(roots.size()) + " root(s)");
     if (o.adaptive) detail::parallel_link_groups(f, sw, out);
@@ -359,7 +336,7 @@ Routed UpDownEngine::compute(const Fabric& f, const Options& o) const {
       roots.begin(), roots.end(),
       [&](uint32_t x, uint32_t y) { return f.node(sw.nodes[x]).guid < f.node(sw.nodes[y]).guid; })};
   std::string example1;
-  if (const size_t left = route(one, &out, example1); left)
+  if (const size_t left = route(one, out, example1); left)
     return refuse(down_up_ ? Refusal::kTopology : Refusal::kDisconnected,
                   std::string(name()) + ": " + why + "; with the single root " +
                       f.node(sw.nodes[one[0]]).guid.str() + " still " + std::to_string(left) +
