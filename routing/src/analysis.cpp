@@ -10,6 +10,7 @@
 
 #include "parallel.hpp"
 #include "switch_graph.hpp"
+#include "weft/splitmix.hpp"
 
 namespace weft::routing {
 
@@ -338,20 +339,14 @@ PatternMetrics traffic_patterns(const Fabric& f, const Tables& t, const PatternO
     arrived.clear();
   };
 
-  // Bisections. splitmix64, so that a seed means the same patterns everywhere.
-  uint64_t state = o.seed;
-  auto next = [&] {
-    uint64_t z = (state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-  };
+  // Bisections, from SplitMix64 so that a seed means the same patterns everywhere.
+  SplitMix64 rng(o.seed);
   std::vector<uint32_t> perm(n);
   double bw_sum = 0;
   uint64_t flows = 0;
   for (uint32_t b = 0; b < o.bisections; ++b) {
     for (uint32_t i = 0; i < n; ++i) perm[i] = i;
-    for (size_t i = n - 1; i > 0; --i) std::swap(perm[i], perm[next() % (i + 1)]);
+    for (size_t i = n - 1; i > 0; --i) std::swap(perm[i], perm[rng.next() % (i + 1)]);
     for (size_t i = 0; i + 1 < n; i += 2) {
       add_flow(perm[i], perm[i + 1]);
       add_flow(perm[i + 1], perm[i]);

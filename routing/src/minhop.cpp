@@ -6,6 +6,7 @@
 
 #include "parallel.hpp"
 #include "switch_graph.hpp"
+#include "weft/splitmix.hpp"
 
 namespace weft::routing {
 
@@ -15,15 +16,6 @@ using detail::switch_distances;
 using detail::Switches;
 using fabric::Fabric;
 using fabric::NodeIndex;
-
-namespace {
-// splitmix64's finaliser: a fixed, well-mixed hash.
-uint64_t mix(uint64_t z) {
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
-}  // namespace
 
 Routed MinHopEngine::compute(const Fabric& f, const Options& o) const {
   auto st = detail::start(f);
@@ -57,9 +49,9 @@ Routed MinHopEngine::compute(const Fabric& f, const Options& o) const {
     // The order: a Fisher-Yates shuffle seeded by this switch.
     std::vector<uint32_t> order(ns);
     for (uint32_t t = 0; t < ns; ++t) order[t] = t;
-    uint64_t state = mix(s + 1);
+    uint64_t state = mix64(s + 1);
     for (size_t i = ns - 1; i > 0; --i) {
-      state = mix(state + 0x9e3779b97f4a7c15ull);
+      state = mix64(state + SplitMix64::kGolden);
       std::swap(order[i], order[state % (i + 1)]);
     }
     // Candidates toward every target at once, link by link (contiguous distance rows):

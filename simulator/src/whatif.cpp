@@ -4,6 +4,8 @@
 #include <charconv>
 #include <deque>
 
+#include "weft/splitmix.hpp"
+
 namespace weft::simulator {
 
 using fabric::Fabric;
@@ -92,15 +94,9 @@ Result<FailureReport> apply_failures(Fabric& f, const Failures& fl) {
       return fail(Errc::kInvalidInput, "cannot fail " + std::to_string(fl.random_links) +
                                            " random links: the fabric has " +
                                            std::to_string(isls.size()) + " inter-switch links");
-    uint64_t state = fl.seed;  // splitmix64: the same seed fails the same links everywhere
-    auto next = [&] {
-      uint64_t z = (state += 0x9e3779b97f4a7c15ull);
-      z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-      z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-      return z ^ (z >> 31);
-    };
+    SplitMix64 rng(fl.seed);  // the same seed fails the same links everywhere
     for (uint32_t k = 0; k < fl.random_links; ++k) {
-      std::swap(isls[k], isls[k + next() % (isls.size() - k)]);
+      std::swap(isls[k], isls[k + rng.next() % (isls.size() - k)]);
       rep.failed.push_back("link " + link_text(f, isls[k].first, isls[k].second));
       f.disconnect(isls[k].first, isls[k].second);
     }
