@@ -142,14 +142,10 @@ RouteMetrics analyze(const Fabric& f, const Tables& t) {
 CdgReport channel_dependencies(const Fabric& f, const Tables& t) {
   CdgReport rep;
   // Channel ids: one per (node, port); only inter-switch links carry dependencies.
-  std::vector<uint32_t> base(f.size() + 1, 0);
-  for (NodeIndex n = 0; n < f.size(); ++n)
-    base[n + 1] = base[n] + static_cast<uint32_t>(f.node(n).ports.size());
-  auto is_isl = [&](NodeIndex n, PortNum p) {
-    const auto& nd = f.node(n);
-    return nd.is_switch() && p != 0 && p <= nd.num_ports && nd.ports[p].linked() &&
-           f.node(nd.ports[p].peer).is_switch();
-  };
+  const detail::Channels ch = detail::channels(f);
+  const auto& base = ch.base;
+  const auto& isl_peer = ch.isl_peer;
+  auto is_isl = [&](NodeIndex n, PortNum p) { return ch.isl(n, p) != ~0u; };
   const detail::Switches sw = detail::index_switches(f);
   const bool layered = !t.path_sl.empty();
   uint32_t vls = 1;
@@ -170,10 +166,6 @@ CdgReport channel_dependencies(const Fabric& f, const Tables& t) {
     // depends on (m, q) exactly when n sends some LID in use over p to m and m sends
     // it on over q. Row by row in parallel; each switch owns its channels' masks of
     // next ports.
-    std::vector<NodeIndex> isl_peer(base.back(), fabric::kNoNode);
-    for (NodeIndex n : sw.nodes)
-      for (const auto& p : f.node(n).ports)
-        if (is_isl(n, p.num)) isl_peer[base[n] + p.num] = p.peer;
     std::vector<uint8_t> in_use(size_t(t.top_lid) + 1, 0);
     for (const LidOwner& o : owners)
       if (o.lid.value < in_use.size()) in_use[o.lid.value] = 1;
@@ -282,9 +274,7 @@ PatternMetrics traffic_patterns(const Fabric& f, const Tables& t, const PatternO
   const auto ranks = o.order.empty() ? topology_order(f) : o.order;
   const size_t n = ranks.size();
   if (n < 2) return m;
-  std::vector<uint32_t> base(f.size() + 1, 0);
-  for (NodeIndex x = 0; x < f.size(); ++x)
-    base[x + 1] = base[x] + static_cast<uint32_t>(f.node(x).ports.size());
+  const std::vector<uint32_t> base = detail::channels(f).base;
   // Per rank: the switch its traffic enters, and its LID.
   struct End {
     NodeIndex sw;

@@ -139,23 +139,16 @@ Routed DfssspEngine::compute(const Fabric& f, const Options& o) const {
   }
 
   // Channels: directed inter-switch links, numbered by (node, port).
-  std::vector<uint32_t> base(f.size() + 1, 0);
-  for (NodeIndex n = 0; n < f.size(); ++n)
-    base[n + 1] = base[n] + static_cast<uint32_t>(f.node(n).ports.size());
-  const detail::Switches sw = detail::index_switches(f);
+  const detail::Channels ch = detail::channels(f);
+  const auto& base = ch.base;
+  const auto& isl_peer = ch.isl_peer;
+  const auto& port_of = ch.port;
+  const detail::Switches& sw = st->sw;
   const size_t ns = sw.nodes.size();
-  std::vector<PortNum> port_of(base.back(), 0);  // channel -> its port number
-  for (NodeIndex n = 0; n < f.size(); ++n)
-    for (uint32_t p = 0; p < base[n + 1] - base[n]; ++p) port_of[base[n] + p] = PortNum(p);
-  std::vector<NodeIndex> isl_peer(base.back(), fabric::kNoNode);
-  for (NodeIndex n : sw.nodes)
-    for (const auto& p : f.node(n).ports)
-      if (p.num && p.linked() && f.node(p.peer).is_switch()) isl_peer[base[n] + p.num] = p.peer;
   auto channel = [&](NodeIndex n, uint16_t lid) -> uint32_t {
     const auto& row = out.lft[n];
     if (lid >= row.size() || row[lid] == 0 || row[lid] == kDropPort) return ~0u;
-    const uint32_t c = base[n] + row[lid];
-    return c < base[n + 1] && isl_peer[c] != fabric::kNoNode ? c : ~0u;
+    return ch.isl(n, row[lid]);
   };
 
   // The layers' initial order: reverse DFS postorder of all the routes' dependencies,
@@ -165,7 +158,7 @@ Routed DfssspEngine::compute(const Fabric& f, const Options& o) const {
   {
     // All dependencies, row by row in parallel (each switch owns its channels).
     std::vector<std::vector<uint32_t>> all(base.back());
-    const auto owners_all = lid_owners(f);
+    const auto& owners_all = st->owners;
     detail::parallel_for(ns, [&](size_t i) {
       const NodeIndex n = sw.nodes[i];
       std::vector<std::array<uint64_t, 4>> mask(base[n + 1] - base[n], std::array<uint64_t, 4>{});
@@ -227,7 +220,7 @@ Routed DfssspEngine::compute(const Fabric& f, const Options& o) const {
   };
   std::vector<uint32_t> hops(ns);
   std::vector<uint32_t> by_len(ns);
-  const auto all_lids = lid_owners(f);
+  const auto& all_lids = st->owners;
   auto last_report = std::chrono::steady_clock::now();
   for (size_t li = 0; li < all_lids.size(); ++li) {
     const uint16_t lid = all_lids[li].lid.value;

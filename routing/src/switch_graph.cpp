@@ -93,6 +93,24 @@ std::expected<Start, Failure> start(const Fabric& f) {
   return st;
 }
 
+Channels channels(const Fabric& f) {
+  Channels c;
+  c.base.assign(f.size() + 1, 0);
+  for (NodeIndex n = 0; n < f.size(); ++n)
+    c.base[n + 1] = c.base[n] + static_cast<uint32_t>(f.node(n).ports.size());
+  c.isl_peer.assign(c.count(), fabric::kNoNode);
+  c.port.assign(c.count(), 0);
+  for (NodeIndex n = 0; n < f.size(); ++n) {
+    const auto& nd = f.node(n);
+    for (const auto& p : nd.ports) {
+      c.port[c.base[n] + p.num] = p.num;
+      if (nd.is_switch() && p.num && p.linked() && f.node(p.peer).is_switch())
+        c.isl_peer[c.base[n] + p.num] = p.peer;
+    }
+  }
+  return c;
+}
+
 LidsBySwitch lids_by_switch(const Fabric& f, const Switches& sw,
                             const std::vector<LidOwner>& owners) {
   LidsBySwitch at(sw.nodes.size());

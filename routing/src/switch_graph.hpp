@@ -34,6 +34,22 @@ struct Start {
 };
 std::expected<Start, Failure> start(const fabric::Fabric& f);
 
+// Channels: one number per (node, port), base[node] + port. The directed
+// inter-switch links, which carry routing dependencies, are the channels whose
+// isl_peer is a switch (kNoNode for every other channel).
+struct Channels {
+  std::vector<uint32_t> base;               // per node, then the total
+  std::vector<fabric::NodeIndex> isl_peer;  // per channel
+  std::vector<PortNum> port;                // per channel: its port number
+  uint32_t count() const { return base.back(); }
+  // The channel of (n, p) when it is an inter-switch link, else ~0u.
+  uint32_t isl(fabric::NodeIndex n, PortNum p) const {
+    const uint32_t c = base[n] + p;
+    return c < base[n + 1] && isl_peer[c] != fabric::kNoNode ? c : ~0u;
+  }
+};
+Channels channels(const fabric::Fabric& f);
+
 // Where each LID leaves the switch fabric: per switch number, its (LID, exit port)
 // pairs in LID order; a switch's own LID exits on port 0. LIDs of CAs linked to no
 // switch are left out.
