@@ -16,7 +16,7 @@ using weft::testing::with_lids;
 namespace {
 
 Tables minhop(const Fabric& f) {
-  return *(*make_engine("minhop"))->compute(f, {});
+  return weft::testing::routed(f, "minhop");
 }
 
 PortNum port_to(const Fabric& f, NodeIndex from, const std::string& to) {

@@ -16,11 +16,7 @@ using weft::testing::with_lids;
 namespace {
 
 Tables route(const Fabric& f) {
-  auto e = make_engine("minhop");
-  EXPECT_TRUE(e);
-  auto t = (*e)->compute(f, {});
-  EXPECT_TRUE(t) << (t ? "" : t.error().message);
-  return std::move(*t);
+  return weft::testing::routed(f, "minhop");
 }
 
 // Switch-to-switch hop distances by a plain BFS (independent of the engine's Boost.Graph one).

@@ -1,11 +1,12 @@
-// Test helper for the routing tests: a generated fabric with LIDs assigned as a
-// first bring-up would.
+// Test helpers for the routing tests: a generated fabric with LIDs assigned as a
+// first bring-up would, and its tables from one engine.
 #pragma once
 
 #include <gtest/gtest.h>
 
 #include <string>
 
+#include "weft/routing/engine.hpp"
 #include "weft/simulator/generators.hpp"
 #include "weft/sm/lid_manager.hpp"
 
@@ -17,6 +18,17 @@ inline fabric::Fabric with_lids(const std::string& spec) {
   sm::Guid2Lid db;
   EXPECT_TRUE(sm::assign_lids(*f, db, 0));
   return std::move(*f);
+}
+
+// The tables `engine` computes; a refusal fails the test (and gives empty tables).
+inline routing::Tables routed(const fabric::Fabric& f, const std::string& engine,
+                              const routing::Options& o = {}) {
+  auto e = routing::make_engine(engine);
+  EXPECT_TRUE(e) << engine;
+  if (!e) return {};
+  auto t = (*e)->compute(f, o);
+  EXPECT_TRUE(t) << (t ? "" : t.error().message);
+  return t ? std::move(*t) : routing::Tables{};
 }
 
 }  // namespace weft::testing
