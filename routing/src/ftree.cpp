@@ -176,7 +176,7 @@ Routed FatTreeEngine::compute(const Fabric& f, const Options& o) const {
     pl.kind.assign(ns, kNone);
     pl.turn.assign(ns, kNoTurn);
     std::vector<uint8_t> ancestor(ns, 0);
-    std::vector<uint32_t> updist(ns, kInf), dist(ns, kInf);
+    std::vector<uint32_t> updist(ns, kInf);
     // Ancestors: what climbing reaches from the target. For a leaf class that starts at
     // the shared parents, so every leaf of the class (t too) is a climber here, and the
     // destination's own leaf delivers.
@@ -243,55 +243,19 @@ Routed FatTreeEngine::compute(const Fabric& f, const Options& o) const {
       any |= valley[s];
     }
     if (!any) return;
-    auto is_valley = [&](uint32_t s) { return valley[s] != 0; };
-    // `from` forwards over `port` (the far end of a hop that reached it).
-    auto route_to = [&](uint32_t from, PortNum port, Turn how) {
-      pl.begin[from] = static_cast<uint32_t>(pl.pool.size());
-      pl.pool.push_back(port);
-      pl.count[from] = 1;
-      pl.kind[from] = kUp;
-      pl.turn[from] = how;
-      ++(how == kAtTurnLeaf ? pl.turns : pl.detours);
-    };
-    if (!is_valley(turn_leaf)) dist[turn_leaf] = 0, bq.push_back(turn_leaf);
-    while (!bq.empty()) {
-      const uint32_t s = bq.front();
-      bq.pop_front();
+    std::vector<uint8_t> routed(ns);
+    for (uint32_t s = 0; s < ns; ++s) routed[s] = !valley[s];
+    const auto hops = detail::bridge(routed, turn_leaf, near_rank, [&](uint32_t s, auto&& fn) {
       for (const auto* list : {&ups[s], &downs[s]})
-        for (const Hop& h : *list)
-          if (is_valley(h.to) && dist[h.to] == kInf) {
-            dist[h.to] = dist[s] + 1;
-            bq.push_back(h.to);
-            route_to(h.to, h.back, kAtTurnLeaf);
-          }
-    }
-    // Then, layer by layer, each remaining one to its routed neighbour nearest the turn leaf.
-    auto routed = [&](uint32_t s) { return !is_valley(s) || dist[s] != kInf; };
-    std::vector<uint32_t> left, still;
-    std::vector<std::pair<uint32_t, PortNum>> chosen;
-    for (uint32_t s = 0; s < ns; ++s)
-      if (!routed(s)) left.push_back(s);
-    while (!left.empty()) {
-      chosen.clear();
-      still.clear();
-      for (uint32_t v : left) {
-        uint32_t best_rank = kInf;
-        PortNum best = kDropPort;
-        for (const auto* list : {&ups[v], &downs[v]})
-          for (const Hop& h : *list)
-            if (routed(h.to) && near_rank[h.to] < best_rank)
-              best_rank = near_rank[h.to], best = h.port;
-        if (best == kDropPort)
-          still.push_back(v);
-        else
-          chosen.emplace_back(v, best);
-      }
-      if (chosen.empty()) break;  // cut off: left without a route, which verification reports
-      for (auto [v, port] : chosen) {
-        dist[v] = 0;
-        route_to(v, port, kWhereMet);
-      }
-      left.swap(still);
+        for (const Hop& h : *list) fn(h.to, h.port, h.back);
+    });
+    for (const detail::BridgeHop& h : hops) {  // each forwards over its one port
+      pl.begin[h.sw] = static_cast<uint32_t>(pl.pool.size());
+      pl.pool.push_back(h.port);
+      pl.count[h.sw] = 1;
+      pl.kind[h.sw] = kUp;
+      pl.turn[h.sw] = h.at_turn ? kAtTurnLeaf : kWhereMet;
+      ++(h.at_turn ? pl.turns : pl.detours);
     }
   });
 

@@ -50,6 +50,56 @@ struct Channels {
 };
 Channels channels(const fabric::Fabric& f);
 
+// Routes, toward one destination, the switches that have no route to it yet: first
+// the ones reachable from `turn` (when it has a route) through unrouted switches
+// only, each toward the switch that reached it, so that their paths turn at `turn`;
+// then, layer by layer, each one left toward its routed neighbour of lowest `rank`.
+// `routed` (per switch number) is updated. `neighbours(s, fn)` calls fn(to, port,
+// back) for each switch link of s: the neighbour, s's port to it, and its port back;
+// the order it gives decides ties. Returns the hops chosen, in the order chosen;
+// switches that never meet a routed one (another part of the fabric) stay unrouted.
+struct BridgeHop {
+  uint32_t sw;
+  PortNum port;
+  bool at_turn;  // found from `turn` (the first stage)
+};
+template <class Neighbours>
+std::vector<BridgeHop> bridge(std::vector<uint8_t>& routed, uint32_t turn,
+                              const std::vector<uint32_t>& rank, Neighbours&& neighbours) {
+  std::vector<BridgeHop> hops;
+  std::vector<uint32_t> q;
+  if (routed[turn]) q.push_back(turn);
+  for (size_t i = 0; i < q.size(); ++i)
+    neighbours(q[i], [&](uint32_t to, PortNum, PortNum back) {
+      if (routed[to]) return;
+      routed[to] = 1;
+      q.push_back(to);
+      hops.push_back({to, back, true});
+    });
+  std::vector<uint32_t> left, still;
+  for (uint32_t s = 0; s < routed.size(); ++s)
+    if (!routed[s]) left.push_back(s);
+  while (!left.empty()) {
+    still.clear();
+    const size_t before = hops.size();
+    for (uint32_t v : left) {
+      uint32_t best_rank = ~0u;
+      PortNum best = 0;
+      neighbours(v, [&](uint32_t to, PortNum port, PortNum) {
+        if (routed[to] && rank[to] < best_rank) best_rank = rank[to], best = port;
+      });
+      if (best_rank == ~0u)
+        still.push_back(v);
+      else
+        hops.push_back({v, best, false});
+    }
+    if (hops.size() == before) break;  // cut off from every routed switch
+    for (size_t k = before; k < hops.size(); ++k) routed[hops[k].sw] = 1;
+    left.swap(still);
+  }
+  return hops;
+}
+
 // Where each LID leaves the switch fabric: per switch number, its (LID, exit port)
 // pairs in LID order; a switch's own LID exits on port 0. LIDs of CAs linked to no
 // switch are left out.

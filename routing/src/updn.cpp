@@ -272,51 +272,15 @@ Routed UpDownEngine::compute(const Fabric& f, const Options& o) const {
           const Group& g = groups[todo[i]];
           const uint16_t lid0 = g.lids.front().first;
           std::vector<uint8_t> routed(ns, 0);
-          std::deque<uint32_t> q;
           for (uint32_t s = 0; s < ns; ++s)
             routed[s] = s == g.t || out.lft[sw.nodes[s]][lid0] != kDropPort;
-          if (routed[turn]) {
-            q.push_back(turn);
-            while (!q.empty()) {
-              const uint32_t s = q.front();
-              q.pop_front();
-              for (const auto& p : f.node(sw.nodes[s]).ports) {
-                if (!p.num || !p.linked() || !f.node(p.peer).is_switch()) continue;
-                const uint32_t v = sw.of_node[p.peer];
-                if (routed[v]) continue;
-                routed[v] = 1;
-                q.push_back(v);
-                for (auto [lid, exit] : g.lids) out.lft[p.peer][lid] = p.peer_port;
-              }
-            }
-          }
-          // The rest, layer by layer: each to its routed neighbour nearest the turn switch.
-          std::vector<uint32_t> left, still;
-          std::vector<std::pair<uint32_t, const fabric::Port*>> chosen;
-          for (uint32_t s = 0; s < ns; ++s)
-            if (!routed[s] && part[s] == part[g.t]) left.push_back(s);
-          while (!left.empty()) {
-            chosen.clear();
-            still.clear();
-            for (uint32_t v : left) {
-              const fabric::Port* best = nullptr;
-              for (const auto& p : f.node(sw.nodes[v]).ports)
-                if (p.num && p.linked() && f.node(p.peer).is_switch() &&
-                    routed[sw.of_node[p.peer]] &&
-                    (!best || rank_near[sw.of_node[p.peer]] < rank_near[sw.of_node[best->peer]]))
-                  best = &p;
-              if (best)
-                chosen.emplace_back(v, best);
-              else
-                still.push_back(v);
-            }
-            if (chosen.empty()) break;
-            for (auto [v, p] : chosen) {
-              routed[v] = 1;
-              for (auto [lid, exit] : g.lids) out.lft[sw.nodes[v]][lid] = p->num;
-            }
-            left.swap(still);
-          }
+          const auto hops = detail::bridge(routed, turn, rank_near, [&](uint32_t s, auto&& fn) {
+            for (const auto& p : f.node(sw.nodes[s]).ports)
+              if (p.num && p.linked() && f.node(p.peer).is_switch())
+                fn(sw.of_node[p.peer], p.num, p.peer_port);
+          });
+          for (const detail::BridgeHop& h : hops)
+            for (auto [lid, exit] : g.lids) out.lft[sw.nodes[h.sw]][lid] = h.port;
         },
         1);
     if (channel_dependencies(f, out).acyclic) {
