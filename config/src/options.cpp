@@ -1,13 +1,26 @@
 #include "weft/config/options.hpp"
 
-#include <charconv>
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 
 namespace weft::config {
 
-const std::vector<OptionSpec>& option_table() {
-  static const std::vector<OptionSpec> table = {
+namespace {
+
+constexpr std::string_view kQosHelp[][2] = {
+    {"", "every port type"},
+    {"ca_", "CA ports"},
+    {"sw0_", "switch port 0"},
+    {"swe_", "switch external ports"},
+    {"rtr_", "router ports"},
+};
+
+std::vector<OptionSpec> build_table() {
+  std::vector<OptionSpec> t = {
       {"guid", Type::kString, "0x0", 0, 0, false,
        "port GUID the SM binds to (0x0 = first port that is up)"},
       {"max_wire_smps", Type::kInt, "64", 1, 256, true,
@@ -22,7 +35,8 @@ const std::vector<OptionSpec>& option_table() {
       {"routing_engine", Type::kString, "minhop", 0, 0, false,
        "routing engines, a fallback chain: ftree,updn,minhop"},
       {"torus_config", Type::kString, "", 0, 0, false,
-       "torus or mesh shape for dor (OpenSM torus-2QoS.conf subset)"},
+       "torus or mesh shape for dor (OpenSM torus-2QoS.conf subset); read only when the "
+       "chain has dor"},
       {"root_guid_file", Type::kString, "", 0, 0, false,
        "updn/dnup roots: a file of switch GUIDs, one per line (empty = detect)"},
       {"max_op_vls", Type::kInt, "5", 1, 5, false,
@@ -32,17 +46,299 @@ const std::vector<OptionSpec>& option_table() {
       {"log_file", Type::kString, "", 0, 0, false, "log file (empty = stderr)"},
       {"state_dir", Type::kString, "/var/lib/weft", 0, 0, false,
        "directory of persistent state (guid2lid)"},
+      {"partition_config_file", Type::kString, "", 0, 0, false,
+       "partitions in OpenSM's partitions.conf grammar (empty, or OpenSM's default path "
+       "missing: Default=0x7fff : ALL=full)"},
+      {"no_partition_enforcement", Type::kBool, "FALSE", 0, 0, false,
+       "TRUE: switches do not filter P_Keys"},
+      {"part_enforce", Type::kString, "both", 0, 0, false,
+       "P_Key filtering on switch ports facing end ports: in, out, both or off"},
+      {"allow_both_pkeys", Type::kBool, "FALSE", 0, 0, false,
+       "a port may hold the full and the limited P_Key of one partition (=both)"},
+      {"keep_pkey_indexes", Type::kBool, "TRUE", 0, 0, false,
+       "a P_Key a port already holds keeps its index"},
+      {"qos", Type::kBool, "FALSE", 0, 0, false,
+       "program SL2VL and VL arbitration from the qos_* options"},
   };
-  return table;
+  // OpenSM's QoS option family: qos_<type>max_vls, high_limit, vlarb_high, vlarb_low, sl2vl.
+  static std::vector<std::string> names;  // string_views in the table point into these
+  names.reserve(5 * 5);
+  static std::vector<std::string> helps;
+  helps.reserve(5 * 5);
+  for (const auto& q : kQosHelp) {
+    const std::string p = "qos_" + std::string(q[0]);
+    const std::string who = std::string(q[1]);
+    auto add = [&](const std::string& n, Type ty, std::string_view def, long lo, long hi,
+                   const std::string& h) {
+      names.push_back(n);
+      helps.push_back(h);
+      t.push_back({names.back(), ty, def, lo, hi, false, helps.back()});
+    };
+    add(p + "max_vls", Type::kInt, "0", 0, 15, "data VLs for " + who + " (0 = from the base)");
+    add(p + "high_limit", Type::kInt, "-1", -1, 255,
+        "VLHighLimit for " + who + " (-1 = from the base)");
+    add(p + "vlarb_high", Type::kString, "", 0, 0,
+        "high-priority VL arbitration for " + who + ": VL:weight,...");
+    add(p + "vlarb_low", Type::kString, "", 0, 0,
+        "low-priority VL arbitration for " + who + ": VL:weight,...");
+    add(p + "sl2vl", Type::kString, "", 0, 0, "SL to VL map for " + who + ": 16 VLs");
+  }
+  return t;
 }
 
-namespace {
 const OptionSpec* find(std::string_view name) {
   for (const auto& o : option_table())
     if (o.name == name) return &o;
   return nullptr;
 }
+
+const ForeignOption* find_foreign(std::string_view name) {
+  for (const auto& o : opensm_only_options())
+    if (o.name == name) return &o;
+  return nullptr;
+}
+
+std::string trim(std::string_view s) {
+  size_t a = 0, b = s.size();
+  while (a < b && std::isspace(static_cast<unsigned char>(s[a]))) ++a;
+  while (b > a && std::isspace(static_cast<unsigned char>(s[b - 1]))) --b;
+  return std::string(s.substr(a, b - a));
+}
+
+std::string lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+// A whole-string integer in C syntax (0x.., decimal, leading '-').
+bool parse_long(const std::string& s, long* out) {
+  if (s.empty()) return false;
+  errno = 0;
+  char* end = nullptr;
+  long x = std::strtol(s.c_str(), &end, 0);
+  if (errno || *end) return false;
+  *out = x;
+  return true;
+}
+
+bool parse_bool(const std::string& s, bool* out) {
+  const std::string l = lower(s);
+  if (l == "true") return *out = true, true;
+  if (l == "false") return *out = false, true;
+  return false;
+}
+
+// Values OpenSM would treat alike: "(null)" and "", 0x12 and 18, TRUE and true.
+bool same_value(std::string a, std::string b) {
+  if (a == "(null)") a.clear();
+  if (b == "(null)") b.clear();
+  long x, y;
+  if (parse_long(a, &x) && parse_long(b, &y)) return x == y;
+  // 64-bit masks (cc_sw_cong_setting_victim_mask) overflow long: compare as hex digits.
+  auto digits = [](std::string s) {
+    s = lower(s);
+    if (s.starts_with("0x")) s = s.substr(2);
+    s.erase(0, std::min(s.find_first_not_of('0'), s.size()));
+    return s;
+  };
+  if (a.starts_with("0x") && b.starts_with("0x")) return digits(a) == digits(b);
+  return lower(a) == lower(b);
+}
+
+size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j)
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] != b[j - 1])});
+    std::swap(prev, cur);
+  }
+  return prev[b.size()];
+}
+
+std::string suggestion(std::string_view name) {
+  std::string_view best;
+  size_t bd = std::min<size_t>(4, name.size() / 4 + 2);  // a typo, not a different word
+  auto consider = [&](std::string_view n) {
+    size_t d = edit_distance(name, n);
+    if (d < bd) bd = d, best = n;
+  };
+  for (const auto& o : option_table()) consider(o.name);
+  for (const auto& o : opensm_only_options()) consider(o.name);
+  return best.empty() ? "" : " (did you mean \"" + std::string(best) + "\"?)";
+}
+
+Result<void> check_value(const OptionSpec& o, std::string_view name, const std::string& value,
+                         const std::string& origin) {
+  const std::string n(name);
+  if (o.type == Type::kInt) {
+    long x = 0;
+    if (!parse_long(value, &x))
+      return fail(Errc::kInvalidInput,
+                  origin + ": " + n + " wants an integer, got \"" + value + "\"");
+    if (x < o.min || x > o.max)
+      return fail(Errc::kInvalidInput, origin + ": " + n + " = " + value + " is outside " +
+                                           std::to_string(o.min) + ".." + std::to_string(o.max));
+  } else if (o.type == Type::kBool) {
+    bool b;
+    if (!parse_bool(value, &b))
+      return fail(Errc::kInvalidInput,
+                  origin + ": " + n + " wants TRUE or FALSE, got \"" + value + "\"");
+  }
+  if (name == "guid") {
+    char* end = nullptr;
+    (void)std::strtoull(value.c_str(), &end, 0);
+    if (value.empty() || *end)
+      return fail(Errc::kInvalidInput,
+                  origin + ": guid wants a number like 0x0002c90300001001, got \"" + value + "\"");
+  }
+  if (name == "part_enforce" && value != "in" && value != "out" && value != "both" &&
+      value != "off")
+    return fail(Errc::kInvalidInput,
+                origin + ": part_enforce wants in, out, both or off, got \"" + value + "\"");
+  if (!value.empty() && name.starts_with("qos_")) {
+    if (name.ends_with("sl2vl")) {
+      if (auto r = parse_sl2vl(value); !r)
+        return fail(Errc::kInvalidInput, origin + ": " + n + ": " + r.error().message);
+    } else if (name.find("vlarb_") != std::string_view::npos) {
+      if (auto r = parse_vlarb(value); !r)
+        return fail(Errc::kInvalidInput, origin + ": " + n + ": " + r.error().message);
+    }
+  }
+  return {};
+}
+
 }  // namespace
+
+const std::vector<OptionSpec>& option_table() {
+  static const std::vector<OptionSpec> table = build_table();
+  return table;
+}
+
+const std::vector<ForeignOption>& opensm_only_options() {
+  // Every option `opensm -c` (3.3.23) writes that weft does not implement, with the
+  // value OpenSM writes for it.
+  static const std::vector<ForeignOption> table = {
+      {"m_key", "0x0000000000000000"},
+      {"m_key_lease_period", "0"},
+      {"m_key_protection_level", "0"},
+      {"m_key_lookup", "TRUE"},
+      {"sm_key", "0x0000000000000001"},
+      {"sa_key", "0x0000000000000001"},
+      {"subnet_prefix", "0xfe80000000000000"},
+      {"lmc_esp0", "FALSE"},
+      {"sm_sl", "0"},
+      {"packet_life_time", "0x12"},
+      {"vl_stall_count", "0x07"},
+      {"leaf_vl_stall_count", "0x07"},
+      {"head_of_queue_lifetime", "0x12"},
+      {"leaf_head_of_queue_lifetime", "0x10"},
+      {"force_link_speed", "15"},
+      {"force_link_speed_ext", "31"},
+      {"force_link_width", "255"},
+      {"fdr10", "1"},
+      {"local_phy_errors_threshold", "0x08"},
+      {"overrun_errors_threshold", "0x08"},
+      {"use_mfttop", "TRUE"},
+      {"sm_assigned_guid", "0x00"},
+      {"reassign_lids", "FALSE"},
+      {"force_heavy_sweep", "FALSE"},
+      {"sweep_on_trap", "TRUE"},
+      {"port_profile_switch_nodes", "FALSE"},
+      {"port_prof_ignore_file", "(null)"},
+      {"hop_weights_file", "(null)"},
+      {"port_search_ordering_file", "(null)"},
+      {"avoid_throttled_links", "FALSE"},
+      {"connect_roots", "FALSE"},
+      {"use_ucast_cache", "FALSE"},
+      {"lid_matrix_dump_file", "(null)"},
+      {"lfts_file", "(null)"},
+      {"cn_guid_file", "(null)"},
+      {"io_guid_file", "(null)"},
+      {"quasi_ftree_indexing", "FALSE"},
+      {"max_reverse_hops", "0"},
+      {"ids_guid_file", "(null)"},
+      {"guid_routing_order_file", "(null)"},
+      {"do_mesh_analysis", "FALSE"},
+      {"lash_start_vl", "0"},
+      {"nue_max_num_vls", "1"},
+      {"nue_include_switches", "FALSE"},
+      {"port_shifting", "FALSE"},
+      {"scatter_ports", "0"},
+      {"guid_routing_order_no_scatter", "FALSE"},
+      {"sa_db_file", "(null)"},
+      {"sa_db_dump", "FALSE"},
+      {"ignore_other_sm", "FALSE"},
+      {"sminfo_polling_timeout", "10000"},
+      {"polling_retry_number", "4"},
+      {"honor_guid2lid_file", "FALSE"},
+      {"max_wire_smps2", "4"},
+      {"max_smps_timeout", "600000"},
+      {"long_transaction_timeout", "500"},
+      {"max_msg_fifo_timeout", "10000"},
+      {"single_thread", "FALSE"},
+      {"daemon", "FALSE"},
+      {"sm_inactive", "FALSE"},
+      {"babbling_port_policy", "FALSE"},
+      {"drop_event_subscriptions", "FALSE"},
+      {"ipoib_mcgroup_creation_validation", "TRUE"},
+      {"mcgroup_join_validation", "TRUE"},
+      {"use_original_extended_sa_rates_only", "FALSE"},
+      {"use_optimized_slvl", "FALSE"},
+      {"fsync_high_avail_files", "TRUE"},
+      {"perfmgr", "FALSE"},
+      {"perfmgr_redir", "TRUE"},
+      {"perfmgr_sweep_time_s", "180"},
+      {"perfmgr_max_outstanding_queries", "500"},
+      {"perfmgr_ignore_cas", "FALSE"},
+      {"perfmgr_rm_nodes", "TRUE"},
+      {"perfmgr_log_errors", "TRUE"},
+      {"perfmgr_query_cpi", "TRUE"},
+      {"perfmgr_xmit_wait_log", "FALSE"},
+      {"perfmgr_xmit_wait_threshold", "65535"},
+      {"event_db_dump_file", "(null)"},
+      {"event_plugin_name", "(null)"},
+      {"event_plugin_options", "(null)"},
+      {"node_name_map_name", "(null)"},
+      {"log_flags", "0x03"},
+      {"force_log_flush", "FALSE"},
+      {"log_max_size", "0"},
+      {"accum_log_file", "TRUE"},
+      {"per_module_logging_file", "/etc/opensm/per-module-logging.conf"},
+      {"dump_files_dir", "/var/log/"},
+      {"enable_quirks", "FALSE"},
+      {"no_clients_rereg", "FALSE"},
+      {"disable_multicast", "FALSE"},
+      {"exit_on_fatal", "TRUE"},
+      {"console", "off"},
+      {"console_port", "10000"},
+      {"qos_policy_file", "/etc/opensm/qos-policy.conf"},
+      {"suppress_sl2vl_mad_status_errors", "FALSE"},
+      {"congestion_control", "FALSE"},
+      {"cc_key", "0x0000000000000000"},
+      {"cc_max_outstanding_mads", "500"},
+      {"cc_sw_cong_setting_control_map", "0x0"},
+      {"cc_sw_cong_setting_victim_mask", "0x0000000000000000000000000000000000000000000000000000000000000000"},
+      {"cc_sw_cong_setting_credit_mask", "0x0000000000000000000000000000000000000000000000000000000000000000"},
+      {"cc_sw_cong_setting_threshold", "0x00"},
+      {"cc_sw_cong_setting_packet_size", "0"},
+      {"cc_sw_cong_setting_credit_starvation_threshold", "0x00"},
+      {"cc_sw_cong_setting_credit_starvation_return_delay", "0:0"},
+      {"cc_sw_cong_setting_marking_rate", "0"},
+      {"cc_ca_cong_setting_port_control", "0x0000"},
+      {"cc_ca_cong_setting_control_map", "0x0000"},
+      {"cc_ca_cong_setting_ccti_timer", "0 0"},
+      {"cc_ca_cong_setting_ccti_increase", "0 0"},
+      {"cc_ca_cong_setting_trigger_threshold", "0 0"},
+      {"cc_ca_cong_setting_ccti_min", "0 0"},
+      {"cc_cct", "(null)"},
+      {"prefix_routes_file", "/etc/opensm/prefix-routes.conf"},
+      {"consolidate_ipv6_snm_req", "FALSE"},
+      {"log_prefix", "(null)"},
+  };
+  return table;
+}
 
 Values defaults() {
   Values v;
@@ -53,7 +349,14 @@ Values defaults() {
 
 long Values::get_int(std::string_view name) const {
   auto it = v_.find(name);
-  return it == v_.end() ? 0 : std::stol(it->second.first);
+  long x = 0;
+  return it == v_.end() || !parse_long(it->second.first, &x) ? 0 : x;
+}
+
+bool Values::get_bool(std::string_view name) const {
+  auto it = v_.find(name);
+  bool b = false;
+  return it != v_.end() && parse_bool(it->second.first, &b) && b;
 }
 
 const std::string& Values::get_str(std::string_view name) const {
@@ -68,31 +371,18 @@ const std::string& Values::origin(std::string_view name) const {
   return it == v_.end() ? none : it->second.second;
 }
 
-Result<void> set(Values& v, std::string_view name, std::string_view value,
+Result<void> set(Values& v, std::string_view name, std::string_view value_in,
                  const std::string& origin) {
+  std::string value = trim(value_in);
+  if (value == "(null)") value.clear();  // how OpenSM writes an empty string
   const OptionSpec* o = find(name);
   if (!o)
-    return fail(Errc::kInvalidInput, origin + ": unknown option \"" + std::string(name) + "\"");
-  if (o->type == Type::kInt) {
-    long x = 0;
-    auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), x);
-    if (ec != std::errc() || p != value.data() + value.size())
-      return fail(Errc::kInvalidInput, origin + ": " + std::string(name) +
-                                           " wants an integer, got \"" + std::string(value) + "\"");
-    if (x < o->min || x > o->max)
-      return fail(Errc::kInvalidInput, origin + ": " + std::string(name) + " = " +
-                                           std::to_string(x) + " is outside " +
-                                           std::to_string(o->min) + ".." + std::to_string(o->max));
-  }
-  if (name == "guid") {
-    char* end = nullptr;
-    std::string s(value);
-    (void)std::strtoull(s.c_str(), &end, 0);
-    if (s.empty() || *end)
-      return fail(Errc::kInvalidInput,
-                  origin + ": guid wants a number like 0x0002c90300001001, got \"" + s + "\"");
-  }
-  v.v_[std::string(name)] = {std::string(value), origin};
+    return fail(Errc::kInvalidInput,
+                origin + ": unknown option \"" + std::string(name) + "\"" + suggestion(name));
+  if (auto r = check_value(*o, name, value, origin); !r) return r;
+  // OpenSM writes "(null)" for an engine it leaves to its default.
+  if (name == "routing_engine" && value.empty()) value = std::string(o->default_value);
+  v.v_[std::string(name)] = {value, origin};
   return {};
 }
 
@@ -100,21 +390,34 @@ Result<void> load_text(std::string_view text, const std::string& source, Values&
   std::istringstream in{std::string(text)};
   std::string line;
   int no = 0;
+  std::string errors;
   while (std::getline(in, line)) {
     ++no;
     auto hash = line.find('#');
     if (hash != std::string::npos) line.resize(hash);
-    std::istringstream ls(line);
-    std::string key, value, extra;
-    if (!(ls >> key)) continue;
+    const std::string t = trim(line);
+    if (t.empty()) continue;
+    const size_t sp = t.find_first_of(" \t");
+    const std::string key = t.substr(0, sp);
+    const std::string value = sp == std::string::npos ? "" : trim(t.substr(sp));
     const std::string where = source + ":" + std::to_string(no);
-    if (!(ls >> value)) return fail(Errc::kInvalidInput, where + ": \"" + key + "\" has no value");
-    if (ls >> extra)
-      return fail(Errc::kInvalidInput,
-                  where + ": unexpected \"" + extra + "\" after " + key + " " + value);
-    if (value == "(null)") value.clear();  // OpenSM writes empty strings so
-    if (auto r = set(v, key, value, where); !r) return r;
+    Result<void> r;
+    if (const ForeignOption* f = find_foreign(key); f && !find(key)) {
+      if (same_value(value, std::string(f->opensm_default)))
+        ++v.opensm_defaults_;
+      else
+        v.warnings_.push_back(where + ": OpenSM option \"" + key + "\" is not implemented by weft; \"" +
+                              value + "\" has no effect (OpenSM's default is \"" +
+                              std::string(f->opensm_default) + "\")");
+      continue;
+    }
+    if (value.empty() && find(key) && find(key)->type != Type::kString)
+      r = fail(Errc::kInvalidInput, where + ": \"" + key + "\" has no value");
+    else
+      r = set(v, key, value, where);
+    if (!r) errors += (errors.empty() ? "" : "\n") + r.error().message;
   }
+  if (!errors.empty()) return fail(Errc::kInvalidInput, errors);
   return {};
 }
 
@@ -124,6 +427,48 @@ Result<void> load_file(const std::string& path, Values& v) {
   std::ostringstream ss;
   ss << in.rdbuf();
   return load_text(ss.str(), path, v);
+}
+
+Result<std::array<uint8_t, 16>> parse_sl2vl(std::string_view s) {
+  std::array<uint8_t, 16> out{};
+  size_t n = 0;
+  std::stringstream ss{std::string(s)};
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    long x;
+    const std::string t = trim(item);
+    if (!parse_long(t, &x) || x < 0 || x > 15)
+      return fail(Errc::kInvalidInput, "entry " + std::to_string(n + 1) + " \"" + t +
+                                           "\" is not a VL (0-15)");
+    if (n == 16) return fail(Errc::kInvalidInput, "more than 16 entries (one VL per SL)");
+    out[n++] = static_cast<uint8_t>(x);
+  }
+  if (n != 16)
+    return fail(Errc::kInvalidInput,
+                std::to_string(n) + " entries, expected 16 (one VL per SL 0-15)");
+  return out;
+}
+
+Result<std::vector<VlArbEntry>> parse_vlarb(std::string_view s) {
+  std::vector<VlArbEntry> out;
+  std::stringstream ss{std::string(s)};
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    const std::string t = trim(item);
+    const size_t c = t.find(':');
+    long vl, w;
+    if (c == std::string::npos || !parse_long(trim(t.substr(0, c)), &vl) ||
+        !parse_long(trim(t.substr(c + 1)), &w))
+      return fail(Errc::kInvalidInput, "entry " + std::to_string(out.size() + 1) + " \"" + t +
+                                           "\" is not VL:weight");
+    if (vl < 0 || vl > 15 || w < 0 || w > 255)
+      return fail(Errc::kInvalidInput, "entry " + std::to_string(out.size() + 1) + " \"" + t +
+                                           "\": VL must be 0-15 and weight 0-255");
+    if (out.size() == 64) return fail(Errc::kInvalidInput, "more than 64 entries");
+    out.push_back({static_cast<uint8_t>(vl), static_cast<uint8_t>(w)});
+  }
+  if (out.empty()) return fail(Errc::kInvalidInput, "no VL:weight entries");
+  return out;
 }
 
 }  // namespace weft::config

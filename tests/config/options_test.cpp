@@ -30,15 +30,69 @@ TEST(Options, ErrorsNameFileLineAndWhat) {
   Values v = defaults();
   EXPECT_EQ(load_text("max_wire_smps 16\nno_such_option 1\n", "a.conf", v).error().message,
             "a.conf:2: unknown option \"no_such_option\"");
+  EXPECT_EQ(load_text("sweep_intervall 3\n", "a.conf", v).error().message,
+            "a.conf:1: unknown option \"sweep_intervall\" (did you mean \"sweep_interval\"?)");
   EXPECT_EQ(load_text("lmc 9\n", "a.conf", v).error().message, "a.conf:1: lmc = 9 is outside 0..7");
   EXPECT_EQ(load_text("lmc x\n", "a.conf", v).error().message,
             "a.conf:1: lmc wants an integer, got \"x\"");
   EXPECT_EQ(load_text("sweep_interval\n", "a.conf", v).error().message,
             "a.conf:1: \"sweep_interval\" has no value");
   EXPECT_EQ(load_text("lmc 1 2\n", "a.conf", v).error().message,
-            "a.conf:1: unexpected \"2\" after lmc 1");
+            "a.conf:1: lmc wants an integer, got \"1 2\"");
   EXPECT_NE(
       load_text("guid zz\n", "a.conf", v).error().message.find("a.conf:1: guid wants a number"),
       std::string::npos);
   EXPECT_EQ(load_file("/no/such/weft.conf", v).error().code, Errc::kIo);
+}
+
+TEST(Options, EveryErrorOfAFileIsReported) {
+  Values v = defaults();
+  auto r = load_text("lmc 9\nsweep_interval 5\nqos maybe\nbogus 1\n", "b.conf", v);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().message,
+            "b.conf:1: lmc = 9 is outside 0..7\n"
+            "b.conf:3: qos wants TRUE or FALSE, got \"maybe\"\n"
+            "b.conf:4: unknown option \"bogus\"");
+}
+
+TEST(Options, OpenSmOnlyOptionsAreKnownAndReportedWhenTheyWouldMatter) {
+  Values v = defaults();
+  auto r = load_text(
+      "m_key 0x0000000000000000\n"        // OpenSM's default: no effect either way
+      "packet_life_time 0x12\n"           // = 18, OpenSM's default written in hex
+      "perfmgr TRUE\n"                    // not implemented, and asked for: reported
+      "cc_ca_cong_setting_ccti_timer 0 0\n"  // multi-word values
+      "qos_policy_file /etc/opensm/qos-policy.conf\n",
+      "opensm.conf", v);
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(v.opensm_defaults_seen(), 4u);
+  ASSERT_EQ(v.warnings().size(), 1u);
+  EXPECT_EQ(v.warnings()[0],
+            "opensm.conf:3: OpenSM option \"perfmgr\" is not implemented by weft; \"TRUE\" has no "
+            "effect (OpenSM's default is \"FALSE\")");
+}
+
+TEST(Options, BooleansAndQosLists) {
+  Values v = defaults();
+  ASSERT_TRUE(load_text("qos TRUE\nallow_both_pkeys false\nqos_high_limit -1\nqos_max_vls 0x8\n"
+                        "qos_sl2vl 0,1,2,3,4,5,6,7,0,1,2,3,4,5,6,7\nqos_swe_vlarb_high 0:4, 1:0\n"
+                        "routing_engine (null)\n",
+                        "q.conf", v));
+  EXPECT_TRUE(v.get_bool("qos"));
+  EXPECT_FALSE(v.get_bool("allow_both_pkeys"));
+  EXPECT_EQ(v.get_int("qos_high_limit"), -1);
+  EXPECT_EQ(v.get_int("qos_max_vls"), 8);
+  EXPECT_EQ(v.get_str("routing_engine"), "minhop");
+  EXPECT_EQ(load_text("qos_sl2vl 0,1,2\n", "q.conf", v).error().message,
+            "q.conf:1: qos_sl2vl: 3 entries, expected 16 (one VL per SL 0-15)");
+  EXPECT_EQ(load_text("qos_ca_vlarb_low 0:4,16:1\n", "q.conf", v).error().message,
+            "q.conf:1: qos_ca_vlarb_low: entry 2 \"16:1\": VL must be 0-15 and weight 0-255");
+  EXPECT_EQ(load_text("qos_vlarb_low 0-4\n", "q.conf", v).error().message,
+            "q.conf:1: qos_vlarb_low: entry 1 \"0-4\" is not VL:weight");
+  EXPECT_EQ(load_text("part_enforce sometimes\n", "q.conf", v).error().message,
+            "q.conf:1: part_enforce wants in, out, both or off, got \"sometimes\"");
+  auto arb = parse_vlarb("0:4,1:0,2:255");
+  ASSERT_TRUE(arb);
+  EXPECT_EQ(arb->size(), 3u);
+  EXPECT_EQ((*arb)[2], (VlArbEntry{2, 255}));
 }
