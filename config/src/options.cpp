@@ -461,9 +461,9 @@ Result<std::vector<VlArbEntry>> parse_vlarb(std::string_view s) {
         !parse_long(trim(t.substr(c + 1)), &w))
       return fail(Errc::kInvalidInput, "entry " + std::to_string(out.size() + 1) + " \"" + t +
                                            "\" is not VL:weight");
-    if (vl < 0 || vl > 15 || w < 0 || w > 255)
+    if (vl < 0 || vl > 14 || w < 0 || w > 255)
       return fail(Errc::kInvalidInput, "entry " + std::to_string(out.size() + 1) + " \"" + t +
-                                           "\": VL must be 0-15 and weight 0-255");
+                                           "\": VL must be 0-14 and weight 0-255");
     if (out.size() == 64) return fail(Errc::kInvalidInput, "more than 64 entries");
     out.push_back({static_cast<uint8_t>(vl), static_cast<uint8_t>(w)});
   }

@@ -86,7 +86,7 @@ TEST(Options, BooleansAndQosLists) {
   EXPECT_EQ(load_text("qos_sl2vl 0,1,2\n", "q.conf", v).error().message,
             "q.conf:1: qos_sl2vl: 3 entries, expected 16 (one VL per SL 0-15)");
   EXPECT_EQ(load_text("qos_ca_vlarb_low 0:4,16:1\n", "q.conf", v).error().message,
-            "q.conf:1: qos_ca_vlarb_low: entry 2 \"16:1\": VL must be 0-15 and weight 0-255");
+            "q.conf:1: qos_ca_vlarb_low: entry 2 \"16:1\": VL must be 0-14 and weight 0-255");
   EXPECT_EQ(load_text("qos_vlarb_low 0-4\n", "q.conf", v).error().message,
             "q.conf:1: qos_vlarb_low: entry 1 \"0-4\" is not VL:weight");
   EXPECT_EQ(load_text("part_enforce sometimes\n", "q.conf", v).error().message,
