@@ -20,6 +20,8 @@
 #include "read_file.hpp"
 #include "route.hpp"
 #include "weft/config/options.hpp"
+#include "weft/config/partitions.hpp"
+#include "weft/qos/vl_tables.hpp"
 #include "weft/fabric/topology_file.hpp"
 #include "weft/log.hpp"
 #include "weft/routing/analysis.hpp"
@@ -40,7 +42,8 @@ constexpr const char* kUsage =
     "  sm     run the master SM on an HCA port      (weft sm --help)\n"
     "  sim    run the SM on a simulated fabric      (weft sim --help)\n"
     "  topo   write a generated fabric as a net file (weft topo --help)\n"
-    "  route  route a topology offline and grade the tables (weft route --help)\n";
+    "  route  route a topology offline and grade the tables (weft route --help)\n"
+    "  config check FILE  load an opensm.conf (and its partitions file) and report\n";
 
 int die(const std::string& msg, int code = 2) {
   std::fprintf(stderr, "weft: %s\n", msg.c_str());
@@ -92,14 +95,43 @@ Result<config::Values> build_config(const po::variables_map& vm) {
   return v;
 }
 
+constexpr const char* kOpenSmPartitionsPath = "/etc/opensm/partitions.conf";
+
+// partition_config_file: nullopt when none is set, or when it is OpenSM's default path
+// and that file does not exist (OpenSM's rule: Default=0x7fff : ALL=full).
+Result<std::optional<config::PartitionPolicy>> load_partition_file(const config::Values& v) {
+  const std::string path = v.get_str("partition_config_file");
+  if (path.empty() || (path == kOpenSmPartitionsPath && !std::filesystem::exists(path)))
+    return std::optional<config::PartitionPolicy>{};
+  auto pol = config::load_partitions(path);
+  if (!pol) {
+    if (pol.error().code == Errc::kIo)
+      return fail(Errc::kIo, v.origin("partition_config_file") + ": partition_config_file " +
+                                 pol.error().message);
+    return std::unexpected(pol.error());
+  }
+  return std::optional<config::PartitionPolicy>(std::move(*pol));
+}
+
+bool chain_has(const std::string& chain, std::string_view engine) {
+  std::stringstream ss(chain);
+  std::string e;
+  while (std::getline(ss, e, ','))
+    if (e == engine) return true;
+  return false;
+}
+
 Result<sm::SmOptions> sm_opts(const config::Values& v) {
   sm::SmOptions o;
+  for (const auto& w : v.warnings()) WEFT_LOG(Warn, "CFG-0001") << w;
   if (const std::string path = v.get_str("root_guid_file"); !path.empty()) {
     auto roots = app::read_file(path, routing::read_guid_list, v.origin("root_guid_file"));
     if (!roots) return std::unexpected(roots.error());
     o.roots = std::move(*roots);
   }
-  if (const std::string path = v.get_str("torus_config"); !path.empty()) {
+  // OpenSM writes a torus_config path into every opensm.conf; only dor reads it.
+  if (const std::string path = v.get_str("torus_config");
+      !path.empty() && chain_has(v.get_str("routing_engine"), "dor")) {
     auto t = app::read_file(path, routing::read_torus_spec, v.origin("torus_config"));
     if (!t) return std::unexpected(t.error());
     o.torus = std::move(*t);
@@ -113,6 +145,21 @@ Result<sm::SmOptions> sm_opts(const config::Values& v) {
   o.sm_priority = static_cast<uint8_t>(v.get_int("sm_priority"));
   o.max_op_vls = static_cast<uint8_t>(v.get_int("max_op_vls"));
   o.subnet_timeout = static_cast<uint8_t>(v.get_int("subnet_timeout"));
+  auto parts = load_partition_file(v);
+  if (!parts) return std::unexpected(parts.error());
+  o.partitions = std::move(*parts);
+  if (o.partitions)
+    for (const auto& w : o.partitions->warnings) WEFT_LOG(Warn, "PRT-0005") << w;
+  else
+    WEFT_LOG(Info, "PRT-0006") << "no partition file: every end port is a full member of the "
+                                  "Default partition 0x7fff";
+  o.part_enforce = v.get_str("part_enforce");
+  o.no_partition_enforcement = v.get_bool("no_partition_enforcement");
+  o.allow_both_pkeys = v.get_bool("allow_both_pkeys");
+  o.keep_pkey_indexes = v.get_bool("keep_pkey_indexes");
+  auto q = qos::qos_from_options(v);
+  if (!q) return std::unexpected(q.error());
+  o.qos = std::move(*q);
   return o;
 }
 
@@ -145,6 +192,13 @@ void print_summary(const sm::SweepReport& r, const sm::EngineStats& s) {
       (unsigned long long)r.portinfo_sets, (unsigned long long)r.switchinfo_sets,
       (unsigned long long)r.lft_blocks_written, (unsigned long long)r.lft_blocks_read,
       (unsigned long long)r.ports_activated);
+  std::printf(
+      "  tables   P_Key blocks %llu written (%llu read), %llu switch ports enforce P_Keys; SL2VL "
+      "%llu written (%llu read); VLArb blocks %llu written (%llu read)\n",
+      (unsigned long long)r.pkey_blocks_written, (unsigned long long)r.pkey_blocks_read,
+      (unsigned long long)r.ports_enforcing, (unsigned long long)r.sl2vl_written,
+      (unsigned long long)r.sl2vl_read, (unsigned long long)r.vlarb_written,
+      (unsigned long long)r.vlarb_read);
   std::printf("  ports    %zu of %zu linked port ends ACTIVE\n", r.ports_active, r.ports_linked);
   std::printf(
       "  time ms  discovery %.1f, LIDs %.1f, routing %.1f, programming %.1f, activation %.1f, "
@@ -430,6 +484,77 @@ int cmd_topo(int argc, char** argv) {
   return 0;
 }
 
+// weft config check FILE [--strict]: every error and warning of an opensm.conf and of
+// the partitions file it names; exit 1 on errors (and on warnings with --strict).
+int cmd_config(int argc, char** argv) {
+  po::options_description desc("config check options");
+  desc.add_options()("help,h", "this help")("action", po::value<std::string>(), "check")(
+      "file", po::value<std::string>(), "opensm.conf-style file")(
+      "strict", "warnings (OpenSM options weft does not implement) fail the check too");
+  po::positional_options_description pos;
+  pos.add("action", 1).add("file", 1);
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(argc, argv).options(desc).positional(pos).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    return die(std::string("config: ") + e.what());
+  }
+  if (vm.count("help") || !vm.count("action") || vm["action"].as<std::string>() != "check" ||
+      !vm.count("file")) {
+    std::cout << "usage: weft config check FILE [--strict]\n" << desc;
+    return vm.count("help") ? 0 : 2;
+  }
+  const std::string file = vm["file"].as<std::string>();
+  config::Values v = config::defaults();
+  auto r = config::load_file(file, v);
+  size_t errors = 0, warnings = v.warnings().size();
+  if (!r) {
+    std::stringstream ss(r.error().message);
+    for (std::string line; std::getline(ss, line); ++errors) std::printf("error: %s\n", line.c_str());
+  }
+  for (const auto& w : v.warnings()) std::printf("warning: %s\n", w.c_str());
+  size_t set = 0;
+  for (const auto& o : config::option_table())
+    if (!v.is_default(o.name)) ++set;
+  std::printf("%s: %zu options weft implements, %zu OpenSM options at OpenSM's default, %zu not "
+              "implemented (warnings)\n",
+              file.c_str(), set, v.opensm_defaults_seen(), warnings);
+  if (r) {
+    auto parts = load_partition_file(v);
+    if (!parts) {
+      std::stringstream ss(parts.error().message);
+      for (std::string line; std::getline(ss, line); ++errors)
+        std::printf("error: %s\n", line.c_str());
+    } else if (!*parts) {
+      std::printf("partitions: none (Default 0x7fff, every end port a full member)\n");
+    } else {
+      for (const auto& w : (*parts)->warnings) std::printf("warning: %s\n", w.c_str());
+      warnings += (*parts)->warnings.size();
+      std::printf("partitions: %s: %zu partitions\n", v.get_str("partition_config_file").c_str(),
+                  (*parts)->partitions.size());
+      for (const auto& p : (*parts)->partitions)
+        std::printf("  0x%04x %-16s %zu member rules, %zu multicast groups%s%s (%s)\n", p.pkey,
+                    p.name.empty() ? "(no name)" : p.name.c_str(), p.members.size(),
+                    p.groups.size(), p.ipoib ? ", ipoib" : "", p.indx0 ? ", indx0" : "",
+                    p.where.c_str());
+    }
+    auto q = qos::qos_from_options(v);
+    if (!q) {
+      ++errors;
+      std::printf("error: %s\n", q.error().message.c_str());
+    } else if (q->enabled) {
+      for (auto [name, c] : {std::pair{"CA", &q->ca}, std::pair{"switch port 0", &q->sw0},
+                             std::pair{"switch external", &q->swe}, std::pair{"router", &q->rtr}})
+        std::printf("qos %-16s sl2vl %s, high limit %d, %zu high and %zu low arbitration entries\n",
+                    name, qos::sl2vl_str(c->sl2vl).c_str(), c->high_limit, c->high.size(),
+                    c->low.size());
+    }
+  }
+  if (errors) return 1;
+  return vm.count("strict") && warnings ? 1 : 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -442,6 +567,7 @@ int main(int argc, char** argv) {
   if (cmd == "sim") return cmd_sim(argc - 1, argv + 1);
   if (cmd == "topo") return cmd_topo(argc - 1, argv + 1);
   if (cmd == "route") return app::cmd_route(argc - 1, argv + 1);
+  if (cmd == "config") return cmd_config(argc - 1, argv + 1);
   if (cmd == "-h" || cmd == "--help" || cmd == "help") {
     std::fputs(kUsage, stdout);
     return 0;

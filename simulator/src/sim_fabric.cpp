@@ -28,9 +28,32 @@ SimFabric::SimFabric(fabric::Fabric f, SimDefaults d) : f_(std::move(f)), d_(d) 
   psc_.assign(n, 0);
   dead_.assign(n, 0);
   subnet_timeout_.resize(n);
+  pkeys_.resize(n);
+  sl2vl_.resize(n);
+  vlarb_.resize(n);
+  extras_.resize(n);
+  // ibsim's power-on tables: 0xffff at P_Key index 0; SL2VL 0-14 and 15 -> 7; arbitration
+  // low VL0:0 VL1..:4, high VL0:4 VL1..:0.
+  qos::Sl2Vl sl2vl0;
+  for (uint8_t s = 0; s < 16; ++s) sl2vl0[s] = s == 15 ? 7 : s;
+  std::array<qos::VlArbBlock, 4> arb0{};
+  for (uint8_t i = 0; i < std::min<uint8_t>(d_.vl_arb_cap, 32); ++i) {
+    arb0[0][i] = {i, static_cast<uint8_t>(i == 0 ? 0 : 4)};
+    arb0[2][i] = {i, static_cast<uint8_t>(i == 0 ? 4 : 0)};
+  }
   for (NodeIndex i = 0; i < n; ++i) {
     auto& nd = f_.node(i);
     subnet_timeout_[i].assign(nd.ports.size(), 0);
+    pkeys_[i].resize(nd.ports.size());
+    for (PortNum p = 0; p < nd.ports.size(); ++p) {
+      const size_t cap = nd.is_switch() && p != 0 ? d_.partition_enforce_cap
+                                                  : (nd.partition_cap ? nd.partition_cap : 64);
+      pkeys_[i][p].assign(cap, 0);
+      if (cap) pkeys_[i][p][0] = 0xffff;
+    }
+    sl2vl_[i].assign(nd.is_switch() ? nd.ports.size() * nd.ports.size() : nd.ports.size(), sl2vl0);
+    vlarb_[i].assign(nd.ports.size(), arb0);
+    extras_[i].assign(nd.ports.size(), {});
     if (nd.is_switch()) {
       lft_[i].assign(d_.lft_cap, kDropPort);
       nd.sw.lft_cap = d_.lft_cap;
@@ -49,7 +72,7 @@ SimFabric::SimFabric(fabric::Fabric f, SimDefaults d) : f_(std::move(f)), d_(d) 
       a.vl_cap = d_.vl_cap;
       a.oper_vls = d_.vl_cap;
       a.neighbor_mtu = d_.mtu_cap;
-      a.capability_mask = 0;
+      a.capability_mask = kCapSlMap;
       if (nd.is_switch() && p.num == 0) {
         a.state = PortState::kActive;
         a.phys_state = 5;
@@ -79,6 +102,16 @@ SimFabric::SimFabric(fabric::Fabric f, SimDefaults d) : f_(std::move(f)), d_(d) 
       a.speed_active = b.speed_active = s ? s : 1;
     }
   }
+}
+
+const qos::Sl2Vl& SimFabric::sl2vl(NodeIndex n, PortNum in, PortNum out) const {
+  const auto& nd = f_.node(n);
+  return nd.is_switch() ? sl2vl_.at(n).at(size_t(in) * nd.ports.size() + out) : sl2vl_.at(n).at(out);
+}
+
+size_t SimFabric::sets(uint16_t attr) const {
+  auto it = sets_.find(attr);
+  return it == sets_.end() ? 0 : it->second;
 }
 
 routing::Tables SimFabric::held_tables() const {
@@ -195,7 +228,43 @@ uint16_t SimFabric::handle(const Smp& s, NodeIndex n, PortNum in_port, SmpData& 
   auto& nd = f_.node(n);
   const bool set = s.method == kMethodSet;
   if (s.method != kMethodGet && !set) return 0x0008;  // method not supported
+  if (set) ++sets_[s.attr_id];
   switch (s.attr_id) {
+    case kAttrPkeyTable: {
+      const PortNum p = nd.is_switch() ? static_cast<PortNum>(s.attr_mod >> 16) : in_port;
+      const size_t block = s.attr_mod & 0xffff;
+      if (p > nd.num_ports) return kStatusInvalid;
+      auto& t = pkeys_[n][p];
+      if ((block + 1) * 32 > ((t.size() + 31) / 32) * 32 || t.empty()) return kStatusInvalid;
+      if (set) {
+        PkeyBlock b = decode_pkey_block(data);
+        for (size_t i = 0; i < 32 && block * 32 + i < t.size(); ++i) t[block * 32 + i] = b[i];
+      }
+      PkeyBlock b{};
+      for (size_t i = 0; i < 32 && block * 32 + i < t.size(); ++i) b[i] = t[block * 32 + i];
+      data = encode_pkey_block(b);
+      return 0;
+    }
+    case kAttrSl2Vl: {
+      size_t idx = in_port;
+      if (nd.is_switch()) {
+        const size_t in = (s.attr_mod >> 8) & 0xff, out = s.attr_mod & 0xff;
+        if ((s.attr_mod >> 16) || in > nd.num_ports || out > nd.num_ports) return kStatusInvalid;
+        idx = in * nd.ports.size() + out;
+      }
+      if (set) sl2vl_[n][idx] = decode_sl2vl(data);
+      data = encode_sl2vl(sl2vl_[n][idx]);
+      return 0;
+    }
+    case kAttrVlArb: {
+      const size_t block = s.attr_mod >> 16;
+      const PortNum p = nd.is_switch() ? static_cast<PortNum>(s.attr_mod & 0xff) : in_port;
+      if (block < 1 || block > 4 || p > nd.num_ports) return kStatusInvalid;
+      if ((block == 2 || block == 4) && d_.vl_arb_cap <= 32) return kStatusInvalid;
+      if (set) vlarb_[n][p][block - 1] = decode_vlarb(data);
+      data = encode_vlarb(vlarb_[n][p][block - 1]);
+      return 0;
+    }
     case kAttrNodeInfo: {
       if (set) return kStatusUnsupported;
       NodeInfo ni;
@@ -231,6 +300,8 @@ uint16_t SimFabric::handle(const Smp& s, NodeIndex n, PortNum in_port, SmpData& 
       si.lifetime = lifetime_[n];
       si.port_state_change = psc_[n] != 0;
       si.enhanced_port0 = nd.sw.enhanced_port0;
+      si.partition_enforce_cap = d_.partition_enforce_cap;
+      si.inbound_enforce_cap = si.outbound_enforce_cap = d_.partition_enforce_cap > 0;
       data = encode_switch_info(si);
       return 0;
     }
@@ -266,9 +337,11 @@ PortInfo SimFabric::make_port_info(NodeIndex n, PortNum p) const {
   }
   pi.local_port = nd.is_switch() ? 0 : p;
   pi.gid_prefix = 0xfe80000000000000ull;
-  pi.vl_arb_high_cap = 8;
-  pi.vl_arb_low_cap = 8;
   pi.subnet_timeout = subnet_timeout_[n][p];
+  pi.vl_arb_high_cap = pi.vl_arb_low_cap = d_.vl_arb_cap;
+  pi.part_enf_in = extras_[n][p].part_enf_in;
+  pi.part_enf_out = extras_[n][p].part_enf_out;
+  pi.vl_high_limit = extras_[n][p].vl_high_limit;
   return pi;
 }
 
@@ -311,6 +384,11 @@ uint16_t SimFabric::port_info(bool set, NodeIndex n, PortNum in_port, uint32_t m
     if (in.attrs.neighbor_mtu) a.neighbor_mtu = in.attrs.neighbor_mtu;
     if (in.attrs.oper_vls) a.oper_vls = in.attrs.oper_vls;
     subnet_timeout_[n][p] = in.subnet_timeout;
+    extras_[n][p].vl_high_limit = in.vl_high_limit;
+    if (nd.is_switch() && p != 0) {
+      extras_[n][p].part_enf_in = in.part_enf_in;
+      extras_[n][p].part_enf_out = in.part_enf_out;
+    }
   }
   data = encode_port_info(make_port_info(n, p));
   return 0;

@@ -37,6 +37,12 @@ const char* attr_name(uint16_t attr) {
       return "SwitchInfo";
     case kAttrPortInfo:
       return "PortInfo";
+    case kAttrPkeyTable:
+      return "P_KeyTable";
+    case kAttrSl2Vl:
+      return "SLtoVLMappingTable";
+    case kAttrVlArb:
+      return "VLArbitrationTable";
     case kAttrLft:
       return "LinearForwardingTable";
     case kAttrSmInfo:
@@ -247,6 +253,8 @@ SwitchInfo decode_switch_info(const SmpData& d) {
   s.port_state_change = get(d, IB_SW_STATE_CHANGE_F) != 0;
   s.lids_per_port = static_cast<uint16_t>(get(d, IB_SW_LIDS_PER_PORT_F));
   s.partition_enforce_cap = static_cast<uint16_t>(get(d, IB_SW_PARTITION_ENFORCE_CAP_F));
+  s.inbound_enforce_cap = get(d, IB_SW_PARTITION_ENF_INB_F) != 0;
+  s.outbound_enforce_cap = get(d, IB_SW_PARTITION_ENF_OUTB_F) != 0;
   s.enhanced_port0 = get(d, IB_SW_ENHANCED_PORT0_F) != 0;
   s.mft_top = static_cast<uint16_t>(get(d, IB_SW_MCAST_FDB_TOP_F));
   return s;
@@ -263,6 +271,8 @@ SmpData encode_switch_info(const SwitchInfo& s) {
   put(d, IB_SW_STATE_CHANGE_F, s.port_state_change ? 1 : 0);
   put(d, IB_SW_LIDS_PER_PORT_F, s.lids_per_port);
   put(d, IB_SW_PARTITION_ENFORCE_CAP_F, s.partition_enforce_cap);
+  put(d, IB_SW_PARTITION_ENF_INB_F, s.inbound_enforce_cap ? 1 : 0);
+  put(d, IB_SW_PARTITION_ENF_OUTB_F, s.outbound_enforce_cap ? 1 : 0);
   put(d, IB_SW_ENHANCED_PORT0_F, s.enhanced_port0 ? 1 : 0);
   put(d, IB_SW_MCAST_FDB_TOP_F, s.mft_top);
   return d;
@@ -299,6 +309,8 @@ PortInfo decode_port_info(const SmpData& d) {
   p.hoq_life = static_cast<uint8_t>(get(d, IB_PORT_HOQ_LIFE_F));
   a.oper_vls = static_cast<uint8_t>(get(d, IB_PORT_OPER_VLS_F));
   p.subnet_timeout = static_cast<uint8_t>(get(d, IB_PORT_SUBN_TIMEOUT_F));
+  p.part_enf_in = get(d, IB_PORT_PART_EN_INB_F) != 0;
+  p.part_enf_out = get(d, IB_PORT_PART_EN_OUTB_F) != 0;
   // Extended speeds (FDR and up) are only meaningful when CapabilityMask says so;
   // ibsim leaves the field 0, which reads as "no extended speed".
   a.speed_ext_active = static_cast<uint8_t>(get(d, IB_PORT_LINK_SPEED_EXT_ACTIVE_F));
@@ -332,7 +344,59 @@ SmpData encode_port_info(const PortInfo& p) {
   put(d, IB_PORT_HOQ_LIFE_F, p.hoq_life);
   put(d, IB_PORT_OPER_VLS_F, a.oper_vls);
   put(d, IB_PORT_SUBN_TIMEOUT_F, p.subnet_timeout);
+  put(d, IB_PORT_PART_EN_INB_F, p.part_enf_in ? 1 : 0);
+  put(d, IB_PORT_PART_EN_OUTB_F, p.part_enf_out ? 1 : 0);
   put(d, IB_PORT_LINK_SPEED_EXT_ACTIVE_F, a.speed_ext_active);
+  return d;
+}
+
+// --- P_KeyTable, SLtoVLMappingTable, VLArbitrationTable ---------------------------------
+
+PkeyBlock decode_pkey_block(const SmpData& d) {
+  PkeyBlock b{};
+  for (size_t i = 0; i < b.size(); ++i) b[i] = static_cast<uint16_t>(d[2 * i] << 8 | d[2 * i + 1]);
+  return b;
+}
+
+SmpData encode_pkey_block(const PkeyBlock& b) {
+  SmpData d{};
+  for (size_t i = 0; i < b.size(); ++i) {
+    d[2 * i] = static_cast<uint8_t>(b[i] >> 8);
+    d[2 * i + 1] = static_cast<uint8_t>(b[i] & 0xff);
+  }
+  return d;
+}
+
+// Byte i holds SL 2i in its high nibble and SL 2i+1 in its low nibble.
+qos::Sl2Vl decode_sl2vl(const SmpData& d) {
+  qos::Sl2Vl t{};
+  for (size_t i = 0; i < 8; ++i) {
+    t[2 * i] = d[i] >> 4;
+    t[2 * i + 1] = d[i] & 0x0f;
+  }
+  return t;
+}
+
+SmpData encode_sl2vl(const qos::Sl2Vl& t) {
+  SmpData d{};
+  for (size_t i = 0; i < 8; ++i)
+    d[i] = static_cast<uint8_t>((t[2 * i] & 0x0f) << 4 | (t[2 * i + 1] & 0x0f));
+  return d;
+}
+
+// Entry i: byte 2i holds the VL in its low nibble (high nibble reserved), byte 2i+1 the weight.
+qos::VlArbBlock decode_vlarb(const SmpData& d) {
+  qos::VlArbBlock t{};
+  for (size_t i = 0; i < t.size(); ++i) t[i] = {static_cast<uint8_t>(d[2 * i] & 0x0f), d[2 * i + 1]};
+  return t;
+}
+
+SmpData encode_vlarb(const qos::VlArbBlock& t) {
+  SmpData d{};
+  for (size_t i = 0; i < t.size(); ++i) {
+    d[2 * i] = t[i].vl & 0x0f;
+    d[2 * i + 1] = t[i].weight;
+  }
   return d;
 }
 

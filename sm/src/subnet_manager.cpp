@@ -173,11 +173,20 @@ Result<SweepReport> SubnetManager::sweep() {
   routing::Tables tables = std::move(*routed.tables);
   for (const auto& note : tables.notes) WEFT_LOG(Info, "SM-0007") << "routing: " << note;
 
+  // Partitions: who holds which P_Key.
+  qos::PartitionPlan plan = qos::plan_partitions(opts_.partitions ? &*opts_.partitions : nullptr,
+                                                 target, sm_guid_, {opts_.allow_both_pkeys});
+  for (const auto& w : plan.warnings) WEFT_LOG(Warn, "PRT-0001") << w;
+  if (tables.vls > 1)
+    WEFT_LOG(Info, "SM-0011") << "routing uses " << int(tables.vls)
+                              << " VLs: SLs 0-" << int(tables.vls) - 1
+                              << " map to VLs 0-" << int(tables.vls) - 1 << " on every port";
+
   // 4. programming, 5. activation
   tp = std::chrono::steady_clock::now();
   std::vector<std::vector<PortInfo>> after = d.port_info;
   uint64_t s0 = eng_.stats().sent;
-  program(d, target, tables, sm_lid_, rep, after);
+  program(d, target, tables, plan, sm_lid_, rep, after);
   rep.smps_program = eng_.stats().sent - s0;
   rep.ms_program = ms_since(tp);
   tp = std::chrono::steady_clock::now();
@@ -205,6 +214,10 @@ Result<SweepReport> SubnetManager::sweep() {
     rep.reason = std::to_string(rep.ports_linked - rep.ports_active) + " of " +
                  std::to_string(rep.ports_linked) + " linked ports are not ACTIVE";
   }
+  if (rep.table_failures) {
+    rep.reason += std::string(rep.reason.empty() ? "" : "; ") +
+                  std::to_string(rep.table_failures) + " P_Key, SL2VL or VLArb writes failed";
+  }
   if (rep.lft_failures) {
     rep.reason += std::string(rep.reason.empty() ? "" : "; ") + std::to_string(rep.lft_failures) +
                   " forwarding-table writes failed";
@@ -222,6 +235,7 @@ Result<SweepReport> SubnetManager::sweep() {
   auto snap = std::make_shared<SubnetSnapshot>();
   snap->fabric = std::move(target);
   snap->tables = std::move(tables);
+  snap->partitions = std::move(plan);
   snap->report = rep;
   snap->sm_lid = sm_lid_;
   snapshot_ = std::move(snap);
@@ -244,17 +258,46 @@ void SubnetManager::remember_block(Guid sw, size_t block, const LftBlock& blk) {
 }
 
 void SubnetManager::program(const Discovered& d, fabric::Fabric& target, const routing::Tables& t,
-                            Lid sm_lid, SweepReport& rep,
+                            const qos::PartitionPlan& plan, Lid sm_lid, SweepReport& rep,
                             std::vector<std::vector<PortInfo>>& after) {
-  program_ports(d, target, sm_lid, rep, after);
+  program_ports(d, target, plan, sm_lid, rep, after);
   program_lfts(d, target, t, rep);
   if (auto r = eng_.run(); !r)
     add_problem(rep, "transport failed while programming: " + r.error().message);
+  // The tables below depend on the operational VLs the PortInfo Sets left.
+  program_tables(d, target, t, plan, after, rep);
+  if (auto r = eng_.run(); !r)
+    add_problem(rep, "transport failed while programming tables: " + r.error().message);
 }
 
-// PortInfo: LIDs, SM LID, neighbour MTU, operational VLs; ports in INIT go to ARMED.
-void SubnetManager::program_ports(const Discovered& d, fabric::Fabric& target, Lid sm_lid,
-                                  SweepReport& rep, std::vector<std::vector<PortInfo>>& after) {
+const qos::QosPortConfig& SubnetManager::qos_for(const fabric::Fabric& f, NodeIndex n,
+                                                 PortNum p) const {
+  const auto& nd = f.node(n);
+  if (nd.is_switch()) return p == 0 ? opts_.qos.sw0 : opts_.qos.swe;
+  return nd.type == fabric::NodeType::kRouter ? opts_.qos.rtr : opts_.qos.ca;
+}
+
+bool SubnetManager::enforces(const Discovered& d, const fabric::Fabric& f,
+                             const qos::PartitionPlan& plan, NodeIndex n, PortNum p) const {
+  if (opts_.no_partition_enforcement || opts_.part_enforce == "off") return false;
+  const auto& nd = f.node(n);
+  if (!nd.is_switch() || p == 0 || !nd.ports[p].linked()) return false;
+  const auto& port = nd.ports[p];
+  if (f.node(port.peer).is_switch()) return false;
+  const SwitchInfo& si = d.switch_info[n];
+  const bool can = (si.inbound_enforce_cap && opts_.part_enforce != "out") ||
+                   (si.outbound_enforce_cap && opts_.part_enforce != "in");
+  return can && si.partition_enforce_cap > 0 &&
+         plan.pkeys[port.peer][port.peer_port].size() <= si.partition_enforce_cap;
+}
+
+// PortInfo: LIDs, SM LID, neighbour MTU, operational VLs, P_Key enforcement on switch
+// ports facing end ports, VLHighLimit under QoS; ports in INIT go to ARMED.
+void SubnetManager::program_ports(const Discovered& d, fabric::Fabric& target,
+                                  const qos::PartitionPlan& plan, Lid sm_lid, SweepReport& rep,
+                                  std::vector<std::vector<PortInfo>>& after) {
+  const bool enf_in = opts_.part_enforce == "in" || opts_.part_enforce == "both";
+  const bool enf_out = opts_.part_enforce == "out" || opts_.part_enforce == "both";
   for (NodeIndex n = 0; n < target.size(); ++n) {
     const auto& nd = target.node(n);
     for (PortNum p = 0; p <= nd.num_ports; ++p) {
@@ -288,6 +331,16 @@ void SubnetManager::program_ports(const Discovered& d, fabric::Fabric& target, L
           want.attrs.state = PortState::kArmed;
           change = true;
         }
+      }
+      if (nd.is_switch() && !mgmt) {
+        const bool en = enforces(d, target, plan, n, p);
+        want.part_enf_in = en && enf_in && d.switch_info[n].inbound_enforce_cap;
+        want.part_enf_out = en && enf_out && d.switch_info[n].outbound_enforce_cap;
+        change |= cur.part_enf_in != want.part_enf_in || cur.part_enf_out != want.part_enf_out;
+      }
+      if (opts_.qos.enabled && (!mgmt || d.switch_info[n].enhanced_port0)) {
+        want.vl_high_limit = qos_for(target, n, p).high_limit;
+        change |= cur.vl_high_limit != want.vl_high_limit;
       }
       if (!change) continue;
       want.attrs.phys_state = 0;     // no change
@@ -342,16 +395,19 @@ void SubnetManager::program_lfts(const Discovered& d, fabric::Fabric& target,
     const bool fresh = cached == lft_cache_.end();
     const DrPath path = d.paths[n];
     auto pending = std::make_shared<size_t>(0);
-    auto finish = [this, &rep, &target, n, si, top, path, pending]() {
+    auto finish = [this, &rep, &target, n, si, top, path, pending, g]() {
       if (--*pending != 0) return;
-      if (si.lft_top == top && !si.port_state_change) return;
+      if (si.lft_top == top && !si.port_state_change) {
+        switch_top_[g.value] = top;
+        return;
+      }
       SwitchInfo set = si;
       set.lft_top = top;
       set.port_state_change = true;  // writing 1 clears it
       eng_.submit(SmpRequest::set(kAttrSwitchInfo, 0, path, encode_switch_info(set)),
-                  [&rep, &target, n](Result<Smp> r) {
+                  [this, &rep, &target, n, g, top](Result<Smp> r) {
                     if (r)
-                      ++rep.switchinfo_sets;
+                      ++rep.switchinfo_sets, switch_top_[g.value] = top;
                     else
                       ++rep.lft_failures,
                           add_problem(rep, "SwitchInfo Set on " + fabric::port_ref(target, n, 0) +
@@ -406,6 +462,289 @@ void SubnetManager::program_lfts(const Discovered& d, fabric::Fabric& target,
       }
     }
     finish();
+  }
+}
+
+bool SubnetManager::steady(const Discovered& d, NodeIndex n, PortNum p) const {
+  const auto& nd = d.fabric.node(n);
+  if (!nd.is_switch()) return d.port_info[n][p].attrs.state == PortState::kActive;
+  // A switch that rebooted comes back with another LinearFDBTop than the one we left.
+  auto it = switch_top_.find(nd.guid.value);
+  return it != switch_top_.end() && it->second != 0 && it->second == d.switch_info[n].lft_top;
+}
+
+SubnetManager::TableKey SubnetManager::table_key(const Discovered& d, NodeIndex n, PortNum p,
+                                                 uint16_t attr, uint32_t mod) const {
+  const auto& nd = d.fabric.node(n);
+  return {nd.is_switch() ? nd.guid.value : nd.ports[p].guid.value, mod, attr, p};
+}
+
+const SmpData* SubnetManager::held(const Discovered& d, NodeIndex n, PortNum p, uint16_t attr,
+                                   uint32_t mod) const {
+  if (!steady(d, n, p)) return nullptr;
+  auto it = table_cache_.find(table_key(d, n, p, attr, mod));
+  return it == table_cache_.end() ? nullptr : &it->second;
+}
+
+void SubnetManager::write_pkeys(const Discovered& d, const fabric::Fabric& target, NodeIndex n,
+                                PortNum p, uint32_t mod_base, size_t cap,
+                                const std::vector<uint16_t>& want, SweepReport& rep) {
+  const size_t blocks = (cap + 31) / 32;
+  if (blocks == 0) {
+    ++rep.table_failures;
+    add_problem(rep, fabric::port_ref(target, n, p) + " reports no P_Key table (capacity 0)",
+                "PRT-0002");
+    return;
+  }
+  struct Job {
+    std::vector<uint16_t> held;
+    size_t pending;
+    bool failed = false;
+  };
+  auto job = std::make_shared<Job>(Job{std::vector<uint16_t>(blocks * 32, 0), blocks});
+  const DrPath path = dr_path_to(d, n, p);
+  // Once every block is known: lay the table out and write the blocks that differ.
+  auto on_block = [this, &d, &rep, &target, n, p, cap, blocks, mod_base, path, want, job](
+                      size_t b, const Result<Smp>& r) {
+    if (!r) {
+      if (!job->failed)
+        ++rep.table_failures, add_problem(rep, "P_KeyTable read on " +
+                                                   fabric::port_ref(target, n, p) + ": " +
+                                                   r.error().message);
+      job->failed = true;
+    } else {
+      table_cache_[table_key(d, n, p, kAttrPkeyTable, mod_base | uint32_t(b))] = r->data;
+      const PkeyBlock blk = decode_pkey_block(r->data);
+      std::copy(blk.begin(), blk.end(), job->held.begin() + b * 32);
+    }
+    if (--job->pending != 0 || job->failed) return;
+    std::vector<uint16_t> have(job->held.begin(), job->held.begin() + cap);
+    qos::PkeyLayout lay = qos::layout_pkeys(want, have, cap, opts_.keep_pkey_indexes);
+    if (!lay.dropped.empty())
+      add_problem(rep,
+                  fabric::port_ref(target, n, p) + " holds " + std::to_string(cap) + " P_Keys; " +
+                      std::to_string(lay.dropped.size()) +
+                      " of its partitions do not fit and are left out",
+                  "PRT-0003");
+    lay.table.resize(blocks * 32, 0);
+    for (size_t w = 0; w < blocks; ++w) {
+      if (std::equal(lay.table.begin() + w * 32, lay.table.begin() + (w + 1) * 32,
+                     job->held.begin() + w * 32))
+        continue;
+      PkeyBlock out{};
+      std::copy(lay.table.begin() + w * 32, lay.table.begin() + (w + 1) * 32, out.begin());
+      const TableKey key = table_key(d, n, p, kAttrPkeyTable, mod_base | uint32_t(w));
+      eng_.submit(SmpRequest::set(kAttrPkeyTable, mod_base | static_cast<uint32_t>(w), path,
+                                  encode_pkey_block(out)),
+                  [this, &rep, &target, n, p, key](Result<Smp> r) {
+                    if (r) {
+                      ++rep.pkey_blocks_written;
+                      table_cache_[key] = r->data;
+                      return;
+                    }
+                    table_cache_.erase(key);
+                    ++rep.table_failures;
+                    add_problem(rep, "P_KeyTable Set on " + fabric::port_ref(target, n, p) + ": " +
+                                         r.error().message);
+                  });
+    }
+  };
+  for (size_t b = 0; b < blocks; ++b) {
+    const uint32_t mod = mod_base | static_cast<uint32_t>(b);
+    if (const SmpData* h = held(d, n, p, kAttrPkeyTable, mod)) {
+      Smp known;
+      known.data = *h;
+      on_block(b, known);
+      continue;
+    }
+    eng_.submit(SmpRequest::get(kAttrPkeyTable, mod, path), [&rep, b, on_block](Result<Smp> r) {
+      ++rep.pkey_blocks_read;
+      on_block(b, r);
+    });
+  }
+}
+
+// Writes `want` where the device holds something else; what it holds is read unless
+// the cache knows it (see steady()).
+void SubnetManager::write_table(const Discovered& d, const fabric::Fabric& target, NodeIndex n,
+                                PortNum p, uint16_t attr, uint32_t mod, const SmpData& want,
+                                size_t compare_bytes, SweepReport& rep,
+                                std::function<void(bool)> done) {
+  auto same = [compare_bytes, want](const SmpData& have) {
+    return std::equal(have.begin(), have.begin() + compare_bytes, want.begin());
+  };
+  const TableKey key = table_key(d, n, p, attr, mod);
+  const DrPath path = dr_path_to(d, n, p);
+  auto write = [this, &rep, &target, n, p, attr, mod, want, key, path, done]() {
+    eng_.submit(SmpRequest::set(attr, mod, path, want),
+                [this, &rep, &target, n, p, attr, mod, key, done](Result<Smp> r) {
+                  if (r) {
+                    ++(attr == kAttrSl2Vl ? rep.sl2vl_written : rep.vlarb_written);
+                    table_cache_[key] = r->data;
+                    if (done) done(true);
+                    return;
+                  }
+                  table_cache_.erase(key);
+                  ++rep.table_failures;
+                  add_problem(rep, std::string(attr_name(attr)) + " Set (modifier 0x" +
+                                       [&] {
+                                         char b[16];
+                                         std::snprintf(b, sizeof b, "%x", mod);
+                                         return std::string(b);
+                                       }() +
+                                       ") on " + fabric::port_ref(target, n, p) + ": " +
+                                       r.error().message);
+                  if (done) done(false);
+                });
+  };
+  if (const SmpData* h = held(d, n, p, attr, mod)) {
+    if (same(*h)) {
+      if (done) done(true);
+      return;
+    }
+    write();
+    return;
+  }
+  eng_.submit(SmpRequest::get(attr, mod, path),
+              [this, &rep, key, same, write, done, attr](Result<Smp> r) {
+                ++(attr == kAttrSl2Vl ? rep.sl2vl_read : rep.vlarb_read);
+                if (r) {
+                  table_cache_[key] = r->data;
+                  if (same(r->data)) {
+                    if (done) done(true);
+                    return;
+                  }
+                }
+                write();
+              });
+}
+
+void SubnetManager::program_tables(const Discovered& d, const fabric::Fabric& target,
+                                   const routing::Tables& t, const qos::PartitionPlan& plan,
+                                   const std::vector<std::vector<PortInfo>>& after,
+                                   SweepReport& rep) {
+  // P_Keys: every end port; switch ports facing end ports hold their peer's keys.
+  size_t cannot_enforce = 0;
+  for (NodeIndex n = 0; n < target.size(); ++n)
+    if (target.node(n).is_switch() && !d.switch_info[n].inbound_enforce_cap &&
+        !d.switch_info[n].outbound_enforce_cap)
+      ++cannot_enforce;
+  if (cannot_enforce && !opts_.no_partition_enforcement && opts_.part_enforce != "off")
+    WEFT_LOG(Info, "PRT-0007") << cannot_enforce
+                               << " switches report no P_Key enforcement capability (SwitchInfo): "
+                                  "partitions are enforced by the end ports' tables only";
+  for (NodeIndex n = 0; n < target.size(); ++n) {
+    const auto& nd = target.node(n);
+    for (PortNum p = 0; p <= nd.num_ports; ++p) {
+      if (!d.port_read[n][p]) continue;
+      if (!nd.is_switch() || p == 0) {
+        if (!plan.pkeys[n][p].empty())
+          write_pkeys(d, target, n, p, 0, nd.partition_cap, plan.pkeys[n][p], rep);
+        continue;
+      }
+      const auto& port = nd.ports[p];
+      if (!port.linked() || target.node(port.peer).is_switch()) continue;
+      const auto& keys = plan.pkeys[port.peer][port.peer_port];
+      if (enforces(d, target, plan, n, p)) {
+        ++rep.ports_enforcing;
+        write_pkeys(d, target, n, p, uint32_t(p) << 16, d.switch_info[n].partition_enforce_cap, keys,
+                    rep);
+      } else if (!opts_.no_partition_enforcement && opts_.part_enforce != "off" &&
+                 keys.size() > d.switch_info[n].partition_enforce_cap &&
+                 d.switch_info[n].partition_enforce_cap > 0) {
+        add_problem(rep,
+                    fabric::port_ref(target, n, p) + " faces a port of " +
+                        std::to_string(keys.size()) + " P_Keys but enforces at most " +
+                        std::to_string(d.switch_info[n].partition_enforce_cap) +
+                        ": P_Keys are not filtered there",
+                    "PRT-0004");
+      }
+    }
+  }
+
+  // SL2VL: under QoS, or whenever the routing engine layers paths on VLs.
+  const uint8_t layers = t.vls;
+  static constexpr uint8_t kDataVls[] = {1, 1, 2, 4, 8, 15};
+  auto check_vls = [&](NodeIndex n, PortNum p, uint8_t oper) {
+    if (layers > kDataVls[std::min<uint8_t>(oper, 5)])
+      add_problem(rep,
+                  fabric::port_ref(target, n, p) + " operates " +
+                      std::to_string(kDataVls[std::min<uint8_t>(oper, 5)]) +
+                      " data VLs but the routes need " + std::to_string(layers) +
+                      ": layers share VLs there and deadlock freedom is lost",
+                  "SM-0012");
+  };
+  if (opts_.qos.enabled || layers > 1) {
+    for (NodeIndex n = 0; n < target.size(); ++n) {
+      const auto& nd = target.node(n);
+      if (!nd.is_switch()) {
+        for (PortNum p = 1; p <= nd.num_ports; ++p) {
+          if (!nd.ports[p].linked() || !d.port_read[n][p]) continue;
+          if (!(d.port_info[n][p].attrs.capability_mask & kCapSlMap)) continue;
+          const uint8_t oper = after[n][p].attrs.oper_vls;
+          check_vls(n, p, oper);
+          write_table(d, target, n, p, kAttrSl2Vl, 0,
+                      encode_sl2vl(qos::port_sl2vl(qos_for(target, n, p), oper, layers)), 8, rep);
+        }
+        continue;
+      }
+      if (!d.port_read[n][0] || !(d.port_info[n][0].attrs.capability_mask & kCapSlMap)) continue;
+      for (PortNum out = d.switch_info[n].enhanced_port0 ? 0 : 1; out <= nd.num_ports; ++out) {
+        if (out != 0 && (!nd.ports[out].linked() || !d.port_read[n][out])) continue;
+        const uint8_t oper = after[n][out].attrs.oper_vls;
+        if (out != 0) check_vls(n, out, oper);
+        const SmpData want = encode_sl2vl(qos::port_sl2vl(qos_for(target, n, out), oper, layers));
+        // Every input port maps alike toward one output port: the cache keeps one table
+        // per output port, recorded once every input port is known to hold it.
+        const uint32_t kAllIn = 0xffffffffu;
+        if (const SmpData* h = held(d, n, out, kAttrSl2Vl, kAllIn);
+            h && std::equal(h->begin(), h->begin() + 8, want.begin()))
+          continue;
+        std::vector<PortNum> ins;
+        for (PortNum in = 0; in <= nd.num_ports; ++in)
+          if (in == 0 || nd.ports[in].linked()) ins.push_back(in);
+        struct Tally {
+          size_t pending;
+          bool ok = true;
+        };
+        auto tally = std::make_shared<Tally>(Tally{ins.size()});
+        const TableKey all_key = table_key(d, n, out, kAttrSl2Vl, kAllIn);
+        for (PortNum in : ins)
+          write_table(d, target, n, out, kAttrSl2Vl, uint32_t(in) << 8 | out, want, 8, rep,
+                      [this, tally, all_key, want](bool ok) {
+                        tally->ok &= ok;
+                        if (--tally->pending) return;
+                        if (tally->ok)
+                          table_cache_[all_key] = want;
+                        else
+                          table_cache_.erase(all_key);
+                      });
+      }
+    }
+  }
+
+  // VL arbitration: under QoS only.
+  if (!opts_.qos.enabled) return;
+  for (NodeIndex n = 0; n < target.size(); ++n) {
+    const auto& nd = target.node(n);
+    for (PortNum p = 0; p <= nd.num_ports; ++p) {
+      if (!d.port_read[n][p]) continue;
+      if (p == 0 && !(nd.is_switch() && d.switch_info[n].enhanced_port0)) continue;
+      if (p != 0 && !nd.ports[p].linked()) continue;
+      const PortInfo& pi = d.port_info[n][p];
+      const auto& cfg = qos_for(target, n, p);
+      const uint8_t oper = after[n][p].attrs.oper_vls;
+      const uint32_t port_mod = nd.is_switch() ? p : 0;
+      for (auto [list, cap, first_block] :
+           {std::tuple{&cfg.low, size_t(pi.vl_arb_low_cap), 1u},
+            std::tuple{&cfg.high, size_t(pi.vl_arb_high_cap), 3u}}) {
+        for (size_t bi = 0; bi < 2 && bi * 32 < cap; ++bi) {
+          const size_t len = std::min<size_t>(32, cap - bi * 32);
+          write_table(d, target, n, p, kAttrVlArb, (first_block + uint32_t(bi)) << 16 | port_mod,
+                      encode_vlarb(qos::vlarb_block(*list, bi, cap, oper)), 2 * len, rep);
+        }
+      }
+    }
   }
 }
 

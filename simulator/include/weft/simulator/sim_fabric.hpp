@@ -10,6 +10,7 @@
 //   sim.lft(switch_index)[lid];   // what the SM programmed
 #pragma once
 
+#include <map>
 #include <optional>
 #include <vector>
 
@@ -24,6 +25,10 @@ struct SimDefaults {
   uint16_t mft_cap = 1024;
   uint8_t mtu_cap = 4;  // 2048
   uint8_t vl_cap = 4;   // VL0-7
+  // P_Keys a switch external port holds (ibsim: 64, but it cannot enforce them; these
+  // switches filter inbound and outbound).
+  uint16_t partition_enforce_cap = 64;
+  uint8_t vl_arb_cap = 8;               // entries of each VL arbitration table (ibsim: 8)
 };
 
 class SimFabric {
@@ -43,6 +48,22 @@ class SimFabric {
   const std::vector<uint8_t>& lft(fabric::NodeIndex sw) const { return lft_.at(sw); }
   uint16_t lft_top(fabric::NodeIndex sw) const { return top_.at(sw); }
   bool port_state_change(fabric::NodeIndex sw) const { return psc_.at(sw) != 0; }
+  // What ports hold: P_Key table, SL2VL (CA ports: in = out = 0), VL arbitration
+  // (block 0-1 low, 2-3 high), and the PortInfo fields QoS and partitions set.
+  const std::vector<uint16_t>& pkeys(fabric::NodeIndex n, PortNum p) const {
+    return pkeys_.at(n).at(p);
+  }
+  const qos::Sl2Vl& sl2vl(fabric::NodeIndex n, PortNum in, PortNum out) const;
+  const qos::VlArbBlock& vlarb(fabric::NodeIndex n, PortNum p, size_t block) const {
+    return vlarb_.at(n).at(p).at(block);
+  }
+  struct PortExtras {
+    bool part_enf_in = false, part_enf_out = false;
+    uint8_t vl_high_limit = 0;
+  };
+  const PortExtras& extras(fabric::NodeIndex n, PortNum p) const { return extras_.at(n).at(p); }
+  // Counts of Sets per attribute, to check that a second sweep writes nothing.
+  size_t sets(uint16_t attr) const;
   // The forwarding tables the switches hold (up to their LinearFDBTop), for checking
   // what was really programmed rather than what the SM meant to write.
   routing::Tables held_tables() const;
@@ -76,6 +97,11 @@ class SimFabric {
   std::vector<uint8_t> psc_;
   std::vector<uint8_t> dead_;
   std::vector<std::vector<uint8_t>> subnet_timeout_;
+  std::vector<std::vector<std::vector<uint16_t>>> pkeys_;              // [node][port]
+  std::vector<std::vector<qos::Sl2Vl>> sl2vl_;                          // [node][in * (N+1) + out]
+  std::vector<std::vector<std::array<qos::VlArbBlock, 4>>> vlarb_;      // [node][port]
+  std::vector<std::vector<PortExtras>> extras_;                         // [node][port]
+  std::map<uint16_t, size_t> sets_;
 };
 
 }  // namespace weft::simulator

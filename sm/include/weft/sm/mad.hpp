@@ -13,6 +13,7 @@
 #include <string>
 
 #include "weft/fabric/fabric.hpp"
+#include "weft/qos/vl_tables.hpp"
 #include "weft/result.hpp"
 
 namespace weft::sm {
@@ -37,6 +38,9 @@ constexpr uint16_t kAttrNodeDesc = 0x0010;
 constexpr uint16_t kAttrNodeInfo = 0x0011;
 constexpr uint16_t kAttrSwitchInfo = 0x0012;
 constexpr uint16_t kAttrPortInfo = 0x0015;
+constexpr uint16_t kAttrPkeyTable = 0x0016;
+constexpr uint16_t kAttrSl2Vl = 0x0017;
+constexpr uint16_t kAttrVlArb = 0x0018;
 constexpr uint16_t kAttrLft = 0x0019;
 constexpr uint16_t kAttrSmInfo = 0x0020;
 
@@ -138,6 +142,8 @@ struct SwitchInfo {
   bool port_state_change = false;
   uint16_t lids_per_port = 0;
   uint16_t partition_enforce_cap = 0;
+  bool inbound_enforce_cap = false;   // the switch can filter P_Keys on input
+  bool outbound_enforce_cap = false;  // ... and on output
   bool enhanced_port0 = false;
   uint16_t mft_top = 0;
   SmpData raw{};  // as read: a Set changes the fields above and keeps the rest
@@ -157,6 +163,8 @@ struct PortInfo {
   uint8_t subnet_timeout = 0;
   uint8_t hoq_life = 0;
   uint8_t sm_sl = 0;
+  bool part_enf_in = false;   // PartitionEnforcementInbound (switch external ports)
+  bool part_enf_out = false;  // PartitionEnforcementOutbound
   SmpData raw{};
 };
 PortInfo decode_port_info(const SmpData& d);
@@ -165,6 +173,19 @@ SmpData encode_port_info(const PortInfo& pi);
 
 // Capability mask bits (PortInfo:CapabilityMask).
 constexpr uint32_t kCapIsSm = 1u << 1;
+constexpr uint32_t kCapSlMap = 1u << 6;  // IsSLMappingSupported
+
+// P_KeyTable (IBTA 14.2.5.7), SLtoVLMappingTable (14.2.5.8) and VLArbitrationTable
+// (14.2.5.9). libibmad has no field tables for these arrays; each is a plain
+// big-endian byte layout, encoded here byte by byte.
+using PkeyBlock = std::array<uint16_t, 32>;  // attribute modifier: (switch port << 16) | block
+PkeyBlock decode_pkey_block(const SmpData& d);
+SmpData encode_pkey_block(const PkeyBlock& b);
+// SL2VL modifier: in port << 8 | out port. VLArb modifier: block (1-2 low, 3-4 high) << 16 | port.
+qos::Sl2Vl decode_sl2vl(const SmpData& d);
+SmpData encode_sl2vl(const qos::Sl2Vl& t);
+qos::VlArbBlock decode_vlarb(const SmpData& d);
+SmpData encode_vlarb(const qos::VlArbBlock& t);
 
 // 64 LFT entries; block b covers LIDs 64b .. 64b+63.
 using LftBlock = std::array<uint8_t, 64>;

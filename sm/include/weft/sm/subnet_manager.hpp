@@ -9,11 +9,16 @@
 //   if (sm.needs_sweep()) sm.sweep();
 #pragma once
 
+#include <functional>
 #include <map>
+#include <unordered_map>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "weft/config/partitions.hpp"
+#include "weft/qos/partitions.hpp"
+#include "weft/qos/vl_tables.hpp"
 #include "weft/routing/engine.hpp"
 #include "weft/sm/discovery.hpp"
 #include "weft/sm/lid_manager.hpp"
@@ -31,6 +36,16 @@ struct SmOptions {
   uint8_t sm_priority = 0;
   uint8_t max_op_vls = 5;       // OpenSM's max_op_vls: 1=VL0 2=VL0-1 3=VL0-3 4=VL0-7 5=VL0-14
   uint8_t subnet_timeout = 18;  // OpenSM's subnet_timeout (4.096 us * 2^x)
+  // Partitions (partition_config_file); nullopt: no file, every end port a full
+  // member of the Default partition.
+  std::optional<config::PartitionPolicy> partitions;
+  std::string part_enforce = "both";  // in, out, both, off
+  bool no_partition_enforcement = false;
+  bool allow_both_pkeys = false;
+  bool keep_pkey_indexes = true;
+  // SL2VL and VL arbitration (qos_*). SL2VL is also written when a routing engine
+  // layers its paths on more than one VL, qos or not.
+  qos::QosConfig qos;
 };
 
 struct SweepReport {
@@ -42,6 +57,10 @@ struct SweepReport {
   uint64_t smps_discovery = 0, smps_program = 0, smps_activate = 0;
   uint64_t lft_blocks_read = 0, lft_blocks_written = 0, portinfo_sets = 0, switchinfo_sets = 0;
   uint64_t ports_activated = 0;
+  uint64_t pkey_blocks_read = 0, pkey_blocks_written = 0;
+  uint64_t sl2vl_read = 0, sl2vl_written = 0, vlarb_read = 0, vlarb_written = 0;
+  uint64_t ports_enforcing = 0;  // switch ports that filter P_Keys
+  uint64_t table_failures = 0;   // P_Key, SL2VL or VLArb reads and writes that failed
   uint64_t lft_failures =
       0;                    // LFT blocks or SwitchInfo writes that failed, switches not programmed
   uint64_t lft_capped = 0;  // switches whose LinearFDBCap is below the top LID
@@ -60,6 +79,7 @@ struct SweepReport {
 struct SubnetSnapshot {
   fabric::Fabric fabric;  // with the LIDs as assigned
   routing::Tables tables;
+  qos::PartitionPlan partitions;
   SweepReport report;
   Lid sm_lid;
 };
@@ -82,14 +102,54 @@ class SubnetManager {
 
  private:
   void on_unsolicited(const Smp& s, const InMad& in);
-  void program(const Discovered& d, fabric::Fabric& target, const routing::Tables& t, Lid sm_lid,
-               SweepReport& rep, std::vector<std::vector<PortInfo>>& after);
-  void program_ports(const Discovered& d, fabric::Fabric& target, Lid sm_lid, SweepReport& rep,
-                     std::vector<std::vector<PortInfo>>& after);
+  void program(const Discovered& d, fabric::Fabric& target, const routing::Tables& t,
+               const qos::PartitionPlan& plan, Lid sm_lid, SweepReport& rep,
+               std::vector<std::vector<PortInfo>>& after);
+  void program_ports(const Discovered& d, fabric::Fabric& target, const qos::PartitionPlan& plan,
+                     Lid sm_lid, SweepReport& rep, std::vector<std::vector<PortInfo>>& after);
+  // Whether switch port p (facing an end port) filters P_Keys this sweep.
+  bool enforces(const Discovered& d, const fabric::Fabric& f, const qos::PartitionPlan& plan,
+                fabric::NodeIndex n, PortNum p) const;
   void program_lfts(const Discovered& d, fabric::Fabric& target, const routing::Tables& t,
                     SweepReport& rep);
   // Records that switch `sw` holds `blk` as LFT block `block`.
   void remember_block(Guid sw, size_t block, const LftBlock& blk);
+  // P_Key tables (end ports, and switch ports that enforce), SL2VL and VLArb: each
+  // read, then written only where it differs.
+  void program_tables(const Discovered& d, const fabric::Fabric& target, const routing::Tables& t,
+                      const qos::PartitionPlan& plan, const std::vector<std::vector<PortInfo>>& after,
+                      SweepReport& rep);
+  void write_pkeys(const Discovered& d, const fabric::Fabric& target, fabric::NodeIndex n, PortNum p,
+                   uint32_t mod_base, size_t cap, const std::vector<uint16_t>& want,
+                   SweepReport& rep);
+  // Writes one SL2VL or VLArb table where the port holds something else; `done`
+  // (optional) learns whether the port now holds `want`.
+  void write_table(const Discovered& d, const fabric::Fabric& target, fabric::NodeIndex n,
+                   PortNum p, uint16_t attr, uint32_t mod, const SmpData& want,
+                   size_t compare_bytes, SweepReport& rep, std::function<void(bool)> done = {});
+  // What a port's tables hold, as last read or written, is trusted while the port has
+  // not been reset since: a CA port still ACTIVE, a switch still at the LinearFDBTop
+  // weft left it with.
+  struct TableKey {
+    uint64_t guid;  // the switch's node GUID, or the CA port's GUID
+    uint32_t mod;
+    uint16_t attr;
+    uint8_t port;
+    bool operator==(const TableKey&) const = default;
+  };
+  struct TableKeyHash {
+    size_t operator()(const TableKey& k) const {
+      return std::hash<uint64_t>()(k.guid * 0x9E3779B97F4A7C15ull ^ (uint64_t(k.mod) << 24) ^
+                                   (uint64_t(k.attr) << 8) ^ k.port);
+    }
+  };
+  bool steady(const Discovered& d, fabric::NodeIndex n, PortNum p) const;
+  TableKey table_key(const Discovered& d, fabric::NodeIndex n, PortNum p, uint16_t attr,
+                     uint32_t mod) const;
+  const SmpData* held(const Discovered& d, fabric::NodeIndex n, PortNum p, uint16_t attr,
+                      uint32_t mod) const;
+  // Which QoS settings a port takes (CA, router, switch port 0 or external).
+  const qos::QosPortConfig& qos_for(const fabric::Fabric& f, fabric::NodeIndex n, PortNum p) const;
   void activate(const Discovered& d, const fabric::Fabric& target,
                 std::vector<std::vector<PortInfo>>& after, SweepReport& rep);
 
@@ -106,6 +166,8 @@ class SubnetManager {
   std::vector<DrPath> last_switch_paths_;
   std::map<Guid, std::vector<uint8_t>>
       lft_cache_;  // what each switch holds, as we wrote or read it
+  std::unordered_map<uint64_t, uint16_t> switch_top_;  // LinearFDBTop each switch was left with
+  std::unordered_map<TableKey, SmpData, TableKeyHash> table_cache_;
 };
 
 }  // namespace weft::sm
