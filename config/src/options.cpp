@@ -12,11 +12,8 @@ namespace weft::config {
 namespace {
 
 constexpr std::string_view kQosHelp[][2] = {
-    {"", "every port type"},
-    {"ca_", "CA ports"},
-    {"sw0_", "switch port 0"},
-    {"swe_", "switch external ports"},
-    {"rtr_", "router ports"},
+    {"", "every port type"},           {"ca_", "CA ports"},      {"sw0_", "switch port 0"},
+    {"swe_", "switch external ports"}, {"rtr_", "router ports"},
 };
 
 std::vector<OptionSpec> build_table() {
@@ -319,8 +316,10 @@ const std::vector<ForeignOption>& opensm_only_options() {
       {"cc_key", "0x0000000000000000"},
       {"cc_max_outstanding_mads", "500"},
       {"cc_sw_cong_setting_control_map", "0x0"},
-      {"cc_sw_cong_setting_victim_mask", "0x0000000000000000000000000000000000000000000000000000000000000000"},
-      {"cc_sw_cong_setting_credit_mask", "0x0000000000000000000000000000000000000000000000000000000000000000"},
+      {"cc_sw_cong_setting_victim_mask",
+       "0x0000000000000000000000000000000000000000000000000000000000000000"},
+      {"cc_sw_cong_setting_credit_mask",
+       "0x0000000000000000000000000000000000000000000000000000000000000000"},
       {"cc_sw_cong_setting_threshold", "0x00"},
       {"cc_sw_cong_setting_packet_size", "0"},
       {"cc_sw_cong_setting_credit_starvation_threshold", "0x00"},
@@ -406,9 +405,9 @@ Result<void> load_text(std::string_view text, const std::string& source, Values&
       if (same_value(value, std::string(f->opensm_default)))
         ++v.opensm_defaults_;
       else
-        v.warnings_.push_back(where + ": OpenSM option \"" + key + "\" is not implemented by weft; \"" +
-                              value + "\" has no effect (OpenSM's default is \"" +
-                              std::string(f->opensm_default) + "\")");
+        v.warnings_.push_back(
+            where + ": OpenSM option \"" + key + "\" is not implemented by weft; \"" + value +
+            "\" has no effect (OpenSM's default is \"" + std::string(f->opensm_default) + "\")");
       continue;
     }
     if (value.empty() && find(key) && find(key)->type != Type::kString)
@@ -438,8 +437,8 @@ Result<std::array<uint8_t, 16>> parse_sl2vl(std::string_view s) {
     long x;
     const std::string t = trim(item);
     if (!parse_long(t, &x) || x < 0 || x > 15)
-      return fail(Errc::kInvalidInput, "entry " + std::to_string(n + 1) + " \"" + t +
-                                           "\" is not a VL (0-15)");
+      return fail(Errc::kInvalidInput,
+                  "entry " + std::to_string(n + 1) + " \"" + t + "\" is not a VL (0-15)");
     if (n == 16) return fail(Errc::kInvalidInput, "more than 16 entries (one VL per SL)");
     out[n++] = static_cast<uint8_t>(x);
   }
@@ -459,8 +458,8 @@ Result<std::vector<VlArbEntry>> parse_vlarb(std::string_view s) {
     long vl, w;
     if (c == std::string::npos || !parse_long(trim(t.substr(0, c)), &vl) ||
         !parse_long(trim(t.substr(c + 1)), &w))
-      return fail(Errc::kInvalidInput, "entry " + std::to_string(out.size() + 1) + " \"" + t +
-                                           "\" is not VL:weight");
+      return fail(Errc::kInvalidInput,
+                  "entry " + std::to_string(out.size() + 1) + " \"" + t + "\" is not VL:weight");
     if (vl < 0 || vl > 14 || w < 0 || w > 255)
       return fail(Errc::kInvalidInput, "entry " + std::to_string(out.size() + 1) + " \"" + t +
                                            "\": VL must be 0-14 and weight 0-255");

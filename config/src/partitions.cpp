@@ -138,8 +138,7 @@ class Parser {
   }
 
   // "Name[=PKey][,flag[=value]]..." before the ':'.
-  std::optional<PartitionSpec> header(const std::string& text, int line,
-                                      Membership& defmember) {
+  std::optional<PartitionSpec> header(const std::string& text, int line, Membership& defmember) {
     PartitionSpec p;
     p.where = where(line);
     std::vector<std::string> parts;
@@ -310,9 +309,8 @@ class Parser {
       break;
     }
     if (!found) {
-      error(head_line,
-            "no partition definition: expected NAME[=PKEY][,flags] : members ; got \"" +
-                trim(head) + "\"");
+      error(head_line, "no partition definition: expected NAME[=PKEY][,flags] : members ; got \"" +
+                           trim(head) + "\"");
       return;
     }
     Membership defmember = Membership::kLimited;
@@ -346,8 +344,10 @@ class Parser {
       for (auto& q : out_.partitions) {
         if (!q.pkey_given || q.pkey != p.pkey) continue;
         if (q.ipoib && p.ipoib && !(q.flags == p.flags))
-          warn(line, "P_Key 0x" + hex4(p.pkey) + " defined again with other IPoIB group flags; "
-                         "the first definition's (" + q.where + ") are kept");
+          warn(line, "P_Key 0x" + hex4(p.pkey) +
+                         " defined again with other IPoIB group flags; "
+                         "the first definition's (" +
+                         q.where + ") are kept");
         q.ipoib |= p.ipoib;
         q.indx0 |= p.indx0;
         q.members.insert(q.members.end(), p.members.begin(), p.members.end());
@@ -403,7 +403,8 @@ Result<PartitionPolicy> parse_partitions(std::string_view text, const std::strin
     }
   }
   if (!cur.empty()) {
-    ps.warn(cur.front().line, "definition not closed with ';' at the end of the file (taken as is)");
+    ps.warn(cur.front().line,
+            "definition not closed with ';' at the end of the file (taken as is)");
     ps.definition(cur);
   }
   if (!ps.errors().empty()) return fail(Errc::kInvalidInput, ps.errors());

@@ -178,9 +178,9 @@ Result<SweepReport> SubnetManager::sweep() {
                                                  target, sm_guid_, {opts_.allow_both_pkeys});
   for (const auto& w : plan.warnings) WEFT_LOG(Warn, "PRT-0001") << w;
   if (tables.vls > 1)
-    WEFT_LOG(Info, "SM-0011") << "routing uses " << int(tables.vls)
-                              << " VLs: SLs 0-" << int(tables.vls) - 1
-                              << " map to VLs 0-" << int(tables.vls) - 1 << " on every port";
+    WEFT_LOG(Info, "SM-0011") << "routing uses " << int(tables.vls) << " VLs: SLs 0-"
+                              << int(tables.vls) - 1 << " map to VLs 0-" << int(tables.vls) - 1
+                              << " on every port";
 
   // 4. programming, 5. activation
   tp = std::chrono::steady_clock::now();
@@ -215,8 +215,8 @@ Result<SweepReport> SubnetManager::sweep() {
                  std::to_string(rep.ports_linked) + " linked ports are not ACTIVE";
   }
   if (rep.table_failures) {
-    rep.reason += std::string(rep.reason.empty() ? "" : "; ") +
-                  std::to_string(rep.table_failures) + " P_Key, SL2VL or VLArb writes failed";
+    rep.reason += std::string(rep.reason.empty() ? "" : "; ") + std::to_string(rep.table_failures) +
+                  " P_Key, SL2VL or VLArb writes failed";
   }
   if (rep.lft_failures) {
     rep.reason += std::string(rep.reason.empty() ? "" : "; ") + std::to_string(rep.lft_failures) +
@@ -332,15 +332,23 @@ void SubnetManager::program_ports(const Discovered& d, fabric::Fabric& target,
           change = true;
         }
       }
+      // Fields a device was seen to drop from a Set are still sent, but do not by
+      // themselves cause one (or every sweep would rewrite the port).
+      const uint64_t pkey = port_key(target, n, p);
+      const uint8_t ignored = [&] {
+        auto it = ignores_.find(pkey);
+        return it == ignores_.end() ? uint8_t(0) : it->second;
+      }();
       if (nd.is_switch() && !mgmt) {
         const bool en = enforces(d, target, plan, n, p);
         want.part_enf_in = en && enf_in && d.switch_info[n].inbound_enforce_cap;
         want.part_enf_out = en && enf_out && d.switch_info[n].outbound_enforce_cap;
-        change |= cur.part_enf_in != want.part_enf_in || cur.part_enf_out != want.part_enf_out;
+        if (!(ignored & kIgnoresEnforcement))
+          change |= cur.part_enf_in != want.part_enf_in || cur.part_enf_out != want.part_enf_out;
       }
       if (opts_.qos.enabled && (!mgmt || d.switch_info[n].enhanced_port0)) {
         want.vl_high_limit = qos_for(target, n, p).high_limit;
-        change |= cur.vl_high_limit != want.vl_high_limit;
+        if (!(ignored & kIgnoresHighLimit)) change |= cur.vl_high_limit != want.vl_high_limit;
       }
       if (!change) continue;
       want.attrs.phys_state = 0;     // no change
@@ -348,7 +356,7 @@ void SubnetManager::program_ports(const Discovered& d, fabric::Fabric& target,
       want.attrs.speed_enabled = 0;  // no change
       const DrPath path = dr_path_to(d, n, p);
       eng_.submit(SmpRequest::set(kAttrPortInfo, p, path, encode_port_info(want)),
-                  [this, &rep, &after, &target, n, p](Result<Smp> r) {
+                  [this, &rep, &after, &target, n, p, want, pkey](Result<Smp> r) {
                     if (!r) {
                       add_problem(rep, "PortInfo Set on " + fabric::port_ref(target, n, p) + ": " +
                                            r.error().message);
@@ -356,9 +364,37 @@ void SubnetManager::program_ports(const Discovered& d, fabric::Fabric& target,
                     }
                     ++rep.portinfo_sets;
                     after[n][p] = decode_port_info(r->data);
+                    note_ignored(target, n, p, pkey, want, after[n][p], rep);
                   });
     }
   }
+}
+
+uint64_t SubnetManager::port_key(const fabric::Fabric& f, NodeIndex n, PortNum p) {
+  const auto& nd = f.node(n);
+  return nd.is_switch() ? (nd.guid.value ^ (uint64_t(p) << 56)) : nd.ports[p].guid.value;
+}
+
+void SubnetManager::note_ignored(const fabric::Fabric& f, NodeIndex n, PortNum p, uint64_t key,
+                                 const PortInfo& want, const PortInfo& got, SweepReport& rep) {
+  uint8_t bits = 0;
+  if (want.part_enf_in != got.part_enf_in || want.part_enf_out != got.part_enf_out)
+    bits |= kIgnoresEnforcement;
+  if (want.vl_high_limit != got.vl_high_limit) bits |= kIgnoresHighLimit;
+  uint8_t& known = ignores_[key];
+  const uint8_t fresh = bits & ~known;
+  known |= bits;
+  if (fresh & kIgnoresEnforcement)
+    add_problem(
+        rep,
+        fabric::port_ref(f, n, p) + " did not keep the P_Key enforcement bits of a PortInfo Set",
+        "PRT-0008");
+  if (fresh & kIgnoresHighLimit)
+    add_problem(rep,
+                fabric::port_ref(f, n, p) + " did not keep VLHighLimit " +
+                    std::to_string(want.vl_high_limit) + " (holds " +
+                    std::to_string(got.vl_high_limit) + ")",
+                "SM-0013");
 }
 
 // LFTs: only blocks that differ from what the switch holds; then LinearFDBTop.
@@ -508,9 +544,9 @@ void SubnetManager::write_pkeys(const Discovered& d, const fabric::Fabric& targe
                       size_t b, const Result<Smp>& r) {
     if (!r) {
       if (!job->failed)
-        ++rep.table_failures, add_problem(rep, "P_KeyTable read on " +
-                                                   fabric::port_ref(target, n, p) + ": " +
-                                                   r.error().message);
+        ++rep.table_failures,
+            add_problem(rep, "P_KeyTable read on " + fabric::port_ref(target, n, p) + ": " +
+                                 r.error().message);
       job->failed = true;
     } else {
       table_cache_[table_key(d, n, p, kAttrPkeyTable, mod_base | uint32_t(b))] = r->data;
@@ -586,14 +622,14 @@ void SubnetManager::write_table(const Discovered& d, const fabric::Fabric& targe
                   }
                   table_cache_.erase(key);
                   ++rep.table_failures;
-                  add_problem(rep, std::string(attr_name(attr)) + " Set (modifier 0x" +
-                                       [&] {
-                                         char b[16];
-                                         std::snprintf(b, sizeof b, "%x", mod);
-                                         return std::string(b);
-                                       }() +
-                                       ") on " + fabric::port_ref(target, n, p) + ": " +
-                                       r.error().message);
+                  add_problem(
+                      rep, std::string(attr_name(attr)) + " Set (modifier 0x" +
+                               [&] {
+                                 char b[16];
+                                 std::snprintf(b, sizeof b, "%x", mod);
+                                 return std::string(b);
+                               }() +
+                               ") on " + fabric::port_ref(target, n, p) + ": " + r.error().message);
                   if (done) done(false);
                 });
   };
@@ -647,8 +683,8 @@ void SubnetManager::program_tables(const Discovered& d, const fabric::Fabric& ta
       const auto& keys = plan.pkeys[port.peer][port.peer_port];
       if (enforces(d, target, plan, n, p)) {
         ++rep.ports_enforcing;
-        write_pkeys(d, target, n, p, uint32_t(p) << 16, d.switch_info[n].partition_enforce_cap, keys,
-                    rep);
+        write_pkeys(d, target, n, p, uint32_t(p) << 16, d.switch_info[n].partition_enforce_cap,
+                    keys, rep);
       } else if (!opts_.no_partition_enforcement && opts_.part_enforce != "off" &&
                  keys.size() > d.switch_info[n].partition_enforce_cap &&
                  d.switch_info[n].partition_enforce_cap > 0) {

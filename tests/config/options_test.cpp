@@ -58,9 +58,9 @@ TEST(Options, EveryErrorOfAFileIsReported) {
 TEST(Options, OpenSmOnlyOptionsAreKnownAndReportedWhenTheyWouldMatter) {
   Values v = defaults();
   auto r = load_text(
-      "m_key 0x0000000000000000\n"        // OpenSM's default: no effect either way
-      "packet_life_time 0x12\n"           // = 18, OpenSM's default written in hex
-      "perfmgr TRUE\n"                    // not implemented, and asked for: reported
+      "m_key 0x0000000000000000\n"           // OpenSM's default: no effect either way
+      "packet_life_time 0x12\n"              // = 18, OpenSM's default written in hex
+      "perfmgr TRUE\n"                       // not implemented, and asked for: reported
       "cc_ca_cong_setting_ccti_timer 0 0\n"  // multi-word values
       "qos_policy_file /etc/opensm/qos-policy.conf\n",
       "opensm.conf", v);
@@ -74,10 +74,11 @@ TEST(Options, OpenSmOnlyOptionsAreKnownAndReportedWhenTheyWouldMatter) {
 
 TEST(Options, BooleansAndQosLists) {
   Values v = defaults();
-  ASSERT_TRUE(load_text("qos TRUE\nallow_both_pkeys false\nqos_high_limit -1\nqos_max_vls 0x8\n"
-                        "qos_sl2vl 0,1,2,3,4,5,6,7,0,1,2,3,4,5,6,7\nqos_swe_vlarb_high 0:4, 1:0\n"
-                        "routing_engine (null)\n",
-                        "q.conf", v));
+  ASSERT_TRUE(
+      load_text("qos TRUE\nallow_both_pkeys false\nqos_high_limit -1\nqos_max_vls 0x8\n"
+                "qos_sl2vl 0,1,2,3,4,5,6,7,0,1,2,3,4,5,6,7\nqos_swe_vlarb_high 0:4, 1:0\n"
+                "routing_engine (null)\n",
+                "q.conf", v));
   EXPECT_TRUE(v.get_bool("qos"));
   EXPECT_FALSE(v.get_bool("allow_both_pkeys"));
   EXPECT_EQ(v.get_int("qos_high_limit"), -1);

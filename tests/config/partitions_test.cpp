@@ -95,7 +95,8 @@ Default=0x7fff,ipoib:
   EXPECT_EQ(st->members[0].membership, Membership::kBoth);
   // The P_Key given without a name, and the generated one, are reported.
   bool gen_warned = false;
-  for (const auto& w : pol.warnings) gen_warned |= w.find("has no P_Key: 0x0001") != std::string::npos;
+  for (const auto& w : pol.warnings)
+    gen_warned |= w.find("has no P_Key: 0x0001") != std::string::npos;
   EXPECT_TRUE(gen_warned);
 }
 
@@ -121,7 +122,8 @@ TEST(Partitions, BrokenFilesAreRefusedWithFileLineAndWhat) {
   EXPECT_EQ(parse_err("A=0x0 : ALL;"), "p.conf:1: P_Key 0x0 is the invalid P_Key (low 15 bits 0)");
   EXPECT_EQ(parse_err("A=0x8000 : ALL;"),
             "p.conf:1: P_Key 0x8000 is the invalid P_Key (low 15 bits 0)");
-  EXPECT_EQ(parse_err("A=0x1ffff : ALL;"), "p.conf:1: P_Key \"0x1ffff\" is not a number 0x0001-0x7fff");
+  EXPECT_EQ(parse_err("A=0x1ffff : ALL;"),
+            "p.conf:1: P_Key \"0x1ffff\" is not a number 0x0001-0x7fff");
   EXPECT_EQ(parse_err("A=12a : ALL;"), "p.conf:1: P_Key \"12a\" is not a number 0x0001-0x7fff");
   EXPECT_EQ(parse_err("\n\nA=1 :\n  0x12,\n  nodeX=full;"),
             "p.conf:5: \"nodeX\" is not a port GUID (0x... or decimal, not 0) nor ALL, ALL_CAS, "

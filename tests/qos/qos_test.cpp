@@ -42,9 +42,10 @@ config::PartitionPolicy policy(const std::string& text) {
 TEST(PartitionPlan, WithoutAFileEveryEndPortIsAFullDefaultMember) {
   Small s;
   auto plan = plan_partitions(nullptr, s.f, s.guid(0));
-  for (size_t i = 0; i < s.cas.size(); ++i) EXPECT_EQ(s.keys(plan, i), std::vector<uint16_t>{0xffff});
+  for (size_t i = 0; i < s.cas.size(); ++i)
+    EXPECT_EQ(s.keys(plan, i), std::vector<uint16_t>{0xffff});
   EXPECT_EQ(plan.pkeys[s.sw][0], std::vector<uint16_t>{0xffff});  // switch port 0 too
-  EXPECT_TRUE(plan.pkeys[s.sw][1].empty());                        // not an end port
+  EXPECT_TRUE(plan.pkeys[s.sw][1].empty());                       // not an end port
   ASSERT_EQ(plan.partitions.size(), 1u);
   EXPECT_TRUE(plan.partitions[0].ipoib);  // OpenSM's IPv4 broadcast group
   EXPECT_TRUE(plan.share_partition(s.cas[1].first, 1, s.cas[2].first, 1));
@@ -73,7 +74,8 @@ TEST(PartitionPlan, KeywordsBothIndx0AndUnknownGuids) {
   auto pol = policy(
       "Default=0x7fff : ALL_CAS=full ;\n"
       "Sw=0x10 : ALL_SWITCHES=full ;\n"
-      "Two=0x20, indx0 : " + s.guid(3).str() + "=both, 0x99 ;\n");
+      "Two=0x20, indx0 : " +
+      s.guid(3).str() + "=both, 0x99 ;\n");
   auto plan = plan_partitions(&pol, s.f, s.guid(0));
   EXPECT_EQ(s.keys(plan, 1), std::vector<uint16_t>{0xffff});
   // indx0 puts its key first; =both without allow_both_pkeys is full only.
@@ -107,10 +109,11 @@ TEST(PkeyLayout, KeepsIndexesAndReportsWhatDoesNotFit) {
 
 TEST(VlTables, OpenSmDefaultsPerTypeOverridesAndMasking) {
   auto v = config::defaults();
-  ASSERT_TRUE(config::load_text("qos TRUE\nqos_high_limit 3\nqos_swe_high_limit 9\n"
-                                "qos_ca_sl2vl 0,0,1,1,2,2,3,3,4,4,5,5,6,6,7,15\n"
-                                "qos_vlarb_low 0:32,1:32,2:64\n",
-                                "q.conf", v));
+  ASSERT_TRUE(
+      config::load_text("qos TRUE\nqos_high_limit 3\nqos_swe_high_limit 9\n"
+                        "qos_ca_sl2vl 0,0,1,1,2,2,3,3,4,4,5,5,6,6,7,15\n"
+                        "qos_vlarb_low 0:32,1:32,2:64\n",
+                        "q.conf", v));
   auto q = qos_from_options(v);
   ASSERT_TRUE(q) << q.error().message;
   EXPECT_TRUE(q->enabled);

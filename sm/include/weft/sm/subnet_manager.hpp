@@ -11,9 +11,9 @@
 
 #include <functional>
 #include <map>
-#include <unordered_map>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "weft/config/partitions.hpp"
@@ -117,10 +117,10 @@ class SubnetManager {
   // P_Key tables (end ports, and switch ports that enforce), SL2VL and VLArb: each
   // read, then written only where it differs.
   void program_tables(const Discovered& d, const fabric::Fabric& target, const routing::Tables& t,
-                      const qos::PartitionPlan& plan, const std::vector<std::vector<PortInfo>>& after,
-                      SweepReport& rep);
-  void write_pkeys(const Discovered& d, const fabric::Fabric& target, fabric::NodeIndex n, PortNum p,
-                   uint32_t mod_base, size_t cap, const std::vector<uint16_t>& want,
+                      const qos::PartitionPlan& plan,
+                      const std::vector<std::vector<PortInfo>>& after, SweepReport& rep);
+  void write_pkeys(const Discovered& d, const fabric::Fabric& target, fabric::NodeIndex n,
+                   PortNum p, uint32_t mod_base, size_t cap, const std::vector<uint16_t>& want,
                    SweepReport& rep);
   // Writes one SL2VL or VLArb table where the port holds something else; `done`
   // (optional) learns whether the port now holds `want`.
@@ -144,6 +144,9 @@ class SubnetManager {
     }
   };
   bool steady(const Discovered& d, fabric::NodeIndex n, PortNum p) const;
+  static uint64_t port_key(const fabric::Fabric& f, fabric::NodeIndex n, PortNum p);
+  void note_ignored(const fabric::Fabric& f, fabric::NodeIndex n, PortNum p, uint64_t key,
+                    const PortInfo& want, const PortInfo& got, SweepReport& rep);
   TableKey table_key(const Discovered& d, fabric::NodeIndex n, PortNum p, uint16_t attr,
                      uint32_t mod) const;
   const SmpData* held(const Discovered& d, fabric::NodeIndex n, PortNum p, uint16_t attr,
@@ -166,7 +169,10 @@ class SubnetManager {
   std::vector<DrPath> last_switch_paths_;
   std::map<Guid, std::vector<uint8_t>>
       lft_cache_;  // what each switch holds, as we wrote or read it
-  std::unordered_map<uint64_t, uint16_t> switch_top_;  // LinearFDBTop each switch was left with
+  std::unordered_map<uint64_t, uint16_t> switch_top_;
+  // PortInfo fields a port was seen to drop from a Set (ibsim keeps neither).
+  static constexpr uint8_t kIgnoresEnforcement = 1, kIgnoresHighLimit = 2;
+  std::unordered_map<uint64_t, uint8_t> ignores_;  // LinearFDBTop each switch was left with
   std::unordered_map<TableKey, SmpData, TableKeyHash> table_cache_;
 };
 

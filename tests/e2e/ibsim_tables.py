@@ -1,0 +1,197 @@
+#!/usr/bin/env python3
+"""Partitions and QoS on ibsim, refereed by infiniband-diags.
+
+Brings a small fat tree up once without a config (to learn the CA port GUIDs
+with ibnetdiscover), then restarts `weft sm --once --config` with an
+opensm.conf (comments, odd spacing, OpenSM options weft lacks) naming a
+partitions.conf, QoS on, and checks what `smpquery pkeys`, `smpquery sl2vl`,
+`smpquery vlarb` and `smpquery portinfo` read back from the ports:
+  - the SM's port: a full Default member only; a full and a limited member of
+    a partition; a port in no partition: a limited Default member;
+  - every CA's SL2VL is qos_ca_sl2vl (VLs masked to the port's 8 VLs), every
+    switch's (in, out) table toward a linked port is qos_swe_sl2vl;
+  - VL arbitration and VLHighLimit as configured;
+  - the OpenSM option set away from its default is reported with file:line;
+  - a restart writes no P_Key, SL2VL or VLArb table again;
+  - `weft config check` passes the real `opensm -c` output and refuses a
+    broken file with file:line.
+ibsim's switches report no P_Key enforcement capability, so enforcement is
+checked in the in-process simulator (tests/simulator/tables_test.cpp).
+Everything started is stopped by PID, also on failure.
+"""
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from ibsim_bringup import Failure, Ibsim, parse_ibnetdiscover, run  # noqa: E402
+
+CA_SL2VL = [0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 15]
+SWE_SL2VL = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15]
+
+
+def pkeys(out):
+    keys = []
+    for line in out.splitlines():
+        m = re.match(r"^\s*\d+:\s+(.*)$", line)
+        if m:
+            keys += [int(x, 16) for x in m.group(1).split()]
+    return [k for k in keys if k & 0x7fff]
+
+
+def sl2vl_rows(out):
+    """{(in, out): [16 VLs]}"""
+    rows = {}
+    for line in out.splitlines():
+        m = re.match(r"^ports: in\s+(\d+), out\s+(\d+):\s*\|(.*)\|\s*$", line)
+        if m:
+            rows[(int(m.group(1)), int(m.group(2)))] = [int(x) for x in m.group(3).split("|")]
+    return rows
+
+
+def vlarb(out):
+    """{'low': [(vl, weight)], 'high': [...]}"""
+    tables, cur, vls = {}, None, None
+    for line in out.splitlines():
+        if line.startswith("# Low"):
+            cur = "low"
+        elif line.startswith("# High"):
+            cur = "high"
+        elif line.startswith("VL ") and cur:
+            vls = [int(x, 16) for x in line.split(":", 1)[1].strip(" |").split("|")]
+        elif line.startswith("WEIGHT") and cur and vls is not None:
+            ws = [int(x, 16) for x in line.split(":", 1)[1].strip(" |").split("|")]
+            tables[cur] = list(zip(vls, ws))
+    return tables
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--weft", required=True)
+    ap.add_argument("--scratch", required=True)
+    a = ap.parse_args()
+    work = os.path.join(a.scratch, "tables")
+    shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(work)
+    net = os.path.join(work, "ft2.net")
+    run([a.weft, "topo", "ft2:leaves=2,spines=2,hosts=3", "-o", net], work, "", preload=False)
+    sock = "weft-e2e-tables-%d" % os.getpid()
+    state = os.path.join(work, "state")
+
+    # weft config check on OpenSM's own full option file, and on a broken one.
+    osm_conf = os.path.join(work, "opensm-default.conf")
+    subprocess.run(["opensm", "-c", osm_conf], capture_output=True, timeout=60)
+    if not os.path.exists(osm_conf):
+        raise Failure("opensm -c wrote no file")
+    chk = run([a.weft, "config", "check", osm_conf], work, "", preload=False, check=False)
+    if chk.returncode != 0 or "0 not implemented" not in chk.stdout:
+        raise Failure("weft config check on opensm -c output: rc %d\n%s" % (chk.returncode, chk.stdout))
+    broken = os.path.join(work, "broken.conf")
+    open(broken, "w").write("# broken\nqos TRUE\nqos_sl2vl 0,1,2\nsweep_intervall 5\n")
+    chk = run([a.weft, "config", "check", broken], work, "", preload=False, check=False)
+    want_err = ["%s:3: qos_sl2vl: 3 entries, expected 16" % broken,
+                '%s:4: unknown option "sweep_intervall" (did you mean "sweep_interval"?)' % broken]
+    if chk.returncode != 1 or not all(w in chk.stdout for w in want_err):
+        raise Failure("weft config check on a broken file: rc %d\n%s" % (chk.returncode, chk.stdout))
+    print("config check: opensm -c output passes; a broken file is refused with file:line")
+
+    with Ibsim(net, work, sock):
+        run([a.weft, "sm", "--once", "--state-dir", state], work, sock)
+        nodes = parse_ibnetdiscover(run(["ibnetdiscover", "-g"], work, sock).stdout)
+        cas = sorted((g, n) for g, n in nodes.items() if n["type"] != "Switch")
+        switches = [n for n in nodes.values() if n["type"] == "Switch"]
+        if len(cas) != 6 or len(switches) != 4:
+            raise Failure("expected 6 CAs and 4 switches, ibnetdiscover found %d and %d" % (len(cas), len(switches)))
+        # The SM runs on the net file's first CA: ibsim attaches the client there.
+        sm_lid = int(re.search(r"SM LID (\d+)", run([a.weft, "sm", "--once", "--state-dir", state], work, sock).stderr).group(1))
+        ports = []  # (port guid, lid)
+        for g, n in cas:
+            lid = n["ports"][1][2]
+            ports.append((n["port_guids"].get(1, g), lid))
+        others = [p for p in ports if p[1] != sm_lid]
+        full, limited, outside = others[0], others[1], others[2]
+
+        parts = os.path.join(work, "partitions.conf")
+        open(parts, "w").write(
+            "# tenants\n"
+            "Default=0x7fff : ALL, SELF=full ;   # OpenSM's own rule, written out\n"
+            "  Storage = 0x8002 , ipoib, mtu=4 :\n"
+            "      0x%016x = full ,\n"
+            "      0x%016x ;\n" % (full[0], limited[0]))
+        conf = os.path.join(work, "opensm.conf")
+        open(conf, "w").write(
+            "# an admin's opensm.conf\n"
+            "partition_config_file   %s\n"
+            "qos TRUE\n"
+            "qos_ca_sl2vl   %s   # hosts: SL pairs share VLs\n"
+            "qos_swe_sl2vl %s\n"
+            "qos_high_limit 5\n"
+            "qos_vlarb_high 0:8,1:4\n"
+            "qos_vlarb_low 0:32,1:16,2:8,3:4\n"
+            "m_key 0x0000000000000000\n"
+            "perfmgr TRUE\n"
+            "log_max_size    0\n" % (parts, ",".join(map(str, CA_SL2VL)), ",".join(map(str, SWE_SL2VL))))
+        up = run([a.weft, "sm", "--once", "--state-dir", state, "--config", conf], work, sock)
+        if "%s:10: OpenSM option \"perfmgr\" is not implemented by weft" % conf not in up.stderr:
+            raise Failure("the SM did not report perfmgr (set, not implemented) with file:line:\n" + up.stderr[-2000:])
+        print(up.stdout)
+
+        def pk(lid):
+            return pkeys(run(["smpquery", "pkeys", str(lid)], work, sock).stdout)
+
+        want = {sm_lid: [0xffff], full[1]: [0x7fff, 0x8002], limited[1]: [0x7fff, 0x0002], outside[1]: [0x7fff]}
+        for lid, keys in want.items():
+            got = pk(lid)
+            if got != keys:
+                raise Failure("smpquery pkeys %d: %s, want %s" % (lid, [hex(k) for k in got], [hex(k) for k in keys]))
+        print("pkeys: SM port %s, full member %s, limited member %s, outsider %s"
+              % tuple(" ".join(hex(k) for k in pk(l)) for l in (sm_lid, full[1], limited[1], outside[1])))
+
+        ca_want = [v & 7 if v != 15 else 15 for v in CA_SL2VL]  # ibsim ports operate VL0-7
+        sw_want = [v & 7 if v != 15 else 15 for v in SWE_SL2VL]
+        for _, lid in ports:
+            rows = sl2vl_rows(run(["smpquery", "sl2vl", str(lid)], work, sock).stdout)
+            if rows.get((0, 0)) != ca_want:
+                raise Failure("smpquery sl2vl %d: %s, want %s" % (lid, rows, ca_want))
+        checked = 0
+        for sw in switches:
+            for port, (peer, _, _) in sw["ports"].items():
+                rows = sl2vl_rows(run(["smpquery", "sl2vl", str(sw["lid"]), str(port)], work, sock).stdout)
+                linked_in = [0] + list(sw["ports"])
+                for i in linked_in:
+                    if rows.get((i, port)) != sw_want:
+                        raise Failure("switch lid %d in %d out %d: %s, want %s"
+                                      % (sw["lid"], i, port, rows.get((i, port)), sw_want))
+                    checked += 1
+        print("sl2vl: %d CA tables and %d switch (in, out) tables as configured" % (len(ports), checked))
+
+        arb = vlarb(run(["smpquery", "vlarb", str(full[1])], work, sock).stdout)
+        if arb.get("low", [])[:5] != [(0, 32), (1, 16), (2, 8), (3, 4), (0, 0)] or \
+                arb.get("high", [])[:3] != [(0, 8), (1, 4), (0, 0)]:
+            raise Failure("smpquery vlarb %d: %s" % (full[1], arb))
+        # ibsim drops VLHighLimit from PortInfo Sets: the SM must say so rather than
+        # claim it, and must not count on it.
+        pi = run(["smpquery", "portinfo", str(full[1])], work, sock).stdout
+        kept = re.search(r"VLHighLimit:\.+5\b", pi)
+        if not kept and "did not keep VLHighLimit 5 (holds 0)" not in up.stderr:
+            raise Failure("VLHighLimit not 5, and the SM did not report it:\n" + pi)
+        print("vlarb as configured: low %s, high %s; VLHighLimit %s" % (
+            arb["low"][:4], arb["high"][:2], "5" if kept else "dropped by ibsim, reported by the SM"))
+
+        again = run([a.weft, "sm", "--once", "--state-dir", state, "--config", conf], work, sock)
+        m = re.search(r"P_Key blocks (\d+) written .*SL2VL (\d+) written .*VLArb blocks (\d+) written", again.stdout)
+        if not m or any(int(x) for x in m.groups()):
+            raise Failure("restart rewrote tables the ports hold:\n" + again.stdout)
+        print("restart: " + m.group(0))
+    print("PASS tables")
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    except (Failure, subprocess.TimeoutExpired) as e:
+        print("FAIL: %s" % e, file=sys.stderr)
+        sys.exit(1)

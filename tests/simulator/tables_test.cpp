@@ -1,0 +1,206 @@
+// Partitions and QoS end to end on the in-process simulator: what the SM meant is
+// what the simulated ports hold, and a second sweep writes nothing.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "weft/config/options.hpp"
+#include "weft/config/partitions.hpp"
+#include "weft/simulator/generators.hpp"
+#include "weft/simulator/sim_transport.hpp"
+#include "weft/sm/subnet_manager.hpp"
+
+using namespace weft;
+using namespace weft::simulator;
+using namespace weft::sm;
+using fabric::NodeIndex;
+
+namespace {
+
+struct Scratch {
+  std::string path =
+      (std::filesystem::temp_directory_path() / ("weft-tables-" + std::to_string(getpid()) + "-" +
+                                                 std::to_string(reinterpret_cast<uintptr_t>(this))))
+          .string();
+  ~Scratch() { std::filesystem::remove_all(path); }
+};
+
+SmOptions base(const Scratch& s) {
+  SmOptions o;
+  o.state_dir = s.path;
+  o.engine.timeout = std::chrono::milliseconds(100);
+  return o;
+}
+
+std::vector<std::pair<NodeIndex, PortNum>> ca_ports(const fabric::Fabric& f) {
+  std::vector<std::pair<NodeIndex, PortNum>> v;
+  for (NodeIndex n = 0; n < f.size(); ++n)
+    if (!f.node(n).is_switch()) v.push_back({n, 1});
+  return v;
+}
+
+std::vector<uint16_t> used(const std::vector<uint16_t>& t) {
+  std::vector<uint16_t> v;
+  for (uint16_t k : t)
+    if (k & 0x7fff) v.push_back(k);
+  return v;
+}
+
+}  // namespace
+
+TEST(Tables, PartitionsReachEndPortsAndTheSwitchPortsFacingThem) {
+  Scratch dir;
+  SimFabric sim(*make_fabric("ft2:leaves=2,spines=1,hosts=2"));
+  const auto cas = ca_ports(sim.model());
+  ASSERT_EQ(cas.size(), 4u);
+  auto g = [&](size_t i) { return sim.model().node(cas[i].first).ports[1].guid.str(); };
+  // The SM sits on CA 0 (the transport's default attach point).
+  auto pol = config::parse_partitions(
+      "Default=0x7fff : ALL, SELF=full ;\nStorage=0x8002 : " + g(1) + "=full, " + g(2) + " ;\n",
+      "p.conf");
+  ASSERT_TRUE(pol) << pol.error().message;
+  SimTransport t(sim, {});
+  SmOptions o = base(dir);
+  o.partitions = *pol;
+  SubnetManager sm(t, o);
+  auto rep = sm.sweep();
+  ASSERT_TRUE(rep && rep->subnet_up) << (rep ? rep->reason : rep.error().message);
+  EXPECT_EQ(used(sim.pkeys(cas[0].first, 1)), std::vector<uint16_t>{0xffff});
+  EXPECT_EQ(used(sim.pkeys(cas[1].first, 1)), (std::vector<uint16_t>{0x7fff, 0x8002}));
+  EXPECT_EQ(used(sim.pkeys(cas[2].first, 1)), (std::vector<uint16_t>{0x7fff, 0x0002}));
+  EXPECT_EQ(used(sim.pkeys(cas[3].first, 1)), std::vector<uint16_t>{0x7fff});
+  // Switch ports facing CAs hold the CA's keys and filter both ways; links between
+  // switches are left alone.
+  size_t enforcing = 0;
+  for (NodeIndex n = 0; n < sim.model().size(); ++n) {
+    const auto& nd = sim.model().node(n);
+    if (!nd.is_switch()) continue;
+    for (PortNum p = 1; p <= nd.num_ports; ++p) {
+      const auto& port = nd.ports[p];
+      if (!port.linked()) continue;
+      if (sim.model().node(port.peer).is_switch()) {
+        EXPECT_FALSE(sim.extras(n, p).part_enf_in);
+        EXPECT_EQ(used(sim.pkeys(n, p)), std::vector<uint16_t>{0xffff});
+        continue;
+      }
+      ++enforcing;
+      EXPECT_TRUE(sim.extras(n, p).part_enf_in && sim.extras(n, p).part_enf_out);
+      EXPECT_EQ(used(sim.pkeys(n, p)), used(sim.pkeys(port.peer, port.peer_port)));
+    }
+  }
+  EXPECT_EQ(enforcing, 4u);
+  EXPECT_EQ(rep->ports_enforcing, 4u);
+  // The snapshot keeps the plan for the SA (its model numbers nodes as discovered).
+  const auto& snap = *sm.snapshot();
+  auto idx = [&](size_t i) { return *snap.fabric.find(sim.model().node(cas[i].first).guid); };
+  EXPECT_FALSE(snap.partitions.share_partition(idx(2), 1, idx(3), 1));
+  EXPECT_TRUE(snap.partitions.share_partition(idx(1), 1, idx(2), 1));
+
+  const size_t pkey_sets = sim.sets(kAttrPkeyTable), pi_sets = sim.sets(kAttrPortInfo);
+  auto again = sm.sweep();
+  ASSERT_TRUE(again && again->subnet_up);
+  EXPECT_EQ(sim.sets(kAttrPkeyTable), pkey_sets);
+  EXPECT_EQ(sim.sets(kAttrPortInfo), pi_sets);
+  EXPECT_EQ(again->pkey_blocks_read, 0u);  // known from the first sweep
+
+  // An edited policy: only the difference is written.
+  auto pol2 = config::parse_partitions(
+      "Default=0x7fff : ALL, SELF=full ;\nStorage=0x8002 : " + g(1) + "=full, " + g(3) + " ;\n",
+      "p.conf");
+  SmOptions o2 = base(dir);
+  o2.partitions = *pol2;
+  SubnetManager sm2(t, o2);  // a restart with the new file
+  auto rep2 = sm2.sweep();
+  ASSERT_TRUE(rep2 && rep2->subnet_up) << (rep2 ? rep2->reason : rep2.error().message);
+  EXPECT_EQ(used(sim.pkeys(cas[2].first, 1)), std::vector<uint16_t>{0x7fff});
+  EXPECT_EQ(used(sim.pkeys(cas[3].first, 1)), (std::vector<uint16_t>{0x7fff, 0x0002}));
+  // CA 2 and 3 and the two switch ports facing them: one block each.
+  EXPECT_EQ(rep2->pkey_blocks_written, 4u);
+}
+
+TEST(Tables, QosOptionsBecomeSl2VlVlArbAndHighLimitOnEveryPort) {
+  Scratch dir;
+  SimFabric sim(*make_fabric("ft2:leaves=2,spines=2,hosts=2"));
+  auto v = config::defaults();
+  ASSERT_TRUE(
+      config::load_text("qos TRUE\nqos_sl2vl 0,1,2,3,4,5,6,7,0,1,2,3,4,5,6,15\n"
+                        "qos_ca_sl2vl 1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1\n"
+                        "qos_high_limit 4\nqos_vlarb_low 0:8,1:16,2:32,3:64\n"
+                        "qos_swe_vlarb_high 1:200\n",
+                        "q.conf", v));
+  SimTransport t(sim, {});
+  SmOptions o = base(dir);
+  o.qos = *qos::qos_from_options(v);
+  SubnetManager sm(t, o);
+  auto rep = sm.sweep();
+  ASSERT_TRUE(rep && rep->subnet_up) << (rep ? rep->reason : rep.error().message);
+  const qos::Sl2Vl sw_want{0, 1, 2, 3, 4, 5, 6, 7, 0, 1, 2, 3, 4, 5, 6, 15};
+  const qos::Sl2Vl ca_want{1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+  size_t pairs = 0;
+  for (NodeIndex n = 0; n < sim.model().size(); ++n) {
+    const auto& nd = sim.model().node(n);
+    if (!nd.is_switch()) {
+      EXPECT_EQ(sim.sl2vl(n, 0, 1), ca_want);
+      EXPECT_EQ(sim.extras(n, 1).vl_high_limit, 4);
+      EXPECT_EQ(sim.vlarb(n, 1, 0)[3], (config::VlArbEntry{3, 64}));
+      EXPECT_EQ(sim.vlarb(n, 1, 2)[0], (config::VlArbEntry{0, 4}));  // OpenSM's default high
+      continue;
+    }
+    for (PortNum out = 1; out <= nd.num_ports; ++out) {
+      if (!nd.ports[out].linked()) continue;
+      EXPECT_EQ(sim.vlarb(n, out, 2)[0], (config::VlArbEntry{1, 200}));
+      EXPECT_EQ(sim.vlarb(n, out, 2)[1], (config::VlArbEntry{0, 0}));
+      for (PortNum in = 0; in <= nd.num_ports; ++in) {
+        if (in != 0 && !nd.ports[in].linked()) continue;
+        EXPECT_EQ(sim.sl2vl(n, in, out), sw_want)
+            << "switch " << n << " " << int(in) << "->" << int(out);
+        ++pairs;
+      }
+    }
+  }
+  EXPECT_EQ(rep->sl2vl_written + rep->table_failures, pairs + 4);  // + the 4 CAs
+  const size_t sets = sim.sets(kAttrSl2Vl) + sim.sets(kAttrVlArb) + sim.sets(kAttrPortInfo);
+  auto again = sm.sweep();
+  ASSERT_TRUE(again && again->subnet_up);
+  EXPECT_EQ(sim.sets(kAttrSl2Vl) + sim.sets(kAttrVlArb) + sim.sets(kAttrPortInfo), sets);
+  EXPECT_EQ(again->sl2vl_read + again->vlarb_read, 0u);
+}
+
+TEST(Tables, LayeredRoutesGetTheirSlsOnTheirOwnVlsWithoutQos) {
+  Scratch dir;
+  SimFabric sim(*make_fabric("torus:dims=4x4x4,hosts=1"));
+  SimTransport t(sim, {});
+  SmOptions o = base(dir);
+  o.routing_engine = "dfsssp";
+  SubnetManager sm(t, o);
+  auto rep = sm.sweep();
+  ASSERT_TRUE(rep && rep->subnet_up) << (rep ? rep->reason : rep.error().message);
+  const uint8_t vls = sm.snapshot()->tables.vls;
+  ASSERT_GT(vls, 1);
+  for (NodeIndex n = 0; n < sim.model().size(); ++n) {
+    const auto& nd = sim.model().node(n);
+    for (PortNum out = 1; out <= nd.num_ports; ++out) {
+      if (!nd.ports[out].linked()) continue;
+      const auto& t = sim.sl2vl(n, nd.is_switch() ? 1 : 0, out);
+      for (uint8_t sl = 0; sl < vls; ++sl) EXPECT_EQ(t[sl], sl);
+    }
+  }
+  EXPECT_EQ(sim.sets(kAttrVlArb), 0u);  // arbitration is QoS's, and QoS is off
+  // Every SL a path uses is one the SL2VL tables carry on a VL of its own.
+  for (const auto& row : sm.snapshot()->tables.path_sl)
+    for (uint8_t sl : row) EXPECT_LT(sl, vls);
+}
+
+TEST(Tables, NoPartitionFileMeansFullDefaultMembershipAndNoWrites) {
+  Scratch dir;
+  SimFabric sim(*make_fabric("ft2:leaves=2,spines=1,hosts=2"));
+  SimTransport t(sim, {});
+  SubnetManager sm(t, base(dir));
+  auto rep = sm.sweep();
+  ASSERT_TRUE(rep && rep->subnet_up);
+  // ibsim's and the simulator's power-on table already is {0xffff}: nothing to write.
+  EXPECT_EQ(rep->pkey_blocks_written, 0u);
+  EXPECT_GT(rep->pkey_blocks_read, 0u);
+  EXPECT_EQ(sim.sets(kAttrSl2Vl) + sim.sets(kAttrVlArb), 0u);
+}
