@@ -1,5 +1,8 @@
 #include "weft/simulator/sim_transport.hpp"
 
+#include "weft/sm/rmpp.hpp"
+#include "weft/sm/sa.hpp"
+
 namespace weft::simulator {
 
 using namespace weft::sm;
@@ -62,6 +65,21 @@ Result<void> SimTransport::send(const MadBuf& mad, const SendAddr& to) {
   in.len = kMadSize;
   if (mangle_) mangle_(in.mad);
   q_.push({clock_.now() + lat, seq_++, in});
+  return {};
+}
+
+Result<void> SimTransport::send_long(std::span<const uint8_t> mad, const SendAddr& to) {
+  GsiAnswer a;
+  a.to = to;
+  const bool rmpp = mad.size() > 26 && (mad[26] & kRmppFlagActive);  // RMPPFlags: byte 26, bits 2-0
+  if (rmpp) {
+    a.segments = rmpp_segments(mad, kSaHeader);
+  } else {
+    MadBuf m{};
+    std::copy(mad.begin(), mad.begin() + std::min(mad.size(), m.size()), m.begin());
+    a.segments.push_back(m);
+  }
+  gsi_.push_back(std::move(a));
   return {};
 }
 

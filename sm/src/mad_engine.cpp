@@ -87,6 +87,11 @@ void MadEngine::expire(TimePoint now) {
 }
 
 void MadEngine::handle(const InMad& in) {
+  if (in.len >= 2 && in.mad[1] == 0x03 && !in.send_timed_out) {  // SubnAdm
+    ++stats_.unsolicited;
+    if (sa_) sa_(in);
+    return;
+  }
   auto dec = decode_smp(in.mad.data(), in.len);
   if (!dec) {
     ++stats_.malformed;

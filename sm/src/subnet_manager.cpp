@@ -26,6 +26,27 @@ void add_problem(SweepReport& rep, std::string s, const char* id = "SM-0010") {
 SubnetManager::SubnetManager(Transport& t, SmOptions o)
     : t_(t), opts_(std::move(o)), eng_(t, opts_.engine) {
   eng_.on_unsolicited([this](const Smp& s, const InMad& in) { on_unsolicited(s, in); });
+  eng_.on_sa([this](const InMad& in) { serve_sa(in); });
+}
+
+void SubnetManager::serve_sa(const InMad& in) {
+  SaContext ctx;
+  ctx.snap = snapshot_;
+  ctx.sm_guid = sm_guid_;
+  ctx.sm_priority = opts_.sm_priority;
+  ctx.sm_act_count = act_count_;
+  ctx.qos = opts_.qos.enabled;
+  auto ans = sa_.answer(std::span<const uint8_t>(in.mad.data(), in.len), ctx);
+  if (!ans) return;
+  SendAddr to;
+  to.dlid = in.slid;
+  to.qpn = in.sqpn;
+  to.qkey = 0x80010000;
+  to.pkey_index = in.pkey_index;
+  to.sl = in.sl;
+  if (auto r = t_.send_long(*ans, to); !r)
+    WEFT_LOG(Warn, "SA-0001") << "answer to LID " << in.slid.value << " QP " << in.sqpn
+                              << " failed: " << r.error().message;
 }
 
 void SubnetManager::on_unsolicited(const Smp& s, const InMad& in) {
@@ -236,6 +257,8 @@ Result<SweepReport> SubnetManager::sweep() {
   snap->fabric = std::move(target);
   snap->tables = std::move(tables);
   snap->partitions = std::move(plan);
+  snap->pkey_tables = std::move(pkey_tables_);
+  pkey_tables_.clear();
   snap->report = rep;
   snap->sm_lid = sm_lid_;
   snapshot_ = std::move(snap);
@@ -556,6 +579,7 @@ void SubnetManager::write_pkeys(const Discovered& d, const fabric::Fabric& targe
     if (--job->pending != 0 || job->failed) return;
     std::vector<uint16_t> have(job->held.begin(), job->held.begin() + cap);
     qos::PkeyLayout lay = qos::layout_pkeys(want, have, cap, opts_.keep_pkey_indexes);
+    pkey_tables_[n][p] = lay.table;
     if (!lay.dropped.empty())
       add_problem(rep,
                   fabric::port_ref(target, n, p) + " holds " + std::to_string(cap) + " P_Keys; " +
@@ -660,6 +684,8 @@ void SubnetManager::program_tables(const Discovered& d, const fabric::Fabric& ta
                                    const std::vector<std::vector<PortInfo>>& after,
                                    SweepReport& rep) {
   // P_Keys: every end port; switch ports facing end ports hold their peer's keys.
+  pkey_tables_.assign(target.size(), {});
+  for (NodeIndex n = 0; n < target.size(); ++n) pkey_tables_[n].resize(target.node(n).ports.size());
   size_t cannot_enforce = 0;
   for (NodeIndex n = 0; n < target.size(); ++n)
     if (target.node(n).is_switch() && !d.switch_info[n].inbound_enforce_cap &&

@@ -97,6 +97,14 @@ Result<std::unique_ptr<UmadTransport>> UmadTransport::open(const UmadPortSpec& s
   if (t->agent_dr_ < 0 || t->agent_lid_ < 0)
     return fail(Errc::kIo, "umad_register for SMP classes on " + pick->ca + "/" +
                                std::to_string(pick->port) + " failed (is another SM running?)");
+  // The SA: requests of class SubnAdm (version 2) on QP1.
+  long sa_mask[16 / sizeof(long)] = {};
+  auto sa_bit = [&](int m) { sa_mask[m / (8 * sizeof(long))] |= 1L << (m % (8 * sizeof(long))); };
+  for (int m : {0x01, 0x02, 0x12, 0x14, 0x15}) sa_bit(m);  // Get Set GetTable GetMulti Delete
+  t->agent_sa_ = umad_register(t->portid_, 0x03, 2, 1, sa_mask);
+  if (t->agent_sa_ < 0)
+    return fail(Errc::kIo, "umad_register for the SubnAdm class on " + pick->ca + "/" +
+                               std::to_string(pick->port) + " failed (is another SA running?)");
   t->sendbuf_.assign(umad_size() + kMadSize, 0);
   t->recvbuf_.assign(umad_size() + kMadSize, 0);
   WEFT_LOG(Info, "UMAD-0001") << "bound to " << pick->ca << " port " << pick->port << " guid "
@@ -137,6 +145,25 @@ Result<void> UmadTransport::send(const MadBuf& mad, const SendAddr& to) {
   return {};
 }
 
+Result<void> UmadTransport::send_long(std::span<const uint8_t> mad, const SendAddr& to) {
+  std::vector<uint8_t> buf(umad_size() + std::max(mad.size(), kMadSize), 0);
+  std::memcpy(umad_get_mad(buf.data()), mad.data(), mad.size());
+  umad_set_addr(buf.data(), to.dlid.value, static_cast<int>(to.qpn), to.sl,
+                static_cast<int>(to.qkey));
+  umad_set_pkey(buf.data(), to.pkey_index);
+  const int agent = mad.size() > 1 && mad[1] == 0x03              ? agent_sa_
+                    : mad.size() > 1 && mad[1] == kClassSmiDirect ? agent_dr_
+                                                                  : agent_lid_;
+  // An RMPP-active answer goes with its true length: the kernel segments it and sets
+  // the payload lengths from it (a requester reads the record count from them).
+  // Anything else is one whole MAD.
+  const bool rmpp = mad.size() > 26 && (mad[26] & 0x01);  // RMPPFlags.Active (byte 26, bits 2-0)
+  const size_t len = rmpp ? mad.size() : kMadSize;
+  int r = umad_send(portid_, agent, buf.data(), static_cast<int>(len), 0, 0);
+  if (r < 0) return fail(Errc::kIo, "umad_send: " + errno_str(r ? r : errno));
+  return {};
+}
+
 Result<std::optional<InMad>> UmadTransport::receive(Duration max_wait) {
   const int fd = umad_get_fd(portid_);
   auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(max_wait).count();
@@ -160,6 +187,9 @@ Result<std::optional<InMad>> UmadTransport::receive(Duration max_wait) {
   std::memcpy(in.mad.data(), umad_get_mad(recvbuf_.data()), kMadSize);
   const ib_mad_addr_t* addr = umad_get_mad_addr(recvbuf_.data());
   in.slid = Lid{be16toh(addr->lid)};
+  in.sqpn = be32toh(addr->qpn);
+  in.sl = addr->sl;
+  in.pkey_index = addr->pkey_index;
   in.send_timed_out = umad_status(recvbuf_.data()) == ETIMEDOUT;
   if (in.send_timed_out) in.len = kMadSize;  // the buffer holds our own request
   return std::optional<InMad>(in);

@@ -33,6 +33,7 @@ class ScriptedTransport final : public Transport {
     }
     return {};
   }
+  Result<void> send_long(std::span<const uint8_t>, const SendAddr&) override { return {}; }
   Result<std::optional<InMad>> receive(Duration max_wait) override {
     if (fail_receive) return fail(Errc::kIo, "device removed");
     if (!queue.empty()) {

@@ -32,6 +32,8 @@ class SimTransport final : public sm::Transport {
   SimTransport(SimFabric& sim, SimTransportOptions o);
 
   Result<void> send(const sm::MadBuf& mad, const sm::SendAddr& to) override;
+  // GSI answers: segmented here as the kernel would (RMPP-active ones), recorded.
+  Result<void> send_long(std::span<const uint8_t> mad, const sm::SendAddr& to) override;
   Result<std::optional<sm::InMad>> receive(sm::Duration max_wait) override;
   sm::Clock& clock() override { return clock_; }
   sm::LocalPort local_port() const override;
@@ -42,6 +44,13 @@ class SimTransport final : public sm::Transport {
   void inject(const sm::InMad& m, sm::Duration after = {});
   // MADs the SM sent that were not requests (its answers to injected queries).
   const std::vector<sm::MadBuf>& sent_responses() const { return responses_; }
+  // GSI answers as they would reach the requester: each one's segments, and where to.
+  struct GsiAnswer {
+    std::vector<sm::MadBuf> segments;
+    sm::SendAddr to;
+  };
+  const std::vector<GsiAnswer>& gsi_answers() const { return gsi_; }
+  void clear_gsi_answers() { gsi_.clear(); }
   uint64_t requests_seen() const { return requests_; }
   sm::ManualClock& manual_clock() { return clock_; }
   PortNum port() const { return port_; }
@@ -63,6 +72,7 @@ class SimTransport final : public sm::Transport {
   uint64_t requests_ = 0;
   std::function<void(sm::MadBuf&)> mangle_;
   std::vector<sm::MadBuf> responses_;
+  std::vector<GsiAnswer> gsi_;
 };
 
 }  // namespace weft::simulator

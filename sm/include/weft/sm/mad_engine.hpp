@@ -48,6 +48,8 @@ class MadEngine {
   // Pumps for at most `d` of clock time (the daemon's idle loop), then returns.
   [[nodiscard]] Result<void> poll_for(Duration d);
   void on_unsolicited(UnsolicitedHandler h) { unsolicited_ = std::move(h); }
+  // MADs of the SubnAdm class (SA requests) go here, undecoded.
+  void on_sa(std::function<void(const InMad&)> h) { sa_ = std::move(h); }
   const EngineStats& stats() const { return stats_; }
   const EngineOptions& options() const { return opts_; }
   Transport& transport() { return t_; }
@@ -71,6 +73,7 @@ class MadEngine {
   EngineOptions opts_;
   EngineStats stats_;
   UnsolicitedHandler unsolicited_;
+  std::function<void(const InMad&)> sa_;
   std::deque<Entry> pending_;
   std::unordered_map<uint32_t, Entry> wire_;              // keyed by the TID's low 32 bits
   std::deque<std::pair<TimePoint, uint32_t>> deadlines_;  // one timeout for all: FIFO is sorted

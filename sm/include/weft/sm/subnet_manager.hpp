@@ -23,6 +23,8 @@
 #include "weft/sm/discovery.hpp"
 #include "weft/sm/lid_manager.hpp"
 #include "weft/sm/mad_engine.hpp"
+#include "weft/sm/sa.hpp"
+#include "weft/sm/snapshot.hpp"
 
 namespace weft::sm {
 
@@ -48,42 +50,6 @@ struct SmOptions {
   qos::QosConfig qos;
 };
 
-struct SweepReport {
-  size_t switches = 0, cas = 0, routers = 0;
-  size_t links = 0;  // inter-node links
-  size_t lids = 0;   // LID-holding ports
-  uint16_t top_lid = 0;
-  LidAssignment lid_assignment;
-  uint64_t smps_discovery = 0, smps_program = 0, smps_activate = 0;
-  uint64_t lft_blocks_read = 0, lft_blocks_written = 0, portinfo_sets = 0, switchinfo_sets = 0;
-  uint64_t ports_activated = 0;
-  uint64_t pkey_blocks_read = 0, pkey_blocks_written = 0;
-  uint64_t sl2vl_read = 0, sl2vl_written = 0, vlarb_read = 0, vlarb_written = 0;
-  uint64_t ports_enforcing = 0;  // switch ports that filter P_Keys
-  uint64_t table_failures = 0;   // P_Key, SL2VL or VLArb reads and writes that failed
-  uint64_t lft_failures =
-      0;                    // LFT blocks or SwitchInfo writes that failed, switches not programmed
-  uint64_t lft_capped = 0;  // switches whose LinearFDBCap is below the top LID
-  size_t ports_active = 0, ports_linked = 0;  // port ends, both ends of each link counted
-  double ms_discovery = 0, ms_lids = 0, ms_routing = 0, ms_program = 0, ms_activate = 0,
-         ms_total = 0;
-  std::vector<std::string> problems;
-  std::string routing_engine;                        // the engine of the chain that routed
-  std::vector<routing::Fallback> routing_fallbacks;  // engines before it that refused, and why
-  bool heavy = true;                                 // false: a light sweep found nothing changed
-  bool subnet_up = false;
-  std::string reason;  // why not, when !subnet_up
-};
-
-// What the last sweep produced, for summaries, tests and (later) the REST API.
-struct SubnetSnapshot {
-  fabric::Fabric fabric;  // with the LIDs as assigned
-  routing::Tables tables;
-  qos::PartitionPlan partitions;
-  SweepReport report;
-  Lid sm_lid;
-};
-
 class SubnetManager {
  public:
   SubnetManager(Transport& t, SmOptions o);
@@ -99,9 +65,11 @@ class SubnetManager {
   bool needs_sweep() const { return trap_seen_; }
   std::shared_ptr<const SubnetSnapshot> snapshot() const { return snapshot_; }
   const EngineStats& mad_stats() const { return eng_.stats(); }
+  const SaStats& sa_stats() const { return sa_.stats(); }
 
  private:
   void on_unsolicited(const Smp& s, const InMad& in);
+  void serve_sa(const InMad& in);
   void program(const Discovered& d, fabric::Fabric& target, const routing::Tables& t,
                const qos::PartitionPlan& plan, Lid sm_lid, SweepReport& rep,
                std::vector<std::vector<PortInfo>>& after);
@@ -158,6 +126,7 @@ class SubnetManager {
 
   Transport& t_;
   SmOptions opts_;
+  SaAgent sa_;
   MadEngine eng_;
   Guid2Lid db_;
   bool db_loaded_ = false;
@@ -174,6 +143,7 @@ class SubnetManager {
   static constexpr uint8_t kIgnoresEnforcement = 1, kIgnoresHighLimit = 2;
   std::unordered_map<uint64_t, uint8_t> ignores_;  // LinearFDBTop each switch was left with
   std::unordered_map<TableKey, SmpData, TableKeyHash> table_cache_;
+  std::vector<std::vector<std::vector<uint16_t>>> pkey_tables_;  // this sweep's, for the snapshot
 };
 
 }  // namespace weft::sm

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <optional>
+#include <span>
 #include <string>
 
 #include "weft/sm/clock.hpp"
@@ -16,18 +17,28 @@ namespace weft::sm {
 
 struct SendAddr {
   Lid dlid{Lid::kPermissive};  // permissive for directed-route SMPs
-  uint32_t qpn = 0;            // 0 for SMPs
+  uint32_t qpn = 0;            // 0 for SMPs; the requester's QP for GSI answers
+  uint32_t qkey = 0;           // GSI: 0x80010000
+  uint16_t pkey_index = 0;
+  uint8_t sl = 0;
   // How long the carrier should wait for the response before reporting a timeout
   // (0 = this MAD expects no response, e.g. a GetResp we send).
   Duration response_timeout{0};
   static SendAddr directed() { return {}; }
-  static SendAddr lid(Lid l) { return {l, 0, Duration{0}}; }
+  static SendAddr lid(Lid l) {
+    SendAddr a;
+    a.dlid = l;
+    return a;
+  }
 };
 
 struct InMad {
   MadBuf mad{};
   size_t len = 0;
-  Lid slid;                     // source LID (0 when not known, e.g. directed route)
+  Lid slid;           // source LID (0 when not known, e.g. directed route)
+  uint32_t sqpn = 0;  // source QP (GSI requests: where the answer goes)
+  uint8_t sl = 0;
+  uint16_t pkey_index = 0;
   bool send_timed_out = false;  // the carrier reports our own send `mad` got no response
 };
 
@@ -45,6 +56,10 @@ class Transport {
  public:
   virtual ~Transport() = default;
   [[nodiscard]] virtual Result<void> send(const MadBuf& mad, const SendAddr& to) = 0;
+  // A GSI answer of any length: one MAD, or an RMPP-active message the carrier
+  // segments (the kernel on a real port).
+  [[nodiscard]] virtual Result<void> send_long(std::span<const uint8_t> mad,
+                                               const SendAddr& to) = 0;
   // Waits at most `max_wait` (on clock()) for one incoming MAD; nullopt if none came.
   [[nodiscard]] virtual Result<std::optional<InMad>> receive(Duration max_wait) = 0;
   virtual Clock& clock() = 0;

@@ -24,6 +24,7 @@ class UmadTransport final : public Transport {
   ~UmadTransport() override;
 
   Result<void> send(const MadBuf& mad, const SendAddr& to) override;
+  Result<void> send_long(std::span<const uint8_t> mad, const SendAddr& to) override;
   Result<std::optional<InMad>> receive(Duration max_wait) override;
   Clock& clock() override { return clock_; }
   LocalPort local_port() const override { return local_; }
@@ -36,6 +37,7 @@ class UmadTransport final : public Transport {
   int portid_ = -1;
   int agent_dr_ = -1;
   int agent_lid_ = -1;
+  int agent_sa_ = -1;  // SubnAdm, RMPP version 1: the kernel segments long answers
   int issm_fd_ = -1;
   std::vector<uint8_t> sendbuf_, recvbuf_;
 };

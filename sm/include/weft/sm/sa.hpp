@@ -1,0 +1,96 @@
+// weft/sm/sa.hpp — the Subnet Administrator (SubnAdm class 0x03): answers Get and
+// GetTable for the records below from the SM's last published snapshot, honouring
+// component masks, with the IBTA status codes for what it cannot answer. It is
+// pure: request bytes and a snapshot in, answer bytes out (the caller sends them;
+// answers longer than one MAD go out RMPP-active). Nothing a requester sends can
+// crash it or make it allocate without bound.
+//
+//   weft::sm::SaAgent sa;
+//   auto ans = sa.answer(req_bytes, ctx);   // nullopt: not an SA request, dropped
+//   if (ans) transport.send_long(*ans, reply_address);
+//
+// Records: ClassPortInfo, NodeRecord, PortInfoRecord, SMInfoRecord, LinkRecord,
+// P_KeyTableRecord, PathRecord (source and destination by LID or GID; P_Key
+// from the partitions both ends share, none when they share none; SL from the
+// routing engine's layers, else the partition's when QoS is on; MTU and rate the
+// least of the links on the path, with the IBTA selectors).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+#include "weft/sm/mad.hpp"
+#include "weft/sm/snapshot.hpp"
+
+namespace weft::sm {
+
+constexpr uint8_t kClassSa = 0x03;
+constexpr uint8_t kMethodGetTable = 0x12;
+constexpr uint8_t kMethodGetTableResp = 0x92;
+constexpr uint8_t kMethodDelete = 0x15;
+constexpr size_t kSaHeader = 56;  // MAD + RMPP + SA headers
+constexpr uint64_t kDefaultSubnetPrefix = 0xfe80000000000000ull;
+
+// SA attribute ids (IBTA 15.2.5).
+constexpr uint16_t kSaClassPortInfo = 0x0001;
+constexpr uint16_t kSaNodeRecord = 0x0011;
+constexpr uint16_t kSaPortInfoRecord = 0x0012;
+constexpr uint16_t kSaSmInfoRecord = 0x0018;
+constexpr uint16_t kSaLinkRecord = 0x0020;
+constexpr uint16_t kSaPkeyTableRecord = 0x0033;
+constexpr uint16_t kSaPathRecord = 0x0035;
+
+// MAD status values an SA answer carries (IBTA 13.4.7, 15.2.1.2).
+constexpr uint16_t kStatusBadVersion = 0x0004;
+constexpr uint16_t kStatusBadMethod = 0x0008;
+constexpr uint16_t kStatusBadMethodAttr = 0x000C;
+constexpr uint16_t kStatusBadValue = 0x001C;
+constexpr uint16_t kSaStatusNoResources = 0x0100;
+constexpr uint16_t kSaStatusReqInvalid = 0x0200;
+constexpr uint16_t kSaStatusNoRecords = 0x0300;
+constexpr uint16_t kSaStatusTooManyRecords = 0x0400;
+constexpr uint16_t kSaStatusInvalidGid = 0x0500;
+constexpr uint16_t kSaStatusInsufficientComponents = 0x0600;
+
+// What the SA answers from: the snapshot and what the SM says about itself.
+struct SaContext {
+  std::shared_ptr<const SubnetSnapshot> snap;
+  Guid sm_guid;
+  uint8_t sm_priority = 0;
+  uint32_t sm_act_count = 0;
+  uint64_t subnet_prefix = kDefaultSubnetPrefix;
+  uint8_t packet_life = 0x12;  // OpenSM's packet_life_time default
+  bool qos = false;            // partition SLs apply only under QoS, as in OpenSM
+};
+
+struct SaStats {
+  uint64_t requests = 0, answered = 0, errors = 0, dropped = 0;
+  uint64_t path_records = 0;
+};
+
+class SaAgent {
+ public:
+  // The whole answer (header + records): one MAD for Get, RMPP-active for
+  // GetTable. nullopt for anything that is not an SA request (dropped).
+  std::optional<std::vector<uint8_t>> answer(std::span<const uint8_t> req, const SaContext& ctx);
+  const SaStats& stats() const { return stats_; }
+
+  // The index the answers use, rebuilt when the snapshot changes.
+  struct Index {
+    const SubnetSnapshot* snap = nullptr;
+    std::vector<std::pair<fabric::NodeIndex, PortNum>> by_lid;  // LID -> port; node kNoNode = none
+    std::unordered_map<uint64_t, std::pair<fabric::NodeIndex, PortNum>> by_guid;  // end ports
+    std::vector<std::vector<uint16_t>> lid_of;  // [node][port] base LID (0 = none)
+  };
+
+ private:
+  const Index& index(const SaContext& ctx);
+  SaStats stats_;
+  Index idx_;
+};
+
+}  // namespace weft::sm

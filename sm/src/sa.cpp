@@ -1,0 +1,767 @@
+#include "weft/sm/sa.hpp"
+
+#include <infiniband/mad.h>
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+
+#include "weft/log.hpp"
+
+namespace weft::sm {
+
+using fabric::NodeIndex;
+using fabric::NodeType;
+
+namespace {
+
+constexpr size_t kMaxRecords = size_t(1) << 20;  // a GetTable larger than this: NO_RESOURCES
+
+// A record field as the bytes it covers and the bits it uses in each: found by
+// asking libibmad to set the field to all ones (its tables know the IBTA layouts;
+// weft does not restate them).
+struct Span {
+  std::vector<std::pair<uint16_t, uint8_t>> bytes;
+};
+
+Span probe(MAD_FIELDS f, int base, bool wide = false) {
+  std::array<uint8_t, 256> buf{};
+  if (wide)
+    mad_set_field64(buf.data(), base, f, ~uint64_t(0));
+  else
+    mad_set_field(buf.data(), base, f, ~uint32_t(0));
+  Span s;
+  for (size_t i = 0; i < buf.size(); ++i)
+    if (buf[i]) s.bytes.push_back({uint16_t(i), buf[i]});
+  return s;
+}
+
+Span bytes(uint16_t from, uint16_t to, uint8_t mask = 0xff) {
+  Span s;
+  for (uint16_t i = from; i < to; ++i) s.bytes.push_back({i, mask});
+  return s;
+}
+
+bool same(const uint8_t* a, const uint8_t* b, const Span& s) {
+  for (auto [i, m] : s.bytes)
+    if ((a[i] & m) != (b[i] & m)) return false;
+  return true;
+}
+
+// Component bit -> the field it selects, per record (IBTA 15.2.5).
+struct Layout {
+  size_t size;               // record bytes
+  std::vector<Span> fields;  // index = component bit; empty Span = reserved / ignored
+};
+
+const Layout& node_record() {
+  static const Layout l = [] {
+    Layout l{108, {}};
+    l.fields = {probe(IB_SA_NR_LID_F, 0),
+                bytes(2, 4),
+                probe(IB_SA_NR_BASEVER_F, 0),
+                probe(IB_SA_NR_CLASSVER_F, 0),
+                probe(IB_SA_NR_TYPE_F, 0),
+                probe(IB_SA_NR_NPORTS_F, 0),
+                probe(IB_SA_NR_SYSTEM_GUID_F, 0, true),
+                probe(IB_SA_NR_GUID_F, 0, true),
+                probe(IB_SA_NR_PORT_GUID_F, 0, true),
+                probe(IB_SA_NR_PARTITION_CAP_F, 0),
+                probe(IB_SA_NR_DEVID_F, 0),
+                probe(IB_SA_NR_REVISION_F, 0),
+                probe(IB_SA_NR_LOCAL_PORT_F, 0),
+                probe(IB_SA_NR_VENDORID_F, 0),
+                bytes(44, 108)};
+    return l;
+  }();
+  return l;
+}
+
+constexpr int kPiBase = 4;  // PortInfo's offset in a PortInfoRecord (EndportLID, PortNum, Options)
+const Layout& port_info_record() {
+  static const Layout l = [] {
+    Layout l{68, {}};
+    l.fields = {bytes(0, 2), bytes(2, 3), bytes(3, 4)};
+    // Bits 3-18: PortInfo's fields in IBTA order, MKey to MKeyProtectBits.
+    const std::pair<MAD_FIELDS, bool> pi[] = {
+        {IB_PORT_MKEY_F, true},
+        {IB_PORT_GID_PREFIX_F, true},
+        {IB_PORT_LID_F, false},
+        {IB_PORT_SMLID_F, false},
+        {IB_PORT_CAPMASK_F, false},
+        {IB_PORT_DIAG_F, false},
+        {IB_PORT_MKEY_LEASE_F, false},
+        {IB_PORT_LOCAL_PORT_F, false},
+        {IB_PORT_LINK_WIDTH_ENABLED_F, false},
+        {IB_PORT_LINK_WIDTH_SUPPORTED_F, false},
+        {IB_PORT_LINK_WIDTH_ACTIVE_F, false},
+        {IB_PORT_LINK_SPEED_SUPPORTED_F, false},
+        {IB_PORT_STATE_F, false},
+        {IB_PORT_PHYS_STATE_F, false},
+        {IB_PORT_LINK_DOWN_DEF_F, false},
+        {IB_PORT_MKEY_PROT_BITS_F, false},
+    };
+    for (auto [f, wide] : pi) l.fields.push_back(probe(f, kPiBase, wide));
+    return l;
+  }();
+  return l;
+}
+constexpr int kPirCapMaskBit = 7;
+
+const Layout& sm_info_record() {
+  static const Layout l = [] {
+    Layout l{28, {}};
+    l.fields = {bytes(0, 2),
+                bytes(2, 4),
+                probe(IB_SMINFO_GUID_F, 4, true),
+                probe(IB_SMINFO_KEY_F, 4, true),
+                probe(IB_SMINFO_ACT_F, 4),
+                probe(IB_SMINFO_PRIO_F, 4),
+                probe(IB_SMINFO_STATE_F, 4)};
+    return l;
+  }();
+  return l;
+}
+
+const Layout& link_record() {
+  static const Layout l{8, {bytes(0, 2), bytes(2, 3), bytes(3, 4), bytes(4, 6)}};
+  return l;
+}
+
+const Layout& pkey_table_record() {
+  static const Layout l{72, {bytes(0, 2), bytes(2, 4), bytes(4, 5)}};
+  return l;
+}
+
+// PathRecord (IBTA 15.2.5.16): libibmad knows only a few of its fields, so the
+// layout is spelled out here. Component bits:
+enum PrBit : int {
+  kPrDgid = 2,
+  kPrSgid = 3,
+  kPrDlid = 4,
+  kPrSlid = 5,
+  kPrRaw = 6,
+  kPrFlow = 8,
+  kPrHop = 9,
+  kPrTclass = 10,
+  kPrReversible = 11,
+  kPrNumbPath = 12,
+  kPrPkey = 13,
+  kPrQos = 14,
+  kPrSl = 15,
+  kPrMtuSel = 16,
+  kPrMtu = 17,
+  kPrRateSel = 18,
+  kPrRate = 19,
+  kPrLifeSel = 20,
+  kPrLife = 21,
+  kPrPreference = 22
+};
+constexpr size_t kPathRecordSize = 64;
+
+uint16_t be16(const uint8_t* p) {
+  return uint16_t(p[0] << 8 | p[1]);
+}
+uint64_t be64(const uint8_t* p) {
+  uint64_t v = 0;
+  for (int i = 0; i < 8; ++i) v = v << 8 | p[i];
+  return v;
+}
+void put16(uint8_t* p, uint16_t v) {
+  p[0] = uint8_t(v >> 8);
+  p[1] = uint8_t(v);
+}
+void put64(uint8_t* p, uint64_t v) {
+  for (int i = 7; i >= 0; --i) p[i] = uint8_t(v), v >>= 8;
+}
+
+bool bit(uint64_t mask, int b) {
+  return (mask >> b) & 1;
+}
+
+// IBTA rate codes and their nominal Gb/s.
+struct RateCode {
+  uint8_t code;
+  double gbps;
+};
+constexpr RateCode kRates[] = {{2, 2.5},  {5, 5},    {3, 10},   {11, 14},  {6, 20},
+                               {15, 25},  {4, 30},   {7, 40},   {20, 50},  {12, 56},
+                               {8, 60},   {9, 80},   {16, 100}, {13, 112}, {10, 120},
+                               {14, 168}, {17, 200}, {18, 300}, {21, 400}, {22, 600}};
+double rate_gbps(uint8_t code) {
+  for (auto r : kRates)
+    if (r.code == code) return r.gbps;
+  return 0;
+}
+// The fastest code not above `gbps`.
+uint8_t rate_code(double gbps) {
+  uint8_t best = 2;
+  double bg = 0;
+  for (auto r : kRates)
+    if (r.gbps <= gbps + 1e-9 && r.gbps > bg) best = r.code, bg = r.gbps;
+  return best;
+}
+// A link's data rate from PortInfo's active width and speed.
+double link_gbps(const fabric::PortAttrs& a) {
+  double lanes = 1;
+  switch (a.width_active) {
+    case 1:
+      lanes = 1;
+      break;
+    case 2:
+      lanes = 4;
+      break;
+    case 4:
+      lanes = 8;
+      break;
+    case 8:
+      lanes = 12;
+      break;
+    case 16:
+      lanes = 2;
+      break;
+    default:
+      lanes = 1;
+  }
+  double lane = 2.5;
+  switch (a.speed_ext_active) {
+    case 1:
+      lane = 14;
+      break;
+    case 2:
+      lane = 25;
+      break;
+    case 4:
+      lane = 50;
+      break;
+    case 8:
+      lane = 100;
+      break;
+    default:
+      lane = a.speed_active >= 4 ? 10 : a.speed_active >= 2 ? 5 : 2.5;
+  }
+  return lanes * lane;
+}
+
+struct Answer {
+  uint16_t status = 0;
+  size_t rec_size = 0;
+  std::vector<uint8_t> records;
+  size_t count = 0;
+};
+
+}  // namespace
+
+const SaAgent::Index& SaAgent::index(const SaContext& ctx) {
+  if (idx_.snap == ctx.snap.get()) return idx_;
+  idx_ = Index{};
+  idx_.snap = ctx.snap.get();
+  if (!ctx.snap) return idx_;
+  const auto& f = ctx.snap->fabric;
+  idx_.lid_of.resize(f.size());
+  for (NodeIndex n = 0; n < f.size(); ++n) {
+    const auto& nd = f.node(n);
+    idx_.lid_of[n].assign(nd.ports.size(), 0);
+    for (PortNum p = 0; p < nd.ports.size(); ++p) {
+      const bool end = nd.is_switch() ? p == 0 : (p > 0 && nd.ports[p].linked());
+      if (!end) continue;
+      const auto& a = nd.ports[p].attrs;
+      if (!a.lid.is_unicast()) continue;
+      idx_.lid_of[n][p] = a.lid.value;
+      const size_t top = size_t(a.lid.value) + (size_t(1) << a.lmc);
+      if (idx_.by_lid.size() < top) idx_.by_lid.resize(top, {fabric::kNoNode, 0});
+      for (size_t l = a.lid.value; l < top; ++l) idx_.by_lid[l] = {n, p};
+      idx_.by_guid[nd.ports[p].guid.value] = {n, p};
+    }
+  }
+  return idx_;
+}
+
+namespace {
+
+// Everything one request needs, so the record builders stay small.
+struct Query {
+  const SaContext& ctx;
+  const SaAgent::Index& idx;
+  const uint8_t* rec;  // the request's record (200 bytes after the SA header)
+  uint64_t mask;
+  bool table;  // GetTable: every match; Get: exactly one
+};
+
+bool add(Answer& a, const Layout& l, const uint8_t* cand, const Query& q) {
+  for (size_t b = 0; b < l.fields.size(); ++b)
+    if (bit(q.mask, int(b)) && !same(cand, q.rec, l.fields[b])) return false;
+  if (a.count >= kMaxRecords) {
+    a.status = kSaStatusNoResources;
+    return false;
+  }
+  const size_t padded = (l.size + 7) / 8 * 8;
+  a.records.insert(a.records.end(), cand, cand + l.size);
+  a.records.resize(a.records.size() + (padded - l.size), 0);
+  ++a.count;
+  return true;
+}
+
+// Components beyond a record's known fields make a request this SA cannot honour.
+bool mask_ok(const Layout& l, uint64_t mask) {
+  return l.fields.size() >= 64 || (mask >> l.fields.size()) == 0;
+}
+
+void node_records(const Query& q, Answer& a) {
+  const auto& f = q.ctx.snap->fabric;
+  const Layout& l = node_record();
+  auto one = [&](NodeIndex n, PortNum p) {
+    const auto& nd = f.node(n);
+    std::array<uint8_t, 112> r{};
+    mad_set_field(r.data(), 0, IB_SA_NR_LID_F, q.idx.lid_of[n][p]);
+    mad_set_field(r.data(), 0, IB_SA_NR_BASEVER_F, 1);
+    mad_set_field(r.data(), 0, IB_SA_NR_CLASSVER_F, 1);
+    mad_set_field(r.data(), 0, IB_SA_NR_TYPE_F, static_cast<uint32_t>(nd.type));
+    mad_set_field(r.data(), 0, IB_SA_NR_NPORTS_F, nd.num_ports);
+    mad_set_field64(r.data(), 0, IB_SA_NR_SYSTEM_GUID_F, nd.system_guid.value);
+    mad_set_field64(r.data(), 0, IB_SA_NR_GUID_F, nd.guid.value);
+    mad_set_field64(r.data(), 0, IB_SA_NR_PORT_GUID_F, nd.ports[p].guid.value);
+    mad_set_field(r.data(), 0, IB_SA_NR_PARTITION_CAP_F, nd.partition_cap);
+    mad_set_field(r.data(), 0, IB_SA_NR_DEVID_F, nd.device_id);
+    mad_set_field(r.data(), 0, IB_SA_NR_REVISION_F, nd.revision);
+    mad_set_field(r.data(), 0, IB_SA_NR_LOCAL_PORT_F, p);
+    mad_set_field(r.data(), 0, IB_SA_NR_VENDORID_F, nd.vendor_id);
+    std::memcpy(r.data() + 44, nd.description.data(), std::min<size_t>(64, nd.description.size()));
+    add(a, l, r.data(), q);
+  };
+  if (bit(q.mask, 0)) {  // by LID: one port at most
+    const uint16_t lid = be16(q.rec);
+    if (lid < q.idx.by_lid.size() && q.idx.by_lid[lid].first != fabric::kNoNode &&
+        q.idx.lid_of[q.idx.by_lid[lid].first][q.idx.by_lid[lid].second] == lid)
+      one(q.idx.by_lid[lid].first, q.idx.by_lid[lid].second);
+    return;
+  }
+  for (NodeIndex n = 0; n < f.size() && !a.status; ++n)
+    for (PortNum p = 0; p < f.node(n).ports.size(); ++p)
+      if (q.idx.lid_of[n][p]) one(n, p);
+}
+
+void port_info_records(const Query& q, Answer& a) {
+  const auto& f = q.ctx.snap->fabric;
+  const Layout& l = port_info_record();
+  // CapabilityMask matches when the port has every bit asked for (as OpenSM matches
+  // it: `saquery -s` finds SMs this way), not by equality.
+  Query eq = q;
+  eq.mask &= ~(uint64_t(1) << kPirCapMaskBit);
+  const uint32_t want_cap = bit(q.mask, kPirCapMaskBit) ? mad_get_field(const_cast<uint8_t*>(q.rec),
+                                                                        kPiBase, IB_PORT_CAPMASK_F)
+                                                        : 0;
+  auto node_ports = [&](NodeIndex n, uint16_t lid) {
+    const auto& nd = f.node(n);
+    for (PortNum p = 0; p < nd.ports.size(); ++p) {
+      if (!nd.is_switch() && (p == 0 || q.idx.lid_of[n][p] != lid)) continue;
+      const auto& port = nd.ports[p];
+      PortInfo pi;
+      pi.attrs = port.attrs;
+      if (nd.is_switch()) {
+        pi.attrs.lid = nd.ports[0].attrs.lid;
+        pi.attrs.sm_lid = nd.ports[0].attrs.sm_lid;
+        pi.attrs.lmc = nd.ports[0].attrs.lmc;
+      }
+      pi.local_port = nd.is_switch() ? 0 : p;
+      pi.gid_prefix = q.ctx.subnet_prefix;
+      if (nd.ports[0].guid == q.ctx.sm_guid || port.guid == q.ctx.sm_guid)
+        pi.attrs.capability_mask |= (!nd.is_switch() || p == 0) ? kCapIsSm : 0;
+      if ((pi.attrs.capability_mask & want_cap) != want_cap) continue;
+      std::array<uint8_t, 72> r{};
+      put16(r.data(), lid);
+      r[2] = p;
+      const SmpData d = encode_port_info(pi);  // 64 bytes at kPiBase; the record pads to 72
+      std::memcpy(r.data() + kPiBase, d.data(), 64);
+      if (add(a, l, r.data(), eq) && a.status) return;
+    }
+  };
+  if (bit(q.mask, 0)) {
+    const uint16_t lid = be16(q.rec);
+    if (lid < q.idx.by_lid.size() && q.idx.by_lid[lid].first != fabric::kNoNode) {
+      auto [n, p] = q.idx.by_lid[lid];
+      if (q.idx.lid_of[n][p] == lid) node_ports(n, lid);
+    }
+    return;
+  }
+  for (NodeIndex n = 0; n < f.size() && !a.status; ++n) {
+    const auto& nd = f.node(n);
+    for (PortNum p = 0; p < nd.ports.size(); ++p)
+      if (q.idx.lid_of[n][p] && (nd.is_switch() ? p == 0 : true)) node_ports(n, q.idx.lid_of[n][p]);
+  }
+}
+
+void sm_info_records(const Query& q, Answer& a) {
+  std::array<uint8_t, 32> r{};
+  put16(r.data(), q.ctx.snap->sm_lid.value);
+  SmInfo si;
+  si.guid = q.ctx.sm_guid;
+  si.act_count = q.ctx.sm_act_count;
+  si.priority = q.ctx.sm_priority;
+  si.state = SmState::kMaster;
+  const SmpData d = encode_sm_info(si);
+  std::memcpy(r.data() + 4, d.data(), 24);
+  add(a, sm_info_record(), r.data(), q);
+}
+
+void link_records(const Query& q, Answer& a) {
+  const auto& f = q.ctx.snap->fabric;
+  auto lid_for = [&](NodeIndex n, PortNum p) {
+    return f.node(n).is_switch() ? q.idx.lid_of[n][0] : q.idx.lid_of[n][p];
+  };
+  for (NodeIndex n = 0; n < f.size() && !a.status; ++n) {
+    const auto& nd = f.node(n);
+    for (PortNum p = 1; p <= nd.num_ports; ++p) {
+      const auto& port = nd.ports[p];
+      if (!port.linked()) continue;
+      std::array<uint8_t, 8> r{};
+      put16(r.data(), lid_for(n, p));
+      r[2] = p;
+      r[3] = port.peer_port;
+      put16(r.data() + 4, lid_for(port.peer, port.peer_port));
+      add(a, link_record(), r.data(), q);
+    }
+  }
+}
+
+void pkey_table_records(const Query& q, Answer& a) {
+  const auto& snap = *q.ctx.snap;
+  const auto& f = snap.fabric;
+  for (NodeIndex n = 0; n < f.size() && !a.status; ++n) {
+    const auto& nd = f.node(n);
+    if (n >= snap.pkey_tables.size()) break;
+    for (PortNum p = 0; p < nd.ports.size() && p < snap.pkey_tables[n].size(); ++p) {
+      const auto& t = snap.pkey_tables[n][p];
+      if (t.empty()) continue;
+      const uint16_t lid = nd.is_switch() ? q.idx.lid_of[n][0] : q.idx.lid_of[n][p];
+      for (size_t b = 0; b * 32 < t.size(); ++b) {
+        std::array<uint8_t, 72> r{};
+        put16(r.data(), lid);
+        put16(r.data() + 2, uint16_t(b));
+        r[4] = p;
+        for (size_t i = 0; i < 32 && b * 32 + i < t.size(); ++i)
+          put16(r.data() + 8 + 2 * i, t[b * 32 + i]);
+        add(a, pkey_table_record(), r.data(), q);
+      }
+    }
+  }
+}
+
+// --- PathRecord ------------------------------------------------------------------------
+
+struct PathEnd {
+  NodeIndex n;
+  PortNum p;
+  uint16_t lid;
+};
+
+// MTU and rate selectors (0 greater than, 1 less than, 2 exactly, 3 largest): the
+// value to answer, or nullopt when the path cannot meet the request. `rank` orders
+// values (MTU codes rank as they are; rates by Gb/s).
+template <class Rank>
+std::optional<uint8_t> select(uint8_t have, bool given_sel, uint8_t sel, bool given_val,
+                              uint8_t want, Rank rank) {
+  if (!given_val) return have;
+  if (!given_sel) sel = 2;
+  switch (sel) {
+    case 0:
+      return rank(have) > rank(want) ? std::optional<uint8_t>(have) : std::nullopt;
+    case 1:
+      return rank(have) < rank(want) ? std::optional<uint8_t>(have) : std::nullopt;
+    case 2:
+      return rank(have) >= rank(want) ? std::optional<uint8_t>(want) : std::nullopt;
+    default:
+      return have;
+  }
+}
+
+// One PathRecord from `s` to `d`, or nothing when no path meets the request.
+bool path_record(const Query& q, const PathEnd& s, const PathEnd& d, Answer& a) {
+  const auto& snap = *q.ctx.snap;
+  const auto& f = snap.fabric;
+  const auto& t = snap.tables;
+  // P_Key: one the two ports share with a full member among them.
+  const uint16_t want_pkey = bit(q.mask, kPrPkey) ? be16(q.rec + 50) : 0;
+  if (bit(q.mask, kPrPkey) && !(want_pkey & 0x7fff)) return false;
+  auto pk = snap.partitions.common_pkey(s.n, s.p, d.n, d.p, want_pkey);
+  if (!pk) return false;
+  // Walk the forwarding tables: MTU and rate are the least of the links crossed.
+  uint8_t mtu = 5;
+  double gbps = 1e9;
+  uint8_t sl = 0;
+  bool have_sl = false;
+  NodeIndex n = s.n;
+  PortNum p = s.p;
+  auto take_link = [&](const fabric::Port& port) {
+    const auto& at = port.attrs;
+    mtu = std::min(mtu, at.neighbor_mtu ? at.neighbor_mtu : at.mtu_cap);
+    gbps = std::min(gbps, link_gbps(at));
+  };
+  int hops = 0;
+  if (!(s.n == d.n && s.p == d.p)) {
+    if (!f.node(n).is_switch()) {
+      const auto& port = f.node(n).ports[p];
+      if (!port.linked()) return false;
+      take_link(port);
+      n = port.peer;
+      p = port.peer_port;
+    }
+    while (!(n == d.n && (f.node(n).is_switch() || p == d.p))) {
+      const auto& nd = f.node(n);
+      if (!nd.is_switch() || ++hops > 64) return false;
+      if (!have_sl && n < t.path_sl.size() && d.lid < t.path_sl[n].size()) {
+        sl = t.path_sl[n][d.lid];
+        have_sl = true;
+      }
+      if (n >= t.lft.size() || d.lid >= t.lft[n].size()) return false;
+      const PortNum out = t.lft[n][d.lid];
+      if (out == 0 || out > nd.num_ports || !nd.ports[out].linked()) return false;
+      take_link(nd.ports[out]);
+      p = nd.ports[out].peer_port;
+      n = nd.ports[out].peer;
+    }
+  }
+  if (gbps > 1e8) gbps = link_gbps(f.node(s.n).ports[s.p].attrs);
+  // SL: the routing engine's layer; without layers, the partition's under QoS.
+  if (!have_sl || t.vls <= 1) {
+    sl = 0;
+    if (q.ctx.qos)
+      for (const auto& part : snap.partitions.partitions)
+        if (part.pkey == (*pk & 0x7fff)) sl = part.flags.sl;
+  }
+  if (bit(q.mask, kPrSl) && (q.rec[53] & 0x0f) != sl) return false;
+  auto mtu_ans = select(mtu, bit(q.mask, kPrMtuSel), q.rec[54] >> 6, bit(q.mask, kPrMtu),
+                        q.rec[54] & 0x3f, [](uint8_t m) { return double(m); });
+  if (!mtu_ans) return false;
+  const uint8_t rate = rate_code(gbps);
+  auto rate_ans = select(rate, bit(q.mask, kPrRateSel), q.rec[55] >> 6, bit(q.mask, kPrRate),
+                         q.rec[55] & 0x3f, [](uint8_t r) { return rate_gbps(r); });
+  if (!rate_ans) return false;
+  const uint8_t life = q.ctx.packet_life;
+  auto life_ans = select(life, bit(q.mask, kPrLifeSel), q.rec[56] >> 6, bit(q.mask, kPrLife),
+                         q.rec[56] & 0x3f, [](uint8_t l) { return double(l); });
+  if (!life_ans) return false;
+  if (bit(q.mask, kPrRaw) && (q.rec[44] & 0x80)) return false;  // raw packets: not a path
+  if (a.count >= kMaxRecords) {
+    a.status = kSaStatusNoResources;
+    return false;
+  }
+  std::array<uint8_t, kPathRecordSize> r{};
+  const auto& sp = f.node(s.n).ports[s.p];  // end ports: a switch's is port 0
+  const auto& dp = f.node(d.n).ports[d.p];
+  put64(r.data() + 8, q.ctx.subnet_prefix);
+  put64(r.data() + 16, dp.guid.value);
+  put64(r.data() + 24, q.ctx.subnet_prefix);
+  put64(r.data() + 32, sp.guid.value);
+  put16(r.data() + 40, d.lid);
+  put16(r.data() + 42, s.lid);
+  // FlowLabel, HopLimit and TClass: what the requester gave (one subnet: no routing).
+  if (bit(q.mask, kPrFlow)) {
+    r[44] = q.rec[44] & 0x0f;
+    r[45] = q.rec[45];
+    r[46] = q.rec[46];
+  }
+  if (bit(q.mask, kPrHop)) r[47] = q.rec[47];
+  if (bit(q.mask, kPrTclass)) r[48] = q.rec[48];
+  r[49] = 0x80;  // reversible: the tables route both ways
+  put16(r.data() + 50, *pk);
+  r[53] = sl & 0x0f;
+  r[54] = uint8_t(2 << 6 | *mtu_ans);
+  r[55] = uint8_t(2 << 6 | *rate_ans);
+  r[56] = uint8_t(2 << 6 | *life_ans);
+  if (bit(q.mask, kPrTclass) && r[48] != q.rec[48]) return false;
+  if (bit(q.mask, kPrReversible) && (q.rec[49] & 0x80) && !(r[49] & 0x80)) return false;
+  a.records.insert(a.records.end(), r.begin(), r.end());
+  ++a.count;
+  return true;
+}
+
+void path_records(const Query& q, Answer& a) {
+  const auto& idx = q.idx;
+  // An end given by GID (subnet prefix + port GUID) or by LID; nullopt = not given.
+  auto end = [&](int gid_bit, size_t gid_off, int lid_bit, size_t lid_off,
+                 uint16_t* status) -> std::optional<std::vector<PathEnd>> {
+    std::vector<PathEnd> v;
+    if (bit(q.mask, gid_bit)) {
+      const uint64_t prefix = be64(q.rec + gid_off), guid = be64(q.rec + gid_off + 8);
+      auto it = idx.by_guid.find(guid);
+      if (prefix != q.ctx.subnet_prefix || it == idx.by_guid.end()) {
+        *status = kSaStatusInvalidGid;
+        return v;
+      }
+      const uint16_t base = idx.lid_of[it->second.first][it->second.second];
+      if (bit(q.mask, lid_bit)) {
+        const uint16_t lid = be16(q.rec + lid_off);
+        if (lid >= idx.by_lid.size() || idx.by_lid[lid] != it->second) return v;  // disagree
+        v.push_back({it->second.first, it->second.second, lid});
+      } else {
+        v.push_back({it->second.first, it->second.second, base});
+      }
+      return v;
+    }
+    if (bit(q.mask, lid_bit)) {
+      const uint16_t lid = be16(q.rec + lid_off);
+      if (lid < idx.by_lid.size() && idx.by_lid[lid].first != fabric::kNoNode)
+        v.push_back({idx.by_lid[lid].first, idx.by_lid[lid].second, lid});
+      return v;
+    }
+    return std::nullopt;
+  };
+  uint16_t status = 0;
+  auto src = end(kPrSgid, 24, kPrSlid, 42, &status);
+  if (status) return void(a.status = status);
+  auto dst = end(kPrDgid, 8, kPrDlid, 40, &status);
+  if (status) return void(a.status = status);
+  if (!q.table && (!src || !dst)) return void(a.status = kSaStatusInsufficientComponents);
+  if (!src && !dst) return void(a.status = kSaStatusInsufficientComponents);
+  auto all = [&] {
+    std::vector<PathEnd> v;
+    const auto& f = q.ctx.snap->fabric;
+    for (NodeIndex n = 0; n < f.size(); ++n)
+      for (PortNum p = 0; p < f.node(n).ports.size(); ++p)
+        if (idx.lid_of[n][p]) v.push_back({n, p, idx.lid_of[n][p]});
+    return v;
+  };
+  const std::vector<PathEnd> ss = src ? *src : all();
+  const std::vector<PathEnd> ds = dst ? *dst : all();
+  for (const auto& s : ss)
+    for (const auto& d : ds) {
+      path_record(q, s, d, a);
+      if (a.status) return;
+    }
+}
+
+}  // namespace
+
+std::optional<std::vector<uint8_t>> SaAgent::answer(std::span<const uint8_t> req,
+                                                    const SaContext& ctx) {
+  // Too short to hold a MAD header, not SubnAdm, or a response: not ours to answer.
+  if (req.size() < 24 || req[1] != kClassSa || (req[3] & 0x80)) {
+    ++stats_.dropped;
+    return std::nullopt;
+  }
+  ++stats_.requests;
+  std::array<uint8_t, kMadSize> hdr{};
+  std::memcpy(hdr.data(), req.data(), std::min(req.size(), hdr.size()));
+  const uint8_t method = hdr[3];
+  const uint16_t attr = be16(hdr.data() + 16);
+  Answer a;
+  auto respond = [&](uint8_t resp_method) {
+    const bool rmpp = resp_method == kMethodGetTableResp && !a.status;
+    std::vector<uint8_t> out(kSaHeader + (a.status ? 0 : a.records.size()), 0);
+    std::memcpy(out.data(), hdr.data(), 24);
+    out[3] = resp_method;
+    put16(out.data() + 4, a.status);
+    std::memcpy(out.data() + 36, hdr.data() + 36, 20);  // SM_Key, offset, component mask
+    put16(out.data() + 44, uint16_t(a.rec_size / 8));
+    if (rmpp) {
+      mad_set_field(out.data(), 0, IB_SA_RMPP_VERS_F, 1);
+      mad_set_field(out.data(), 0, IB_SA_RMPP_TYPE_F, 1);
+      mad_set_field(out.data(), 0, IB_SA_RMPP_RESP_F, 0x1f);
+      mad_set_field(out.data(), 0, IB_SA_RMPP_FLAGS_F, 1);  // active: the kernel segments it
+    }
+    if (!a.status) std::copy(a.records.begin(), a.records.end(), out.begin() + kSaHeader);
+    if (a.status)
+      ++stats_.errors;
+    else
+      ++stats_.answered;
+    return out;
+  };
+  if (hdr[0] != 1 || hdr[2] != 2) {  // base version 1, SA class version 2
+    a.status = kStatusBadVersion;
+    return respond(uint8_t(method | 0x80));
+  }
+  if (method != kMethodGet && method != kMethodGetTable) {
+    a.status = kStatusBadMethod;
+    return respond(uint8_t(method | 0x80));
+  }
+  const uint8_t resp = method == kMethodGet ? kMethodGetResp : kMethodGetTableResp;
+  if (req.size() < kSaHeader) {
+    a.status = kSaStatusReqInvalid;
+    return respond(resp);
+  }
+  if (!ctx.snap) {  // no sweep has completed: nothing to answer from yet
+    a.status = kSaStatusNoResources;
+    return respond(resp);
+  }
+  std::array<uint8_t, kMadSize - kSaHeader> rec{};
+  if (req.size() > kSaHeader)
+    std::memcpy(rec.data(), req.data() + kSaHeader, std::min(rec.size(), req.size() - kSaHeader));
+  const Index& idx = index(ctx);
+  Query q{ctx, idx, rec.data(), be64(hdr.data() + 48), method == kMethodGetTable};
+  const Layout* layout = nullptr;
+  switch (attr) {
+    case kSaClassPortInfo: {
+      if (method != kMethodGet) {
+        a.status = kStatusBadMethodAttr;
+        return respond(resp);
+      }
+      std::array<uint8_t, 72> r{};
+      mad_set_field(r.data(), 0, IB_CPI_BASEVER_F, 1);
+      mad_set_field(r.data(), 0, IB_CPI_CLASSVER_F, 2);
+      mad_set_field(r.data(), 0, IB_CPI_RESP_TIME_VALUE_F, 18);
+      a.records.assign(r.begin(), r.end());
+      a.rec_size = 72;
+      a.count = 1;
+      return respond(resp);
+    }
+    case kSaNodeRecord:
+      layout = &node_record();
+      break;
+    case kSaPortInfoRecord:
+      layout = &port_info_record();
+      break;
+    case kSaSmInfoRecord:
+      layout = &sm_info_record();
+      break;
+    case kSaLinkRecord:
+      layout = &link_record();
+      break;
+    case kSaPkeyTableRecord:
+      layout = &pkey_table_record();
+      break;
+    case kSaPathRecord:
+      break;
+    default:
+      a.status = kStatusBadMethodAttr;
+      return respond(resp);
+  }
+  if (layout && !mask_ok(*layout, q.mask)) {
+    a.status = kSaStatusReqInvalid;
+    WEFT_LOG(Debug, "SA-0002") << "component mask 0x" << std::hex << q.mask << std::dec
+                               << " names fields attribute 0x" << std::hex << attr << std::dec
+                               << " does not have";
+    return respond(resp);
+  }
+  switch (attr) {
+    case kSaNodeRecord:
+      node_records(q, a);
+      break;
+    case kSaPortInfoRecord:
+      port_info_records(q, a);
+      break;
+    case kSaSmInfoRecord:
+      sm_info_records(q, a);
+      break;
+    case kSaLinkRecord:
+      link_records(q, a);
+      break;
+    case kSaPkeyTableRecord:
+      pkey_table_records(q, a);
+      break;
+    case kSaPathRecord:
+      path_records(q, a);
+      stats_.path_records += a.count;
+      break;
+  }
+  a.rec_size = layout ? (layout->size + 7) / 8 * 8 : kPathRecordSize;
+  if (!a.status && method == kMethodGet) {
+    if (a.count == 0)
+      a.status = kSaStatusNoRecords;
+    else if (a.count > 1)
+      a.status = kSaStatusTooManyRecords;
+  }
+  return respond(resp);
+}
+
+}  // namespace weft::sm

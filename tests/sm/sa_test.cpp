@@ -1,0 +1,414 @@
+// The SA against a snapshot of a bring-up on the in-process simulator.
+#include <gtest/gtest.h>
+#include <infiniband/mad.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <random>
+
+#include "../fuzz.hpp"
+#include "weft/config/partitions.hpp"
+#include "weft/simulator/generators.hpp"
+#include "weft/simulator/sim_transport.hpp"
+#include "weft/sm/rmpp.hpp"
+#include "weft/sm/sa.hpp"
+#include "weft/sm/subnet_manager.hpp"
+
+using namespace weft;
+using namespace weft::sm;
+using namespace weft::simulator;
+using fabric::NodeIndex;
+
+namespace {
+
+struct Fixture {
+  std::string dir =
+      (std::filesystem::temp_directory_path() / ("weft-sa-" + std::to_string(getpid()) + "-" +
+                                                 std::to_string(reinterpret_cast<uintptr_t>(this))))
+          .string();
+  SimFabric sim;
+  SimTransport t;
+  std::unique_ptr<SubnetManager> sm;
+  explicit Fixture(const std::string& spec, const std::string& partitions = "",
+                   std::string engine = "minhop")
+      : sim(*make_fabric(spec)), t(sim, {}) {
+    SmOptions o;
+    o.state_dir = dir;
+    o.routing_engine = std::move(engine);
+    if (!partitions.empty()) o.partitions = *config::parse_partitions(partitions, "p.conf");
+    sm = std::make_unique<SubnetManager>(t, o);
+    auto rep = sm->sweep();
+    EXPECT_TRUE(rep && rep->subnet_up);
+  }
+  ~Fixture() { std::filesystem::remove_all(dir); }
+  const SubnetSnapshot& snap() const { return *sm->snapshot(); }
+  SaContext ctx() const {
+    SaContext c;
+    c.snap = sm->snapshot();
+    c.sm_guid = snap().fabric.node(0).ports[1].guid;
+    return c;
+  }
+  // CA ports of the discovered model: (node, LID, port GUID).
+  struct Ca {
+    NodeIndex n;
+    uint16_t lid;
+    Guid guid;
+  };
+  std::vector<Ca> cas() const {
+    std::vector<Ca> v;
+    const auto& f = snap().fabric;
+    for (NodeIndex n = 0; n < f.size(); ++n)
+      if (!f.node(n).is_switch())
+        v.push_back({n, f.node(n).ports[1].attrs.lid.value, f.node(n).ports[1].guid});
+    return v;
+  }
+};
+
+void put16(uint8_t* p, uint16_t v) {
+  p[0] = uint8_t(v >> 8);
+  p[1] = uint8_t(v);
+}
+void put64(uint8_t* p, uint64_t v) {
+  for (int i = 7; i >= 0; --i) p[i] = uint8_t(v), v >>= 8;
+}
+uint16_t be16(const uint8_t* p) {
+  return uint16_t(p[0] << 8 | p[1]);
+}
+
+std::vector<uint8_t> request(uint8_t method, uint16_t attr, uint64_t mask,
+                             const std::function<void(uint8_t*)>& fill = {}) {
+  std::vector<uint8_t> m(256, 0);
+  m[0] = 1;
+  m[1] = kClassSa;
+  m[2] = 2;
+  m[3] = method;
+  put64(m.data() + 8, 0x1234);
+  put16(m.data() + 16, attr);
+  put64(m.data() + 48, mask);
+  if (fill) fill(m.data() + kSaHeader);
+  return m;
+}
+
+struct Reply {
+  uint8_t method = 0;
+  uint16_t status = 0;
+  size_t rec_size = 0;
+  std::vector<std::vector<uint8_t>> records;
+};
+
+// Decodes an answer the way a requester sees it: RMPP-active answers are cut into
+// segments (as the kernel cuts them) and put back together first.
+Reply decode(const std::optional<std::vector<uint8_t>>& ans) {
+  EXPECT_TRUE(ans.has_value());
+  Reply r;
+  if (!ans) return r;
+  std::vector<uint8_t> m = *ans;
+  if (m[26] & kRmppFlagActive) {
+    auto whole = rmpp_reassemble(rmpp_segments(m, kSaHeader), kSaHeader);
+    EXPECT_TRUE(whole) << whole.error().message;
+    m = *whole;
+  }
+  r.method = m[3];
+  r.status = be16(m.data() + 4);
+  r.rec_size = size_t(be16(m.data() + 44)) * 8;
+  if (r.rec_size)
+    for (size_t off = kSaHeader; off + r.rec_size <= m.size(); off += r.rec_size)
+      r.records.emplace_back(m.begin() + off, m.begin() + off + r.rec_size);
+  return r;
+}
+
+constexpr uint64_t bit(int b) {
+  return uint64_t(1) << b;
+}
+
+}  // namespace
+
+TEST(Sa, NodeRecordsByLidAndTheWholeTableOverRmpp) {
+  Fixture fx("ft2:leaves=4,spines=2,hosts=6");  // 6 switches, 24 CAs: 30 records
+  SaAgent sa;
+  const auto cas = fx.cas();
+  auto one = decode(sa.answer(
+      request(kMethodGet, kSaNodeRecord, bit(0), [&](uint8_t* r) { put16(r, cas[3].lid); }),
+      fx.ctx()));
+  EXPECT_EQ(one.method, kMethodGetResp);
+  ASSERT_EQ(one.status, 0);
+  ASSERT_EQ(one.records.size(), 1u);
+  EXPECT_EQ(mad_get_field64(one.records[0].data(), 0, IB_SA_NR_PORT_GUID_F), cas[3].guid.value);
+  EXPECT_EQ(mad_get_field(one.records[0].data(), 0, IB_SA_NR_TYPE_F), 1u);  // a CA
+
+  auto all = decode(sa.answer(request(kMethodGetTable, kSaNodeRecord, 0), fx.ctx()));
+  EXPECT_EQ(all.method, kMethodGetTableResp);
+  EXPECT_EQ(all.rec_size, 112u);
+  EXPECT_EQ(all.records.size(), 30u);  // 30 x 112 bytes: 17 RMPP segments
+  // Component mask: every switch (NodeType 2).
+  auto sws = decode(sa.answer(request(kMethodGetTable, kSaNodeRecord, bit(4),
+                                      [](uint8_t* r) { mad_set_field(r, 0, IB_SA_NR_TYPE_F, 2); }),
+                              fx.ctx()));
+  EXPECT_EQ(sws.records.size(), 6u);
+  // Get by an unknown LID: no records; Get matching several: too many.
+  EXPECT_EQ(decode(sa.answer(request(kMethodGet, kSaNodeRecord, bit(0),
+                                     [](uint8_t* r) { put16(r, 999); }),
+                             fx.ctx()))
+                .status,
+            kSaStatusNoRecords);
+  EXPECT_EQ(decode(sa.answer(request(kMethodGet, kSaNodeRecord, bit(4),
+                                     [](uint8_t* r) { mad_set_field(r, 0, IB_SA_NR_TYPE_F, 2); }),
+                             fx.ctx()))
+                .status,
+            kSaStatusTooManyRecords);
+}
+
+TEST(Sa, RmppSegmentsAsTheKernelDoes) {
+  std::vector<uint8_t> msg(kSaHeader + 30 * 112, 0);
+  for (size_t i = kSaHeader; i < msg.size(); ++i) msg[i] = uint8_t(i * 7);
+  msg[26] = kRmppFlagActive;
+  auto segs = rmpp_segments(msg, kSaHeader);
+  ASSERT_EQ(segs.size(), 17u);  // 3360 bytes of records, 200 per segment
+  EXPECT_EQ(mad_get_field(segs[0].data(), 0, IB_SA_RMPP_FLAGS_F), 3u);   // active, first
+  EXPECT_EQ(mad_get_field(segs[16].data(), 0, IB_SA_RMPP_FLAGS_F), 5u);  // active, last
+  EXPECT_EQ(mad_get_field(segs[0].data(), 0, IB_SA_RMPP_LEN_F), 3360u + 17 * 20);
+  EXPECT_EQ(mad_get_field(segs[16].data(), 0, IB_SA_RMPP_LEN_F), 20u + 160);
+  EXPECT_EQ(mad_get_field(segs[5].data(), 0, IB_SA_RMPP_SEGNUM_F), 6u);
+  auto back = rmpp_reassemble(segs, kSaHeader);
+  ASSERT_TRUE(back);
+  EXPECT_TRUE(std::equal(msg.begin() + kSaHeader, msg.end(), back->begin() + kSaHeader));
+  // A missing segment is an error, not a short answer.
+  segs.erase(segs.begin() + 3);
+  EXPECT_FALSE(rmpp_reassemble(segs, kSaHeader));
+}
+
+TEST(Sa, PathRecordsFollowPartitionsAndTheLinks) {
+  Fixture probe("ft2:leaves=2,spines=2,hosts=3");
+  const auto c = probe.cas();
+  // c[0] is the SM's port (the transport attaches to the first node).
+  const std::string parts =
+      "Default=0x7fff : ALL, SELF=full ;\nStorage=0x8002 : " + c[1].guid.str() + "=full, " +
+      c[2].guid.str() + " ;\n";
+  Fixture fx("ft2:leaves=2,spines=2,hosts=3", parts);
+  SaAgent sa;
+  auto path = [&](uint16_t s, uint16_t d, uint64_t extra = 0,
+                  const std::function<void(uint8_t*)>& more = {}) {
+    return decode(sa.answer(request(kMethodGetTable, kSaPathRecord, bit(4) | bit(5) | extra,
+                                    [&](uint8_t* r) {
+                                      put16(r + 40, d);
+                                      put16(r + 42, s);
+                                      if (more) more(r);
+                                    }),
+                            fx.ctx()));
+  };
+  // Full and limited member of Storage: a path, with Storage's or Default's key.
+  auto pr = path(c[1].lid, c[2].lid);
+  ASSERT_EQ(pr.records.size(), 1u);
+  const auto& r = pr.records[0];
+  EXPECT_EQ(be16(r.data() + 40), c[2].lid);
+  EXPECT_EQ(be16(r.data() + 42), c[1].lid);
+  uint64_t dguid = 0;
+  for (int i = 16; i < 24; ++i) dguid = dguid << 8 | r[i];
+  EXPECT_EQ(dguid, c[2].guid.value);
+  EXPECT_EQ(r[54], 0x80 | 4);  // exactly 2048: ibsim's and the simulator's MTU
+  EXPECT_EQ(r[55] >> 6, 2);
+  EXPECT_EQ(r[49] & 0x80, 0x80);  // reversible
+  auto storage = path(c[1].lid, c[2].lid, bit(13), [](uint8_t* r) { put16(r + 50, 0x8002); });
+  ASSERT_EQ(storage.records.size(), 1u);
+  EXPECT_EQ(be16(storage.records[0].data() + 50), 0x8002);
+  // Two limited members of every partition they are in: no path at all.
+  EXPECT_EQ(path(c[2].lid, c[3].lid).records.size(), 0u);
+  // A P_Key one end lacks: nothing; Get says so with NO_RECORDS.
+  EXPECT_EQ(
+      path(c[0].lid, c[3].lid, bit(13), [](uint8_t* r) { put16(r + 50, 0x8002); }).records.size(),
+      0u);
+  EXPECT_EQ(decode(sa.answer(request(kMethodGet, kSaPathRecord, bit(4) | bit(5) | bit(13),
+                                     [&](uint8_t* r) {
+                                       put16(r + 40, c[3].lid);
+                                       put16(r + 42, c[0].lid);
+                                       put16(r + 50, 0x8002);
+                                     }),
+                             fx.ctx()))
+                .status,
+            kSaStatusNoRecords);
+  // The SM's port (full Default member) reaches every CA; by GID too.
+  for (size_t i = 1; i < c.size(); ++i) EXPECT_EQ(path(c[0].lid, c[i].lid).records.size(), 1u);
+  auto by_gid = decode(sa.answer(request(kMethodGet, kSaPathRecord, bit(2) | bit(3),
+                                         [&](uint8_t* r) {
+                                           put64(r + 8, kDefaultSubnetPrefix);
+                                           put64(r + 16, c[4].guid.value);
+                                           put64(r + 24, kDefaultSubnetPrefix);
+                                           put64(r + 32, c[0].guid.value);
+                                         }),
+                                 fx.ctx()));
+  ASSERT_EQ(by_gid.status, 0);
+  EXPECT_EQ(be16(by_gid.records[0].data() + 40), c[4].lid);
+  // MTU selectors: "greater than 2048" cannot be met; "less than 4096" answers 2048;
+  // "exactly 1024" answers 1024.
+  auto mtu = [&](uint8_t sel, uint8_t val) {
+    return path(c[0].lid, c[4].lid, bit(16) | bit(17),
+                [&](uint8_t* r) { r[54] = uint8_t(sel << 6 | val); });
+  };
+  EXPECT_EQ(mtu(0, 4).records.size(), 0u);
+  ASSERT_EQ(mtu(1, 5).records.size(), 1u);
+  EXPECT_EQ(mtu(1, 5).records[0][54] & 0x3f, 4);
+  ASSERT_EQ(mtu(2, 3).records.size(), 1u);
+  EXPECT_EQ(mtu(2, 3).records[0][54] & 0x3f, 3);
+  // Unknown GID: INVALID_GID; one end missing in a Get: INSUFFICIENT_COMPONENTS.
+  EXPECT_EQ(decode(sa.answer(request(kMethodGet, kSaPathRecord, bit(2) | bit(3),
+                                     [&](uint8_t* r) {
+                                       put64(r + 8, kDefaultSubnetPrefix);
+                                       put64(r + 16, 0xdead);
+                                       put64(r + 24, kDefaultSubnetPrefix);
+                                       put64(r + 32, c[0].guid.value);
+                                     }),
+                             fx.ctx()))
+                .status,
+            kSaStatusInvalidGid);
+  EXPECT_EQ(decode(sa.answer(request(kMethodGet, kSaPathRecord, bit(5),
+                                     [&](uint8_t* r) { put16(r + 42, c[0].lid); }),
+                             fx.ctx()))
+                .status,
+            kSaStatusInsufficientComponents);
+  // GetTable from one source: one record per destination that shares a partition.
+  auto from_sm = decode(sa.answer(
+      request(kMethodGetTable, kSaPathRecord, bit(5), [&](uint8_t* r) { put16(r + 42, c[0].lid); }),
+      fx.ctx()));
+  EXPECT_EQ(from_sm.records.size(), fx.snap().fabric.num_switches() + c.size());
+}
+
+TEST(Sa, LayeredRoutesAnswerWithTheirSl) {
+  Fixture fx("torus:dims=4x4x4,hosts=1", "", "dfsssp");
+  ASSERT_GT(fx.snap().tables.vls, 1);
+  SaAgent sa;
+  const auto c = fx.cas();
+  std::vector<int> seen(16, 0);
+  for (size_t i = 0; i < c.size(); ++i)
+    for (size_t j = 0; j < c.size(); j += 7) {
+      if (i == j) continue;
+      auto pr = decode(sa.answer(request(kMethodGet, kSaPathRecord, bit(4) | bit(5),
+                                         [&](uint8_t* r) {
+                                           put16(r + 40, c[j].lid);
+                                           put16(r + 42, c[i].lid);
+                                         }),
+                                 fx.ctx()));
+      ASSERT_EQ(pr.status, 0);
+      const uint8_t sl = pr.records[0][53] & 0x0f;
+      // The SL the routing engine chose for this path at the source's switch.
+      const auto& port = fx.snap().fabric.node(c[i].n).ports[1];
+      EXPECT_EQ(sl, fx.snap().tables.path_sl[port.peer][c[j].lid]);
+      EXPECT_LT(sl, fx.snap().tables.vls);
+      ++seen[sl];
+    }
+  EXPECT_GT(std::count_if(seen.begin(), seen.end(), [](int x) { return x > 0; }), 1);
+}
+
+TEST(Sa, OtherRecordsAndTheSmItself) {
+  Fixture fx("ft2:leaves=2,spines=1,hosts=2");
+  SaAgent sa;
+  const auto c = fx.cas();
+  auto pir = decode(sa.answer(
+      request(kMethodGetTable, kSaPortInfoRecord, bit(0), [&](uint8_t* r) { put16(r, c[1].lid); }),
+      fx.ctx()));
+  ASSERT_EQ(pir.records.size(), 1u);
+  EXPECT_EQ(mad_get_field(pir.records[0].data(), 4, IB_PORT_LID_F), c[1].lid);
+  EXPECT_EQ(mad_get_field(pir.records[0].data(), 4, IB_PORT_STATE_F), 4u);  // ACTIVE
+  // CapabilityMask IsSM: only the SM's port.
+  auto sms = decode(
+      sa.answer(request(kMethodGetTable, kSaPortInfoRecord, bit(7),
+                        [](uint8_t* r) { mad_set_field(r, 4, IB_PORT_CAPMASK_F, kCapIsSm); }),
+                fx.ctx()));
+  ASSERT_EQ(sms.records.size(), 1u);
+  EXPECT_EQ(be16(sms.records[0].data()), c[0].lid);
+  auto smi = decode(sa.answer(request(kMethodGetTable, kSaSmInfoRecord, 0), fx.ctx()));
+  ASSERT_EQ(smi.records.size(), 1u);
+  EXPECT_EQ(mad_get_field(smi.records[0].data(), 4, IB_SMINFO_STATE_F), 3u);  // master
+  auto links = decode(sa.answer(request(kMethodGetTable, kSaLinkRecord, 0), fx.ctx()));
+  EXPECT_EQ(links.records.size(), 2 * fx.snap().fabric.links().size());  // each direction
+  auto pk = decode(sa.answer(
+      request(kMethodGetTable, kSaPkeyTableRecord, bit(0), [&](uint8_t* r) { put16(r, c[2].lid); }),
+      fx.ctx()));
+  ASSERT_EQ(pk.records.size(), 2u);  // PartitionCap 64: two blocks
+  EXPECT_EQ(be16(pk.records[0].data() + 8), 0xffff);
+  auto cpi = decode(sa.answer(request(kMethodGet, kSaClassPortInfo, 0), fx.ctx()));
+  EXPECT_EQ(cpi.status, 0);
+}
+
+TEST(Sa, BadRequestsGetAnErrorStatusNeverACrash) {
+  Fixture fx("ft2:leaves=2,spines=1,hosts=2");
+  SaAgent sa;
+  auto status = [&](std::vector<uint8_t> m) { return decode(sa.answer(m, fx.ctx())).status; };
+  auto bad_version = request(kMethodGet, kSaNodeRecord, 0);
+  bad_version[2] = 1;
+  EXPECT_EQ(status(bad_version), kStatusBadVersion);
+  EXPECT_EQ(status(request(0x07, kSaNodeRecord, 0)), kStatusBadMethod);
+  EXPECT_EQ(status(request(kMethodGet, 0x0099, 0)), kStatusBadMethodAttr);
+  EXPECT_EQ(status(request(kMethodGetTable, kSaNodeRecord, bit(40))), kSaStatusReqInvalid);
+  auto truncated = request(kMethodGet, kSaNodeRecord, 0);
+  truncated.resize(40);
+  EXPECT_EQ(status(truncated), kSaStatusReqInvalid);
+  // Not a request, or not SA: dropped.
+  auto resp = request(kMethodGetResp, kSaNodeRecord, 0);
+  EXPECT_FALSE(sa.answer(resp, fx.ctx()));
+  EXPECT_FALSE(sa.answer(std::vector<uint8_t>(10, 3), fx.ctx()));
+  // Before any sweep: nothing to answer from.
+  SaContext empty;
+  EXPECT_EQ(decode(sa.answer(request(kMethodGet, kSaNodeRecord, 0), empty)).status,
+            kSaStatusNoResources);
+}
+
+TEST(Sa, FuzzedRequestsAlwaysGetAWellFormedAnswerOrAreDropped) {
+  Fixture fx("ft2:leaves=2,spines=2,hosts=3");
+  SaAgent sa;
+  const auto c = fx.cas();
+  std::vector<std::vector<uint8_t>> seeds = {
+      request(kMethodGetTable, kSaPathRecord, bit(4) | bit(5) | bit(13) | bit(16) | bit(17),
+              [&](uint8_t* r) {
+                put16(r + 40, c[1].lid);
+                put16(r + 42, c[0].lid);
+                put16(r + 50, 0xffff);
+                r[54] = 0x84;
+              }),
+      request(kMethodGet, kSaNodeRecord, bit(0), [&](uint8_t* r) { put16(r, c[2].lid); }),
+      request(kMethodGetTable, kSaPortInfoRecord, bit(7) | bit(0), {}),
+      request(kMethodGetTable, kSaPkeyTableRecord, bit(1) | bit(2), {})};
+  std::mt19937 rng(5);
+  size_t answered = 0;
+  for (int i = 0; i < 20000; ++i) {
+    const auto& seed = seeds[i % seeds.size()];
+    std::string s(seed.begin(), seed.end());
+    s = weft::testing::mutate(s, std::string("\x00\x01\x02\x03\x12\x35\x80\xff", 8), rng);
+    auto ans = sa.answer(std::vector<uint8_t>(s.begin(), s.end()), fx.ctx());
+    if (!ans) continue;
+    ++answered;
+    ASSERT_GE(ans->size(), kSaHeader);
+    EXPECT_EQ((*ans)[1], kClassSa);
+    EXPECT_TRUE((*ans)[3] & 0x80);
+    const size_t off = size_t(be16(ans->data() + 44)) * 8;
+    if (off) {
+      EXPECT_EQ((ans->size() - kSaHeader) % off, 0u);
+    }
+  }
+  EXPECT_GT(answered, 10000u);
+}
+
+// The SM serves SA requests that arrive on its transport, and answers to the sender.
+TEST(Sa, TheSmAnswersOverItsTransport) {
+  Fixture fx("ft2:leaves=2,spines=1,hosts=2");
+  const auto c = fx.cas();
+  InMad in;
+  auto req = request(kMethodGetTable, kSaPathRecord, bit(4) | bit(5), [&](uint8_t* r) {
+    put16(r + 40, c[3].lid);
+    put16(r + 42, c[1].lid);
+  });
+  std::copy(req.begin(), req.end(), in.mad.begin());
+  in.len = kMadSize;
+  in.slid = Lid{c[1].lid};
+  in.sqpn = 1;
+  fx.t.inject(in);
+  ASSERT_TRUE(fx.sm->serve_for(std::chrono::milliseconds(10)));
+  ASSERT_EQ(fx.t.gsi_answers().size(), 1u);
+  const auto& a = fx.t.gsi_answers()[0];
+  EXPECT_EQ(a.to.dlid.value, c[1].lid);
+  EXPECT_EQ(a.to.qpn, 1u);
+  EXPECT_EQ(a.to.qkey, 0x80010000u);
+  auto whole = rmpp_reassemble(a.segments, kSaHeader);
+  ASSERT_TRUE(whole) << whole.error().message;
+  EXPECT_EQ(whole->size(), kSaHeader + 64);
+  EXPECT_EQ(fx.sm->sa_stats().path_records, 1u);
+}
