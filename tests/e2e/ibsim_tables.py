@@ -13,6 +13,9 @@ partitions.conf, QoS on, and checks what `smpquery pkeys`, `smpquery sl2vl`,
   - VL arbitration and VLHighLimit as configured;
   - the OpenSM option set away from its default is reported with file:line;
   - a restart writes no P_Key, SL2VL or VLArb table again;
+  - with weft running as the SM, saquery answers NodeRecord, PortInfoRecord and
+    PathRecords (a P_Key only between ports that share it, none between two
+    limited members), `saquery -s` and `sminfo` find weft as master;
   - `weft config check` passes the real `opensm -c` output and refuses a
     broken file with file:line.
 ibsim's switches report no P_Key enforcement capability, so enforcement is
@@ -23,11 +26,13 @@ import argparse
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from ibsim_bringup import Failure, Ibsim, parse_ibnetdiscover, run  # noqa: E402
+from ibsim_bringup import UMAD2SIM, Failure, Ibsim, parse_ibnetdiscover, run  # noqa: E402
 
 CA_SL2VL = [0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 15]
 SWE_SL2VL = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15]
@@ -66,6 +71,80 @@ def vlarb(out):
             ws = [int(x, 16) for x in line.split(":", 1)[1].strip(" |").split("|")]
             tables[cur] = list(zip(vls, ws))
     return tables
+
+
+class Daemon:
+    """weft sm in the background until SUBNET UP; stopped by PID on the way out."""
+
+    def __init__(self, weft, args, work, sock):
+        self.cmd = [weft, "sm"] + args + ["--log-file", os.path.join(work, "daemon.log")]
+        self.work, self.sock = work, sock
+
+    def __enter__(self):
+        env = dict(os.environ, IBSIM_SOCKNAME=self.sock, LD_PRELOAD=UMAD2SIM)
+        self.proc = subprocess.Popen(self.cmd, cwd=self.work, env=env, stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.DEVNULL, start_new_session=True)
+        log = os.path.join(self.work, "daemon.log")
+        for _ in range(200):
+            if os.path.exists(log) and "SUBNET UP" in open(log).read():
+                return self
+            if self.proc.poll() is not None:
+                raise Failure("weft sm exited %d before SUBNET UP" % self.proc.returncode)
+            time.sleep(0.05)
+        raise Failure("weft sm: no SUBNET UP in 10 s")
+
+    def __exit__(self, *exc):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=5)
+        return False
+
+
+def records(out, kind):
+    return out.count(kind + " dump")
+
+
+def field(out, name):
+    m = re.search(r"\b" + name + r"\.+\s*(\S+)", out)
+    return m.group(1) if m else None
+
+
+def sa_checks(work, sock, sm_lid, full, limited, outside):
+    def sq(*args):
+        return run(["saquery"] + [str(x) for x in args], work, sock, check=False).stdout
+
+    nr = sq("NR", full[1])
+    if records(nr, "NodeRecord") != 1 or int(field(nr, "port_guid"), 16) != full[0]:
+        raise Failure("saquery NR %d:\n%s" % (full[1], nr))
+    pir = sq("PIR", limited[1])
+    if records(pir, "PortInfoRecord") != 1 or field(pir, "EndPortLid") != str(limited[1]):
+        raise Failure("saquery PIR %d:\n%s" % (limited[1], pir))
+    pr = sq("--src-to-dst", "%d:%d" % (full[1], limited[1]))
+    if records(pr, "PathRecord") != 1 or field(pr, "pkey") != "0x8002" or field(pr, "dlid") != str(limited[1]):
+        raise Failure("saquery --src-to-dst full:limited:\n" + pr)
+    if field(pr, "mtu") != "0x84" or field(pr, "rate") != "0x83":
+        raise Failure("path MTU/rate not 2048 / 10 Gb/s exactly:\n" + pr)
+    if records(sq("--pkey", "0x8002", "--src-to-dst", "%d:%d" % (full[1], limited[1])), "PathRecord") != 1:
+        raise Failure("no path on P_Key 0x8002 between its full and its limited member")
+    if records(sq("--pkey", "0x8002", "--src-to-dst", "%d:%d" % (sm_lid, outside[1])), "PathRecord") != 0:
+        raise Failure("a path on P_Key 0x8002 between ports that do not share it")
+    if records(sq("--src-to-dst", "%d:%d" % (limited[1], outside[1])), "PathRecord") != 0:
+        raise Failure("a path between two limited members of every partition they hold")
+    pr_sm = sq("--src-to-dst", "%d:%d" % (sm_lid, outside[1]))
+    if records(pr_sm, "PathRecord") != 1 or field(pr_sm, "pkey") != "0xFFFF":
+        raise Failure("the SM's port reaches every port through Default:\n" + pr_sm)
+    sms = sq("-s").split("IsSMdisabled")[0]
+    if records(sms, "PortInfoRecord") != 1 or not re.search(r"EndPortLid\.+%d\b" % sm_lid, sms):
+        raise Failure("saquery -s does not find exactly the SM's port:\n" + sms)
+    smi = run(["sminfo"], work, sock).stdout
+    if "SMINFO_MASTER" not in smi or "sm lid %d" % sm_lid not in smi:
+        raise Failure("sminfo: " + smi)
+    print("SA: NR, PIR, PathRecords (P_Key 0x8002 between its members, none without a shared "
+          "partition, 2048/10 Gb/s), saquery -s and sminfo find weft as master")
 
 
 def main():
@@ -186,6 +265,10 @@ def main():
         if not m or any(int(x) for x in m.groups()):
             raise Failure("restart rewrote tables the ports hold:\n" + again.stdout)
         print("restart: " + m.group(0))
+
+        # The SA, asked by saquery while weft runs as the subnet's SM.
+        with Daemon(a.weft, ["--state-dir", state, "--config", conf], work, sock):
+            sa_checks(work, sock, sm_lid, full, limited, outside)
     print("PASS tables")
 
 
