@@ -30,6 +30,8 @@ bench: build
 	@scripts/install-deps.sh --bench
 	bench/bench_bringup.sh $(BUILD)/app/weft
 	python3 bench/bench_routing.py --weft $(abspath $(BUILD))/app/weft
+	python3 bench/bench_sa.py --weft $(abspath $(BUILD))/app/weft \
+	  --sa-bench $(abspath $(BUILD))/bench/weft_sa_bench --flood $(abspath $(BUILD))/bench/weft_sa_flood
 
 asan:
 	$(MAKE) test BUILD=build-asan CMAKE_FLAGS="-DCMAKE_BUILD_TYPE=Debug -DWEFT_SANITIZE=ON"

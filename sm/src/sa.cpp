@@ -635,8 +635,9 @@ void path_records(const Query& q, Answer& a) {
 
 std::optional<std::vector<uint8_t>> SaAgent::answer(std::span<const uint8_t> req,
                                                     const SaContext& ctx) {
-  // Too short to hold a MAD header, not SubnAdm, or a response: not ours to answer.
-  if (req.size() < 24 || req[1] != kClassSa || (req[3] & 0x80)) {
+  // Too short to hold a MAD header, not SubnAdm, or a response (TrapRepress, 0x07, is
+  // one without the response bit): not ours to answer.
+  if (req.size() < 24 || req[1] != kClassSa || (req[3] & 0x80) || req[3] == 0x07) {
     ++stats_.dropped;
     return std::nullopt;
   }

@@ -13,6 +13,8 @@ partitions.conf, QoS on, and checks what `smpquery pkeys`, `smpquery sl2vl`,
   - VL arbitration and VLHighLimit as configured;
   - the OpenSM option set away from its default is reported with file:line;
   - a restart writes no P_Key, SL2VL or VLArb table again;
+  - a flood of 20,000 PathRecord queries, a quarter of them garbage, leaves
+    no valid query unanswered and the SA still answering;
   - with weft running as the SM, saquery answers NodeRecord, PortInfoRecord and
     PathRecords (a P_Key only between ports that share it, none between two
     limited members), `saquery -s` and `sminfo` find weft as master;
@@ -151,6 +153,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--weft", required=True)
     ap.add_argument("--scratch", required=True)
+    ap.add_argument("--flood", required=True, help="the weft_sa_flood binary")
     a = ap.parse_args()
     work = os.path.join(a.scratch, "tables")
     shutil.rmtree(work, ignore_errors=True)
@@ -268,6 +271,14 @@ def main():
 
         # The SA, asked by saquery while weft runs as the subnet's SM.
         with Daemon(a.weft, ["--state-dir", state, "--config", conf], work, sock):
+            sa_checks(work, sock, sm_lid, full, limited, outside)
+            # A flood with garbage mixed in: every valid query answered, none lost.
+            top = max(p[1] for p in ports)
+            fl = run([a.flood, "--lids", "1-%d" % top, "--queries", "20000", "--window", "16", "--garbage"],
+                     work, sock, check=False, timeout=120)
+            if fl.returncode != 0:
+                raise Failure("SA flood: rc %d\n%s%s" % (fl.returncode, fl.stdout, fl.stderr[-500:]))
+            print("SA flood: " + fl.stdout.splitlines()[0])
             sa_checks(work, sock, sm_lid, full, limited, outside)
     print("PASS tables")
 

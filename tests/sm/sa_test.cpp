@@ -336,7 +336,7 @@ TEST(Sa, BadRequestsGetAnErrorStatusNeverACrash) {
   auto bad_version = request(kMethodGet, kSaNodeRecord, 0);
   bad_version[2] = 1;
   EXPECT_EQ(status(bad_version), kStatusBadVersion);
-  EXPECT_EQ(status(request(0x07, kSaNodeRecord, 0)), kStatusBadMethod);
+  EXPECT_EQ(status(request(0x20, kSaNodeRecord, 0)), kStatusBadMethod);
   EXPECT_EQ(status(request(kMethodGet, 0x0099, 0)), kStatusBadMethodAttr);
   EXPECT_EQ(status(request(kMethodGetTable, kSaNodeRecord, bit(40))), kSaStatusReqInvalid);
   auto truncated = request(kMethodGet, kSaNodeRecord, 0);
@@ -346,6 +346,7 @@ TEST(Sa, BadRequestsGetAnErrorStatusNeverACrash) {
   auto resp = request(kMethodGetResp, kSaNodeRecord, 0);
   EXPECT_FALSE(sa.answer(resp, fx.ctx()));
   EXPECT_FALSE(sa.answer(std::vector<uint8_t>(10, 3), fx.ctx()));
+  EXPECT_FALSE(sa.answer(request(0x07, kSaNodeRecord, 0), fx.ctx()));  // TrapRepress
   // Before any sweep: nothing to answer from.
   SaContext empty;
   EXPECT_EQ(decode(sa.answer(request(kMethodGet, kSaNodeRecord, 0), empty)).status,
