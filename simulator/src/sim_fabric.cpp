@@ -54,6 +54,11 @@ SimFabric::SimFabric(fabric::Fabric f, SimDefaults d) : f_(std::move(f)), d_(d) 
     sl2vl_[i].assign(nd.is_switch() ? nd.ports.size() * nd.ports.size() : nd.ports.size(), sl2vl0);
     vlarb_[i].assign(nd.ports.size(), arb0);
     extras_[i].assign(nd.ports.size(), {});
+    if (nd.is_switch())
+      mft_.push_back(std::vector<std::vector<uint16_t>>((nd.num_ports + 1 + 15) / 16,
+                                                        std::vector<uint16_t>(d_.mft_cap, 0)));
+    else
+      mft_.emplace_back();
     if (nd.is_switch()) {
       lft_[i].assign(d_.lft_cap, kDropPort);
       nd.sw.lft_cap = d_.lft_cap;
@@ -106,7 +111,47 @@ SimFabric::SimFabric(fabric::Fabric f, SimDefaults d) : f_(std::move(f)), d_(d) 
 
 const qos::Sl2Vl& SimFabric::sl2vl(NodeIndex n, PortNum in, PortNum out) const {
   const auto& nd = f_.node(n);
-  return nd.is_switch() ? sl2vl_.at(n).at(size_t(in) * nd.ports.size() + out) : sl2vl_.at(n).at(out);
+  return nd.is_switch() ? sl2vl_.at(n).at(size_t(in) * nd.ports.size() + out)
+                        : sl2vl_.at(n).at(out);
+}
+
+std::vector<std::pair<NodeIndex, PortNum>> SimFabric::mcast_reach(uint16_t mlid, NodeIndex n,
+                                                                  PortNum p) const {
+  std::vector<std::pair<NodeIndex, PortNum>> out;
+  if (mlid < 0xC000 || size_t(mlid - 0xC000) >= d_.mft_cap) return out;
+  const size_t idx = mlid - 0xC000;
+  // (switch, port it came in on); a switch forwards to its mask minus the input port.
+  std::vector<std::pair<NodeIndex, PortNum>> todo;
+  std::vector<uint8_t> seen(f_.size(), 0);
+  if (f_.node(n).is_switch()) {
+    todo.push_back({n, 0});
+  } else {
+    const auto& port = f_.node(n).ports[p];
+    if (!port.linked()) return out;
+    todo.push_back({port.peer, port.peer_port});
+  }
+  while (!todo.empty()) {
+    auto [sw, in] = todo.back();
+    todo.pop_back();
+    if (seen[sw]++) continue;  // a loop in the tables: each switch counts once
+    const auto& nd = f_.node(sw);
+    for (PortNum q = 0; q <= nd.num_ports; ++q) {
+      if (q == in && q != 0) continue;
+      if (!(mft_[sw][q / 16][idx] & (1u << (q % 16)))) continue;
+      if (q == 0) {
+        if (!(f_.node(n).is_switch() && sw == n)) out.push_back({sw, 0});
+        continue;
+      }
+      const auto& port = nd.ports[q];
+      if (!port.linked()) continue;
+      if (f_.node(port.peer).is_switch())
+        todo.push_back({port.peer, port.peer_port});
+      else if (!(port.peer == n && port.peer_port == p))
+        out.push_back({port.peer, port.peer_port});
+    }
+  }
+  std::sort(out.begin(), out.end());
+  return out;
 }
 
 size_t SimFabric::sets(uint16_t attr) const {
@@ -254,6 +299,21 @@ uint16_t SimFabric::handle(const Smp& s, NodeIndex n, PortNum in_port, SmpData& 
       }
       if (set) sl2vl_[n][idx] = decode_sl2vl(data);
       data = encode_sl2vl(sl2vl_[n][idx]);
+      return 0;
+    }
+    case kAttrMft: {
+      if (!nd.is_switch()) return kStatusUnsupported;
+      const size_t pos = s.attr_mod >> 28, block = s.attr_mod & 0x1ff;
+      if (pos >= mft_[n].size() || (block + 1) * 32 > d_.mft_cap || (s.attr_mod & 0x0ffffe00))
+        return kStatusInvalid;
+      auto& t = mft_[n][pos];
+      if (set) {
+        const MftBlock b = decode_mft_block(data);
+        std::copy(b.begin(), b.end(), t.begin() + block * 32);
+      }
+      MftBlock b{};
+      std::copy(t.begin() + block * 32, t.begin() + block * 32 + 32, b.begin());
+      data = encode_mft_block(b);
       return 0;
     }
     case kAttrVlArb: {

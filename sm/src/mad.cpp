@@ -45,6 +45,8 @@ const char* attr_name(uint16_t attr) {
       return "VLArbitrationTable";
     case kAttrLft:
       return "LinearForwardingTable";
+    case kAttrMft:
+      return "MulticastForwardingTable";
     case kAttrSmInfo:
       return "SMInfo";
   }
@@ -367,6 +369,14 @@ SmpData encode_pkey_block(const PkeyBlock& b) {
   return d;
 }
 
+// The same layout as a P_Key block: 32 big-endian 16-bit words.
+MftBlock decode_mft_block(const SmpData& d) {
+  return decode_pkey_block(d);
+}
+SmpData encode_mft_block(const MftBlock& b) {
+  return encode_pkey_block(b);
+}
+
 // Byte i holds SL 2i in its high nibble and SL 2i+1 in its low nibble.
 qos::Sl2Vl decode_sl2vl(const SmpData& d) {
   qos::Sl2Vl t{};
@@ -387,7 +397,8 @@ SmpData encode_sl2vl(const qos::Sl2Vl& t) {
 // Entry i: byte 2i holds the VL in its low nibble (high nibble reserved), byte 2i+1 the weight.
 qos::VlArbBlock decode_vlarb(const SmpData& d) {
   qos::VlArbBlock t{};
-  for (size_t i = 0; i < t.size(); ++i) t[i] = {static_cast<uint8_t>(d[2 * i] & 0x0f), d[2 * i + 1]};
+  for (size_t i = 0; i < t.size(); ++i)
+    t[i] = {static_cast<uint8_t>(d[2 * i] & 0x0f), d[2 * i + 1]};
   return t;
 }
 

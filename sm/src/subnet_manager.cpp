@@ -29,9 +29,158 @@ SubnetManager::SubnetManager(Transport& t, SmOptions o)
   eng_.on_sa([this](const InMad& in) { serve_sa(in); });
 }
 
+void SubnetManager::sync_groups(const fabric::Fabric& f, const qos::PartitionPlan& plan) {
+  (void)f;
+  auto scopes = [](uint16_t mask, uint8_t dflt) {
+    std::vector<uint8_t> v;
+    for (uint8_t s = 1; s < 16; ++s)
+      if (mask & (1u << s)) v.push_back(s);
+    if (v.empty()) v.push_back(dflt);
+    return v;
+  };
+  for (const auto& part : plan.partitions) {
+    const uint16_t pkey = uint16_t(part.pkey | 0x8000);
+    McGroup base;
+    base.pkey = pkey;
+    base.mtu = part.flags.mtu;
+    base.rate = part.flags.rate;
+    base.sl = opts_.qos.enabled ? part.flags.sl : 0;  // as OpenSM: the SL needs QoS
+    base.tclass = part.flags.tclass;
+    base.flow_label = part.flags.flow_label;
+    if (part.ipoib) {
+      // The IPv4 broadcast group of the partition: ff1S:401b:PKEY::ffff:ffff.
+      for (uint8_t sc : scopes(part.flags.scope_mask, 2)) {
+        McGroup g = base;
+        g.mgid = {0xff,
+                  uint8_t(0x10 | sc),
+                  0x40,
+                  0x1b,
+                  uint8_t(pkey >> 8),
+                  uint8_t(pkey),
+                  0,
+                  0,
+                  0,
+                  0,
+                  0,
+                  0,
+                  0xff,
+                  0xff,
+                  0xff,
+                  0xff};
+        g.scope = sc;
+        g.qkey = part.flags.qkey ? part.flags.qkey : 0x0b1b;
+        mc_.ensure(g);
+      }
+    }
+    for (const auto& mg : part.groups) {
+      const uint8_t own = mg.mgid[1] & 0x0f;
+      for (uint8_t sc : scopes(mg.flags.scope_mask, own)) {
+        McGroup g = base;
+        std::copy(mg.mgid.begin(), mg.mgid.end(), g.mgid.begin());
+        g.mgid[1] = uint8_t((g.mgid[1] & 0xf0) | sc);
+        g.scope = sc;
+        g.mtu = mg.flags.mtu;
+        g.rate = mg.flags.rate;
+        g.sl = opts_.qos.enabled ? mg.flags.sl : 0;
+        g.qkey = mg.flags.qkey;
+        g.tclass = mg.flags.tclass;
+        g.flow_label = mg.flags.flow_label;
+        mc_.ensure(g);
+      }
+    }
+  }
+  for (uint16_t mlid : mc_.prune([this](uint64_t g) { return end_ports_.count(g) > 0; }))
+    WEFT_LOG(Info, "MC-0001") << "multicast group MLID 0x" << std::hex << mlid << std::dec
+                              << ": members whose ports left the fabric removed";
+}
+
+std::vector<std::pair<NodeIndex, uint32_t>> SubnetManager::route_mlid(const fabric::Fabric& f,
+                                                                      uint16_t mlid) {
+  std::vector<std::pair<NodeIndex, uint32_t>> touched;
+  if (mlid < kMlidBase) return touched;
+  const uint32_t block = (mlid - kMlidBase) / 32, idx = (mlid - kMlidBase) % 32;
+  auto positions = [&](NodeIndex sw) { return (uint32_t(f.node(sw).num_ports) + 1 + 15) / 16; };
+  for (NodeIndex sw : mlid_switches_[mlid])
+    for (uint32_t pos = 0; pos < positions(sw); ++pos) {
+      const uint32_t key = pos << 28 | block;
+      mft_want_[sw][key][idx] = 0;
+      touched.push_back({sw, key});
+    }
+  mlid_switches_.erase(mlid);
+  const McGroup* g = mc_.by_mlid(mlid);
+  if (!g) return touched;
+  std::vector<std::pair<NodeIndex, PortNum>> receivers, senders;
+  for (const auto& [guid, state] : g->members) {
+    auto it = end_ports_.find(guid);
+    if (it == end_ports_.end()) continue;
+    (state & (kJoinFull | kJoinNon) ? receivers : senders).push_back(it->second);
+  }
+  for (const auto& [sw, mask] : multicast_tree(f, receivers, senders)) {
+    for (uint32_t pos = 0; pos < positions(sw); ++pos) {
+      uint16_t bits = 0;
+      for (uint32_t i = 0; i < 16; ++i)
+        if (16 * pos + i < mask.size() && mask[16 * pos + i]) bits = uint16_t(bits | (1u << i));
+      const uint32_t key = pos << 28 | block;
+      mft_want_[sw][key][idx] = bits;
+      touched.push_back({sw, key});
+    }
+    mlid_switches_[mlid].push_back(sw);
+  }
+  return touched;
+}
+
+void SubnetManager::write_mfts(const fabric::Fabric& f,
+                               const std::vector<std::pair<NodeIndex, uint32_t>>& blocks_in,
+                               SweepReport* rep) {
+  auto blocks = blocks_in;
+  std::sort(blocks.begin(), blocks.end());
+  blocks.erase(std::unique(blocks.begin(), blocks.end()), blocks.end());
+  for (auto [sw, key] : blocks) {
+    if (sw >= node_paths_.size()) continue;
+    const uint64_t guid = f.node(sw).guid.value;
+    const MftBlock want = mft_want_[sw][key];
+    const DrPath path = node_paths_[sw];
+    const std::string where = fabric::port_ref(f, sw, 0);
+    auto write = [this, rep, guid, key, want, path, where]() {
+      eng_.submit(SmpRequest::set(kAttrMft, key, path, encode_mft_block(want)),
+                  [this, rep, guid, key, want, where](Result<Smp> r) {
+                    if (r) {
+                      mft_held_[{guid, key}] = want;
+                      if (rep) ++rep->mft_blocks_written;
+                      return;
+                    }
+                    mft_held_.erase({guid, key});
+                    if (rep)
+                      ++rep->table_failures,
+                          add_problem(*rep, "MFT Set on " + where + ": " + r.error().message);
+                    else
+                      WEFT_LOG(Warn, "MC-0002")
+                          << "MFT Set on " << where << ": " << r.error().message;
+                  });
+    };
+    auto held = mft_held_.find({guid, key});
+    if (held != mft_held_.end()) {
+      if (held->second != want) write();
+      continue;
+    }
+    eng_.submit(SmpRequest::get(kAttrMft, key, path),
+                [this, rep, guid, key, want, write](Result<Smp> r) {
+                  if (rep) ++rep->mft_blocks_read;
+                  if (r) {
+                    const MftBlock have = decode_mft_block(r->data);
+                    mft_held_[{guid, key}] = have;
+                    if (have == want) return;
+                  }
+                  write();
+                });
+  }
+}
+
 void SubnetManager::serve_sa(const InMad& in) {
   SaContext ctx;
   ctx.snap = snapshot_;
+  ctx.mc = &mc_;
+  ctx.mft_cap = mft_cap_;
   ctx.sm_guid = sm_guid_;
   ctx.sm_priority = opts_.sm_priority;
   ctx.sm_act_count = act_count_;
@@ -47,6 +196,15 @@ void SubnetManager::serve_sa(const InMad& in) {
   if (auto r = t_.send_long(*ans, to); !r)
     WEFT_LOG(Warn, "SA-0001") << "answer to LID " << in.slid.value << " QP " << in.sqpn
                               << " failed: " << r.error().message;
+  // Joins and leaves: the groups' trees change now, not at the next sweep.
+  if (snapshot_) {
+    std::vector<std::pair<NodeIndex, uint32_t>> blocks;
+    for (uint16_t mlid : sa_.take_changed()) {
+      auto b = route_mlid(snapshot_->fabric, mlid);
+      blocks.insert(blocks.end(), b.begin(), b.end());
+    }
+    if (!blocks.empty()) write_mfts(snapshot_->fabric, blocks, nullptr);
+  }
 }
 
 void SubnetManager::on_unsolicited(const Smp& s, const InMad& in) {
@@ -208,6 +366,41 @@ Result<SweepReport> SubnetManager::sweep() {
   std::vector<std::vector<PortInfo>> after = d.port_info;
   uint64_t s0 = eng_.stats().sent;
   program(d, target, tables, plan, sm_lid_, rep, after);
+  // Multicast: groups, trees and MFTs on the fabric as it now stands.
+  node_paths_ = d.paths;
+  end_ports_.clear();
+  mft_cap_ = 0xffff;
+  bool any_switch = false;
+  for (NodeIndex n = 0; n < target.size(); ++n) {
+    const auto& nd = target.node(n);
+    if (nd.is_switch()) {
+      any_switch = true;
+      mft_cap_ = std::min(mft_cap_, d.switch_info[n].mft_cap);
+      if (!steady(d, n, 0))
+        std::erase_if(mft_held_, [&](const auto& e) { return e.first.first == nd.guid.value; });
+      end_ports_[nd.ports[0].guid.value] = {n, 0};
+    } else {
+      for (PortNum p = 1; p <= nd.num_ports; ++p)
+        if (nd.ports[p].linked()) end_ports_[nd.ports[p].guid.value] = {n, p};
+    }
+  }
+  if (!any_switch) mft_cap_ = 0;
+  sync_groups(target, plan);
+  mft_want_.clear();
+  mlid_switches_.clear();
+  std::vector<std::pair<NodeIndex, uint32_t>> blocks;
+  for (const auto& [mlid, g] : mc_.groups()) {
+    auto b = route_mlid(target, mlid);
+    blocks.insert(blocks.end(), b.begin(), b.end());
+  }
+  for (const auto& [key, held] : mft_held_)
+    if (auto n = target.find(Guid{key.first}))
+      if (std::any_of(held.begin(), held.end(), [](uint16_t m) { return m != 0; }))
+        blocks.push_back({*n, key.second});
+  write_mfts(target, blocks, &rep);
+  if (auto r = eng_.run(); !r)
+    add_problem(rep, "transport failed while programming MFTs: " + r.error().message);
+  rep.mcast_groups = mc_.groups().size();
   rep.smps_program = eng_.stats().sent - s0;
   rep.ms_program = ms_since(tp);
   tp = std::chrono::steady_clock::now();

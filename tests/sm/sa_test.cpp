@@ -413,3 +413,140 @@ TEST(Sa, TheSmAnswersOverItsTransport) {
   EXPECT_EQ(whole->size(), kSaHeader + 64);
   EXPECT_EQ(fx.sm->sa_stats().path_records, 1u);
 }
+
+namespace {
+
+// An MCMemberRecord request: join (Set) or leave (Delete) `port` to `mgid`.
+std::vector<uint8_t> mc_request(uint8_t method, const Gid& mgid, Guid port, uint8_t state,
+                                uint64_t extra_mask = 0,
+                                const std::function<void(uint8_t*)>& more = {}) {
+  return request(method, kSaMcMemberRecord, bit(0) | bit(1) | bit(16) | extra_mask,
+                 [&](uint8_t* r) {
+                   std::copy(mgid.begin(), mgid.end(), r);
+                   put64(r + 16, kDefaultSubnetPrefix);
+                   put64(r + 24, port.value);
+                   r[48] = uint8_t(2 << 4 | state);
+                   if (more) more(r);
+                 });
+}
+
+// Sends one SA request through the SM's transport and returns its answer.
+Reply ask(Fixture& fx, const std::vector<uint8_t>& req) {
+  fx.t.clear_gsi_answers();
+  InMad in;
+  std::copy(req.begin(), req.end(), in.mad.begin());
+  in.len = kMadSize;
+  in.slid = Lid{1};
+  in.sqpn = 1;
+  fx.t.inject(in);
+  EXPECT_TRUE(fx.sm->serve_for(std::chrono::milliseconds(50)));
+  EXPECT_EQ(fx.t.gsi_answers().size(), 1u);
+  if (fx.t.gsi_answers().empty()) return {};
+  auto whole = rmpp_reassemble(fx.t.gsi_answers()[0].segments, kSaHeader);
+  if (!whole) {  // not RMPP: a single MAD
+    const auto& m = fx.t.gsi_answers()[0].segments[0];
+    return decode(std::vector<uint8_t>(m.begin(), m.end()));
+  }
+  return decode(*whole);
+}
+
+// The simulator's node of a discovered CA (the snapshot numbers nodes its own way).
+NodeIndex sim_node(const Fixture& fx, const Fixture::Ca& c) {
+  return *fx.sim.model().find(fx.snap().fabric.node(c.n).guid);
+}
+
+}  // namespace
+
+TEST(Multicast, JoinsBuildATreeThatReachesReceiversOnlyAndLeavesPruneIt) {
+  Fixture fx("ft2:leaves=4,spines=2,hosts=3");
+  const auto c = fx.cas();
+  ASSERT_EQ(c.size(), 12u);
+  // The Default partition's IPoIB broadcast group exists from the start, at 0xC000.
+  const Gid bcast{0xff, 0x12, 0x40, 0x1b, 0xff, 0xff, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff};
+  ASSERT_TRUE(fx.sm->multicast().groups().count(0xC000));
+  EXPECT_EQ(fx.sm->multicast().groups().at(0xC000).mgid, bcast);
+  // c[1], c[5], c[9] join as full members (three leaves); c[4] as a send-only member.
+  for (size_t i : {1, 5, 9}) {
+    auto r = ask(fx, mc_request(kMethodSet, bcast, c[i].guid, kJoinFull));
+    ASSERT_EQ(r.status, 0) << i;
+    EXPECT_EQ(be16(r.records.at(0).data() + 36), 0xC000);
+    EXPECT_EQ(be16(r.records[0].data() + 40), 0xffff);
+  }
+  ASSERT_EQ(ask(fx, mc_request(kMethodSet, bcast, c[4].guid, kJoinSendOnlyNon)).status, 0);
+  auto reach = [&](size_t from) {
+    std::vector<size_t> got;
+    for (auto [n, p] : fx.sim.mcast_reach(0xC000, sim_node(fx, c[from]), 1))
+      for (size_t i = 0; i < c.size(); ++i)
+        if (sim_node(fx, c[i]) == n) got.push_back(i);
+    std::sort(got.begin(), got.end());
+    return got;
+  };
+  EXPECT_EQ(reach(1), (std::vector<size_t>{5, 9}));
+  EXPECT_EQ(reach(4), (std::vector<size_t>{1, 5, 9}));  // the send-only member sends to all
+  EXPECT_EQ(reach(6), (std::vector<size_t>{}));  // c[6]'s leaf (the third) is not on the tree
+  // Leaving prunes: c[9]'s leaf drops out of the tree.
+  ASSERT_EQ(ask(fx, mc_request(kMethodDelete, bcast, c[9].guid, kJoinFull)).method,
+            kMethodDeleteResp);
+  EXPECT_EQ(reach(1), (std::vector<size_t>{5}));
+  // Listing: one MCMemberRecord per member.
+  auto list = ask(fx, request(kMethodGetTable, kSaMcMemberRecord, 0));
+  EXPECT_EQ(list.records.size(), 3u);
+  // A second sweep writes no MFT block and keeps the members.
+  auto again = fx.sm->sweep();
+  ASSERT_TRUE(again && again->subnet_up);
+  EXPECT_EQ(again->mft_blocks_written, 0u);
+  EXPECT_EQ(reach(1), (std::vector<size_t>{5}));
+}
+
+TEST(Multicast, CreateRulesAndRefusals) {
+  Fixture fx("ft2:leaves=2,spines=1,hosts=2");
+  const auto c = fx.cas();
+  const Gid none{};
+  // Creating needs Q_Key, P_Key, SL, FlowLabel and TClass.
+  EXPECT_EQ(ask(fx, mc_request(kMethodSet, none, c[1].guid, kJoinFull)).status,
+            kSaStatusInsufficientComponents);
+  const uint64_t create = bit(2) | bit(6) | bit(7) | bit(12) | bit(13);
+  auto fill = [](uint8_t* r) {
+    r[35] = 0x42;           // Q_Key
+    put16(r + 40, 0xffff);  // P_Key
+  };
+  auto made = ask(fx, mc_request(kMethodSet, none, c[1].guid, kJoinFull, create, fill));
+  ASSERT_EQ(made.status, 0);
+  const auto& r = made.records.at(0);
+  EXPECT_EQ(r[0], 0xff);  // an MGID the SA made
+  EXPECT_EQ(r[2], 0xa0);
+  const uint16_t mlid = be16(r.data() + 36);
+  EXPECT_GT(mlid, 0xC000);     // 0xC000 is the broadcast group's
+  EXPECT_EQ(r[38] & 0x3f, 4);  // the port's MTU: 2048
+  Gid mgid;
+  std::copy(r.begin(), r.begin() + 16, mgid.begin());
+  // Joining asking for 4096 exactly: the group is 2048, refused.
+  EXPECT_EQ(ask(fx, mc_request(kMethodSet, mgid, c[2].guid, kJoinFull, bit(4) | bit(5),
+                               [](uint8_t* r) { r[38] = uint8_t(2 << 6 | 5); }))
+                .status,
+            kSaStatusReqInvalid);
+  // Creating with a P_Key the port lacks, or joining with a JoinState of 0: refused.
+  EXPECT_EQ(ask(fx, mc_request(kMethodSet, none, c[1].guid, kJoinFull, create,
+                               [](uint8_t* r) { put16(r + 40, 0x8005); }))
+                .status,
+            kSaStatusReqInvalid);
+  EXPECT_EQ(ask(fx, mc_request(kMethodSet, mgid, c[2].guid, 0)).status, kSaStatusReqInvalid);
+  // Leaving a group one is not in: refused; the last member leaving removes the group.
+  EXPECT_EQ(ask(fx, mc_request(kMethodDelete, mgid, c[3].guid, kJoinFull)).status,
+            kSaStatusReqInvalid);
+  EXPECT_EQ(ask(fx, mc_request(kMethodDelete, mgid, c[1].guid, kJoinFull)).status, 0);
+  EXPECT_FALSE(fx.sm->multicast().groups().count(mlid));
+}
+
+TEST(Multicast, MembersWhosePortsLeaveArePrunedAtTheNextSweep) {
+  Fixture fx("ft2:leaves=2,spines=1,hosts=2");
+  const auto c = fx.cas();
+  const Gid bcast{0xff, 0x12, 0x40, 0x1b, 0xff, 0xff, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff};
+  for (size_t i : {1, 2, 3})
+    ASSERT_EQ(ask(fx, mc_request(kMethodSet, bcast, c[i].guid, kJoinFull)).status, 0);
+  EXPECT_EQ(fx.sm->multicast().groups().at(0xC000).members.size(), 3u);
+  fx.sim.unlink(sim_node(fx, c[3]), 1);
+  auto rep = fx.sm->sweep();
+  ASSERT_TRUE(rep);
+  EXPECT_EQ(fx.sm->multicast().groups().at(0xC000).members.size(), 2u);
+}

@@ -28,7 +28,7 @@ struct SimDefaults {
   // P_Keys a switch external port holds (ibsim: 64, but it cannot enforce them; these
   // switches filter inbound and outbound).
   uint16_t partition_enforce_cap = 64;
-  uint8_t vl_arb_cap = 8;               // entries of each VL arbitration table (ibsim: 8)
+  uint8_t vl_arb_cap = 8;  // entries of each VL arbitration table (ibsim: 8)
 };
 
 class SimFabric {
@@ -62,6 +62,10 @@ class SimFabric {
     uint8_t vl_high_limit = 0;
   };
   const PortExtras& extras(fabric::NodeIndex n, PortNum p) const { return extras_.at(n).at(p); }
+  // Where a multicast packet to `mlid` sent by end port (n, p) is delivered, through
+  // the MFTs the switches hold: end ports (the sender excluded), each once.
+  std::vector<std::pair<fabric::NodeIndex, PortNum>> mcast_reach(uint16_t mlid, fabric::NodeIndex n,
+                                                                 PortNum p) const;
   // Counts of Sets per attribute, to check that a second sweep writes nothing.
   size_t sets(uint16_t attr) const;
   // The forwarding tables the switches hold (up to their LinearFDBTop), for checking
@@ -97,10 +101,11 @@ class SimFabric {
   std::vector<uint8_t> psc_;
   std::vector<uint8_t> dead_;
   std::vector<std::vector<uint8_t>> subnet_timeout_;
-  std::vector<std::vector<std::vector<uint16_t>>> pkeys_;              // [node][port]
-  std::vector<std::vector<qos::Sl2Vl>> sl2vl_;                          // [node][in * (N+1) + out]
-  std::vector<std::vector<std::array<qos::VlArbBlock, 4>>> vlarb_;      // [node][port]
-  std::vector<std::vector<PortExtras>> extras_;                         // [node][port]
+  std::vector<std::vector<std::vector<uint16_t>>> pkeys_;           // [node][port]
+  std::vector<std::vector<qos::Sl2Vl>> sl2vl_;                      // [node][in * (N+1) + out]
+  std::vector<std::vector<std::array<qos::VlArbBlock, 4>>> vlarb_;  // [node][port]
+  std::vector<std::vector<PortExtras>> extras_;                     // [node][port]
+  std::vector<std::vector<std::vector<uint16_t>>> mft_;  // [switch][position][MLID - 0xC000]
   std::map<uint16_t, size_t> sets_;
 };
 

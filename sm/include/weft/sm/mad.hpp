@@ -42,6 +42,7 @@ constexpr uint16_t kAttrPkeyTable = 0x0016;
 constexpr uint16_t kAttrSl2Vl = 0x0017;
 constexpr uint16_t kAttrVlArb = 0x0018;
 constexpr uint16_t kAttrLft = 0x0019;
+constexpr uint16_t kAttrMft = 0x001B;
 constexpr uint16_t kAttrSmInfo = 0x0020;
 
 const char* attr_name(uint16_t attr);
@@ -181,6 +182,11 @@ constexpr uint32_t kCapSlMap = 1u << 6;  // IsSLMappingSupported
 using PkeyBlock = std::array<uint16_t, 32>;  // attribute modifier: (switch port << 16) | block
 PkeyBlock decode_pkey_block(const SmpData& d);
 SmpData encode_pkey_block(const PkeyBlock& b);
+// MulticastForwardingTable (IBTA 14.2.5.12): 32 MLIDs' port masks of 16 ports each;
+// modifier: position (ports 16*pos .. 16*pos+15) << 28 | block (MLIDs 0xC000 + 32*block ..).
+using MftBlock = std::array<uint16_t, 32>;
+MftBlock decode_mft_block(const SmpData& d);
+SmpData encode_mft_block(const MftBlock& b);
 // SL2VL modifier: in port << 8 | out port. VLArb modifier: block (1-2 low, 3-4 high) << 16 | port.
 qos::Sl2Vl decode_sl2vl(const SmpData& d);
 SmpData encode_sl2vl(const qos::Sl2Vl& t);

@@ -13,7 +13,8 @@
 // P_KeyTableRecord, PathRecord (source and destination by LID or GID; P_Key
 // from the partitions both ends share, none when they share none; SL from the
 // routing engine's layers, else the partition's when QoS is on; MTU and rate the
-// least of the links on the path, with the IBTA selectors).
+// least of the links on the path, with the IBTA selectors), MCMemberRecord (Set
+// joins or creates a group, Delete leaves it, Get/GetTable list members).
 #pragma once
 
 #include <cstdint>
@@ -21,9 +22,11 @@
 #include <optional>
 #include <span>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "weft/sm/mad.hpp"
+#include "weft/sm/multicast.hpp"
 #include "weft/sm/snapshot.hpp"
 
 namespace weft::sm {
@@ -43,6 +46,8 @@ constexpr uint16_t kSaSmInfoRecord = 0x0018;
 constexpr uint16_t kSaLinkRecord = 0x0020;
 constexpr uint16_t kSaPkeyTableRecord = 0x0033;
 constexpr uint16_t kSaPathRecord = 0x0035;
+constexpr uint16_t kSaMcMemberRecord = 0x0038;
+constexpr uint8_t kMethodDeleteResp = 0x95;
 
 // MAD status values an SA answer carries (IBTA 13.4.7, 15.2.1.2).
 constexpr uint16_t kStatusBadVersion = 0x0004;
@@ -65,6 +70,8 @@ struct SaContext {
   uint64_t subnet_prefix = kDefaultSubnetPrefix;
   uint8_t packet_life = 0x12;  // OpenSM's packet_life_time default
   bool qos = false;            // partition SLs apply only under QoS, as in OpenSM
+  McDb* mc = nullptr;          // multicast groups: MCMemberRecord Set and Delete change them
+  uint16_t mft_cap = 0;        // MLIDs every switch holds (the least MulticastFDBCap)
 };
 
 struct SaStats {
@@ -78,6 +85,8 @@ class SaAgent {
   // GetTable. nullopt for anything that is not an SA request (dropped).
   std::optional<std::vector<uint8_t>> answer(std::span<const uint8_t> req, const SaContext& ctx);
   const SaStats& stats() const { return stats_; }
+  // MLIDs whose membership changed since the last call (their MFTs need writing).
+  std::vector<uint16_t> take_changed() { return std::exchange(changed_, {}); }
 
   // The index the answers use, rebuilt when the snapshot changes.
   struct Index {
@@ -91,6 +100,7 @@ class SaAgent {
   const Index& index(const SaContext& ctx);
   SaStats stats_;
   Index idx_;
+  std::vector<uint16_t> changed_;
 };
 
 }  // namespace weft::sm

@@ -25,6 +25,8 @@ struct SweepReport {
   uint64_t sl2vl_read = 0, sl2vl_written = 0, vlarb_read = 0, vlarb_written = 0;
   uint64_t ports_enforcing = 0;  // switch ports that filter P_Keys
   uint64_t table_failures = 0;   // P_Key, SL2VL or VLArb reads and writes that failed
+  uint64_t mft_blocks_read = 0, mft_blocks_written = 0;
+  size_t mcast_groups = 0;
   uint64_t lft_failures =
       0;                    // LFT blocks or SwitchInfo writes that failed, switches not programmed
   uint64_t lft_capped = 0;  // switches whose LinearFDBCap is below the top LID

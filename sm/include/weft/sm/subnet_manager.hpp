@@ -66,6 +66,7 @@ class SubnetManager {
   std::shared_ptr<const SubnetSnapshot> snapshot() const { return snapshot_; }
   const EngineStats& mad_stats() const { return eng_.stats(); }
   const SaStats& sa_stats() const { return sa_.stats(); }
+  const McDb& multicast() const { return mc_; }
 
  private:
   void on_unsolicited(const Smp& s, const InMad& in);
@@ -119,6 +120,14 @@ class SubnetManager {
                      uint32_t mod) const;
   const SmpData* held(const Discovered& d, fabric::NodeIndex n, PortNum p, uint16_t attr,
                       uint32_t mod) const;
+  // Multicast: the groups the partition file asks for, members whose ports left,
+  // each group's tree, and the MFT blocks that differ from what switches hold.
+  void sync_groups(const fabric::Fabric& f, const qos::PartitionPlan& plan);
+  std::vector<std::pair<fabric::NodeIndex, uint32_t>> route_mlid(const fabric::Fabric& f,
+                                                                 uint16_t mlid);
+  void write_mfts(const fabric::Fabric& f,
+                  const std::vector<std::pair<fabric::NodeIndex, uint32_t>>& blocks,
+                  SweepReport* rep);
   // Which QoS settings a port takes (CA, router, switch port 0 or external).
   const qos::QosPortConfig& qos_for(const fabric::Fabric& f, fabric::NodeIndex n, PortNum p) const;
   void activate(const Discovered& d, const fabric::Fabric& target,
@@ -144,6 +153,16 @@ class SubnetManager {
   std::unordered_map<uint64_t, uint8_t> ignores_;  // LinearFDBTop each switch was left with
   std::unordered_map<TableKey, SmpData, TableKeyHash> table_cache_;
   std::vector<std::vector<std::vector<uint16_t>>> pkey_tables_;  // this sweep's, for the snapshot
+  McDb mc_;
+  uint16_t mft_cap_ = 0;            // MLIDs every switch holds
+  std::vector<DrPath> node_paths_;  // per node of the snapshot's model
+  std::unordered_map<uint64_t, std::pair<fabric::NodeIndex, PortNum>> end_ports_;  // by port GUID
+  // MFT blocks: what weft wants each switch to hold (node -> pos << 28 | block -> masks),
+  // what switches hold as last read or written (switch GUID, modifier), and which
+  // switches each MLID's tree crossed.
+  std::map<fabric::NodeIndex, std::map<uint32_t, MftBlock>> mft_want_;
+  std::map<std::pair<uint64_t, uint32_t>, MftBlock> mft_held_;
+  std::map<uint16_t, std::vector<fabric::NodeIndex>> mlid_switches_;
 };
 
 }  // namespace weft::sm
