@@ -118,6 +118,8 @@ def parse_ibnetdiscover(text):
         if m:
             guid = int(m.group(3), 16)
             cur = nodes.setdefault(guid, {"type": m.group(1), "lid": 0, "ports": {}, "port_guids": {}})
+            nm = re.search(r'#\s*"([^"]*)"', m.group(4))
+            cur["name"] = nm.group(1) if nm else ""
             if m.group(1) == "Switch":
                 lm = re.search(r"\blid (\d+)", m.group(4))
                 cur["lid"] = int(lm.group(1)) if lm else 0

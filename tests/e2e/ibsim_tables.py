@@ -15,6 +15,8 @@ partitions.conf, QoS on, and checks what `smpquery pkeys`, `smpquery sl2vl`,
   - a restart writes no P_Key, SL2VL or VLArb table again;
   - a flood of 20,000 PathRecord queries, a quarter of them garbage, leaves
     no valid query unanswered and the SA still answering;
+  - multicast joins (weft_sa_client, from hosts chosen with SIM_HOST) and a
+    leave, read back with `ibroute -M`: packets reach the receivers, no one else;
   - with weft running as the SM, saquery answers NodeRecord, PortInfoRecord and
     PathRecords (a P_Key only between ports that share it, none between two
     limited members), `saquery -s` and `sminfo` find weft as master;
@@ -149,11 +151,92 @@ def sa_checks(work, sock, sm_lid, full, limited, outside):
           "partition, 2048/10 Gb/s), saquery -s and sminfo find weft as master")
 
 
+def mfts(work, sock, switches):
+    """{switch guid: {mlid: set(ports)}} from `ibroute -M`."""
+    out = {}
+    for guid, sw in switches.items():
+        text = run(["ibroute", "-M", str(sw["lid"])], work, sock, check=False).stdout
+        cols, table = {}, {}
+        for line in text.splitlines():
+            if line.strip().startswith("Ports:"):
+                for m in re.finditer(r"\d+", line[line.index("Ports:") + 6:]):
+                    cols[line.index("Ports:") + 6 + m.start() + len(m.group(0)) - 1] = int(m.group(0))
+            m = re.match(r"^(0x[0-9a-f]+)\s", line)
+            if m and cols:
+                table[int(m.group(1), 16)] = {p for c, p in cols.items() if c < len(line) and line[c] == "x"}
+        out[guid] = table
+    return out
+
+
+def deliveries(nodes, tables, mlid, src_guid):
+    """End ports a packet to `mlid` from CA `src_guid` reaches through the MFTs read back."""
+    src = nodes[src_guid]
+    peer, pport, _ = src["ports"][1]
+    got, todo, seen = set(), [(peer, pport)], set()
+    while todo:
+        sw, inp = todo.pop()
+        if sw in seen:
+            continue
+        seen.add(sw)
+        for p in tables.get(sw, {}).get(mlid, set()):
+            if p == inp or p == 0 or p not in nodes[sw]["ports"]:
+                continue
+            nxt, nport, _ = nodes[sw]["ports"][p]
+            if nodes[nxt]["type"] == "Switch":
+                todo.append((nxt, nport))
+            elif nxt != src_guid:
+                got.add(nxt)
+    return got
+
+
+def multicast_checks(client, work, sock, nodes):
+    """Joins to the Default partition's IPoIB broadcast group from three hosts on two
+    leaves (one send-only), read back with ibroute -M: the trees reach the receivers
+    and no other port; a leave prunes."""
+    bcast = "ff12:401b:ffff::ffff:ffff"
+    names = {"h0-1": None, "h1-0": None, "h1-2": None, "h0-2": None}
+    for g, n in nodes.items():
+        if n["type"] != "Switch" and n.get("name") in names:
+            names[n["name"]] = g
+    if None in names.values():
+        raise Failure("hosts not found by name: %s" % names)
+
+    def join(host, op="join", state="full"):
+        env_sock = dict(os.environ, SIM_HOST=host)
+        r = subprocess.run([client, op, bcast, state], cwd=work, capture_output=True, text=True, timeout=30,
+                           env=dict(env_sock, IBSIM_SOCKNAME=sock, LD_PRELOAD=UMAD2SIM))
+        if r.returncode != 0 or "status 0x0000 mlid 0xc000" not in r.stdout:
+            raise Failure("%s %s from %s: rc %d %s %s" % (op, bcast, host, r.returncode, r.stdout, r.stderr[-300:]))
+
+    for h in ("h0-1", "h1-0", "h1-2"):
+        join(h)
+    join("h0-2", state="sendonly")
+    time.sleep(0.3)
+    switches = {g: n for g, n in nodes.items() if n["type"] == "Switch"}
+    tables = mfts(work, sock, switches)
+    receivers = {names["h0-1"], names["h1-0"], names["h1-2"]}
+    for h in ("h0-1", "h1-0", "h1-2", "h0-2"):
+        got = deliveries(nodes, tables, 0xC000, names[h])
+        want = receivers - {names[h]}
+        if got != want:
+            raise Failure("a packet to 0xC000 from %s reaches %s, want %s (MFTs %s)"
+                          % (h, sorted(map(hex, got)), sorted(map(hex, want)), tables))
+    join("h1-2", op="leave")
+    time.sleep(0.3)
+    tables = mfts(work, sock, switches)
+    got = deliveries(nodes, tables, 0xC000, names["h0-1"])
+    if got != {names["h1-0"]}:
+        raise Failure("after h1-2 left, a packet from h0-1 reaches %s" % sorted(map(hex, got)))
+    print("multicast: joins from 3 hosts (+1 send-only) read back with ibroute -M reach exactly the "
+          "receivers; a leave prunes the tree")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--weft", required=True)
     ap.add_argument("--scratch", required=True)
     ap.add_argument("--flood", required=True, help="the weft_sa_flood binary")
+    ap.add_argument("--sa-client", required=True, help="the weft_sa_client binary")
     a = ap.parse_args()
     work = os.path.join(a.scratch, "tables")
     shutil.rmtree(work, ignore_errors=True)
@@ -199,7 +282,7 @@ def main():
         parts = os.path.join(work, "partitions.conf")
         open(parts, "w").write(
             "# tenants\n"
-            "Default=0x7fff : ALL, SELF=full ;   # OpenSM's own rule, written out\n"
+            "Default=0x7fff, ipoib : ALL, SELF=full ;   # OpenSM's own rule, with IPoIB\n"
             "  Storage = 0x8002 , ipoib, mtu=4 :\n"
             "      0x%016x = full ,\n"
             "      0x%016x ;\n" % (full[0], limited[0]))
@@ -280,6 +363,7 @@ def main():
                 raise Failure("SA flood: rc %d\n%s%s" % (fl.returncode, fl.stdout, fl.stderr[-500:]))
             print("SA flood: " + fl.stdout.splitlines()[0])
             sa_checks(work, sock, sm_lid, full, limited, outside)
+            multicast_checks(a.sa_client, work, sock, nodes)
     print("PASS tables")
 
 

@@ -1,0 +1,56 @@
+// A minimal SubnAdm client for the end-to-end tests: joins or leaves a multicast
+// group for the port it runs on (on ibsim, the node SIM_HOST names), and prints the
+// answer's status, MLID and MGID. saquery cannot send MCMemberRecord Set/Delete.
+//
+//   weft_sa_client join|leave MGID [full|sendonly]
+#include <arpa/inet.h>
+#include <infiniband/umad.h>
+#include <poll.h>
+
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+int main(int argc, char** argv) {
+  if (argc < 3) {
+    std::fprintf(stderr, "usage: weft_sa_client join|leave MGID [full|sendonly]\n");
+    return 2;
+  }
+  const std::string op = argv[1];
+  uint8_t mgid[16];
+  if (inet_pton(AF_INET6, argv[2], mgid) != 1) return std::fprintf(stderr, "bad MGID\n"), 2;
+  const uint8_t state = argc > 3 && std::string(argv[3]) == "sendonly" ? 4 : 1;
+  if (umad_init() < 0) return std::perror("umad_init"), 1;
+  umad_port_t port;
+  if (umad_get_port(nullptr, 0, &port) < 0) return std::perror("umad_get_port"), 1;
+  const int fd = umad_open_port(port.ca_name, port.portnum);
+  const int agent = fd < 0 ? -1 : umad_register(fd, 0x03, 2, 0, nullptr);
+  if (agent < 0) return std::perror("umad_open_port/register"), 1;
+  std::string buf(umad_size() + 256, '\0');
+  uint8_t* m = static_cast<uint8_t*>(umad_get_mad(buf.data()));
+  m[0] = 1, m[1] = 0x03, m[2] = 2, m[3] = op == "leave" ? 0x15 : 0x02;
+  m[15] = 7;                   // TID
+  m[16] = 0x00, m[17] = 0x38;  // MCMemberRecord
+  m[55] = 0x03, m[53] = 0x01;  // component mask: MGID, PortGID, JoinState (bit 16)
+  uint8_t* r = m + 56;
+  std::memcpy(r, mgid, 16);
+  const uint64_t prefix = 0xfe80000000000000ull, guid = be64toh(port.port_guid);
+  for (int i = 0; i < 8; ++i) r[16 + i] = uint8_t(prefix >> (56 - 8 * i));
+  for (int i = 0; i < 8; ++i) r[24 + i] = uint8_t(guid >> (56 - 8 * i));
+  r[48] = uint8_t(2 << 4 | state);
+  umad_set_addr(buf.data(), port.sm_lid, 1, 0, 0x80010000);
+  if (umad_send(fd, agent, buf.data(), 256, 1000, 2) < 0) return std::perror("umad_send"), 1;
+  std::string in(umad_size() + 4096, '\0');
+  pollfd p{umad_get_fd(fd), POLLIN, 0};
+  if (poll(&p, 1, 5000) <= 0) return std::fprintf(stderr, "no answer\n"), 1;
+  int len = int(in.size() - umad_size());
+  if (umad_recv(fd, in.data(), &len, 0) < 0 || umad_status(in.data()))
+    return std::fprintf(stderr, "no answer (status %d)\n", umad_status(in.data())), 1;
+  const uint8_t* a = static_cast<const uint8_t*>(umad_get_mad(in.data()));
+  char gid[INET6_ADDRSTRLEN];
+  inet_ntop(AF_INET6, a + 56, gid, sizeof gid);
+  std::printf("status 0x%04x mlid 0x%04x mgid %s port 0x%016llx\n", a[4] << 8 | a[5],
+              a[56 + 36] << 8 | a[56 + 37], gid, (unsigned long long)guid);
+  umad_close_port(fd);
+  return (a[4] | a[5]) ? 3 : 0;
+}
