@@ -451,6 +451,145 @@ void pkey_table_records(const Query& q, Answer& a) {
   }
 }
 
+// --- SwitchInfo, LFT, SL2VL and VLArb records ------------------------------------------
+
+const Layout& switch_info_record() {
+  static const Layout l{24, {bytes(0, 2)}};
+  return l;
+}
+const Layout& lft_record() {
+  static const Layout l{72, {bytes(0, 2), bytes(2, 4)}};
+  return l;
+}
+const Layout& sl2vl_record() {
+  static const Layout l{16, {bytes(0, 2), bytes(2, 3), bytes(3, 4)}};
+  return l;
+}
+const Layout& vlarb_record() {
+  static const Layout l{72, {bytes(0, 2), bytes(2, 3), bytes(3, 4)}};
+  return l;
+}
+
+// Switches by LID when the request names one (component bit 0), else all of them.
+template <class F>
+void each_switch(const Query& q, F&& f) {
+  const auto& fab = q.ctx.snap->fabric;
+  if (bit(q.mask, 0)) {
+    const uint16_t lid = be16(q.rec);
+    if (lid < q.idx.by_lid.size() && q.idx.by_lid[lid].first != fabric::kNoNode &&
+        fab.node(q.idx.by_lid[lid].first).is_switch())
+      f(q.idx.by_lid[lid].first, lid);
+    return;
+  }
+  for (NodeIndex n = 0; n < fab.size(); ++n)
+    if (fab.node(n).is_switch() && q.idx.lid_of[n][0]) f(n, q.idx.lid_of[n][0]);
+}
+
+void switch_info_records(const Query& q, Answer& a) {
+  each_switch(q, [&](NodeIndex n, uint16_t lid) {
+    const auto& sw = q.ctx.snap->fabric.node(n).sw;
+    SwitchInfo si;
+    si.lft_cap = sw.lft_cap;
+    si.mft_cap = sw.mft_cap;
+    si.lft_top = n < q.ctx.snap->tables.lft.size() ? q.ctx.snap->tables.top_lid : sw.lft_top;
+    si.lifetime = sw.lifetime;
+    si.enhanced_port0 = sw.enhanced_port0;
+    std::array<uint8_t, 24> r{};
+    put16(r.data(), lid);
+    const SmpData d = encode_switch_info(si);
+    std::memcpy(r.data() + 4, d.data(), 20);
+    add(a, switch_info_record(), r.data(), q);
+  });
+}
+
+void lft_records(const Query& q, Answer& a) {
+  const auto& t = q.ctx.snap->tables;
+  each_switch(q, [&](NodeIndex n, uint16_t lid) {
+    if (n >= t.lft.size()) return;
+    const auto& row = t.lft[n];
+    for (size_t b = 0; b * 64 <= t.top_lid && !a.status; ++b) {
+      std::array<uint8_t, 72> r{};
+      put16(r.data(), lid);
+      put16(r.data() + 2, uint16_t(b));
+      for (size_t i = 0; i < 64; ++i)
+        r[8 + i] = b * 64 + i < row.size() ? row[b * 64 + i] : kDropPort;
+      add(a, lft_record(), r.data(), q);
+    }
+  });
+}
+
+const qos::QosPortConfig& qos_of(const qos::QosConfig& c, const fabric::Node& nd, PortNum p) {
+  if (nd.is_switch()) return p == 0 ? c.sw0 : c.swe;
+  return nd.type == NodeType::kRouter ? c.rtr : c.ca;
+}
+
+void sl2vl_records(const Query& q, Answer& a) {
+  const auto& snap = *q.ctx.snap;
+  if (!q.ctx.qos_cfg || !(q.ctx.qos_cfg->enabled || snap.tables.vls > 1)) return;  // not weft's
+  const auto& f = snap.fabric;
+  for (NodeIndex n = 0; n < f.size() && !a.status; ++n) {
+    const auto& nd = f.node(n);
+    // `port`: whose operational VLs mask the table (a CA's own port; a switch's output).
+    auto emit = [&](uint16_t lid, PortNum in, PortNum out, PortNum port) {
+      const auto t = qos::port_sl2vl(qos_of(*q.ctx.qos_cfg, nd, port),
+                                     nd.ports[port].attrs.oper_vls, snap.tables.vls);
+      std::array<uint8_t, 16> r{};
+      put16(r.data(), lid);
+      r[2] = in;
+      r[3] = out;
+      const SmpData d = encode_sl2vl(t);
+      std::memcpy(r.data() + 8, d.data(), 8);
+      add(a, sl2vl_record(), r.data(), q);
+    };
+    if (!nd.is_switch()) {
+      for (PortNum p = 1; p <= nd.num_ports; ++p)
+        if (q.idx.lid_of[n][p]) emit(q.idx.lid_of[n][p], 0, 0, p);
+      continue;
+    }
+    const uint16_t lid = q.idx.lid_of[n][0];
+    if (!lid) continue;
+    for (PortNum out = nd.sw.enhanced_port0 ? 0 : 1; out <= nd.num_ports; ++out) {
+      if (out && !nd.ports[out].linked()) continue;
+      for (PortNum in = 0; in <= nd.num_ports; ++in)
+        if (!in || nd.ports[in].linked()) emit(lid, in, out, out);
+    }
+  }
+}
+
+void vlarb_records(const Query& q, Answer& a) {
+  const auto& snap = *q.ctx.snap;
+  if (!q.ctx.qos_cfg || !q.ctx.qos_cfg->enabled) return;  // arbitration is QoS's
+  const auto& f = snap.fabric;
+  for (NodeIndex n = 0; n < f.size() && !a.status; ++n) {
+    const auto& nd = f.node(n);
+    const uint16_t sw_lid = nd.is_switch() ? q.idx.lid_of[n][0] : 0;
+    for (PortNum p = nd.is_switch() ? 0 : 1; p <= nd.num_ports; ++p) {
+      if (p == 0 && !nd.sw.enhanced_port0) continue;
+      if (p && !nd.ports[p].linked()) continue;
+      const uint16_t lid = nd.is_switch() ? sw_lid : q.idx.lid_of[n][p];
+      if (!lid) continue;
+      const auto& cfg = qos_of(*q.ctx.qos_cfg, nd, p);
+      const auto caps = n < snap.vlarb_caps.size() && p < snap.vlarb_caps[n].size()
+                            ? snap.vlarb_caps[n][p]
+                            : std::pair<uint8_t, uint8_t>{0, 0};
+      // Blocks 1-2 low, 3-4 high, as the VLArbitrationTable modifier numbers them; each
+      // holds what weft wrote: the port's capacity of entries.
+      for (auto [list, cap, first] : {std::tuple{&cfg.low, caps.first, uint8_t(1)},
+                                      std::tuple{&cfg.high, caps.second, uint8_t(3)}})
+        for (size_t bi = 0; bi * 32 < cap; ++bi) {
+          std::array<uint8_t, 72> r{};
+          put16(r.data(), lid);
+          r[2] = p;
+          r[3] = uint8_t(first + bi);
+          const SmpData d =
+              encode_vlarb(qos::vlarb_block(*list, bi, cap, nd.ports[p].attrs.oper_vls));
+          std::memcpy(r.data() + 8, d.data(), 64);
+          add(a, vlarb_record(), r.data(), q);
+        }
+    }
+  }
+}
+
 // --- PathRecord ------------------------------------------------------------------------
 
 struct PathEnd {
@@ -921,6 +1060,18 @@ std::optional<std::vector<uint8_t>> SaAgent::answer(std::span<const uint8_t> req
     case kSaSmInfoRecord:
       layout = &sm_info_record();
       break;
+    case kSaSwitchInfoRecord:
+      layout = &switch_info_record();
+      break;
+    case kSaLftRecord:
+      layout = &lft_record();
+      break;
+    case kSaSl2VlRecord:
+      layout = &sl2vl_record();
+      break;
+    case kSaVlArbRecord:
+      layout = &vlarb_record();
+      break;
     case kSaLinkRecord:
       layout = &link_record();
       break;
@@ -956,6 +1107,18 @@ std::optional<std::vector<uint8_t>> SaAgent::answer(std::span<const uint8_t> req
       break;
     case kSaSmInfoRecord:
       sm_info_records(q, a);
+      break;
+    case kSaSwitchInfoRecord:
+      switch_info_records(q, a);
+      break;
+    case kSaLftRecord:
+      lft_records(q, a);
+      break;
+    case kSaSl2VlRecord:
+      sl2vl_records(q, a);
+      break;
+    case kSaVlArbRecord:
+      vlarb_records(q, a);
       break;
     case kSaLinkRecord:
       link_records(q, a);

@@ -181,6 +181,7 @@ void SubnetManager::serve_sa(const InMad& in) {
   ctx.snap = snapshot_;
   ctx.mc = &mc_;
   ctx.mft_cap = mft_cap_;
+  ctx.qos_cfg = &opts_.qos;
   ctx.sm_guid = sm_guid_;
   ctx.sm_priority = opts_.sm_priority;
   ctx.sm_act_count = act_count_;
@@ -451,6 +452,10 @@ Result<SweepReport> SubnetManager::sweep() {
   snap->tables = std::move(tables);
   snap->partitions = std::move(plan);
   snap->pkey_tables = std::move(pkey_tables_);
+  snap->vlarb_caps.resize(d.port_info.size());
+  for (NodeIndex n = 0; n < d.port_info.size(); ++n)
+    for (const auto& pi : d.port_info[n])
+      snap->vlarb_caps[n].push_back({pi.vl_arb_low_cap, pi.vl_arb_high_cap});
   pkey_tables_.clear();
   snap->report = rep;
   snap->sm_lid = sm_lid_;

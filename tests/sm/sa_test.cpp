@@ -550,3 +550,48 @@ TEST(Multicast, MembersWhosePortsLeaveArePrunedAtTheNextSweep) {
   ASSERT_TRUE(rep);
   EXPECT_EQ(fx.sm->multicast().groups().at(0xC000).members.size(), 2u);
 }
+
+TEST(Sa, TableRecordsShowWhatWeftProgrammed) {
+  Fixture fx("ft2:leaves=2,spines=1,hosts=2");
+  SaAgent sa;
+  const auto& snap = fx.snap();
+  NodeIndex sw = 0;
+  while (!snap.fabric.node(sw).is_switch()) ++sw;
+  const uint16_t sw_lid = snap.fabric.node(sw).ports[0].attrs.lid.value;
+  auto lft = decode(sa.answer(
+      request(kMethodGetTable, kSaLftRecord, bit(0), [&](uint8_t* r) { put16(r, sw_lid); }),
+      fx.ctx()));
+  ASSERT_EQ(lft.records.size(), 1u);  // top LID 7: one block
+  for (uint16_t lid = 1; lid <= snap.tables.top_lid; ++lid)
+    EXPECT_EQ(lft.records[0][8 + lid], snap.tables.lft[sw][lid]);
+  auto swi = decode(sa.answer(request(kMethodGetTable, kSaSwitchInfoRecord, 0), fx.ctx()));
+  EXPECT_EQ(swi.records.size(), snap.fabric.num_switches());
+  // No QoS and one VL: weft wrote no SL2VL or VLArb table, so it claims none.
+  auto ctx = fx.ctx();
+  qos::QosConfig off;
+  ctx.qos_cfg = &off;
+  EXPECT_EQ(decode(sa.answer(request(kMethodGetTable, kSaSl2VlRecord, 0), ctx)).records.size(), 0u);
+  qos::QosConfig on = off;
+  on.enabled = true;
+  on.ca.sl2vl = {0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7};
+  on.ca.low = {{0, 32}, {1, 16}};
+  ctx.qos_cfg = &on;
+  const auto c = fx.cas();
+  auto sl2vl = decode(sa.answer(
+      request(kMethodGetTable, kSaSl2VlRecord, bit(0), [&](uint8_t* r) { put16(r, c[1].lid); }),
+      ctx));
+  ASSERT_EQ(sl2vl.records.size(), 1u);
+  EXPECT_EQ(decode_sl2vl([&] {
+              SmpData d{};
+              std::copy(sl2vl.records[0].begin() + 8, sl2vl.records[0].begin() + 16, d.begin());
+              return d;
+            }()),
+            on.ca.sl2vl);
+  auto arb = decode(sa.answer(
+      request(kMethodGetTable, kSaVlArbRecord, bit(0), [&](uint8_t* r) { put16(r, c[1].lid); }),
+      ctx));
+  ASSERT_EQ(arb.records.size(), 2u);  // low and high, 8 entries each
+  EXPECT_EQ(arb.records[0][3], 1);
+  EXPECT_EQ(arb.records[0][8 + 2], 1);   // entry 1: VL 1
+  EXPECT_EQ(arb.records[0][8 + 3], 16);  // weight 16
+}

@@ -9,12 +9,13 @@
 //   auto ans = sa.answer(req_bytes, ctx);   // nullopt: not an SA request, dropped
 //   if (ans) transport.send_long(*ans, reply_address);
 //
-// Records: ClassPortInfo, NodeRecord, PortInfoRecord, SMInfoRecord, LinkRecord,
-// P_KeyTableRecord, PathRecord (source and destination by LID or GID; P_Key
-// from the partitions both ends share, none when they share none; SL from the
-// routing engine's layers, else the partition's when QoS is on; MTU and rate the
-// least of the links on the path, with the IBTA selectors), MCMemberRecord (Set
-// joins or creates a group, Delete leaves it, Get/GetTable list members).
+// Records: ClassPortInfo, NodeRecord, PortInfoRecord, SwitchInfoRecord,
+// LinearForwardingTableRecord, SL2VLTableRecord, VLArbitrationTableRecord,
+// SMInfoRecord, LinkRecord, P_KeyTableRecord, PathRecord (source and destination by LID or GID;
+// P_Key from the partitions both ends share, none when they share none; SL from the routing
+// engine's layers, else the partition's when QoS is on; MTU and rate the least of the links on the
+// path, with the IBTA selectors), MCMemberRecord (Set joins or creates a group, Delete leaves it,
+// Get/GetTable list members).
 #pragma once
 
 #include <cstdint>
@@ -25,6 +26,7 @@
 #include <utility>
 #include <vector>
 
+#include "weft/qos/vl_tables.hpp"
 #include "weft/sm/mad.hpp"
 #include "weft/sm/multicast.hpp"
 #include "weft/sm/snapshot.hpp"
@@ -42,10 +44,14 @@ constexpr uint64_t kDefaultSubnetPrefix = 0xfe80000000000000ull;
 constexpr uint16_t kSaClassPortInfo = 0x0001;
 constexpr uint16_t kSaNodeRecord = 0x0011;
 constexpr uint16_t kSaPortInfoRecord = 0x0012;
+constexpr uint16_t kSaSl2VlRecord = 0x0013;
+constexpr uint16_t kSaSwitchInfoRecord = 0x0014;
+constexpr uint16_t kSaLftRecord = 0x0015;
 constexpr uint16_t kSaSmInfoRecord = 0x0018;
 constexpr uint16_t kSaLinkRecord = 0x0020;
 constexpr uint16_t kSaPkeyTableRecord = 0x0033;
 constexpr uint16_t kSaPathRecord = 0x0035;
+constexpr uint16_t kSaVlArbRecord = 0x0036;
 constexpr uint16_t kSaMcMemberRecord = 0x0038;
 constexpr uint8_t kMethodDeleteResp = 0x95;
 
@@ -72,6 +78,9 @@ struct SaContext {
   bool qos = false;            // partition SLs apply only under QoS, as in OpenSM
   McDb* mc = nullptr;          // multicast groups: MCMemberRecord Set and Delete change them
   uint16_t mft_cap = 0;        // MLIDs every switch holds (the least MulticastFDBCap)
+  // SL2VL and VLArb as weft programs them (SL2VLRecords only when it does: under
+  // QoS or with routing layers; VLArbRecords under QoS).
+  const qos::QosConfig* qos_cfg = nullptr;
 };
 
 struct SaStats {

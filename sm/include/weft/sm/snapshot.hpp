@@ -49,6 +49,8 @@ struct SubnetSnapshot {
   // [node][port]: the P_Key table each port holds as weft laid it out (empty where
   // weft does not manage one), for the SA's P_KeyTableRecords.
   std::vector<std::vector<std::vector<uint16_t>>> pkey_tables;
+  // [node][port]: VL arbitration table capacities (low, high) as the ports report them.
+  std::vector<std::vector<std::pair<uint8_t, uint8_t>>> vlarb_caps;
   SweepReport report;
   Lid sm_lid;
 };
