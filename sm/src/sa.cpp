@@ -971,7 +971,70 @@ std::optional<std::array<uint8_t, 56>> mc_leave(const Query& q, Answer& a, McDb&
   return mc_record(copy, q.ctx.subnet_prefix, port, state, q.ctx.packet_life);
 }
 
+// --- ServiceRecord and InformInfo ------------------------------------------------------
+// ServiceRecord (IBTA 15.2.5.14, 176 bytes): ServiceID 0, ServiceGID 8, ServiceP_Key 24,
+// ServiceLease 28, ServiceKey 32, ServiceName 48 (64 bytes), ServiceData8 112 (16 x 1),
+// ServiceData16 128 (8 x 2), ServiceData32 144 (4 x 4), ServiceData64 160 (2 x 8).
+constexpr size_t kServiceRecordSize = 176;
+const Layout& service_record() {
+  static const Layout l = [] {
+    Layout l{kServiceRecordSize,
+             {bytes(0, 8), bytes(8, 24), bytes(24, 26), bytes(26, 28), bytes(28, 32), bytes(32, 48),
+              bytes(48, 112)}};
+    for (uint16_t i = 0; i < 16; ++i) l.fields.push_back(bytes(112 + i, 113 + i));
+    for (uint16_t i = 0; i < 8; ++i) l.fields.push_back(bytes(128 + 2 * i, 130 + 2 * i));
+    for (uint16_t i = 0; i < 4; ++i) l.fields.push_back(bytes(144 + 4 * i, 148 + 4 * i));
+    for (uint16_t i = 0; i < 2; ++i) l.fields.push_back(bytes(160 + 8 * i, 168 + 8 * i));
+    return l;
+  }();
+  return l;
+}
+
+// InformInfo (IBTA 13.4.8.3, 36 bytes): GID 0, LIDRangeBegin 16, LIDRangeEnd 18,
+// IsGeneric 22, Subscribe 23, Type 24, TrapNumber 26, QPN 28 (24 bits), RespTime 31,
+// ProducerType 33 (24 bits). InformInfoRecord: SubscriberGID 0, Enum 16, then it at 24.
+constexpr size_t kInformInfoSize = 36;
+const Layout& inform_info_record() {
+  static const Layout l{60, {bytes(0, 16), bytes(16, 18)}};
+  return l;
+}
+
+bool same_service(const uint8_t* a, const uint8_t* b) {
+  return std::equal(a, a + 26, b);  // ServiceID, ServiceGID and ServiceP_Key
+}
+
 }  // namespace
+
+void SaAgent::forget_ports(const std::function<bool(uint64_t)>& alive) {
+  std::erase_if(services_, [&](const Service& s) { return !alive(be64(s.rec.data() + 16)); });
+  std::erase_if(subs_, [&](const Subscription& s) { return !alive(be64(s.info.data() + 8)); });
+}
+
+std::vector<SaAgent::Report> SaAgent::reports(uint16_t trap, const std::array<uint8_t, 16>& gid,
+                                              Lid sm_lid, Guid sm_guid, uint64_t prefix) {
+  std::vector<Report> out;
+  for (const auto& sub : subs_) {
+    const uint8_t* ii = sub.info.data();
+    const uint16_t want = be16(ii + 26);
+    if (!ii[22] || (want != trap && want != 0xffff)) continue;  // generic traps only
+    std::vector<uint8_t> m(kSaHeader + 80, 0);
+    m[0] = 1, m[1] = kClassSa, m[2] = 2, m[3] = kMethodReport;
+    put64(m.data() + 8, (uint64_t(0x5a) << 56) | ++report_tid_);
+    put16(m.data() + 16, kSaNotice);
+    uint8_t* n = m.data() + kSaHeader;
+    n[0] = 0x80 | 4;  // generic, informational
+    n[3] = 4;         // producer: class manager
+    put16(n + 4, trap);
+    put16(n + 6, sm_lid.value);
+    std::copy(gid.begin(), gid.end(), n + 16);  // DataDetails: the GID in question
+    put64(n + 64, prefix);
+    put64(n + 72, sm_guid.value);
+    out.push_back({std::move(m), sub.lid, sub.qpn, sub.pkey_index, sub.sl});
+  }
+  return out;
+}
+
+namespace {}  // namespace
 
 std::optional<std::vector<uint8_t>> SaAgent::answer(std::span<const uint8_t> req,
                                                     const SaContext& ctx) {
@@ -1012,9 +1075,12 @@ std::optional<std::vector<uint8_t>> SaAgent::answer(std::span<const uint8_t> req
     a.status = kStatusBadVersion;
     return respond(uint8_t(method | 0x80));
   }
-  const bool mc_change =
-      attr == kSaMcMemberRecord && (method == kMethodSet || method == kMethodDelete);
-  if (method != kMethodGet && method != kMethodGetTable && !mc_change) {
+  // The requests that change SA state: joins and leaves, service registrations,
+  // subscriptions.
+  const bool changes = ((attr == kSaMcMemberRecord || attr == kSaServiceRecord) &&
+                        (method == kMethodSet || method == kMethodDelete)) ||
+                       (attr == kSaInformInfo && method == kMethodSet);
+  if (method != kMethodGet && method != kMethodGetTable && !changes) {
     a.status =
         (method == kMethodSet || method == kMethodDelete) ? kStatusBadMethodAttr : kStatusBadMethod;
     return respond(uint8_t(method | 0x80));
@@ -1080,6 +1146,18 @@ std::optional<std::vector<uint8_t>> SaAgent::answer(std::span<const uint8_t> req
       break;
     case kSaPathRecord:
       break;
+    case kSaServiceRecord:
+      layout = &service_record();
+      break;
+    case kSaInformInfoRecord:
+      layout = &inform_info_record();
+      break;
+    case kSaInformInfo:
+      if (method != kMethodSet) {
+        a.status = kStatusBadMethodAttr;
+        return respond(resp);
+      }
+      break;
     case kSaMcMemberRecord:
       layout = &mc_member_record();
       if (!ctx.mc) {
@@ -1130,8 +1208,97 @@ std::optional<std::vector<uint8_t>> SaAgent::answer(std::span<const uint8_t> req
       path_records(q, a);
       stats_.path_records += a.count;
       break;
+    case kSaServiceRecord: {
+      // Leases run out when someone looks.
+      std::erase_if(services_, [&](const Service& sv) { return sv.expires_s <= ctx.now_s; });
+      if (method == kMethodSet || method == kMethodDelete) {
+        if (!bit(q.mask, 0) || !bit(q.mask, 1)) {
+          a.status = kSaStatusInsufficientComponents;
+          break;
+        }
+        auto port = idx.by_guid.find(be64(q.rec + 16));
+        if (be64(q.rec + 8) != ctx.subnet_prefix || port == idx.by_guid.end()) {
+          a.status = kSaStatusInvalidGid;
+          break;
+        }
+        Service sv;
+        std::copy(q.rec, q.rec + kServiceRecordSize, sv.rec.begin());
+        if (!bit(q.mask, 2)) put16(sv.rec.data() + 24, 0xffff);  // no P_Key named: the default
+        auto it = std::find_if(services_.begin(), services_.end(), [&](const Service& o) {
+          return same_service(o.rec.data(), sv.rec.data());
+        });
+        if (method == kMethodDelete) {
+          if (it == services_.end()) {
+            a.status = kSaStatusReqInvalid;
+            break;
+          }
+          a.records.assign(it->rec.begin(), it->rec.end());
+          services_.erase(it);
+        } else {
+          const uint32_t lease = be32(sv.rec.data() + 28);
+          sv.expires_s = lease == 0xffffffffu ? INT64_MAX : ctx.now_s + lease;
+          if (it != services_.end())
+            *it = sv;
+          else if (services_.size() >= kMaxRecords)
+            a.status = kSaStatusNoResources;
+          else
+            services_.push_back(sv);
+          a.records.assign(sv.rec.begin(), sv.rec.end());
+        }
+        a.count = a.status ? 0 : 1;
+        if (a.status) a.records.clear();
+      } else {
+        for (const auto& sv : services_) add(a, service_record(), sv.rec.data(), q);
+      }
+      break;
+    }
+    case kSaInformInfo: {
+      const uint32_t qpn = uint32_t(q.rec[28]) << 16 | uint32_t(q.rec[29]) << 8 | q.rec[30];
+      Subscription sub{ctx.requester,
+                       qpn ? qpn : ctx.requester_qpn,
+                       ctx.requester_pkey_index,
+                       ctx.requester_sl,
+                       {}};
+      std::copy(q.rec, q.rec + kInformInfoSize, sub.info.begin());
+      // Who subscribes: the GID named, else the requester's port.
+      if (be64(q.rec + 8) == 0 && ctx.requester.is_unicast() &&
+          ctx.requester.value < idx.by_lid.size() &&
+          idx.by_lid[ctx.requester.value].first != fabric::kNoNode) {
+        auto [n, p] = idx.by_lid[ctx.requester.value];
+        put64(sub.info.data(), ctx.subnet_prefix);
+        put64(sub.info.data() + 8, ctx.snap->fabric.node(n).ports[p].guid.value);
+      }
+      auto same = [&](const Subscription& o) {
+        return o.lid == sub.lid && o.qpn == sub.qpn && be16(o.info.data() + 26) == be16(q.rec + 26);
+      };
+      if (q.rec[23]) {  // Subscribe
+        if (std::none_of(subs_.begin(), subs_.end(), same)) {
+          if (subs_.size() >= 65536)
+            a.status = kSaStatusNoResources;
+          else
+            subs_.push_back(sub);
+        }
+      } else if (std::erase_if(subs_, same) == 0) {
+        a.status = kSaStatusReqInvalid;
+      }
+      if (!a.status) {
+        a.records.assign(q.rec, q.rec + kInformInfoSize);
+        a.records.resize(40, 0);
+        a.count = 1;
+      }
+      break;
+    }
+    case kSaInformInfoRecord:
+      for (size_t i = 0; i < subs_.size() && !a.status; ++i) {
+        std::array<uint8_t, 64> r{};
+        std::copy(subs_[i].info.begin(), subs_[i].info.begin() + 16, r.begin());
+        put16(r.data() + 16, uint16_t(i));
+        std::copy(subs_[i].info.begin(), subs_[i].info.end(), r.begin() + 24);
+        add(a, inform_info_record(), r.data(), q);
+      }
+      break;
     case kSaMcMemberRecord:
-      if (mc_change) {
+      if (changes) {
         auto r = method == kMethodSet ? mc_join(q, a, *ctx.mc, changed_)
                                       : mc_leave(q, a, *ctx.mc, changed_);
         if (r) {
@@ -1143,7 +1310,7 @@ std::optional<std::vector<uint8_t>> SaAgent::answer(std::span<const uint8_t> req
       }
       break;
   }
-  a.rec_size = layout ? (layout->size + 7) / 8 * 8 : kPathRecordSize;
+  a.rec_size = layout ? (layout->size + 7) / 8 * 8 : attr == kSaInformInfo ? 40 : kPathRecordSize;
   if (!a.status && method != kMethodGetTable) {
     if (a.count == 0)
       a.status = kSaStatusNoRecords;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <set>
 
 #include "weft/log.hpp"
 
@@ -176,12 +177,33 @@ void SubnetManager::write_mfts(const fabric::Fabric& f,
   }
 }
 
+void SubnetManager::send_reports(uint16_t trap, const Gid& gid) {
+  for (auto& r : sa_.reports(trap, gid, sm_lid_, sm_guid_, kDefaultSubnetPrefix)) {
+    SendAddr to;
+    to.dlid = r.lid;
+    to.qpn = r.qpn;
+    to.qkey = 0x80010000;
+    to.pkey_index = r.pkey_index;
+    to.sl = r.sl;
+    if (auto res = t_.send_long(r.mad, to); !res)
+      WEFT_LOG(Warn, "SA-0004") << "Report of trap " << trap << " to LID " << r.lid.value
+                                << " failed: " << res.error().message;
+  }
+}
+
 void SubnetManager::serve_sa(const InMad& in) {
   SaContext ctx;
   ctx.snap = snapshot_;
   ctx.mc = &mc_;
   ctx.mft_cap = mft_cap_;
   ctx.qos_cfg = &opts_.qos;
+  ctx.now_s = std::chrono::duration_cast<std::chrono::seconds>(t_.clock().now()).count();
+  ctx.requester = in.slid;
+  ctx.requester_qpn = in.sqpn;
+  ctx.requester_pkey_index = in.pkey_index;
+  ctx.requester_sl = in.sl;
+  std::vector<Gid> groups_before;
+  for (const auto& [mlid, g] : mc_.groups()) groups_before.push_back(g.mgid);
   ctx.sm_guid = sm_guid_;
   ctx.sm_priority = opts_.sm_priority;
   ctx.sm_act_count = act_count_;
@@ -197,6 +219,15 @@ void SubnetManager::serve_sa(const InMad& in) {
   if (auto r = t_.send_long(*ans, to); !r)
     WEFT_LOG(Warn, "SA-0001") << "answer to LID " << in.slid.value << " QP " << in.sqpn
                               << " failed: " << r.error().message;
+  // Groups that came or went: traps 66 and 67 to subscribers.
+  std::vector<Gid> groups_after;
+  for (const auto& [mlid, g] : mc_.groups()) groups_after.push_back(g.mgid);
+  for (const auto& g : groups_after)
+    if (std::find(groups_before.begin(), groups_before.end(), g) == groups_before.end())
+      send_reports(kTrapMcCreated, g);
+  for (const auto& g : groups_before)
+    if (std::find(groups_after.begin(), groups_after.end(), g) == groups_after.end())
+      send_reports(kTrapMcDeleted, g);
   // Joins and leaves: the groups' trees change now, not at the next sweep.
   if (snapshot_) {
     std::vector<std::pair<NodeIndex, uint32_t>> blocks;
@@ -459,6 +490,24 @@ Result<SweepReport> SubnetManager::sweep() {
   pkey_tables_.clear();
   snap->report = rep;
   snap->sm_lid = sm_lid_;
+  // Ports that came or went since the last sweep: traps 64 and 65 to subscribers;
+  // the services and subscriptions of ports that went go too.
+  std::set<uint64_t> now_ports;
+  for (const auto& [guid, np] : end_ports_) now_ports.insert(guid);
+  auto gid_of = [](uint64_t guid) {
+    Gid g{};
+    for (int i = 0; i < 8; ++i) g[i] = uint8_t(kDefaultSubnetPrefix >> (56 - 8 * i));
+    for (int i = 0; i < 8; ++i) g[8 + i] = uint8_t(guid >> (56 - 8 * i));
+    return g;
+  };
+  if (snapshot_) {
+    for (uint64_t g : now_ports)
+      if (!last_ports_.count(g)) send_reports(kTrapGidIn, gid_of(g));
+    for (uint64_t g : last_ports_)
+      if (!now_ports.count(g)) send_reports(kTrapGidOut, gid_of(g));
+  }
+  sa_.forget_ports([&](uint64_t g) { return now_ports.count(g) > 0; });
+  last_ports_ = std::move(now_ports);
   snapshot_ = std::move(snap);
   if (rep.subnet_up) {
     WEFT_LOG(Info, "SM-0100") << "SUBNET UP: " << rep.switches << " switches, " << rep.cas

@@ -3,6 +3,7 @@
 #include <infiniband/mad.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <filesystem>
 #include <random>
 
@@ -594,4 +595,94 @@ TEST(Sa, TableRecordsShowWhatWeftProgrammed) {
   EXPECT_EQ(arb.records[0][3], 1);
   EXPECT_EQ(arb.records[0][8 + 2], 1);   // entry 1: VL 1
   EXPECT_EQ(arb.records[0][8 + 3], 16);  // weight 16
+}
+
+TEST(Sa, ServicesRegisterWithALeaseAndGo) {
+  Fixture fx("ft2:leaves=2,spines=1,hosts=2");
+  const auto c = fx.cas();
+  auto svc = [&](uint8_t method, uint64_t id, uint32_t lease,
+                 uint64_t mask = bit(0) | bit(1) | bit(4) | bit(6)) {
+    return request(method, kSaServiceRecord, mask, [&](uint8_t* r) {
+      put64(r, id);
+      put64(r + 8, kDefaultSubnetPrefix);
+      put64(r + 16, c[2].guid.value);
+      r[28] = uint8_t(lease >> 24), r[29] = uint8_t(lease >> 16), r[30] = uint8_t(lease >> 8),
+      r[31] = uint8_t(lease);
+      std::memcpy(r + 48, "weft-test-service", 17);
+    });
+  };
+  ASSERT_EQ(ask(fx, svc(kMethodSet, 0x1000, 10)).status, 0);
+  ASSERT_EQ(ask(fx, svc(kMethodSet, 0x2000, 0xffffffff)).status, 0);
+  auto by_id = ask(fx, svc(kMethodGetTable, 0x1000, 0, bit(0)));
+  ASSERT_EQ(by_id.records.size(), 1u);
+  EXPECT_EQ(std::string(reinterpret_cast<const char*>(by_id.records[0].data() + 48)),
+            "weft-test-service");
+  EXPECT_EQ(ask(fx, request(kMethodGetTable, kSaServiceRecord, 0)).records.size(), 2u);
+  // The 10 s lease runs out; the one without a lease stays.
+  fx.t.manual_clock().advance(std::chrono::seconds(11));
+  EXPECT_EQ(ask(fx, request(kMethodGetTable, kSaServiceRecord, 0)).records.size(), 1u);
+  // Delete, and a GID outside the fabric.
+  EXPECT_EQ(ask(fx, svc(kMethodDelete, 0x2000, 0)).method, kMethodDeleteResp);
+  EXPECT_EQ(ask(fx, request(kMethodGetTable, kSaServiceRecord, 0)).records.size(), 0u);
+  EXPECT_EQ(ask(fx, request(kMethodSet, kSaServiceRecord, bit(0) | bit(1),
+                            [](uint8_t* r) {
+                              put64(r + 8, kDefaultSubnetPrefix);
+                              put64(r + 16, 0xbad);
+                            }))
+                .status,
+            kSaStatusInvalidGid);
+}
+
+TEST(Sa, SubscribersGetReportsOfPortsLeavingAndGroupsComing) {
+  Fixture fx("ft2:leaves=2,spines=1,hosts=2");
+  const auto c = fx.cas();
+  auto subscribe = [&](uint16_t trap) {
+    return request(kMethodSet, kSaInformInfo, 0, [&](uint8_t* r) {
+      put16(r + 16, 0xffff);  // every LID
+      r[22] = 1;              // generic
+      r[23] = 1;              // subscribe
+      put16(r + 24, 0xffff);
+      put16(r + 26, trap);
+      r[30] = 9;  // QPN 9
+    });
+  };
+  ASSERT_EQ(ask(fx, subscribe(kTrapGidOut)).status, 0);
+  ASSERT_EQ(ask(fx, subscribe(kTrapMcCreated)).status, 0);
+  EXPECT_EQ(ask(fx, request(kMethodGetTable, kSaInformInfoRecord, 0)).records.size(), 2u);
+  // A port leaves: the next sweep reports trap 65 about its GID to QP 9.
+  fx.t.clear_gsi_answers();
+  fx.sim.unlink(sim_node(fx, c[3]), 1);
+  ASSERT_TRUE(fx.sm->sweep());
+  std::vector<const SimTransport::GsiAnswer*> reports;
+  for (const auto& a : fx.t.gsi_answers())
+    if (a.segments[0][3] == kMethodReport) reports.push_back(&a);
+  ASSERT_EQ(reports.size(), 1u);
+  const auto& m = reports[0]->segments[0];
+  EXPECT_EQ(reports[0]->to.qpn, 9u);
+  EXPECT_EQ(be16(m.data() + 16), kSaNotice);
+  EXPECT_EQ(be16(m.data() + kSaHeader + 4), kTrapGidOut);
+  uint64_t guid = 0;
+  for (int i = 24; i < 32; ++i) guid = guid << 8 | m[kSaHeader + i];
+  EXPECT_EQ(guid, c[3].guid.value);
+  // A group created by a join: trap 66.
+  fx.t.clear_gsi_answers();
+  InMad in;
+  auto req = mc_request(kMethodSet, Gid{}, c[1].guid, kJoinFull,
+                        bit(2) | bit(6) | bit(7) | bit(12) | bit(13),
+                        [](uint8_t* r) { put16(r + 40, 0xffff); });
+  std::copy(req.begin(), req.end(), in.mad.begin());
+  in.len = kMadSize;
+  in.slid = Lid{1};
+  fx.t.inject(in);
+  ASSERT_TRUE(fx.sm->serve_for(std::chrono::milliseconds(50)));
+  size_t created = 0;
+  for (const auto& a : fx.t.gsi_answers())
+    if (a.segments[0][3] == kMethodReport &&
+        be16(a.segments[0].data() + kSaHeader + 4) == kTrapMcCreated)
+      ++created;
+  EXPECT_EQ(created, 1u);
+  // Unsubscribing something never subscribed is refused.
+  EXPECT_EQ(
+      ask(fx, request(kMethodSet, kSaInformInfo, 0, [](uint8_t* r) { put16(r + 26, 70); })).status,
+      kSaStatusReqInvalid);
 }

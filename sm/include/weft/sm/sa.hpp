@@ -19,6 +19,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -53,6 +54,13 @@ constexpr uint16_t kSaPkeyTableRecord = 0x0033;
 constexpr uint16_t kSaPathRecord = 0x0035;
 constexpr uint16_t kSaVlArbRecord = 0x0036;
 constexpr uint16_t kSaMcMemberRecord = 0x0038;
+constexpr uint16_t kSaServiceRecord = 0x0031;
+constexpr uint16_t kSaInformInfo = 0x0003;
+constexpr uint16_t kSaInformInfoRecord = 0x00F3;
+constexpr uint16_t kSaNotice = 0x0002;
+constexpr uint8_t kMethodReport = 0x06;
+// Traps the SA reports to subscribers (IBTA 14.2.5.1).
+constexpr uint16_t kTrapGidIn = 64, kTrapGidOut = 65, kTrapMcCreated = 66, kTrapMcDeleted = 67;
 constexpr uint8_t kMethodDeleteResp = 0x95;
 
 // MAD status values an SA answer carries (IBTA 13.4.7, 15.2.1.2).
@@ -81,6 +89,12 @@ struct SaContext {
   // SL2VL and VLArb as weft programs them (SL2VLRecords only when it does: under
   // QoS or with routing layers; VLArbRecords under QoS).
   const qos::QosConfig* qos_cfg = nullptr;
+  int64_t now_s = 0;  // the SM's clock, for service leases
+  // Who asks (InformInfo subscriptions answer there).
+  Lid requester;
+  uint32_t requester_qpn = 0;
+  uint16_t requester_pkey_index = 0;
+  uint8_t requester_sl = 0;
 };
 
 struct SaStats {
@@ -97,6 +111,33 @@ class SaAgent {
   // MLIDs whose membership changed since the last call (their MFTs need writing).
   std::vector<uint16_t> take_changed() { return std::exchange(changed_, {}); }
 
+  // Services (ServiceRecord Set/Delete/Get) and trap subscriptions (InformInfo).
+  struct Service {
+    std::array<uint8_t, 176> rec{};
+    int64_t expires_s = 0;  // INT64_MAX: no lease
+  };
+  struct Subscription {
+    Lid lid;
+    uint32_t qpn = 0;
+    uint16_t pkey_index = 0;
+    uint8_t sl = 0;
+    std::array<uint8_t, 36> info{};  // the InformInfo as subscribed
+  };
+  const std::vector<Service>& services() const { return services_; }
+  const std::vector<Subscription>& subscriptions() const { return subs_; }
+  // Services of ports no longer in the fabric go, as their subscriptions do.
+  void forget_ports(const std::function<bool(uint64_t port_guid)>& alive);
+  // Report(Notice) MADs for `trap` (about `gid`) to every subscriber that asked for it.
+  struct Report {
+    std::vector<uint8_t> mad;
+    Lid lid;
+    uint32_t qpn;
+    uint16_t pkey_index;
+    uint8_t sl;
+  };
+  std::vector<Report> reports(uint16_t trap, const std::array<uint8_t, 16>& gid, Lid sm_lid,
+                              Guid sm_guid, uint64_t subnet_prefix);
+
   // The index the answers use, rebuilt when the snapshot changes.
   struct Index {
     const SubnetSnapshot* snap = nullptr;
@@ -110,6 +151,9 @@ class SaAgent {
   SaStats stats_;
   Index idx_;
   std::vector<uint16_t> changed_;
+  std::vector<Service> services_;
+  std::vector<Subscription> subs_;
+  uint64_t report_tid_ = 0;
 };
 
 }  // namespace weft::sm

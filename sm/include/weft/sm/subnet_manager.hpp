@@ -12,6 +12,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -71,6 +72,7 @@ class SubnetManager {
  private:
   void on_unsolicited(const Smp& s, const InMad& in);
   void serve_sa(const InMad& in);
+  void send_reports(uint16_t trap, const Gid& gid);
   void program(const Discovered& d, fabric::Fabric& target, const routing::Tables& t,
                const qos::PartitionPlan& plan, Lid sm_lid, SweepReport& rep,
                std::vector<std::vector<PortInfo>>& after);
@@ -163,6 +165,7 @@ class SubnetManager {
   std::map<fabric::NodeIndex, std::map<uint32_t, MftBlock>> mft_want_;
   std::map<std::pair<uint64_t, uint32_t>, MftBlock> mft_held_;
   std::map<uint16_t, std::vector<fabric::NodeIndex>> mlid_switches_;
+  std::set<uint64_t> last_ports_;  // end port GUIDs of the last snapshot
 };
 
 }  // namespace weft::sm
