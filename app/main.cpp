@@ -21,9 +21,10 @@
 #include "route.hpp"
 #include "weft/config/options.hpp"
 #include "weft/config/partitions.hpp"
-#include "weft/qos/vl_tables.hpp"
+#include "weft/config/qos_policy.hpp"
 #include "weft/fabric/topology_file.hpp"
 #include "weft/log.hpp"
+#include "weft/qos/vl_tables.hpp"
 #include "weft/routing/analysis.hpp"
 #include "weft/routing/verify.hpp"
 #include "weft/simulator/generators.hpp"
@@ -113,6 +114,23 @@ Result<std::optional<config::PartitionPolicy>> load_partition_file(const config:
   return std::optional<config::PartitionPolicy>(std::move(*pol));
 }
 
+constexpr const char* kOpenSmQosPolicyPath = "/etc/opensm/qos-policy.conf";
+
+// qos_policy_file, with the same rule for OpenSM's default path as the partitions file.
+Result<std::optional<config::QosPolicy>> load_qos_policy_file(const config::Values& v) {
+  const std::string path = v.get_str("qos_policy_file");
+  if (path.empty() || (path == kOpenSmQosPolicyPath && !std::filesystem::exists(path)))
+    return std::optional<config::QosPolicy>{};
+  auto pol = config::load_qos_policy(path);
+  if (!pol) {
+    if (pol.error().code == Errc::kIo)
+      return fail(Errc::kIo,
+                  v.origin("qos_policy_file") + ": qos_policy_file " + pol.error().message);
+    return std::unexpected(pol.error());
+  }
+  return std::optional<config::QosPolicy>(std::move(*pol));
+}
+
 bool chain_has(const std::string& chain, std::string_view engine) {
   std::stringstream ss(chain);
   std::string e;
@@ -160,6 +178,16 @@ Result<sm::SmOptions> sm_opts(const config::Values& v) {
   auto q = qos::qos_from_options(v);
   if (!q) return std::unexpected(q.error());
   o.qos = std::move(*q);
+  auto pol = load_qos_policy_file(v);
+  if (!pol) return std::unexpected(pol.error());
+  if (*pol) {
+    for (const auto& w : (*pol)->warnings) WEFT_LOG(Warn, "QOS-0001") << w;
+    if (!o.qos.enabled)
+      WEFT_LOG(Warn, "QOS-0002") << v.origin("qos_policy_file")
+                                 << ": qos_policy_file is set but qos is FALSE: the policy is "
+                                    "not applied (as in OpenSM)";
+    o.qos_policy = std::move(**pol);
+  }
   return o;
 }
 
@@ -511,15 +539,17 @@ int cmd_config(int argc, char** argv) {
   size_t errors = 0, warnings = v.warnings().size();
   if (!r) {
     std::stringstream ss(r.error().message);
-    for (std::string line; std::getline(ss, line); ++errors) std::printf("error: %s\n", line.c_str());
+    for (std::string line; std::getline(ss, line); ++errors)
+      std::printf("error: %s\n", line.c_str());
   }
   for (const auto& w : v.warnings()) std::printf("warning: %s\n", w.c_str());
   size_t set = 0;
   for (const auto& o : config::option_table())
     if (!v.is_default(o.name)) ++set;
-  std::printf("%s: %zu options weft implements, %zu OpenSM options at OpenSM's default, %zu not "
-              "implemented (warnings)\n",
-              file.c_str(), set, v.opensm_defaults_seen(), warnings);
+  std::printf(
+      "%s: %zu options weft implements, %zu OpenSM options at OpenSM's default, %zu not "
+      "implemented (warnings)\n",
+      file.c_str(), set, v.opensm_defaults_seen(), warnings);
   if (r) {
     auto parts = load_partition_file(v);
     if (!parts) {
@@ -538,6 +568,19 @@ int cmd_config(int argc, char** argv) {
                     p.name.empty() ? "(no name)" : p.name.c_str(), p.members.size(),
                     p.groups.size(), p.ipoib ? ", ipoib" : "", p.indx0 ? ", indx0" : "",
                     p.where.c_str());
+    }
+    auto qp = load_qos_policy_file(v);
+    if (!qp) {
+      std::stringstream ss(qp.error().message);
+      for (std::string line; std::getline(ss, line); ++errors)
+        std::printf("error: %s\n", line.c_str());
+    } else if (*qp) {
+      for (const auto& w : (*qp)->warnings) std::printf("warning: %s\n", w.c_str());
+      warnings += (*qp)->warnings.size();
+      std::printf("qos policy: %s: %zu port groups, %zu levels, %zu match rules, %zu ulp rules%s\n",
+                  v.get_str("qos_policy_file").c_str(), (*qp)->groups.size(), (*qp)->levels.size(),
+                  (*qp)->rules.size(), (*qp)->ulps.size(),
+                  v.get_bool("qos") ? "" : " (not applied: qos is FALSE)");
     }
     auto q = qos::qos_from_options(v);
     if (!q) {

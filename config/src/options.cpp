@@ -55,7 +55,10 @@ std::vector<OptionSpec> build_table() {
       {"keep_pkey_indexes", Type::kBool, "TRUE", 0, 0, false,
        "a P_Key a port already holds keeps its index"},
       {"qos", Type::kBool, "FALSE", 0, 0, false,
-       "program SL2VL and VL arbitration from the qos_* options"},
+       "program SL2VL and VL arbitration from the qos_* options, apply the QoS policy"},
+      {"qos_policy_file", Type::kString, "", 0, 0, false,
+       "QoS policy in OpenSM's qos-policy.conf grammar, applied to PathRecords when qos is "
+       "TRUE (empty, or OpenSM's default path missing: none)"},
   };
   // OpenSM's QoS option family: qos_<type>max_vls, high_limit, vlarb_high, vlarb_low, sl2vl.
   static std::vector<std::string> names;  // string_views in the table point into these
@@ -310,7 +313,6 @@ const std::vector<ForeignOption>& opensm_only_options() {
       {"exit_on_fatal", "TRUE"},
       {"console", "off"},
       {"console_port", "10000"},
-      {"qos_policy_file", "/etc/opensm/qos-policy.conf"},
       {"suppress_sl2vl_mad_status_errors", "FALSE"},
       {"congestion_control", "FALSE"},
       {"cc_key", "0x0000000000000000"},

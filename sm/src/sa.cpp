@@ -626,7 +626,29 @@ bool path_record(const Query& q, const PathEnd& s, const PathEnd& d, Answer& a) 
   // P_Key: one the two ports share with a full member among them.
   const uint16_t want_pkey = bit(q.mask, kPrPkey) ? be16(q.rec + 50) : 0;
   if (bit(q.mask, kPrPkey) && !(want_pkey & 0x7fff)) return false;
-  auto pk = snap.partitions.common_pkey(s.n, s.p, d.n, d.p, want_pkey);
+  // The QoS policy (under QoS): the level of the first rule the query matches.
+  std::optional<qos::QosDecision> level;
+  if (q.ctx.qos && snap.qos_policy) {
+    const auto& fs = snap.fabric.node(s.n).ports[s.p];
+    const auto& fd = snap.fabric.node(d.n).ports[d.p];
+    std::optional<uint64_t> sid;
+    if (bit(q.mask, 0) || bit(q.mask, 1)) sid = be64(q.rec);
+    std::optional<uint16_t> pkq;
+    if (bit(q.mask, kPrPkey)) pkq = want_pkey;
+    std::optional<uint16_t> qc;
+    if (bit(q.mask, kPrQos)) qc = uint16_t(be16(q.rec + 52) >> 4);
+    level = snap.qos_policy->decide(fs.guid.value, fd.guid.value, sid, pkq, qc);
+  }
+  // P_Key: one the two ports share (a full member among them), within the level's.
+  std::optional<uint16_t> pk;
+  for (uint16_t k : snap.partitions.pkeys[s.n][s.p]) {
+    if (want_pkey && (k & 0x7fff) != (want_pkey & 0x7fff)) continue;
+    if (level && !level->pkeys.empty() &&
+        std::none_of(level->pkeys.begin(), level->pkeys.end(),
+                     [&](const config::Range64& r) { return r.contains(k & 0x7fff); }))
+      continue;
+    if ((pk = snap.partitions.common_pkey(s.n, s.p, d.n, d.p, k))) break;
+  }
   if (!pk) return false;
   // Walk the forwarding tables: MTU and rate are the least of the links crossed.
   uint8_t mtu = 5;
@@ -665,13 +687,18 @@ bool path_record(const Query& q, const PathEnd& s, const PathEnd& d, Answer& a) 
     }
   }
   if (gbps > 1e8) gbps = link_gbps(f.node(s.n).ports[s.p].attrs);
-  // SL: the routing engine's layer; without layers, the partition's under QoS.
+  // SL: the routing engine's layer (deadlock freedom comes first); without layers, the
+  // QoS level's, else the partition's under QoS.
   if (!have_sl || t.vls <= 1) {
     sl = 0;
-    if (q.ctx.qos)
+    if (level && level->level != "none")
+      sl = level->sl;
+    else if (q.ctx.qos)
       for (const auto& part : snap.partitions.partitions)
         if (part.pkey == (*pk & 0x7fff)) sl = part.flags.sl;
   }
+  if (level && level->mtu_limit) mtu = std::min(mtu, *level->mtu_limit);
+  if (level && level->rate_limit) gbps = std::min(gbps, rate_gbps(*level->rate_limit));
   if (bit(q.mask, kPrSl) && (q.rec[53] & 0x0f) != sl) return false;
   auto mtu_ans = select(mtu, bit(q.mask, kPrMtuSel), q.rec[54] >> 6, bit(q.mask, kPrMtu),
                         q.rec[54] & 0x3f, [](uint8_t m) { return double(m); });
@@ -680,7 +707,7 @@ bool path_record(const Query& q, const PathEnd& s, const PathEnd& d, Answer& a) 
   auto rate_ans = select(rate, bit(q.mask, kPrRateSel), q.rec[55] >> 6, bit(q.mask, kPrRate),
                          q.rec[55] & 0x3f, [](uint8_t r) { return rate_gbps(r); });
   if (!rate_ans) return false;
-  const uint8_t life = q.ctx.packet_life;
+  const uint8_t life = level && level->packet_life ? *level->packet_life : q.ctx.packet_life;
   auto life_ans = select(life, bit(q.mask, kPrLifeSel), q.rec[56] >> 6, bit(q.mask, kPrLife),
                          q.rec[56] & 0x3f, [](uint8_t l) { return double(l); });
   if (!life_ans) return false;

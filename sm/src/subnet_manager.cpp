@@ -481,6 +481,9 @@ Result<SweepReport> SubnetManager::sweep() {
   auto snap = std::make_shared<SubnetSnapshot>();
   snap->fabric = std::move(target);
   snap->tables = std::move(tables);
+  if (opts_.qos.enabled && opts_.qos_policy)
+    snap->qos_policy =
+        std::make_shared<const qos::PolicyMatcher>(*opts_.qos_policy, snap->fabric, plan, sm_guid_);
   snap->partitions = std::move(plan);
   snap->pkey_tables = std::move(pkey_tables_);
   snap->vlarb_caps.resize(d.port_info.size());

@@ -62,7 +62,7 @@ TEST(Options, OpenSmOnlyOptionsAreKnownAndReportedWhenTheyWouldMatter) {
       "packet_life_time 0x12\n"              // = 18, OpenSM's default written in hex
       "perfmgr TRUE\n"                       // not implemented, and asked for: reported
       "cc_ca_cong_setting_ccti_timer 0 0\n"  // multi-word values
-      "qos_policy_file /etc/opensm/qos-policy.conf\n",
+      "sm_sl 0\n",
       "opensm.conf", v);
   ASSERT_TRUE(r) << r.error().message;
   EXPECT_EQ(v.opensm_defaults_seen(), 4u);

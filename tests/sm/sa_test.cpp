@@ -9,6 +9,7 @@
 
 #include "../fuzz.hpp"
 #include "weft/config/partitions.hpp"
+#include "weft/config/qos_policy.hpp"
 #include "weft/simulator/generators.hpp"
 #include "weft/simulator/sim_transport.hpp"
 #include "weft/sm/rmpp.hpp"
@@ -685,4 +686,61 @@ TEST(Sa, SubscribersGetReportsOfPortsLeavingAndGroupsComing) {
   EXPECT_EQ(
       ask(fx, request(kMethodSet, kSaInformInfo, 0, [](uint8_t* r) { put16(r + 26, 70); })).status,
       kSaStatusReqInvalid);
+}
+
+TEST(Sa, TheQosPolicyDecidesSlMtuAndPkeyOfPaths) {
+  Fixture probe("ft2:leaves=2,spines=1,hosts=2");
+  const auto c = probe.cas();
+  auto pol = config::parse_qos_policy(
+      "port-groups\n port-group\n  name: Storage\n  port-guid: " + c[2].guid.str() +
+          "\n end-port-group\nend-port-groups\n"
+          "qos-levels\n qos-level\n  name: DEFAULT\n  sl: 1\n end-qos-level\n"
+          " qos-level\n  name: Fast\n  sl: 3\n  mtu-limit: 3\n  packet-life: 9\n end-qos-level\n"
+          "end-qos-levels\n"
+          "qos-match-rules\n qos-match-rule\n  destination: Storage\n  qos-level-name: Fast\n"
+          " end-qos-match-rule\nend-qos-match-rules\n"
+          "qos-ulps\n any, service-id 0x10 : 5\nend-qos-ulps\n",
+      "q.conf");
+  ASSERT_TRUE(pol) << pol.error().message;
+  auto run = [&](bool qos_on) {
+    std::string dir =
+        (std::filesystem::temp_directory_path() / ("weft-qp-" + std::to_string(getpid()))).string();
+    SimFabric sim(*make_fabric("ft2:leaves=2,spines=1,hosts=2"));
+    SimTransport t(sim, {});
+    SmOptions o;
+    o.state_dir = dir;
+    o.qos.enabled = qos_on;
+    o.qos_policy = *pol;
+    SubnetManager sm(t, o);
+    EXPECT_TRUE(sm.sweep());
+    std::filesystem::remove_all(dir);
+    SaContext ctx;
+    ctx.snap = sm.snapshot();
+    ctx.qos = qos_on;
+    SaAgent sa;
+    auto path = [&](uint16_t d, uint64_t mask = 0, const std::function<void(uint8_t*)>& more = {}) {
+      return decode(sa.answer(request(kMethodGet, kSaPathRecord, bit(4) | bit(5) | mask,
+                                      [&](uint8_t* r) {
+                                        put16(r + 40, d);
+                                        put16(r + 42, c[1].lid);
+                                        if (more) more(r);
+                                      }),
+                              ctx));
+    };
+    auto to_storage = path(c[2].lid);
+    auto to_other = path(c[3].lid);
+    auto with_sid = path(c[3].lid, bit(0) | bit(1), [](uint8_t* r) { r[7] = 0x10; });
+    return std::tuple{to_storage.records.at(0), to_other.records.at(0), with_sid.records.at(0)};
+  };
+  auto [st, other, sid] = run(true);
+  EXPECT_EQ(st[53] & 0x0f, 3);     // the Fast level
+  EXPECT_EQ(st[54] & 0x3f, 3);     // capped at 1024
+  EXPECT_EQ(st[56] & 0x3f, 9);     // packet life
+  EXPECT_EQ(other[53] & 0x0f, 1);  // DEFAULT
+  EXPECT_EQ(other[54] & 0x3f, 4);
+  EXPECT_EQ(sid[53] & 0x0f, 5);           // no rule; the ulps' service-id rule
+  auto [st0, other0, sid0] = run(false);  // QoS off: the policy is not applied
+  EXPECT_EQ(st0[53] & 0x0f, 0);
+  EXPECT_EQ(st0[54] & 0x3f, 4);
+  EXPECT_EQ(sid0[53] & 0x0f, 0);
 }

@@ -2,11 +2,13 @@
 // snapshot the SM publishes for its readers (the SA, summaries, later REST).
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "weft/fabric/fabric.hpp"
 #include "weft/qos/partitions.hpp"
+#include "weft/qos/policy.hpp"
 #include "weft/routing/engine.hpp"
 #include "weft/sm/lid_manager.hpp"
 
@@ -49,6 +51,8 @@ struct SubnetSnapshot {
   // [node][port]: the P_Key table each port holds as weft laid it out (empty where
   // weft does not manage one), for the SA's P_KeyTableRecords.
   std::vector<std::vector<std::vector<uint16_t>>> pkey_tables;
+  // The QoS policy resolved on this fabric (under QoS, when a policy file is set).
+  std::shared_ptr<const qos::PolicyMatcher> qos_policy;
   // [node][port]: VL arbitration table capacities (low, high) as the ports report them.
   std::vector<std::vector<std::pair<uint8_t, uint8_t>>> vlarb_caps;
   SweepReport report;

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "weft/config/partitions.hpp"
+#include "weft/config/qos_policy.hpp"
 #include "weft/qos/partitions.hpp"
 #include "weft/qos/vl_tables.hpp"
 #include "weft/routing/engine.hpp"
@@ -49,6 +50,8 @@ struct SmOptions {
   // SL2VL and VL arbitration (qos_*). SL2VL is also written when a routing engine
   // layers its paths on more than one VL, qos or not.
   qos::QosConfig qos;
+  // The QoS policy (qos_policy_file), applied to PathRecords under QoS.
+  std::optional<config::QosPolicy> qos_policy;
 };
 
 class SubnetManager {
