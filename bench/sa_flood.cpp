@@ -143,5 +143,6 @@ int main(int argc, char** argv) {
                 lost_by_kind[0], lost_by_kind[1], lost_by_kind[2], lost_by_kind[3],
                 lost_by_kind[4]);
   umad_close_port(fd);
+  umad_release_port(&port);
   return errors == 0 && answered == sent - garbage_sent ? 0 : 1;
 }

@@ -36,7 +36,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from ibsim_bringup import UMAD2SIM, Failure, Ibsim, parse_ibnetdiscover, run  # noqa: E402
+from ibsim_bringup import ASAN_OPTIONS, UMAD2SIM, Failure, Ibsim, parse_ibnetdiscover, run  # noqa: E402
 
 CA_SL2VL = [0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 15]
 SWE_SL2VL = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15]
@@ -85,7 +85,7 @@ class Daemon:
         self.work, self.sock = work, sock
 
     def __enter__(self):
-        env = dict(os.environ, IBSIM_SOCKNAME=self.sock, LD_PRELOAD=UMAD2SIM)
+        env = dict(os.environ, IBSIM_SOCKNAME=self.sock, LD_PRELOAD=UMAD2SIM, ASAN_OPTIONS=ASAN_OPTIONS)
         self.proc = subprocess.Popen(self.cmd, cwd=self.work, env=env, stdout=subprocess.DEVNULL,
                                      stderr=subprocess.DEVNULL, start_new_session=True)
         log = os.path.join(self.work, "daemon.log")
@@ -204,7 +204,8 @@ def multicast_checks(client, work, sock, nodes):
     def join(host, op="join", state="full"):
         env_sock = dict(os.environ, SIM_HOST=host)
         r = subprocess.run([client, op, bcast, state], cwd=work, capture_output=True, text=True, timeout=30,
-                           env=dict(env_sock, IBSIM_SOCKNAME=sock, LD_PRELOAD=UMAD2SIM))
+                           env=dict(env_sock, IBSIM_SOCKNAME=sock, LD_PRELOAD=UMAD2SIM,
+                                    ASAN_OPTIONS=ASAN_OPTIONS))
         if r.returncode != 0 or "status 0x0000 mlid 0xc000" not in r.stdout:
             raise Failure("%s %s from %s: rc %d %s %s" % (op, bcast, host, r.returncode, r.stdout, r.stderr[-300:]))
 

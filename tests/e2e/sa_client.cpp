@@ -52,5 +52,6 @@ int main(int argc, char** argv) {
   std::printf("status 0x%04x mlid 0x%04x mgid %s port 0x%016llx\n", a[4] << 8 | a[5],
               a[56 + 36] << 8 | a[56 + 37], gid, (unsigned long long)guid);
   umad_close_port(fd);
+  umad_release_port(&port);
   return (a[4] | a[5]) ? 3 : 0;
 }
