@@ -1,10 +1,10 @@
 #include "weft/config/options.hpp"
+#include "weft/text_file.hpp"
 
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cstdlib>
-#include <fstream>
 #include <sstream>
 
 namespace weft::config {
@@ -423,11 +423,9 @@ Result<void> load_text(std::string_view text, const std::string& source, Values&
 }
 
 Result<void> load_file(const std::string& path, Values& v) {
-  std::ifstream in(path);
-  if (!in) return fail(Errc::kIo, path + ": cannot open for reading");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return load_text(ss.str(), path, v);
+  auto text = read_text_file(path);
+  if (!text) return std::unexpected(text.error());
+  return load_text(*text, path, v);
 }
 
 Result<std::array<uint8_t, 16>> parse_sl2vl(std::string_view s) {

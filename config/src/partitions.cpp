@@ -2,6 +2,7 @@
 // library parses it) and small; what it must get right is OpenSM's leniency
 // where admins rely on it and a file:line error everywhere else.
 #include "weft/config/partitions.hpp"
+#include "weft/text_file.hpp"
 
 #include <arpa/inet.h>
 
@@ -9,7 +10,6 @@
 #include <cctype>
 #include <cerrno>
 #include <cstdlib>
-#include <fstream>
 #include <set>
 #include <sstream>
 
@@ -413,11 +413,9 @@ Result<PartitionPolicy> parse_partitions(std::string_view text, const std::strin
 }
 
 Result<PartitionPolicy> load_partitions(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return fail(Errc::kIo, path + ": cannot open for reading");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return parse_partitions(ss.str(), path);
+  auto text = read_text_file(path);
+  if (!text) return std::unexpected(text.error());
+  return parse_partitions(*text, path);
 }
 
 }  // namespace weft::config

@@ -2,11 +2,11 @@
 // reads it). Sections and subsections open and close with keywords on lines of
 // their own; everything inside is `key: value`.
 #include "weft/config/qos_policy.hpp"
+#include "weft/text_file.hpp"
 
 #include <cctype>
 #include <cerrno>
 #include <cstdlib>
-#include <fstream>
 #include <set>
 #include <sstream>
 
@@ -382,11 +382,9 @@ Result<QosPolicy> parse_qos_policy(std::string_view text, const std::string& sou
 }
 
 Result<QosPolicy> load_qos_policy(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return fail(Errc::kIo, path + ": cannot open for reading");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return parse_qos_policy(ss.str(), path);
+  auto text = read_text_file(path);
+  if (!text) return std::unexpected(text.error());
+  return parse_qos_policy(*text, path);
 }
 
 }  // namespace weft::config

@@ -10,12 +10,12 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
-#include <fstream>
 #include <map>
 #include <optional>
 #include <sstream>
 
 #include "weft/fabric/topology_file.hpp"
+#include "weft/text_file.hpp"
 
 namespace weft::fabric {
 namespace {
@@ -469,12 +469,9 @@ Result<Fabric> parse_topology(std::string_view text, const std::string& source,
 }
 
 Result<Fabric> read_topology_file(const std::string& path, TopologyFormat format) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return fail(Errc::kIo, path + ": cannot open for reading");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) return fail(Errc::kIo, path + ": read error");
-  return parse_topology(ss.str(), path, format);
+  auto text = read_text_file(path);
+  if (!text) return std::unexpected(text.error());
+  return parse_topology(*text, path, format);
 }
 
 std::string write_netfile(const Fabric& f) {

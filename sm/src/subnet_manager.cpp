@@ -179,13 +179,7 @@ void SubnetManager::write_mfts(const fabric::Fabric& f,
 
 void SubnetManager::send_reports(uint16_t trap, const Gid& gid) {
   for (auto& r : sa_.reports(trap, gid, sm_lid_, sm_guid_, kDefaultSubnetPrefix)) {
-    SendAddr to;
-    to.dlid = r.lid;
-    to.qpn = r.qpn;
-    to.qkey = 0x80010000;
-    to.pkey_index = r.pkey_index;
-    to.sl = r.sl;
-    if (auto res = t_.send_long(r.mad, to); !res)
+    if (auto res = t_.send_long(r.mad, SendAddr::gsi(r.lid, r.qpn, r.pkey_index, r.sl)); !res)
       WEFT_LOG(Warn, "SA-0004") << "Report of trap " << trap << " to LID " << r.lid.value
                                 << " failed: " << res.error().message;
   }
@@ -210,13 +204,7 @@ void SubnetManager::serve_sa(const InMad& in) {
   ctx.qos = opts_.qos.enabled;
   auto ans = sa_.answer(std::span<const uint8_t>(in.mad.data(), in.len), ctx);
   if (!ans) return;
-  SendAddr to;
-  to.dlid = in.slid;
-  to.qpn = in.sqpn;
-  to.qkey = 0x80010000;
-  to.pkey_index = in.pkey_index;
-  to.sl = in.sl;
-  if (auto r = t_.send_long(*ans, to); !r)
+  if (auto r = t_.send_long(*ans, SendAddr::gsi(in.slid, in.sqpn, in.pkey_index, in.sl)); !r)
     WEFT_LOG(Warn, "SA-0001") << "answer to LID " << in.slid.value << " QP " << in.sqpn
                               << " failed: " << r.error().message;
   // Groups that came or went: traps 66 and 67 to subscribers.

@@ -30,6 +30,16 @@ struct SendAddr {
     a.dlid = l;
     return a;
   }
+  // A GSI (QP1) message to a requester's QP: an answer or a Report.
+  static SendAddr gsi(Lid l, uint32_t qpn, uint16_t pkey_index, uint8_t sl) {
+    SendAddr a;
+    a.dlid = l;
+    a.qpn = qpn;
+    a.qkey = 0x80010000;  // the well-known GSI Q_Key
+    a.pkey_index = pkey_index;
+    a.sl = sl;
+    return a;
+  }
 };
 
 struct InMad {
