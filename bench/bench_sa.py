@@ -15,7 +15,6 @@ import os
 import random
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import time
@@ -25,30 +24,6 @@ sys.path.insert(0, os.path.join(HERE, "..", "tests", "e2e"))
 import ibsim_bringup as b  # noqa: E402
 
 SPEC = "ft2:leaves=40,spines=20,hosts=25"
-
-
-def start(cmd, work, sock, log, ready):
-    env = dict(os.environ, IBSIM_SOCKNAME=sock, LD_PRELOAD=b.UMAD2SIM, OSM_TMP_DIR=work, OSM_CACHE_DIR=work)
-    p = subprocess.Popen(cmd, cwd=work, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                         start_new_session=True)
-    for _ in range(1200):
-        if os.path.exists(log) and ready in open(log, errors="replace").read():
-            return p
-        if p.poll() is not None:
-            raise b.Failure("%s exited %d" % (cmd[0], p.returncode))
-        time.sleep(0.05)
-    stop(p)
-    raise b.Failure("%s: not ready in 60 s" % cmd[0])
-
-
-def stop(p):
-    if p.poll() is None:
-        p.send_signal(signal.SIGTERM)
-        try:
-            p.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            p.kill()
-            p.wait(timeout=5)
 
 
 def queries(pairs, work, sock):
@@ -81,12 +56,9 @@ def main():
         sock = "weft-bench-sa-%s-%d" % (sm, os.getpid())
         log = os.path.join(work, sm + ".log")
         with b.Ibsim(net, work, sock):
-            if sm == "opensm":
-                p = start(["opensm", "-f", log, "-d", "2"], work, sock, log, "SUBNET UP")
-            else:
-                p = start([a.weft, "sm", "--state-dir", os.path.join(work, "state"), "--log-file", log],
-                          work, sock, log, "SUBNET UP")
-            try:
+            cmd = (["opensm", "-f", log, "-d", "2"] if sm == "opensm" else
+                   [a.weft, "sm", "--state-dir", os.path.join(work, "state"), "--log-file", log])
+            with b.Background(cmd, work, sock, log, env={"OSM_TMP_DIR": work, "OSM_CACHE_DIR": work}):
                 disc = b.parse_ibnetdiscover(b.run(["ibnetdiscover"], work, sock).stdout)
                 lids = sorted(pt[2] for n in disc.values() if n["type"] != "Switch" for pt in n["ports"].values())
                 rng = random.Random(1)
@@ -96,8 +68,6 @@ def main():
                             "--window", "16"], work, sock, check=False, timeout=600)
                 m = re.search(r"answered (\d+) valid.*, ([\d.]+) s, (\d+) queries/s", fl.stdout)
                 flood = (int(m.group(1)), float(m.group(2)), int(m.group(3))) if m else (0, 0.0, 0)
-            finally:
-                stop(p)
         rows.append((sm, len(lids), a.queries, ok, secs, flood))
     print()
     print("| SM | CAs | saquery runs (one process each) | one PathRecord back | saquery/s "

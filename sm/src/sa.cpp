@@ -1089,7 +1089,13 @@ std::optional<std::vector<uint8_t>> SaAgent::answer(std::span<const uint8_t> req
       mad_set_field(out.data(), 0, IB_SA_RMPP_VERS_F, 1);
       mad_set_field(out.data(), 0, IB_SA_RMPP_TYPE_F, 1);
       mad_set_field(out.data(), 0, IB_SA_RMPP_RESP_F, 0x1f);
-      mad_set_field(out.data(), 0, IB_SA_RMPP_FLAGS_F, 1);  // active: the kernel segments it
+      // Active: the kernel segments it and sets each segment's flags, number and
+      // payload length itself. Written as one whole segment here too, so a carrier
+      // without RMPP (ibsim's umad2sim) hands a short answer over as it is.
+      mad_set_field(out.data(), 0, IB_SA_RMPP_FLAGS_F, 1 | 2 | 4);
+      mad_set_field(out.data(), 0, IB_SA_RMPP_SEGNUM_F, 1);
+      mad_set_field(out.data(), 0, IB_SA_RMPP_LEN_F,
+                    uint32_t(std::min<size_t>(a.records.size() + 20, kMadSize - 36)));
     }
     if (!a.status) std::copy(a.records.begin(), a.records.end(), out.begin() + kSaHeader);
     if (a.status)

@@ -75,16 +75,50 @@ class Ibsim:
         raise Failure("ibsim did not become ready in 120 s")
 
     def __exit__(self, *exc):
-        if self.proc and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=3)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=3)
+        if self.proc:
+            stop_process(self.proc)
         if self.fifo_fd is not None:
             os.close(self.fifo_fd)
         self.log.close()
+        return False
+
+
+def stop_process(proc, timeout=5):
+    """SIGTERM, then SIGKILL if it lingers: by PID, the process we started."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=timeout)
+
+
+class Background:
+    """A program (an SM) run under umad2sim until `ready` shows in its log file;
+    stopped by PID on the way out, failure or not."""
+
+    def __init__(self, cmd, work, sock, log, ready="SUBNET UP", wait_s=60, env=None):
+        self.cmd, self.work, self.sock, self.log, self.ready, self.wait_s = cmd, work, sock, log, ready, wait_s
+        self.extra_env = env or {}
+
+    def __enter__(self):
+        env = dict(os.environ, IBSIM_SOCKNAME=self.sock, LD_PRELOAD=UMAD2SIM, ASAN_OPTIONS=ASAN_OPTIONS,
+                   **self.extra_env)
+        self.proc = subprocess.Popen(self.cmd, cwd=self.work, env=env, stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.DEVNULL, start_new_session=True)
+        deadline = time.time() + self.wait_s
+        while time.time() < deadline:
+            if os.path.exists(self.log) and self.ready in open(self.log, errors="replace").read():
+                return self
+            if self.proc.poll() is not None:
+                raise Failure("%s exited %d before %r" % (self.cmd[0], self.proc.returncode, self.ready))
+            time.sleep(0.05)
+        stop_process(self.proc)
+        raise Failure("%s: no %r in %d s" % (self.cmd[0], self.ready, self.wait_s))
+
+    def __exit__(self, *exc):
+        stop_process(self.proc)
         return False
 
 

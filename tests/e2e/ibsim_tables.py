@@ -30,13 +30,12 @@ import argparse
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from ibsim_bringup import ASAN_OPTIONS, UMAD2SIM, Failure, Ibsim, parse_ibnetdiscover, run  # noqa: E402
+from ibsim_bringup import ASAN_OPTIONS, UMAD2SIM, Background, Failure, Ibsim, parse_ibnetdiscover, run  # noqa: E402
 
 CA_SL2VL = [0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 15]
 SWE_SL2VL = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15]
@@ -75,37 +74,6 @@ def vlarb(out):
             ws = [int(x, 16) for x in line.split(":", 1)[1].strip(" |").split("|")]
             tables[cur] = list(zip(vls, ws))
     return tables
-
-
-class Daemon:
-    """weft sm in the background until SUBNET UP; stopped by PID on the way out."""
-
-    def __init__(self, weft, args, work, sock):
-        self.cmd = [weft, "sm"] + args + ["--log-file", os.path.join(work, "daemon.log")]
-        self.work, self.sock = work, sock
-
-    def __enter__(self):
-        env = dict(os.environ, IBSIM_SOCKNAME=self.sock, LD_PRELOAD=UMAD2SIM, ASAN_OPTIONS=ASAN_OPTIONS)
-        self.proc = subprocess.Popen(self.cmd, cwd=self.work, env=env, stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.DEVNULL, start_new_session=True)
-        log = os.path.join(self.work, "daemon.log")
-        for _ in range(200):
-            if os.path.exists(log) and "SUBNET UP" in open(log).read():
-                return self
-            if self.proc.poll() is not None:
-                raise Failure("weft sm exited %d before SUBNET UP" % self.proc.returncode)
-            time.sleep(0.05)
-        raise Failure("weft sm: no SUBNET UP in 10 s")
-
-    def __exit__(self, *exc):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=5)
-        return False
 
 
 def records(out, kind):
@@ -354,7 +322,8 @@ def main():
         print("restart: " + m.group(0))
 
         # The SA, asked by saquery while weft runs as the subnet's SM.
-        with Daemon(a.weft, ["--state-dir", state, "--config", conf], work, sock):
+        log = os.path.join(work, "daemon.log")
+        with Background([a.weft, "sm", "--state-dir", state, "--config", conf, "--log-file", log], work, sock, log):
             sa_checks(work, sock, sm_lid, full, limited, outside)
             # A flood with garbage mixed in: every valid query answered, none lost.
             top = max(p[1] for p in ports)
