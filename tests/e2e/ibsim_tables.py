@@ -15,6 +15,8 @@ partitions.conf, QoS on, and checks what `smpquery pkeys`, `smpquery sl2vl`,
   - a restart writes no P_Key, SL2VL or VLArb table again;
   - a flood of 20,000 PathRecord queries, a quarter of them garbage, leaves
     no valid query unanswered and the SA still answering;
+  - dfsssp on a torus: saquery's PathRecords carry the layer SLs, all below
+    the VLs the routes need, and switches map SL i to VL i (smpquery sl2vl);
   - multicast joins (weft_sa_client, from hosts chosen with SIM_HOST) and a
     leave, read back with `ibroute -M`: packets reach the receivers, no one else;
   - with weft running as the SM, saquery answers NodeRecord, PortInfoRecord and
@@ -200,6 +202,41 @@ def multicast_checks(client, work, sock, nodes):
           "receivers; a leave prunes the tree")
 
 
+def layered_paths(weft, work, sock):
+    """dfsssp on a torus: the SA answers each path with its layer's SL, and every
+    switch maps those SLs to VLs of their own (read back with smpquery sl2vl)."""
+    log = os.path.join(work, "dfsssp.log")
+    with Background([weft, "sm", "--state-dir", os.path.join(work, "state-dfsssp"), "--routing-engine",
+                     "dfsssp", "--log-file", log], work, sock, log):
+        m = re.search(r"routing uses (\d+) VLs", open(log).read())
+        if not m:
+            raise Failure("dfsssp on the torus logged no VL layers:\n" + open(log).read()[-1500:])
+        vls = int(m.group(1))
+        nodes = parse_ibnetdiscover(run(["ibnetdiscover"], work, sock).stdout)
+        cas = sorted(pt[2] for n in nodes.values() if n["type"] != "Switch" for pt in n["ports"].values())
+        sls = []
+        for i in range(0, len(cas), 3):
+            for j in range(1, len(cas), 7):
+                if cas[i] == cas[j]:
+                    continue
+                out = run(["saquery", "--src-to-dst", "%d:%d" % (cas[i], cas[j])], work, sock, check=False).stdout
+                if records(out, "PathRecord") != 1:
+                    raise Failure("no PathRecord %d -> %d:\n%s" % (cas[i], cas[j], out))
+                sls.append(int(field(out, "sl"), 16))
+        if max(sls) >= vls or len(set(sls)) < 2:
+            raise Failure("path SLs %s: want several, all below the %d VLs" % (sorted(set(sls)), vls))
+        checked = 0
+        for sw in (n for n in nodes.values() if n["type"] == "Switch"):
+            for port in list(sw["ports"])[:2]:
+                rows = sl2vl_rows(run(["smpquery", "sl2vl", str(sw["lid"]), str(port)], work, sock).stdout)
+                for (i, o), t in rows.items():
+                    if t[:vls] != list(range(vls)):
+                        raise Failure("switch %d in %d out %d maps SLs to %s" % (sw["lid"], i, o, t))
+                    checked += 1
+    print("layered routes: dfsssp's %d VLs; %d PathRecords carry SLs %s; %d switch SL2VL tables map "
+          "SL i to VL i" % (vls, len(sls), sorted(set(sls)), checked))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--weft", required=True)
@@ -334,6 +371,11 @@ def main():
             print("SA flood: " + fl.stdout.splitlines()[0])
             sa_checks(work, sock, sm_lid, full, limited, outside)
             multicast_checks(a.sa_client, work, sock, nodes)
+    # Layered routes (dfsssp on a torus): path SLs from the SA, SL2VL on the switches.
+    torus = os.path.join(work, "torus.net")
+    run([a.weft, "topo", "torus:dims=4x4x3,hosts=1", "-o", torus], work, "", preload=False)
+    with Ibsim(torus, work, sock + "-t"):
+        layered_paths(a.weft, work, sock + "-t")
     print("PASS tables")
 
 
