@@ -65,9 +65,9 @@ def min_smps(net):
     and at the SM's node, NodeDescription per node, SwitchInfo per switch, PortInfo per
     switch port and per linked CA port), then PortInfo Sets (LIDs + ARMED, then ACTIVE) per
     linked port end and switch port 0, one SwitchInfo Set and the LFT blocks up to the top
-    LID per switch; and each end port's P_Key table read once (a CA port and switch port 0:
-    2 blocks of 32 at ibsim's PartitionCap 64), since partitions cannot be written right
-    without knowing what a port holds."""
+    LID per switch; and each end port's P_Key table read once (ibsim's PartitionCap: 64 on
+    a CA port, 2 blocks of 32; 8 on a switch, 1 block), since partitions cannot be written
+    right without knowing what a port holds."""
     sw_ports = ca_ports = ends = switches = cas = 0
     kind = None
     for line in open(net):
@@ -87,7 +87,7 @@ def min_smps(net):
     blocks = switches * ((switches + ca_ports) // 64 + 1)
     discovery = (links + 1) + (switches + cas) + switches + sw_ports + ca_ports
     program = (ends + switches) + switches + blocks + ends
-    pkeys = 2 * (ca_ports + switches)
+    pkeys = 2 * ca_ports + switches
     return discovery + program + pkeys
 
 
