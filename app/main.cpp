@@ -96,39 +96,34 @@ Result<config::Values> build_config(const po::variables_map& vm) {
   return v;
 }
 
-constexpr const char* kOpenSmPartitionsPath = "/etc/opensm/partitions.conf";
-
-// partition_config_file: nullopt when none is set, or when it is OpenSM's default path
-// and that file does not exist (OpenSM's rule: Default=0x7fff : ALL=full).
-Result<std::optional<config::PartitionPolicy>> load_partition_file(const config::Values& v) {
-  const std::string path = v.get_str("partition_config_file");
-  if (path.empty() || (path == kOpenSmPartitionsPath && !std::filesystem::exists(path)))
-    return std::optional<config::PartitionPolicy>{};
-  auto pol = config::load_partitions(path);
-  if (!pol) {
-    if (pol.error().code == Errc::kIo)
-      return fail(Errc::kIo, v.origin("partition_config_file") + ": partition_config_file " +
-                                 pol.error().message);
-    return std::unexpected(pol.error());
+// A file an option names (`key`): nullopt when none is set, or when it is OpenSM's
+// default path and that file does not exist (OpenSM's rule: no partitions file means
+// Default=0x7fff : ALL=full; no policy file, no policy). Any other missing file is an
+// error naming the option and where it was set.
+template <class T>
+Result<std::optional<T>> load_option_file(const config::Values& v, const char* key,
+                                          const char* opensm_default,
+                                          Result<T> (*load)(const std::string&)) {
+  const std::string path = v.get_str(key);
+  if (path.empty() || (path == opensm_default && !std::filesystem::exists(path)))
+    return std::optional<T>{};
+  auto got = load(path);
+  if (!got) {
+    if (got.error().code == Errc::kIo)
+      return fail(Errc::kIo, v.origin(key) + ": " + key + " " + got.error().message);
+    return std::unexpected(got.error());
   }
-  return std::optional<config::PartitionPolicy>(std::move(*pol));
+  return std::optional<T>(std::move(*got));
 }
 
-constexpr const char* kOpenSmQosPolicyPath = "/etc/opensm/qos-policy.conf";
+Result<std::optional<config::PartitionPolicy>> load_partition_file(const config::Values& v) {
+  return load_option_file<config::PartitionPolicy>(
+      v, "partition_config_file", "/etc/opensm/partitions.conf", &config::load_partitions);
+}
 
-// qos_policy_file, with the same rule for OpenSM's default path as the partitions file.
 Result<std::optional<config::QosPolicy>> load_qos_policy_file(const config::Values& v) {
-  const std::string path = v.get_str("qos_policy_file");
-  if (path.empty() || (path == kOpenSmQosPolicyPath && !std::filesystem::exists(path)))
-    return std::optional<config::QosPolicy>{};
-  auto pol = config::load_qos_policy(path);
-  if (!pol) {
-    if (pol.error().code == Errc::kIo)
-      return fail(Errc::kIo,
-                  v.origin("qos_policy_file") + ": qos_policy_file " + pol.error().message);
-    return std::unexpected(pol.error());
-  }
-  return std::optional<config::QosPolicy>(std::move(*pol));
+  return load_option_file<config::QosPolicy>(v, "qos_policy_file", "/etc/opensm/qos-policy.conf",
+                                             &config::load_qos_policy);
 }
 
 bool chain_has(const std::string& chain, std::string_view engine) {

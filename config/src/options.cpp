@@ -1,4 +1,5 @@
 #include "weft/config/options.hpp"
+#include "text.hpp"
 #include "weft/text_file.hpp"
 
 #include <algorithm>
@@ -10,6 +11,8 @@
 namespace weft::config {
 
 namespace {
+
+using text::trim;
 
 constexpr std::string_view kQosHelp[][2] = {
     {"", "every port type"},           {"ca_", "CA ports"},      {"sw0_", "switch port 0"},
@@ -96,13 +99,6 @@ const ForeignOption* find_foreign(std::string_view name) {
   for (const auto& o : opensm_only_options())
     if (o.name == name) return &o;
   return nullptr;
-}
-
-std::string trim(std::string_view s) {
-  size_t a = 0, b = s.size();
-  while (a < b && std::isspace(static_cast<unsigned char>(s[a]))) ++a;
-  while (b > a && std::isspace(static_cast<unsigned char>(s[b - 1]))) --b;
-  return std::string(s.substr(a, b - a));
 }
 
 std::string lower(std::string s) {

@@ -2,6 +2,7 @@
 // library parses it) and small; what it must get right is OpenSM's leniency
 // where admins rely on it and a file:line error everywhere else.
 #include "weft/config/partitions.hpp"
+#include "text.hpp"
 #include "weft/text_file.hpp"
 
 #include <arpa/inet.h>
@@ -47,22 +48,7 @@ std::string mgid_str(const std::array<uint8_t, 16>& gid) {
 
 namespace {
 
-std::string trim(std::string_view s) {
-  size_t a = 0, b = s.size();
-  while (a < b && std::isspace(static_cast<unsigned char>(s[a]))) ++a;
-  while (b > a && std::isspace(static_cast<unsigned char>(s[b - 1]))) --b;
-  return std::string(s.substr(a, b - a));
-}
-
-bool parse_ulong(const std::string& s, unsigned long long* out) {
-  if (s.empty() || s[0] == '-' || s[0] == '+') return false;
-  errno = 0;
-  char* end = nullptr;
-  unsigned long long x = std::strtoull(s.c_str(), &end, 0);
-  if (errno || *end) return false;
-  *out = x;
-  return true;
-}
+using text::trim;
 
 // A prefix of `word` (OpenSM matches "limi" as limited), at least one letter.
 bool is_prefix_of(const std::string& s, std::string_view word) {
@@ -107,10 +93,9 @@ class Parser {
   // Group flags, shared by partition headers and mgid lines. Returns false when `nv`
   // is not a group flag at all.
   bool group_flag(const NameValue& nv, int line, GroupFlags& f) {
-    auto number = [&](unsigned long long lo, unsigned long long hi,
-                      const char* what) -> std::optional<unsigned long long> {
-      unsigned long long x;
-      if (!nv.has_value || !parse_ulong(nv.value, &x) || x < lo || x > hi) {
+    auto number = [&](uint64_t lo, uint64_t hi, const char* what) -> std::optional<uint64_t> {
+      uint64_t x;
+      if (!nv.has_value || !text::parse_u64(nv.value, &x) || x < lo || x > hi) {
         error(line, "flag \"" + nv.name + "\" wants " + what + ", got \"" + nv.value + "\"");
         return std::nullopt;
       }
@@ -158,8 +143,8 @@ class Parser {
     }
     if (p.name.size() > 64) error(line, "partition name longer than 64 characters");
     if (has_id) {
-      unsigned long long x;
-      if (!parse_ulong(id, &x) || x > 0xffff) {
+      uint64_t x;
+      if (!text::parse_u64(id, &x) || x > 0xffff) {
         error(line, "P_Key \"" + id + "\" is not a number 0x0001-0x7fff");
         return std::nullopt;
       }
@@ -227,8 +212,8 @@ class Parser {
     else if (nv.name == "SELF")
       m.kind = K::kSelf;
     else {
-      unsigned long long g;
-      if (!parse_ulong(nv.name, &g) || g == 0) {
+      uint64_t g;
+      if (!text::parse_u64(nv.name, &g) || g == 0) {
         error(line, "\"" + nv.name +
                         "\" is not a port GUID (0x... or decimal, not 0) nor ALL, ALL_CAS, "
                         "ALL_SWITCHES, ALL_ROUTERS, SELF or NONE");

@@ -2,6 +2,7 @@
 // reads it). Sections and subsections open and close with keywords on lines of
 // their own; everything inside is `key: value`.
 #include "weft/config/qos_policy.hpp"
+#include "text.hpp"
 #include "weft/text_file.hpp"
 
 #include <cctype>
@@ -26,12 +27,7 @@ const PortGroup* QosPolicy::group(std::string_view name) const {
 
 namespace {
 
-std::string trim(std::string_view s) {
-  size_t a = 0, b = s.size();
-  while (a < b && std::isspace(static_cast<unsigned char>(s[a]))) ++a;
-  while (b > a && std::isspace(static_cast<unsigned char>(s[b - 1]))) --b;
-  return std::string(s.substr(a, b - a));
-}
+using text::trim;
 
 std::vector<std::string> split(const std::string& s, char sep) {
   std::vector<std::string> out;
@@ -40,16 +36,6 @@ std::vector<std::string> split(const std::string& s, char sep) {
   while (std::getline(ss, item, sep))
     if (!trim(item).empty()) out.push_back(trim(item));
   return out;
-}
-
-bool number(const std::string& s, uint64_t* out) {
-  if (s.empty() || s[0] == '-' || s[0] == '+') return false;
-  errno = 0;
-  char* end = nullptr;
-  const unsigned long long x = std::strtoull(s.c_str(), &end, 0);
-  if (errno || *end) return false;
-  *out = x;
-  return true;
 }
 
 class Parser {
@@ -69,9 +55,10 @@ class Parser {
     for (const auto& item : split(v, ',')) {
       const size_t dash = item.find('-', 1);
       uint64_t lo, hi;
-      const bool ok = dash == std::string::npos ? number(item, &lo) && (hi = lo, true)
-                                                : number(trim(item.substr(0, dash)), &lo) &&
-                                                      number(trim(item.substr(dash + 1)), &hi);
+      const bool ok = dash == std::string::npos
+                          ? text::parse_u64(item, &lo) && (hi = lo, true)
+                          : text::parse_u64(trim(item.substr(0, dash)), &lo) &&
+                                text::parse_u64(trim(item.substr(dash + 1)), &hi);
       if (!ok || lo > hi || hi > max) {
         error(line, std::string(what) + " \"" + item + "\" is not a number or range within 0-" +
                         std::to_string(max));
@@ -86,7 +73,7 @@ class Parser {
   std::optional<uint8_t> small(const std::string& v, int line, uint64_t lo, uint64_t hi,
                                const char* what) {
     uint64_t x;
-    if (!number(v, &x) || x < lo || x > hi) {
+    if (!text::parse_u64(v, &x) || x < lo || x > hi) {
       error(line, std::string(what) + " wants " + std::to_string(lo) + "-" + std::to_string(hi) +
                       ", got \"" + v + "\"");
       return std::nullopt;
