@@ -176,10 +176,21 @@ Result<std::optional<InMad>> UmadTransport::receive(Duration max_wait) {
     return fail(Errc::kIo, "poll on umad fd: " + errno_str(errno));
   }
   if (pr == 0) return std::optional<InMad>{};
-  int len = static_cast<int>(kMadSize);
+  int len = static_cast<int>(recvbuf_.size() - umad_size());
   int r = umad_recv(portid_, recvbuf_.data(), &len, 0);
+  if (r == -ENOSPC && len > 0 && size_t(len) <= kMaxMessage) {
+    // A message coalesced from RMPP segments (a host's multi-MAD request) that does
+    // not fit: the kernel keeps it; take it whole with a buffer of the size it says.
+    recvbuf_.assign(umad_size() + size_t(len), 0);
+    r = umad_recv(portid_, recvbuf_.data(), &len, 0);
+  }
   if (r < 0) {
     if (r == -EWOULDBLOCK || r == -EAGAIN || r == -ETIMEDOUT) return std::optional<InMad>{};
+    if (r == -ENOSPC) {
+      // Larger than weft takes (kMaxMessage): drop it rather than stop serving.
+      WEFT_LOG(Warn, "UMAD-0003") << "dropped an incoming message of " << len << " bytes";
+      return std::optional<InMad>{};
+    }
     return fail(Errc::kIo, "umad_recv: " + errno_str(r));
   }
   InMad in;

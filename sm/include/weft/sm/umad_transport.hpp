@@ -40,6 +40,9 @@ class UmadTransport final : public Transport {
   int agent_sa_ = -1;  // SubnAdm, RMPP version 1: the kernel segments long answers
   int issm_fd_ = -1;
   std::vector<uint8_t> sendbuf_, recvbuf_;
+  // The longest incoming message taken (RMPP requests coalesced by the kernel); the
+  // MAD layer hands weft its first 256 bytes.
+  static constexpr size_t kMaxMessage = 1 << 16;
 };
 
 }  // namespace weft::sm
