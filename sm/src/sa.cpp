@@ -962,6 +962,36 @@ std::optional<std::array<uint8_t, 56>> mc_join(const Query& q, Answer& a, McDb& 
   }
   ng.mtu = *mtu;
   ng.rate = *rate;
+  // An IPoIB group a host creates (signature 0x401B or 0x601B) must carry its
+  // partition's broadcast group's MTU, rate and Q_Key, or IPoIB breaks on it (OpenSM's
+  // ipoib_mcgroup_creation_validation, on by default). Creating the broadcast group
+  // itself is the exception.
+  const bool ipoib =
+      ng.mgid[0] == 0xff && (ng.mgid[2] == 0x40 || ng.mgid[2] == 0x60) && ng.mgid[3] == 0x1b;
+  const bool is_bcast =
+      ipoib && ng.mgid[2] == 0x40 &&
+      std::all_of(ng.mgid.begin() + 6, ng.mgid.begin() + 12, [](uint8_t b) { return b == 0; }) &&
+      std::all_of(ng.mgid.begin() + 12, ng.mgid.end(), [](uint8_t b) { return b == 0xff; });
+  if (ipoib && !is_bcast) {
+    const McGroup* bc = nullptr;
+    for (const auto& [m, g] : db.groups())
+      if (g.mgid[2] == 0x40 && g.mgid[3] == 0x1b && (g.pkey & 0x7fff) == (ng.pkey & 0x7fff) &&
+          g.mgid[12] == 0xff && g.mgid[15] == 0xff)
+        bc = &g;
+    const bool fits =
+        bc &&
+        (!bit(q.mask, kMcMtu) || select(bc->mtu, bit(q.mask, kMcMtuSel), q.rec[38] >> 6, true,
+                                        q.rec[38] & 0x3f, mtu_rank) == bc->mtu) &&
+        (!bit(q.mask, kMcRate) || select(bc->rate, bit(q.mask, kMcRateSel), q.rec[42] >> 6, true,
+                                         q.rec[42] & 0x3f, rate_rank) == bc->rate) &&
+        ng.qkey == bc->qkey && pmtu >= bc->mtu;
+    if (!fits) {
+      a.status = kSaStatusReqInvalid;
+      return std::nullopt;
+    }
+    ng.mtu = bc->mtu;
+    ng.rate = bc->rate;
+  }
   ng.members[port_guid] = state;
   auto mlid = db.create(ng, q.ctx.mft_cap);
   if (!mlid) {

@@ -744,3 +744,25 @@ TEST(Sa, TheQosPolicyDecidesSlMtuAndPkeyOfPaths) {
   EXPECT_EQ(st0[54] & 0x3f, 4);
   EXPECT_EQ(sid0[53] & 0x0f, 0);
 }
+
+TEST(Multicast, HostIpoibGroupsMustMatchTheirBroadcastGroup) {
+  Fixture fx("ft2:leaves=2,spines=1,hosts=2");
+  const auto c = fx.cas();
+  // ff12:401b:ffff::1: an IPv4 group on the Default partition (broadcast: 2048, Q_Key 0x0b1b).
+  const Gid ip{0xff, 0x12, 0x40, 0x1b, 0xff, 0xff, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
+  const uint64_t create = bit(2) | bit(6) | bit(7) | bit(12) | bit(13);
+  auto make = [&](uint32_t qkey, std::optional<uint8_t> exact_mtu) {
+    return ask(fx, mc_request(kMethodSet, ip, c[1].guid, kJoinFull,
+                              create | (exact_mtu ? bit(4) | bit(5) : 0), [&](uint8_t* r) {
+                                r[32] = uint8_t(qkey >> 24), r[33] = uint8_t(qkey >> 16),
+                                r[34] = uint8_t(qkey >> 8), r[35] = uint8_t(qkey);
+                                put16(r + 40, 0xffff);
+                                if (exact_mtu) r[38] = uint8_t(2 << 6 | *exact_mtu);
+                              }));
+  };
+  EXPECT_EQ(make(0x1234, std::nullopt).status, kSaStatusReqInvalid);  // another Q_Key
+  EXPECT_EQ(make(0x0b1b, 3).status, kSaStatusReqInvalid);             // 1024, not 2048
+  auto ok = make(0x0b1b, std::nullopt);
+  ASSERT_EQ(ok.status, 0);
+  EXPECT_EQ(ok.records.at(0)[38] & 0x3f, 4);  // the broadcast group's MTU
+}
