@@ -1,5 +1,7 @@
 #include "weft/qos/vl_tables.hpp"
 
+#include <algorithm>
+
 namespace weft::qos {
 
 const char* const kDefaultVlarbHigh =
@@ -82,6 +84,11 @@ VlArbBlock vlarb_block(const std::vector<config::VlArbEntry>& list, size_t block
     b[i] = {static_cast<uint8_t>(list[idx].vl & m), list[idx].weight};
   }
   return b;
+}
+
+uint8_t data_vls(uint8_t oper_vls) {
+  static constexpr uint8_t kDataVls[] = {1, 1, 2, 4, 8, 15};
+  return kDataVls[std::min<uint8_t>(oper_vls, 5)];
 }
 
 std::string sl2vl_str(const Sl2Vl& t) {

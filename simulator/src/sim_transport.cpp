@@ -71,8 +71,7 @@ Result<void> SimTransport::send(const MadBuf& mad, const SendAddr& to) {
 Result<void> SimTransport::send_long(std::span<const uint8_t> mad, const SendAddr& to) {
   GsiAnswer a;
   a.to = to;
-  const bool rmpp = mad.size() > 26 && (mad[26] & kRmppFlagActive);  // RMPPFlags: byte 26, bits 2-0
-  if (rmpp) {
+  if (rmpp_active(mad)) {
     a.segments = rmpp_segments(mad, kSaHeader);
   } else {
     MadBuf m{};

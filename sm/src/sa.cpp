@@ -205,6 +205,11 @@ uint8_t rate_code(double gbps) {
     if (r.gbps <= gbps + 1e-9 && r.gbps > bg) best = r.code, bg = r.gbps;
   return best;
 }
+// A link's MTU: the neighbour MTU the SM set, else the port's own cap.
+uint8_t link_mtu(const fabric::PortAttrs& a) {
+  return a.neighbor_mtu ? a.neighbor_mtu : a.mtu_cap;
+}
+
 // A link's data rate from PortInfo's active width and speed.
 double link_gbps(const fabric::PortAttrs& a) {
   double lanes = 1;
@@ -335,9 +340,8 @@ void node_records(const Query& q, Answer& a) {
   };
   if (bit(q.mask, 0)) {  // by LID: one port at most
     const uint16_t lid = be16(q.rec);
-    if (lid < q.idx.by_lid.size() && q.idx.by_lid[lid].first != fabric::kNoNode &&
-        q.idx.lid_of[q.idx.by_lid[lid].first][q.idx.by_lid[lid].second] == lid)
-      one(q.idx.by_lid[lid].first, q.idx.by_lid[lid].second);
+    if (auto at = q.idx.at(lid); at && q.idx.lid_of[at->first][at->second] == lid)
+      one(at->first, at->second);
     return;
   }
   for (NodeIndex n = 0; n < f.size() && !a.status; ++n)
@@ -382,10 +386,8 @@ void port_info_records(const Query& q, Answer& a) {
   };
   if (bit(q.mask, 0)) {
     const uint16_t lid = be16(q.rec);
-    if (lid < q.idx.by_lid.size() && q.idx.by_lid[lid].first != fabric::kNoNode) {
-      auto [n, p] = q.idx.by_lid[lid];
-      if (q.idx.lid_of[n][p] == lid) node_ports(n, lid);
-    }
+    if (auto at = q.idx.at(lid); at && q.idx.lid_of[at->first][at->second] == lid)
+      node_ports(at->first, lid);
     return;
   }
   for (NodeIndex n = 0; n < f.size() && !a.status; ++n) {
@@ -476,9 +478,7 @@ void each_switch(const Query& q, F&& f) {
   const auto& fab = q.ctx.snap->fabric;
   if (bit(q.mask, 0)) {
     const uint16_t lid = be16(q.rec);
-    if (lid < q.idx.by_lid.size() && q.idx.by_lid[lid].first != fabric::kNoNode &&
-        fab.node(q.idx.by_lid[lid].first).is_switch())
-      f(q.idx.by_lid[lid].first, lid);
+    if (auto at = q.idx.at(lid); at && fab.node(at->first).is_switch()) f(at->first, lid);
     return;
   }
   for (NodeIndex n = 0; n < fab.size(); ++n)
@@ -659,7 +659,7 @@ bool path_record(const Query& q, const PathEnd& s, const PathEnd& d, Answer& a) 
   PortNum p = s.p;
   auto take_link = [&](const fabric::Port& port) {
     const auto& at = port.attrs;
-    mtu = std::min(mtu, at.neighbor_mtu ? at.neighbor_mtu : at.mtu_cap);
+    mtu = std::min(mtu, link_mtu(at));
     gbps = std::min(gbps, link_gbps(at));
   };
   int hops = 0;
@@ -762,7 +762,7 @@ void path_records(const Query& q, Answer& a) {
       const uint16_t base = idx.lid_of[it->second.first][it->second.second];
       if (bit(q.mask, lid_bit)) {
         const uint16_t lid = be16(q.rec + lid_off);
-        if (lid >= idx.by_lid.size() || idx.by_lid[lid] != it->second) return v;  // disagree
+        if (idx.at(lid) != it->second) return v;  // GID and LID disagree
         v.push_back({it->second.first, it->second.second, lid});
       } else {
         v.push_back({it->second.first, it->second.second, base});
@@ -771,8 +771,7 @@ void path_records(const Query& q, Answer& a) {
     }
     if (bit(q.mask, lid_bit)) {
       const uint16_t lid = be16(q.rec + lid_off);
-      if (lid < idx.by_lid.size() && idx.by_lid[lid].first != fabric::kNoNode)
-        v.push_back({idx.by_lid[lid].first, idx.by_lid[lid].second, lid});
+      if (auto at = idx.at(lid)) v.push_back({at->first, at->second, lid});
       return v;
     }
     return std::nullopt;
@@ -878,9 +877,8 @@ void mc_member_records(const Query& q, Answer& a, McDb& db) {
 
 // The best MTU and rate a port's own link carries.
 std::pair<uint8_t, uint8_t> port_limits(const fabric::Fabric& f, NodeIndex n, PortNum p) {
-  const auto& port = f.node(n).ports[p];
-  const auto& at = port.attrs;
-  return {at.neighbor_mtu ? at.neighbor_mtu : at.mtu_cap, rate_code(link_gbps(at))};
+  const auto& at = f.node(n).ports[p].attrs;
+  return {link_mtu(at), rate_code(link_gbps(at))};
 }
 
 // SubnAdmSet: join (creating the group if needed). Returns the member's record.
@@ -1324,10 +1322,8 @@ std::optional<std::vector<uint8_t>> SaAgent::answer(std::span<const uint8_t> req
                        {}};
       std::copy(q.rec, q.rec + kInformInfoSize, sub.info.begin());
       // Who subscribes: the GID named, else the requester's port.
-      if (be64(q.rec + 8) == 0 && ctx.requester.is_unicast() &&
-          ctx.requester.value < idx.by_lid.size() &&
-          idx.by_lid[ctx.requester.value].first != fabric::kNoNode) {
-        auto [n, p] = idx.by_lid[ctx.requester.value];
+      if (auto at = idx.at(ctx.requester.value); be64(q.rec + 8) == 0 && at) {
+        auto [n, p] = *at;
         put64(sub.info.data(), ctx.subnet_prefix);
         put64(sub.info.data() + 8, ctx.snap->fabric.node(n).ports[p].guid.value);
       }

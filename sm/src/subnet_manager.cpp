@@ -30,8 +30,7 @@ SubnetManager::SubnetManager(Transport& t, SmOptions o)
   eng_.on_sa([this](const InMad& in) { serve_sa(in); });
 }
 
-void SubnetManager::sync_groups(const fabric::Fabric& f, const qos::PartitionPlan& plan) {
-  (void)f;
+void SubnetManager::sync_groups(const qos::PartitionPlan& plan) {
   auto scopes = [](uint16_t mask, uint8_t dflt) {
     std::vector<uint8_t> v;
     for (uint8_t s = 1; s < 16; ++s)
@@ -354,8 +353,7 @@ Result<SweepReport> SubnetManager::sweep() {
   ro.progress = [](const std::string& what) { WEFT_LOG(Info, "SM-0009") << "routing: " << what; };
   ro.torus = opts_.torus;
   // OperVLs encoding to a count of data VLs: 1 -> 1, 2 -> 2, 3 -> 4, 4 -> 8, 5 -> 15.
-  static constexpr uint8_t kDataVls[] = {1, 1, 2, 4, 8, 15};
-  ro.max_vls = kDataVls[std::min<uint8_t>(opts_.max_op_vls, 5)];
+  ro.max_vls = qos::data_vls(opts_.max_op_vls);
   routing::ChainResult routed = chain->compute(target, ro);
   for (const auto& fb : routed.fallbacks)
     WEFT_LOG(Warn, "SM-0008") << "routing: " << fb.engine << " refused ("
@@ -405,7 +403,7 @@ Result<SweepReport> SubnetManager::sweep() {
     }
   }
   if (!any_switch) mft_cap_ = 0;
-  sync_groups(target, plan);
+  sync_groups(plan);
   mft_want_.clear();
   mlid_switches_.clear();
   std::vector<std::pair<NodeIndex, uint32_t>> blocks;
@@ -964,13 +962,12 @@ void SubnetManager::program_tables(const Discovered& d, const fabric::Fabric& ta
 
   // SL2VL: under QoS, or whenever the routing engine layers paths on VLs.
   const uint8_t layers = t.vls;
-  static constexpr uint8_t kDataVls[] = {1, 1, 2, 4, 8, 15};
   auto check_vls = [&](NodeIndex n, PortNum p, uint8_t oper) {
-    if (layers > kDataVls[std::min<uint8_t>(oper, 5)])
+    if (layers > qos::data_vls(oper))
       add_problem(rep,
                   fabric::port_ref(target, n, p) + " operates " +
-                      std::to_string(kDataVls[std::min<uint8_t>(oper, 5)]) +
-                      " data VLs but the routes need " + std::to_string(layers) +
+                      std::to_string(qos::data_vls(oper)) + " data VLs but the routes need " +
+                      std::to_string(layers) +
                       ": layers share VLs there and deadlock freedom is lost",
                   "SM-0012");
   };

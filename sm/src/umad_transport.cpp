@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "weft/log.hpp"
+#include "weft/sm/rmpp.hpp"
 
 namespace weft::sm {
 namespace {
@@ -134,10 +135,15 @@ Result<void> UmadTransport::set_is_sm(bool on) {
   return {};
 }
 
+int UmadTransport::agent_for(uint8_t mgmt_class) const {
+  if (mgmt_class == 0x03) return agent_sa_;
+  return mgmt_class == kClassSmiDirect ? agent_dr_ : agent_lid_;
+}
+
 Result<void> UmadTransport::send(const MadBuf& mad, const SendAddr& to) {
   std::memcpy(umad_get_mad(sendbuf_.data()), mad.data(), kMadSize);
   umad_set_addr(sendbuf_.data(), to.dlid.value, static_cast<int>(to.qpn), 0, 0);
-  const int agent = mad[1] == kClassSmiDirect ? agent_dr_ : agent_lid_;
+  const int agent = agent_for(mad[1]);
   const int tmo_ms = static_cast<int>(
       std::chrono::duration_cast<std::chrono::milliseconds>(to.response_timeout).count());
   int r = umad_send(portid_, agent, sendbuf_.data(), kMadSize, tmo_ms, 0);
@@ -151,15 +157,12 @@ Result<void> UmadTransport::send_long(std::span<const uint8_t> mad, const SendAd
   umad_set_addr(buf.data(), to.dlid.value, static_cast<int>(to.qpn), to.sl,
                 static_cast<int>(to.qkey));
   umad_set_pkey(buf.data(), to.pkey_index);
-  const int agent = mad.size() > 1 && mad[1] == 0x03              ? agent_sa_
-                    : mad.size() > 1 && mad[1] == kClassSmiDirect ? agent_dr_
-                                                                  : agent_lid_;
   // An RMPP-active answer goes with its true length: the kernel segments it and sets
   // the payload lengths from it (a requester reads the record count from them).
   // Anything else is one whole MAD.
-  const bool rmpp = mad.size() > 26 && (mad[26] & 0x01);  // RMPPFlags.Active (byte 26, bits 2-0)
-  const size_t len = rmpp ? mad.size() : kMadSize;
-  int r = umad_send(portid_, agent, buf.data(), static_cast<int>(len), 0, 0);
+  const size_t len = rmpp_active(mad) ? mad.size() : kMadSize;
+  int r = umad_send(portid_, agent_for(mad.size() > 1 ? mad[1] : 0), buf.data(),
+                    static_cast<int>(len), 0, 0);
   if (r < 0) return fail(Errc::kIo, "umad_send: " + errno_str(r ? r : errno));
   return {};
 }

@@ -53,4 +53,8 @@ VlArbBlock vlarb_block(const std::vector<config::VlArbEntry>& list, size_t block
 
 std::string sl2vl_str(const Sl2Vl& t);  // "0,1,2,...,7"
 
+// Data VLs a PortInfo OperVLs / VLCap code stands for: 1=VL0 2=VL0-1 3=VL0-3 4=VL0-7
+// 5=VL0-14 (codes outside 1-5 clamp).
+uint8_t data_vls(uint8_t oper_vls);
+
 }  // namespace weft::qos

@@ -21,6 +21,11 @@ constexpr uint8_t kRmppTypeData = 1, kRmppTypeAck = 2, kRmppTypeStop = 3, kRmppT
 constexpr uint8_t kRmppFlagActive = 1, kRmppFlagFirst = 2, kRmppFlagLast = 4;
 constexpr size_t kRmppHeaderEnd = 36;  // MAD header (24) + RMPP header (12)
 
+// Whether a message's RMPP header marks it active (RMPPFlags, byte 26, bit 0).
+inline bool rmpp_active(std::span<const uint8_t> mad) {
+  return mad.size() > 26 && (mad[26] & 1);
+}
+
 // Splits a message (the class header of `hdr` bytes, then data) into 256-byte DATA
 // segments: each repeats the header, carries 256 - hdr data bytes, and is numbered
 // from 1; PayloadLength is set on the first (all segments' payload) and on the last

@@ -144,6 +144,11 @@ class SaAgent {
     std::vector<std::pair<fabric::NodeIndex, PortNum>> by_lid;  // LID -> port; node kNoNode = none
     std::unordered_map<uint64_t, std::pair<fabric::NodeIndex, PortNum>> by_guid;  // end ports
     std::vector<std::vector<uint16_t>> lid_of;  // [node][port] base LID (0 = none)
+    // The end port a LID (base or LMC offset) belongs to.
+    std::optional<std::pair<fabric::NodeIndex, PortNum>> at(uint16_t lid) const {
+      if (lid >= by_lid.size() || by_lid[lid].first == fabric::kNoNode) return std::nullopt;
+      return by_lid[lid];
+    }
   };
 
  private:

@@ -127,7 +127,7 @@ class SubnetManager {
                       uint32_t mod) const;
   // Multicast: the groups the partition file asks for, members whose ports left,
   // each group's tree, and the MFT blocks that differ from what switches hold.
-  void sync_groups(const fabric::Fabric& f, const qos::PartitionPlan& plan);
+  void sync_groups(const qos::PartitionPlan& plan);
   std::vector<std::pair<fabric::NodeIndex, uint32_t>> route_mlid(const fabric::Fabric& f,
                                                                  uint16_t mlid);
   void write_mfts(const fabric::Fabric& f,

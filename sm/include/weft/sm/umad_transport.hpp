@@ -37,7 +37,10 @@ class UmadTransport final : public Transport {
   int portid_ = -1;
   int agent_dr_ = -1;
   int agent_lid_ = -1;
-  int agent_sa_ = -1;  // SubnAdm, RMPP version 1: the kernel segments long answers
+  int agent_sa_ = -1;
+  int agent_for(
+      uint8_t mgmt_class) const;  // the registered agent that sends this class  // SubnAdm, RMPP
+                                  // version 1: the kernel segments long answers
   int issm_fd_ = -1;
   std::vector<uint8_t> sendbuf_, recvbuf_;
   // The longest incoming message taken (RMPP requests coalesced by the kernel); the
