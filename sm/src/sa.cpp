@@ -1089,7 +1089,117 @@ std::vector<SaAgent::Report> SaAgent::reports(uint16_t trap, const std::array<ui
   return out;
 }
 
-namespace {}  // namespace
+namespace {
+// ServiceRecord Set (register, with a lease), Delete, and Get/GetTable. Leases run out
+// when someone looks.
+void service_request(const Query& q, Answer& a, uint8_t method,
+                     std::vector<SaAgent::Service>& services) {
+  using Service = SaAgent::Service;
+  std::erase_if(services, [&](const Service& sv) { return sv.expires_s <= q.ctx.now_s; });
+  if (method != kMethodSet && method != kMethodDelete) {
+    for (const auto& sv : services) add(a, service_record(), sv.rec.data(), q);
+    return;
+  }
+  if (!bit(q.mask, 0) || !bit(q.mask, 1)) {
+    a.status = kSaStatusInsufficientComponents;
+    return;
+  }
+  if (be64(q.rec + 8) != q.ctx.subnet_prefix || !q.idx.by_guid.count(be64(q.rec + 16))) {
+    a.status = kSaStatusInvalidGid;
+    return;
+  }
+  Service sv;
+  std::copy(q.rec, q.rec + kServiceRecordSize, sv.rec.begin());
+  if (!bit(q.mask, 2)) put16(sv.rec.data() + 24, 0xffff);  // no P_Key named: the default
+  auto it = std::find_if(services.begin(), services.end(), [&](const Service& o) {
+    return same_service(o.rec.data(), sv.rec.data());
+  });
+  if (method == kMethodDelete) {
+    if (it == services.end()) {
+      a.status = kSaStatusReqInvalid;
+      return;
+    }
+    sv = *it;
+    services.erase(it);
+  } else {
+    const uint32_t lease = be32(sv.rec.data() + 28);
+    sv.expires_s = lease == 0xffffffffu ? INT64_MAX : q.ctx.now_s + lease;
+    if (it != services.end()) {
+      *it = sv;
+    } else if (services.size() >= kMaxRecords) {
+      a.status = kSaStatusNoResources;
+      return;
+    } else {
+      services.push_back(sv);
+    }
+  }
+  a.records.assign(sv.rec.begin(), sv.rec.end());
+  a.count = 1;
+}
+
+// InformInfo Set: subscribe (or unsubscribe) the requester to a trap.
+void inform_request(const Query& q, Answer& a, std::vector<SaAgent::Subscription>& subs) {
+  const auto& ctx = q.ctx;
+  const uint32_t qpn = uint32_t(q.rec[28]) << 16 | uint32_t(q.rec[29]) << 8 | q.rec[30];
+  SaAgent::Subscription sub{
+      ctx.requester, qpn ? qpn : ctx.requester_qpn, ctx.requester_pkey_index, ctx.requester_sl, {}};
+  std::copy(q.rec, q.rec + kInformInfoSize, sub.info.begin());
+  // Who subscribes: the GID named, else the requester's port.
+  if (auto at = q.idx.at(ctx.requester.value); be64(q.rec + 8) == 0 && at) {
+    auto [n, p] = *at;
+    put64(sub.info.data(), ctx.subnet_prefix);
+    put64(sub.info.data() + 8, ctx.snap->fabric.node(n).ports[p].guid.value);
+  }
+  auto same = [&](const SaAgent::Subscription& o) {
+    return o.lid == sub.lid && o.qpn == sub.qpn && be16(o.info.data() + 26) == be16(q.rec + 26);
+  };
+  if (q.rec[23]) {  // Subscribe
+    if (std::none_of(subs.begin(), subs.end(), same)) {
+      if (subs.size() >= 65536) {
+        a.status = kSaStatusNoResources;
+        return;
+      }
+      subs.push_back(sub);
+    }
+  } else if (std::erase_if(subs, same) == 0) {
+    a.status = kSaStatusReqInvalid;
+    return;
+  }
+  a.records.assign(q.rec, q.rec + kInformInfoSize);
+  a.records.resize(40, 0);
+  a.count = 1;
+}
+
+void inform_info_records(const Query& q, Answer& a,
+                         const std::vector<SaAgent::Subscription>& subs) {
+  for (size_t i = 0; i < subs.size() && !a.status; ++i) {
+    std::array<uint8_t, 64> r{};
+    std::copy(subs[i].info.begin(), subs[i].info.begin() + 16, r.begin());
+    put16(r.data() + 16, uint16_t(i));
+    std::copy(subs[i].info.begin(), subs[i].info.end(), r.begin() + 24);
+    add(a, inform_info_record(), r.data(), q);
+  }
+}
+
+// Records answered from the snapshot alone: their layout and what fills them.
+struct RecordKind {
+  uint16_t attr;
+  const Layout& (*layout)();
+  void (*fill)(const Query&, Answer&);
+};
+constexpr RecordKind kSnapshotRecords[] = {
+    {kSaNodeRecord, node_record, node_records},
+    {kSaPortInfoRecord, port_info_record, port_info_records},
+    {kSaSmInfoRecord, sm_info_record, sm_info_records},
+    {kSaSwitchInfoRecord, switch_info_record, switch_info_records},
+    {kSaLftRecord, lft_record, lft_records},
+    {kSaSl2VlRecord, sl2vl_record, sl2vl_records},
+    {kSaVlArbRecord, vlarb_record, vlarb_records},
+    {kSaLinkRecord, link_record, link_records},
+    {kSaPkeyTableRecord, pkey_table_record, pkey_table_records},
+};
+
+}  // namespace
 
 std::optional<std::vector<uint8_t>> SaAgent::answer(std::span<const uint8_t> req,
                                                     const SaContext& ctx) {
@@ -1163,72 +1273,50 @@ std::optional<std::vector<uint8_t>> SaAgent::answer(std::span<const uint8_t> req
   const Index& idx = index(ctx);
   Query q{ctx, idx, rec.data(), be64(hdr.data() + 48), method == kMethodGetTable};
   const Layout* layout = nullptr;
-  switch (attr) {
-    case kSaClassPortInfo: {
-      if (method != kMethodGet) {
-        a.status = kStatusBadMethodAttr;
+  void (*fill)(const Query&, Answer&) = nullptr;
+  for (const auto& k : kSnapshotRecords)
+    if (k.attr == attr) layout = &k.layout(), fill = k.fill;
+  if (!fill) {
+    switch (attr) {
+      case kSaClassPortInfo: {
+        if (method != kMethodGet) {
+          a.status = kStatusBadMethodAttr;
+          return respond(resp);
+        }
+        std::array<uint8_t, 72> r{};
+        mad_set_field(r.data(), 0, IB_CPI_BASEVER_F, 1);
+        mad_set_field(r.data(), 0, IB_CPI_CLASSVER_F, 2);
+        mad_set_field(r.data(), 0, IB_CPI_RESP_TIME_VALUE_F, 18);
+        a.records.assign(r.begin(), r.end());
+        a.rec_size = 72;
+        a.count = 1;
         return respond(resp);
       }
-      std::array<uint8_t, 72> r{};
-      mad_set_field(r.data(), 0, IB_CPI_BASEVER_F, 1);
-      mad_set_field(r.data(), 0, IB_CPI_CLASSVER_F, 2);
-      mad_set_field(r.data(), 0, IB_CPI_RESP_TIME_VALUE_F, 18);
-      a.records.assign(r.begin(), r.end());
-      a.rec_size = 72;
-      a.count = 1;
-      return respond(resp);
+      case kSaPathRecord:
+        break;
+      case kSaServiceRecord:
+        layout = &service_record();
+        break;
+      case kSaInformInfoRecord:
+        layout = &inform_info_record();
+        break;
+      case kSaInformInfo:
+        if (method != kMethodSet) {
+          a.status = kStatusBadMethodAttr;
+          return respond(resp);
+        }
+        break;
+      case kSaMcMemberRecord:
+        layout = &mc_member_record();
+        if (!ctx.mc) {
+          a.status = kSaStatusNoResources;
+          return respond(resp);
+        }
+        break;
+      default:
+        a.status = kStatusBadMethodAttr;
+        return respond(resp);
     }
-    case kSaNodeRecord:
-      layout = &node_record();
-      break;
-    case kSaPortInfoRecord:
-      layout = &port_info_record();
-      break;
-    case kSaSmInfoRecord:
-      layout = &sm_info_record();
-      break;
-    case kSaSwitchInfoRecord:
-      layout = &switch_info_record();
-      break;
-    case kSaLftRecord:
-      layout = &lft_record();
-      break;
-    case kSaSl2VlRecord:
-      layout = &sl2vl_record();
-      break;
-    case kSaVlArbRecord:
-      layout = &vlarb_record();
-      break;
-    case kSaLinkRecord:
-      layout = &link_record();
-      break;
-    case kSaPkeyTableRecord:
-      layout = &pkey_table_record();
-      break;
-    case kSaPathRecord:
-      break;
-    case kSaServiceRecord:
-      layout = &service_record();
-      break;
-    case kSaInformInfoRecord:
-      layout = &inform_info_record();
-      break;
-    case kSaInformInfo:
-      if (method != kMethodSet) {
-        a.status = kStatusBadMethodAttr;
-        return respond(resp);
-      }
-      break;
-    case kSaMcMemberRecord:
-      layout = &mc_member_record();
-      if (!ctx.mc) {
-        a.status = kSaStatusNoResources;
-        return respond(resp);
-      }
-      break;
-    default:
-      a.status = kStatusBadMethodAttr;
-      return respond(resp);
   }
   if (layout && !mask_ok(*layout, q.mask)) {
     a.status = kSaStatusReqInvalid;
@@ -1237,137 +1325,36 @@ std::optional<std::vector<uint8_t>> SaAgent::answer(std::span<const uint8_t> req
                                << " does not have";
     return respond(resp);
   }
-  switch (attr) {
-    case kSaNodeRecord:
-      node_records(q, a);
-      break;
-    case kSaPortInfoRecord:
-      port_info_records(q, a);
-      break;
-    case kSaSmInfoRecord:
-      sm_info_records(q, a);
-      break;
-    case kSaSwitchInfoRecord:
-      switch_info_records(q, a);
-      break;
-    case kSaLftRecord:
-      lft_records(q, a);
-      break;
-    case kSaSl2VlRecord:
-      sl2vl_records(q, a);
-      break;
-    case kSaVlArbRecord:
-      vlarb_records(q, a);
-      break;
-    case kSaLinkRecord:
-      link_records(q, a);
-      break;
-    case kSaPkeyTableRecord:
-      pkey_table_records(q, a);
-      break;
-    case kSaPathRecord:
-      path_records(q, a);
-      stats_.path_records += a.count;
-      break;
-    case kSaServiceRecord: {
-      // Leases run out when someone looks.
-      std::erase_if(services_, [&](const Service& sv) { return sv.expires_s <= ctx.now_s; });
-      if (method == kMethodSet || method == kMethodDelete) {
-        if (!bit(q.mask, 0) || !bit(q.mask, 1)) {
-          a.status = kSaStatusInsufficientComponents;
-          break;
-        }
-        auto port = idx.by_guid.find(be64(q.rec + 16));
-        if (be64(q.rec + 8) != ctx.subnet_prefix || port == idx.by_guid.end()) {
-          a.status = kSaStatusInvalidGid;
-          break;
-        }
-        Service sv;
-        std::copy(q.rec, q.rec + kServiceRecordSize, sv.rec.begin());
-        if (!bit(q.mask, 2)) put16(sv.rec.data() + 24, 0xffff);  // no P_Key named: the default
-        auto it = std::find_if(services_.begin(), services_.end(), [&](const Service& o) {
-          return same_service(o.rec.data(), sv.rec.data());
-        });
-        if (method == kMethodDelete) {
-          if (it == services_.end()) {
-            a.status = kSaStatusReqInvalid;
-            break;
+  if (fill) {
+    fill(q, a);
+  } else {
+    switch (attr) {
+      case kSaPathRecord:
+        path_records(q, a);
+        stats_.path_records += a.count;
+        break;
+      case kSaServiceRecord:
+        service_request(q, a, method, services_);
+        break;
+      case kSaInformInfo:
+        inform_request(q, a, subs_);
+        break;
+      case kSaInformInfoRecord:
+        inform_info_records(q, a, subs_);
+        break;
+      case kSaMcMemberRecord:
+        if (changes) {
+          auto r = method == kMethodSet ? mc_join(q, a, *ctx.mc, changed_)
+                                        : mc_leave(q, a, *ctx.mc, changed_);
+          if (r) {
+            a.records.assign(r->begin(), r->end());
+            a.count = 1;
           }
-          a.records.assign(it->rec.begin(), it->rec.end());
-          services_.erase(it);
         } else {
-          const uint32_t lease = be32(sv.rec.data() + 28);
-          sv.expires_s = lease == 0xffffffffu ? INT64_MAX : ctx.now_s + lease;
-          if (it != services_.end())
-            *it = sv;
-          else if (services_.size() >= kMaxRecords)
-            a.status = kSaStatusNoResources;
-          else
-            services_.push_back(sv);
-          a.records.assign(sv.rec.begin(), sv.rec.end());
+          mc_member_records(q, a, *ctx.mc);
         }
-        a.count = a.status ? 0 : 1;
-        if (a.status) a.records.clear();
-      } else {
-        for (const auto& sv : services_) add(a, service_record(), sv.rec.data(), q);
-      }
-      break;
+        break;
     }
-    case kSaInformInfo: {
-      const uint32_t qpn = uint32_t(q.rec[28]) << 16 | uint32_t(q.rec[29]) << 8 | q.rec[30];
-      Subscription sub{ctx.requester,
-                       qpn ? qpn : ctx.requester_qpn,
-                       ctx.requester_pkey_index,
-                       ctx.requester_sl,
-                       {}};
-      std::copy(q.rec, q.rec + kInformInfoSize, sub.info.begin());
-      // Who subscribes: the GID named, else the requester's port.
-      if (auto at = idx.at(ctx.requester.value); be64(q.rec + 8) == 0 && at) {
-        auto [n, p] = *at;
-        put64(sub.info.data(), ctx.subnet_prefix);
-        put64(sub.info.data() + 8, ctx.snap->fabric.node(n).ports[p].guid.value);
-      }
-      auto same = [&](const Subscription& o) {
-        return o.lid == sub.lid && o.qpn == sub.qpn && be16(o.info.data() + 26) == be16(q.rec + 26);
-      };
-      if (q.rec[23]) {  // Subscribe
-        if (std::none_of(subs_.begin(), subs_.end(), same)) {
-          if (subs_.size() >= 65536)
-            a.status = kSaStatusNoResources;
-          else
-            subs_.push_back(sub);
-        }
-      } else if (std::erase_if(subs_, same) == 0) {
-        a.status = kSaStatusReqInvalid;
-      }
-      if (!a.status) {
-        a.records.assign(q.rec, q.rec + kInformInfoSize);
-        a.records.resize(40, 0);
-        a.count = 1;
-      }
-      break;
-    }
-    case kSaInformInfoRecord:
-      for (size_t i = 0; i < subs_.size() && !a.status; ++i) {
-        std::array<uint8_t, 64> r{};
-        std::copy(subs_[i].info.begin(), subs_[i].info.begin() + 16, r.begin());
-        put16(r.data() + 16, uint16_t(i));
-        std::copy(subs_[i].info.begin(), subs_[i].info.end(), r.begin() + 24);
-        add(a, inform_info_record(), r.data(), q);
-      }
-      break;
-    case kSaMcMemberRecord:
-      if (changes) {
-        auto r = method == kMethodSet ? mc_join(q, a, *ctx.mc, changed_)
-                                      : mc_leave(q, a, *ctx.mc, changed_);
-        if (r) {
-          a.records.assign(r->begin(), r->end());
-          a.count = 1;
-        }
-      } else {
-        mc_member_records(q, a, *ctx.mc);
-      }
-      break;
   }
   a.rec_size = layout ? (layout->size + 7) / 8 * 8 : attr == kSaInformInfo ? 40 : kPathRecordSize;
   if (!a.status && method != kMethodGetTable) {
