@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "read_file.hpp"
+#include "roce.hpp"
 #include "route.hpp"
 #include "weft/config/options.hpp"
 #include "weft/config/partitions.hpp"
@@ -44,7 +45,8 @@ constexpr const char* kUsage =
     "  sim    run the SM on a simulated fabric      (weft sim --help)\n"
     "  topo   write a generated fabric as a net file (weft topo --help)\n"
     "  route  route a topology offline and grade the tables (weft route --help)\n"
-    "  config check FILE  load an opensm.conf (and its partitions file) and report\n";
+    "  config check FILE  load an opensm.conf (and its partitions file) and report\n"
+    "  roce   check, render, diff, collect and apply the lossless RoCE profile (weft roce help)\n";
 
 int die(const std::string& msg, int code = 2) {
   std::fprintf(stderr, "weft: %s\n", msg.c_str());
@@ -606,6 +608,7 @@ int main(int argc, char** argv) {
   if (cmd == "topo") return cmd_topo(argc - 1, argv + 1);
   if (cmd == "route") return app::cmd_route(argc - 1, argv + 1);
   if (cmd == "config") return cmd_config(argc - 1, argv + 1);
+  if (cmd == "roce") return app::cmd_roce(argc - 1, argv + 1);
   if (cmd == "-h" || cmd == "--help" || cmd == "help") {
     std::fputs(kUsage, stdout);
     return 0;

@@ -141,28 +141,11 @@ bool same_value(std::string a, std::string b) {
   return lower(a) == lower(b);
 }
 
-size_t edit_distance(std::string_view a, std::string_view b) {
-  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    cur[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j)
-      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] != b[j - 1])});
-    std::swap(prev, cur);
-  }
-  return prev[b.size()];
-}
-
 std::string suggestion(std::string_view name) {
-  std::string_view best;
-  size_t bd = std::min<size_t>(4, name.size() / 4 + 2);  // a typo, not a different word
-  auto consider = [&](std::string_view n) {
-    size_t d = edit_distance(name, n);
-    if (d < bd) bd = d, best = n;
-  };
-  for (const auto& o : option_table()) consider(o.name);
-  for (const auto& o : opensm_only_options()) consider(o.name);
-  return best.empty() ? "" : " (did you mean \"" + std::string(best) + "\"?)";
+  std::vector<std::string_view> names;
+  for (const auto& o : option_table()) names.push_back(o.name);
+  for (const auto& o : opensm_only_options()) names.push_back(o.name);
+  return text::did_you_mean(name, names);
 }
 
 Result<void> check_value(const OptionSpec& o, std::string_view name, const std::string& value,

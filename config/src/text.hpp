@@ -1,12 +1,14 @@
 // Small text helpers the config readers share (private to config/).
 #pragma once
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cstdint>
 #include <cstdlib>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace weft::config::text {
 
@@ -26,6 +28,30 @@ inline bool parse_u64(const std::string& s, uint64_t* out) {
   if (errno || *end) return false;
   *out = x;
   return true;
+}
+
+inline size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j)
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] != b[j - 1])});
+    std::swap(prev, cur);
+  }
+  return prev[b.size()];
+}
+
+// " (did you mean "x"?)" for the candidate one typo away from `name`, else "".
+template <class Names>
+std::string did_you_mean(std::string_view name, const Names& candidates) {
+  std::string_view best;
+  size_t bd = std::min<size_t>(4, name.size() / 4 + 2);  // a typo, not a different word
+  for (std::string_view n : candidates) {
+    const size_t d = edit_distance(name, n);
+    if (d < bd) bd = d, best = n;
+  }
+  return best.empty() ? "" : " (did you mean \"" + std::string(best) + "\"?)";
 }
 
 }  // namespace weft::config::text

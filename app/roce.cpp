@@ -1,0 +1,528 @@
+// weft roce: the lossless-RoCE profile, checked against a fabric, rendered per device,
+// diffed against what devices hold, collected from a host, applied to a SONiC switch.
+#include "roce.hpp"
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <boost/program_options.hpp>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "weft/config/roce_fabric.hpp"
+#include "weft/config/roce_profile.hpp"
+#include "weft/qos/roce_check.hpp"
+#include "weft/qos/roce_formats.hpp"
+#include "weft/qos/sonic_redis.hpp"
+#include "weft/simulator/generators.hpp"
+#include "weft/text_file.hpp"
+
+extern char** environ;
+
+namespace weft::app {
+
+namespace po = boost::program_options;
+namespace fs = std::filesystem;
+using nlohmann::json;
+using namespace weft::qos::roce;
+
+namespace {
+
+constexpr const char* kRoceUsage =
+    "usage: weft roce <command> [options]\n"
+    "  check   [--profile P] --fabric F [--json]       check the profile on a fabric\n"
+    "  render  [--profile P] [--fabric F] --device D --format dcb|sonic|nvue [--port IF]\n"
+    "  diff    [--profile P] [--fabric F] --observed FILE|redis://HOST:PORT/4 ... [--json]\n"
+    "  collect IF [--host NAME] [-o FILE]              snapshot a host port's RoCE settings\n"
+    "  apply   [--profile P] --fabric F --device D --sonic redis://HOST:PORT/4\n"
+    "F is a fabric YAML file, or a weft topology (generator spec, ibnetdiscover or ibsim file).\n"
+    "Exit status: 0 no errors, 1 errors found, 2 bad usage or input.\n";
+
+int die(const std::string& msg, int code = 2) {
+  std::fprintf(stderr, "weft: roce: %s\n", msg.c_str());
+  return code;
+}
+
+po::options_description common_options() {
+  po::options_description o("options");
+  o.add_options()("help,h", "this help")(
+      "profile", po::value<std::string>(),
+      "RoCE profile (YAML); default: NVIDIA's lossless reference")(
+      "fabric", po::value<std::string>(), "fabric YAML, or a weft topology spec or file")(
+      "speed", po::value<std::string>()->default_value("100G"), "link speed for a weft topology")(
+      "length", po::value<std::string>()->default_value("3m"), "cable length for a weft topology")(
+      "json", "findings as JSON");
+  return o;
+}
+
+struct Inputs {
+  config::RoceProfile profile;
+  std::optional<config::RoceFabric> fabric;
+};
+
+Result<Inputs> load_inputs(const po::variables_map& vm, bool fabric_required) {
+  Inputs in;
+  if (vm.count("profile")) {
+    auto p = config::load_roce_profile(vm["profile"].as<std::string>());
+    if (!p) return std::unexpected(p.error());
+    in.profile = std::move(*p);
+  } else {
+    in.profile = config::default_roce_profile();
+  }
+  if (!vm.count("fabric")) {
+    if (fabric_required) return fail(Errc::kInvalidInput, "--fabric is required");
+    return in;
+  }
+  const std::string f = vm["fabric"].as<std::string>();
+  if (f.ends_with(".yaml") || f.ends_with(".yml")) {
+    auto fab = config::load_roce_fabric(f);
+    if (!fab) return std::unexpected(fab.error());
+    in.fabric = std::move(*fab);
+    return in;
+  }
+  uint64_t speed = 0, length = 0;
+  if (!config::parse_speed_mbps(vm["speed"].as<std::string>(), &speed) || !speed)
+    return fail(Errc::kInvalidInput, "--speed: expected a speed like 100G");
+  if (!config::parse_length_m(vm["length"].as<std::string>(), &length))
+    return fail(Errc::kInvalidInput, "--length: expected a length like 3m");
+  auto topo = simulator::make_fabric(f);
+  if (!topo) return std::unexpected(topo.error());
+  in.fabric = roce_fabric_from_topology(*topo, speed, length);
+  in.fabric->source = f;
+  return in;
+}
+
+json finding_json(const Finding& f) {
+  return {{"device", f.device},     {"port", f.port},
+          {"field", f.field},       {"expected", f.expected},
+          {"observed", f.observed}, {"severity", severity_name(f.severity)},
+          {"check", f.check},       {"message", f.message}};
+}
+
+int report(std::vector<Finding> findings, bool as_json, const std::string& summary) {
+  std::stable_sort(findings.begin(), findings.end(), [](const Finding& a, const Finding& b) {
+    return std::tie(a.severity, a.device, a.port) < std::tie(b.severity, b.device, b.port);
+  });
+  const size_t errs = errors(findings);
+  if (as_json) {
+    json out = json::array();
+    for (const auto& f : findings) out.push_back(finding_json(f));
+    std::cout << out.dump(2) << "\n";
+  } else {
+    for (const auto& f : findings) std::cout << to_text(f) << "\n";
+    size_t warnings = 0;
+    for (const auto& f : findings) warnings += f.severity == Severity::kWarning;
+    std::cout << summary << (summary.empty() ? "" : ": ") << errs << " errors, " << warnings
+              << " warnings\n";
+  }
+  return errs ? 1 : 0;
+}
+
+int cmd_check(int argc, char** argv) {
+  po::options_description o = common_options();
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(argc, argv).options(o).run(), vm);
+    po::notify(vm);
+  } catch (const std::exception& e) {
+    return die(e.what());
+  }
+  if (vm.count("help")) return std::cout << kRoceUsage << o, 0;
+  const auto t0 = std::chrono::steady_clock::now();
+  auto in = load_inputs(vm, true);
+  if (!in) return die(in.error().message);
+  const auto t1 = std::chrono::steady_clock::now();
+  std::vector<Finding> findings = check_profile(in->profile);
+  const FabricView view = intended(in->profile, &*in->fabric);
+  auto more = check(in->profile, &*in->fabric, view);
+  findings.insert(findings.end(), more.begin(), more.end());
+  const auto t2 = std::chrono::steady_clock::now();
+  size_t hosts = 0, switches = 0, ports = 0;
+  for (const auto& d : in->fabric->devices) {
+    (d.kind == config::DeviceKind::kSwitch ? switches : hosts) += 1;
+    ports += d.ports.size();
+  }
+  char summary[256];
+  std::snprintf(
+      summary, sizeof summary,
+      "%zu switches, %zu hosts, %zu ports, %zu links; loaded in %.0f ms, checked in %.0f ms",
+      switches, hosts, ports, in->fabric->links.size(),
+      std::chrono::duration<double, std::milli>(t1 - t0).count(),
+      std::chrono::duration<double, std::milli>(t2 - t1).count());
+  return report(std::move(findings), vm.count("json"), summary);
+}
+
+int cmd_render(int argc, char** argv) {
+  po::options_description o = common_options();
+  o.add_options()("device", po::value<std::string>(), "host or switch name")(
+      "format", po::value<std::string>(), "dcb (hosts), sonic or nvue (switches)")(
+      "port", po::value<std::string>(), "one host port (default: every port of the host)");
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(argc, argv).options(o).run(), vm);
+    po::notify(vm);
+  } catch (const std::exception& e) {
+    return die(e.what());
+  }
+  if (vm.count("help")) return std::cout << kRoceUsage << o, 0;
+  if (!vm.count("device") || !vm.count("format")) return die("--device and --format are required");
+  const std::string dev = vm["device"].as<std::string>(), fmt = vm["format"].as<std::string>();
+  if (fmt != "dcb" && fmt != "sonic" && fmt != "nvue")
+    return die("--format: expected dcb, sonic or nvue");
+  auto in = load_inputs(vm, false);
+  if (!in) return die(in.error().message);
+  const config::RoceFabric* f = in->fabric ? &*in->fabric : nullptr;
+  const int d = f ? f->device(dev) : -1;
+  if (fmt == "dcb") {
+    if (d >= 0 && f->devices[d].kind != config::DeviceKind::kHost)
+      return die(dev + " is a switch: use sonic or nvue");
+    if (d < 0) {
+      if (f) return die("the fabric has no host \"" + dev + "\"");
+      if (!vm.count("port")) return die("without --fabric, name the host port with --port");
+      std::cout << render_dcb(intend_host(in->profile, dev, vm["port"].as<std::string>()), "", 1);
+      return 0;
+    }
+    int shown = 0;
+    for (int p = 0; p < static_cast<int>(f->devices[d].ports.size()); ++p) {
+      const auto& port = f->devices[d].ports[p];
+      if (vm.count("port") && port.name != vm["port"].as<std::string>()) continue;
+      std::cout << (shown++ ? "\n" : "")
+                << render_dcb(intend_host(in->profile, f, d, p), port.rdma, port.rdma_port);
+    }
+    if (!shown) return die(dev + " has no port " + vm["port"].as<std::string>());
+    return 0;
+  }
+  if (d < 0)
+    return die(f ? "the fabric has no switch \"" + dev + "\""
+                 : "rendering a switch needs --fabric");
+  if (f->devices[d].kind != config::DeviceKind::kSwitch) return die(dev + " is a host: use dcb");
+  const SwitchConfig s = intend_switch(in->profile, f, d);
+  if (fmt == "sonic")
+    std::cout << render_sonic(s).dump(2) << "\n";
+  else
+    std::cout << render_nvue(s);
+  return 0;
+}
+
+// One observed device, whichever format it came in.
+struct Observed {
+  std::optional<HostConfig> host;
+  std::optional<SwitchConfig> sw;
+  std::vector<std::string> warnings;
+};
+
+Result<Observed> read_observed(const std::string& src, const std::string& device) {
+  Observed o;
+  if (src.starts_with("redis://")) {
+    auto url = parse_redis_url(src);
+    if (!url) return std::unexpected(url.error());
+    auto db = read_config_db(*url);
+    if (!db) return std::unexpected(db.error());
+    auto s = parse_sonic_db(*db, src, device);
+    if (!s) return std::unexpected(s.error());
+    o.sw = std::move(s->config);
+    o.warnings = std::move(s->warnings);
+    return o;
+  }
+  auto text = read_text_file(src);
+  if (!text) return std::unexpected(text.error());
+  const std::string kind = sniff_format(*text);
+  const std::string stem = fs::path(src).stem().string();
+  if (kind == "host" || kind == "dcb") {
+    auto h = kind == "host" ? parse_host_snapshot(*text, src) : parse_dcb_script(*text, src);
+    if (!h) return std::unexpected(h.error());
+    if (h->config.device.empty()) h->config.device = device.empty() ? stem : device;
+    o.host = std::move(h->config);
+    o.warnings = std::move(h->warnings);
+  } else if (kind == "sonic" || kind == "nvue") {
+    auto s = kind == "sonic" ? parse_sonic(*text, src, device.empty() ? stem : device)
+                             : parse_nvue(*text, src, device.empty() ? stem : device);
+    if (!s) return std::unexpected(s.error());
+    o.sw = std::move(s->config);
+    o.warnings = std::move(s->warnings);
+  } else {
+    return fail(Errc::kInvalidInput,
+                src + ": not a host snapshot, dcb script, SONiC config_db or NVUE commands");
+  }
+  return o;
+}
+
+int cmd_diff(int argc, char** argv) {
+  po::options_description o = common_options();
+  o.add_options()(
+      "observed", po::value<std::vector<std::string>>()->multitoken(),
+      "observed configurations: host snapshots, dcb scripts, config_db JSON, NVUE, redis:// URLs")(
+      "device", po::value<std::string>(), "device name for a file that does not carry one");
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(argc, argv).options(o).run(), vm);
+    po::notify(vm);
+  } catch (const std::exception& e) {
+    return die(e.what());
+  }
+  if (vm.count("help")) return std::cout << kRoceUsage << o, 0;
+  if (!vm.count("observed")) return die("--observed is required");
+  auto in = load_inputs(vm, false);
+  if (!in) return die(in.error().message);
+  const config::RoceFabric* f = in->fabric ? &*in->fabric : nullptr;
+  const std::string device = vm.count("device") ? vm["device"].as<std::string>() : "";
+  FabricView seen;
+  std::vector<Finding> findings;
+  for (const auto& src : vm["observed"].as<std::vector<std::string>>()) {
+    auto ob = read_observed(src, device);
+    if (!ob) return die(ob.error().message);
+    for (const auto& w : ob->warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
+    const std::string name = ob->host ? ob->host->device : ob->sw->device;
+    const int d = f ? f->device(name) : -1;
+    if (f && d < 0)
+      findings.push_back(Finding{name, "", "device", "in the fabric", "unknown", Severity::kWarning,
+                                 "fabric", "observed device is not in the fabric file"});
+    if (ob->host) {
+      const HostConfig& h = *ob->host;
+      const int p = d >= 0 ? f->devices[d].port(h.port) : -1;
+      HostConfig want =
+          p >= 0 ? intend_host(in->profile, f, d, p) : intend_host(in->profile, h.device, h.port);
+      if (p < 0) want.pfc_delay = h.pfc_delay;  // the cable is known only from a fabric
+      auto df = diff(want, h);
+      findings.insert(findings.end(), df.begin(), df.end());
+      if (h.pfc_mask && want.pfc_mask && *h.pfc_mask != *want.pfc_mask)
+        findings.push_back(Finding{
+            h.device, h.port, "pfc.prio-pfc", "", "", Severity::kWarning, "apply",
+            "applying the profile changes the PFC priorities: mlx5 resets the link (a flap)"});
+      seen.hosts.push_back(h);
+    } else {
+      const SwitchConfig& s = *ob->sw;
+      SwitchConfig want;
+      if (d >= 0 && f->devices[d].kind == config::DeviceKind::kSwitch) {
+        want = intend_switch(in->profile, f, d);
+      } else {
+        // Not in a fabric: the profile's view of the ports it reports, without cable facts.
+        config::RoceFabric one;
+        config::RoceDevice dev;
+        dev.name = s.device;
+        dev.kind = config::DeviceKind::kSwitch;
+        const int i = one.add_device(dev);
+        for (const auto& p : s.ports) one.add_port(i, p.name);
+        want = intend_switch(in->profile, &one, i);
+        for (auto& p : want.ports) {
+          const SwitchPort* have = s.port(p.name);
+          p.pgs.clear();  // headroom depends on the cable: compared only with a fabric
+          if (have) p.pgs = have->pgs;
+          if (have) p.speed_mbps = have->speed_mbps, p.cable_m = have->cable_m;
+        }
+      }
+      auto df = diff(want, s);
+      findings.insert(findings.end(), df.begin(), df.end());
+      seen.switches.push_back(s);
+    }
+  }
+  auto more = check(in->profile, f, seen);
+  findings.insert(findings.end(), more.begin(), more.end());
+  return report(std::move(findings), vm.count("json"),
+                std::to_string(seen.hosts.size()) + " host ports, " +
+                    std::to_string(seen.switches.size()) + " switches observed");
+}
+
+// Runs argv (no shell) and returns its standard output, or an error with its stderr.
+Result<std::string> run_capture(const std::vector<std::string>& args) {
+  int out[2], err[2];
+  if (pipe(out) || pipe(err)) return fail(Errc::kIo, "pipe failed");
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_adddup2(&fa, out[1], 1);
+  posix_spawn_file_actions_adddup2(&fa, err[1], 2);
+  posix_spawn_file_actions_addclose(&fa, out[0]);
+  posix_spawn_file_actions_addclose(&fa, err[0]);
+  std::vector<char*> argv;
+  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  pid_t pid = 0;
+  const int rc = posix_spawnp(&pid, argv[0], &fa, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  close(out[1]);
+  close(err[1]);
+  std::string o, e;
+  auto drain = [](int fd, std::string& s) {
+    char buf[4096];
+    for (ssize_t n; (n = read(fd, buf, sizeof buf)) > 0;) s.append(buf, static_cast<size_t>(n));
+    close(fd);
+  };
+  drain(out[0], o);
+  drain(err[0], e);
+  if (rc != 0) return fail(Errc::kIo, args[0] + ": cannot run: " + std::strerror(rc));
+  int status = 0;
+  waitpid(pid, &status, 0);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    while (!e.empty() && (e.back() == '\n' || e.back() == ' ')) e.pop_back();
+    return fail(Errc::kIo, e.empty() ? args[0] + " failed" : e);
+  }
+  return o;
+}
+
+std::optional<int64_t> read_int_file(const fs::path& p) {
+  std::ifstream in(p);
+  int64_t x = 0;
+  if (in >> x) return x;
+  return std::nullopt;
+}
+
+int cmd_collect(int argc, char** argv) {
+  po::options_description o("options");
+  o.add_options()("help,h", "this help")("ifname", po::value<std::string>(), "the host port")(
+      "host", po::value<std::string>(), "host name (default: this host's)")(
+      "output,o", po::value<std::string>(), "write here instead of stdout")(
+      "dcb", po::value<std::string>()->default_value("dcb"), "the dcb program")(
+      "sysfs", po::value<std::string>()->default_value("/sys"), "sysfs root")(
+      "configfs", po::value<std::string>()->default_value("/sys/kernel/config"), "configfs root");
+  po::positional_options_description pos;
+  pos.add("ifname", 1);
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(argc, argv).options(o).positional(pos).run(), vm);
+    po::notify(vm);
+  } catch (const std::exception& e) {
+    return die(e.what());
+  }
+  if (vm.count("help")) return std::cout << kRoceUsage << o, 0;
+  if (!vm.count("ifname")) return die("collect: name the interface (weft roce collect IF)");
+  const std::string ifname = vm["ifname"].as<std::string>();
+  const fs::path sys = vm["sysfs"].as<std::string>();
+  const fs::path net = sys / "class/net" / ifname;
+  if (!fs::exists(net)) return die("collect: no interface " + ifname + " (" + net.string() + ")");
+  std::string host;
+  if (vm.count("host")) {
+    host = vm["host"].as<std::string>();
+  } else {
+    char buf[256] = {};
+    gethostname(buf, sizeof buf - 1);
+    host = buf;
+  }
+  json snap = {{"host", host}, {"ifname", ifname}, {"dcb", json::object()}};
+  int missing = 0;
+  for (const char* obj : {"app", "apptrust", "pfc", "ets", "buffer", "maxrate", "dcbx"}) {
+    auto r = run_capture({vm["dcb"].as<std::string>(), "-j", obj, "show", "dev", ifname});
+    if (!r) {
+      std::fprintf(stderr, "warning: dcb %s show dev %s: %s\n", obj, ifname.c_str(),
+                   r.error().message.c_str());
+      ++missing;
+      continue;
+    }
+    try {
+      snap["dcb"][obj] = json::parse(*r);
+    } catch (const json::parse_error& e) {
+      std::fprintf(stderr, "warning: dcb %s: not JSON: %s\n", obj, e.what());
+      ++missing;
+    }
+  }
+  json ecn = json::object();
+  for (const char* side : {"roce_np", "roce_rp"}) {
+    const fs::path dir = net / "ecn" / side;
+    if (!fs::is_directory(dir)) continue;
+    json s = json::object();
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(dir, ec)) {
+      const std::string name = e.path().filename().string();
+      if (e.is_directory()) {
+        json sub = json::object();
+        for (const auto& f : fs::directory_iterator(e.path(), ec))
+          if (auto v = read_int_file(f.path())) sub[f.path().filename().string()] = *v;
+        s[name] = sub;
+      } else if (auto v = read_int_file(e.path())) {
+        s[name] = *v;
+      }
+    }
+    ecn[side] = s;
+  }
+  if (ecn.empty())
+    std::fprintf(stderr, "warning: %s has no ecn/ directory (not an mlx5 port?)\n", ifname.c_str());
+  snap["ecn"] = ecn;
+  if (auto mtu = read_int_file(net / "mtu")) snap["mtu"] = *mtu;
+  json cm = json::object();
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(net / "device/infiniband", ec)) {
+    const fs::path dir =
+        fs::path(vm["configfs"].as<std::string>()) / "rdma_cm" / e.path().filename();
+    const bool made = !fs::exists(dir) && fs::create_directory(dir, ec);
+    if (auto v = read_int_file(dir / "ports/1/default_roce_tos")) cm["default_roce_tos"] = *v;
+    std::ifstream mode(dir / "ports/1/default_roce_mode");
+    std::string m;
+    if (std::getline(mode, m)) cm["default_roce_mode"] = m;
+    if (made) fs::remove(dir, ec);
+    break;
+  }
+  snap["rdma_cm"] = cm;
+  const std::string text = snap.dump(2) + "\n";
+  if (vm.count("output")) {
+    std::ofstream out(vm["output"].as<std::string>());
+    if (!(out << text)) return die("cannot write " + vm["output"].as<std::string>());
+  } else {
+    std::cout << text;
+  }
+  if (missing == 7) return die("dcb answered nothing for " + ifname + " (no DCB support?)", 1);
+  return 0;
+}
+
+int cmd_apply(int argc, char** argv) {
+  po::options_description o = common_options();
+  o.add_options()("device", po::value<std::string>(), "the switch")(
+      "sonic", po::value<std::string>(), "the switch's CONFIG_DB: redis://HOST:PORT/4");
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(argc, argv).options(o).run(), vm);
+    po::notify(vm);
+  } catch (const std::exception& e) {
+    return die(e.what());
+  }
+  if (vm.count("help")) return std::cout << kRoceUsage << o, 0;
+  if (!vm.count("device") || !vm.count("sonic")) return die("--device and --sonic are required");
+  auto in = load_inputs(vm, true);
+  if (!in) return die(in.error().message);
+  const auto& f = *in->fabric;
+  const int d = f.device(vm["device"].as<std::string>());
+  if (d < 0 || f.devices[d].kind != config::DeviceKind::kSwitch)
+    return die("the fabric has no switch \"" + vm["device"].as<std::string>() + "\"");
+  auto url = parse_redis_url(vm["sonic"].as<std::string>());
+  if (!url) return die(url.error().message);
+  const SwitchConfig want = intend_switch(in->profile, &f, d);
+  // Refuse to push a profile that fails its own checks.
+  FabricView one;
+  one.switches.push_back(want);
+  auto pre = check_profile(in->profile);
+  if (errors(pre))
+    return report(std::move(pre), vm.count("json"), "profile has errors; nothing applied");
+  auto st = write_config_db(*url, render_sonic(want));
+  if (!st) return die(st.error().message, 1);
+  std::fprintf(stderr, "applied to %s: %zu keys (%zu replaced whole), %zu fields\n",
+               url->text().c_str(), st->keys, st->replaced, st->fields);
+  auto back = read_config_db(*url);
+  if (!back) return die("read back: " + back.error().message, 1);
+  auto have = parse_sonic_db(*back, url->text(), want.device);
+  if (!have) return die("read back: " + have.error().message, 1);
+  have->config.device = want.device;
+  return report(diff(want, have->config), vm.count("json"), "read back from " + url->text());
+}
+
+}  // namespace
+
+int cmd_roce(int argc, char** argv) {
+  if (argc < 2) return std::fputs(kRoceUsage, stderr), 2;
+  const std::string sub = argv[1];
+  if (sub == "check") return cmd_check(argc - 1, argv + 1);
+  if (sub == "render") return cmd_render(argc - 1, argv + 1);
+  if (sub == "diff") return cmd_diff(argc - 1, argv + 1);
+  if (sub == "collect") return cmd_collect(argc - 1, argv + 1);
+  if (sub == "apply") return cmd_apply(argc - 1, argv + 1);
+  if (sub == "-h" || sub == "--help" || sub == "help") return std::fputs(kRoceUsage, stdout), 0;
+  std::fprintf(stderr, "weft: roce: unknown command \"%s\"\n%s", sub.c_str(), kRoceUsage);
+  return 2;
+}
+
+}  // namespace weft::app
