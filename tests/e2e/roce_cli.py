@@ -1,0 +1,285 @@
+#!/usr/bin/env python3
+"""weft roce end to end: check, render, diff (every format, planted mistakes), collect (the
+real dcb on a real netdev, and a host tree with dcb -j output), and apply to a real
+redis-server started here on loopback (a SONiC CONFIG_DB), with a hand edit caught by the
+next diff. Everything started is stopped by PID, pass or fail."""
+import argparse
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import stat
+import subprocess
+import sys
+import time
+
+failures = []
+checks = []
+
+FABRIC = """# two leaves under one spine; one uplink is a 300 m cable
+defaults: {speed: 100G, length: 3m}
+switches:
+  - {name: leaf1, os: sonic, asic: spectrum2}
+  - {name: leaf2, os: sonic}
+  - {name: spine1, os: cumulus}
+hosts:
+  - {name: h1, ports: [{ifname: eth0, rdma: mlx5_0}]}
+  - {name: h2}
+links:
+  - [leaf1:Ethernet0, h1:eth0]
+  - [leaf2:Ethernet0, h2:eth0, 100G, 5m]
+  - {a: leaf1:Ethernet48, b: spine1:swp1, speed: 400G, length: 300m}
+  - [leaf2:Ethernet48, spine1:swp2, 400G, 30m]
+"""
+
+
+def run(weft, args, cwd, timeout=120):
+    p = subprocess.run([weft] + args, cwd=cwd, capture_output=True, text=True, timeout=timeout)
+    return p.returncode, p.stdout, p.stderr
+
+
+def check(name, weft, args, cwd, rc, pattern="", json_check=None):
+    code, out, err = run(weft, args, cwd)
+    ok = code == rc and re.search(pattern, out + err, re.S) is not None
+    if ok and json_check is not None:
+        try:
+            ok = json_check(json.loads(out))
+        except ValueError as e:
+            ok = False
+            err += "\n(not JSON: %s)" % e
+    checks.append(name)
+    print("%s %s (rc %d)" % ("ok  " if ok else "FAIL", name, code))
+    if not ok:
+        failures.append(name)
+        print("    wanted rc %d and /%s/; got:\n%s" % (rc, pattern, (out + err)[-2000:]))
+    return out
+
+
+def has_finding(device, port, field, check_name=None, severity="error"):
+    def f(findings):
+        for x in findings:
+            if set(x) < {"device", "port", "field", "expected", "observed", "severity", "check"}:
+                return False
+            if (x["device"], x["port"], x["severity"]) == (device, port, severity) and \
+                    x["field"].startswith(field) and (check_name is None or x["check"] == check_name):
+                return True
+        return False
+    return f
+
+
+def write(path, text, mode=None):
+    with open(path, "w") as f:
+        f.write(text)
+    if mode:
+        os.chmod(path, mode)
+
+
+def fake_host(root, snap):
+    """A host's sysfs/configfs tree and a dcb that prints `snap`'s dcb objects as dcb -j does."""
+    net = os.path.join(root, "sys/class/net/eth0")
+    for side in ("roce_np", "roce_rp"):
+        d = os.path.join(net, "ecn", side)
+        os.makedirs(os.path.join(d, "enable"))
+        for k, v in snap["ecn"][side].items():
+            if k == "enable":
+                for p, on in v.items():
+                    write(os.path.join(d, "enable", p), "%d\n" % on)
+            else:
+                write(os.path.join(d, k), "%d\n" % v)
+    write(os.path.join(net, "mtu"), "%d\n" % snap["mtu"])
+    os.makedirs(os.path.join(net, "device/infiniband/mlx5_0"))
+    ports = os.path.join(root, "config/rdma_cm/mlx5_0/ports/1")
+    os.makedirs(ports)
+    write(os.path.join(ports, "default_roce_tos"), "%d\n" % snap["rdma_cm"]["default_roce_tos"])
+    write(os.path.join(ports, "default_roce_mode"), snap["rdma_cm"]["default_roce_mode"] + "\n")
+    outputs = os.path.join(root, "dcb-outputs")
+    os.makedirs(outputs)
+    for obj, val in snap["dcb"].items():
+        write(os.path.join(outputs, obj), json.dumps(val, separators=(",", ":")) + "\n")
+    fake = os.path.join(root, "dcb")
+    # dcb -j OBJECT show dev IF
+    write(fake, "#!/bin/sh\nf=%s/$2\n[ -f \"$f\" ] || { echo \"Attribute read: Operation not supported\" >&2; exit 1; }\n"
+          "cat \"$f\"\n" % outputs, stat.S_IRWXU)
+    return fake
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def redis_cli(port, *args):
+    return subprocess.run(["redis-cli", "-h", "127.0.0.1", "-p", str(port), "-n", "4"] + list(args),
+                          capture_output=True, text=True, timeout=30, check=True).stdout.strip()
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--weft", required=True)
+    ap.add_argument("--scratch", required=True)
+    a = ap.parse_args()
+    W, w = a.weft, a.scratch
+    shutil.rmtree(w, ignore_errors=True)
+    os.makedirs(w)
+    write(os.path.join(w, "fabric.yaml"), FABRIC)
+    F = ["--fabric", "fabric.yaml"]
+
+    # ---- check ----
+    check("clean fabric", W, ["roce", "check"] + F, w, 0, r"3 switches, 2 hosts, 8 ports, 4 links.*: 0 errors, 0 warnings")
+    check("clean generated fat tree", W, ["roce", "check", "--fabric", "ft2:leaves=8,spines=4,hosts=8"], w, 0,
+          r"12 switches, 64 hosts.*0 errors")
+    write(os.path.join(w, "typo.yaml"), "mode: lossless\ntrsut: dscp\nets: {0: 50, 3: 50, 6: strict}\n")
+    check("profile typo", W, ["roce", "check", "--profile", "typo.yaml"] + F, w, 2,
+          r'typo\.yaml:2: profile: unknown key "trsut" \(did you mean "trust"\?\)')
+    write(os.path.join(w, "ets90.yaml"), "# ETS shares that do not add up\nets: {0: 50, 3: 40, 6: strict}\n")
+    check("profile ETS sums to 90", W, ["roce", "check", "--profile", "ets90.yaml", "--json"] + F, w, 1,
+          json_check=lambda fs: any(x["device"] == "ets90.yaml:2" and x["field"] == "ets.tc-bw" and
+                                    x["observed"] == "90" for x in fs))
+    write(os.path.join(w, "ring.yaml"), """switches: [{name: s0}, {name: s1}, {name: s2}, {name: s3}]
+hosts: [{name: h0}, {name: h1}, {name: h2}, {name: h3}]
+links: [[s0:p1, s1:p2], [s1:p1, s2:p2], [s2:p1, s3:p2], [s3:p1, s0:p2],
+        [s0:h, h0:eth0], [s1:h, h1:eth0], [s2:h, h2:eth0], [s3:h, h3:eth0]]
+""")
+    check("ring: buffer-dependency cycle", W, ["roce", "check", "--fabric", "ring.yaml", "--json"], w, 1,
+          json_check=lambda fs: any(x["check"] == "deadlock" and x["severity"] == "error" and
+                                    x["observed"].count("->") == 4 for x in fs))
+    write(os.path.join(w, "bad-fabric.yaml"), "switches:\n  - {name: a}\nlinks:\n  - [a:p1, nobody:eth0]\n")
+    check("fabric error names line", W, ["roce", "check", "--fabric", "bad-fabric.yaml"], w, 2,
+          r'bad-fabric\.yaml:4: link end "nobody:eth0": no switch or host named "nobody"')
+
+    # ---- render, then diff: empty, for every format ----
+    for dev, fmt, ext in (("h1", "dcb", "sh"), ("leaf1", "sonic", "json"), ("spine1", "nvue", "nvue")):
+        out = check("render %s %s" % (dev, fmt), W, ["roce", "render", "--device", dev, "--format", fmt] + F, w, 0)
+        path = os.path.join(w, "%s.%s" % (dev, ext))
+        write(path, out)
+        check("diff rendered %s is empty" % fmt, W,
+              ["roce", "diff", "--observed", os.path.basename(path), "--device", dev] + F, w, 0, r": 0 errors, 0 warnings")
+    check("render a switch as dcb", W, ["roce", "render", "--device", "leaf1", "--format", "dcb"] + F, w, 2,
+          r"leaf1 is a switch")
+
+    # ---- planted mistakes in what a switch holds ----
+    db = json.load(open(os.path.join(w, "leaf1.json")))
+    db["PORT_QOS_MAP"]["Ethernet0"]["pfc_enable"] = "3,4"
+    db["WRED_PROFILE"][db["QUEUE"]["Ethernet48|3"]["wred_profile"]]["ecn"] = "ecn_none"
+    db["CABLE_LENGTH"]["AZURE"]["Ethernet48"] = "5m"
+    write(os.path.join(w, "leaf1-bad.json"), json.dumps(db))
+    out = check("diff planted switch mistakes", W,
+                ["roce", "diff", "--observed", "leaf1-bad.json", "--device", "leaf1", "--json"] + F, w, 1,
+                json_check=lambda fs: all(has_finding(*x)(fs) for x in (
+                    ("leaf1", "Ethernet0", "pfc_enable", "diff"),
+                    ("leaf1", "Ethernet0", "pfc", "pfc"),  # across the link to h1
+                    ("leaf1", "Ethernet48", "queue[3].wred", "ecn"),
+                    ("leaf1", "Ethernet48", "cable_length", "headroom"))))
+    write(os.path.join(w, "truncated.json"), '{"PORT_QOS_MAP": {"Ethernet0": {"pfc_enable": "3"')
+    check("truncated config_db", W, ["roce", "diff", "--observed", "truncated.json", "--device", "x"], w, 2,
+          r"truncated\.json:1:\d+: not valid JSON")
+
+    # ---- collect: the real dcb on a real netdev says no DCB; a host tree gives a snapshot ----
+    check("collect lo with the real dcb", W, ["roce", "collect", "lo"], w, 1,
+          r"dcb app show dev lo: .*(Operation not supported|not supported).*dcb answered nothing for lo")
+    check("collect a missing interface", W, ["roce", "collect", "nosuchif0"], w, 2, r"no interface nosuchif0")
+    code, script, _ = run(W, ["roce", "render", "--device", "h1", "--format", "dcb"] + F, w)
+    # What `dcb -j` prints once that script ran: the render's own snapshot form, with
+    # object-keyed arrays as newer iproute2 prints some of them.
+    host_root = os.path.join(w, "host")
+    os.makedirs(host_root)
+    snap = {
+        "dcb": {"app": {"dscp_prio": [[26, 3], [48, 6]]}, "apptrust": {"order": ["dscp"]},
+                "pfc": {"pfc_cap": 8, "macsec_bypass": False, "delay": 3,
+                        "prio_pfc": {str(i): i == 3 for i in range(8)}},
+                "ets": {"willing": False, "ets_cap": 8, "cbs": False,
+                        "tc_bw": [50, 0, 0, 50, 0, 0, 0, 0],
+                        "tc_tsa": ["ets"] * 6 + ["strict", "ets"], "prio_tc": [0, 0, 0, 3, 0, 0, 6, 0]},
+                "buffer": {"prio_buffer": [0, 0, 0, 1, 0, 0, 0, 0], "buffer_size": [0] * 8, "total_size": 0},
+                "dcbx": {"host": True, "ieee": True}},
+        "ecn": {"roce_np": {"enable": {str(i): int(i == 3) for i in range(8)}, "cnp_dscp": 48,
+                            "cnp_802p_prio": 6, "min_time_between_cnps": 4},
+                "roce_rp": {"enable": {str(i): int(i == 3) for i in range(8)}}},
+        "rdma_cm": {"default_roce_tos": 106, "default_roce_mode": "RoCE v2"},
+        "mtu": 9100,
+    }
+    for line in script.splitlines():  # the knob values the script writes
+        m = re.match(r"echo (\d+) > /sys/class/net/eth0/ecn/(roce_rp|roce_np)/(\w+)$", line)
+        if m:
+            snap["ecn"][m.group(2)][m.group(3)] = int(m.group(1))
+    fake = fake_host(host_root, snap)
+    check("collect a host", W, ["roce", "collect", "eth0", "--host", "h1", "--dcb", fake,
+                                "--sysfs", os.path.join(host_root, "sys"), "--configfs", os.path.join(host_root, "config"),
+                                "-o", "h1-snap.json"], w, 0, r"dcb maxrate show dev eth0")
+    check("diff the collected host is empty", W, ["roce", "diff", "--observed", "h1-snap.json"] + F, w, 0,
+          r"1 host ports, 0 switches observed: 0 errors, 0 warnings")
+    s = json.load(open(os.path.join(w, "h1-snap.json")))
+    s["dcb"]["apptrust"]["order"] = ["pcp"]
+    s["dcb"]["pfc"]["prio_pfc"]["4"] = True
+    s["ecn"]["roce_np"]["enable"]["3"] = 0
+    s["dcb"]["ets"]["tc_bw"][0] = 30
+    s["mtu"] = 1500
+    write(os.path.join(w, "h1-bad.json"), json.dumps(s))
+    check("diff planted host mistakes", W, ["roce", "diff", "--observed", "h1-bad.json", "--json"] + F, w, 1,
+          json_check=lambda fs: all(has_finding(*x)(fs) for x in (
+              ("h1", "eth0", "trust", "trust"), ("h1", "eth0", "pfc.prio-pfc", "pfc"),
+              ("h1", "eth0", "ecn.roce_np.enable[3]", "ecn"), ("h1", "eth0", "ets.tc-bw", "ets"),
+              ("h1", "eth0", "mtu", "diff"))) and
+          has_finding("h1", "eth0", "pfc.prio-pfc", "apply", "warning")(fs))
+    old = json.load(open(os.path.join(w, "h1-snap.json")))
+    del old["dcb"]["apptrust"]
+    old["dcb"]["app"]["dscp_prio"] = [[26, 3, " "], [48, 6, " "]]
+    write(os.path.join(w, "h1-old.json"), json.dumps(old))
+    check("older iproute2 output", W, ["roce", "diff", "--observed", "h1-old.json"] + F, w, 0,
+          r"(?=.*dcb\.apptrust missing)(?=.*warning \[diff\] h1 eth0: apptrust\.order: expected dscp)")
+
+    # ---- apply to a real redis-server (SONiC's CONFIG_DB is database 4) ----
+    port = free_port()
+    rdir = os.path.join(w, "redis")
+    os.makedirs(rdir)
+    redis = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+                              "--appendonly", "no", "--dir", rdir], stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        for _ in range(100):
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.05)
+        # A switch's own PORT fields must survive the apply.
+        redis_cli(port, "HSET", "PORT|Ethernet0", "lanes", "0,1,2,3", "alias", "etp1", "mtu", "1500")
+        redis_cli(port, "HSET", "DEVICE_METADATA|localhost", "hostname", "leaf1")
+        url = "redis://127.0.0.1:%d/4" % port
+        check("apply to CONFIG_DB", W, ["roce", "apply", "--device", "leaf1", "--sonic", url] + F, w, 0,
+              r"(?=.*applied to .*keys)(?=.*read back from .*: 0 errors, 0 warnings)")
+        lanes = redis_cli(port, "HGET", "PORT|Ethernet0", "lanes")
+        mtu = redis_cli(port, "HGET", "PORT|Ethernet0", "mtu")
+        pfc = redis_cli(port, "HGET", "PORT_QOS_MAP|Ethernet0", "pfc_enable")
+        ok = lanes == "0,1,2,3" and mtu == "9100" and pfc == "3"
+        checks.append("CONFIG_DB holds what was rendered")
+        print("%s CONFIG_DB holds what was rendered (lanes %s, mtu %s, pfc_enable %s)" %
+              ("ok  " if ok else "FAIL", lanes, mtu, pfc))
+        if not ok:
+            failures.append("CONFIG_DB holds what was rendered")
+        check("diff against CONFIG_DB is empty", W, ["roce", "diff", "--observed", url] + F, w, 0, r": 0 errors, 0 warnings")
+        redis_cli(port, "HSET", "PORT_QOS_MAP|Ethernet48", "pfc_enable", "3,4")
+        check("a hand edit shows in the next diff", W, ["roce", "diff", "--observed", url, "--json"] + F, w, 1,
+              json_check=has_finding("leaf1", "Ethernet48", "pfc_enable", "diff"))
+        check("apply to a closed port", W, ["roce", "apply", "--device", "leaf1", "--sonic",
+                                            "redis://127.0.0.1:%d/4" % free_port()] + F, w, 1, r"Connection refused")
+    finally:
+        if redis.poll() is None:
+            redis.send_signal(signal.SIGTERM)
+            try:
+                redis.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                redis.kill()
+                redis.wait()
+
+    print("%d checks, %d failed" % (len(checks), len(failures)))
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
