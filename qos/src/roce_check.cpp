@@ -279,15 +279,26 @@ struct PortView {
 
 void check_links(const RoceProfile& p, const RoceFabric& f, const FabricView& v,
                  std::vector<Finding>& list) {
-  std::unordered_map<std::string, std::unordered_map<std::string, PortView>> ports;
-  for (const auto& h : v.hosts) ports[h.device][h.port].host = &h;
-  for (const auto& s : v.switches)
-    for (const auto& sp : s.ports) ports[s.device][sp.name].sw = &sp;
+  // Each fabric port's configuration in the view, found through the fabric's own indexes.
+  std::vector<std::vector<PortView>> ports(f.devices.size());
+  for (size_t d = 0; d < f.devices.size(); ++d) ports[d].resize(f.devices[d].ports.size());
+  auto slot = [&](const std::string& dev, const std::string& port) -> PortView* {
+    const int d = f.device(dev);
+    const int p = d < 0 ? -1 : f.devices[d].port(port);
+    return p < 0 ? nullptr : &ports[d][p];
+  };
+  for (const auto& h : v.hosts)
+    if (PortView* pv = slot(h.device, h.port)) pv->host = &h;
+  for (const auto& s : v.switches) {
+    const int d = f.device(s.device);
+    for (const auto& sp : s.ports) {
+      const int p = d < 0 ? -1 : f.devices[d].port(sp.name);
+      if (p >= 0) ports[d][p].sw = &sp;
+    }
+  }
   auto find = [&](config::PortRef r) -> const PortView* {
-    auto d = ports.find(f.devices[r.device].name);
-    if (d == ports.end()) return nullptr;
-    auto it = d->second.find(f.devices[r.device].ports[r.port].name);
-    return it == d->second.end() ? nullptr : &it->second;
+    const PortView& pv = ports[r.device][r.port];
+    return pv.host || pv.sw ? &pv : nullptr;
   };
   for (const auto& link : f.links) {
     const PortView* a = find(link.a);
@@ -447,7 +458,6 @@ std::vector<Finding> check_buffer_dependencies(const RoceProfile& p, const RoceF
     for (int t : adj[s])
       if (tier[t] < 0) tier[t] = tier[s] + 1, q.push_back(t);
   }
-  auto up = [&](int a, int b) { return std::pair{tier[b], b} > std::pair{tier[a], a}; };
 
   std::vector<int> dist(n), order;
   std::vector<char> active(n);
@@ -478,20 +488,45 @@ std::vector<Finding> check_buffer_dependencies(const RoceProfile& p, const RoceF
       if (active[s] && s != d) on_switch(s);
     }
   };
+  // The fast proof: one pass per destination over a flat adjacency, looking for a switch
+  // that some route enters going down and leaves going up.
+  std::vector<int> off(n + 1, 0), nb;
+  for (int s = 0; s < n; ++s) off[s + 1] = off[s] + static_cast<int>(adj[s].size());
+  nb.reserve(static_cast<size_t>(off[n]));
+  for (int s = 0; s < n; ++s) nb.insert(nb.end(), adj[s].begin(), adj[s].end());
+  std::vector<int64_t> rank(n);
+  for (int s = 0; s < n; ++s) rank[s] = static_cast<int64_t>(tier[s]) * n + s;
   size_t violations = 0;
   std::string example;
-  for (int d : dests)
-    walk(d, [&](int s) {
-      bool down_in = false, up_out = false;
-      for (int u : adj[s])
-        if (active[u] && dist[u] == dist[s] + 1 && !up(u, s)) down_in = true;
-      for (int v : adj[s])
-        if (dist[v] == dist[s] - 1 && up(s, v)) up_out = true;
-      if (down_in && up_out) {
+  for (int d : dests) {
+    std::fill(dist.begin(), dist.end(), -1);
+    order.clear();
+    dist[d] = 0;
+    order.push_back(d);
+    for (size_t i = 0; i < order.size(); ++i) {
+      const int u = order[i];
+      for (int k = off[u]; k < off[u + 1]; ++k)
+        if (dist[nb[k]] < 0) dist[nb[k]] = dist[u] + 1, order.push_back(nb[k]);
+    }
+    for (auto it = order.rbegin(); it != order.rend(); ++it) {
+      const int s = *it;
+      bool act = leaf[s] && s != d, down_in = false, up_out = false;
+      for (int k = off[s]; k < off[s + 1]; ++k) {
+        const int t = nb[k];
+        if (dist[t] == dist[s] + 1 && active[t]) {
+          act = true;
+          down_in |= rank[t] > rank[s];
+        } else if (dist[t] == dist[s] - 1) {
+          up_out |= rank[t] > rank[s];
+        }
+      }
+      active[s] = act;
+      if (act && down_in && up_out && s != d) {
         if (!violations) example = f.devices[dev_of[s]].name;
         ++violations;
       }
-    });
+    }
+  }
   if (!violations) return out;
 
   // Some routes turn down then up: build the channel dependency graph and search it.
