@@ -42,12 +42,11 @@ std::string render_dcb(const HostConfig& h, const std::string& rdma, int rdma_po
   if (h.trust)
     o << "dcb apptrust set dev " << dev << " order " << config::trust_name(*h.trust) << "\n";
   if (h.dscp_prio) {
-    o << "dcb app flush dev " << dev << " dscp-prio\n";
-    std::string entries;
-    for (int d = 0; d < 64; ++d)
-      if ((*h.dscp_prio)[d])
-        entries += " " + std::to_string(d) + ":" + std::to_string((*h.dscp_prio)[d]);
-    if (!entries.empty()) o << "dcb app add dev " << dev << " dscp-prio" << entries << "\n";
+    // Every DSCP, so nothing is left to the NIC's default (mlx5 starts from DSCP >> 3);
+    // replace drops any other priority an entry had.
+    o << "dcb app replace dev " << dev << " dscp-prio";
+    for (int d = 0; d < 64; ++d) o << " " << d << ":" << int((*h.dscp_prio)[d]);
+    o << "\n";
   }
   if (h.pfc_mask) {
     o << "dcb pfc set dev " << dev << " prio-pfc " << on_off_list(*h.pfc_mask);
@@ -371,8 +370,7 @@ json render_host_snapshot(const HostConfig& h) {
   json dcb = json::object();
   if (h.dscp_prio) {
     json entries = json::array();
-    for (int d = 0; d < 64; ++d)
-      if ((*h.dscp_prio)[d]) entries.push_back(json::array({d, (*h.dscp_prio)[d]}));
+    for (int d = 0; d < 64; ++d) entries.push_back(json::array({d, (*h.dscp_prio)[d]}));
     dcb["app"] = json::object();
     if (!entries.empty()) dcb["app"]["dscp_prio"] = entries;
   }

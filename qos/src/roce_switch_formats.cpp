@@ -490,10 +490,20 @@ std::string render_nvue(const SwitchConfig& s) {
       if (once("mapping " + n)) {
         const std::string base = "nv set qos mapping " + n + " ";
         if (p.trust) o << base << "trust " << (*p.trust == Trust::kDscp ? "l3" : "l2") << "\n";
+        // Every DSCP: Cumulus maps the ones a profile leaves out to DSCP >> 3, not to 0.
         if (p.dscp_tc)
-          for (int d = 0; d < 64; ++d)
-            if ((*p.dscp_tc)[d])
-              o << base << "dscp " << d << " switch-priority " << int((*p.dscp_tc)[d]) << "\n";
+          for (int prio = 0; prio < 8; ++prio) {
+            std::string list;
+            for (int d = 0; d < 64; ++d) {
+              if ((*p.dscp_tc)[d] != prio) continue;
+              int e = d;
+              while (e + 1 < 64 && (*p.dscp_tc)[e + 1] == prio) ++e;
+              list += (list.empty() ? "" : ",") + std::to_string(d) +
+                      (e > d ? "-" + std::to_string(e) : "");
+              d = e;
+            }
+            if (!list.empty()) o << base << "dscp " << list << " switch-priority " << prio << "\n";
+          }
       }
       ports << ifc << "qos mapping profile " << n << "\n";
     }
@@ -577,6 +587,13 @@ Result<Parsed<SwitchConfig>> parse_nvue(std::string_view text, const std::string
     std::optional<uint64_t> cable;
   };
   std::map<std::string, Mapping> mappings;
+  auto mapping = [&](const std::string& name) -> Mapping& {
+    auto [it, fresh] = mappings.try_emplace(name);
+    if (fresh)
+      for (int d = 0; d < 64; ++d)
+        it->second.dscp[d] = static_cast<uint8_t>(d >> 3);  // Cumulus's default
+    return it->second;
+  };
   std::map<std::string, PrioMap> queue_maps;
   std::map<std::string, Pfc> pfcs;
   std::map<std::string, std::map<int, std::pair<EcnThresholds, bool>>> ccs;
@@ -634,15 +651,26 @@ Result<Parsed<SwitchConfig>> parse_nvue(std::string_view text, const std::string
       const std::string& name = w[4];
       if (obj == "mapping" && w[5] == "trust" && w.size() == 7) {
         if (w[6] == "l3")
-          mappings[name].trust = Trust::kDscp;
+          mapping(name).trust = Trust::kDscp;
         else if (w[6] == "l2")
-          mappings[name].trust = Trust::kPcp;
+          mapping(name).trust = Trust::kPcp;
         else
           err("trust \"" + w[6] + "\" is not l3 or l2 (l3 and both are not modelled)");
       } else if (obj == "mapping" && w[5] == "dscp" && w.size() == 9 && w[7] == "switch-priority") {
-        int64_t d = 0;
-        if (num(w[6], 0, 63, "dscp", &d) && num(w[8], 0, 7, "switch-priority", &x))
-          mappings[name].dscp[d] = static_cast<uint8_t>(x);
+        // "26", "0-25,27-47": DSCPs, single or ranges.
+        if (!num(w[8], 0, 7, "switch-priority", &x)) continue;
+        Mapping& m = mapping(name);
+        for (const auto& part : split(w[6], ',')) {
+          const size_t dash = part.find('-');
+          int64_t a = 0, b = 0;
+          if (dash == std::string::npos
+                  ? !num(part, 0, 63, "dscp", &a)
+                  : !num(part.substr(0, dash), 0, 63, "dscp", &a) ||
+                        !num(part.substr(dash + 1), a, 63, "dscp range end", &b))
+            break;
+          if (dash == std::string::npos) b = a;
+          for (int64_t d = a; d <= b; ++d) m.dscp[d] = static_cast<uint8_t>(x);
+        }
       } else if (obj == "egress-queue-mapping" && w[5] == "switch-priority" && w.size() == 9 &&
                  w[7] == "traffic-class") {
         int64_t p = 0;

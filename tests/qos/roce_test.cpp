@@ -646,6 +646,21 @@ TEST(RoceObserved, BadDcbAndNvueLinesAreNamed) {
       << n.error().message;
 }
 
+TEST(RoceObserved, NvueDscpsLeftOutKeepCumulusDefault) {
+  // Cumulus maps a DSCP the configuration does not name to DSCP >> 3.
+  auto n = parse_nvue(
+      "nv set qos mapping m trust l3\nnv set qos mapping m dscp 26,40-41 switch-priority 3\n"
+      "nv set interface swp1 qos mapping profile m\n",
+      "n.nvue", "sw");
+  ASSERT_TRUE(n) << n.error().message;
+  const DscpMap& m = *n->config.port("swp1")->dscp_tc;
+  EXPECT_EQ(m[26], 3);
+  EXPECT_EQ(m[41], 3);
+  EXPECT_EQ(m[10], 1);
+  EXPECT_EQ(m[48], 6);
+  EXPECT_EQ(m[42], 5);
+}
+
 // ---- fuzz: no reader crashes or hangs on mangled input ----
 
 TEST(RoceFuzz, ReadersSurviveMutations) {
