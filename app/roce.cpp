@@ -51,6 +51,26 @@ int die(const std::string& msg, int code = 2) {
   return code;
 }
 
+// Reads the command line into `vm`: nullopt to go on, else the exit status (help shown, or
+// bad usage reported).
+std::optional<int> parse(int argc, char** argv, const po::options_description& o,
+                         po::variables_map& vm,
+                         const po::positional_options_description* pos = nullptr) {
+  try {
+    auto parser = po::command_line_parser(argc, argv).options(o);
+    if (pos) parser.positional(*pos);
+    po::store(parser.run(), vm);
+    po::notify(vm);
+  } catch (const std::exception& e) {
+    return die(e.what());
+  }
+  if (vm.count("help")) {
+    std::cout << kRoceUsage << o;
+    return 0;
+  }
+  return std::nullopt;
+}
+
 po::options_description common_options() {
   po::options_description o("options");
   o.add_options()("help,h", "this help")(
@@ -129,13 +149,7 @@ int report(std::vector<Finding> findings, bool as_json, const std::string& summa
 int cmd_check(int argc, char** argv) {
   po::options_description o = common_options();
   po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(argc, argv).options(o).run(), vm);
-    po::notify(vm);
-  } catch (const std::exception& e) {
-    return die(e.what());
-  }
-  if (vm.count("help")) return std::cout << kRoceUsage << o, 0;
+  if (auto rc = parse(argc, argv, o, vm)) return *rc;
   const auto t0 = std::chrono::steady_clock::now();
   auto in = load_inputs(vm, true);
   if (!in) return die(in.error().message);
@@ -166,13 +180,7 @@ int cmd_render(int argc, char** argv) {
       "format", po::value<std::string>(), "dcb (hosts), sonic or nvue (switches)")(
       "port", po::value<std::string>(), "one host port (default: every port of the host)");
   po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(argc, argv).options(o).run(), vm);
-    po::notify(vm);
-  } catch (const std::exception& e) {
-    return die(e.what());
-  }
-  if (vm.count("help")) return std::cout << kRoceUsage << o, 0;
+  if (auto rc = parse(argc, argv, o, vm)) return *rc;
   if (!vm.count("device") || !vm.count("format")) return die("--device and --format are required");
   const std::string dev = vm["device"].as<std::string>(), fmt = vm["format"].as<std::string>();
   if (fmt != "dcb" && fmt != "sonic" && fmt != "nvue")
@@ -262,13 +270,7 @@ int cmd_diff(int argc, char** argv) {
       "observed configurations: host snapshots, dcb scripts, config_db JSON, NVUE, redis:// URLs")(
       "device", po::value<std::string>(), "device name for a file that does not carry one");
   po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(argc, argv).options(o).run(), vm);
-    po::notify(vm);
-  } catch (const std::exception& e) {
-    return die(e.what());
-  }
-  if (vm.count("help")) return std::cout << kRoceUsage << o, 0;
+  if (auto rc = parse(argc, argv, o, vm)) return *rc;
   if (!vm.count("observed")) return die("--observed is required");
   auto in = load_inputs(vm, false);
   if (!in) return die(in.error().message);
@@ -385,13 +387,7 @@ int cmd_collect(int argc, char** argv) {
   po::positional_options_description pos;
   pos.add("ifname", 1);
   po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(argc, argv).options(o).positional(pos).run(), vm);
-    po::notify(vm);
-  } catch (const std::exception& e) {
-    return die(e.what());
-  }
-  if (vm.count("help")) return std::cout << kRoceUsage << o, 0;
+  if (auto rc = parse(argc, argv, o, vm, &pos)) return *rc;
   if (!vm.count("ifname")) return die("collect: name the interface (weft roce collect IF)");
   const std::string ifname = vm["ifname"].as<std::string>();
   const fs::path sys = vm["sysfs"].as<std::string>();
@@ -475,13 +471,7 @@ int cmd_apply(int argc, char** argv) {
   o.add_options()("device", po::value<std::string>(), "the switch")(
       "sonic", po::value<std::string>(), "the switch's CONFIG_DB: redis://HOST:PORT/4");
   po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(argc, argv).options(o).run(), vm);
-    po::notify(vm);
-  } catch (const std::exception& e) {
-    return die(e.what());
-  }
-  if (vm.count("help")) return std::cout << kRoceUsage << o, 0;
+  if (auto rc = parse(argc, argv, o, vm)) return *rc;
   if (!vm.count("device") || !vm.count("sonic")) return die("--device and --sonic are required");
   auto in = load_inputs(vm, true);
   if (!in) return die(in.error().message);

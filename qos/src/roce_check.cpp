@@ -97,17 +97,6 @@ struct Out {
   }
 };
 
-uint8_t pfc_of(const RoceProfile& p) {
-  return p.mode == RoceMode::kLossless ? p.pfc_mask : 0;
-}
-
-std::string mask_text(uint8_t m) {
-  std::string s;
-  for (int i = 0; i < 8; ++i)
-    if (m >> i & 1) s += (s.empty() ? "" : ",") + std::to_string(i);
-  return s.empty() ? "none" : s;
-}
-
 std::string n2s(int64_t x) {
   return std::to_string(x);
 }
@@ -143,14 +132,15 @@ void check_classification(const RoceProfile& p, Out& o, const std::optional<Trus
             "DSCPs mapped unlike the rest of the fabric");
   }
   if (pfc && p.mode == RoceMode::kLossless && !(*pfc >> p.roce_prio & 1)) {
-    uint8_t want = static_cast<uint8_t>(pfc_of(p) | 1u << p.roce_prio);
-    o.add(Severity::kError, "pfc", pfc_field, mask_text(want), mask_text(*pfc),
+    uint8_t want = static_cast<uint8_t>(lossless_priorities(p) | 1u << p.roce_prio);
+    o.add(Severity::kError, "pfc", pfc_field, priority_list(want), priority_list(*pfc),
           "PFC is off on the RoCE priority " + n2s(p.roce_prio) + ": RoCE traffic is lossy here");
-  } else if (pfc && *pfc != pfc_of(p)) {
+  } else if (pfc && *pfc != lossless_priorities(p)) {
     std::string why = "PFC set differs from the fabric's";
     if (*pfc >> p.cnp_prio & 1 && p.cnp_prio != p.roce_prio)
       why = "PFC on the CNP priority " + n2s(p.cnp_prio);
-    o.add(Severity::kError, "pfc", pfc_field, mask_text(pfc_of(p)), mask_text(*pfc), why);
+    o.add(Severity::kError, "pfc", pfc_field, priority_list(lossless_priorities(p)),
+          priority_list(*pfc), why);
   }
 }
 
@@ -237,7 +227,7 @@ void check_switch_port(const RoceProfile& p, const std::string& device, const Sw
               "PFC pauses another queue than the one the priority's traffic is in");
     }
     if (*sp.pfc_mask && (!sp.watchdog || !sp.watchdog->enable) && p.watchdog.enable)
-      o.add(Severity::kError, "watchdog", "pfc_wd", "on for " + mask_text(*sp.pfc_mask), "off",
+      o.add(Severity::kError, "watchdog", "pfc_wd", "on for " + priority_list(*sp.pfc_mask), "off",
             "no PFC watchdog on the PFC priorities: a pause storm stalls the fabric");
   }
   if (sp.tc_queue || !sp.wred.empty() || !sp.sched.empty()) {
@@ -307,8 +297,8 @@ void check_links(const RoceProfile& p, const RoceFabric& f, const FabricView& v,
     Out o{list, f.devices[link.a.device].name, f.devices[link.a.device].ports[link.a.port].name};
     if (a && b) {
       if (a->pfc() && b->pfc() && *a->pfc() != *b->pfc())
-        o.add(Severity::kError, "pfc", "pfc", mask_text(*b->pfc()) + " (as " + bn + ")",
-              mask_text(*a->pfc()), "PFC priorities differ across the link " + an + " - " + bn);
+        o.add(Severity::kError, "pfc", "pfc", priority_list(*b->pfc()) + " (as " + bn + ")",
+              priority_list(*a->pfc()), "PFC priorities differ across the link " + an + " - " + bn);
       if (a->mtu() && b->mtu() && *a->mtu() != *b->mtu())
         o.add(Severity::kError, "mtu", "mtu", n2s(*b->mtu()) + " (as " + bn + ")", n2s(*a->mtu()),
               "MTU differs across the link " + an + " - " + bn);
@@ -416,15 +406,15 @@ std::vector<Finding> check_profile(const RoceProfile& p) {
     unique.push_back(std::move(f));
   }
   if (p.mode == RoceMode::kLossy && p.pfc_mask)
-    unique.push_back(Finding{p.where("pfc"), "", "pfc.priorities", "none", mask_text(p.pfc_mask),
-                             Severity::kWarning, "pfc",
+    unique.push_back(Finding{p.where("pfc"), "", "pfc.priorities", "none",
+                             priority_list(p.pfc_mask), Severity::kWarning, "pfc",
                              "mode is lossy: the PFC priorities are not configured"});
   return unique;
 }
 
 std::vector<Finding> check_buffer_dependencies(const RoceProfile& p, const RoceFabric& f) {
   std::vector<Finding> out;
-  if (!pfc_of(p)) return out;
+  if (!lossless_priorities(p)) return out;
   // Switches and their switch neighbours (one channel per ordered pair).
   std::vector<int> sw_of(f.devices.size(), -1), dev_of;
   for (int d = 0; d < static_cast<int>(f.devices.size()); ++d)

@@ -11,17 +11,6 @@ using config::RoceMode;
 
 namespace {
 
-uint8_t pfc_of(const RoceProfile& p) {
-  return p.mode == RoceMode::kLossless ? p.pfc_mask : 0;
-}
-
-std::string mask_text(uint8_t m) {
-  std::string s;
-  for (int i = 0; i < 8; ++i)
-    if (m >> i & 1) s += (s.empty() ? "" : ",") + std::to_string(i);
-  return s.empty() ? "none" : s;
-}
-
 std::string map_text(const PrioMap& m) {
   std::string s;
   for (int i = 0; i < 8; ++i) s += (i ? " " : "") + std::to_string(i) + ":" + std::to_string(m[i]);
@@ -37,9 +26,20 @@ std::string dscp_text(const DscpMap& m) {
 
 }  // namespace
 
+uint8_t lossless_priorities(const RoceProfile& p) {
+  return p.mode == RoceMode::kLossless ? p.pfc_mask : 0;
+}
+
+std::string priority_list(uint8_t mask, const char* none) {
+  std::string s;
+  for (int i = 0; i < 8; ++i)
+    if (mask >> i & 1) s += (s.empty() ? "" : ",") + std::to_string(i);
+  return s.empty() ? none : s;
+}
+
 PrioMap intended_tc_pg(const RoceProfile& p) {
   PrioMap pg{};
-  const uint8_t pfc = pfc_of(p);
+  const uint8_t pfc = lossless_priorities(p);
   for (int i = 0; i < 8; ++i) pg[i] = (pfc >> i & 1) ? static_cast<uint8_t>(i) : 0;
   return pg;
 }
@@ -50,11 +50,11 @@ HostConfig intend_host(const RoceProfile& p, const std::string& host, const std:
   h.port = ifname;
   h.trust = p.trust;
   h.dscp_prio = p.dscp_prio;
-  h.pfc_mask = pfc_of(p);
+  h.pfc_mask = lossless_priorities(p);
   h.prio_tc = p.prio_tc;
   h.ets = p.ets;
   PrioMap buf{};
-  for (int i = 0; i < 8; ++i) buf[i] = (pfc_of(p) >> i & 1) ? 1 : 0;
+  for (int i = 0; i < 8; ++i) buf[i] = (lossless_priorities(p) >> i & 1) ? 1 : 0;
   h.prio_buffer = buf;
   h.np_mask = p.dcqcn_mask;
   h.rp_mask = p.dcqcn_mask;
@@ -70,7 +70,7 @@ HostConfig intend_host(const RoceProfile& p, const std::string& host, const std:
 HostConfig intend_host(const RoceProfile& p, const RoceFabric* f, int device, int port) {
   const auto& d = f->devices[device];
   HostConfig h = intend_host(p, d.name, d.ports[port].name);
-  if (const int l = d.ports[port].link; l >= 0 && pfc_of(p))
+  if (const int l = d.ports[port].link; l >= 0 && lossless_priorities(p))
     h.pfc_delay = static_cast<int>(std::min<uint64_t>(f->links[l].length_m, 65535));
   return h;
 }
@@ -79,7 +79,7 @@ SwitchConfig intend_switch(const RoceProfile& p, const RoceFabric* f, int device
   const auto& d = f->devices[device];
   SwitchConfig s;
   s.device = d.name;
-  const uint8_t pfc = pfc_of(p);
+  const uint8_t pfc = lossless_priorities(p);
   const PrioMap tc_pg = intended_tc_pg(p);
   for (const auto& port : d.ports) {
     SwitchPort sp;
@@ -152,7 +152,7 @@ Fields flatten(const HostConfig& h) {
   auto add = [&](std::string k, std::string v) { f.emplace_back(std::move(k), std::move(v)); };
   if (h.trust) add("apptrust.order", config::trust_name(*h.trust));
   if (h.dscp_prio) add("app.dscp-prio", dscp_text(*h.dscp_prio));
-  if (h.pfc_mask) add("pfc.prio-pfc", mask_text(*h.pfc_mask));
+  if (h.pfc_mask) add("pfc.prio-pfc", priority_list(*h.pfc_mask));
   if (h.pfc_delay) add("pfc.delay", std::to_string(*h.pfc_delay));
   if (h.prio_tc) add("ets.prio-tc", map_text(*h.prio_tc));
   if (h.ets) {
@@ -164,8 +164,8 @@ Fields flatten(const HostConfig& h) {
     add("ets.tc-tsa/tc-bw", s);
   }
   if (h.prio_buffer) add("buffer.prio-buffer", map_text(*h.prio_buffer));
-  if (h.np_mask) add("ecn.roce_np.enable", mask_text(*h.np_mask));
-  if (h.rp_mask) add("ecn.roce_rp.enable", mask_text(*h.rp_mask));
+  if (h.np_mask) add("ecn.roce_np.enable", priority_list(*h.np_mask));
+  if (h.rp_mask) add("ecn.roce_rp.enable", priority_list(*h.rp_mask));
   if (h.cnp_dscp) add("ecn.roce_np.cnp_dscp", std::to_string(*h.cnp_dscp));
   if (h.cnp_prio) add("ecn.roce_np.cnp_802p_prio", std::to_string(*h.cnp_prio));
   for (const auto& k : config::dcqcn_knobs())
@@ -185,7 +185,7 @@ Fields flatten(const SwitchPort& p) {
   if (p.tc_queue) add("tc_to_queue", map_text(*p.tc_queue));
   if (p.tc_pg) add("tc_to_pg", map_text(*p.tc_pg));
   if (p.pfc_queue) add("pfc_priority_to_queue", map_text(*p.pfc_queue));
-  if (p.pfc_mask) add("pfc_enable", mask_text(*p.pfc_mask));
+  if (p.pfc_mask) add("pfc_enable", priority_list(*p.pfc_mask));
   for (const auto& [q, s] : p.sched)
     add("queue[" + std::to_string(q) + "].scheduler",
         s.tsa == Tsa::kStrict ? std::string("strict") : "dwrr/" + std::to_string(s.weight));

@@ -14,13 +14,6 @@ using nlohmann::json;
 
 namespace {
 
-std::string mask_list(uint8_t m) {
-  std::string s;
-  for (int i = 0; i < 8; ++i)
-    if (m >> i & 1) s += (s.empty() ? "" : ",") + std::to_string(i);
-  return s;
-}
-
 // Names objects by content: the first distinct one gets `base`, later ones base_1, base_2...
 class Namer {
  public:
@@ -73,9 +66,9 @@ json render_sonic(const SwitchConfig& s) {
     if (p.pfc_queue)
       qos["pfc_to_queue_map"] =
           add_map("MAP_PFC_PRIORITY_TO_QUEUE", pfcq, prio_map_json(*p.pfc_queue));
-    if (p.pfc_mask) qos["pfc_enable"] = mask_list(*p.pfc_mask);
+    if (p.pfc_mask) qos["pfc_enable"] = priority_list(*p.pfc_mask, "");
     if (p.watchdog && p.watchdog->enable && p.pfc_mask)
-      qos["pfcwd_sw_enable"] = mask_list(*p.pfc_mask);
+      qos["pfcwd_sw_enable"] = priority_list(*p.pfc_mask, "");
     if (!qos.empty()) db["PORT_QOS_MAP"][p.name] = qos;
     for (const auto& [q, sc] : p.sched) {
       json entry = json::object();

@@ -18,21 +18,6 @@ import time
 failures = []
 checks = []
 
-FABRIC = """# two leaves under one spine; one uplink is a 300 m cable
-defaults: {speed: 100G, length: 3m}
-switches:
-  - {name: leaf1, os: sonic, asic: spectrum2}
-  - {name: leaf2, os: sonic}
-  - {name: spine1, os: cumulus}
-hosts:
-  - {name: h1, ports: [{ifname: eth0, rdma: mlx5_0}]}
-  - {name: h2}
-links:
-  - [leaf1:Ethernet0, h1:eth0]
-  - [leaf2:Ethernet0, h2:eth0, 100G, 5m]
-  - {a: leaf1:Ethernet48, b: spine1:swp1, speed: 400G, length: 300m}
-  - [leaf2:Ethernet48, spine1:swp2, 400G, 30m]
-"""
 
 
 def run(weft, args, cwd, timeout=120):
@@ -122,11 +107,12 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--weft", required=True)
     ap.add_argument("--scratch", required=True)
+    ap.add_argument("--data", required=True)
     a = ap.parse_args()
     W, w = a.weft, a.scratch
     shutil.rmtree(w, ignore_errors=True)
     os.makedirs(w)
-    write(os.path.join(w, "fabric.yaml"), FABRIC)
+    shutil.copy(os.path.join(a.data, "roce_fabric.yaml"), os.path.join(w, "fabric.yaml"))
     F = ["--fabric", "fabric.yaml"]
 
     # ---- check ----

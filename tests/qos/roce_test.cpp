@@ -9,6 +9,7 @@
 #include "weft/qos/roce_check.hpp"
 #include "weft/qos/roce_formats.hpp"
 #include "weft/simulator/generators.hpp"
+#include "weft/text_file.hpp"
 
 namespace weft::qos::roce {
 namespace {
@@ -17,23 +18,16 @@ using config::RoceFabric;
 using config::RoceProfile;
 using nlohmann::json;
 
-constexpr const char* kFabric = R"(# two leaves under one spine, one long uplink
-defaults: {speed: 100G, length: 3m}
-switches:
-  - {name: leaf1, os: sonic, asic: spectrum2}
-  - {name: leaf2, os: sonic}
-  - {name: spine1, os: cumulus}
-hosts:
-  - {name: h1, ports: [{ifname: eth0, rdma: mlx5_0}]}
-  - {name: h2}
-links:
-  - [leaf1:Ethernet0, h1:eth0]
-  - [leaf2:Ethernet0, h2:eth0, 100G, 5m]
-  - {a: leaf1:Ethernet48, b: spine1:swp1, speed: 400G, length: 300m}
-  - [leaf2:Ethernet48, spine1:swp2, 400G, 30m]
-)";
+// The fabric the e2e test uses too: two leaves under one spine, one 300 m uplink.
+const std::string& fabric_text() {
+  static const std::string text = [] {
+    auto t = read_text_file(WEFT_TEST_DATA "/roce_fabric.yaml");
+    return t ? *t : std::string("unreadable test data");
+  }();
+  return text;
+}
 
-RoceFabric fabric(const char* text = kFabric) {
+RoceFabric fabric(const std::string& text = fabric_text()) {
   auto f = config::parse_roce_fabric(text, "fabric.yaml");
   EXPECT_TRUE(f) << (f ? "" : f.error().message);
   return f ? *f : RoceFabric{};
@@ -683,7 +677,8 @@ TEST(RoceFuzz, ReadersSurviveMutations) {
     count(parse_nvue(testing::mutate(nvue, alphabet, rng), "n", "sw").has_value());
     count(parse_dcb_script(testing::mutate(dcb, alphabet, rng), "d").has_value());
     count(config::parse_roce_profile(testing::mutate(prof, alphabet, rng), "p").has_value());
-    count(config::parse_roce_fabric(testing::mutate(kFabric, alphabet, rng), "f").has_value());
+    count(
+        config::parse_roce_fabric(testing::mutate(fabric_text(), alphabet, rng), "f").has_value());
   }
   EXPECT_GT(rejected,
             1000u);  // the mutations do break things, and each break is an error, not a crash

@@ -94,6 +94,11 @@ struct SwitchConfig {
   }
 };
 
+// The PFC priorities the profile asks for: none when the mode is lossy.
+uint8_t lossless_priorities(const RoceProfile& p);
+// A priority set as "3,4" (`none` when empty).
+std::string priority_list(uint8_t mask, const char* none = "none");
+
 // The priority group a lossless priority's traffic is buffered in (PG p for lossless
 // priority p, PG 0 for the rest).
 PrioMap intended_tc_pg(const RoceProfile& p);
