@@ -98,16 +98,8 @@ namespace {
 Result<RoceFabric> parse_roce_fabric_impl(std::string_view text, const std::string& source);
 }
 
-// yaml-cpp throws on shapes its accessors do not expect (a list where a mapping was
-// asked for, ...): each is reported as an error at its line, never let out.
 Result<RoceFabric> parse_roce_fabric(std::string_view text, const std::string& source) {
-  try {
-    return parse_roce_fabric_impl(text, source);
-  } catch (const YAML::Exception& e) {
-    const std::string at =
-        e.mark.is_null() ? source : source + ":" + std::to_string(e.mark.line + 1);
-    return fail(Errc::kInvalidInput, at + ": unexpected YAML structure: " + e.msg);
-  }
+  return yaml_guarded<RoceFabric>(source, [&] { return parse_roce_fabric_impl(text, source); });
 }
 
 namespace {

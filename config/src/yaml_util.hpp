@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "text.hpp"
+#include "weft/result.hpp"
 
 namespace weft::config {
 
@@ -147,5 +148,18 @@ class YamlReader {
   std::string source_;
   std::vector<std::string> errors_;
 };
+
+// Runs `parse`. yaml-cpp throws on shapes its accessors do not expect (a list where a
+// mapping was asked for, ...): each comes back as an error at its line, never let out.
+template <class T, class Parse>
+Result<T> yaml_guarded(const std::string& source, Parse&& parse) {
+  try {
+    return parse();
+  } catch (const YAML::Exception& e) {
+    const std::string at =
+        e.mark.is_null() ? source : source + ":" + std::to_string(e.mark.line + 1);
+    return fail(Errc::kInvalidInput, at + ": unexpected YAML structure: " + e.msg);
+  }
+}
 
 }  // namespace weft::config
