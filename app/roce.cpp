@@ -156,8 +156,23 @@ int cmd_check(int argc, char** argv) {
   const auto t1 = std::chrono::steady_clock::now();
   std::vector<Finding> findings = check_profile(in->profile);
   const FabricView view = intended(in->profile, &*in->fabric);
-  auto more = check(in->profile, &*in->fabric, view);
-  findings.insert(findings.end(), more.begin(), more.end());
+  // A mistake in the profile shows on every port rendered from it: it is listed once, at
+  // its line in the file. (Devices rendered from the profile differ from it only in
+  // cable-dependent checks, which the profile's own findings never carry.)
+  const size_t from_profile = findings.size();
+  size_t inherited = 0;
+  for (auto& f : check(in->profile, &*in->fabric, view)) {
+    const auto first = findings.begin(), last = findings.begin() + static_cast<long>(from_profile);
+    if (std::any_of(first, last, [&](const Finding& p) {
+          return p.check == f.check && p.expected == f.expected && p.observed == f.observed;
+        }))
+      ++inherited;
+    else
+      findings.push_back(std::move(f));
+  }
+  if (inherited && !vm.count("json"))
+    std::printf("(%zu findings on device ports repeat the profile's own, listed once)\n",
+                inherited);
   const auto t2 = std::chrono::steady_clock::now();
   size_t hosts = 0, switches = 0, ports = 0;
   for (const auto& d : in->fabric->devices) {
@@ -447,8 +462,11 @@ int cmd_collect(int argc, char** argv) {
     const fs::path dir =
         fs::path(vm["configfs"].as<std::string>()) / "rdma_cm" / e.path().filename();
     const bool made = !fs::exists(dir) && fs::create_directory(dir, ec);
-    if (auto v = read_int_file(dir / "ports/1/default_roce_tos")) cm["default_roce_tos"] = *v;
-    std::ifstream mode(dir / "ports/1/default_roce_mode");
+    // The netdev's port of the RDMA device: dev_port counts from 0, rdma_cm's ports from 1.
+    const std::string port =
+        "ports/" + std::to_string(read_int_file(net / "dev_port").value_or(0) + 1);
+    if (auto v = read_int_file(dir / port / "default_roce_tos")) cm["default_roce_tos"] = *v;
+    std::ifstream mode(dir / port / "default_roce_mode");
     std::string m;
     if (std::getline(mode, m)) cm["default_roce_mode"] = m;
     if (made) fs::remove(dir, ec);
@@ -483,8 +501,6 @@ int cmd_apply(int argc, char** argv) {
   if (!url) return die(url.error().message);
   const SwitchConfig want = intend_switch(in->profile, &f, d);
   // Refuse to push a profile that fails its own checks.
-  FabricView one;
-  one.switches.push_back(want);
   auto pre = check_profile(in->profile);
   if (errors(pre))
     return report(std::move(pre), vm.count("json"), "profile has errors; nothing applied");

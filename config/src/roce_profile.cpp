@@ -275,6 +275,16 @@ Result<RoceProfile> parse_roce_profile_impl(std::string_view text, const std::st
         p.ets[tc] = {Tsa::kEts, static_cast<int>(v)};
       }
     });
+  } else if (p.prio_tc[p.roce_prio] != 3 || p.prio_tc[p.cnp_prio] != 6) {
+    // The reference shares, moved to the TCs the RoCE and CNP priorities now use.
+    p.ets.fill(EtsTc{});
+    p.ets[p.prio_tc[0]] = {Tsa::kEts, 50};
+    p.ets[p.prio_tc[p.roce_prio]] = {Tsa::kEts, p.prio_tc[p.roce_prio] == p.prio_tc[0] ? 100 : 50};
+    p.ets[p.prio_tc[p.cnp_prio]] = {Tsa::kStrict, 0};
+  }
+  if (!root["ecn"] && p.prio_tc[p.roce_prio] != 3) {
+    p.ecn.clear();
+    p.ecn[p.prio_tc[p.roce_prio]] = {150000, 1500000, 100};
   }
   if (auto n = root["ecn"]) {
     p.ecn.clear();

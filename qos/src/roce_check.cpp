@@ -383,12 +383,8 @@ std::vector<Finding> check_profile(const RoceProfile& p) {
   const int host = one.add_device(d);
   (void)one.add_link({dev, one.add_port(dev, "")}, {host, one.add_port(host, "")}, 100000, 3, 0);
   for (const auto& sp : intend_switch(p, &one, dev).ports) check_switch_port(p, "profile", sp, out);
-  // The same rule found on the host and the switch side is one mistake in the file.
   std::vector<Finding> unique;
   for (auto& f : out) {
-    const bool dup =
-        std::any_of(unique.begin(), unique.end(), [&](auto& u) { return u.message == f.message; });
-    if (dup) continue;
     // The profile key the field comes from.
     const std::string& fd = f.field;
     const std::string key =
@@ -403,7 +399,12 @@ std::vector<Finding> check_profile(const RoceProfile& p) {
                                                                          : f.check;
     f.device = p.where(key);
     f.port.clear();
-    unique.push_back(std::move(f));
+    // The same rule broken on the host side and on the switch side is one mistake in the file.
+    const bool dup = std::any_of(unique.begin(), unique.end(), [&](const Finding& u) {
+      return u.message == f.message || (u.check == f.check && u.device == f.device &&
+                                        u.expected == f.expected && u.observed == f.observed);
+    });
+    if (!dup) unique.push_back(std::move(f));
   }
   if (p.mode == RoceMode::kLossy && p.pfc_mask)
     unique.push_back(Finding{p.where("pfc"), "", "pfc.priorities", "none",

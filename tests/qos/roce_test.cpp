@@ -124,6 +124,11 @@ TEST(RoceProfile, ChangingTheRoceCodePointCarriesTheDerivedFields) {
   EXPECT_EQ(p.pfc_mask, 1 << 4);
   EXPECT_EQ(p.dcqcn_mask, 1 << 4);
   EXPECT_EQ(p.tos, 24 << 2 | 2);
+  EXPECT_EQ(p.ets[4].bw, 50);
+  EXPECT_EQ(p.ets[3].bw, 0);
+  EXPECT_EQ(p.ecn.count(3), 0u);
+  EXPECT_EQ(p.ecn.at(4).kmin, 150000u);
+  EXPECT_TRUE(check_profile(p).empty()) << all(check_profile(p));
 }
 
 TEST(RoceProfile, ErrorsNameFileLineAndWhat) {
