@@ -16,7 +16,8 @@ using fabric::NodeType;
 
 namespace {
 
-constexpr size_t kMaxRecords = size_t(1) << 20;  // a GetTable larger than this: NO_RESOURCES
+constexpr size_t kMaxRecords = size_t(1) << 20;     // a GetTable larger than this: NO_RESOURCES
+constexpr size_t kMaxMultiPathRequest = 64 * 1024;  // what the transport takes whole
 
 // A record field as the bytes it covers and the bits it uses in each: found by
 // asking libibmad to set the field to all ones (its tables know the IBTA layouts;
@@ -800,6 +801,122 @@ void path_records(const Query& q, Answer& a) {
     }
 }
 
+// --- MultiPathRecord -------------------------------------------------------------------
+// Layout (IBTA 15.2.5.20): RawTraffic/FlowLabel/HopLimit 0, TClass 4, Reversible/NumbPath 5,
+// P_Key 6, QoSClass/SL 8, MTU 10, Rate 11, PacketLifeTime 12, ServiceID[63:56] 13,
+// IndependenceSelector 14, SGIDCount 15, DGIDCount 16, ServiceID[55:0] 17, then SGIDCount
+// + DGIDCount GIDs from 24. Component bits, and the PathRecord bit each one stands for:
+enum MprBit : int { kMprNumbPath = 6, kMprSgidCount = 19, kMprDgidCount = 20 };
+constexpr std::pair<int, int> kMprToPr[] = {
+    {0, kPrRaw},        {2, kPrFlow},  {3, kPrHop},      {4, kPrTclass},
+    {5, kPrReversible}, {7, kPrPkey},  {8, kPrQos},      {9, kPrSl},
+    {10, kPrMtuSel},    {11, kPrMtu},  {12, kPrRateSel}, {13, kPrRate},
+    {14, kPrLifeSel},   {15, kPrLife}, {16, 0},          {21, 1}};
+constexpr size_t kMprGids = 24;
+constexpr size_t kMaxMprCandidates = 64;  // LID pairs weighed per SGID-DGID pair
+
+// The links a path from `s` to `dlid` crosses, as (node << 8 | out port); empty if none.
+std::vector<uint64_t> path_links(const SubnetSnapshot& snap, const PathEnd& s, uint16_t dlid) {
+  const auto& f = snap.fabric;
+  const auto& t = snap.tables;
+  std::vector<uint64_t> links;
+  NodeIndex n = s.n;
+  PortNum p = s.p;
+  if (!f.node(n).is_switch()) {
+    const auto& port = f.node(n).ports[p];
+    if (!port.linked()) return {};
+    links.push_back(uint64_t(n) << 8 | p);
+    n = port.peer;
+  }
+  for (int hops = 0; f.node(n).is_switch() && hops <= 64; ++hops) {
+    if (n >= t.lft.size() || dlid >= t.lft[n].size()) return {};
+    const PortNum out = t.lft[n][dlid];
+    const auto& nd = f.node(n);
+    if (out == 0) return links;  // delivered to the switch itself
+    if (out > nd.num_ports || !nd.ports[out].linked()) return {};
+    links.push_back(uint64_t(n) << 8 | out);
+    n = nd.ports[out].peer;
+  }
+  return links;
+}
+
+void multipath_records(const SaContext& ctx, const SaAgent::Index& idx,
+                       std::span<const uint8_t> rec, uint64_t mask, Answer& a) {
+  if (mask >> 22 || bit(mask, 1) || bit(mask, 18)) return void(a.status = kSaStatusReqInvalid);
+  if (!bit(mask, kMprSgidCount) || !bit(mask, kMprDgidCount))
+    return void(a.status = kSaStatusInsufficientComponents);
+  if (rec.size() < kMprGids) return void(a.status = kSaStatusReqInvalid);
+  const size_t sc = rec[15], dc = rec[16];
+  if (sc == 0 || dc == 0) return void(a.status = kSaStatusInsufficientComponents);
+  if (kMprGids + 16 * (sc + dc) > rec.size()) return void(a.status = kSaStatusReqInvalid);
+  // The request as a PathRecord query, so one builder answers both.
+  std::array<uint8_t, kPathRecordSize> pr{};
+  uint64_t pr_mask = 0;
+  for (auto [m, b] : kMprToPr)
+    if (bit(mask, m)) pr_mask |= uint64_t(1) << b;
+  pr[0] = rec[13];
+  std::memcpy(pr.data() + 1, rec.data() + 17, 7);  // ServiceID
+  std::memcpy(pr.data() + 44, rec.data() + 0, 4);  // RawTraffic, FlowLabel, HopLimit
+  pr[48] = rec[4];
+  pr[49] = rec[5];
+  std::memcpy(pr.data() + 50, rec.data() + 6, 4);  // P_Key, QoSClass/SL
+  pr[54] = rec[10];
+  pr[55] = rec[11];
+  pr[56] = rec[12];
+  const Query q{ctx, idx, pr.data(), pr_mask, true};
+  const size_t per_pair = bit(mask, kMprNumbPath) ? std::max<size_t>(1, rec[5] & 0x7f) : 1;
+  auto end_of = [&](size_t i) -> std::optional<PathEnd> {
+    const uint8_t* g = rec.data() + kMprGids + 16 * i;
+    auto it = idx.by_guid.find(be64(g + 8));
+    if (be64(g) != ctx.subnet_prefix || it == idx.by_guid.end()) return std::nullopt;
+    return PathEnd{it->second.first, it->second.second,
+                   idx.lid_of[it->second.first][it->second.second]};
+  };
+  std::vector<PathEnd> srcs, dsts;
+  for (size_t i = 0; i < sc + dc; ++i) {
+    auto e = end_of(i);
+    if (!e) return void(a.status = kSaStatusInvalidGid);
+    (i < sc ? srcs : dsts).push_back(*e);
+  }
+  const auto& f = ctx.snap->fabric;
+  auto lids = [&](const PathEnd& e) { return size_t(1) << f.node(e.n).ports[e.p].attrs.lmc; };
+  for (const PathEnd& s : srcs)
+    for (const PathEnd& d : dsts) {
+      // Every LID pair the LMCs give (bounded); the first path, then each next one the
+      // one sharing the fewest links with those already chosen.
+      std::vector<std::pair<PathEnd, PathEnd>> cand;
+      for (size_t i = 0; i < lids(s) && cand.size() < kMaxMprCandidates; ++i)
+        for (size_t j = 0; j < lids(d) && cand.size() < kMaxMprCandidates; ++j)
+          cand.push_back(
+              {PathEnd{s.n, s.p, uint16_t(s.lid + i)}, PathEnd{d.n, d.p, uint16_t(d.lid + j)}});
+      std::vector<std::vector<uint64_t>> links(cand.size());
+      for (size_t c = 0; c < cand.size(); ++c) {
+        links[c] = path_links(*ctx.snap, cand[c].first, cand[c].second.lid);
+        std::sort(links[c].begin(), links[c].end());
+      }
+      std::vector<uint64_t> used;
+      std::vector<char> taken(cand.size(), 0);
+      for (size_t got = 0; got < per_pair;) {
+        size_t best = cand.size(), best_shared = SIZE_MAX;
+        for (size_t c = 0; c < cand.size(); ++c) {
+          if (taken[c]) continue;
+          size_t shared = 0;
+          for (uint64_t l : links[c]) shared += std::binary_search(used.begin(), used.end(), l);
+          if (shared < best_shared) best = c, best_shared = shared;
+        }
+        if (best == cand.size()) break;
+        taken[best] = 1;
+        if (!path_record(q, cand[best].first, cand[best].second, a)) {
+          if (a.status) return;
+          continue;
+        }
+        ++got;
+        used.insert(used.end(), links[best].begin(), links[best].end());
+        std::sort(used.begin(), used.end());
+      }
+    }
+}
+
 // --- MCMemberRecord ------------------------------------------------------------------
 // Layout (IBTA 15.2.5.17): MGID 0, PortGID 16, Q_Key 32, MLID 36, MTU 38, TClass 39,
 // P_Key 40, Rate 42, PacketLifeTime 43, SL/FlowLabel/HopLimit 44, Scope/JoinState 48,
@@ -1216,7 +1333,8 @@ std::optional<std::vector<uint8_t>> SaAgent::answer(std::span<const uint8_t> req
   const uint16_t attr = be16(hdr.data() + 16);
   Answer a;
   auto respond = [&](uint8_t resp_method) {
-    const bool rmpp = resp_method == kMethodGetTableResp && !a.status;
+    const bool rmpp =
+        (resp_method == kMethodGetTableResp || resp_method == kMethodGetMultiResp) && !a.status;
     std::vector<uint8_t> out(kSaHeader + (a.status ? 0 : a.records.size()), 0);
     std::memcpy(out.data(), hdr.data(), 24);
     out[3] = resp_method;
@@ -1251,14 +1369,21 @@ std::optional<std::vector<uint8_t>> SaAgent::answer(std::span<const uint8_t> req
   const bool changes = ((attr == kSaMcMemberRecord || attr == kSaServiceRecord) &&
                         (method == kMethodSet || method == kMethodDelete)) ||
                        (attr == kSaInformInfo && method == kMethodSet);
-  if (method != kMethodGet && method != kMethodGetTable && !changes) {
+  // GetMulti is MultiPathRecord's method, and MultiPathRecord has no other.
+  if ((method == kMethodGetMulti) != (attr == kSaMultiPathRecord) &&
+      (method == kMethodGetMulti || method == kMethodGet || method == kMethodGetTable)) {
+    a.status = kStatusBadMethodAttr;
+    return respond(uint8_t(method | 0x80));
+  }
+  if (method != kMethodGet && method != kMethodGetTable && method != kMethodGetMulti && !changes) {
     a.status =
         (method == kMethodSet || method == kMethodDelete) ? kStatusBadMethodAttr : kStatusBadMethod;
     return respond(uint8_t(method | 0x80));
   }
-  const uint8_t resp = method == kMethodGetTable ? kMethodGetTableResp
-                       : method == kMethodDelete ? kMethodDeleteResp
-                                                 : kMethodGetResp;
+  const uint8_t resp = method == kMethodGetTable   ? kMethodGetTableResp
+                       : method == kMethodGetMulti ? kMethodGetMultiResp
+                       : method == kMethodDelete   ? kMethodDeleteResp
+                                                   : kMethodGetResp;
   if (req.size() < kSaHeader) {
     a.status = kSaStatusReqInvalid;
     return respond(resp);
@@ -1293,6 +1418,7 @@ std::optional<std::vector<uint8_t>> SaAgent::answer(std::span<const uint8_t> req
         return respond(resp);
       }
       case kSaPathRecord:
+      case kSaMultiPathRecord:
         break;
       case kSaServiceRecord:
         layout = &service_record();
@@ -1333,6 +1459,13 @@ std::optional<std::vector<uint8_t>> SaAgent::answer(std::span<const uint8_t> req
         path_records(q, a);
         stats_.path_records += a.count;
         break;
+      case kSaMultiPathRecord: {
+        // Its GIDs may run past the first MAD: the whole (reassembled) request, bounded.
+        const size_t len = std::min<size_t>(req.size(), kMaxMultiPathRequest) - kSaHeader;
+        multipath_records(ctx, idx, req.subspan(kSaHeader, len), q.mask, a);
+        stats_.path_records += a.count;
+        break;
+      }
       case kSaServiceRecord:
         service_request(q, a, method, services_);
         break;
@@ -1357,7 +1490,7 @@ std::optional<std::vector<uint8_t>> SaAgent::answer(std::span<const uint8_t> req
     }
   }
   a.rec_size = layout ? (layout->size + 7) / 8 * 8 : attr == kSaInformInfo ? 40 : kPathRecordSize;
-  if (!a.status && method != kMethodGetTable) {
+  if (!a.status && method != kMethodGetTable && method != kMethodGetMulti) {
     if (a.count == 0)
       a.status = kSaStatusNoRecords;
     else if (a.count > 1)

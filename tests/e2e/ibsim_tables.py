@@ -202,6 +202,36 @@ def multicast_checks(client, work, sock, nodes):
           "receivers; a leave prunes the tree")
 
 
+def trace_and_multipath(client, work, sock, sm_lid, ports, limited, outside, host_of):
+    """ibtracert follows the programmed routes from the SM's port to every CA; a GetMulti
+    MultiPathRecord from the SM's port (weft_sa_client) answers one PathRecord per
+    destination GID, SLID and DLID right; between two limited members it answers none."""
+    for guid, lid in ports:
+        if lid == sm_lid:
+            continue
+        tr = run(["ibtracert", str(sm_lid), str(lid)], work, sock, check=False)
+        if tr.returncode != 0 or not re.search(r"To ca .*lid %d-%d" % (lid, lid), tr.stdout):
+            raise Failure("ibtracert %d %d: rc %d\n%s%s" % (sm_lid, lid, tr.returncode, tr.stdout, tr.stderr[-300:]))
+    env = dict(os.environ, IBSIM_SOCKNAME=sock, LD_PRELOAD=UMAD2SIM, ASAN_OPTIONS=ASAN_OPTIONS)
+    # Two records: umad2sim hands over the first RMPP segment only, and of an answer
+    # ibsim carries no more than 224 bytes (a third record arrives cut; seen here).
+    others = [(g, l) for g, l in ports if l != sm_lid][:2]
+    r = subprocess.run([client, "multipath", "1"] + ["0x%016x" % g for g, _ in others], cwd=work,
+                       capture_output=True, text=True, timeout=30, env=env)
+    got = re.findall(r"slid (\d+) dlid (\d+)", r.stdout)
+    want = [(str(sm_lid), str(l)) for _, l in others]
+    if r.returncode != 0 or "method 0x94" not in r.stdout or got != want:
+        raise Failure("MultiPathRecord from the SM's port: rc %d, %s (want %s)\n%s" % (r.returncode, got, want, r.stderr[-3000:]))
+    r2 = subprocess.run([client, "multipath", "1", "0x%016x" % outside[0]], cwd=work, capture_output=True, text=True,
+                        timeout=30, env=dict(env, SIM_HOST=host_of[limited[1]]))
+    if r2.returncode != 0 or re.search(r"slid \d+", r2.stdout):
+        raise Failure("MultiPathRecord between two limited members: rc %d\n%s%s" % (r2.returncode, r2.stdout, r2.stderr[-300:]))
+    if "status 0x0000 method 0x94" not in r2.stdout:
+        raise Failure("MultiPathRecord between two limited members: %s" % r2.stdout)
+    print("ibtracert: %d routes from the SM's port reach their CA; MultiPathRecord: %d PathRecords from the "
+          "SM's port, none between two limited members" % (len(others), len(got)))
+
+
 def layered_paths(weft, work, sock):
     """dfsssp on a torus: the SA answers each path with its layer's SL, and every
     switch maps those SLs to VLs of their own (read back with smpquery sl2vl)."""
@@ -371,6 +401,8 @@ def main():
             print("SA flood: " + fl.stdout.splitlines()[0])
             sa_checks(work, sock, sm_lid, full, limited, outside)
             multicast_checks(a.sa_client, work, sock, nodes)
+            host_of = {n["ports"][1][2]: n["name"] for _, n in cas}
+            trace_and_multipath(a.sa_client, work, sock, sm_lid, ports, limited, outside, host_of)
     # Layered routes (dfsssp on a torus): path SLs from the SA, SL2VL on the switches.
     torus = os.path.join(work, "torus.net")
     run([a.weft, "topo", "torus:dims=4x4x3,hosts=1", "-o", torus], work, "", preload=False)

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <filesystem>
 #include <random>
+#include <set>
 
 #include "../fuzz.hpp"
 #include "weft/config/partitions.hpp"
@@ -32,10 +33,11 @@ struct Fixture {
   SimTransport t;
   std::unique_ptr<SubnetManager> sm;
   explicit Fixture(const std::string& spec, const std::string& partitions = "",
-                   std::string engine = "minhop")
+                   std::string engine = "minhop", uint8_t lmc = 0)
       : sim(*make_fabric(spec)), t(sim, {}) {
     SmOptions o;
     o.state_dir = dir;
+    o.lmc = lmc;
     o.routing_engine = std::move(engine);
     if (!partitions.empty()) o.partitions = *config::parse_partitions(partitions, "p.conf");
     sm = std::make_unique<SubnetManager>(t, o);
@@ -765,4 +767,122 @@ TEST(Multicast, HostIpoibGroupsMustMatchTheirBroadcastGroup) {
   auto ok = make(0x0b1b, std::nullopt);
   ASSERT_EQ(ok.status, 0);
   EXPECT_EQ(ok.records.at(0)[38] & 0x3f, 4);  // the broadcast group's MTU
+}
+
+namespace {
+
+// A GetMulti MultiPathRecord request for the given source and destination GIDs.
+std::vector<uint8_t> multipath_request(const std::vector<Guid>& src, const std::vector<Guid>& dst,
+                                       uint64_t extra_mask = 0, uint8_t numb_path = 0) {
+  const size_t len = kSaHeader + 24 + 16 * (src.size() + dst.size());
+  std::vector<uint8_t> m =
+      request(kMethodGetMulti, kSaMultiPathRecord, bit(19) | bit(20) | extra_mask);
+  m.resize(std::max<size_t>(len, 256), 0);
+  uint8_t* r = m.data() + kSaHeader;
+  r[5] = numb_path;
+  r[15] = uint8_t(src.size());
+  r[16] = uint8_t(dst.size());
+  size_t off = 24;
+  for (const auto* list : {&src, &dst})
+    for (Guid g : *list) {
+      put64(r + off, kDefaultSubnetPrefix);
+      put64(r + off + 8, g.value);
+      off += 16;
+    }
+  return m;
+}
+
+// The switches a path from LID `s` to LID `d` crosses, read off the snapshot's tables.
+std::vector<NodeIndex> switches_on(const Fixture& fx, NodeIndex src_ca, uint16_t dlid) {
+  const auto& f = fx.snap().fabric;
+  std::vector<NodeIndex> v;
+  NodeIndex n = f.node(src_ca).ports[1].peer;
+  for (int i = 0; i < 16 && f.node(n).is_switch(); ++i) {
+    v.push_back(n);
+    const PortNum out = fx.snap().tables.lft[n][dlid];
+    if (out == 0 || out == kDropPort) break;
+    n = f.node(n).ports[out].peer;
+  }
+  return v;
+}
+
+}  // namespace
+
+TEST(Sa, MultiPathRecordsForEveryGidPairMostDisjointFirst) {
+  // LMC 2: four LIDs per port, so up to 16 LID pairs (and several routes) per GID pair.
+  Fixture fx("ft2:leaves=2,spines=4,hosts=3", "", "minhop", 2);
+  SaAgent sa;
+  const auto c = fx.cas();
+  // One source, two destinations (on the other leaf), one path each.
+  auto one = decode(sa.answer(multipath_request({c[0].guid}, {c[4].guid, c[5].guid}), fx.ctx()));
+  ASSERT_EQ(one.status, 0);
+  EXPECT_EQ(one.method, kMethodGetMultiResp);
+  ASSERT_EQ(one.records.size(), 2u);
+  EXPECT_EQ(be16(one.records[0].data() + 40), c[4].lid);
+  EXPECT_EQ(be16(one.records[0].data() + 42), c[0].lid);
+  EXPECT_EQ(be16(one.records[1].data() + 40), c[5].lid);
+  // Three records still fit one MAD: the answer is one whole segment.
+  auto raw = sa.answer(multipath_request({c[0].guid}, {c[3].guid, c[4].guid, c[5].guid}), fx.ctx());
+  ASSERT_TRUE(raw);
+  EXPECT_EQ(raw->size(), kSaHeader + 3 * 64);
+  EXPECT_EQ(be16(raw->data() + kSaHeader + 128 + 40), c[5].lid);
+  // NumbPath 4: four paths for the pair, each a different LID pair, and the first two
+  // through different spines (as disjoint as the routes allow).
+  auto four = decode(sa.answer(multipath_request({c[0].guid}, {c[4].guid}, bit(6), 4), fx.ctx()));
+  ASSERT_EQ(four.status, 0);
+  ASSERT_EQ(four.records.size(), 4u);
+  std::set<std::pair<uint16_t, uint16_t>> pairs;
+  std::set<NodeIndex> spines;
+  for (const auto& r : four.records) {
+    pairs.insert({be16(r.data() + 42), be16(r.data() + 40)});
+    const auto sw = switches_on(fx, c[0].n, be16(r.data() + 40));
+    ASSERT_EQ(sw.size(), 3u);  // leaf, spine, leaf
+    spines.insert(sw[1]);
+  }
+  EXPECT_EQ(pairs.size(), 4u);
+  EXPECT_EQ(spines.size(), 4u) << "four LID pairs, four spines: each path on links of its own";
+  // Longer than one MAD: 6 sources x 6 destinations carried in 216 + 24 bytes of GIDs.
+  std::vector<Guid> srcs, dsts;
+  for (size_t i = 0; i < 6; ++i) srcs.push_back(c[i].guid), dsts.push_back(c[i].guid);
+  auto many = decode(sa.answer(multipath_request(srcs, dsts), fx.ctx()));
+  ASSERT_EQ(many.status, 0);
+  EXPECT_EQ(many.records.size(), 36u);
+  // A P_Key in the query: its records carry it; a key neither end has: no records.
+  auto keyed_req = multipath_request({c[0].guid}, {c[4].guid}, bit(7));
+  put16(keyed_req.data() + kSaHeader + 6, 0xffff);
+  auto keyed = decode(sa.answer(keyed_req, fx.ctx()));
+  ASSERT_EQ(keyed.records.size(), 1u);
+  EXPECT_EQ(be16(keyed.records[0].data() + 50), 0xffff);
+  put16(keyed_req.data() + kSaHeader + 6, 0x8123);
+  EXPECT_EQ(decode(sa.answer(keyed_req, fx.ctx())).records.size(), 0u);
+  // Errors: counts missing, GIDs past the end, an unknown GID, the wrong method.
+  auto bad = [&](std::vector<uint8_t> m) { return decode(sa.answer(m, fx.ctx())).status; };
+  auto no_counts = multipath_request({c[0].guid}, {c[4].guid});
+  put64(no_counts.data() + 48, bit(19));
+  EXPECT_EQ(bad(no_counts), kSaStatusInsufficientComponents);
+  auto past = multipath_request({c[0].guid}, {c[4].guid});
+  past.resize(kSaHeader + 24 + 16);
+  past[kSaHeader + 16] = 9;
+  EXPECT_EQ(bad(past), kSaStatusReqInvalid);
+  EXPECT_EQ(bad(multipath_request({c[0].guid}, {Guid{0xdead}})), kSaStatusInvalidGid);
+  auto get = multipath_request({c[0].guid}, {c[4].guid});
+  get[3] = kMethodGet;
+  EXPECT_EQ(bad(get), kStatusBadMethodAttr);
+  EXPECT_EQ(bad(request(kMethodGetMulti, kSaPathRecord, bit(4) | bit(5))), kStatusBadMethodAttr);
+  auto reserved = multipath_request({c[0].guid}, {c[4].guid}, bit(18));
+  EXPECT_EQ(bad(reserved), kSaStatusReqInvalid);
+  // Mangled requests: an error status or records, never a crash or a misshapen answer.
+  const auto seed = multipath_request(srcs, dsts, bit(6) | bit(7), 3);
+  std::mt19937 rng(9);
+  for (int i = 0; i < 5000; ++i) {
+    std::string m(seed.begin(), seed.end());
+    m = weft::testing::mutate(m, std::string("\x00\x01\x03\x14\x3a\xfe\xff", 7), rng);
+    auto ans = sa.answer(std::vector<uint8_t>(m.begin(), m.end()), fx.ctx());
+    if (!ans) continue;
+    ASSERT_GE(ans->size(), kSaHeader);
+    const size_t rs = size_t(be16(ans->data() + 44)) * 8;
+    if (rs) {
+      EXPECT_EQ((ans->size() - kSaHeader) % rs, 0u);
+    }
+  }
 }

@@ -14,8 +14,9 @@
 // SMInfoRecord, LinkRecord, P_KeyTableRecord, PathRecord (source and destination by LID or GID;
 // P_Key from the partitions both ends share, none when they share none; SL from the routing
 // engine's layers, else the partition's when QoS is on; MTU and rate the least of the links on the
-// path, with the IBTA selectors), MCMemberRecord (Set joins or creates a group, Delete leaves it,
-// Get/GetTable list members).
+// path, with the IBTA selectors), MultiPathRecord (GetMulti: PathRecords for every SGID-DGID
+// pair, NumbPath per pair over the LMC's LIDs, the most link-disjoint first), MCMemberRecord (Set
+// joins or creates a group, Delete leaves it, Get/GetTable list members).
 #pragma once
 
 #include <cstdint>
@@ -38,6 +39,8 @@ constexpr uint8_t kClassSa = 0x03;
 constexpr uint8_t kMethodGetTable = 0x12;
 constexpr uint8_t kMethodGetTableResp = 0x92;
 constexpr uint8_t kMethodDelete = 0x15;
+constexpr uint8_t kMethodGetMulti = 0x14;
+constexpr uint8_t kMethodGetMultiResp = 0x94;
 constexpr size_t kSaHeader = 56;  // MAD + RMPP + SA headers
 constexpr uint64_t kDefaultSubnetPrefix = 0xfe80000000000000ull;
 
@@ -53,6 +56,7 @@ constexpr uint16_t kSaLinkRecord = 0x0020;
 constexpr uint16_t kSaPkeyTableRecord = 0x0033;
 constexpr uint16_t kSaPathRecord = 0x0035;
 constexpr uint16_t kSaVlArbRecord = 0x0036;
+constexpr uint16_t kSaMultiPathRecord = 0x003A;
 constexpr uint16_t kSaMcMemberRecord = 0x0038;
 constexpr uint16_t kSaServiceRecord = 0x0031;
 constexpr uint16_t kSaInformInfo = 0x0003;
