@@ -29,6 +29,7 @@ checked in the in-process simulator (tests/simulator/tables_test.cpp).
 Everything started is stopped by PID, also on failure.
 """
 import argparse
+import ipaddress
 import os
 import re
 import shutil
@@ -192,14 +193,22 @@ def multicast_checks(client, work, sock, nodes):
         if got != want:
             raise Failure("a packet to 0xC000 from %s reaches %s, want %s (MFTs %s)"
                           % (h, sorted(map(hex, got)), sorted(map(hex, want)), tables))
+    # saquery reads each member back (one MCMemberRecord per port GID asked).
+    for h in ("h0-1", "h1-0", "h1-2", "h0-2"):
+        port_guid = nodes[names[h]]["port_guids"].get(1, names[h])
+        gid = str(ipaddress.IPv6Address((0xfe80 << 112) | port_guid))
+        mr = run(["saquery", "MCMR", "--gid", gid], work, sock, check=False)
+        out = mr.stdout.lower()
+        if mr.returncode != 0 or "0xc000" not in out or bcast not in out or gid not in out:
+            raise Failure("saquery MCMR --gid %s (%s): rc %d\n%s%s" % (gid, h, mr.returncode, mr.stdout, mr.stderr[-300:]))
     join("h1-2", op="leave")
     time.sleep(0.3)
     tables = mfts(work, sock, switches)
     got = deliveries(nodes, tables, 0xC000, names["h0-1"])
     if got != {names["h1-0"]}:
         raise Failure("after h1-2 left, a packet from h0-1 reaches %s" % sorted(map(hex, got)))
-    print("multicast: joins from 3 hosts (+1 send-only) read back with ibroute -M reach exactly the "
-          "receivers; a leave prunes the tree")
+    print("multicast: joins from 3 hosts (+1 send-only), each read back with saquery MCMR --gid; the MFTs "
+          "read back with ibroute -M reach exactly the receivers; a leave prunes the tree")
 
 
 def trace_and_multipath(client, work, sock, sm_lid, ports, limited, outside, host_of):
