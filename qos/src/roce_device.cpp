@@ -85,7 +85,7 @@ SwitchConfig intend_switch(const RoceProfile& p, const RoceFabric* f, int device
     SwitchPort sp;
     sp.name = port.name;
     sp.trust = p.trust;
-    sp.dscp_tc = p.dscp_prio;
+    if (p.trust == Trust::kDscp) sp.dscp_tc = p.dscp_prio;  // under PCP trust, 802.1p picks the TC
     sp.tc_queue = p.prio_tc;
     sp.tc_pg = tc_pg;
     sp.pfc_queue = p.prio_tc;

@@ -619,7 +619,7 @@ Result<Parsed<SwitchConfig>> parse_nvue(std::string_view text, const std::string
     std::vector<std::string> w;
     for (std::string t; ls >> t;) w.push_back(t);
     if (w.empty() || w[0][0] == '#') {
-      if (line.starts_with("# weft roce render: switch ") && sw.device.empty()) {
+      if (line.starts_with("# weft roce render: switch ")) {  // the file's own name comes first
         std::istringstream hs(line.substr(27));
         hs >> sw.device;
       }
@@ -755,8 +755,8 @@ Result<Parsed<SwitchConfig>> parse_nvue(std::string_view text, const std::string
       return &it->second;
     };
     if (auto* m = pick(i.mapping, mappings, "qos mapping")) {
-      p.trust = m->trust;
-      p.dscp_tc = m->dscp;
+      p.trust = m->trust.value_or(Trust::kPcp);  // Cumulus trusts 802.1p unless told l3
+      if (p.trust == Trust::kDscp) p.dscp_tc = m->dscp;
     }
     if (auto* q = pick(i.queue_map, queue_maps, "egress-queue-mapping")) {
       p.tc_queue = *q;

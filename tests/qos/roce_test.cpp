@@ -482,6 +482,34 @@ TEST(RoceFormats, HostSnapshotRoundTrip) {
   EXPECT_TRUE(diff(want, back->config).empty()) << all(diff(want, back->config));
 }
 
+// The reference, PCP trust, lossy, and a moved RoCE priority: each renders and reads back.
+std::vector<RoceProfile> profiles() {
+  return {profile(), profile("trust: pcp\n"), profile("mode: lossy\n"),
+          profile("roce: {dscp: 24, priority: 4}\n")};
+}
+
+TEST(RoceFormats, EveryProfileRoundTripsThroughEveryFormat) {
+  const RoceFabric f = fabric();
+  for (const RoceProfile& p : profiles()) {
+    const SwitchConfig leaf = intend_switch(p, &f, f.device("leaf1"));
+    auto sonic = parse_sonic(render_sonic(leaf).dump(), "leaf1.json", "leaf1");
+    ASSERT_TRUE(sonic) << sonic.error().message;
+    EXPECT_TRUE(diff(leaf, sonic->config).empty()) << all(diff(leaf, sonic->config));
+    const SwitchConfig spine = intend_switch(p, &f, f.device("spine1"));
+    auto nvue = parse_nvue(render_nvue(spine), "spine1.nvue");
+    ASSERT_TRUE(nvue) << nvue.error().message;
+    EXPECT_TRUE(diff(spine, nvue->config).empty()) << all(diff(spine, nvue->config));
+    const HostConfig host = intend_host(p, &f, f.device("h1"), 0);
+    auto dcb = parse_dcb_script(render_dcb(host, "mlx5_0", 1), "h1.sh");
+    ASSERT_TRUE(dcb) << dcb.error().message;
+    EXPECT_TRUE(diff(host, dcb->config).empty()) << all(diff(host, dcb->config));
+    auto snap = parse_host_snapshot(render_host_snapshot(host).dump(), "h1.json");
+    ASSERT_TRUE(snap) << snap.error().message;
+    EXPECT_TRUE(diff(host, snap->config).empty()) << all(diff(host, snap->config));
+    EXPECT_EQ(errors(check(p, &f, intended(p, &f))), 0u) << all(check(p, &f, intended(p, &f)));
+  }
+}
+
 TEST(RoceFormats, SonicRoundTrip) {
   const RoceProfile p = profile();
   const RoceFabric f = fabric();
