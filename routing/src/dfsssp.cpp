@@ -220,18 +220,24 @@ Routed DfssspEngine::compute(const Fabric& f, const Options& o) const {
   };
   std::vector<uint32_t> hops(ns);
   std::vector<uint32_t> by_len(ns);
-  const auto& all_lids = st->owners;
+  // LIDs to try whole into layer 0: the CAs' first (they carry the traffic, and on
+  // trees their routes are up*/down*, so they fit together), then the switches'.
+  // Those that do not fit whole are layered path by path afterwards, so that one
+  // LID's awkward routes do not crowd the others out of layer 0.
+  std::vector<uint16_t> order;
+  for (int want_switch = 0; want_switch < 2; ++want_switch)
+    for (const LidOwner& ow : st->owners)
+      if (f.node(ow.node).is_switch() == bool(want_switch)) order.push_back(ow.lid.value);
+  std::vector<uint16_t> deferred;
   auto last_report = std::chrono::steady_clock::now();
-  for (size_t li = 0; li < all_lids.size(); ++li) {
-    const uint16_t lid = all_lids[li].lid.value;
-    if (o.progress && std::chrono::steady_clock::now() - last_report > std::chrono::seconds(5)) {
-      last_report = std::chrono::steady_clock::now();
-      o.progress("dfsssp: layering: " + std::to_string(li) + " of " +
-                 std::to_string(all_lids.size()) + " LIDs, " + std::to_string(layers.size()) +
-                 " VLs so far");
-    }
-    // First the whole in-tree into layer 0: on most fabrics most LIDs fit there, and
-    // one try per LID is far cheaper than one per path.
+  auto report = [&](const char* phase, size_t i, size_t n) {
+    if (!o.progress || std::chrono::steady_clock::now() - last_report < std::chrono::seconds(5))
+      return;
+    last_report = std::chrono::steady_clock::now();
+    o.progress("dfsssp: " + std::string(phase) + ": " + std::to_string(i) + " of " +
+               std::to_string(n) + " LIDs, " + std::to_string(layers.size()) + " VLs so far");
+  };
+  auto lid_deps = [&](uint16_t lid) {
     deps.clear();
     for (NodeIndex n : sw.nodes) {
       const uint32_t a = channel(n, lid);
@@ -239,12 +245,20 @@ Routed DfssspEngine::compute(const Fabric& f, const Options& o) const {
       const uint32_t b = channel(isl_peer[a], lid);
       if (b != ~0u) deps.emplace_back(a, b);
     }
+  };
+  for (size_t li = 0; li < order.size(); ++li) {
+    report("whole LIDs", li, order.size());
+    lid_deps(order[li]);
     if (deps.empty()) continue;
     if (layers.empty()) layers.emplace_back(initial, port_of);
-    if (try_layer(layers[0], kLongSearch)) {
-      ++whole;
-      continue;  // path_sl stays 0
-    }
+    if (try_layer(layers[0], kLongSearch))
+      ++whole;  // path_sl stays 0
+    else
+      deferred.push_back(order[li]);
+  }
+  for (size_t li = 0; li < deferred.size(); ++li) {
+    const uint16_t lid = deferred[li];
+    report("paths of the other LIDs", li, deferred.size());
     for (uint32_t s = 0; s < ns; ++s) {
       hops[s] = 0;
       uint32_t a = channel(sw.nodes[s], lid);
@@ -280,7 +294,8 @@ Routed DfssspEngine::compute(const Fabric& f, const Options& o) const {
   }
   out.vls = static_cast<uint8_t>(std::max<size_t>(1, layers.size()));
   out.notes.push_back("dfsssp: " + std::to_string(whole) + " LIDs whole on VL 0, then " +
-                      std::to_string(paths) + " paths one by one; " + std::to_string(int(out.vls)) +
+                      std::to_string(paths) + " paths of " + std::to_string(deferred.size()) +
+                      " LIDs one by one; " + std::to_string(int(out.vls)) +
                       " VLs, each acyclic; SL i must map to VL i on every port");
   return out;
 }
