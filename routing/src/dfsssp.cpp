@@ -256,9 +256,84 @@ Routed DfssspEngine::compute(const Fabric& f, const Options& o) const {
     else
       deferred.push_back(order[li]);
   }
+  // A deferred LID's routes form an in-tree toward it. Before its paths go one by one,
+  // whole branches of the tree are tried on the existing layers (a branch: every
+  // switch whose route passes one switch, with that switch's route on): most fit
+  // where their neighbours' routes already are, and one try places many paths.
+  std::vector<uint32_t> nxt(ns), kid_begin(ns + 1), kids, stack_sub;
+  std::vector<uint8_t> placed(ns);
+  size_t branches = 0;
+  auto branch_deps = [&](uint32_t r, uint16_t lid) {
+    deps.clear();
+    stack_sub.assign(1, r);
+    while (!stack_sub.empty()) {
+      const uint32_t u = stack_sub.back();
+      stack_sub.pop_back();
+      const uint32_t a = channel(sw.nodes[u], lid);
+      const uint32_t b = a == ~0u ? ~0u : channel(isl_peer[a], lid);
+      if (b != ~0u) deps.emplace_back(a, b);
+      for (uint32_t k = kid_begin[u]; k < kid_begin[u + 1]; ++k) stack_sub.push_back(kids[k]);
+    }
+    uint32_t a = channel(sw.nodes[nxt[r]], lid);  // r's route on, past its first hop
+    for (size_t hop = 0; a != ~0u && hop <= ns; ++hop) {
+      const uint32_t b = channel(isl_peer[a], lid);
+      if (b != ~0u) deps.emplace_back(a, b);
+      a = b;
+    }
+  };
+  auto mark_branch = [&](uint32_t r, uint16_t lid, uint8_t v) {
+    stack_sub.assign(1, r);
+    while (!stack_sub.empty()) {
+      const uint32_t u = stack_sub.back();
+      stack_sub.pop_back();
+      placed[u] = 1;
+      out.path_sl[sw.nodes[u]][lid] = v;
+      for (uint32_t k = kid_begin[u]; k < kid_begin[u + 1]; ++k) stack_sub.push_back(kids[k]);
+    }
+  };
+  // On small fabrics paths one by one are cheap and take the fewest VLs.
+  constexpr size_t kBranchWork = 250'000;  // deferred paths past which branches go first
+  const bool use_branches = ns * deferred.size() > kBranchWork;
   for (size_t li = 0; li < deferred.size(); ++li) {
     const uint16_t lid = deferred[li];
     report("paths of the other LIDs", li, deferred.size());
+    for (uint32_t s = 0; s < ns; ++s) {
+      const uint32_t a = channel(sw.nodes[s], lid);
+      nxt[s] = a == ~0u ? ~0u : sw.of_node[isl_peer[a]];
+    }
+    std::fill(kid_begin.begin(), kid_begin.end(), 0);
+    for (uint32_t s = 0; s < ns; ++s)
+      if (nxt[s] != ~0u) ++kid_begin[nxt[s] + 1];
+    for (uint32_t s = 0; s < ns; ++s) kid_begin[s + 1] += kid_begin[s];
+    kids.assign(kid_begin[ns], 0);
+    {
+      std::vector<uint32_t> fill(kid_begin.begin(), kid_begin.end() - 1);
+      for (uint32_t s = 0; s < ns; ++s)
+        if (nxt[s] != ~0u) kids[fill[nxt[s]]++] = s;
+    }
+    std::fill(placed.begin(), placed.end(), 0);
+    // Branches from the top down: a branch that fits nowhere is split into its own path
+    // (left to the path-by-path pass) and its children's branches.
+    std::vector<uint32_t> todo;
+    // The branches below the destination's neighbours (whose own one-hop paths have no
+    // dependency): whole branches one level higher take more VLs in the end.
+    for (uint32_t s = 0; s < ns && use_branches; ++s)
+      if (nxt[s] != ~0u && channel(sw.nodes[nxt[s]], lid) == ~0u)
+        for (uint32_t k = kid_begin[s]; k < kid_begin[s + 1]; ++k) todo.push_back(kids[k]);
+    while (!todo.empty()) {
+      const uint32_t r = todo.back();
+      todo.pop_back();
+      branch_deps(r, lid);
+      if (deps.empty()) continue;
+      size_t v = 0;
+      while (v < layers.size() && !try_layer(layers[v], kShortSearch)) ++v;
+      if (v < layers.size()) {
+        ++branches;
+        mark_branch(r, lid, static_cast<uint8_t>(v));
+        continue;
+      }
+      for (uint32_t k = kid_begin[r]; k < kid_begin[r + 1]; ++k) todo.push_back(kids[k]);
+    }
     for (uint32_t s = 0; s < ns; ++s) {
       hops[s] = 0;
       uint32_t a = channel(sw.nodes[s], lid);
@@ -269,6 +344,7 @@ Routed DfssspEngine::compute(const Fabric& f, const Options& o) const {
                      [&](uint32_t x, uint32_t y) { return hops[x] > hops[y]; });
     for (uint32_t s : by_len) {
       if (hops[s] < 2) break;  // one channel or none: no dependency
+      if (placed[s]) continue;
       deps.clear();
       uint32_t a = channel(sw.nodes[s], lid);
       for (size_t hop = 0; a != ~0u && hop <= ns; ++hop) {
@@ -293,9 +369,10 @@ Routed DfssspEngine::compute(const Fabric& f, const Options& o) const {
     }
   }
   out.vls = static_cast<uint8_t>(std::max<size_t>(1, layers.size()));
-  out.notes.push_back("dfsssp: " + std::to_string(whole) + " LIDs whole on VL 0, then " +
-                      std::to_string(paths) + " paths of " + std::to_string(deferred.size()) +
-                      " LIDs one by one; " + std::to_string(int(out.vls)) +
+  out.notes.push_back("dfsssp: " + std::to_string(whole) + " LIDs whole on VL 0; of the other " +
+                      std::to_string(deferred.size()) + ", " + std::to_string(branches) +
+                      " branches whole, then " + std::to_string(paths) + " paths one by one; " +
+                      std::to_string(int(out.vls)) +
                       " VLs, each acyclic; SL i must map to VL i on every port");
   return out;
 }
