@@ -205,7 +205,9 @@ Routed DfssspEngine::compute(const Fabric& f, const Options& o) const {
   uint64_t paths = 0, whole = 0;
   // Searches in a layer's order: short first for single paths (most of which fit where
   // their routes already are), long before a new layer is opened.
-  constexpr size_t kShortSearch = 512, kLongSearch = 1 << 14;
+  // Branches get a shorter search still: a branch refused early is split, not lost
+  // (on the radix-56 tree 192 against 512: 83 s against 111 s, 6 VLs both).
+  constexpr size_t kShortSearch = 512, kLongSearch = 1 << 14, kBranchSearch = 192;
   auto try_layer = [&](Layer& layer, size_t limit) {
     added.clear();
     for (auto [a, b] : deps) {
@@ -326,7 +328,7 @@ Routed DfssspEngine::compute(const Fabric& f, const Options& o) const {
       branch_deps(r, lid);
       if (deps.empty()) continue;
       size_t v = 0;
-      while (v < layers.size() && !try_layer(layers[v], kShortSearch)) ++v;
+      while (v < layers.size() && !try_layer(layers[v], kBranchSearch)) ++v;
       if (v < layers.size()) {
         ++branches;
         mark_branch(r, lid, static_cast<uint8_t>(v));
