@@ -131,7 +131,7 @@ Routed DfssspEngine::compute(const Fabric& f, const Options& o) const {
     return std::unexpected(st.error());
   }
   Tables out = std::move(st->tables);
-  detail::balanced_routes(f, st->sw, st->owners, out);
+  detail::balanced_routes(f, st->sw, st->owners, out, o.large_fabric);
   if (o.progress) o.progress("dfsssp: balanced routes computed; checking dependencies");
   if (channel_dependencies(f, out).acyclic) {
     out.notes.push_back("dfsssp: the balanced routes have no dependency cycle: 1 VL");
@@ -294,8 +294,7 @@ Routed DfssspEngine::compute(const Fabric& f, const Options& o) const {
     }
   };
   // On small fabrics paths one by one are cheap and take the fewest VLs.
-  constexpr size_t kBranchWork = 250'000;  // deferred paths past which branches go first
-  const bool use_branches = ns * deferred.size() > kBranchWork;
+  const bool use_branches = ns * deferred.size() > o.large_fabric / 80;  // deferred paths
   for (size_t li = 0; li < deferred.size(); ++li) {
     const uint16_t lid = deferred[li];
     report("paths of the other LIDs", li, deferred.size());

@@ -66,6 +66,10 @@ struct Options {
   uint8_t max_vls = 8;             // data VLs a layered engine may use
   bool adaptive = false;           // also compute adaptive-routing port groups (Tables::ar_*)
   std::optional<TorusSpec> torus;  // for dor
+  // Switches x LIDs past which dfsssp takes its large-fabric ways: one balancing pass
+  // (no rip-up), destinations balanced in pairs on two cores, routing-tree branches
+  // layered before single paths (past 1/80 of it in deferred paths).
+  size_t large_fabric = 20'000'000;
   // Called now and then by long computations with what they are at ("layering:
   // 12000 of 47824 LIDs, 2 VLs"); empty = silent.
   std::function<void(const std::string&)> progress;
