@@ -4,7 +4,7 @@
 set -euo pipefail
 PKGS=(build-essential cmake pkg-config libibumad-dev libibmad-dev libboost-dev
       libboost-graph-dev libboost-program-options-dev nlohmann-json3-dev libgtest-dev libgmock-dev
-      libyaml-cpp-dev libhiredis-dev ibsim-utils infiniband-diags iproute2 redis-server python3)
+      libyaml-dev libhiredis-dev ibsim-utils infiniband-diags iproute2 redis-server python3)
 [ "${1:-}" = "--bench" ] && PKGS+=(opensm)
 missing=()
 for p in "${PKGS[@]}"; do

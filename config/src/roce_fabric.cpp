@@ -67,7 +67,7 @@ namespace {
 
 constexpr size_t kMaxErrors = 50;
 
-bool read_asic(YamlReader& r, const YAML::Node& n, const std::string& what, AsicParams* a) {
+bool read_asic(YamlReader& r, const YNode& n, const std::string& what, AsicParams* a) {
   if (!r.keys(n, what,
               {"cell_size", "pipeline_latency", "mac_phy_delay", "peer_response_time",
                "lossless_mtu", "small_packet_percentage", "max_headroom"}))
@@ -94,20 +94,11 @@ bool read_asic(YamlReader& r, const YAML::Node& n, const std::string& what, Asic
 
 }  // namespace
 
-namespace {
-Result<RoceFabric> parse_roce_fabric_impl(std::string_view text, const std::string& source);
-}
-
 Result<RoceFabric> parse_roce_fabric(std::string_view text, const std::string& source) {
-  return yaml_guarded<RoceFabric>(source, [&] { return parse_roce_fabric_impl(text, source); });
-}
-
-namespace {
-Result<RoceFabric> parse_roce_fabric_impl(std::string_view text, const std::string& source) {
   YamlReader r(source);
   RoceFabric f;
   f.source = source;
-  const YAML::Node root = r.load(text);
+  const YNode root = r.load(text);
   if (!r.ok()) return fail(Errc::kInvalidInput, r.message());
   if (!root.IsMap())
     return fail(Errc::kInvalidInput,
@@ -116,18 +107,18 @@ Result<RoceFabric> parse_roce_fabric_impl(std::string_view text, const std::stri
     return fail(Errc::kInvalidInput, r.message());
 
   std::map<std::string, AsicParams> asics = builtin_asics();
-  if (auto n = root["asics"]) {
+  if (const auto& n = root["asics"]) {
     if (!n.IsMap())
       r.error(n, "asics: expected a mapping of name: parameters");
     else
-      for (const auto& kv : n) {
+      for (const auto& kv : n.map) {
         AsicParams a;
         a.name = kv.first.Scalar();
         if (read_asic(r, kv.second, "asics." + a.name, &a)) asics[a.name] = a;
       }
   }
   uint64_t dflt_speed = 100000, dflt_length = 3;
-  if (auto n = root["defaults"]; n && r.keys(n, "defaults", {"speed", "length"})) {
+  if (const auto& n = root["defaults"]; n && r.keys(n, "defaults", {"speed", "length"})) {
     if (n["speed"])
       r.unit(n["speed"], "defaults.speed", parse_speed_mbps, "a speed like 100G", 1, 1600000,
              &dflt_speed);
@@ -137,10 +128,10 @@ Result<RoceFabric> parse_roce_fabric_impl(std::string_view text, const std::stri
   }
 
   auto devices = [&](const char* key, DeviceKind kind) {
-    auto list = root[key];
+    const auto& list = root[key];
     if (!list) return;
     if (!list.IsSequence()) return r.error(list, std::string(key) + ": expected a list");
-    for (const auto& n : list) {
+    for (const auto& n : list.seq) {
       const std::string what = std::string(key) + " entry";
       if (!n.IsMap()) {
         r.error(n, what + ": expected a mapping {name: ...}");
@@ -170,7 +161,7 @@ Result<RoceFabric> parse_roce_fabric_impl(std::string_view text, const std::stri
       size_t idx = 0;
       if (n["os"] && r.choice(n["os"], d.name + ".os", {"sonic", "cumulus"}, &idx))
         d.os = static_cast<SwitchOs>(idx);
-      if (auto a = n["asic"]) {
+      if (const auto& a = n["asic"]) {
         std::string name;
         if (a.IsMap()) {
           d.asic.name = d.name;
@@ -188,12 +179,12 @@ Result<RoceFabric> parse_roce_fabric_impl(std::string_view text, const std::stri
         }
       }
       const int dev = f.add_device(std::move(d));
-      if (auto ports = n["ports"]) {
+      if (const auto& ports = n["ports"]) {
         if (!ports.IsSequence()) {
           r.error(ports, key + std::string(" ") + f.devices[dev].name + ".ports: expected a list");
           continue;
         }
-        for (const auto& p : ports) {
+        for (const auto& p : ports.seq) {
           std::string ifname, rdma;
           int64_t rport = 1;
           if (p.IsMap()) {
@@ -219,25 +210,28 @@ Result<RoceFabric> parse_roce_fabric_impl(std::string_view text, const std::stri
   devices("switches", DeviceKind::kSwitch);
   devices("hosts", DeviceKind::kHost);
 
-  if (auto list = root["links"]) {
+  if (const auto& list = root["links"]) {
     if (!list.IsSequence())
       r.error(list, "links: expected a list");
     else
-      for (const auto& n : list) {
-        YAML::Node a, b, speed, length;
+      for (const auto& n : list.seq) {
+        const YNode* a = &YNode::absent();
+        const YNode* b = a;
+        const YNode* speed = a;
+        const YNode* length = a;
         if (n.IsSequence()) {
           if (n.size() < 2 || n.size() > 4) {
             r.error(n,
                     "link: expected [A:PORT, B:PORT, SPEED, LENGTH] (speed and length optional)");
             continue;
           }
-          a = n[0], b = n[1];
-          if (n.size() > 2) speed = n[2];
-          if (n.size() > 3) length = n[3];
+          a = &n[size_t(0)], b = &n[size_t(1)];
+          if (n.size() > 2) speed = &n[size_t(2)];
+          if (n.size() > 3) length = &n[size_t(3)];
         } else if (n.IsMap()) {
           if (!r.keys(n, "link", {"a", "b", "speed", "length"})) continue;
-          a = n["a"], b = n["b"], speed = n["speed"], length = n["length"];
-          if (!a || !b) {
+          a = &n["a"], b = &n["b"], speed = &n["speed"], length = &n["length"];
+          if (!*a || !*b) {
             r.error(n, "link: a and b are required");
             continue;
           }
@@ -249,13 +243,13 @@ Result<RoceFabric> parse_roce_fabric_impl(std::string_view text, const std::stri
         bool good = true;
         for (int i = 0; i < 2; ++i) {
           std::string s;
-          if (!r.scalar(i ? b : a, "link end", &s)) {
+          if (!r.scalar(i ? *b : *a, "link end", &s)) {
             good = false;
             continue;
           }
           const size_t colon = s.rfind(':');
           if (colon == std::string::npos || colon == 0 || colon + 1 == s.size()) {
-            r.error(i ? b : a, "link end \"" + s + "\": expected DEVICE:PORT");
+            r.error(i ? *b : *a, "link end \"" + s + "\": expected DEVICE:PORT");
             good = false;
             continue;
           }
@@ -265,20 +259,20 @@ Result<RoceFabric> parse_roce_fabric_impl(std::string_view text, const std::stri
             std::vector<std::string> names;
             if (f.devices.size() < 5000)
               for (const auto& dv : f.devices) names.push_back(dv.name);
-            r.error(i ? b : a, "link end \"" + s + "\": no switch or host named \"" + dev + "\"" +
-                                   text::did_you_mean(dev, names));
+            r.error(i ? *b : *a, "link end \"" + s + "\": no switch or host named \"" + dev + "\"" +
+                                     text::did_you_mean(dev, names));
             good = false;
             continue;
           }
           ends[i] = {d, f.add_port(d, s.substr(colon + 1))};
         }
         uint64_t sp = dflt_speed, len = dflt_length;
-        if (speed && !speed.IsNull())
+        if (*speed && !speed->IsNull())
           good &=
-              r.unit(speed, "link speed", parse_speed_mbps, "a speed like 100G", 1, 1600000, &sp);
-        if (length && !length.IsNull())
+              r.unit(*speed, "link speed", parse_speed_mbps, "a speed like 100G", 1, 1600000, &sp);
+        if (*length && !length->IsNull())
           good &=
-              r.unit(length, "link length", parse_length_m, "a length like 3m", 0, 100000, &len);
+              r.unit(*length, "link length", parse_length_m, "a length like 3m", 0, 100000, &len);
         if (!good) continue;
         if (auto l = f.add_link(ends[0], ends[1], sp, len, r.line(n)); !l)
           r.error(n, l.error().message);
@@ -297,8 +291,6 @@ Result<RoceFabric> parse_roce_fabric_impl(std::string_view text, const std::stri
   }
   return f;
 }
-
-}  // namespace
 
 Result<RoceFabric> load_roce_fabric(const std::string& path) {
   auto text = read_text_file(path);

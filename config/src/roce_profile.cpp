@@ -128,10 +128,10 @@ bool parse_ms(std::string_view s, uint64_t* out) {
 namespace {
 
 // A set of priorities written as a list [3, 4] (or one number).
-bool priority_set(YamlReader& r, const YAML::Node& n, const std::string& what, uint8_t* mask) {
+bool priority_set(YamlReader& r, const YNode& n, const std::string& what, uint8_t* mask) {
   uint8_t m = 0;
   bool good = true;
-  auto one = [&](const YAML::Node& e) {
+  auto one = [&](const YNode& e) {
     int64_t p = 0;
     if (r.integer(e, what, 0, 7, &p))
       m |= static_cast<uint8_t>(1u << p);
@@ -139,7 +139,7 @@ bool priority_set(YamlReader& r, const YAML::Node& n, const std::string& what, u
       good = false;
   };
   if (n.IsSequence()) {
-    for (const auto& e : n) one(e);
+    for (const auto& e : n.seq) one(e);
   } else if (n.IsScalar()) {
     one(n);
   } else if (!n.IsNull()) {
@@ -152,13 +152,13 @@ bool priority_set(YamlReader& r, const YAML::Node& n, const std::string& what, u
 
 // A map {key: value} with integer keys lo..hi; `each` reads one value.
 template <class Each>
-void int_map(YamlReader& r, const YAML::Node& n, const std::string& what, int64_t lo, int64_t hi,
+void int_map(YamlReader& r, const YNode& n, const std::string& what, int64_t lo, int64_t hi,
              Each each) {
   if (!n.IsMap()) {
     r.error(n, what + ": expected a mapping");
     return;
   }
-  for (const auto& kv : n) {
+  for (const auto& kv : n.map) {
     int64_t k = 0;
     if (r.integer(kv.first, what + " key", lo, hi, &k)) each(static_cast<int>(k), kv.second);
   }
@@ -166,20 +166,11 @@ void int_map(YamlReader& r, const YAML::Node& n, const std::string& what, int64_
 
 }  // namespace
 
-namespace {
-Result<RoceProfile> parse_roce_profile_impl(std::string_view text, const std::string& source);
-}
-
 Result<RoceProfile> parse_roce_profile(std::string_view text, const std::string& source) {
-  return yaml_guarded<RoceProfile>(source, [&] { return parse_roce_profile_impl(text, source); });
-}
-
-namespace {
-Result<RoceProfile> parse_roce_profile_impl(std::string_view text, const std::string& source) {
   YamlReader r(source);
   RoceProfile p = default_roce_profile();
   p.source = source;
-  const YAML::Node root = r.load(text);
+  const YNode root = r.load(text);
   if (!r.ok()) return fail(Errc::kInvalidInput, r.message());
   if (root.IsNull()) return p;  // an empty file: the reference profile
   if (!root.IsMap())
@@ -188,16 +179,16 @@ Result<RoceProfile> parse_roce_profile_impl(std::string_view text, const std::st
          {"mode", "trust", "roce", "cnp", "dscp_to_priority", "priority_to_tc", "pfc",
           "pfc_watchdog", "ets", "ecn", "dcqcn", "mtu",
           "rdma_cm"});  // unknown keys are errors; the known ones are still read
-  for (const auto& kv : root) p.lines[kv.first.Scalar()] = r.line(kv.first);
+  for (const auto& kv : root.map) p.lines[kv.first.Scalar()] = r.line(kv.first);
 
   size_t idx = 0;
   int64_t v = 0;
-  if (auto n = root["mode"]; n && r.choice(n, "mode", {"lossless", "lossy"}, &idx))
+  if (const auto& n = root["mode"]; n && r.choice(n, "mode", {"lossless", "lossy"}, &idx))
     p.mode = static_cast<RoceMode>(idx);
-  if (auto n = root["trust"]; n && r.choice(n, "trust", {"dscp", "pcp"}, &idx))
+  if (const auto& n = root["trust"]; n && r.choice(n, "trust", {"dscp", "pcp"}, &idx))
     p.trust = static_cast<Trust>(idx);
   auto dscp_prio_pair = [&](const char* key, int* dscp, int* prio) {
-    auto n = root[key];
+    const auto& n = root[key];
     if (!n) return;
     if (!r.keys(n, key, {"dscp", "priority"})) return;
     if (n["dscp"] && r.integer(n["dscp"], std::string(key) + ".dscp", 0, 63, &v))
@@ -210,9 +201,9 @@ Result<RoceProfile> parse_roce_profile_impl(std::string_view text, const std::st
   dscp_prio_pair("roce", &p.roce_dscp, &p.roce_prio);
   dscp_prio_pair("cnp", &p.cnp_dscp, &p.cnp_prio);
 
-  if (auto n = root["dscp_to_priority"]) {
+  if (const auto& n = root["dscp_to_priority"]) {
     p.dscp_prio.fill(0);
-    int_map(r, n, "dscp_to_priority", 0, 63, [&](int d, const YAML::Node& val) {
+    int_map(r, n, "dscp_to_priority", 0, 63, [&](int d, const YNode& val) {
       if (r.integer(val, "dscp_to_priority[" + std::to_string(d) + "]", 0, 7, &v))
         p.dscp_prio[d] = static_cast<uint8_t>(v);
     });
@@ -222,7 +213,7 @@ Result<RoceProfile> parse_roce_profile_impl(std::string_view text, const std::st
     p.dscp_prio[p.roce_dscp] = static_cast<uint8_t>(p.roce_prio);
     p.dscp_prio[p.cnp_dscp] = static_cast<uint8_t>(p.cnp_prio);
   }
-  if (auto n = root["priority_to_tc"]) {
+  if (const auto& n = root["priority_to_tc"]) {
     p.prio_tc.fill(0);
     if (n.IsSequence()) {
       if (n.size() != 8)
@@ -232,7 +223,7 @@ Result<RoceProfile> parse_roce_profile_impl(std::string_view text, const std::st
         if (r.integer(n[i], "priority_to_tc[" + std::to_string(i) + "]", 0, 7, &v))
           p.prio_tc[i] = static_cast<uint8_t>(v);
     } else {
-      int_map(r, n, "priority_to_tc", 0, 7, [&](int pr, const YAML::Node& val) {
+      int_map(r, n, "priority_to_tc", 0, 7, [&](int pr, const YNode& val) {
         if (r.integer(val, "priority_to_tc[" + std::to_string(pr) + "]", 0, 7, &v))
           p.prio_tc[pr] = static_cast<uint8_t>(v);
       });
@@ -243,7 +234,7 @@ Result<RoceProfile> parse_roce_profile_impl(std::string_view text, const std::st
     p.prio_tc[p.cnp_prio] = static_cast<uint8_t>(p.cnp_prio);
   }
 
-  if (auto n = root["pfc"]) {
+  if (const auto& n = root["pfc"]) {
     if (r.keys(n, "pfc", {"priorities"}) && n["priorities"])
       priority_set(r, n["priorities"], "pfc.priorities", &p.pfc_mask);
   } else if (p.mode == RoceMode::kLossy) {
@@ -251,7 +242,7 @@ Result<RoceProfile> parse_roce_profile_impl(std::string_view text, const std::st
   } else {
     p.pfc_mask = static_cast<uint8_t>(1u << p.roce_prio);
   }
-  if (auto n = root["pfc_watchdog"];
+  if (const auto& n = root["pfc_watchdog"];
       n && r.keys(n, "pfc_watchdog", {"enable", "detection_time", "restoration_time", "action"})) {
     if (n["enable"]) r.boolean(n["enable"], "pfc_watchdog.enable", &p.watchdog.enable);
     uint64_t ms = 0;
@@ -265,9 +256,9 @@ Result<RoceProfile> parse_roce_profile_impl(std::string_view text, const std::st
         r.choice(n["action"], "pfc_watchdog.action", {"drop", "forward", "alert"}, &idx))
       p.watchdog.action = idx == 0 ? "drop" : idx == 1 ? "forward" : "alert";
   }
-  if (auto n = root["ets"]) {
+  if (const auto& n = root["ets"]) {
     p.ets.fill(EtsTc{});
-    int_map(r, n, "ets", 0, 7, [&](int tc, const YAML::Node& val) {
+    int_map(r, n, "ets", 0, 7, [&](int tc, const YNode& val) {
       const std::string what = "ets[" + std::to_string(tc) + "]";
       if (val.IsScalar() && val.Scalar() == "strict") {
         p.ets[tc] = {Tsa::kStrict, 0};
@@ -286,9 +277,9 @@ Result<RoceProfile> parse_roce_profile_impl(std::string_view text, const std::st
     p.ecn.clear();
     p.ecn[p.prio_tc[p.roce_prio]] = {150000, 1500000, 100};
   }
-  if (auto n = root["ecn"]) {
+  if (const auto& n = root["ecn"]) {
     p.ecn.clear();
-    int_map(r, n, "ecn", 0, 7, [&](int tc, const YAML::Node& val) {
+    int_map(r, n, "ecn", 0, 7, [&](int tc, const YNode& val) {
       const std::string what = "ecn[" + std::to_string(tc) + "]";
       if (!r.keys(val, what, {"min", "max", "probability"})) return;
       EcnThresholds t;
@@ -305,10 +296,10 @@ Result<RoceProfile> parse_roce_profile_impl(std::string_view text, const std::st
       if (good) p.ecn[tc] = t;
     });
   }
-  if (auto n = root["dcqcn"]; n && r.keys(n, "dcqcn", {"priorities", "rp", "np"})) {
+  if (const auto& n = root["dcqcn"]; n && r.keys(n, "dcqcn", {"priorities", "rp", "np"})) {
     if (n["priorities"]) priority_set(r, n["priorities"], "dcqcn.priorities", &p.dcqcn_mask);
     for (const char* side : {"rp", "np"}) {
-      auto s = n[side];
+      const auto& s = n[side];
       if (!s) continue;
       if (!s.IsMap()) {
         r.error(s, std::string("dcqcn.") + side + ": expected a mapping of knob: value");
@@ -317,7 +308,7 @@ Result<RoceProfile> parse_roce_profile_impl(std::string_view text, const std::st
       std::vector<std::string_view> names;
       for (const auto& k : dcqcn_knobs())
         if (k.rp == (side[0] == 'r')) names.push_back(k.name);
-      for (const auto& kv : s) {
+      for (const auto& kv : s.map) {
         const std::string k = kv.first.Scalar();
         const DcqcnKnob* knob = nullptr;
         for (const auto& kn : dcqcn_knobs())
@@ -336,8 +327,9 @@ Result<RoceProfile> parse_roce_profile_impl(std::string_view text, const std::st
   } else if (p.roce_prio != ref_roce_prio) {
     p.dcqcn_mask = static_cast<uint8_t>(1u << p.roce_prio);
   }
-  if (auto n = root["mtu"]; n && r.integer(n, "mtu", 1280, 9216, &v)) p.mtu = static_cast<int>(v);
-  if (auto n = root["rdma_cm"]; n && r.keys(n, "rdma_cm", {"tos", "roce_mode"})) {
+  if (const auto& n = root["mtu"]; n && r.integer(n, "mtu", 1280, 9216, &v))
+    p.mtu = static_cast<int>(v);
+  if (const auto& n = root["rdma_cm"]; n && r.keys(n, "rdma_cm", {"tos", "roce_mode"})) {
     if (n["tos"] && r.integer(n["tos"], "rdma_cm.tos", 0, 255, &v)) p.tos = static_cast<int>(v);
     if (n["roce_mode"]) {
       std::string s;
@@ -358,8 +350,6 @@ Result<RoceProfile> parse_roce_profile_impl(std::string_view text, const std::st
   if (!r.ok()) return fail(Errc::kInvalidInput, r.message());
   return p;
 }
-
-}  // namespace
 
 Result<RoceProfile> load_roce_profile(const std::string& path) {
   auto text = read_text_file(path);

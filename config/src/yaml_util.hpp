@@ -1,13 +1,11 @@
 // Reading YAML the admin wrote, with every mistake named by file:line (private to config/).
 //
 //   YamlReader r(source);
-//   YAML::Node root = r.load(text);            // a syntax error is recorded, root is null
+//   YNode root = r.load(text);            // a syntax error is recorded, root is null
 //   r.keys(root, "profile", {"mode", "trust"}); // unknown keys: errors with "did you mean"
 //   int64_t x; if (r.integer(root["mtu"], "mtu", 512, 9216, &x)) ...
 //   if (!r.ok()) return fail(Errc::kInvalidInput, r.message());
 #pragma once
-
-#include <yaml-cpp/yaml.h>
 
 #include <cstdint>
 #include <initializer_list>
@@ -17,6 +15,7 @@
 
 #include "text.hpp"
 #include "weft/result.hpp"
+#include "yaml_dom.hpp"
 
 namespace weft::config {
 
@@ -24,23 +23,21 @@ class YamlReader {
  public:
   explicit YamlReader(std::string source) : source_(std::move(source)) {}
 
-  YAML::Node load(std::string_view text) {
-    try {
-      return YAML::Load(std::string(text));
-    } catch (const YAML::Exception& e) {
-      error_at(e.mark.line + 1, "YAML syntax: " + e.msg);
-      return YAML::Node();
+  YNode load(std::string_view text) {
+    auto doc = parse_yaml(text, source_);
+    if (!doc) {
+      errors_.push_back(doc.error().message);
+      return YNode{};
     }
+    return std::move(*doc);
   }
 
-  int line(const YAML::Node& n) const { return n.IsDefined() ? n.Mark().line + 1 : 0; }
-  std::string at(const YAML::Node& n) const {
+  int line(const YNode& n) const { return n.IsDefined() ? n.line : 0; }
+  std::string at(const YNode& n) const {
     const int l = line(n);
     return l > 0 ? source_ + ":" + std::to_string(l) : source_;
   }
-  void error(const YAML::Node& n, const std::string& what) {
-    errors_.push_back(at(n) + ": " + what);
-  }
+  void error(const YNode& n, const std::string& what) { errors_.push_back(at(n) + ": " + what); }
   void error_at(int line, const std::string& what) {
     errors_.push_back(source_ + (line > 0 ? ":" + std::to_string(line) : "") + ": " + what);
   }
@@ -53,7 +50,7 @@ class YamlReader {
   const std::string& source() const { return source_; }
 
   // A mapping (or absent); every key must be one of `known`.
-  bool keys(const YAML::Node& map, const std::string& what,
+  bool keys(const YNode& map, const std::string& what,
             std::initializer_list<std::string_view> known) {
     if (!map.IsDefined() || map.IsNull()) return true;
     if (!map.IsMap()) {
@@ -61,7 +58,7 @@ class YamlReader {
       return false;
     }
     bool good = true;
-    for (const auto& kv : map) {
+    for (const auto& kv : map.map) {
       const std::string k = kv.first.Scalar();
       bool found = false;
       for (auto n : known) found = found || n == k;
@@ -73,7 +70,7 @@ class YamlReader {
     return good;
   }
 
-  bool scalar(const YAML::Node& n, const std::string& what, std::string* out) {
+  bool scalar(const YNode& n, const std::string& what, std::string* out) {
     if (!n.IsScalar()) {
       error(n, what + ": expected a single value");
       return false;
@@ -82,7 +79,7 @@ class YamlReader {
     return true;
   }
 
-  bool integer(const YAML::Node& n, const std::string& what, int64_t lo, int64_t hi, int64_t* out) {
+  bool integer(const YNode& n, const std::string& what, int64_t lo, int64_t hi, int64_t* out) {
     std::string s;
     if (!scalar(n, what, &s)) return false;
     uint64_t u = 0;
@@ -100,7 +97,7 @@ class YamlReader {
     return true;
   }
 
-  bool boolean(const YAML::Node& n, const std::string& what, bool* out) {
+  bool boolean(const YNode& n, const std::string& what, bool* out) {
     std::string s;
     if (!scalar(n, what, &s)) return false;
     if (s == "true" || s == "on" || s == "yes") return *out = true, true;
@@ -111,8 +108,8 @@ class YamlReader {
 
   // A value parsed by `parse` (parse_bytes, parse_speed_mbps, ...), within lo..hi.
   template <class Parse>
-  bool unit(const YAML::Node& n, const std::string& what, Parse parse, const char* expected,
-            uint64_t lo, uint64_t hi, uint64_t* out) {
+  bool unit(const YNode& n, const std::string& what, Parse parse, const char* expected, uint64_t lo,
+            uint64_t hi, uint64_t* out) {
     std::string s;
     if (!scalar(n, what, &s)) return false;
     uint64_t v = 0;
@@ -129,7 +126,7 @@ class YamlReader {
   }
 
   // One of `choices`.
-  bool choice(const YAML::Node& n, const std::string& what,
+  bool choice(const YNode& n, const std::string& what,
               std::initializer_list<std::string_view> choices, size_t* index) {
     std::string s;
     if (!scalar(n, what, &s)) return false;
@@ -148,18 +145,5 @@ class YamlReader {
   std::string source_;
   std::vector<std::string> errors_;
 };
-
-// Runs `parse`. yaml-cpp throws on shapes its accessors do not expect (a list where a
-// mapping was asked for, ...): each comes back as an error at its line, never let out.
-template <class T, class Parse>
-Result<T> yaml_guarded(const std::string& source, Parse&& parse) {
-  try {
-    return parse();
-  } catch (const YAML::Exception& e) {
-    const std::string at =
-        e.mark.is_null() ? source : source + ":" + std::to_string(e.mark.line + 1);
-    return fail(Errc::kInvalidInput, at + ": unexpected YAML structure: " + e.msg);
-  }
-}
 
 }  // namespace weft::config

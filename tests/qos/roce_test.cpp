@@ -171,6 +171,22 @@ TEST(RoceProfile, ProfileMistakesAreFindingsAtTheirLine) {
   EXPECT_EQ(sum[0].observed, "90");
 }
 
+TEST(RoceProfile, AliasesExpandWithinABound) {
+  // Anchors and aliases work; a "billion laughs" document is refused, not built.
+  const RoceProfile p = profile("pfc: {priorities: &prio [4]}\ndcqcn: {priorities: *prio}\n");
+  EXPECT_EQ(p.pfc_mask, 1 << 4);
+  EXPECT_EQ(p.dcqcn_mask, 1 << 4);
+  std::string bomb = "a: &a [1, 1, 1, 1, 1, 1, 1, 1, 1, 1]\n";
+  for (char c = 'b'; c <= 'h'; ++c) {
+    bomb += std::string(1, c) + ": &" + c + " [";
+    for (int i = 0; i < 10; ++i) bomb += std::string(i ? ", *" : "*") + char(c - 1);
+    bomb += "]\n";
+  }
+  auto r = config::parse_roce_profile(bomb, "bomb.yaml");
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message.find("aliases expand past"), std::string::npos) << r.error().message;
+}
+
 TEST(RoceProfile, UnitParsers) {
   uint64_t x = 0;
   EXPECT_TRUE(config::parse_bytes("1.5MB", &x));
