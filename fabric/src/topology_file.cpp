@@ -186,9 +186,14 @@ class Parser {
       if (auto rg = take_paren_guid(s); !rg) return err(line, "bad (remote port GUID)");
     }
     // options: w=N s=N
-    std::istringstream opts{std::string(s)};
-    std::string tok;
-    while (opts >> tok) {
+    // (split by hand: an istringstream per port line cost a fifth of reading a large file)
+    for (size_t at = 0; at < s.size();) {
+      while (at < s.size() && std::isspace(static_cast<unsigned char>(s[at]))) ++at;
+      if (at == s.size()) break;
+      size_t end = at;
+      while (end < s.size() && !std::isspace(static_cast<unsigned char>(s[end]))) ++end;
+      const std::string tok(s.substr(at, end - at));
+      at = end;
       auto eq = tok.find('=');
       if (eq == std::string::npos || eq == 0)
         return err(line, "unexpected \"" + tok + "\" in a port line (options are w=N and s=N)");
