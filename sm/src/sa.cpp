@@ -1213,8 +1213,21 @@ void service_request(const Query& q, Answer& a, uint8_t method,
                      std::vector<SaAgent::Service>& services) {
   using Service = SaAgent::Service;
   std::erase_if(services, [&](const Service& sv) { return sv.expires_s <= q.ctx.now_s; });
+  // Partitions: a requester sees, registers and removes only services in a partition
+  // its port is in (as OpenSM checks). A requester the SA cannot place is not limited.
+  const auto requester = q.idx.at(q.ctx.requester.value);
+  auto shares = [&](const uint8_t* rec) {
+    if (!requester) return true;
+    const uint16_t k = be16(rec + 24) & 0x7fff;
+    const auto& mine = q.ctx.snap->partitions.pkeys;
+    if (requester->first >= mine.size() || requester->second >= mine[requester->first].size())
+      return true;
+    const auto& keys = mine[requester->first][requester->second];
+    return std::any_of(keys.begin(), keys.end(), [&](uint16_t m) { return (m & 0x7fff) == k; });
+  };
   if (method != kMethodSet && method != kMethodDelete) {
-    for (const auto& sv : services) add(a, service_record(), sv.rec.data(), q);
+    for (const auto& sv : services)
+      if (shares(sv.rec.data())) add(a, service_record(), sv.rec.data(), q);
     return;
   }
   if (!bit(q.mask, 0) || !bit(q.mask, 1)) {
@@ -1228,6 +1241,10 @@ void service_request(const Query& q, Answer& a, uint8_t method,
   Service sv;
   std::copy(q.rec, q.rec + kServiceRecordSize, sv.rec.begin());
   if (!bit(q.mask, 2)) put16(sv.rec.data() + 24, 0xffff);  // no P_Key named: the default
+  if (!shares(sv.rec.data())) {
+    a.status = kSaStatusReqInvalid;  // a partition the requester's port is not in
+    return;
+  }
   auto it = std::find_if(services.begin(), services.end(), [&](const Service& o) {
     return same_service(o.rec.data(), sv.rec.data());
   });

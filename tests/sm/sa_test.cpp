@@ -636,6 +636,44 @@ TEST(Sa, ServicesRegisterWithALeaseAndGo) {
             kSaStatusInvalidGid);
 }
 
+TEST(Sa, ServicesStayInsideTheirPartition) {
+  Fixture probe("ft2:leaves=2,spines=1,hosts=2");
+  const auto c = probe.cas();
+  // Storage: c[1] full, c[2] limited; c[3] is only in Default.
+  const std::string parts =
+      "Default=0x7fff : ALL, SELF=full ;\nStorage=0x8002 : " + c[1].guid.str() + "=full, " +
+      c[2].guid.str() + " ;\n";
+  Fixture fx("ft2:leaves=2,spines=1,hosts=2", parts);
+  SaAgent sa;
+  auto as = [&](size_t who) {
+    SaContext ctx = fx.ctx();
+    ctx.requester = Lid{c[who].lid};
+    return ctx;
+  };
+  auto svc = [&](uint8_t method, uint16_t pkey) {
+    return request(method, kSaServiceRecord, bit(0) | bit(1) | bit(2), [&](uint8_t* r) {
+      put64(r, 0x5000);
+      put64(r + 8, kDefaultSubnetPrefix);
+      put64(r + 16, c[1].guid.value);
+      put16(r + 24, pkey);
+      r[28] = r[29] = r[30] = r[31] = 0xff;
+    });
+  };
+  // An outsider cannot register in Storage; a member can.
+  EXPECT_EQ(decode(sa.answer(svc(kMethodSet, 0x8002), as(3))).status, kSaStatusReqInvalid);
+  ASSERT_EQ(decode(sa.answer(svc(kMethodSet, 0x8002), as(1))).status, 0);
+  // Members (full or limited) see it; the outsider does not.
+  auto table = [&](size_t who) {
+    return decode(sa.answer(request(kMethodGetTable, kSaServiceRecord, 0), as(who))).records.size();
+  };
+  EXPECT_EQ(table(1), 1u);
+  EXPECT_EQ(table(2), 1u);
+  EXPECT_EQ(table(3), 0u);
+  // Nor may the outsider delete it.
+  EXPECT_EQ(decode(sa.answer(svc(kMethodDelete, 0x8002), as(3))).status, kSaStatusReqInvalid);
+  EXPECT_EQ(table(1), 1u);
+}
+
 TEST(Sa, SubscribersGetReportsOfPortsLeavingAndGroupsComing) {
   Fixture fx("ft2:leaves=2,spines=1,hosts=2");
   const auto c = fx.cas();
