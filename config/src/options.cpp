@@ -402,9 +402,8 @@ Result<void> load_text(std::string_view text, const std::string& source, Values&
 }
 
 Result<void> load_file(const std::string& path, Values& v) {
-  auto text = read_text_file(path);
-  if (!text) return std::unexpected(text.error());
-  return load_text(*text, path, v);
+  return parse_text_file(
+      path, [&](std::string_view t, const std::string& src) { return load_text(t, src, v); });
 }
 
 Result<std::array<uint8_t, 16>> parse_sl2vl(std::string_view s) {

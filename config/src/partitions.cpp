@@ -398,9 +398,8 @@ Result<PartitionPolicy> parse_partitions(std::string_view text, const std::strin
 }
 
 Result<PartitionPolicy> load_partitions(const std::string& path) {
-  auto text = read_text_file(path);
-  if (!text) return std::unexpected(text.error());
-  return parse_partitions(*text, path);
+  return parse_text_file(
+      path, [](std::string_view t, const std::string& src) { return parse_partitions(t, src); });
 }
 
 }  // namespace weft::config

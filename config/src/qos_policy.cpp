@@ -369,9 +369,8 @@ Result<QosPolicy> parse_qos_policy(std::string_view text, const std::string& sou
 }
 
 Result<QosPolicy> load_qos_policy(const std::string& path) {
-  auto text = read_text_file(path);
-  if (!text) return std::unexpected(text.error());
-  return parse_qos_policy(*text, path);
+  return parse_text_file(
+      path, [](std::string_view t, const std::string& src) { return parse_qos_policy(t, src); });
 }
 
 }  // namespace weft::config

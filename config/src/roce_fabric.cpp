@@ -293,9 +293,8 @@ Result<RoceFabric> parse_roce_fabric(std::string_view text, const std::string& s
 }
 
 Result<RoceFabric> load_roce_fabric(const std::string& path) {
-  auto text = read_text_file(path);
-  if (!text) return std::unexpected(text.error());
-  return parse_roce_fabric(*text, path);
+  return parse_text_file(
+      path, [](std::string_view t, const std::string& src) { return parse_roce_fabric(t, src); });
 }
 
 }  // namespace weft::config

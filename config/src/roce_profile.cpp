@@ -352,9 +352,8 @@ Result<RoceProfile> parse_roce_profile(std::string_view text, const std::string&
 }
 
 Result<RoceProfile> load_roce_profile(const std::string& path) {
-  auto text = read_text_file(path);
-  if (!text) return std::unexpected(text.error());
-  return parse_roce_profile(*text, path);
+  return parse_text_file(
+      path, [](std::string_view t, const std::string& src) { return parse_roce_profile(t, src); });
 }
 
 }  // namespace weft::config

@@ -474,9 +474,9 @@ Result<Fabric> parse_topology(std::string_view text, const std::string& source,
 }
 
 Result<Fabric> read_topology_file(const std::string& path, TopologyFormat format) {
-  auto text = read_text_file(path);
-  if (!text) return std::unexpected(text.error());
-  return parse_topology(*text, path, format);
+  return parse_text_file(path, [&](std::string_view t, const std::string& src) {
+    return parse_topology(t, src, format);
+  });
 }
 
 std::string write_netfile(const Fabric& f) {

@@ -2,11 +2,13 @@
 //
 //   auto text = weft::read_text_file("/etc/opensm/partitions.conf");
 //   if (!text) return std::unexpected(text.error());   // "PATH: cannot open for reading"
+//   return weft::parse_text_file(path, [](std::string_view t, const std::string& src) { ... });
 #pragma once
 
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <string_view>
 
 #include "weft/result.hpp"
 
@@ -19,6 +21,15 @@ inline Result<std::string> read_text_file(const std::string& path) {
   ss << in.rdbuf();
   if (in.bad()) return fail(Errc::kIo, path + ": read error");
   return ss.str();
+}
+
+// `parse(text, path)` on the file's contents, or the error reading it.
+template <class Parse>
+auto parse_text_file(const std::string& path, Parse&& parse)
+    -> decltype(parse(std::string_view{}, path)) {
+  auto text = read_text_file(path);
+  if (!text) return std::unexpected(text.error());
+  return parse(*text, path);
 }
 
 }  // namespace weft
