@@ -450,46 +450,21 @@ std::vector<Finding> check_buffer_dependencies(const RoceProfile& p, const RoceF
       if (tier[t] < 0) tier[t] = tier[s] + 1, q.push_back(t);
   }
 
+  // Neighbours flat, for the per-destination passes.
+  std::vector<int> off(n + 1, 0), nb;
+  for (int s = 0; s < n; ++s) off[s + 1] = off[s] + static_cast<int>(adj[s].size());
+  nb.reserve(static_cast<size_t>(off[n]));
+  for (int s = 0; s < n; ++s) nb.insert(nb.end(), adj[s].begin(), adj[s].end());
+
   std::vector<int> dist(n), order;
   std::vector<char> active(n);
   std::vector<int> dests;
   for (int s = 0; s < n; ++s)
     if (leaf[s]) dests.push_back(s);
-  // For each destination: its shortest-path DAG, the switches traffic from hosts crosses,
-  // and each switch's used turns (in-neighbour u, out-neighbour v).
+  // For each destination: its shortest-path DAG, farthest switches first, marking the
+  // switches traffic from hosts crosses (a leaf, or fed by one farther away); on_switch(s)
+  // sees each of them, when its in-neighbours are marked.
   auto walk = [&](int d, auto&& on_switch) {
-    std::fill(dist.begin(), dist.end(), -1);
-    order.clear();
-    dist[d] = 0;
-    order.push_back(d);
-    for (size_t i = 0; i < order.size(); ++i)
-      for (int t : adj[order[i]])
-        if (dist[t] < 0) dist[t] = dist[order[i]] + 1, order.push_back(t);
-    std::fill(active.begin(), active.end(), 0);
-    for (auto it = order.rbegin(); it != order.rend(); ++it) {
-      const int s = *it;
-      if (leaf[s] && s != d) active[s] = 1;
-      if (!active[s]) {
-        for (int u : adj[s])
-          if (active[u] && dist[u] == dist[s] + 1) {
-            active[s] = 1;
-            break;
-          }
-      }
-      if (active[s] && s != d) on_switch(s);
-    }
-  };
-  // The fast proof: one pass per destination over a flat adjacency, looking for a switch
-  // that some route enters going down and leaves going up.
-  std::vector<int> off(n + 1, 0), nb;
-  for (int s = 0; s < n; ++s) off[s + 1] = off[s] + static_cast<int>(adj[s].size());
-  nb.reserve(static_cast<size_t>(off[n]));
-  for (int s = 0; s < n; ++s) nb.insert(nb.end(), adj[s].begin(), adj[s].end());
-  std::vector<int64_t> rank(n);
-  for (int s = 0; s < n; ++s) rank[s] = static_cast<int64_t>(tier[s]) * n + s;
-  size_t violations = 0;
-  std::string example;
-  for (int d : dests) {
     std::fill(dist.begin(), dist.end(), -1);
     order.clear();
     dist[d] = 0;
@@ -501,23 +476,31 @@ std::vector<Finding> check_buffer_dependencies(const RoceProfile& p, const RoceF
     }
     for (auto it = order.rbegin(); it != order.rend(); ++it) {
       const int s = *it;
-      bool act = leaf[s] && s != d, down_in = false, up_out = false;
+      bool act = leaf[s] && s != d;
+      for (int k = off[s]; k < off[s + 1] && !act; ++k)
+        act = active[nb[k]] && dist[nb[k]] == dist[s] + 1;
+      active[s] = act;
+      if (act && s != d) on_switch(s);
+    }
+  };
+  // The fast proof: a switch that some route enters going down and leaves going up.
+  std::vector<int64_t> rank(n);
+  for (int s = 0; s < n; ++s) rank[s] = static_cast<int64_t>(tier[s]) * n + s;
+  size_t violations = 0;
+  std::string example;
+  for (int d : dests)
+    walk(d, [&](int s) {
+      bool down_in = false, up_out = false;
       for (int k = off[s]; k < off[s + 1]; ++k) {
         const int t = nb[k];
-        if (dist[t] == dist[s] + 1 && active[t]) {
-          act = true;
-          down_in |= rank[t] > rank[s];
-        } else if (dist[t] == dist[s] - 1) {
-          up_out |= rank[t] > rank[s];
-        }
+        if (dist[t] == dist[s] + 1 && active[t]) down_in |= rank[t] > rank[s];
+        if (dist[t] == dist[s] - 1) up_out |= rank[t] > rank[s];
       }
-      active[s] = act;
-      if (act && down_in && up_out && s != d) {
+      if (down_in && up_out) {
         if (!violations) example = f.devices[dev_of[s]].name;
         ++violations;
       }
-    }
-  }
+    });
   if (!violations) return out;
 
   // Some routes turn down then up: build the channel dependency graph and search it.
@@ -533,11 +516,12 @@ std::vector<Finding> check_buffer_dependencies(const RoceProfile& p, const RoceF
     if (too_big) break;
     walk(d, [&](int s) {
       if (too_big) return;
-      for (int u : adj[s]) {
+      for (int i = off[s]; i < off[s + 1]; ++i) {
+        const int u = nb[i];
         if (!active[u] || dist[u] != dist[s] + 1) continue;
         const int in = chan.at(key(u, s));
-        for (int v : adj[s])
-          if (dist[v] == dist[s] - 1) turns.push_back(key(in, chan.at(key(s, v))));
+        for (int k = off[s]; k < off[s + 1]; ++k)
+          if (dist[nb[k]] == dist[s] - 1) turns.push_back(key(in, chan.at(key(s, nb[k]))));
       }
       if (turns.size() > kMaxTurns) {
         std::sort(turns.begin(), turns.end());
