@@ -248,6 +248,14 @@ Routed DfssspEngine::compute(const Fabric& f, const Options& o) const {
       if (b != ~0u) deps.emplace_back(a, b);
     }
   };
+  // Appends the dependencies of a route from channel `a` on: each channel and the next.
+  auto route_deps = [&](uint32_t a, uint16_t lid) {
+    for (size_t hop = 0; a != ~0u && hop <= ns; ++hop) {
+      const uint32_t b = channel(isl_peer[a], lid);
+      if (b != ~0u) deps.emplace_back(a, b);
+      a = b;
+    }
+  };
   for (size_t li = 0; li < order.size(); ++li) {
     report("whole LIDs", li, order.size());
     lid_deps(order[li]);
@@ -276,12 +284,7 @@ Routed DfssspEngine::compute(const Fabric& f, const Options& o) const {
       if (b != ~0u) deps.emplace_back(a, b);
       for (uint32_t k = kid_begin[u]; k < kid_begin[u + 1]; ++k) stack_sub.push_back(kids[k]);
     }
-    uint32_t a = channel(sw.nodes[nxt[r]], lid);  // r's route on, past its first hop
-    for (size_t hop = 0; a != ~0u && hop <= ns; ++hop) {
-      const uint32_t b = channel(isl_peer[a], lid);
-      if (b != ~0u) deps.emplace_back(a, b);
-      a = b;
-    }
+    route_deps(channel(sw.nodes[nxt[r]], lid), lid);  // r's route on, past its first hop
   };
   auto mark_branch = [&](uint32_t r, uint16_t lid, uint8_t v) {
     stack_sub.assign(1, r);
@@ -347,12 +350,7 @@ Routed DfssspEngine::compute(const Fabric& f, const Options& o) const {
       if (hops[s] < 2) break;  // one channel or none: no dependency
       if (placed[s]) continue;
       deps.clear();
-      uint32_t a = channel(sw.nodes[s], lid);
-      for (size_t hop = 0; a != ~0u && hop <= ns; ++hop) {
-        const uint32_t b = channel(isl_peer[a], lid);
-        if (b != ~0u) deps.emplace_back(a, b);
-        a = b;
-      }
+      route_deps(channel(sw.nodes[s], lid), lid);
       ++paths;
       size_t v = 0;
       while (v < layers.size() && !try_layer(layers[v], kShortSearch)) ++v;
