@@ -122,9 +122,10 @@ class Background:
         return False
 
 
-def run(cmd, workdir, sock, timeout=240, preload=True, check=True):
+def run(cmd, workdir, sock, timeout=240, preload=True, check=True, env=None):
+    """`env`: more variables for this run (SIM_HOST picks the node a client attaches to)."""
     # An ASan build must not insist on being first in the preload list.
-    env = dict(os.environ, IBSIM_SOCKNAME=sock, ASAN_OPTIONS=ASAN_OPTIONS)
+    env = dict(os.environ, IBSIM_SOCKNAME=sock, ASAN_OPTIONS=ASAN_OPTIONS, **(env or {}))
     if preload:
         env["LD_PRELOAD"] = UMAD2SIM
     p = subprocess.run(cmd, cwd=workdir, env=env, capture_output=True, text=True, timeout=timeout)

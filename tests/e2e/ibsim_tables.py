@@ -38,7 +38,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from ibsim_bringup import ASAN_OPTIONS, UMAD2SIM, Background, Failure, Ibsim, parse_ibnetdiscover, run  # noqa: E402
+from ibsim_bringup import Background, Failure, Ibsim, parse_ibnetdiscover, run  # noqa: E402
 
 CA_SL2VL = [0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 15]
 SWE_SL2VL = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15]
@@ -173,10 +173,7 @@ def multicast_checks(client, work, sock, nodes):
         raise Failure("hosts not found by name: %s" % names)
 
     def join(host, op="join", state="full"):
-        env_sock = dict(os.environ, SIM_HOST=host)
-        r = subprocess.run([client, op, bcast, state], cwd=work, capture_output=True, text=True, timeout=30,
-                           env=dict(env_sock, IBSIM_SOCKNAME=sock, LD_PRELOAD=UMAD2SIM,
-                                    ASAN_OPTIONS=ASAN_OPTIONS))
+        r = run([client, op, bcast, state], work, sock, timeout=30, check=False, env={"SIM_HOST": host})
         if r.returncode != 0 or "status 0x0000 mlid 0xc000" not in r.stdout:
             raise Failure("%s %s from %s: rc %d %s %s" % (op, bcast, host, r.returncode, r.stdout, r.stderr[-300:]))
 
@@ -221,18 +218,16 @@ def trace_and_multipath(client, work, sock, sm_lid, ports, limited, outside, hos
         tr = run(["ibtracert", str(sm_lid), str(lid)], work, sock, check=False)
         if tr.returncode != 0 or not re.search(r"To ca .*lid %d-%d" % (lid, lid), tr.stdout):
             raise Failure("ibtracert %d %d: rc %d\n%s%s" % (sm_lid, lid, tr.returncode, tr.stdout, tr.stderr[-300:]))
-    env = dict(os.environ, IBSIM_SOCKNAME=sock, LD_PRELOAD=UMAD2SIM, ASAN_OPTIONS=ASAN_OPTIONS)
     # Two records: umad2sim hands over the first RMPP segment only, and of an answer
     # ibsim carries no more than 224 bytes (a third record arrives cut; seen here).
     others = [(g, l) for g, l in ports if l != sm_lid][:2]
-    r = subprocess.run([client, "multipath", "1"] + ["0x%016x" % g for g, _ in others], cwd=work,
-                       capture_output=True, text=True, timeout=30, env=env)
+    r = run([client, "multipath", "1"] + ["0x%016x" % g for g, _ in others], work, sock, timeout=30, check=False)
     got = re.findall(r"slid (\d+) dlid (\d+)", r.stdout)
     want = [(str(sm_lid), str(l)) for _, l in others]
     if r.returncode != 0 or "method 0x94" not in r.stdout or got != want:
         raise Failure("MultiPathRecord from the SM's port: rc %d, %s (want %s)\n%s" % (r.returncode, got, want, r.stderr[-3000:]))
-    r2 = subprocess.run([client, "multipath", "1", "0x%016x" % outside[0]], cwd=work, capture_output=True, text=True,
-                        timeout=30, env=dict(env, SIM_HOST=host_of[limited[1]]))
+    r2 = run([client, "multipath", "1", "0x%016x" % outside[0]], work, sock, timeout=30, check=False,
+             env={"SIM_HOST": host_of[limited[1]]})
     if r2.returncode != 0 or re.search(r"slid \d+", r2.stdout):
         raise Failure("MultiPathRecord between two limited members: rc %d\n%s%s" % (r2.returncode, r2.stdout, r2.stderr[-300:]))
     if "status 0x0000 method 0x94" not in r2.stdout:
