@@ -139,12 +139,108 @@ RouteMetrics analyze(const Fabric& f, const Tables& t) {
   return m;
 }
 
+namespace {
+
+// Single-VL dependencies among the channels whose two ends are both kept (`keep`,
+// per node; every switch when empty), deduplicated, into adj[0]: channel (n, p)
+// depends on (m, q) exactly when n sends some LID in use over p to m and m sends it
+// on over q (every switch is a source).
+void single_vl_dependencies(const Fabric& f, const Tables& t, const detail::Channels& ch,
+                            const std::vector<NodeIndex>& switches,
+                            const std::vector<uint8_t>& keep, const std::vector<LidOwner>& owners,
+                            std::vector<std::vector<uint32_t>>& adj, CdgReport& rep) {
+  const auto& base = ch.base;
+  const auto& isl_peer = ch.isl_peer;
+  auto kept = [&](NodeIndex n) { return keep.empty() || keep[n]; };
+  std::vector<uint8_t> in_use(size_t(t.top_lid) + 1, 0);
+  for (const LidOwner& o : owners)
+    if (o.lid.value < in_use.size()) in_use[o.lid.value] = 1;
+  std::vector<std::array<uint64_t, 4>> next(base.back(), std::array<uint64_t, 4>{});
+  // Row pointers, so the inner loop reads no vector headers; a switch left out has
+  // none, so nothing is routed into it.
+  std::vector<const PortNum*> rowp(f.size(), nullptr);
+  std::vector<size_t> rown(f.size(), 0);
+  for (NodeIndex n : switches)
+    if (kept(n)) rowp[n] = t.lft[n].data(), rown[n] = t.lft[n].size();
+  // Each switch owns its channels' masks of next ports; rows in parallel, in blocks
+  // of LIDs, so that the neighbours' rows a switch reads stay in cache while the
+  // switches around it (which share those neighbours) read them too. Next ports that
+  // are no inter-switch link are dropped afterwards, not here.
+  constexpr size_t kBlock = 4096;
+  for (size_t first = 1; first < in_use.size(); first += kBlock)
+    detail::parallel_for(switches.size(), [&](size_t i) {
+      const NodeIndex n = switches[i];
+      const PortNum* row = rowp[n];
+      if (!row) return;
+      const uint32_t b0 = base[n], nports = base[n + 1] - base[n];
+      const size_t end = std::min({rown[n], in_use.size(), first + kBlock});
+      for (size_t lid = first; lid < end; ++lid) {
+        const PortNum p = row[lid];
+        if (p >= nports || !in_use[lid]) continue;  // drop (0xFF) or no such port
+        const NodeIndex m = isl_peer[b0 + p];
+        if (m == fabric::kNoNode || rown[m] <= lid) continue;
+        const PortNum q = rowp[m][lid];
+        next[b0 + p][q >> 6] |= uint64_t(1) << (q & 63);
+      }
+    });
+  for (uint32_t a = 0; a < next.size(); ++a) {
+    if (isl_peer[a] == fabric::kNoNode) continue;
+    const NodeIndex m = isl_peer[a];
+    const uint32_t mb = base[m];
+    for (unsigned w = 0; w < 4; ++w)
+      for (uint64_t bits = next[a][w]; bits; bits &= bits - 1) {
+        const uint32_t q = w * 64 + static_cast<uint32_t>(__builtin_ctzll(bits));
+        if (q == 0 || mb + q >= base[m + 1] || isl_peer[mb + q] == fabric::kNoNode ||
+            !kept(isl_peer[mb + q]))
+          continue;
+        adj[a].push_back(mb + q);
+        ++rep.dependencies;
+      }
+  }
+}
+
+// Iterative DFS for a cycle per VL (0 new, 1 on the stack, 2 done); fills the
+// report's acyclic, cyclic_vl and cycle_length.
+void find_cycle(const std::vector<std::vector<std::vector<uint32_t>>>& adj, CdgReport& rep) {
+  std::vector<uint8_t> state;
+  std::vector<std::pair<uint32_t, size_t>> stack;
+  for (uint32_t v = 0; v < adj.size() && rep.acyclic; ++v) {
+    const auto& g = adj[v];
+    state.assign(g.size(), 0);
+    for (uint32_t s0 = 0; s0 < g.size() && rep.acyclic; ++s0) {
+      if (state[s0] || g[s0].empty()) continue;
+      stack.assign(1, {s0, 0});
+      state[s0] = 1;
+      while (!stack.empty() && rep.acyclic) {
+        auto& [x, i] = stack.back();
+        if (i < g[x].size()) {
+          const uint32_t w = g[x][i++];
+          if (state[w] == 1) {
+            rep.acyclic = false;
+            rep.cyclic_vl = static_cast<int>(v);
+            size_t len = 1;
+            for (auto it = stack.rbegin(); it != stack.rend() && it->first != w; ++it) ++len;
+            rep.cycle_length = len;
+          } else if (state[w] == 0) {
+            state[w] = 1;
+            stack.emplace_back(w, 0);
+          }
+        } else {
+          state[x] = 2;
+          stack.pop_back();
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
 CdgReport channel_dependencies(const Fabric& f, const Tables& t) {
   CdgReport rep;
   // Channel ids: one per (node, port); only inter-switch links carry dependencies.
   const detail::Channels ch = detail::channels(f);
   const auto& base = ch.base;
-  const auto& isl_peer = ch.isl_peer;
   auto is_isl = [&](NodeIndex n, PortNum p) { return ch.isl(n, p) != ~0u; };
   const detail::Switches sw = detail::index_switches(f);
   const bool layered = !t.path_sl.empty();
@@ -161,51 +257,7 @@ CdgReport channel_dependencies(const Fabric& f, const Tables& t) {
     if (std::find(out.begin(), out.end(), b) == out.end()) out.push_back(b), ++rep.dependencies;
   };
   const auto owners = lid_owners(f);
-  if (!layered) {
-    // One VL and destination-based tables: every switch is a source, so channel (n, p)
-    // depends on (m, q) exactly when n sends some LID in use over p to m and m sends
-    // it on over q. Row by row in parallel; each switch owns its channels' masks of
-    // next ports.
-    std::vector<uint8_t> in_use(size_t(t.top_lid) + 1, 0);
-    for (const LidOwner& o : owners)
-      if (o.lid.value < in_use.size()) in_use[o.lid.value] = 1;
-    std::vector<std::array<uint64_t, 4>> next(base.back(), std::array<uint64_t, 4>{});
-    // Row pointers, so the inner loop reads no vector headers.
-    std::vector<const PortNum*> rowp(f.size(), nullptr);
-    std::vector<size_t> rown(f.size(), 0);
-    for (NodeIndex n : sw.nodes) rowp[n] = t.lft[n].data(), rown[n] = t.lft[n].size();
-    // In blocks of LIDs, so that the neighbours' rows a switch reads stay in cache
-    // while the switches around it (which share those neighbours) read them too. Next
-    // ports that are no inter-switch link are dropped afterwards, not here.
-    constexpr size_t kBlock = 4096;
-    for (size_t first = 1; first < in_use.size(); first += kBlock)
-      detail::parallel_for(sw.nodes.size(), [&](size_t i) {
-        const NodeIndex n = sw.nodes[i];
-        const PortNum* row = rowp[n];
-        const uint32_t b0 = base[n], nports = base[n + 1] - base[n];
-        const size_t end = std::min({rown[n], in_use.size(), first + kBlock});
-        for (size_t lid = first; lid < end; ++lid) {
-          const PortNum p = row[lid];
-          if (p >= nports || !in_use[lid]) continue;  // drop (0xFF) or no such port
-          const NodeIndex m = isl_peer[b0 + p];
-          if (m == fabric::kNoNode || rown[m] <= lid) continue;
-          const PortNum q = rowp[m][lid];
-          next[b0 + p][q >> 6] |= uint64_t(1) << (q & 63);
-        }
-      });
-    for (uint32_t a = 0; a < next.size(); ++a) {
-      if (isl_peer[a] == fabric::kNoNode) continue;
-      const NodeIndex m = isl_peer[a];
-      const uint32_t mb = base[m];
-      for (unsigned w = 0; w < 4; ++w)
-        for (uint64_t bits = next[a][w]; bits; bits &= bits - 1) {
-          const uint32_t q = w * 64 + static_cast<uint32_t>(__builtin_ctzll(bits));
-          if (q == 0 || mb + q >= base[m + 1] || isl_peer[mb + q] == fabric::kNoNode) continue;
-          adj[0][a].push_back(mb + q);
-          ++rep.dependencies;
-        }
-    }
-  }
+  if (!layered) single_vl_dependencies(f, t, ch, sw.nodes, {}, owners, adj[0], rep);
   // Layered tables: per destination and VL, paths are walked from every switch; a
   // walk stops at a switch an earlier walk on the same VL passed, whose onward path
   // is recorded.
@@ -235,37 +287,56 @@ CdgReport channel_dependencies(const Fabric& f, const Tables& t) {
   }
   for (NodeIndex n = 0; n < f.size(); ++n)
     for (const auto& p : f.node(n).ports) rep.channels += is_isl(n, p.num);
-  // Iterative DFS for a cycle per VL: 0 new, 1 on the stack, 2 done.
-  std::vector<uint8_t> state;
-  std::vector<std::pair<uint32_t, size_t>> stack;
-  for (uint32_t v = 0; v < vls && rep.acyclic; ++v) {
-    const auto& g = adj[v];
-    state.assign(g.size(), 0);
-    for (uint32_t s0 = 0; s0 < g.size() && rep.acyclic; ++s0) {
-      if (state[s0] || g[s0].empty()) continue;
-      stack.assign(1, {s0, 0});
-      state[s0] = 1;
-      while (!stack.empty() && rep.acyclic) {
-        auto& [x, i] = stack.back();
-        if (i < g[x].size()) {
-          const uint32_t w = g[x][i++];
-          if (state[w] == 1) {
-            rep.acyclic = false;
-            rep.cyclic_vl = static_cast<int>(v);
-            size_t len = 1;
-            for (auto it = stack.rbegin(); it != stack.rend() && it->first != w; ++it) ++len;
-            rep.cycle_length = len;
-          } else if (state[w] == 0) {
-            state[w] = 1;
-            stack.emplace_back(w, 0);
-          }
-        } else {
-          state[x] = 2;
-          stack.pop_back();
-        }
-      }
+  find_cycle(adj, rep);
+  return rep;
+}
+
+CdgReport updown_dependencies(const Fabric& f, const Tables& t, const std::vector<uint32_t>& height,
+                              const std::vector<uint16_t>& turning) {
+  if (!t.path_sl.empty() || height.size() != f.size()) return channel_dependencies(f, t);
+  const detail::Channels ch = detail::channels(f);
+  const detail::Switches sw = detail::index_switches(f);
+  auto up = [&](NodeIndex a, NodeIndex b) { return height[b] > height[a]; };
+  // The order argument needs every link to lead up one way and down the other.
+  for (NodeIndex n : sw.nodes)
+    for (uint32_t c = ch.base[n]; c < ch.base[n + 1]; ++c)
+      if (ch.isl_peer[c] != fabric::kNoNode && height[ch.isl_peer[c]] == height[n])
+        return channel_dependencies(f, t);
+  // The switches where a route to a turning LID arrives going down and leaves going up.
+  std::vector<std::vector<NodeIndex>> found(sw.nodes.size());
+  detail::parallel_for(sw.nodes.size(), [&](size_t i) {
+    const NodeIndex w = sw.nodes[i];
+    const auto& row = t.lft[w];
+    for (const uint16_t lid : turning) {
+      if (lid >= row.size()) continue;
+      const uint32_t c = ch.isl(w, row[lid]);
+      if (c == ~0u) continue;
+      const NodeIndex m = ch.isl_peer[c];
+      if (up(w, m) || t.lft[m].size() <= lid) continue;
+      const uint32_t d = ch.isl(m, t.lft[m][lid]);
+      if (d != ~0u && up(m, ch.isl_peer[d])) found[i].push_back(m);
     }
-  }
+  });
+  // They and every switch above them: all a cycle can pass.
+  std::vector<uint8_t> keep(f.size(), 0);
+  std::vector<NodeIndex> q;
+  for (const auto& at : found)
+    for (const NodeIndex m : at)
+      if (!keep[m]) keep[m] = 1, q.push_back(m);
+  for (size_t i = 0; i < q.size(); ++i)
+    for (uint32_t c = ch.base[q[i]]; c < ch.base[q[i] + 1]; ++c) {
+      const NodeIndex m = ch.isl_peer[c];
+      if (m != fabric::kNoNode && up(q[i], m) && !keep[m]) keep[m] = 1, q.push_back(m);
+    }
+  CdgReport rep;
+  if (q.empty()) return rep;  // no turn: every dependency follows the order
+  for (const NodeIndex n : q)
+    for (uint32_t c = ch.base[n]; c < ch.base[n + 1]; ++c)
+      rep.channels += ch.isl_peer[c] != fabric::kNoNode && keep[ch.isl_peer[c]];
+  std::vector<std::vector<std::vector<uint32_t>>> adj(
+      1, std::vector<std::vector<uint32_t>>(ch.count()));
+  single_vl_dependencies(f, t, ch, q, keep, lid_owners(f), adj[0], rep);
+  find_cycle(adj, rep);
   return rep;
 }
 

@@ -392,12 +392,21 @@ Routed FatTreeEngine::compute(const Fabric& f, const Options& o) const {
           if (pl.turn[s] == which) out.path_sl[sw.nodes[s]][d.lid] = 1;
       }
     };
-    while (!channel_dependencies(f, out).acyclic) {
+    // Up-then-down routes follow the levels, so a cycle needs a turning route and
+    // stays above its turn: the first check searches only there.
+    std::vector<uint32_t> height(f.size(), 0);
+    for (uint32_t s = 0; s < ns; ++s) height[sw.nodes[s]] = level[s];
+    std::vector<uint16_t> turning;
+    for (const Dest& d : dests)
+      if (plans[d.plan].turns || plans[d.plan].detours) turning.push_back(d.lid);
+    bool acyclic = updown_dependencies(f, out, height, turning).acyclic;
+    while (!acyclic) {
       if (on_sl1 == 2)
         return refuse(Refusal::kTopology,
                       "ftree: degraded fat tree: the paths of switches without an up-then-down "
                       "path close a dependency cycle even on a VL of their own");
       move(++on_sl1 == 1 ? kWhereMet : kAtTurnLeaf);
+      acyclic = channel_dependencies(f, out).acyclic;
     }
   }
   if (!out.path_sl.empty()) {

@@ -160,6 +160,66 @@ TEST(Cdg, MinHopOnATorusHasACycleAndTheCheckFindsIt) {
   EXPECT_GE(cdg.cycle_length, 4u);
 }
 
+// The up/down shortcut must agree with the full check whenever its promise holds,
+// which it always does when every LID may turn: any heights, any tables.
+TEST(Cdg, UpDownCheckAgreesWithTheFullCheck) {
+  size_t cyclic = 0, acyclic = 0;
+  for (const std::string spec :
+       {"torus:dims=5x5,hosts=1", "mesh:dims=4x4,hosts=1",
+        "ft3:pods=3,leaves=2,aggs=2,hosts=2,cores=2", "random:switches=20,degree=4,hosts=2,seed=4",
+        "dragonfly:groups=4,routers=3,hosts=1"}) {
+    Fabric f = with_lids(spec);
+    std::vector<uint16_t> all;
+    for (const LidOwner& o : lid_owners(f)) all.push_back(o.lid.value);
+    for (const std::string engine : {"minhop", "updn"}) {
+      const Tables t = weft::testing::routed(f, engine);
+      const CdgReport full = channel_dependencies(f, t);
+      for (uint64_t seed = 1; seed <= 4; ++seed) {
+        // Distinct heights in a seeded order.
+        std::vector<uint32_t> height(f.size());
+        for (NodeIndex n = 0; n < f.size(); ++n) height[n] = n;
+        uint64_t x = seed;
+        for (size_t i = height.size() - 1; i > 0; --i) {
+          x = x * 6364136223846793005ull + 1442695040888963407ull;
+          std::swap(height[i], height[(x >> 33) % (i + 1)]);
+        }
+        const CdgReport part = updown_dependencies(f, t, height, all);
+        EXPECT_EQ(part.acyclic, full.acyclic) << spec << " " << engine << " seed " << seed;
+        EXPECT_LE(part.channels, full.channels);
+        ++(full.acyclic ? acyclic : cyclic);
+      }
+    }
+  }
+  EXPECT_GT(cyclic, 0u);  // both answers were put to the test
+  EXPECT_GT(acyclic, 0u);
+}
+
+// Where only some LIDs may turn, the search covers only what lies above their turns.
+TEST(Cdg, UpDownCheckSearchesAboveTheTurnsOnly) {
+  Fabric f = with_lids("ft3:pods=4,leaves=3,aggs=3,hosts=2,cores=3");
+  const Tables t = weft::testing::routed(f, "ftree");
+  // Heights: levels (leaves 0, aggregation 1, cores 2), as ftree routes.
+  std::vector<uint32_t> height(f.size(), 0);
+  for (NodeIndex n = 0; n < f.size(); ++n) {
+    const std::string& name = f.node(n).name;
+    height[n] = name.starts_with("core") ? 2 : name.starts_with("agg") ? 1 : 0;
+  }
+  const CdgReport full = channel_dependencies(f, t);
+  ASSERT_TRUE(full.acyclic);
+  // CA LIDs only: no route to them turns, nothing to search.
+  std::vector<uint16_t> cas, switches;
+  for (const LidOwner& o : lid_owners(f))
+    (f.node(o.node).is_switch() ? switches : cas).push_back(o.lid.value);
+  const CdgReport none = updown_dependencies(f, t, height, cas);
+  EXPECT_TRUE(none.acyclic);
+  EXPECT_EQ(none.channels, 0u);
+  // Switch LIDs turn (aggregation switch to aggregation switch): a smaller part.
+  const CdgReport some = updown_dependencies(f, t, height, switches);
+  EXPECT_TRUE(some.acyclic);
+  EXPECT_GT(some.channels, 0u);
+  EXPECT_LT(some.channels, full.channels);
+}
+
 TEST(UpDown, GivenRootsAreUsedOrRefusedClearly) {
   Fabric f = with_lids("ft2:leaves=4,spines=2,hosts=1");
   Options o;

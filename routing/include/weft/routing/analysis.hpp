@@ -45,6 +45,21 @@ struct CdgReport {
 };
 CdgReport channel_dependencies(const fabric::Fabric& f, const Tables& t);
 
+// channel_dependencies, exact and cheaper, for single-VL tables that route
+// up*/down*: `height` (per node) orders the switches, a link leading up toward the
+// greater height (no link may join equal heights), and a route leaves a switch going
+// up only if it did not arrive going down, except the routes to the LIDs in
+// `turning`, which may turn anywhere. Every dependency that does not turn from down
+// to up follows one order of the channels (up channels by rising head, then down
+// channels by falling head), so a cycle passes a turn; from one turn to the next it
+// climbs, then descends, so it stays among the switches where routes to `turning`
+// turn and the switches above them. Only their channels are built and searched, and
+// `channels` and `dependencies` count that part. Layered tables, and heights that
+// break the promise on some link, get the full check.
+CdgReport updown_dependencies(const fabric::Fabric& f, const Tables& t,
+                              const std::vector<uint32_t>& height,
+                              const std::vector<uint16_t>& turning);
+
 // Flow-level grades under traffic patterns among CA ports (one flow per source
 // and destination; a flow's path follows the tables from the source's switch).
 //  - Effective bisection bandwidth (the ORCS method, Hoefler et al.): random
