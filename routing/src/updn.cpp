@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <deque>
 #include <limits>
+#include <map>
 
 #include "parallel.hpp"
 #include "switch_graph.hpp"
@@ -23,10 +24,23 @@ Routed UpDownEngine::compute(const Fabric& f, const Options& o) const {
   auto& [sw, owners, out] = *st;
   const size_t ns = sw.nodes.size();
   if (ns == 0) return std::move(out);
+  // Switch links, in port order (which decides ties), flat: switch s's are
+  // [link_begin[s], link_begin[s + 1]).
+  struct Link {
+    uint32_t to;
+    PortNum port, back;
+  };
+  std::vector<Link> links;
+  std::vector<uint32_t> link_begin(ns + 1, 0);
   std::vector<std::vector<uint32_t>> nbrs(ns);
-  for (uint32_t s = 0; s < ns; ++s)
+  for (uint32_t s = 0; s < ns; ++s) {
     for (const auto& p : f.node(sw.nodes[s]).ports)
-      if (p.num && p.linked() && f.node(p.peer).is_switch()) nbrs[s].push_back(sw.of_node[p.peer]);
+      if (p.num && p.linked() && f.node(p.peer).is_switch()) {
+        nbrs[s].push_back(sw.of_node[p.peer]);
+        links.push_back({sw.of_node[p.peer], p.num, p.peer_port});
+      }
+    link_begin[s + 1] = static_cast<uint32_t>(links.size());
+  }
   // Hops from a set of switches, by one BFS.
   auto hops_from = [&](const std::vector<uint32_t>& from) {
     std::vector<uint32_t> h(ns, kInf);
@@ -105,12 +119,17 @@ Routed UpDownEngine::compute(const Fabric& f, const Options& o) const {
     });
   }
 
+  std::vector<uint32_t> height;  // per node, of the last route()'s order
+  // Per group: the switches (of its part of the fabric) the last route() left without
+  // an up*down* path to it, in switch order.
+  std::vector<std::vector<uint32_t>> unrouted(groups.size());
   // Routes every LID into `tables` with the given roots; returns the number of
   // (switch, LID) pairs left without an up*down* path and one example.
   // `only_without_cas`: set to whether every pair left without a path starts at a
   // switch without CAs.
   auto route = [&](const std::vector<uint32_t>& root_set, Tables& tables, std::string& example,
                    bool* only_without_cas = nullptr) -> size_t {
+    for (auto& u : unrouted) u.clear();
     const std::vector<uint32_t> rank = hops_from(root_set);
     // A strict order on switches; a link is "up" toward the lesser end. dnup reverses it.
     auto before = [&](uint32_t a, uint32_t b) {
@@ -123,6 +142,8 @@ Routed UpDownEngine::compute(const Fabric& f, const Options& o) const {
     std::vector<uint32_t> topo(ns);
     for (uint32_t s = 0; s < ns; ++s) topo[s] = s;
     std::sort(topo.begin(), topo.end(), before);
+    height.assign(f.size(), 0);  // up leads to the greater height
+    for (uint32_t i = 0; i < ns; ++i) height[sw.nodes[topo[i]]] = static_cast<uint32_t>(ns - i);
     struct Hop {
       PortNum port;
       uint32_t to;
@@ -145,6 +166,7 @@ Routed UpDownEngine::compute(const Fabric& f, const Options& o) const {
     constexpr size_t kChunk = 64;
     std::vector<std::vector<uint32_t>> down_dist(kChunk, std::vector<uint32_t>(ns)),
         cost(kChunk, std::vector<uint32_t>(ns));
+    std::vector<uint8_t> miss(kChunk * ns);  // [group in chunk][switch]: left without a path
     for (size_t g0 = 0; g0 < groups.size(); g0 += kChunk) {
       const size_t g1 = std::min(groups.size(), g0 + kChunk);
       detail::parallel_for(
@@ -195,6 +217,7 @@ Routed UpDownEngine::compute(const Fabric& f, const Options& o) const {
           }
           if (n == 0) {
             if (part[s] == part[g.t]) {
+              miss[k * ns + s] = 1;
               missing[s] += g.lids.size();
               first_missing[s] = std::min<uint32_t>(first_missing[s], uint32_t(g0 + k));
             }
@@ -212,6 +235,9 @@ Routed UpDownEngine::compute(const Fabric& f, const Options& o) const {
           }
         }
       });
+      for (size_t k = 0; k < g1 - g0; ++k)
+        for (uint32_t s = 0; s < ns; ++s)
+          if (miss[k * ns + s]) unrouted[g0 + k].push_back(s), miss[k * ns + s] = 0;
     }
     size_t unreachable = 0;
     uint32_t ex_group = kInf, ex_switch = 0;
@@ -245,15 +271,18 @@ Routed UpDownEngine::compute(const Fabric& f, const Options& o) const {
     // Typically a tree's top switches toward each other's LIDs: no CA traffic starts
     // there, and no route leads there. Route them by a shortest way into the routed
     // switches, and keep the roots when the dependency graph stays acyclic.
+    // Groups left with the same switches unrouted get the same bridge: it is computed
+    // once per distinct set (on a 3-level tree once per aggregation index, not once per
+    // aggregation switch).
     std::vector<size_t> todo;
+    std::map<std::vector<uint32_t>, size_t> set_of;
+    std::vector<std::vector<size_t>> sharing;  // per distinct set: its groups
     for (size_t g = 0; g < groups.size(); ++g) {
-      const auto& row0 = groups[g].lids.front().first;
-      for (uint32_t s = 0; s < ns; ++s)
-        if (s != groups[g].t && part[s] == part[groups[g].t] &&
-            out.lft[sw.nodes[s]][row0] == kDropPort) {
-          todo.push_back(g);
-          break;
-        }
+      if (unrouted[g].empty()) continue;
+      todo.push_back(g);
+      auto [it, fresh] = set_of.emplace(unrouted[g], sharing.size());
+      if (fresh) sharing.emplace_back();
+      sharing[it->second].push_back(g);
     }
     // As ftree does: first through unrouted switches only, to one turn switch (the
     // first with CAs), so that most turns are at one place; then the rest from the
@@ -267,23 +296,27 @@ Routed UpDownEngine::compute(const Fabric& f, const Options& o) const {
                      [&](uint32_t a, uint32_t b) { return from_turn[a] < from_turn[b]; });
     for (uint32_t i = 0; i < ns; ++i) rank_near[near[i]] = i;
     detail::parallel_for(
-        todo.size(),
+        sharing.size(),
         [&](size_t i) {
-          const Group& g = groups[todo[i]];
-          const uint16_t lid0 = g.lids.front().first;
-          std::vector<uint8_t> routed(ns, 0);
-          for (uint32_t s = 0; s < ns; ++s)
-            routed[s] = s == g.t || out.lft[sw.nodes[s]][lid0] != kDropPort;
+          // Switches of other parts count as routed: no link leads there.
+          std::vector<uint8_t> routed(ns, 1);
+          for (uint32_t s : unrouted[sharing[i].front()]) routed[s] = 0;
           const auto hops = detail::bridge(routed, turn, rank_near, [&](uint32_t s, auto&& fn) {
-            for (const auto& p : f.node(sw.nodes[s]).ports)
-              if (p.num && p.linked() && f.node(p.peer).is_switch())
-                fn(sw.of_node[p.peer], p.num, p.peer_port);
+            for (uint32_t l = link_begin[s]; l < link_begin[s + 1]; ++l)
+              fn(links[l].to, links[l].port, links[l].back);
           });
-          for (const detail::BridgeHop& h : hops)
-            for (auto [lid, exit] : g.lids) out.lft[sw.nodes[h.sw]][lid] = h.port;
+          for (const size_t g : sharing[i])
+            for (const detail::BridgeHop& h : hops) {
+              auto& row = out.lft[sw.nodes[h.sw]];
+              for (auto [lid, exit] : groups[g].lids) row[lid] = h.port;
+            }
         },
         1);
-    if (channel_dependencies(f, out).acyclic) {
+    // The up*down* routes follow the order; only routes to bridged LIDs turn.
+    std::vector<uint16_t> turning;
+    for (size_t g : todo)
+      for (auto [lid, exit] : groups[g].lids) turning.push_back(lid);
+    if (updown_dependencies(f, out, height, turning).acyclic) {
       out.notes.push_back(std::string(name()) + ": " + std::to_string(roots.size()) + " root(s); " +
                           why +
                           ", all from switches without CAs: they take a shortest way into the "
