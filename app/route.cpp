@@ -229,7 +229,9 @@ int cmd_route(int argc, char** argv) {
       std::to_string(fab->num_endpoints()) + " CAs in " + std::to_string(int(ms_since(t_load))) +
       " ms");
   sm::Guid2Lid fresh;  // offline: LIDs as a first bring-up would give them
+  const auto t_lids = std::chrono::steady_clock::now();
   if (auto r = sm::assign_lids(*fab, fresh, 0); !r) return die(r.error().message, 1);
+  say("LIDs assigned in " + std::to_string(int(ms_since(t_lids))) + " ms");
 
   routing::Options ro;
   const unsigned max_vls = vm["max-vls"].as<unsigned>();

@@ -101,6 +101,12 @@ class Fabric {
  public:
   // Adds a node; fails if its GUID is already present. `ports` is sized from num_ports.
   Result<NodeIndex> add_node(Node n);
+  // Room for `nodes` nodes, so that adding them moves and rehashes nothing.
+  void reserve(size_t nodes) {
+    nodes_.reserve(nodes);
+    by_guid_.reserve(nodes);
+    by_name_.reserve(nodes);
+  }
   // Connects two ports; fails on a bad index/port or a port that is already linked
   // (to anything other than exactly this peer).
   Result<void> connect(NodeIndex a, PortNum pa, NodeIndex b, PortNum pb);
