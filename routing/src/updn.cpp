@@ -155,8 +155,9 @@ Routed UpDownEngine::compute(const Fabric& f, const Options& o) const {
         const uint32_t n = sw.of_node[p.peer];
         (up(s, n) ? ups[s] : downs[s]).push_back({p.num, n});
       }
-    // Per switch, per port: routes weighted by the switch's sources, the balance.
-    std::vector<std::vector<uint64_t>> used(ns);
+    // Per switch, per port: LIDs routed there, the balance. (Each counts the switch's
+    // sources, the same for all its ports, so plain counts compare the same.)
+    std::vector<std::vector<uint32_t>> used(ns);
     for (uint32_t s = 0; s < ns; ++s) used[s].assign(f.node(sw.nodes[s]).ports.size(), 0);
     std::vector<uint64_t> missing(ns, 0);
     std::vector<uint32_t> first_missing(ns, kInf);  // (group index) of a switch's first
@@ -197,41 +198,47 @@ Routed UpDownEngine::compute(const Fabric& f, const Options& o) const {
           1);
       detail::parallel_for(ns, [&](size_t si) {
         const auto s = static_cast<uint32_t>(si);
-        auto& row = tables.lft[sw.nodes[s]];
+        // Raw pointers: the byte stores into the row could alias any vector's insides,
+        // which would be reloaded after each one.
+        PortNum* const row = tables.lft[sw.nodes[s]].data();
+        uint32_t* const cnt = used[s].data();
         PortNum cand[256];
         for (size_t k = 0; k < g1 - g0; ++k) {
           const Group& g = groups[g0 + k];
+          const auto* const lids = g.lids.data();
+          const size_t nl = g.lids.size();
           if (s == g.t) {
-            for (auto [lid, exit] : g.lids) row[lid] = exit;
+            for (size_t i = 0; i < nl; ++i) row[lids[i].first] = lids[i].second;
             continue;
           }
-          const auto& dd = down_dist[k];
-          const auto& c = cost[k];
-          size_t n = 0;
+          const uint32_t* const dd = down_dist[k].data();
+          const uint32_t* const c = cost[k].data();
+          // The candidates, and the least used of them (the first, on a tie).
+          size_t n = 0, start = 0;
+          uint32_t least = kInf;
+          auto take = [&](PortNum port) {
+            if (cnt[port] < least) least = cnt[port], start = n;
+            cand[n++] = port;
+          };
           if (dd[s] != kInf) {
             for (const Hop& h : downs[s])
-              if (dd[h.to] + 1 == dd[s]) cand[n++] = h.port;
+              if (dd[h.to] + 1 == dd[s]) take(h.port);
           } else if (c[s] != kInf) {
             for (const Hop& h : ups[s])
-              if (c[h.to] + 1 == c[s]) cand[n++] = h.port;
+              if (c[h.to] + 1 == c[s]) take(h.port);
           }
           if (n == 0) {
             if (part[s] == part[g.t]) {
               miss[k * ns + s] = 1;
-              missing[s] += g.lids.size();
+              missing[s] += nl;
               first_missing[s] = std::min<uint32_t>(first_missing[s], uint32_t(g0 + k));
             }
             continue;
           }
           // The group's LIDs round robin over the candidates, from the least used.
-          size_t start = 0;
-          for (size_t i = 1; i < n; ++i)
-            if (used[s][cand[i]] < used[s][cand[start]]) start = i;
-          auto& u = used[s];
-          const uint64_t w = sw.sources[s];
-          for (size_t i = 0, c = start; i < g.lids.size(); ++i, c = c + 1 == n ? 0 : c + 1) {
-            row[g.lids[i].first] = cand[c];
-            u[cand[c]] += w;
+          for (size_t i = 0, j = start; i < nl; ++i, j = j + 1 == n ? 0 : j + 1) {
+            row[lids[i].first] = cand[j];
+            ++cnt[cand[j]];
           }
         }
       });
