@@ -167,6 +167,7 @@ Routed FatTreeEngine::compute(const Fabric& f, const Options& o) const {
 
   // One plan per target; targets are independent, so they are built in parallel.
   std::vector<Plan> plans(targets.size());
+  std::vector<std::vector<uint32_t>> valleys(targets.size());  // per plan: no up-then-down path
   detail::parallel_for(targets.size(), [&](size_t ti) {
     const uint32_t t = targets[ti].sw;
     const bool leaf_class = targets[ti].leaf_class;
@@ -180,7 +181,7 @@ Routed FatTreeEngine::compute(const Fabric& f, const Options& o) const {
     // Ancestors: what climbing reaches from the target. For a leaf class that starts at
     // the shared parents, so every leaf of the class (t too) is a climber here, and the
     // destination's own leaf delivers.
-    std::deque<uint32_t> bq;
+    std::vector<uint32_t> bq;
     if (leaf_class) {
       for (const Hop& h : ups[t])
         if (!ancestor[h.to]) ancestor[h.to] = 1, bq.push_back(h.to);
@@ -188,21 +189,15 @@ Routed FatTreeEngine::compute(const Fabric& f, const Options& o) const {
       ancestor[t] = 1;
       bq.push_back(t);
     }
-    while (!bq.empty()) {
-      const uint32_t s = bq.front();
-      bq.pop_front();
-      for (const Hop& h : ups[s])
+    for (size_t i = 0; i < bq.size(); ++i)
+      for (const Hop& h : ups[bq[i]])
         if (!ancestor[h.to]) ancestor[h.to] = 1, bq.push_back(h.to);
-    }
-    for (auto it = by_level.rbegin(); it != by_level.rend(); ++it) {
-      const uint32_t s = *it;
-      if (ancestor[s]) {
-        updist[s] = 0;
-        continue;
-      }
-      for (const Hop& h : ups[s])
-        if (updist[h.to] != kInf) updist[s] = std::min(updist[s], updist[h.to] + 1);
-    }
+    // Hops up to the nearest ancestor: a BFS from the ancestors down, which touches only
+    // the switches that climb to them (for a switch's own LID, few).
+    for (uint32_t a : bq) updist[a] = 0;
+    for (size_t i = 0; i < bq.size(); ++i)
+      for (const Hop& h : downs[bq[i]])
+        if (updist[h.to] == kInf) updist[h.to] = updist[bq[i]] + 1, bq.push_back(h.to);
     // Candidates into the plan's pool, unless they are all the switch's up (or down)
     // ports, the common case, which needs no copy.
     auto set_ports = [&](uint32_t s, auto&& keep, const std::vector<Hop>& list, Kind kind) {
@@ -234,30 +229,52 @@ Routed FatTreeEngine::compute(const Fabric& f, const Options& o) const {
             s, [&](const Hop& h) { return updist[h.to] + 1 == updist[s]; }, ups[s], kUp);
       }
     }
-    // Switches with no up-then-down path: to the turn leaf through such switches where
-    // they can, otherwise into the routed part as near the turn leaf as they can.
-    std::vector<uint8_t> valley(ns, 0);
-    bool any = false;
-    for (uint32_t s = 0; s < ns; ++s) {
-      valley[s] = (leaf_class || s != t) && !ancestor[s] && updist[s] == kInf;
-      any |= valley[s];
-    }
-    if (!any) return;
-    std::vector<uint8_t> routed(ns);
-    for (uint32_t s = 0; s < ns; ++s) routed[s] = !valley[s];
-    const auto hops = detail::bridge(routed, turn_leaf, near_rank, [&](uint32_t s, auto&& fn) {
-      for (const auto* list : {&ups[s], &downs[s]})
-        for (const Hop& h : *list) fn(h.to, h.port, h.back);
-    });
-    for (const detail::BridgeHop& h : hops) {  // each forwards over its one port
-      pl.begin[h.sw] = static_cast<uint32_t>(pl.pool.size());
-      pl.pool.push_back(h.port);
-      pl.count[h.sw] = 1;
-      pl.kind[h.sw] = kUp;
-      pl.turn[h.sw] = h.at_turn ? kAtTurnLeaf : kWhereMet;
-      ++(h.at_turn ? pl.turns : pl.detours);
-    }
+    // Switches with no up-then-down path (the valley): bridged below, to the turn leaf
+    // through such switches where they can, otherwise into the routed part as near the
+    // turn leaf as they can.
+    for (uint32_t s = 0; s < ns; ++s)
+      if ((leaf_class || s != t) && !ancestor[s] && updist[s] == kInf) valleys[ti].push_back(s);
   });
+  // The valley switches' bridges: plans with the same valley get the same one, so it is
+  // computed once per distinct valley (on a 3-level tree once per aggregation index,
+  // not once per aggregation switch).
+  {
+    std::map<std::vector<uint32_t>, size_t> set_of;
+    std::vector<std::vector<size_t>> sharing;  // per distinct valley: its plans
+    for (size_t ti = 0; ti < targets.size(); ++ti) {
+      if (valleys[ti].empty()) continue;
+      auto [it, fresh] = set_of.emplace(valleys[ti], sharing.size());
+      if (fresh) sharing.emplace_back();
+      sharing[it->second].push_back(ti);
+    }
+    std::vector<std::vector<detail::BridgeHop>> bridges(sharing.size());
+    detail::parallel_for(
+        sharing.size(),
+        [&](size_t i) {
+          std::vector<uint8_t> routed(ns, 1);
+          for (uint32_t s : valleys[sharing[i].front()]) routed[s] = 0;
+          bridges[i] = detail::bridge(routed, turn_leaf, near_rank, [&](uint32_t s, auto&& fn) {
+            for (const auto* list : {&ups[s], &downs[s]})
+              for (const Hop& h : *list) fn(h.to, h.port, h.back);
+          });
+        },
+        1);
+    std::vector<uint32_t> bridge_of(targets.size(), kInf);
+    for (size_t i = 0; i < sharing.size(); ++i)
+      for (size_t ti : sharing[i]) bridge_of[ti] = static_cast<uint32_t>(i);
+    detail::parallel_for(targets.size(), [&](size_t ti) {
+      if (bridge_of[ti] == kInf) return;
+      Plan& pl = plans[ti];
+      for (const detail::BridgeHop& h : bridges[bridge_of[ti]]) {  // each over its one port
+        pl.begin[h.sw] = static_cast<uint32_t>(pl.pool.size());
+        pl.pool.push_back(h.port);
+        pl.count[h.sw] = 1;
+        pl.kind[h.sw] = kUp;
+        pl.turn[h.sw] = h.at_turn ? kAtTurnLeaf : kWhereMet;
+        ++(h.at_turn ? pl.turns : pl.detours);
+      }
+    });
+  }
 
   std::vector<std::vector<PortNum>> up_ports(ns), down_ports(ns);
   for (uint32_t s = 0; s < ns; ++s) {
@@ -316,6 +333,11 @@ Routed FatTreeEngine::compute(const Fabric& f, const Options& o) const {
       ar = &out.ar_group[sw.nodes[s]];
       ar->assign(row.size(), Tables::kNoArGroup);
     }
+    // Raw pointers: the byte stores into the row could alias any vector's insides,
+    // which would be reloaded after each one.
+    PortNum* const rowp = row.data();
+    uint16_t* const arp = ar ? ar->data() : nullptr;
+    const Dest* const dp = ordered.data();
     // Climbing, d-mod-k. Descending (parallel links, or several children on the way),
     // the divisor of the level below: the destinations that reach s and go down to one
     // child were spread over s's links by the level below, so that level's quotient
@@ -343,9 +365,9 @@ Routed FatTreeEngine::compute(const Fabric& f, const Options& o) const {
                                       ? group_of(cand, count)
                                       : Tables::kNoArGroup;
       for (uint32_t i = first; i < end; ++i) {
-        const Dest& d = ordered[i];
+        const Dest& d = dp[i];
         if (d.sw == s) {
-          row[d.lid] = d.exit;
+          rowp[d.lid] = d.exit;
           continue;
         }
         if (kind == kNone) continue;
@@ -353,8 +375,8 @@ Routed FatTreeEngine::compute(const Fabric& f, const Options& o) const {
           uint32_t n = 0;
           for (auto [u, port] : parents[d.sw])
             if (u == s && n < 64) to_leaf[n++] = port;
-          if (n) row[d.lid] = to_leaf[mod_by[n].mod(by.div(d.idx))];
-          if (ar) (*ar)[d.lid] = group_of(to_leaf, n);
+          if (n) rowp[d.lid] = to_leaf[mod_by[n].mod(by.div(d.idx))];
+          if (arp) arp[d.lid] = group_of(to_leaf, n);
           continue;
         }
         if (d.idx == prev + 1) {
@@ -368,8 +390,8 @@ Routed FatTreeEngine::compute(const Fabric& f, const Options& o) const {
           r = mod_by[count].mod(q);
         }
         prev = d.idx;
-        row[d.lid] = cand[r];
-        if (ar) (*ar)[d.lid] = plan_group;
+        rowp[d.lid] = cand[r];
+        if (arp) arp[d.lid] = plan_group;
       }
       first = end;
     }
