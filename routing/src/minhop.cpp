@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 
 #include "parallel.hpp"
@@ -56,31 +57,58 @@ Routed MinHopEngine::compute(const Fabric& f, const Options& o) const {
     }
     // Candidates toward every target at once, link by link (contiguous distance rows):
     // bit k of next[t] says link k is one hop nearer to t.
+    // Eight links at a time, sixteen targets at a time: a byte per target gathers the
+    // eight links' bits (GCC vector extensions, plain SSE2), then lands in the masks.
     const size_t words = (links.size() + 63) / 64;
     std::vector<uint64_t> next(ns * words, 0);
-    for (size_t k = 0; k < links.size(); ++k) {
-      const uint8_t* d = links[k].dist;
-      const uint64_t bit = uint64_t(1) << (k & 63);
-      uint64_t* col = next.data() + k / 64;
-      for (uint32_t t = 0; t < ns; ++t)
-        if (d[t] + 1 == mine[t]) col[size_t(t) * words] |= bit;
+    using Bytes = uint8_t __attribute__((vector_size(16)));
+    for (size_t k0 = 0; k0 < links.size(); k0 += 8) {
+      const size_t kn = std::min<size_t>(8, links.size() - k0);
+      uint64_t* col = next.data() + k0 / 64;
+      const unsigned shift = k0 & 63;
+      uint32_t t = 0;
+      for (; t + 16 <= ns; t += 16) {
+        Bytes m, acc = {};
+        std::memcpy(&m, mine + t, 16);
+        for (size_t j = 0; j < kn; ++j) {
+          Bytes d;
+          std::memcpy(&d, links[k0 + j].dist + t, 16);
+          const Bytes nearer = (Bytes)(d + 1 == m) & (Bytes)(d != kFar);
+          acc |= nearer & static_cast<uint8_t>(1u << j);
+        }
+        for (unsigned i = 0; i < 16; ++i) col[size_t(t + i) * words] |= uint64_t(acc[i]) << shift;
+      }
+      for (; t < ns; ++t)
+        for (size_t j = 0; j < kn; ++j)
+          col[size_t(t) * words] |= uint64_t(links[k0 + j].dist[t] + 1 == mine[t]) << (shift + j);
     }
-    std::vector<uint32_t> used(links.size(), 0);  // LIDs routed per link
-    std::vector<uint32_t> cand(links.size());     // link numbers
+    // Raw pointers: the byte stores into the row could alias any vector's insides,
+    // which would be reloaded after each one.
+    PortNum* const rowp = row.data();
+    std::vector<uint32_t> used_v(links.size(), 0);  // LIDs routed per link
+    std::vector<uint32_t> cand_v(links.size());     // link numbers
+    std::vector<PortNum> port_v(links.size());
+    for (size_t k = 0; k < links.size(); ++k) port_v[k] = links[k].port;
+    uint32_t* const used = used_v.data();
+    uint32_t* const cand = cand_v.data();
+    const PortNum* const port = port_v.data();
     for (const uint32_t t : order) {
       if (t == s || at[t].empty() || mine[t] == kFar) continue;
-      // The target's LIDs round robin over the candidates, from the least used.
+      // The target's LIDs round robin over the candidates, from the least used (the
+      // first, on a tie).
       size_t n = 0, start = 0;
+      uint32_t least = ~0u;
       for (size_t w = 0; w < words; ++w)
         for (uint64_t bits = next[t * words + w]; bits; bits &= bits - 1) {
           const auto k = static_cast<uint32_t>(w * 64 + static_cast<size_t>(__builtin_ctzll(bits)));
-          if (used[k] < used[cand[start]] || n == 0) start = n;
+          if (used[k] < least) least = used[k], start = n;
           cand[n++] = k;
         }
       if (n == 0) continue;
-      const auto& lids = at[t];
-      for (size_t j = 0, c = start; j < lids.size(); ++j, c = c + 1 == n ? 0 : c + 1) {
-        row[lids[j].first] = links[cand[c]].port;
+      const auto* const lids = at[t].data();
+      const size_t nl = at[t].size();
+      for (size_t j = 0, c = start; j < nl; ++j, c = c + 1 == n ? 0 : c + 1) {
+        rowp[lids[j].first] = port[cand[c]];
         ++used[cand[c]];
       }
     }

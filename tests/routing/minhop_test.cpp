@@ -103,6 +103,7 @@ TEST_P(MinHopOnFabric, SameInputSameTables) {
 INSTANTIATE_TEST_SUITE_P(
     Generated, MinHopOnFabric,
     ::testing::Values("ft2:leaves=8,spines=4,hosts=6", "ft2:leaves=6,spines=3,hosts=4,links=2",
+                      "ft2:leaves=3,spines=2,hosts=3,links=40",  // 120 switch links on a spine
                       "ft3:pods=4,leaves=4,aggs=4,hosts=4,cores=2",
                       "ft3:pods=3,leaves=2,aggs=3,hosts=1,cores=1",  // partial population
                       "torus:dims=4x4x4,hosts=2", "torus:dims=5x3,hosts=1", "mesh:dims=6x6,hosts=1",
