@@ -42,6 +42,28 @@ void balanced_routes(const Fabric& f, const Switches& sw, const std::vector<LidO
   // Where each destination leaves the switch fabric: (LID, exit port) per switch.
   const LidsBySwitch by_switch = lids_by_switch(f, sw, owners);
 
+  // Switch links in port order (the order decides ties), flat: switch s's are
+  // [link_begin[s], link_begin[s + 1]); each with the switch it leads to.
+  struct Link {
+    PortNum port;
+    uint32_t to;
+  };
+  std::vector<Link> links;
+  std::vector<uint32_t> link_begin(ns + 1, 0);
+  for (uint32_t s = 0; s < ns; ++s) {
+    for (const auto& p : f.node(sw.nodes[s]).ports)
+      if (p.num != 0 && p.linked() && f.node(p.peer).is_switch())
+        links.push_back({p.num, sw.of_node[p.peer]});
+    link_begin[s + 1] = static_cast<uint32_t>(links.size());
+  }
+  // Per switch, per port: the switch it leads to (~0 for none).
+  std::vector<std::vector<uint32_t>> peer_sw(ns);
+  for (uint32_t s = 0; s < ns; ++s) {
+    peer_sw[s].assign(f.node(sw.nodes[s]).ports.size(), ~0u);
+    for (uint32_t l = link_begin[s]; l < link_begin[s + 1]; ++l)
+      peer_sw[s][links[l].port] = links[l].to;
+  }
+
   // Per directed switch link (switch, port): traffic weight routed over it so far.
   std::vector<std::vector<uint64_t>> load(ns);
   for (uint32_t i = 0; i < ns; ++i) load[i].assign(f.node(sw.nodes[i]).ports.size(), 0);
@@ -53,8 +75,12 @@ void balanced_routes(const Fabric& f, const Switches& sw, const std::vector<LidO
   const size_t kBatch = kPasses == 1 ? 2 : 1;
   struct Worker {
     std::vector<uint32_t> order;       // switches sorted by distance to t, far first
-    std::vector<uint32_t> cand_begin;  // candidate ports of switch s toward t
-    std::vector<PortNum> cand;
+    std::vector<uint32_t> cand_begin;  // candidate links of switch s toward t
+    std::vector<Link> cand;
+    // This destination's choices, [LID of t][switch], written to the rows at its end:
+    // row by row, the destination's (mostly consecutive) LIDs share cache lines, where
+    // writing each LID down every row missed the cache at every switch.
+    std::vector<PortNum> choice;
     std::vector<uint64_t> weight;
     // The least-loaded onward link of a neighbour: fixed for one destination until the
     // neighbour itself is routed (it is closer, so later), hence computed once per
@@ -84,7 +110,7 @@ void balanced_routes(const Fabric& f, const Switches& sw, const std::vector<LidO
       uint64_t m =
           w.cand_begin[n] == w.cand_begin[n + 1] ? 0 : std::numeric_limits<uint64_t>::max();
       for (uint32_t k = w.cand_begin[n]; k < w.cand_begin[n + 1]; ++k)
-        m = std::min(m, cur(n, w.cand[k]));
+        m = std::min(m, cur(n, w.cand[k].port));
       w.ahead_stamp[n] = w.stamp;
       return w.ahead[n] = m;
     };
@@ -98,50 +124,57 @@ void balanced_routes(const Fabric& f, const Switches& sw, const std::vector<LidO
     std::stable_sort(order.begin(), order.end(),
                      [&](uint32_t a, uint32_t b) { return d(a, t) > d(b, t); });
     cand.clear();
+    const uint8_t* const dt = &dist[size_t(t) * ns];  // d(., t)
     for (uint32_t s = 0; s < ns; ++s) {
       cand_begin[s] = static_cast<uint32_t>(cand.size());
-      if (s == t || d(s, t) == kFar) continue;
-      for (const auto& p : f.node(sw.nodes[s]).ports) {
-        if (p.num == 0 || !p.linked() || !f.node(p.peer).is_switch()) continue;
-        if (d(sw.of_node[p.peer], t) + 1 == d(s, t)) cand.push_back(p.num);
-      }
+      if (s == t || dt[s] == kFar) continue;
+      for (uint32_t l = link_begin[s]; l < link_begin[s + 1]; ++l)
+        if (dt[links[l].to] + 1 == dt[s]) cand.push_back(links[l]);
     }
     cand_begin[ns] = static_cast<uint32_t>(cand.size());
-    for (const auto& [lid, exit] : by_switch[t]) {
+    const auto& lids = by_switch[t];
+    w.choice.assign(lids.size() * ns, kDropPort);
+    for (size_t j = 0; j < lids.size(); ++j) {
+      const auto [lid, exit] = lids[j];
+      PortNum* const chosen = &w.choice[j * ns];
       out.lft[sw.nodes[t]][lid] = exit;
       if (pass > 0) {
         // Rip up: this LID's routes leave the loads they added, and are chosen again
         // against everything else routed.
         for (uint32_t s : order) weight[s] = sw.sources[s];
         for (uint32_t s : order) {
-          const NodeIndex sn = sw.nodes[s];
-          const PortNum port = out.lft[sn][lid];
+          const PortNum port = out.lft[sw.nodes[s]][lid];
           if (port == kDropPort) continue;
           add(s, port, -int64_t(weight[s]));
-          weight[sw.of_node[f.node(sn).ports[port].peer]] += weight[s];
+          weight[peer_sw[s][port]] += weight[s];
         }
       }
       for (uint32_t s : order) weight[s] = sw.sources[s];
       weight[t] = sw.sources[t];
       ++w.stamp;
       for (uint32_t s : order) {
-        const NodeIndex sn = sw.nodes[s];
         PortNum best = kDropPort;
+        uint32_t best_to = 0;
         uint64_t best_cost = std::numeric_limits<uint64_t>::max();
         for (uint32_t k = cand_begin[s]; k < cand_begin[s + 1]; ++k) {
-          const PortNum port = cand[k];
-          const uint32_t n = sw.of_node[f.node(sn).ports[port].peer];
+          const auto [port, n] = cand[k];
           const uint64_t cost = cur(s, port) + look_ahead(n) + (weight[n] - sw.sources[n]);
           if (best == kDropPort || cost < best_cost) {
             best_cost = cost;
             best = port;
+            best_to = n;
           }
         }
         if (best == kDropPort) continue;  // unreachable by construction; keep drop
-        out.lft[sn][lid] = best;
+        chosen[s] = best;
         add(s, best, int64_t(weight[s]));
-        weight[sw.of_node[f.node(sn).ports[best].peer]] += weight[s];
+        weight[best_to] += weight[s];
       }
+    }
+    for (uint32_t s = 0; s < ns; ++s) {
+      if (s == t) continue;
+      PortNum* const row = out.lft[sw.nodes[s]].data();
+      for (size_t j = 0; j < lids.size(); ++j) row[lids[j].first] = w.choice[j * ns + s];
     }
   };
   std::vector<uint32_t> dests;
