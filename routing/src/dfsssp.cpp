@@ -30,10 +30,11 @@ class Layer {
   Layer(const std::vector<uint32_t>& order, const std::vector<PortNum>& port)
       : out_(order.size()),
         in_(order.size()),
-        ord_(order),
-        mark_(order.size(), 0),
+        at_(order.size()),
         port_(&port),
-        bits_(order.size(), std::array<uint64_t, 4>{}) {}
+        bits_(order.size(), std::array<uint64_t, 4>{}) {
+    for (size_t c = 0; c < order.size(); ++c) at_[c].ord = order[c];
+  }
 
   bool has(uint32_t a, uint32_t b) const {
     const PortNum q = (*port_)[b];
@@ -47,12 +48,12 @@ class Layer {
     if (has(a, b)) return true;
     const uint64_t key = uint64_t(a) << 32 | b;
     if (refused_.contains(key)) return false;
-    if (ord_[a] > ord_[b]) {
-      const uint32_t lo = ord_[b], hi = ord_[a];
+    if (at_[a].ord > at_[b].ord) {
+      const uint32_t lo = at_[b].ord, hi = at_[a].ord;
       ++stamp_;
       fwd_.clear();
       stack_.assign(1, b);
-      mark_[b] = stamp_;
+      at_[b].mark = stamp_;
       while (!stack_.empty()) {  // forward from b, among channels ordered up to a
         const uint32_t v = stack_.back();
         stack_.pop_back();
@@ -66,32 +67,32 @@ class Layer {
             refused_.insert(key);
             return false;
           }
-          if (mark_[w] != stamp_ && ord_[w] < hi) mark_[w] = stamp_, stack_.push_back(w);
+          if (at_[w].mark != stamp_ && at_[w].ord < hi) at_[w].mark = stamp_, stack_.push_back(w);
         }
       }
       bwd_.clear();
       stack_.assign(1, a);
       ++stamp_;
-      mark_[a] = stamp_;
+      at_[a].mark = stamp_;
       while (!stack_.empty()) {  // backward from a, among channels ordered from b
         const uint32_t v = stack_.back();
         stack_.pop_back();
         bwd_.push_back(v);
         if (bwd_.size() > limit) return false;  // as above: too large to reorder, refused
         for (uint32_t w : in_[v])
-          if (mark_[w] != stamp_ && ord_[w] > lo) mark_[w] = stamp_, stack_.push_back(w);
+          if (at_[w].mark != stamp_ && at_[w].ord > lo) at_[w].mark = stamp_, stack_.push_back(w);
       }
       // Reorder: what reaches a first, then what b reaches, in the slots they held.
-      auto by_ord = [&](uint32_t x, uint32_t y) { return ord_[x] < ord_[y]; };
+      auto by_ord = [&](uint32_t x, uint32_t y) { return at_[x].ord < at_[y].ord; };
       std::sort(fwd_.begin(), fwd_.end(), by_ord);
       std::sort(bwd_.begin(), bwd_.end(), by_ord);
       slots_.clear();
-      for (uint32_t v : bwd_) slots_.push_back(ord_[v]);
-      for (uint32_t v : fwd_) slots_.push_back(ord_[v]);
+      for (uint32_t v : bwd_) slots_.push_back(at_[v].ord);
+      for (uint32_t v : fwd_) slots_.push_back(at_[v].ord);
       std::sort(slots_.begin(), slots_.end());
       size_t i = 0;
-      for (uint32_t v : bwd_) ord_[v] = slots_[i++];
-      for (uint32_t v : fwd_) ord_[v] = slots_[i++];
+      for (uint32_t v : bwd_) at_[v].ord = slots_[i++];
+      for (uint32_t v : fwd_) at_[v].ord = slots_[i++];
     }
     out_[a].push_back(b);
     in_[b].push_back(a);
@@ -110,8 +111,12 @@ class Layer {
 
  private:
   std::vector<std::vector<uint32_t>> out_, in_;
-  std::vector<uint32_t> ord_;  // channel -> position in a topological order
-  std::vector<uint32_t> mark_;
+  // Per channel, side by side (a search reads both for every channel it meets): its
+  // position in a topological order, and the stamp of the search that last marked it.
+  struct Slot {
+    uint32_t ord = 0, mark = 0;
+  };
+  std::vector<Slot> at_;
   const std::vector<PortNum>* port_;
   std::vector<std::array<uint64_t, 4>> bits_;  // a -> the next ports it leads to
   std::unordered_set<uint64_t> refused_;
@@ -208,7 +213,15 @@ Routed DfssspEngine::compute(const Fabric& f, const Options& o) const {
   // Branches get a shorter search still: a branch refused early is split, not lost
   // (on the radix-56 tree 192 against 512: 83 s against 111 s, 6 VLs both).
   constexpr size_t kShortSearch = 512, kLongSearch = 1 << 14, kBranchSearch = 192;
+  // Per phase (whole LIDs, branches, short and long path searches): tries and fits,
+  // for the progress report.
+  struct Tally {
+    uint64_t tries = 0, fits = 0;
+  };
+  Tally whole_t, branch_t, short_t, long_t;
+  Tally* tally = &whole_t;
   auto try_layer = [&](Layer& layer, size_t limit) {
+    ++tally->tries;
     added.clear();
     for (auto [a, b] : deps) {
       if (layer.has(a, b)) continue;
@@ -218,8 +231,18 @@ Routed DfssspEngine::compute(const Fabric& f, const Options& o) const {
       }
       added.emplace_back(a, b);
     }
+    ++tally->fits;
     return true;
   };
+  using Clock = std::chrono::steady_clock;
+  auto ms = [](Clock::time_point since) {
+    return std::to_string(
+        std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - since).count());
+  };
+  auto counts = [](const Tally& t) {
+    return std::to_string(t.fits) + " of " + std::to_string(t.tries) + " tries fit";
+  };
+  const auto t_whole = Clock::now();
   std::vector<uint32_t> hops(ns);
   std::vector<uint32_t> by_len(ns);
   // LIDs to try whole into layer 0: the CAs' first (they carry the traffic, and on
@@ -239,15 +262,7 @@ Routed DfssspEngine::compute(const Fabric& f, const Options& o) const {
     o.progress("dfsssp: " + std::string(phase) + ": " + std::to_string(i) + " of " +
                std::to_string(n) + " LIDs, " + std::to_string(layers.size()) + " VLs so far");
   };
-  auto lid_deps = [&](uint16_t lid) {
-    deps.clear();
-    for (NodeIndex n : sw.nodes) {
-      const uint32_t a = channel(n, lid);
-      if (a == ~0u) continue;
-      const uint32_t b = channel(isl_peer[a], lid);
-      if (b != ~0u) deps.emplace_back(a, b);
-    }
-  };
+
   // Appends the dependencies of a route from channel `a` on: each channel and the next.
   auto route_deps = [&](uint32_t a, uint16_t lid) {
     for (size_t hop = 0; a != ~0u && hop <= ns; ++hop) {
@@ -256,16 +271,48 @@ Routed DfssspEngine::compute(const Fabric& f, const Options& o) const {
       a = b;
     }
   };
+  // The LIDs' dependencies are gathered a batch at a time, in parallel, a few LIDs per
+  // task: reading one LID down every switch's row misses the cache at each switch,
+  // neighbouring LIDs share the cache lines. Those layer 0 holds already are left out
+  // there (the layer only grows, so they would be skipped anyway), which spares the
+  // single-threaded tries most of their lookups.
+  constexpr size_t kBatch = 1024, kPerTask = 16;
+  std::vector<std::vector<std::pair<uint32_t, uint32_t>>> batch(kBatch);
+  std::vector<uint8_t> has_deps(kBatch);
   for (size_t li = 0; li < order.size(); ++li) {
     report("whole LIDs", li, order.size());
-    lid_deps(order[li]);
-    if (deps.empty()) continue;
+    if (li % kBatch == 0) {
+      const size_t n = std::min(kBatch, order.size() - li);
+      const Layer* held = layers.empty() ? nullptr : &layers[0];
+      detail::parallel_for((n + kPerTask - 1) / kPerTask,
+                           [&](size_t task) {
+                             const size_t b0 = task * kPerTask, b1 = std::min(n, b0 + kPerTask);
+                             for (size_t b = b0; b < b1; ++b) batch[b].clear(), has_deps[b] = 0;
+                             for (NodeIndex node : sw.nodes)
+                               for (size_t b = b0; b < b1; ++b) {
+                                 const uint32_t a = channel(node, order[li + b]);
+                                 if (a == ~0u) continue;
+                                 const uint32_t c = channel(isl_peer[a], order[li + b]);
+                                 if (c == ~0u) continue;
+                                 has_deps[b] = 1;
+                                 if (!held || !held->has(a, c)) batch[b].emplace_back(a, c);
+                               }
+                           },
+                           1);
+    }
+    // Every switch's first dependency toward the LID, but those layer 0 held before.
+    deps.swap(batch[li % kBatch]);
+    if (!has_deps[li % kBatch]) continue;
     if (layers.empty()) layers.emplace_back(initial, port_of);
     if (try_layer(layers[0], kLongSearch))
       ++whole;  // path_sl stays 0
     else
       deferred.push_back(order[li]);
   }
+  if (o.progress)
+    o.progress("dfsssp: whole LIDs: " + std::to_string(whole) + " on VL 0 in " + ms(t_whole) +
+               " ms; " + std::to_string(deferred.size()) + " deferred");
+  const auto t_rest = Clock::now();
   // A deferred LID's routes form an in-tree toward it. Before its paths go one by one,
   // whole branches of the tree are tried on the existing layers (a branch: every
   // switch whose route passes one switch, with that switch's route on): most fit
@@ -329,6 +376,7 @@ Routed DfssspEngine::compute(const Fabric& f, const Options& o) const {
       todo.pop_back();
       branch_deps(r, lid);
       if (deps.empty()) continue;
+      tally = &branch_t;
       size_t v = 0;
       while (v < layers.size() && !try_layer(layers[v], kBranchSearch)) ++v;
       if (v < layers.size()) {
@@ -353,7 +401,9 @@ Routed DfssspEngine::compute(const Fabric& f, const Options& o) const {
       route_deps(channel(sw.nodes[s], lid), lid);
       ++paths;
       size_t v = 0;
+      tally = &short_t;
       while (v < layers.size() && !try_layer(layers[v], kShortSearch)) ++v;
+      tally = &long_t;
       if (v == layers.size())
         for (v = 0; v < layers.size() && !try_layer(layers[v], kLongSearch);) ++v;
       if (v == layers.size()) {
@@ -367,6 +417,10 @@ Routed DfssspEngine::compute(const Fabric& f, const Options& o) const {
       out.path_sl[sw.nodes[s]][lid] = static_cast<uint8_t>(v);
     }
   }
+  if (o.progress)
+    o.progress("dfsssp: the deferred LIDs in " + ms(t_rest) + " ms: branches " + counts(branch_t) +
+               ", paths " + counts(short_t) + " at a short search, " + counts(long_t) +
+               " at a long one");
   out.vls = static_cast<uint8_t>(std::max<size_t>(1, layers.size()));
   out.notes.push_back("dfsssp: " + std::to_string(whole) + " LIDs whole on VL 0; of the other " +
                       std::to_string(deferred.size()) + ", " + std::to_string(branches) +
