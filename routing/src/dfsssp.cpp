@@ -4,6 +4,7 @@
 #include <array>
 #include <chrono>
 #include <numeric>
+#include <optional>
 #include <unordered_set>
 
 #include "balanced.hpp"
@@ -136,8 +137,14 @@ Routed DfssspEngine::compute(const Fabric& f, const Options& o) const {
     return std::unexpected(st.error());
   }
   Tables out = std::move(st->tables);
+  const auto t_balance = std::chrono::steady_clock::now();
   detail::balanced_routes(f, st->sw, st->owners, out, o.large_fabric);
-  if (o.progress) o.progress("dfsssp: balanced routes computed; checking dependencies");
+  if (o.progress)
+    o.progress("dfsssp: balanced routes computed in " +
+               std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                  std::chrono::steady_clock::now() - t_balance)
+                                  .count()) +
+               " ms; checking dependencies");
   if (channel_dependencies(f, out).acyclic) {
     out.notes.push_back("dfsssp: the balanced routes have no dependency cycle: 1 VL");
     return out;
@@ -220,19 +227,30 @@ Routed DfssspEngine::compute(const Fabric& f, const Options& o) const {
   };
   Tally whole_t, branch_t, short_t, long_t;
   Tally* tally = &whole_t;
-  auto try_layer = [&](Layer& layer, size_t limit) {
-    ++tally->tries;
-    added.clear();
+  // Adds `deps` to a layer, or nothing when one would close a cycle; `done` records
+  // what was added, for an undo. Touches nothing but the layer and `done`, so two
+  // layers can be tried at once.
+  using Edges = std::vector<std::pair<uint32_t, uint32_t>>;
+  auto undo = [](Layer& layer, const Edges& done) {
+    for (auto it = done.rbegin(); it != done.rend(); ++it) layer.undo(it->first, it->second);
+  };
+  auto try_on = [&](Layer& layer, size_t limit, Edges& done) {
+    done.clear();
     for (auto [a, b] : deps) {
       if (layer.has(a, b)) continue;
       if (!layer.add(a, b, limit)) {
-        for (auto it = added.rbegin(); it != added.rend(); ++it) layer.undo(it->first, it->second);
+        undo(layer, done);
         return false;
       }
-      added.emplace_back(a, b);
+      done.emplace_back(a, b);
     }
-    ++tally->fits;
     return true;
+  };
+  auto try_layer = [&](Layer& layer, size_t limit) {
+    ++tally->tries;
+    const bool fits = try_on(layer, limit, added);
+    tally->fits += fits;
+    return fits;
   };
   using Clock = std::chrono::steady_clock;
   auto ms = [](Clock::time_point since) {
@@ -343,6 +361,37 @@ Routed DfssspEngine::compute(const Fabric& f, const Options& o) const {
       for (uint32_t k = kid_begin[u]; k < kid_begin[u + 1]; ++k) stack_sub.push_back(kids[k]);
     }
   };
+  // The lowest layer `deps` fits, or layers.size(). On large fabrics layers are tried
+  // two at a time, on two cores: v and v + 1 both, v + 1's edges taken out again when
+  // v takes them too. Either way both tries run, so the layers end the same on any
+  // machine. (On small ones a try takes less than handing it over.)
+  const bool in_pairs = ns * st->owners.size() > o.large_fabric;
+  std::optional<detail::Partner> partner;
+  if (in_pairs) partner.emplace();
+  Edges added_b;
+  auto place = [&](size_t limit) {
+    if (!in_pairs) {
+      size_t v = 0;
+      while (v < layers.size() && !try_layer(layers[v], limit)) ++v;
+      return v;
+    }
+    for (size_t v = 0; v < layers.size(); v += 2) {
+      const bool pair = v + 1 < layers.size();
+      bool b_fits = false;
+      auto other = [&] { b_fits = try_on(layers[v + 1], limit, added_b); };
+      if (pair) partner->post(other);
+      const bool a_fits = try_on(layers[v], limit, added);
+      if (pair) partner->wait();
+      tally->tries += 1 + pair;
+      tally->fits += a_fits + b_fits;
+      if (a_fits) {
+        if (b_fits) undo(layers[v + 1], added_b);
+        return v;
+      }
+      if (b_fits) return v + 1;
+    }
+    return layers.size();
+  };
   // On small fabrics paths one by one are cheap and take the fewest VLs.
   const bool use_branches = ns * deferred.size() > o.large_fabric / 80;  // deferred paths
   for (size_t li = 0; li < deferred.size(); ++li) {
@@ -377,8 +426,7 @@ Routed DfssspEngine::compute(const Fabric& f, const Options& o) const {
       branch_deps(r, lid);
       if (deps.empty()) continue;
       tally = &branch_t;
-      size_t v = 0;
-      while (v < layers.size() && !try_layer(layers[v], kBranchSearch)) ++v;
+      const size_t v = place(kBranchSearch);
       if (v < layers.size()) {
         ++branches;
         mark_branch(r, lid, static_cast<uint8_t>(v));
@@ -400,12 +448,10 @@ Routed DfssspEngine::compute(const Fabric& f, const Options& o) const {
       deps.clear();
       route_deps(channel(sw.nodes[s], lid), lid);
       ++paths;
-      size_t v = 0;
       tally = &short_t;
-      while (v < layers.size() && !try_layer(layers[v], kShortSearch)) ++v;
+      size_t v = place(kShortSearch);
       tally = &long_t;
-      if (v == layers.size())
-        for (v = 0; v < layers.size() && !try_layer(layers[v], kLongSearch);) ++v;
+      if (v == layers.size()) v = place(kLongSearch);
       if (v == layers.size()) {
         if (layers.size() == o.max_vls)
           return refuse(Refusal::kVirtualLanes, "dfsssp: the balanced routes need more than " +

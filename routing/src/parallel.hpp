@@ -31,6 +31,58 @@ void parallel_for(size_t n, Fn&& fn, size_t chunk = 16) {
   work();
 }
 
+// A second thread for fine-grained pairs of tasks: post() hands it one task, the
+// caller does its own meanwhile, and wait() returns once the partner's is done. A
+// task here takes microseconds, about what waking a sleeping thread costs, so the
+// partner spins between tasks (yielding after a while) and should live only while
+// such pairs run. Without a second core post() runs the task on the spot: the same
+// work, so results never depend on the machine.
+class Partner {
+ public:
+  Partner() {
+    if (std::thread::hardware_concurrency() > 1)
+      thread_ = std::jthread([this](std::stop_token stop) { run(stop); });
+  }
+  Partner(const Partner&) = delete;
+  Partner& operator=(const Partner&) = delete;
+  ~Partner() = default;  // the jthread asks the loop to stop, then joins it
+
+  // `fn` must stay alive until wait() returns; it must not throw.
+  template <class Fn>
+  void post(Fn& fn) {
+    if (!thread_.joinable()) return fn();
+    task_ = [](void* f) { (*static_cast<Fn*>(f))(); };
+    arg_ = &fn;
+    state_.store(kPosted, std::memory_order_release);
+  }
+  void wait() {
+    if (!thread_.joinable()) return;
+    for (unsigned spins = 0; state_.load(std::memory_order_acquire) != kDone; ++spins) relax(spins);
+    state_.store(kIdle, std::memory_order_relaxed);
+  }
+
+ private:
+  enum : int { kIdle, kPosted, kDone };
+  static void relax(unsigned spins) {
+    if (spins > 4096) std::this_thread::yield();
+  }
+  void run(std::stop_token stop) {
+    for (unsigned spins = 0; !stop.stop_requested();) {
+      if (state_.load(std::memory_order_acquire) != kPosted) {
+        relax(spins++);
+        continue;
+      }
+      spins = 0;
+      task_(arg_);
+      state_.store(kDone, std::memory_order_release);
+    }
+  }
+  std::atomic<int> state_{kIdle};
+  void (*task_)(void*) = nullptr;
+  void* arg_ = nullptr;
+  std::jthread thread_;  // last: started after the fields it reads
+};
+
 // Division and remainder by a divisor fixed at run time, without a divide
 // instruction (Lemire, Kaser, Kurz: "Faster remainder by direct computation").
 // Exact for every 32-bit dividend and divisor >= 1.
