@@ -367,7 +367,7 @@ Routed DfssspEngine::compute(const Fabric& f, const Options& o) const {
   // machine. (On small ones a try takes less than handing it over.)
   const bool in_pairs = ns * st->owners.size() > o.large_fabric;
   std::optional<detail::Partner> partner;
-  if (in_pairs) partner.emplace();
+  if (in_pairs) partner.emplace(!o.one_core && std::thread::hardware_concurrency() > 1);
   Edges added_b;
   auto place = [&](size_t limit) {
     if (!in_pairs) {

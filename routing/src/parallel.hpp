@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <thread>
@@ -33,19 +34,23 @@ void parallel_for(size_t n, Fn&& fn, size_t chunk = 16) {
 
 // A second thread for fine-grained pairs of tasks: post() hands it one task, the
 // caller does its own meanwhile, and wait() returns once the partner's is done. A
-// task here takes microseconds, about what waking a sleeping thread costs, so the
-// partner spins between tasks (yielding after a while) and should live only while
-// such pairs run. Without a second core post() runs the task on the spot: the same
-// work, so results never depend on the machine.
+// task here takes microseconds, about what waking a sleeping thread costs, so both
+// sides spin a little before they sleep (on the atomic: a futex), which keeps a busy
+// machine from losing its time slices to spinning. Without a second core post() runs
+// the task on the spot: the same work, so results never depend on the machine.
 class Partner {
  public:
-  Partner() {
-    if (std::thread::hardware_concurrency() > 1)
-      thread_ = std::jthread([this](std::stop_token stop) { run(stop); });
+  explicit Partner(bool threaded = std::thread::hardware_concurrency() > 1) {
+    if (threaded) thread_ = std::thread([this] { run(); });
   }
   Partner(const Partner&) = delete;
   Partner& operator=(const Partner&) = delete;
-  ~Partner() = default;  // the jthread asks the loop to stop, then joins it
+  ~Partner() {
+    if (!thread_.joinable()) return;
+    state_.store(kStop, std::memory_order_release);
+    state_.notify_one();
+    thread_.join();
+  }
 
   // `fn` must stay alive until wait() returns; it must not throw.
   template <class Fn>
@@ -54,33 +59,42 @@ class Partner {
     task_ = [](void* f) { (*static_cast<Fn*>(f))(); };
     arg_ = &fn;
     state_.store(kPosted, std::memory_order_release);
+    state_.notify_one();
   }
   void wait() {
     if (!thread_.joinable()) return;
-    for (unsigned spins = 0; state_.load(std::memory_order_acquire) != kDone; ++spins) relax(spins);
+    await([](int s) { return s == kDone; });
     state_.store(kIdle, std::memory_order_relaxed);
   }
 
  private:
-  enum : int { kIdle, kPosted, kDone };
-  static void relax(unsigned spins) {
-    if (spins > 4096) std::this_thread::yield();
+  enum : int { kIdle, kPosted, kDone, kStop };
+  // Until ready(state): spins for up to 1 ms (longer than nearly every task), then sleeps
+  // until the state changes.
+  template <class Ready>
+  int await(Ready&& ready) {
+    int s = state_.load(std::memory_order_acquire);
+    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(1);
+    bool sleep = false;
+    for (unsigned spins = 0; !ready(s); s = state_.load(std::memory_order_acquire)) {
+      if (sleep)
+        state_.wait(s, std::memory_order_acquire);
+      else if (++spins % 64 == 0)
+        sleep = std::chrono::steady_clock::now() > until;
+    }
+    return s;
   }
-  void run(std::stop_token stop) {
-    for (unsigned spins = 0; !stop.stop_requested();) {
-      if (state_.load(std::memory_order_acquire) != kPosted) {
-        relax(spins++);
-        continue;
-      }
-      spins = 0;
+  void run() {
+    while (await([](int s) { return s == kPosted || s == kStop; }) == kPosted) {
       task_(arg_);
       state_.store(kDone, std::memory_order_release);
+      state_.notify_one();
     }
   }
   std::atomic<int> state_{kIdle};
   void (*task_)(void*) = nullptr;
   void* arg_ = nullptr;
-  std::jthread thread_;  // last: started after the fields it reads
+  std::thread thread_;  // last: started after the fields it reads
 };
 
 // Division and remainder by a divisor fixed at run time, without a divide

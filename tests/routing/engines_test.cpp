@@ -286,6 +286,26 @@ TEST(Dfsssp, LayersATorusWithinEightVlsAndRefusesBelowWhatItNeeds) {
   EXPECT_EQ(fewer.error().kind, Refusal::kVirtualLanes);
 }
 
+// dfsssp's large-fabric ways run on two cores; a one-core machine must get the same
+// tables and SLs.
+TEST(Dfsssp, TwoCoresAndOneGiveTheSameLayers) {
+  for (const std::string spec :
+       {"random:switches=30,degree=5,hosts=2,seed=3", "torus:dims=4x4x3,hosts=1",
+        "dragonfly:groups=6,routers=3,global=2,hosts=1"}) {
+    const Fabric f = with_lids(spec);
+    Options two, one;
+    two.large_fabric = one.large_fabric = 0;
+    one.one_core = true;
+    const auto a = (*make_engine("dfsssp"))->compute(f, two);
+    const auto b = (*make_engine("dfsssp"))->compute(f, one);
+    ASSERT_TRUE(a && b) << spec;
+    EXPECT_GT(a->vls, 1) << spec << ": layered, so the pairs of layers were used";
+    EXPECT_EQ(a->lft, b->lft) << spec;
+    EXPECT_EQ(a->path_sl, b->path_sl) << spec;
+    EXPECT_EQ(a->vls, b->vls) << spec;
+  }
+}
+
 TEST(Chain, FallsBackInOrderAndKeepsEveryReason) {
   Fabric f = with_lids("torus:dims=3x3,hosts=1");
   auto chain = EngineChain::parse("ftree, updn,minhop");

@@ -70,6 +70,8 @@ struct Options {
   // (no rip-up), destinations balanced in pairs on two cores, routing-tree branches
   // layered before single paths (past 1/80 of it in deferred paths).
   size_t large_fabric = 20'000'000;
+  // Compute as on a one-core machine (tests: the tables must be the same either way).
+  bool one_core = false;
   // Called now and then by long computations with what they are at ("layering:
   // 12000 of 47824 LIDs, 2 VLs"); empty = silent.
   std::function<void(const std::string&)> progress;
