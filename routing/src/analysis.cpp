@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 
 #include "parallel.hpp"
 #include "switch_graph.hpp"
@@ -302,8 +303,9 @@ CdgReport updown_dependencies(const Fabric& f, const Tables& t, const std::vecto
     for (uint32_t c = ch.base[n]; c < ch.base[n + 1]; ++c)
       if (ch.isl_peer[c] != fabric::kNoNode && height[ch.isl_peer[c]] == height[n])
         return channel_dependencies(f, t);
-  // The switches where a route to a turning LID arrives going down and leaves going up.
-  std::vector<std::vector<NodeIndex>> found(sw.nodes.size());
+  // The switches where a route to a turning LID arrives going down and leaves going up
+  // (marked from any thread: relaxed atomic stores of the same value).
+  std::vector<std::atomic<uint8_t>> turns(f.size());
   detail::parallel_for(sw.nodes.size(), [&](size_t i) {
     const NodeIndex w = sw.nodes[i];
     const auto& row = t.lft[w];
@@ -314,15 +316,14 @@ CdgReport updown_dependencies(const Fabric& f, const Tables& t, const std::vecto
       const NodeIndex m = ch.isl_peer[c];
       if (up(w, m) || t.lft[m].size() <= lid) continue;
       const uint32_t d = ch.isl(m, t.lft[m][lid]);
-      if (d != ~0u && up(m, ch.isl_peer[d])) found[i].push_back(m);
+      if (d != ~0u && up(m, ch.isl_peer[d])) turns[m].store(1, std::memory_order_relaxed);
     }
   });
   // They and every switch above them: all a cycle can pass.
   std::vector<uint8_t> keep(f.size(), 0);
   std::vector<NodeIndex> q;
-  for (const auto& at : found)
-    for (const NodeIndex m : at)
-      if (!keep[m]) keep[m] = 1, q.push_back(m);
+  for (const NodeIndex m : sw.nodes)
+    if (turns[m].load(std::memory_order_relaxed)) keep[m] = 1, q.push_back(m);
   for (size_t i = 0; i < q.size(); ++i)
     for (uint32_t c = ch.base[q[i]]; c < ch.base[q[i] + 1]; ++c) {
       const NodeIndex m = ch.isl_peer[c];
