@@ -2,7 +2,8 @@
 #   make run    install missing Debian packages, build, bring up a fat tree on ibsim
 #   make run-sim the same on weft's in-process simulator
 #   make test   install missing Debian packages, build, run every test (ibsim ones too)
-#   make bench  weft vs OpenSM on ibsim fabrics: bring-up, then routing quality; SA;
+#   make bench  weft vs OpenSM on ibsim fabrics: bring-up, then routing quality; routing
+#               at scale (radix-56 tree); SA;
 #               weft roce check on 2,000 switches and 50,000 hosts
 #               (installs opensm if missing)
 #   make asan   the same tests under AddressSanitizer + UBSan
@@ -31,6 +32,7 @@ bench: build
 	@scripts/install-deps.sh --bench
 	bench/bench_bringup.sh $(BUILD)/app/weft
 	python3 bench/bench_routing.py --weft $(abspath $(BUILD))/app/weft
+	python3 bench/bench_scale.py --weft $(abspath $(BUILD))/app/weft
 	python3 bench/bench_sa.py --weft $(abspath $(BUILD))/app/weft \
 	  --sa-bench $(abspath $(BUILD))/bench/weft_sa_bench --flood $(abspath $(BUILD))/bench/weft_sa_flood
 	python3 bench/bench_roce.py --weft $(abspath $(BUILD))/app/weft

@@ -1,0 +1,120 @@
+#!/usr/bin/env python3
+"""Routing at scale: `weft route --no-grade` on the radix-56 3-level fat tree
+(3,920 switches, 43,904 CAs, 47,824 LIDs), each engine's compute time (its own
+report), wall time of the whole process (the net file read and LIDs assigned too)
+and peak memory (the process's maximum resident set, from wait4).
+
+The fabric is `weft topo`'s ft3:pods=56,leaves=28,aggs=28,hosts=28,cores=28,radix=56
+written as an ibsim net file, or any topology file given with --topology.
+
+With --opensm, OpenSM's minhop routes the same net file on ibsim in the same run:
+its time is from its log, "Entering MASTER state" to "minhop tables configured on
+all switches" (bench_routing.py's measure; it includes queuing the LFT blocks, so
+it is an upper bound). That takes about 6 minutes on the radix-56 tree.
+
+Usage: bench_scale.py --weft BUILD/app/weft [--topology FILE] [--runs N] [--opensm]
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SPEC = "ft3:pods=56,leaves=28,aggs=28,hosts=28,cores=28,radix=56"
+FAST = ["minhop", "updn", "ftree"]
+TARGET_S = {"minhop": 1.0, "updn": 1.0, "ftree": 1.0, "dfsssp": 60.0}
+
+
+def run_measured(weft, topo, engine):
+    """(compute ms, wall s, peak MiB, VLs) of one `weft route --no-grade --json` run; the
+    child is reaped with wait4 for its resource usage."""
+    t0 = time.monotonic()
+    pid = os.fork()
+    if pid == 0:
+        fd = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(fd, 2)
+        out = os.open(os.path.join(tempfile.gettempdir(), "weft-scale-%d.json" % os.getpid()),
+                      os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        os.dup2(out, 1)
+        os.execv(weft, [weft, "route", "--topology", topo, "--engine", engine, "--no-grade", "--json"])
+    _, status, usage = os.wait4(pid, 0)
+    wall = time.monotonic() - t0
+    path = os.path.join(tempfile.gettempdir(), "weft-scale-%d.json" % pid)
+    try:
+        text = open(path).read()
+    finally:
+        os.unlink(path)
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise RuntimeError("weft route --engine %s failed (exit %d)" % (engine, os.waitstatus_to_exitcode(status)))
+    rows = json.loads(text)
+    row = rows[0] if isinstance(rows, list) else rows
+    if row.get("status") != "ok":
+        raise RuntimeError("%s: %s" % (engine, row.get("reason", row)))
+    return row["compute_ms"], wall, usage.ru_maxrss / 1024, row.get("vls")
+
+
+def opensm_minhop(net, scratch):
+    sys.path.insert(0, os.path.join(HERE, "..", "tests", "e2e"))
+    import ibsim_bringup as b  # noqa: E402
+    import bench_bringup as bb  # noqa: E402
+    import bench_routing as br  # noqa: E402
+    sargs, _, _ = bb.ibsim_args(net)
+    work = os.path.join(scratch, "opensm")
+    os.makedirs(work, exist_ok=True)
+    sock = "weft-bench-scale-%d" % os.getpid()
+    log = os.path.join(work, "osm.log")
+    with b.Ibsim(net, work, sock, extra_args=sargs):
+        env = dict(os.environ, IBSIM_SOCKNAME=sock, LD_PRELOAD=b.UMAD2SIM, OSM_TMP_DIR=work, OSM_CACHE_DIR=work)
+        subprocess.run(["opensm", "-o", "-R", "minhop", "-f", log, "-d", "2"], cwd=work, env=env,
+                       capture_output=True, text=True, timeout=7200)
+    t0 = t1 = None
+    for line in open(log, errors="replace"):
+        if "Entering MASTER state" in line and t0 is None:
+            t0 = br.log_time(line)
+        if "tables configured on all switches" in line:
+            t1 = br.log_time(line)
+    if not (t0 and t1):
+        raise RuntimeError("OpenSM did not configure its tables; see " + log)
+    return t1 - t0
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--weft", required=True)
+    ap.add_argument("--topology", help="a topology file (default: weft topo " + SPEC + ")")
+    ap.add_argument("--runs", type=int, default=3, help="runs of each fast engine (dfsssp runs once)")
+    ap.add_argument("--no-dfsssp", action="store_true", help="skip dfsssp (about a minute)")
+    ap.add_argument("--opensm", action="store_true", help="also time OpenSM's minhop on ibsim (minutes)")
+    ap.add_argument("--scratch", default=os.path.join(tempfile.gettempdir(), "weft-bench-scale"))
+    a = ap.parse_args()
+    os.makedirs(a.scratch, exist_ok=True)
+    topo = a.topology
+    if not topo:
+        topo = os.path.join(a.scratch, "ft56.net")
+        subprocess.run([a.weft, "topo", SPEC, "-o", topo], check=True)
+    engines = [(e, a.runs) for e in FAST] + ([] if a.no_dfsssp else [("dfsssp", 1)])
+    print("Routing at scale on %s (%d cores)\n" % (topo, os.cpu_count()))
+    print("| engine | run | compute s | wall s | peak MiB | VLs | target (wall) |")
+    print("|---|---|---|---|---|---|---|")
+    worst = {}
+    for engine, runs in engines:
+        for i in range(runs):
+            ms, wall, peak, vls = run_measured(a.weft, topo, engine)
+            worst[engine] = max(worst.get(engine, 0), wall)
+            print("| %s | %d | %.2f | %.2f | %.0f | %s | < %g s |" % (engine, i + 1, ms / 1000, wall, peak, vls,
+                                                                      TARGET_S[engine]))
+            sys.stdout.flush()
+    if a.opensm:
+        secs = opensm_minhop(topo, a.scratch)
+        print("| opensm minhop | 1 | %.2f (log) | | | 1 | |" % secs)
+    print()
+    for engine, w in worst.items():
+        print("%s: slowest wall %.2f s, target < %g s: %s" % (engine, w, TARGET_S[engine],
+                                                              "met" if w < TARGET_S[engine] else "NOT met"))
+
+
+if __name__ == "__main__":
+    main()
