@@ -62,6 +62,9 @@ Routed MinHopEngine::compute(const Fabric& f, const Options& o) const {
     const size_t words = (links.size() + 63) / 64;
     std::vector<uint64_t> next(ns * words, 0);
     using Bytes = uint8_t __attribute__((vector_size(16)));
+    Bytes kOne, lane_bit[8];  // every byte 1; every byte 1 << j
+    std::memset(&kOne, 1, sizeof kOne);
+    for (unsigned j = 0; j < 8; ++j) std::memset(&lane_bit[j], 1 << j, sizeof(Bytes));
     for (size_t k0 = 0; k0 < links.size(); k0 += 8) {
       const size_t kn = std::min<size_t>(8, links.size() - k0);
       uint64_t* col = next.data() + k0 / 64;
@@ -73,8 +76,8 @@ Routed MinHopEngine::compute(const Fabric& f, const Options& o) const {
         for (size_t j = 0; j < kn; ++j) {
           Bytes d;
           std::memcpy(&d, links[k0 + j].dist + t, 16);
-          const Bytes nearer = (Bytes)(d + 1 == m) & (Bytes)(d != kFar);
-          acc |= nearer & static_cast<uint8_t>(1u << j);
+          const Bytes nearer = (Bytes)(d + kOne == m) & (Bytes)(d != kFar);
+          acc |= nearer & lane_bit[j];
         }
         for (unsigned i = 0; i < 16; ++i) col[size_t(t + i) * words] |= uint64_t(acc[i]) << shift;
       }
