@@ -280,7 +280,6 @@ Routed DfssspEngine::compute(const Fabric& f, const Options& o) const {
     o.progress("dfsssp: " + std::string(phase) + ": " + std::to_string(i) + " of " +
                std::to_string(n) + " LIDs, " + std::to_string(layers.size()) + " VLs so far");
   };
-
   // Appends the dependencies of a route from channel `a` on: each channel and the next.
   auto route_deps = [&](uint32_t a, uint16_t lid) {
     for (size_t hop = 0; a != ~0u && hop <= ns; ++hop) {
@@ -295,7 +294,7 @@ Routed DfssspEngine::compute(const Fabric& f, const Options& o) const {
   // there (the layer only grows, so they would be skipped anyway), which spares the
   // single-threaded tries most of their lookups.
   constexpr size_t kBatch = 1024, kPerTask = 16;
-  std::vector<std::vector<std::pair<uint32_t, uint32_t>>> batch(kBatch);
+  std::vector<Edges> batch(kBatch);
   std::vector<uint8_t> has_deps(kBatch);
   for (size_t li = 0; li < order.size(); ++li) {
     report("whole LIDs", li, order.size());
