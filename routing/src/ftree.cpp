@@ -235,46 +235,24 @@ Routed FatTreeEngine::compute(const Fabric& f, const Options& o) const {
     for (uint32_t s = 0; s < ns; ++s)
       if ((leaf_class || s != t) && !ancestor[s] && updist[s] == kInf) valleys[ti].push_back(s);
   });
-  // The valley switches' bridges: plans with the same valley get the same one, so it is
-  // computed once per distinct valley (on a 3-level tree once per aggregation index,
-  // not once per aggregation switch).
-  {
-    std::map<std::vector<uint32_t>, size_t> set_of;
-    std::vector<std::vector<size_t>> sharing;  // per distinct valley: its plans
-    for (size_t ti = 0; ti < targets.size(); ++ti) {
-      if (valleys[ti].empty()) continue;
-      auto [it, fresh] = set_of.emplace(valleys[ti], sharing.size());
-      if (fresh) sharing.emplace_back();
-      sharing[it->second].push_back(ti);
-    }
-    std::vector<std::vector<detail::BridgeHop>> bridges(sharing.size());
-    detail::parallel_for(
-        sharing.size(),
-        [&](size_t i) {
-          std::vector<uint8_t> routed(ns, 1);
-          for (uint32_t s : valleys[sharing[i].front()]) routed[s] = 0;
-          bridges[i] = detail::bridge(routed, turn_leaf, near_rank, [&](uint32_t s, auto&& fn) {
-            for (const auto* list : {&ups[s], &downs[s]})
-              for (const Hop& h : *list) fn(h.to, h.port, h.back);
-          });
-        },
-        1);
-    std::vector<uint32_t> bridge_of(targets.size(), kInf);
-    for (size_t i = 0; i < sharing.size(); ++i)
-      for (size_t ti : sharing[i]) bridge_of[ti] = static_cast<uint32_t>(i);
-    detail::parallel_for(targets.size(), [&](size_t ti) {
-      if (bridge_of[ti] == kInf) return;
-      Plan& pl = plans[ti];
-      for (const detail::BridgeHop& h : bridges[bridge_of[ti]]) {  // each over its one port
-        pl.begin[h.sw] = static_cast<uint32_t>(pl.pool.size());
-        pl.pool.push_back(h.port);
-        pl.count[h.sw] = 1;
-        pl.kind[h.sw] = kUp;
-        pl.turn[h.sw] = h.at_turn ? kAtTurnLeaf : kWhereMet;
-        ++(h.at_turn ? pl.turns : pl.detours);
-      }
-    });
-  }
+  // The valley switches' bridges (plans with the same valley share one).
+  detail::bridge_each(
+      valleys, ns, turn_leaf, near_rank,
+      [&](uint32_t s, auto&& fn) {
+        for (const auto* list : {&ups[s], &downs[s]})
+          for (const Hop& h : *list) fn(h.to, h.port, h.back);
+      },
+      [&](size_t ti, const std::vector<detail::BridgeHop>& hops) {
+        Plan& pl = plans[ti];
+        for (const detail::BridgeHop& h : hops) {  // each over its one port
+          pl.begin[h.sw] = static_cast<uint32_t>(pl.pool.size());
+          pl.pool.push_back(h.port);
+          pl.count[h.sw] = 1;
+          pl.kind[h.sw] = kUp;
+          pl.turn[h.sw] = h.at_turn ? kAtTurnLeaf : kWhereMet;
+          ++(h.at_turn ? pl.turns : pl.detours);
+        }
+      });
 
   std::vector<std::vector<PortNum>> up_ports(ns), down_ports(ns);
   for (uint32_t s = 0; s < ns; ++s) {

@@ -5,8 +5,10 @@
 
 #include <cstdint>
 #include <limits>
+#include <map>
 #include <vector>
 
+#include "parallel.hpp"
 #include "weft/fabric/fabric.hpp"
 #include "weft/routing/engine.hpp"
 
@@ -98,6 +100,34 @@ std::vector<BridgeHop> bridge(std::vector<uint8_t>& routed, uint32_t turn,
     left.swap(still);
   }
   return hops;
+}
+
+// bridge() for many destinations at once: unrouted[i] lists destination i's switches
+// without a route to it (empty: nothing to bridge); every other switch counts as
+// routed. Destinations with the same list get the same bridge, so it is computed once
+// per distinct list (on a 3-level tree once per aggregation index, not once per
+// aggregation switch), the lists in parallel; apply(i, hops) is then called for each
+// destination i of the list, on the thread that computed it.
+template <class Neighbours, class Apply>
+void bridge_each(const std::vector<std::vector<uint32_t>>& unrouted, size_t switches, uint32_t turn,
+                 const std::vector<uint32_t>& rank, Neighbours&& neighbours, Apply&& apply) {
+  std::map<std::vector<uint32_t>, size_t> set_of;
+  std::vector<std::vector<size_t>> sharing;  // per distinct list: its destinations
+  for (size_t i = 0; i < unrouted.size(); ++i) {
+    if (unrouted[i].empty()) continue;
+    auto [it, fresh] = set_of.emplace(unrouted[i], sharing.size());
+    if (fresh) sharing.emplace_back();
+    sharing[it->second].push_back(i);
+  }
+  parallel_for(
+      sharing.size(),
+      [&](size_t k) {
+        std::vector<uint8_t> routed(switches, 1);
+        for (uint32_t s : unrouted[sharing[k].front()]) routed[s] = 0;
+        const std::vector<BridgeHop> hops = bridge(routed, turn, rank, neighbours);
+        for (const size_t i : sharing[k]) apply(i, hops);
+      },
+      1);
 }
 
 // Where each LID leaves the switch fabric: per switch number, its (LID, exit port)

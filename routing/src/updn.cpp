@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <deque>
 #include <limits>
-#include <map>
 
 #include "parallel.hpp"
 #include "switch_graph.hpp"
@@ -278,19 +277,9 @@ Routed UpDownEngine::compute(const Fabric& f, const Options& o) const {
     // Typically a tree's top switches toward each other's LIDs: no CA traffic starts
     // there, and no route leads there. Route them by a shortest way into the routed
     // switches, and keep the roots when the dependency graph stays acyclic.
-    // Groups left with the same switches unrouted get the same bridge: it is computed
-    // once per distinct set (on a 3-level tree once per aggregation index, not once per
-    // aggregation switch).
     std::vector<size_t> todo;
-    std::map<std::vector<uint32_t>, size_t> set_of;
-    std::vector<std::vector<size_t>> sharing;  // per distinct set: its groups
-    for (size_t g = 0; g < groups.size(); ++g) {
-      if (unrouted[g].empty()) continue;
-      todo.push_back(g);
-      auto [it, fresh] = set_of.emplace(unrouted[g], sharing.size());
-      if (fresh) sharing.emplace_back();
-      sharing[it->second].push_back(g);
-    }
+    for (size_t g = 0; g < groups.size(); ++g)
+      if (!unrouted[g].empty()) todo.push_back(g);
     // As ftree does: first through unrouted switches only, to one turn switch (the
     // first with CAs), so that most turns are at one place; then the rest from the
     // routed switches nearest it.
@@ -302,23 +291,19 @@ Routed UpDownEngine::compute(const Fabric& f, const Options& o) const {
     std::stable_sort(near.begin(), near.end(),
                      [&](uint32_t a, uint32_t b) { return from_turn[a] < from_turn[b]; });
     for (uint32_t i = 0; i < ns; ++i) rank_near[near[i]] = i;
-    detail::parallel_for(
-        sharing.size(),
-        [&](size_t i) {
-          // Switches of other parts count as routed: no link leads there.
-          std::vector<uint8_t> routed(ns, 1);
-          for (uint32_t s : unrouted[sharing[i].front()]) routed[s] = 0;
-          const auto hops = detail::bridge(routed, turn, rank_near, [&](uint32_t s, auto&& fn) {
-            for (uint32_t l = link_begin[s]; l < link_begin[s + 1]; ++l)
-              fn(links[l].to, links[l].port, links[l].back);
-          });
-          for (const size_t g : sharing[i])
-            for (const detail::BridgeHop& h : hops) {
-              auto& row = out.lft[sw.nodes[h.sw]];
-              for (auto [lid, exit] : groups[g].lids) row[lid] = h.port;
-            }
+    // Switches of other parts count as routed: no link leads there.
+    detail::bridge_each(
+        unrouted, ns, turn, rank_near,
+        [&](uint32_t s, auto&& fn) {
+          for (uint32_t l = link_begin[s]; l < link_begin[s + 1]; ++l)
+            fn(links[l].to, links[l].port, links[l].back);
         },
-        1);
+        [&](size_t g, const std::vector<detail::BridgeHop>& hops) {
+          for (const detail::BridgeHop& h : hops) {
+            auto& row = out.lft[sw.nodes[h.sw]];
+            for (auto [lid, exit] : groups[g].lids) row[lid] = h.port;
+          }
+        });
     // The up*down* routes follow the order; only routes to bridged LIDs turn.
     std::vector<uint16_t> turning;
     for (size_t g : todo)
