@@ -68,6 +68,13 @@ struct Fixture {
   }
 };
 
+// A partitions file: everyone in Default, and Storage (P_Key 0x8002) with c[1] a full
+// member and c[2] a limited one (c[0] is the SM's port).
+std::string storage_partition(const std::vector<Fixture::Ca>& c) {
+  return "Default=0x7fff : ALL, SELF=full ;\nStorage=0x8002 : " + c[1].guid.str() + "=full, " +
+         c[2].guid.str() + " ;\n";
+}
+
 void put16(uint8_t* p, uint16_t v) {
   p[0] = uint8_t(v >> 8);
   p[1] = uint8_t(v);
@@ -185,10 +192,7 @@ TEST(Sa, PathRecordsFollowPartitionsAndTheLinks) {
   Fixture probe("ft2:leaves=2,spines=2,hosts=3");
   const auto c = probe.cas();
   // c[0] is the SM's port (the transport attaches to the first node).
-  const std::string parts =
-      "Default=0x7fff : ALL, SELF=full ;\nStorage=0x8002 : " + c[1].guid.str() + "=full, " +
-      c[2].guid.str() + " ;\n";
-  Fixture fx("ft2:leaves=2,spines=2,hosts=3", parts);
+  Fixture fx("ft2:leaves=2,spines=2,hosts=3", storage_partition(c));
   SaAgent sa;
   auto path = [&](uint16_t s, uint16_t d, uint64_t extra = 0,
                   const std::function<void(uint8_t*)>& more = {}) {
@@ -640,10 +644,7 @@ TEST(Sa, ServicesStayInsideTheirPartition) {
   Fixture probe("ft2:leaves=2,spines=1,hosts=2");
   const auto c = probe.cas();
   // Storage: c[1] full, c[2] limited; c[3] is only in Default.
-  const std::string parts =
-      "Default=0x7fff : ALL, SELF=full ;\nStorage=0x8002 : " + c[1].guid.str() + "=full, " +
-      c[2].guid.str() + " ;\n";
-  Fixture fx("ft2:leaves=2,spines=1,hosts=2", parts);
+  Fixture fx("ft2:leaves=2,spines=1,hosts=2", storage_partition(c));
   SaAgent sa;
   auto as = [&](size_t who) {
     SaContext ctx = fx.ctx();
