@@ -51,6 +51,19 @@ def log_time(line):
     return t.timestamp() + int(m.group(2)) / 1e6
 
 
+def routing_seconds(log_text):
+    """OpenSM's routing time from its log: "Entering MASTER state" to "<engine> tables
+    configured on all switches" (which includes queuing the LFT blocks: an upper
+    bound), or None when either line is missing."""
+    t0 = t1 = None
+    for line in log_text.splitlines():
+        if "Entering MASTER state" in line and t0 is None:
+            t0 = log_time(line)
+        if "tables configured on all switches" in line:
+            t1 = log_time(line)
+    return t1 - t0 if t0 and t1 else None
+
+
 def opensm_run(engine, net, work, sock, sargs):
     """OpenSM with one engine; returns (dump path, topology path, info dict) or None."""
     shutil.rmtree(work, ignore_errors=True)
@@ -68,13 +81,8 @@ def opensm_run(engine, net, work, sock, sargs):
         m = re.search(r"(\w[\w-]*) tables configured on all switches", text)
         if m:
             info["used"] = m.group(1)
-        t0 = t1 = None
-        for line in text.splitlines():
-            if "Entering MASTER state" in line and t0 is None:
-                t0 = log_time(line)
-            if "tables configured on all switches" in line:
-                t1 = log_time(line)
-        info["compute_ms"] = (t1 - t0) * 1000 if t0 and t1 else float("nan")
+        secs = routing_seconds(text)
+        info["compute_ms"] = secs * 1000 if secs is not None else float("nan")
         m = re.search(r"Virtual Lanes needed: (\d+)", text)
         if m:
             info["vls"] = int(m.group(1))

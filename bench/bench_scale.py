@@ -70,15 +70,10 @@ def opensm_minhop(net, scratch):
         env = dict(os.environ, IBSIM_SOCKNAME=sock, LD_PRELOAD=b.UMAD2SIM, OSM_TMP_DIR=work, OSM_CACHE_DIR=work)
         subprocess.run(["opensm", "-o", "-R", "minhop", "-f", log, "-d", "2"], cwd=work, env=env,
                        capture_output=True, text=True, timeout=7200)
-    t0 = t1 = None
-    for line in open(log, errors="replace"):
-        if "Entering MASTER state" in line and t0 is None:
-            t0 = br.log_time(line)
-        if "tables configured on all switches" in line:
-            t1 = br.log_time(line)
-    if not (t0 and t1):
+    secs = br.routing_seconds(open(log, errors="replace").read())
+    if secs is None:
         raise RuntimeError("OpenSM did not configure its tables; see " + log)
-    return t1 - t0
+    return secs
 
 
 def main():
