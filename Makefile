@@ -5,7 +5,6 @@
 #   make bench  weft vs OpenSM on ibsim fabrics: bring-up, then routing quality; routing
 #               at scale (radix-56 tree); SA;
 #               weft roce check on 2,000 switches and 50,000 hosts
-#               (installs opensm if missing)
 #   make asan   the same tests under AddressSanitizer + UBSan
 BUILD ?= build
 JOBS ?= $(shell nproc)
@@ -16,7 +15,7 @@ deps:
 	@scripts/install-deps.sh
 
 build: deps
-	cmake -S . -B $(BUILD) $(CMAKE_FLAGS) >/dev/null
+	cmake -S . -B $(BUILD) $(CMAKE_FLAGS) -DWEFT_WERROR=ON >/dev/null
 	cmake --build $(BUILD) -j $(JOBS)
 
 run: build
@@ -29,7 +28,6 @@ test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 600
 
 bench: build
-	@scripts/install-deps.sh --bench
 	bench/bench_bringup.sh $(BUILD)/app/weft
 	python3 bench/bench_routing.py --weft $(abspath $(BUILD))/app/weft
 	python3 bench/bench_scale.py --weft $(abspath $(BUILD))/app/weft
@@ -41,7 +39,7 @@ asan:
 	$(MAKE) test BUILD=build-asan CMAKE_FLAGS="-DCMAKE_BUILD_TYPE=Debug -DWEFT_SANITIZE=ON"
 
 format:
-	find . -path ./build -prune -o \( -name '*.cpp' -o -name '*.hpp' \) -print | xargs clang-format -i
+	find . -path './build*' -prune -o \( -name '*.cpp' -o -name '*.hpp' \) -print | xargs clang-format -i
 
 clean:
 	rm -rf build build-asan

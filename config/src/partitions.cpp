@@ -83,7 +83,10 @@ class Parser {
 
   std::string where(int line) const { return src_ + ":" + std::to_string(line); }
   void error(int line, const std::string& what) {
-    errors_ += (errors_.empty() ? "" : "\n") + where(line) + ": " + what;
+    if (!errors_.empty()) errors_ += '\n';
+    errors_ += where(line);
+    errors_ += ": ";
+    errors_ += what;
   }
   void warn(int line, const std::string& what) {
     out_.warnings.push_back(where(line) + ": " + what);

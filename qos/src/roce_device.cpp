@@ -2,6 +2,7 @@
 
 #include "weft/qos/roce_check.hpp"
 
+#include <fmt/format.h>
 #include <cstdio>
 
 namespace weft::qos::roce {
@@ -11,16 +12,10 @@ using config::RoceMode;
 
 namespace {
 
-std::string map_text(const PrioMap& m) {
-  std::string s;
-  for (int i = 0; i < 8; ++i) s += (i ? " " : "") + std::to_string(i) + ":" + std::to_string(m[i]);
-  return s;
-}
-
 std::string dscp_text(const DscpMap& m) {
   std::string s;
   for (int d = 0; d < 64; ++d)
-    if (m[d]) s += (s.empty() ? "" : " ") + std::to_string(d) + ":" + std::to_string(m[d]);
+    if (m[d]) fmt::format_to(std::back_inserter(s), "{}{}:{}", s.empty() ? "" : " ", d, m[d]);
   return s.empty() ? "all:0" : s;
 }
 
@@ -33,8 +28,15 @@ uint8_t lossless_priorities(const RoceProfile& p) {
 std::string priority_list(uint8_t mask, const char* none) {
   std::string s;
   for (int i = 0; i < 8; ++i)
-    if (mask >> i & 1) s += (s.empty() ? "" : ",") + std::to_string(i);
+    if (mask >> i & 1) fmt::format_to(std::back_inserter(s), "{}{}", s.empty() ? "" : ",", i);
   return s.empty() ? none : s;
+}
+
+std::string prio_map_text(const PrioMap& m) {
+  std::string s;
+  for (int i = 0; i < 8; ++i)
+    fmt::format_to(std::back_inserter(s), "{}{}:{}", i ? " " : "", i, m[i]);
+  return s;
 }
 
 PrioMap intended_tc_pg(const RoceProfile& p) {
@@ -131,7 +133,7 @@ RoceFabric roce_fabric_from_topology(const fabric::Fabric& t, uint64_t speed_mbp
     d.name = !n.name.empty() && n.name.find(':') == std::string::npos
                  ? n.name
                  : (n.is_switch() ? "sw-" : "host-") + std::string(guid);
-    if (f.device(d.name) >= 0) d.name += "-" + std::string(guid);
+    if (f.device(d.name) >= 0) fmt::format_to(std::back_inserter(d.name), "-{}", guid);
     dev[i] = f.add_device(std::move(d));
   }
   auto port_name = [&](fabric::NodeIndex n, PortNum p) {
@@ -154,16 +156,19 @@ Fields flatten(const HostConfig& h) {
   if (h.dscp_prio) add("app.dscp-prio", dscp_text(*h.dscp_prio));
   if (h.pfc_mask) add("pfc.prio-pfc", priority_list(*h.pfc_mask));
   if (h.pfc_delay) add("pfc.delay", std::to_string(*h.pfc_delay));
-  if (h.prio_tc) add("ets.prio-tc", map_text(*h.prio_tc));
+  if (h.prio_tc) add("ets.prio-tc", prio_map_text(*h.prio_tc));
   if (h.ets) {
     std::string s;
-    for (int i = 0; i < 8; ++i)
-      s += (i ? " " : "") + std::to_string(i) + ":" +
-           ((*h.ets)[i].tsa == Tsa::kStrict ? std::string("strict")
-                                            : "ets/" + std::to_string((*h.ets)[i].bw));
+    for (int i = 0; i < 8; ++i) {
+      const EtsTc& e = (*h.ets)[i];
+      if (e.tsa == Tsa::kStrict)
+        fmt::format_to(std::back_inserter(s), "{}{}:strict", i ? " " : "", i);
+      else
+        fmt::format_to(std::back_inserter(s), "{}{}:ets/{}", i ? " " : "", i, e.bw);
+    }
     add("ets.tc-tsa/tc-bw", s);
   }
-  if (h.prio_buffer) add("buffer.prio-buffer", map_text(*h.prio_buffer));
+  if (h.prio_buffer) add("buffer.prio-buffer", prio_map_text(*h.prio_buffer));
   if (h.np_mask) add("ecn.roce_np.enable", priority_list(*h.np_mask));
   if (h.rp_mask) add("ecn.roce_rp.enable", priority_list(*h.rp_mask));
   if (h.cnp_dscp) add("ecn.roce_np.cnp_dscp", std::to_string(*h.cnp_dscp));
@@ -182,9 +187,9 @@ Fields flatten(const SwitchPort& p) {
   auto add = [&](std::string k, std::string v) { f.emplace_back(std::move(k), std::move(v)); };
   if (p.trust) add("trust", config::trust_name(*p.trust));
   if (p.dscp_tc) add("dscp_to_tc", dscp_text(*p.dscp_tc));
-  if (p.tc_queue) add("tc_to_queue", map_text(*p.tc_queue));
-  if (p.tc_pg) add("tc_to_pg", map_text(*p.tc_pg));
-  if (p.pfc_queue) add("pfc_priority_to_queue", map_text(*p.pfc_queue));
+  if (p.tc_queue) add("tc_to_queue", prio_map_text(*p.tc_queue));
+  if (p.tc_pg) add("tc_to_pg", prio_map_text(*p.tc_pg));
+  if (p.pfc_queue) add("pfc_priority_to_queue", prio_map_text(*p.pfc_queue));
   if (p.pfc_mask) add("pfc_enable", priority_list(*p.pfc_mask));
   for (const auto& [q, s] : p.sched)
     add("queue[" + std::to_string(q) + "].scheduler",

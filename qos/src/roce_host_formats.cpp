@@ -1,4 +1,5 @@
 // Host formats: the dcb/sysfs/configfs script and the `weft roce collect` snapshot.
+#include <fmt/format.h>
 #include <algorithm>
 #include <charconv>
 #include <sstream>
@@ -17,13 +18,7 @@ const char* const kTsaNames[] = {"ets", "strict"};
 std::string on_off_list(uint8_t m) {
   std::string s;
   for (int i = 0; i < 8; ++i)
-    s += (i ? " " : "") + std::to_string(i) + ((m >> i & 1) ? ":on" : ":off");
-  return s;
-}
-
-std::string prio_list(const PrioMap& m) {
-  std::string s;
-  for (int i = 0; i < 8; ++i) s += (i ? " " : "") + std::to_string(i) + ":" + std::to_string(m[i]);
+    fmt::format_to(std::back_inserter(s), "{}{}:{}", i ? " " : "", i, (m >> i & 1) ? "on" : "off");
   return s;
 }
 
@@ -63,11 +58,11 @@ std::string render_dcb(const HostConfig& h, const std::string& rdma, int rdma_po
       for (int i = 0; i < 8; ++i)
         o << " " << i << ":" << ((*h.ets)[i].tsa == Tsa::kEts ? (*h.ets)[i].bw : 0);
     }
-    if (h.prio_tc) o << " prio-tc " << prio_list(*h.prio_tc);
+    if (h.prio_tc) o << " prio-tc " << prio_map_text(*h.prio_tc);
     o << "\n";
   }
   if (h.prio_buffer)
-    o << "dcb buffer set dev " << dev << " prio-buffer " << prio_list(*h.prio_buffer) << "\n";
+    o << "dcb buffer set dev " << dev << " prio-buffer " << prio_map_text(*h.prio_buffer) << "\n";
   if (h.mtu) o << "ip link set dev " << dev << " mtu " << *h.mtu << "\n";
   for (auto [mask, side] : {std::pair{h.np_mask, "roce_np"}, std::pair{h.rp_mask, "roce_rp"}})
     if (mask)

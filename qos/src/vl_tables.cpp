@@ -1,5 +1,7 @@
 #include "weft/qos/vl_tables.hpp"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <algorithm>
 
 namespace weft::qos {
@@ -93,8 +95,7 @@ uint8_t data_vls(uint8_t oper_vls) {
 
 std::string sl2vl_str(const Sl2Vl& t) {
   std::string s;
-  for (size_t i = 0; i < t.size(); ++i) s += (i ? "," : "") + std::to_string(t[i]);
-  return s;
+  return fmt::format("{}", fmt::join(t, ","));
 }
 
 }  // namespace weft::qos

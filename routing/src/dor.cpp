@@ -1,5 +1,7 @@
 #include "dor.hpp"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <algorithm>
 #include <deque>
 #include <limits>
@@ -27,11 +29,10 @@ Routed DorEngine::compute(const Fabric& f, const Options& o) const {
   const size_t ns = sw.nodes.size();
   const size_t D = T.radix.size();
   auto name_of = [&](uint32_t s) { return fabric::port_ref(f, sw.nodes[s], 0); };
-  std::string shape;
   size_t expected = 1;
-  for (int r : T.radix)
-    shape += (shape.empty() ? "" : "x") + std::to_string(r), expected *= size_t(r);
-  shape += T.wrap ? " torus" : " mesh";
+  for (int r : T.radix) expected *= size_t(r);
+  const std::string shape =
+      fmt::format("{} {}", fmt::join(T.radix, "x"), T.wrap ? "torus" : "mesh");
   if (ns != expected)
     return refuse(Refusal::kTopology, "dor: the fabric has " + std::to_string(ns) +
                                           " switches; a " + shape + " has " +

@@ -1,6 +1,7 @@
 #include "ftree.hpp"
 
 #include <algorithm>
+#include <array>
 #include <deque>
 #include <limits>
 #include <map>
@@ -16,6 +17,15 @@ using fabric::NodeIndex;
 
 namespace {
 constexpr uint32_t kInf = std::numeric_limits<uint32_t>::max();
+
+// A set of a switch's ports (0..255), as an adaptive-routing group's key.
+struct PortSet {
+  std::array<uint64_t, 4> bits{};
+  PortSet(const PortNum* c, uint32_t n) {
+    for (uint32_t i = 0; i < n; ++i) bits[c[i] >> 6] |= uint64_t{1} << (c[i] & 63);
+  }
+  auto operator<=>(const PortSet&) const = default;
+};
 
 struct Hop {
   PortNum port;  // on this switch
@@ -296,14 +306,15 @@ Routed FatTreeEngine::compute(const Fabric& f, const Options& o) const {
     const auto s = static_cast<uint32_t>(si);
     auto& row = out.lft[sw.nodes[s]];
     std::vector<uint16_t>* ar = nullptr;
-    std::map<std::vector<PortNum>, uint16_t> known;
+    // A group is a set of ports: the first candidate list seen with those ports names it.
+    std::map<PortSet, uint16_t> known;
     auto group_of = [&](const PortNum* c, uint32_t n) -> uint16_t {
       if (n < 2) return Tables::kNoArGroup;
       auto& sets = out.ar_sets[sw.nodes[s]];
-      auto [it, fresh] = known.emplace(std::vector<PortNum>(c, c + n), uint16_t(sets.size()));
+      auto [it, fresh] = known.emplace(PortSet(c, n), uint16_t(sets.size()));
       if (fresh) {
         if (sets.size() == Tables::kNoArGroup) return Tables::kNoArGroup;
-        sets.push_back(it->first);
+        sets.emplace_back(c, c + n);
       }
       return it->second;
     };

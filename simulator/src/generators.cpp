@@ -1,5 +1,6 @@
 #include "weft/simulator/generators.hpp"
 
+#include <fmt/format.h>
 #include <algorithm>
 #include <charconv>
 #include <map>
@@ -92,13 +93,11 @@ Result<Fabric> make_fat_tree2(const FatTree2& p) {
   Builder b;
   std::vector<NodeIndex> hosts, leaves, spines;
   for (int l = 0; l < p.leaves; ++l)
-    for (int h = 0; h < p.hosts; ++h)
-      hosts.push_back(b.ca("h" + std::to_string(l) + "-" + std::to_string(h)));
+    for (int h = 0; h < p.hosts; ++h) hosts.push_back(b.ca(fmt::format("h{}-{}", l, h)));
   for (int l = 0; l < p.leaves; ++l)
-    leaves.push_back(b.sw("leaf" + std::to_string(l), p.radix ? p.radix : std::max(leaf_ports, 1)));
+    leaves.push_back(b.sw(fmt::format("leaf{}", l), p.radix ? p.radix : std::max(leaf_ports, 1)));
   for (int s = 0; s < p.spines; ++s)
-    spines.push_back(
-        b.sw("spine" + std::to_string(s), p.radix ? p.radix : std::max(spine_ports, 1)));
+    spines.push_back(b.sw(fmt::format("spine{}", s), p.radix ? p.radix : std::max(spine_ports, 1)));
   for (int l = 0; l < p.leaves; ++l)
     for (int h = 0; h < p.hosts; ++h) WEFT_TRY(b.link(leaves[l], hosts[size_t(l) * p.hosts + h]));
   for (int l = 0; l < p.leaves; ++l)
@@ -122,21 +121,17 @@ Result<Fabric> make_fat_tree3(const FatTree3& p) {
   std::vector<NodeIndex> hosts, leaves, aggs, cores;
   for (int pd = 0; pd < p.pods; ++pd)
     for (int l = 0; l < p.leaves; ++l)
-      for (int h = 0; h < p.hosts; ++h)
-        hosts.push_back(
-            b.ca("h" + std::to_string(pd) + "-" + std::to_string(l) + "-" + std::to_string(h)));
+      for (int h = 0; h < p.hosts; ++h) hosts.push_back(b.ca(fmt::format("h{}-{}-{}", pd, l, h)));
   auto ports = [&](int need) { return p.radix ? p.radix : need; };
   for (int pd = 0; pd < p.pods; ++pd)
     for (int l = 0; l < p.leaves; ++l)
-      leaves.push_back(
-          b.sw("leaf" + std::to_string(pd) + "-" + std::to_string(l), ports(leaf_ports)));
+      leaves.push_back(b.sw(fmt::format("leaf{}-{}", pd, l), ports(leaf_ports)));
   for (int pd = 0; pd < p.pods; ++pd)
     for (int a = 0; a < p.aggs; ++a)
-      aggs.push_back(b.sw("agg" + std::to_string(pd) + "-" + std::to_string(a), ports(agg_ports)));
+      aggs.push_back(b.sw(fmt::format("agg{}-{}", pd, a), ports(agg_ports)));
   for (int g = 0; g < p.aggs; ++g)
     for (int c = 0; c < p.cores; ++c)
-      cores.push_back(
-          b.sw("core" + std::to_string(g) + "-" + std::to_string(c), ports(core_ports)));
+      cores.push_back(b.sw(fmt::format("core{}-{}", g, c), ports(core_ports)));
   for (size_t l = 0; l < leaves.size(); ++l)
     for (int h = 0; h < p.hosts; ++h) WEFT_TRY(b.link(leaves[l], hosts[l * p.hosts + h]));
   for (int pd = 0; pd < p.pods; ++pd)
@@ -167,14 +162,15 @@ Result<Fabric> make_torus(const Torus& p) {
   auto coord_name = [&](long i) {
     std::string s;
     for (size_t k = 0; k < p.dims.size(); ++k) {
-      s += (k ? "-" : "") + std::to_string(i % p.dims[k]);
+      if (k) s += '-';
+      s += std::to_string(i % p.dims[k]);
       i /= p.dims[k];
     }
     return s;
   };
   for (long i = 0; i < count; ++i)
     for (int h = 0; h < p.hosts; ++h)
-      hosts.push_back(b.ca("h" + coord_name(i) + "-" + std::to_string(h)));
+      hosts.push_back(b.ca(fmt::format("h{}-{}", coord_name(i), h)));
   for (long i = 0; i < count; ++i) sws.push_back(b.sw("sw" + coord_name(i), ports));
   for (long i = 0; i < count; ++i)
     for (int h = 0; h < p.hosts; ++h) WEFT_TRY(b.link(sws[i], hosts[size_t(i) * p.hosts + h]));
@@ -226,8 +222,7 @@ Result<Fabric> make_random(const RandomGraph& p) {
   Builder b;
   std::vector<NodeIndex> hosts, sws;
   for (int i = 0; i < n; ++i)
-    for (int h = 0; h < p.hosts; ++h)
-      hosts.push_back(b.ca("h" + std::to_string(i) + "-" + std::to_string(h)));
+    for (int h = 0; h < p.hosts; ++h) hosts.push_back(b.ca(fmt::format("h{}-{}", i, h)));
   for (int i = 0; i < n; ++i) sws.push_back(b.sw("sw" + std::to_string(i), p.degree + p.hosts));
   for (int i = 0; i < n; ++i)
     for (int h = 0; h < p.hosts; ++h) WEFT_TRY(b.link(sws[i], hosts[size_t(i) * p.hosts + h]));
@@ -250,12 +245,9 @@ Result<Fabric> make_dragonfly(const Dragonfly& p) {
   std::vector<NodeIndex> hosts, sws;
   for (int g = 0; g < p.groups; ++g)
     for (int r = 0; r < p.routers; ++r)
-      for (int h = 0; h < p.hosts; ++h)
-        hosts.push_back(
-            b.ca("h" + std::to_string(g) + "-" + std::to_string(r) + "-" + std::to_string(h)));
+      for (int h = 0; h < p.hosts; ++h) hosts.push_back(b.ca(fmt::format("h{}-{}-{}", g, r, h)));
   for (int g = 0; g < p.groups; ++g)
-    for (int r = 0; r < p.routers; ++r)
-      sws.push_back(b.sw("r" + std::to_string(g) + "-" + std::to_string(r), ports));
+    for (int r = 0; r < p.routers; ++r) sws.push_back(b.sw(fmt::format("r{}-{}", g, r), ports));
   auto at = [&](int g, int r) { return sws[size_t(g) * p.routers + r]; };
   for (size_t i = 0; i < sws.size(); ++i)
     for (int h = 0; h < p.hosts; ++h) WEFT_TRY(b.link(sws[i], hosts[i * p.hosts + h]));

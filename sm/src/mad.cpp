@@ -2,6 +2,7 @@
 
 #include <infiniband/mad.h>
 
+#include <fmt/format.h>
 #include <cstring>
 
 namespace weft::sm {
@@ -55,7 +56,7 @@ const char* attr_name(uint16_t attr) {
 
 std::string DrPath::str() const {
   std::string s = "0";
-  for (int i = 1; i <= hops; ++i) s += "," + std::to_string(ports[i]);
+  for (int i = 1; i <= hops; ++i) fmt::format_to(std::back_inserter(s), ",{}", ports[i]);
   return s;
 }
 

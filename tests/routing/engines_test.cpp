@@ -2,6 +2,7 @@
 // LIDs too) and loop-free, or a typed refusal; deadlock-free engines have an
 // acyclic channel dependency graph on every VL; up/down-style routes never turn
 // down then up; the same input gives the same tables.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -454,7 +455,8 @@ TorusSpec spec_of(const Fabric& f, std::vector<int> radix, bool wrap) {
   t.wrap = wrap;
   auto name = [&](int d) {
     std::string s = "sw";
-    for (size_t k = 0; k < radix.size(); ++k) s += (k ? "-" : "") + std::to_string(int(k) == d);
+    for (size_t k = 0; k < radix.size(); ++k)
+      fmt::format_to(std::back_inserter(s), "{}{}", k ? "-" : "", int(int(k) == d));
     return s;
   };
   t.seed = f.node(*f.find_by_name(name(-1))).guid;

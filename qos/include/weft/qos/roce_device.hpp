@@ -98,6 +98,8 @@ struct SwitchConfig {
 uint8_t lossless_priorities(const RoceProfile& p);
 // A priority set as "3,4" (`none` when empty).
 std::string priority_list(uint8_t mask, const char* none = "none");
+// An 8-entry map as "0:0 1:0 2:0 3:3 ...", as dcb writes prio-tc and prio-buffer.
+std::string prio_map_text(const PrioMap& m);
 
 // The priority group a lossless priority's traffic is buffered in (PG p for lossless
 // priority p, PG 0 for the rest).
