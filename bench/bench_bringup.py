@@ -129,8 +129,6 @@ def main():
     ap.add_argument("--weft-args", default="", help="extra weft sm arguments, e.g. '--window 64'")
     ap.add_argument("--no-opensm", action="store_true")
     a = ap.parse_args()
-    if not a.no_opensm and not shutil.which("opensm"):
-        subprocess.run([os.path.join(HERE, "..", "scripts", "install-deps.sh"), "--bench"], check=True)
     fabrics = FABRICS + (HUGE if a.huge else [])
     if a.fabrics:
         want = a.fabrics.split(",")

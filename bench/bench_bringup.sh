@@ -3,5 +3,5 @@
 # Usage: bench/bench_bringup.sh BUILD/app/weft [bench_bringup.py options]
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
-command -v opensm >/dev/null || "$HERE/../scripts/install-deps.sh" --bench
+"$HERE/../scripts/install-deps.sh"
 exec python3 "$HERE/bench_bringup.py" --weft "$@"

@@ -1,11 +1,31 @@
 #!/bin/bash
-# Installs the Debian 12 packages weft needs to build, test and run, if missing.
-# Usage: scripts/install-deps.sh [--bench]   (--bench adds opensm)
+# Installs every Debian 12 package weft needs to build, test, package, benchmark and
+# run, if missing. There is one list and no flag: whatever a test, a script or the
+# package build calls comes from it (tests/repo/deps_test.py keeps it so).
+# Usage: scripts/install-deps.sh          install what is missing
+#        scripts/install-deps.sh --list   print the list, one package per line
 set -euo pipefail
-PKGS=(build-essential cmake pkg-config libibumad-dev libibmad-dev libboost-dev
-      libboost-graph-dev libboost-program-options-dev nlohmann-json3-dev libgtest-dev libgmock-dev
-      libyaml-dev libhiredis-dev ibsim-utils infiniband-diags iproute2 redis-server python3)
-[ "${1:-}" = "--bench" ] && PKGS+=(opensm)
+PKGS=(
+  # build
+  build-essential cmake pkg-config libibumad-dev libibmad-dev libboost-dev
+  libboost-graph-dev libboost-program-options-dev nlohmann-json3-dev libfmt-dev
+  libgtest-dev libgmock-dev libyaml-dev libhiredis-dev
+  # tests: ibsim and the diags that read back what weft programmed, OpenSM (its
+  # `opensm -c` config and, in make bench, the SM weft is measured against), redis for
+  # the RoCE CONFIG_DB tests, the format check
+  ibsim-utils infiniband-diags opensm iproute2 redis-server redis-tools python3
+  clang-format
+  # the Debian package and its checks (make deb, systemd-analyze verify)
+  debhelper dpkg-dev fakeroot help2man systemd
+)
+if [ "${1:-}" = "--list" ]; then
+  printf '%s\n' "${PKGS[@]}"
+  exit 0
+fi
+if [ $# -gt 0 ]; then
+  echo "usage: scripts/install-deps.sh [--list]" >&2
+  exit 2
+fi
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
