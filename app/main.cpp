@@ -31,6 +31,7 @@
 #include "weft/simulator/generators.hpp"
 #include "weft/simulator/sim_transport.hpp"
 #include "weft/sm/lid_manager.hpp"
+#include "weft/sm/state_dir.hpp"
 #include "weft/sm/subnet_manager.hpp"
 #include "weft/sm/umad_transport.hpp"
 
@@ -370,6 +371,9 @@ int cmd_sm(int argc, char** argv) {
   auto v = build_config(vm);
   if (!v) return die(v.error().message);
   if (auto r = setup_logging(vm, *v); !r) return die(r.error().message);
+  // Before the port: a second SM on this state directory stops here, its file untouched.
+  auto state = sm::StateDir::acquire(v->get_str("state_dir"));
+  if (!state) return die(state.error().message, 1);
   sm::UmadPortSpec spec;
   if (vm.count("ca")) spec.ca = vm["ca"].as<std::string>();
   spec.port = vm["port"].as<int>();
@@ -419,6 +423,8 @@ int cmd_sim(int argc, char** argv) {
                     .string();
     (void)config::set(*v, "state_dir", tmp_state, "sim");
   }
+  auto state = sm::StateDir::acquire(v->get_str("state_dir"));
+  if (!state) return die(state.error().message, 1);
   const double drop = vm["drop-rate"].as<double>(), delay = vm["delay-rate"].as<double>();
   if (drop < 0 || drop >= 1 || delay < 0 || delay > 1)
     return die("sim: --drop-rate must be in [0,1), --delay-rate in [0,1]");

@@ -1,5 +1,7 @@
 #include "weft/sm/lid_manager.hpp"
 
+#include "weft/durable_file.hpp"
+
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -70,41 +72,13 @@ Result<std::vector<std::string>> Guid2Lid::load(const std::string& path) {
 }
 
 Result<void> Guid2Lid::save(const std::string& path) const {
-  std::error_code ec;
-  auto dir = std::filesystem::path(path).parent_path();
-  if (!dir.empty()) std::filesystem::create_directories(dir, ec);
-  if (ec) return fail(Errc::kIo, dir.string() + ": cannot create: " + ec.message());
-  std::string tmp = path + ".tmp";
-  std::ostringstream out;
+  std::string text;
   for (const auto& [g, l] : map_) {
     char buf[64];
     std::snprintf(buf, sizeof buf, "%s 0x%04x 0x%04x\n", g.str().c_str(), l.value, l.value);
-    out << buf;
+    text += buf;
   }
-  const std::string text = out.str();
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return fail(Errc::kIo, tmp + ": cannot write: " + std::strerror(errno));
-  size_t off = 0;
-  while (off < text.size()) {
-    ssize_t w = ::write(fd, text.data() + off, text.size() - off);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      int e = errno;
-      ::close(fd);
-      return fail(Errc::kIo, tmp + ": write: " + std::strerror(e));
-    }
-    off += static_cast<size_t>(w);
-  }
-  if (::fsync(fd) != 0 || ::close(fd) != 0)
-    return fail(Errc::kIo, tmp + ": fsync/close: " + std::strerror(errno));
-  if (std::rename(tmp.c_str(), path.c_str()) != 0)
-    return fail(Errc::kIo, "rename " + tmp + " -> " + path + ": " + std::strerror(errno));
-  int dfd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd >= 0) {
-    (void)::fsync(dfd);
-    ::close(dfd);
-  }
-  return {};
+  return write_file_durably(path, text);
 }
 
 Result<LidAssignment> assign_lids(fabric::Fabric& f, Guid2Lid& db, uint8_t lmc) {

@@ -1,0 +1,114 @@
+#!/usr/bin/env python3
+"""Two SMs on one host, as weft@.service runs them: two `weft sm` daemons at once, each
+on its own ibsim fabric with its own state directory and log, both bring their fabric
+up and keep to their own guid2lid. A third weft pointed at a state directory in use
+refuses at once, naming the holder's pid, and leaves that directory's guid2lid as it
+was. The lock goes with its holder: after SIGTERM, and after kill -9, a new weft takes
+the directory. Everything started is stopped by PID, also on failure."""
+import argparse
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import ibsim_bringup as b  # noqa: E402
+
+# Two fabrics with GUIDs of their own: a generated tree, and ibsim's own example.
+FABRICS = {"a": "ft2:leaves=4,spines=2,hosts=2", "b": "ibsim_example.net"}
+
+
+def fabric_port_guids(work, sock):
+    """The LID-holding port GUIDs ibnetdiscover reads: switch port 0s and CA ports."""
+    out = set()
+    for guid, n in b.parse_ibnetdiscover(b.run(["ibnetdiscover"], work, sock).stdout).items():
+        out |= {guid} if n["type"] == "Switch" else set(n["port_guids"].values())
+    return out
+
+
+def port_guids(guid2lid):
+    return {int(line.split()[0], 16) for line in open(guid2lid) if line.strip()}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--weft", required=True)
+    ap.add_argument("--scratch", required=True)
+    ap.add_argument("--data", required=True)
+    a = ap.parse_args()
+    work = os.path.join(a.scratch, "instances")
+    shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(work)
+    nets, socks, states, logs = {}, {}, {}, {}
+    for k, spec in FABRICS.items():
+        nets[k] = os.path.join(work, k + ".net")
+        if spec.endswith(".net"):
+            shutil.copy(os.path.join(a.data, spec), nets[k])
+        else:
+            b.run([a.weft, "topo", spec, "-o", nets[k]], work, "", preload=False)
+        socks[k] = "weft-e2e-inst-%s-%d" % (k, os.getpid())
+        states[k] = os.path.join(work, "state-" + k)
+        logs[k] = os.path.join(work, "weft-%s.log" % k)
+
+    def daemon(k):
+        return b.Background([a.weft, "sm", "--state-dir", states[k], "--log-file", logs[k], "--sweep-interval", "1"],
+                            work, socks[k], logs[k])
+
+    with b.Ibsim(nets["a"], work, socks["a"]), b.Ibsim(nets["b"], work, socks["b"]):
+        with daemon("a") as da, daemon("b") as db:
+            for k, d in (("a", da), ("b", db)):
+                info = b.run(["sminfo"], work, socks[k]).stdout
+                if "SMINFO_MASTER" not in info:
+                    raise b.Failure("fabric %s: sminfo finds no master: %s" % (k, info))
+                held = port_guids(os.path.join(states[k], "guid2lid"))
+                own = fabric_port_guids(work, socks[k])
+                if not held or held != own:
+                    raise b.Failure("state-%s/guid2lid holds %d ports; its fabric has %d, %d of them not in the file"
+                                    % (k, len(held), len(own), len(own - held)))
+                if open(os.path.join(states[k], "lock")).read().strip() != str(d.proc.pid):
+                    raise b.Failure("state-%s/lock does not name pid %d" % (k, d.proc.pid))
+            held_a = port_guids(os.path.join(states["a"], "guid2lid"))
+            held_b = port_guids(os.path.join(states["b"], "guid2lid"))
+            if held_a & held_b:
+                raise b.Failure("the two guid2lid files share %d ports" % len(held_a & held_b))
+            print("two daemons: each fabric has its master; guid2lid a %d ports, b %d ports, each its own "
+                  "fabric's, no overlap" % (len(held_a), len(held_b)))
+            if open(logs["a"]).read().count("SUBNET UP") < 1 or "SUBNET UP" not in open(logs["b"]).read():
+                raise b.Failure("a log misses its own SUBNET UP")
+
+            # A third SM, on fabric b, pointed at a's state directory.
+            before = open(os.path.join(states["a"], "guid2lid"), "rb").read()
+            t0 = time.time()
+            p = b.run([a.weft, "sm", "--once", "--state-dir", states["a"], "--log-file", os.path.join(work, "third.log")],
+                      work, socks["b"], timeout=30, check=False)
+            want = "state directory %s is in use by another weft (pid %d)" % (states["a"], da.proc.pid)
+            if p.returncode == 0 or want not in p.stderr:
+                raise b.Failure("a third weft on a state directory in use: exit %d, stderr %r"
+                                % (p.returncode, p.stderr[-500:]))
+            if open(os.path.join(states["a"], "guid2lid"), "rb").read() != before:
+                raise b.Failure("the refused weft changed state-a/guid2lid")
+            print("third weft on state-a refused in %.2f s: %s" % (time.time() - t0, p.stderr.strip()))
+
+            da.proc.send_signal(signal.SIGTERM)
+            da.proc.wait(timeout=10)
+            db.proc.kill()  # kill -9: the kernel drops the lock with the process
+            db.proc.wait(timeout=10)
+        for k in ("a", "b"):
+            p = b.run([a.weft, "sm", "--once", "--state-dir", states[k], "--log-file", os.path.join(work, "again-%s.log" % k)],
+                      work, socks[k], timeout=60, check=False)
+            if p.returncode != 0:
+                raise b.Failure("after its holder %s, a new weft could not take state-%s: %s"
+                                % ("stopped" if k == "a" else "was killed", k, p.stderr[-500:]))
+        print("after SIGTERM (a) and kill -9 (b): a new weft takes each state directory")
+    print("PASS instances")
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    except (b.Failure, subprocess.TimeoutExpired) as e:
+        print("FAIL: %s" % e, file=sys.stderr)
+        sys.exit(1)
