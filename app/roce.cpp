@@ -1,6 +1,6 @@
 // weft roce: the lossless-RoCE profile, checked against a fabric, rendered per device,
 // diffed against what devices hold, collected from a host, applied to a SONiC switch.
-#include "roce.hpp"
+#include "commands.hpp"
 
 #include <fcntl.h>
 #include <spawn.h>
@@ -36,43 +36,92 @@ using namespace weft::qos::roce;
 
 namespace {
 
-constexpr const char* kRoceUsage =
-    "usage: weft roce <command> [options]\n"
-    "  check   [--profile P] --fabric F [--json]       check the profile on a fabric\n"
-    "  render  [--profile P] [--fabric F] --device D --format dcb|sonic|nvue [--port IF]\n"
-    "  diff    [--profile P] [--fabric F] --observed FILE|redis://HOST:PORT/4 ... [--json]\n"
-    "  collect IF [--host NAME] [-o FILE]              snapshot a host port's RoCE settings\n"
-    "  apply   [--profile P] --fabric F --device D --sonic redis://HOST:PORT/4\n"
-    "F is a fabric YAML file, or a weft topology (generator spec, ibnetdiscover or ibsim file).\n"
-    "Exit status: 0 no errors, 1 errors found, 2 bad usage or input.\n";
-
-int die(const std::string& msg, int code = 2) {
-  std::fprintf(stderr, "weft: roce: %s\n", msg.c_str());
-  return code;
+int roce_die(const std::string& msg, int code = 2) {
+  return app::die("roce: " + msg, code);
 }
 
-// Reads the command line into `vm`: nullopt to go on, else the exit status (help shown, or
-// bad usage reported).
+const char* const kExit =
+    "Exit status:\n"
+    "  0  no errors found (warnings may be listed)\n"
+    "  1  errors found, or (apply) CONFIG_DB could not be written or read back\n"
+    "  2  bad usage or input";
+
+const char* const kInputs =
+    "Inputs:\n"
+    "  The profile (--profile, YAML; left out: NVIDIA's lossless reference) holds the\n"
+    "  mode (lossless or lossy), DSCP or PCP trust, the RoCE and CNP DSCPs and\n"
+    "  priorities, the DSCP-to-priority and priority-to-TC maps, the PFC priorities and\n"
+    "  watchdog, ETS shares, ECN thresholds per TC, DCQCN, MTU and the rdma_cm defaults;\n"
+    "  an unknown key or a bad value is an error naming file and line. The fabric\n"
+    "  (--fabric) is a YAML file of switches (os: sonic|cumulus, buffer parameters),\n"
+    "  hosts and links with speed and cable length, or any weft topology (generator\n"
+    "  spec, ibnetdiscover output, ibsim net file) with --speed and --length.";
+
+const Help kCheckHelp{"roce check", "check the RoCE profile on a fabric",
+                      "weft roce check [--profile P] --fabric F [--json]",
+                      R"(Checks the profile, and the configuration it gives every host port, switch
+port and link of the fabric: trust, DSCP and priority maps, PFC, ETS shares, a strict
+CNP TC, DCQCN on the RoCE priority, rdma_cm ToS; switch queues, priority groups,
+headroom for the cable's real length, WRED with ECN on the RoCE queue, the PFC
+watchdog; the same PFC set, MTU and trust at both ends of each link; one DSCP map
+fabric-wide; and no cycle in the lossless buffer-dependency graph over the ECMP
+shortest paths. Each finding names device, port, field, expected and observed.)",
+                      R"(Examples:
+  weft roce check --fabric fabric.yaml
+  weft roce check --profile lossless.yaml --fabric ft2:leaves=8,spines=4,hosts=16 \
+      --speed 200G --length 5m --json)"};
+const Help kRenderHelp{
+    "roce render", "render one device's configuration",
+    "weft roce render [--profile P] [--fabric F] --device D --format dcb|sonic|nvue [--port IF]",
+    R"(Writes what device D should hold: for a host, iproute2 dcb commands with the mlx5
+sysfs and rdma_cm configfs settings (dcb); for a switch, SONiC config_db JSON
+(sonic) or Cumulus NVUE commands (nvue).)",
+    R"(Examples:
+  weft roce render --fabric fabric.yaml --device leaf1 --format sonic > leaf1.json
+  weft roce render --fabric fabric.yaml --device h1 --format dcb --port eth0)"};
+const Help kDiffHelp{
+    "roce diff", "compare what devices hold with what the profile asks",
+    "weft roce diff [--profile P] [--fabric F] --observed FILE|redis://HOST:PORT/4 ... [--json]",
+    R"(Reads what devices hold (host snapshots from weft roce collect, dcb scripts,
+SONiC config_db JSON, NVUE commands, or a switch's CONFIG_DB over redis://),
+compares them field by field with what the profile asks, runs the same checks on
+what was read, and warns where applying the profile would flap a link.)",
+    R"(Examples:
+  weft roce diff --fabric fabric.yaml --observed h1.json leaf1-config_db.json
+  weft roce diff --fabric fabric.yaml --device leaf1 --observed redis://10.0.0.1:6379/4)"};
+const Help kCollectHelp{"roce collect", "snapshot a host port's RoCE settings",
+                        "weft roce collect IF [--host NAME] [-o FILE]",
+                        R"(On a host: runs dcb -j show for the interface's app, apptrust, pfc, ets,
+buffer, maxrate and dcbx tables, reads the mlx5 ecn/ sysfs knobs and the rdma_cm
+configfs defaults of its RDMA device, and writes one JSON snapshot that weft roce
+diff reads.)",
+                        R"(Examples:
+  weft roce collect eth0 -o $(hostname)-eth0.json)"};
+const Help kApplyHelp{
+    "roce apply", "write a switch's configuration into its SONiC CONFIG_DB",
+    "weft roce apply [--profile P] --fabric F --device D --sonic redis://HOST:PORT/4",
+    R"(Renders switch D's tables, writes them into CONFIG_DB in one MULTI/EXEC
+(replacing the entries weft owns, merging PORT so a port keeps its lanes and
+alias), reads them back and prints the diff. A profile that fails its own checks
+is not applied.)",
+    R"(Examples:
+  weft roce apply --fabric fabric.yaml --device leaf1 --sonic redis://127.0.0.1:6379/4)"};
+
+// A roce command's page: its own help, then what every roce command takes.
+std::string sections_of(const Help& h) {
+  return std::string(h.sections) + (h.sections.empty() ? "" : "\n\n") + kInputs + "\n\n" + kExit;
+}
+// A roce command's line into `vm`: nullopt to go on, else the exit status.
 std::optional<int> parse(int argc, char** argv, const po::options_description& o,
-                         po::variables_map& vm,
+                         po::variables_map& vm, const Help& h,
                          const po::positional_options_description* pos = nullptr) {
-  try {
-    auto parser = po::command_line_parser(argc, argv).options(o);
-    if (pos) parser.positional(*pos);
-    po::store(parser.run(), vm);
-    po::notify(vm);
-  } catch (const std::exception& e) {
-    return die(e.what());
-  }
-  if (vm.count("help")) {
-    std::cout << kRoceUsage << o;
-    return 0;
-  }
-  return std::nullopt;
+  const std::string sections = sections_of(h);
+  const Help full{h.name, h.summary, h.synopsis, h.description, sections};
+  return parse_command_line(argc, argv, o, vm, full, pos);
 }
 
 po::options_description common_options() {
-  po::options_description o("options");
+  po::options_description o("Options");
   o.add_options()("help,h", "this help")(
       "profile", po::value<std::string>(),
       "RoCE profile (YAML); default: NVIDIA's lossless reference")(
@@ -146,13 +195,17 @@ int report(std::vector<Finding> findings, bool as_json, const std::string& summa
   return errs ? 1 : 0;
 }
 
+po::options_description check_options() {
+  return common_options();
+}
+
 int cmd_check(int argc, char** argv) {
-  po::options_description o = common_options();
+  const po::options_description o = check_options();
   po::variables_map vm;
-  if (auto rc = parse(argc, argv, o, vm)) return *rc;
+  if (auto rc = parse(argc, argv, o, vm, kCheckHelp)) return *rc;
   const auto t0 = std::chrono::steady_clock::now();
   auto in = load_inputs(vm, true);
-  if (!in) return die(in.error().message);
+  if (!in) return roce_die(in.error().message);
   const auto t1 = std::chrono::steady_clock::now();
   std::vector<Finding> findings = check_profile(in->profile);
   const FabricView view = intended(in->profile, &*in->fabric);
@@ -189,27 +242,33 @@ int cmd_check(int argc, char** argv) {
   return report(std::move(findings), vm.count("json"), summary);
 }
 
-int cmd_render(int argc, char** argv) {
+po::options_description render_options() {
   po::options_description o = common_options();
   o.add_options()("device", po::value<std::string>(), "host or switch name")(
       "format", po::value<std::string>(), "dcb (hosts), sonic or nvue (switches)")(
       "port", po::value<std::string>(), "one host port (default: every port of the host)");
+  return o;
+}
+
+int cmd_render(int argc, char** argv) {
+  const po::options_description o = render_options();
   po::variables_map vm;
-  if (auto rc = parse(argc, argv, o, vm)) return *rc;
-  if (!vm.count("device") || !vm.count("format")) return die("--device and --format are required");
+  if (auto rc = parse(argc, argv, o, vm, kRenderHelp)) return *rc;
+  if (!vm.count("device") || !vm.count("format"))
+    return roce_die("--device and --format are required");
   const std::string dev = vm["device"].as<std::string>(), fmt = vm["format"].as<std::string>();
   if (fmt != "dcb" && fmt != "sonic" && fmt != "nvue")
-    return die("--format: expected dcb, sonic or nvue");
+    return roce_die("--format: expected dcb, sonic or nvue");
   auto in = load_inputs(vm, false);
-  if (!in) return die(in.error().message);
+  if (!in) return roce_die(in.error().message);
   const config::RoceFabric* f = in->fabric ? &*in->fabric : nullptr;
   const int d = f ? f->device(dev) : -1;
   if (fmt == "dcb") {
     if (d >= 0 && f->devices[d].kind != config::DeviceKind::kHost)
-      return die(dev + " is a switch: use sonic or nvue");
+      return roce_die(dev + " is a switch: use sonic or nvue");
     if (d < 0) {
-      if (f) return die("the fabric has no host \"" + dev + "\"");
-      if (!vm.count("port")) return die("without --fabric, name the host port with --port");
+      if (f) return roce_die("the fabric has no host \"" + dev + "\"");
+      if (!vm.count("port")) return roce_die("without --fabric, name the host port with --port");
       std::cout << render_dcb(intend_host(in->profile, dev, vm["port"].as<std::string>()), "", 1);
       return 0;
     }
@@ -220,13 +279,14 @@ int cmd_render(int argc, char** argv) {
       std::cout << (shown++ ? "\n" : "")
                 << render_dcb(intend_host(in->profile, f, d, p), port.rdma, port.rdma_port);
     }
-    if (!shown) return die(dev + " has no port " + vm["port"].as<std::string>());
+    if (!shown) return roce_die(dev + " has no port " + vm["port"].as<std::string>());
     return 0;
   }
   if (d < 0)
-    return die(f ? "the fabric has no switch \"" + dev + "\""
-                 : "rendering a switch needs --fabric");
-  if (f->devices[d].kind != config::DeviceKind::kSwitch) return die(dev + " is a host: use dcb");
+    return roce_die(f ? "the fabric has no switch \"" + dev + "\""
+                      : "rendering a switch needs --fabric");
+  if (f->devices[d].kind != config::DeviceKind::kSwitch)
+    return roce_die(dev + " is a host: use dcb");
   const SwitchConfig s = intend_switch(in->profile, f, d);
   if (fmt == "sonic")
     std::cout << render_sonic(s).dump(2) << "\n";
@@ -278,24 +338,29 @@ Result<Observed> read_observed(const std::string& src, const std::string& device
   return o;
 }
 
-int cmd_diff(int argc, char** argv) {
+po::options_description diff_options() {
   po::options_description o = common_options();
   o.add_options()(
       "observed", po::value<std::vector<std::string>>()->multitoken(),
       "observed configurations: host snapshots, dcb scripts, config_db JSON, NVUE, redis:// URLs")(
       "device", po::value<std::string>(), "device name for a file that does not carry one");
+  return o;
+}
+
+int cmd_diff(int argc, char** argv) {
+  const po::options_description o = diff_options();
   po::variables_map vm;
-  if (auto rc = parse(argc, argv, o, vm)) return *rc;
-  if (!vm.count("observed")) return die("--observed is required");
+  if (auto rc = parse(argc, argv, o, vm, kDiffHelp)) return *rc;
+  if (!vm.count("observed")) return roce_die("--observed is required");
   auto in = load_inputs(vm, false);
-  if (!in) return die(in.error().message);
+  if (!in) return roce_die(in.error().message);
   const config::RoceFabric* f = in->fabric ? &*in->fabric : nullptr;
   const std::string device = vm.count("device") ? vm["device"].as<std::string>() : "";
   FabricView seen;
   std::vector<Finding> findings;
   for (const auto& src : vm["observed"].as<std::vector<std::string>>()) {
     auto ob = read_observed(src, device);
-    if (!ob) return die(ob.error().message);
+    if (!ob) return roce_die(ob.error().message);
     for (const auto& w : ob->warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
     const std::string name = ob->host ? ob->host->device : ob->sw->device;
     const int d = f ? f->device(name) : -1;
@@ -391,23 +456,29 @@ std::optional<int64_t> read_int_file(const fs::path& p) {
   return std::nullopt;
 }
 
-int cmd_collect(int argc, char** argv) {
-  po::options_description o("options");
+po::options_description collect_options() {
+  po::options_description o("Options");
   o.add_options()("help,h", "this help")("ifname", po::value<std::string>(), "the host port")(
       "host", po::value<std::string>(), "host name (default: this host's)")(
       "output,o", po::value<std::string>(), "write here instead of stdout")(
       "dcb", po::value<std::string>()->default_value("dcb"), "the dcb program")(
       "sysfs", po::value<std::string>()->default_value("/sys"), "sysfs root")(
       "configfs", po::value<std::string>()->default_value("/sys/kernel/config"), "configfs root");
+  return o;
+}
+
+int cmd_collect(int argc, char** argv) {
+  const po::options_description o = collect_options();
   po::positional_options_description pos;
   pos.add("ifname", 1);
   po::variables_map vm;
-  if (auto rc = parse(argc, argv, o, vm, &pos)) return *rc;
-  if (!vm.count("ifname")) return die("collect: name the interface (weft roce collect IF)");
+  if (auto rc = parse(argc, argv, o, vm, kCollectHelp, &pos)) return *rc;
+  if (!vm.count("ifname")) return roce_die("collect: name the interface (weft roce collect IF)");
   const std::string ifname = vm["ifname"].as<std::string>();
   const fs::path sys = vm["sysfs"].as<std::string>();
   const fs::path net = sys / "class/net" / ifname;
-  if (!fs::exists(net)) return die("collect: no interface " + ifname + " (" + net.string() + ")");
+  if (!fs::exists(net))
+    return roce_die("collect: no interface " + ifname + " (" + net.string() + ")");
   std::string host;
   if (vm.count("host")) {
     host = vm["host"].as<std::string>();
@@ -476,59 +547,100 @@ int cmd_collect(int argc, char** argv) {
   const std::string text = snap.dump(2) + "\n";
   if (vm.count("output")) {
     std::ofstream out(vm["output"].as<std::string>());
-    if (!(out << text)) return die("cannot write " + vm["output"].as<std::string>());
+    if (!(out << text)) return roce_die("cannot write " + vm["output"].as<std::string>());
   } else {
     std::cout << text;
   }
-  if (missing == 7) return die("dcb answered nothing for " + ifname + " (no DCB support?)", 1);
+  if (missing == 7) return roce_die("dcb answered nothing for " + ifname + " (no DCB support?)", 1);
   return 0;
 }
 
-int cmd_apply(int argc, char** argv) {
+po::options_description apply_options() {
   po::options_description o = common_options();
   o.add_options()("device", po::value<std::string>(), "the switch")(
       "sonic", po::value<std::string>(), "the switch's CONFIG_DB: redis://HOST:PORT/4");
+  return o;
+}
+
+int cmd_apply(int argc, char** argv) {
+  const po::options_description o = apply_options();
   po::variables_map vm;
-  if (auto rc = parse(argc, argv, o, vm)) return *rc;
-  if (!vm.count("device") || !vm.count("sonic")) return die("--device and --sonic are required");
+  if (auto rc = parse(argc, argv, o, vm, kApplyHelp)) return *rc;
+  if (!vm.count("device") || !vm.count("sonic"))
+    return roce_die("--device and --sonic are required");
   auto in = load_inputs(vm, true);
-  if (!in) return die(in.error().message);
+  if (!in) return roce_die(in.error().message);
   const auto& f = *in->fabric;
   const int d = f.device(vm["device"].as<std::string>());
   if (d < 0 || f.devices[d].kind != config::DeviceKind::kSwitch)
-    return die("the fabric has no switch \"" + vm["device"].as<std::string>() + "\"");
+    return roce_die("the fabric has no switch \"" + vm["device"].as<std::string>() + "\"");
   auto url = parse_redis_url(vm["sonic"].as<std::string>());
-  if (!url) return die(url.error().message);
+  if (!url) return roce_die(url.error().message);
   const SwitchConfig want = intend_switch(in->profile, &f, d);
   // Refuse to push a profile that fails its own checks.
   auto pre = check_profile(in->profile);
   if (errors(pre))
     return report(std::move(pre), vm.count("json"), "profile has errors; nothing applied");
   auto st = write_config_db(*url, render_sonic(want));
-  if (!st) return die(st.error().message, 1);
+  if (!st) return roce_die(st.error().message, 1);
   std::fprintf(stderr, "applied to %s: %zu keys (%zu replaced whole), %zu fields\n",
                url->text().c_str(), st->keys, st->replaced, st->fields);
   auto back = read_config_db(*url);
-  if (!back) return die("read back: " + back.error().message, 1);
+  if (!back) return roce_die("read back: " + back.error().message, 1);
   auto have = parse_sonic_db(*back, url->text(), want.device);
-  if (!have) return die("read back: " + have.error().message, 1);
+  if (!have) return roce_die("read back: " + have.error().message, 1);
   have->config.device = want.device;
   return report(diff(want, have->config), vm.count("json"), "read back from " + url->text());
 }
 
 }  // namespace
 
+const Help kRoceHelp{
+    "roce", "check, render, diff, collect and apply the lossless RoCE profile",
+    "weft roce check [--profile P] --fabric F [--json]\n"
+    "weft roce render [--profile P] [--fabric F] --device D --format dcb|sonic|nvue [--port IF]\n"
+    "weft roce diff [--profile P] [--fabric F] --observed FILE|redis://HOST:PORT/4 ... [--json]\n"
+    "weft roce collect IF [--host NAME] [-o FILE]\n"
+    "weft roce apply [--profile P] --fabric F --device D --sonic redis://HOST:PORT/4",
+    R"(weft's RoCE fabric controller holds one lossless-RoCE profile for a whole Ethernet
+fabric (PFC, DSCP trust and mapping, ETS, ECN, DCQCN, buffer headroom): check
+checks it against the fabric, render writes one device's configuration, diff
+compares what devices hold with it, collect snapshots a host port, apply writes a
+SONiC switch's CONFIG_DB. weft roce COMMAND --help describes each.)",
+    ""};
+
+std::vector<ManEntry> roce_man_entries() {
+  return {{&kCheckHelp, check_options()},
+          {&kRenderHelp, render_options()},
+          {&kDiffHelp, diff_options()},
+          {&kCollectHelp, collect_options()},
+          {&kApplyHelp, apply_options()}};
+}
+
 int cmd_roce(int argc, char** argv) {
-  if (argc < 2) return std::fputs(kRoceUsage, stderr), 2;
-  const std::string sub = argv[1];
-  if (sub == "check") return cmd_check(argc - 1, argv + 1);
-  if (sub == "render") return cmd_render(argc - 1, argv + 1);
-  if (sub == "diff") return cmd_diff(argc - 1, argv + 1);
-  if (sub == "collect") return cmd_collect(argc - 1, argv + 1);
-  if (sub == "apply") return cmd_apply(argc - 1, argv + 1);
-  if (sub == "-h" || sub == "--help" || sub == "help") return std::fputs(kRoceUsage, stdout), 0;
-  std::fprintf(stderr, "weft: roce: unknown command \"%s\"\n%s", sub.c_str(), kRoceUsage);
-  return 2;
+  struct Sub {
+    const char* name;
+    int (*run)(int, char**);
+  };
+  static const Sub kSubs[] = {{"check", cmd_check},
+                              {"render", cmd_render},
+                              {"diff", cmd_diff},
+                              {"collect", cmd_collect},
+                              {"apply", cmd_apply}};
+  const std::string_view sub = argc < 2 ? "" : argv[1];
+  if (sub == "-h" || sub == "--help" || sub == "help") {
+    const std::string sections = sections_of(kRoceHelp);
+    print_help(std::cout,
+               Help{kRoceHelp.name, kRoceHelp.summary, kRoceHelp.synopsis, kRoceHelp.description,
+                    sections},
+               nullptr);
+    return 0;
+  }
+  for (const auto& s : kSubs)
+    if (sub == s.name) return s.run(argc - 1, argv + 1);
+  if (sub.empty())
+    return roce_die("name a command: check, render, diff, collect or apply (weft roce --help)");
+  return roce_die("unknown command \"" + std::string(sub) + "\" (weft roce --help)");
 }
 
 }  // namespace weft::app

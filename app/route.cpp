@@ -1,8 +1,7 @@
 // weft route: offline routing what-ifs. Loads a topology, optionally fails links
 // or switches, routes it with one or more engines (or a fallback chain), or reads
 // another SM's LFT dump, and grades every result with the same analyzer.
-#include "route.hpp"
-
+#include "commands.hpp"
 #include "read_file.hpp"
 
 #include <unistd.h>
@@ -28,9 +27,8 @@ using nlohmann::json;
 
 namespace {
 
-int die(const std::string& msg, int code = 2) {
-  std::fprintf(stderr, "weft: route: %s\n", msg.c_str());
-  return code;
+int route_die(const std::string& msg, int code = 2) {
+  return app::die("route: " + msg, code);
 }
 
 std::vector<std::string> split(const std::string& list) {
@@ -171,8 +169,41 @@ void print_table(const json& rows) {
 
 }  // namespace
 
-int cmd_route(int argc, char** argv) {
-  po::options_description desc("route options");
+const Help kRouteHelp{
+    "route", "route a topology offline and grade the tables",
+    "weft route --topology SPEC|FILE [--engine E[,E...]] [--lfts [NAME=]FILE]... [--json]\n"
+    "weft route --topology SPEC|FILE --fault-sweep N [--engine E[,E...]]",
+    R"(Loads a topology (a generator spec, an ibsim net file or ibnetdiscover output),
+assigns LIDs as weft sm would on a fresh fabric, optionally takes out links and
+switches, routes it with each engine named (a comma-separated list compares them;
+A+B+C is one fallback chain, as routing_engine takes it) and grades every result
+with one analyzer; --lfts grades another SM's tables (ibroute, dump_lfts.sh or
+dump_fts output) on the same topology, for a side-by-side with weft's engines.
+
+Engines: minhop, updn, dnup, ftree, dfsssp, dor (dor needs --torus).
+
+The grades: CA-to-CA reachability, routing loops, path stretch, all-to-all load
+per directed inter-switch link (max, mean, unused links), effective bisection
+bandwidth (eBB: the mean over --bisections random bisections of each flow's share
+of its busiest link), shift all-to-all, the VLs used and whether each VL's
+channel dependency graph is acyclic (deadlock freedom). --json prints one object
+per engine; --fault-sweep fails 0..N random links (nested sets) and records eBB
+and the first failure count at which each engine refuses.)",
+    R"(Exit status:
+  0  every engine routed the fabric and every table set graded is complete (with
+     --fault-sweep: the sweep ran)
+  1  an engine refused or a graded table set is incomplete or loops; a table file
+     cannot be written
+  2  bad usage or input
+
+Examples:
+  weft route --topology ft3:pods=8,leaves=24,aggs=18,hosts=18,cores=6,links=2 \
+      --engine minhop,updn,ftree,dfsssp
+  weft route --topology ibnetdiscover.out --lfts opensm=dump_fts.out --engine ftree
+  weft route --topology fabric.net --fail-random 4 --engine ftree+updn+minhop --json)"};
+
+po::options_description route_command_options() {
+  po::options_description desc("Options");
   desc.add_options()("help,h", "this help")(
       "topology", po::value<std::string>(),
       "generator spec or topology file (ibsim net, ibnetdiscover)")(
@@ -203,51 +234,44 @@ int cmd_route(int argc, char** argv) {
       "json", "one JSON object per engine instead of a table")(
       "cdg", "accepted for compatibility: the dependency check always runs")(
       "progress", "report each stage on stderr (default when stderr is a terminal)");
+  return desc;
+}
+
+int cmd_route(int argc, char** argv) {
+  const po::options_description desc = route_command_options();
   po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(argc, argv).options(desc).run(), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    return die(e.what());
-  }
-  if (vm.count("help")) {
-    std::cout << "usage: weft route --topology SPEC|FILE [--engine NAME[,NAME...]] [--json]\n"
-                 "engines: ";
-    for (auto n : routing::engine_names()) std::cout << n << " ";
-    std::cout << "\n" << desc;
-    return 0;
-  }
-  if (!vm.count("topology")) return die("--topology is required");
+  if (auto rc = parse_command_line(argc, argv, desc, vm, kRouteHelp)) return *rc;
+  if (!vm.count("topology")) return route_die("--topology is required");
   const bool progress = vm.count("progress") || isatty(2);
   auto say = [&](const std::string& what) {
     if (progress) std::fprintf(stderr, "weft: %s\n", what.c_str());
   };
   auto t_load = std::chrono::steady_clock::now();
   auto fab = simulator::make_fabric(vm["topology"].as<std::string>());
-  if (!fab) return die(fab.error().message);
+  if (!fab) return route_die(fab.error().message);
   say("loaded " + std::to_string(fab->num_switches()) + " switches, " +
       std::to_string(fab->num_endpoints()) + " CAs in " + std::to_string(int(ms_since(t_load))) +
       " ms");
   sm::Guid2Lid fresh;  // offline: LIDs as a first bring-up would give them
   const auto t_lids = std::chrono::steady_clock::now();
-  if (auto r = sm::assign_lids(*fab, fresh, 0); !r) return die(r.error().message, 1);
+  if (auto r = sm::assign_lids(*fab, fresh, 0); !r) return route_die(r.error().message, 1);
   say("LIDs assigned in " + std::to_string(int(ms_since(t_lids))) + " ms");
 
   routing::Options ro;
   const unsigned max_vls = vm["max-vls"].as<unsigned>();
-  if (max_vls < 1 || max_vls > 15) return die("--max-vls must be 1..15");
+  if (max_vls < 1 || max_vls > 15) return route_die("--max-vls must be 1..15");
   ro.max_vls = static_cast<uint8_t>(max_vls);
   ro.adaptive = vm.count("adaptive") > 0;
   if (progress)
     ro.progress = [](const std::string& what) { std::fprintf(stderr, "weft: %s\n", what.c_str()); };
   if (vm.count("torus")) {
     auto t = read_file(vm["torus"].as<std::string>(), routing::read_torus_spec);
-    if (!t) return die(t.error().message);
+    if (!t) return route_die(t.error().message);
     ro.torus = std::move(*t);
   }
   if (vm.count("root-guids")) {
     auto roots = read_file(vm["root-guids"].as<std::string>(), routing::read_guid_list);
-    if (!roots) return die(roots.error().message);
+    if (!roots) return route_die(roots.error().message);
     ro.roots = std::move(*roots);
   }
   Grading g;
@@ -259,13 +283,13 @@ int cmd_route(int argc, char** argv) {
   std::vector<std::string> engines;
   if (vm.count("engine")) {
     engines = split(vm["engine"].as<std::string>());
-    if (engines.empty()) return die("--engine names no engine");
+    if (engines.empty()) return route_die("--engine names no engine");
   } else if (!vm.count("lfts")) {
     engines = {"minhop"};
   }
   for (auto& e : engines) std::replace(e.begin(), e.end(), '+', ',');
   for (const auto& e : engines)
-    if (auto c = routing::EngineChain::parse(e); !c) return die(c.error().message);
+    if (auto c = routing::EngineChain::parse(e); !c) return route_die(c.error().message);
 
   simulator::Failures fl;
   if (vm.count("fail-link")) fl.links = vm["fail-link"].as<std::vector<std::string>>();
@@ -286,7 +310,7 @@ int cmd_route(int argc, char** argv) {
         simulator::Failures fk = fl;
         fk.random_links = k;
         auto applied = simulator::apply_failures(f, fk);
-        if (!applied) return die(applied.error().message);
+        if (!applied) return route_die(applied.error().message);
         say(e + ": " + std::to_string(k) + " failed links");
         json j = route_one(f, e, ro, g, nullptr);
         json point{{"failed_links", k},
@@ -319,7 +343,7 @@ int cmd_route(int argc, char** argv) {
   }
 
   auto applied = simulator::apply_failures(*fab, fl);
-  if (!applied) return die(applied.error().message);
+  if (!applied) return route_die(applied.error().message);
   for (const auto& what : applied->failed) say("failed " + what);
   if (applied->cut_off_nodes)
     say(std::to_string(applied->cut_off_nodes) + " nodes cut off from the largest part");
@@ -338,7 +362,7 @@ int cmd_route(int argc, char** argv) {
       const std::string path = engines.size() > 1 ? write_to + "." + e : write_to;
       std::ofstream os(path);
       routing::write_lft_dump(os, *fab, kept);
-      if (!os.flush()) return die("cannot write " + path, 1);
+      if (!os.flush()) return route_die("cannot write " + path, 1);
       say("wrote " + path);
     }
     if (!applied->failed.empty()) j["failed"] = applied->failed;
@@ -350,10 +374,10 @@ int cmd_route(int argc, char** argv) {
       const std::string name = eq == std::string::npos ? item : item.substr(0, eq);
       const std::string path = eq == std::string::npos ? item : item.substr(eq + 1);
       std::ifstream in(path);
-      if (!in) return die("cannot read " + path);
+      if (!in) return route_die("cannot read " + path);
       fabric::Fabric f = *fab;  // the dump's LIDs replace the offline ones
       auto dump = routing::read_lft_dump(in, f, path);
-      if (!dump) return die(dump.error().message);
+      if (!dump) return route_die(dump.error().message);
       say("read " + path + ": " + std::to_string(dump->switches) + " switches, " +
           std::to_string(dump->entries) + " entries");
       json j{{"engine", name}, {"switches", f.num_switches()}, {"cas", f.num_endpoints()}};

@@ -43,7 +43,7 @@ std::vector<OptionSpec> build_table() {
        "operational VLs: 1=VL0 2=VL0-1 3=VL0-3 4=VL0-7 5=VL0-14"},
       {"subnet_timeout", Type::kInt, "18", 0, 31, false,
        "PortInfo:SubnetTimeout (4.096us * 2^x), written whenever a port is configured"},
-      {"log_file", Type::kString, "", 0, 0, false, "log file (empty = stderr)"},
+      {"log_file", Type::kString, "", 0, 0, false, "log file (empty or - = stderr)"},
       {"state_dir", Type::kString, "/var/lib/weft", 0, 0, false,
        "directory of persistent state (guid2lid)"},
       {"partition_config_file", Type::kString, "", 0, 0, false,
@@ -318,6 +318,31 @@ const std::vector<ForeignOption>& opensm_only_options() {
       {"log_prefix", "(null)"},
   };
   return table;
+}
+
+std::string template_text() {
+  std::string out =
+      "# weft.conf: the options of the weft subnet manager, in opensm.conf syntax (one\n"
+      "# \"key value\" per line; '#' starts a comment; (null) is an empty value).\n"
+      "# Every option is listed at its default, commented out: uncomment a line and\n"
+      "# change its value to set it. Options that mean what an OpenSM option means\n"
+      "# carry OpenSM's name, so an opensm.conf (opensm -c) loads too, with a warning\n"
+      "# for each OpenSM option weft does not implement. Flags on weft sm's command\n"
+      "# line win over this file. Check a file with: weft config check FILE\n";
+  for (const auto& o : option_table()) {
+    out += "\n# ";
+    out += o.help;
+    if (o.type == Type::kInt)
+      out += " [" + std::to_string(o.min) + ".." + std::to_string(o.max) + "]";
+    else if (o.type == Type::kBool)
+      out += " [TRUE|FALSE]";
+    out += "\n#";
+    out += o.name;
+    out += ' ';
+    out += o.default_value.empty() ? std::string_view("(null)") : o.default_value;
+    out += '\n';
+  }
+  return out;
 }
 
 Values defaults() {

@@ -33,7 +33,35 @@ def main():
     shutil.rmtree(w, ignore_errors=True)
     os.makedirs(w)
     W = a.weft
-    check("no command", [], 2, r"usage: weft", W, w)
+    check("no command", [], 2, r"Usage: weft COMMAND", W, w)
+    check("version", ["--version"], 0, r"^weft \d+\.\d+\.\d+\n$", W, w)
+    # Every command's help reads as a manual page: usage, description, options, exit status.
+    for cmd in (["sm"], ["sim"], ["topo"], ["route"], ["config"], ["roce"], ["roce", "check"], ["roce", "render"],
+                ["roce", "diff"], ["roce", "collect"], ["roce", "apply"]):
+        name = " ".join(cmd)
+        check("help: weft %s --help" % name, cmd + ["--help"], 0,
+              r"^weft %s - .+\n\nUsage:\n  weft %s.*\n\n[A-Z].*\nExit status:\n  0 " % (name, name), W, w)
+        if len(cmd) == 1:
+            check("help: weft help %s" % name, ["help"] + cmd, 0, r"^weft %s - " % name, W, w)
+    for cmd in ("sm", "sim", "topo", "route", "config", "roce check"):
+        check("help: %s has examples" % cmd, cmd.split() + ["--help"], 0, r"\nExamples:\n  weft " + cmd, W, w)
+    check("help: a bad option names the command", ["sim", "--frob"], 2,
+          r"weft: sim: unrecognised option '--frob' \(weft sim --help\)", W, w)
+    check("help --man: the manual's FILES, SEE ALSO, and every command in COMMANDS", ["help", "--man"], 0,
+          r'^\[FILES\]\n.*\[SEE ALSO\]\n.*\[COMMANDS\]\n\.SS "weft sm"\n\.nf\n.*\.SS "weft sim".*\.SS "weft topo".*\.SS "weft route".*'
+          r'\.SS "weft config".*\.SS "weft roce check".*\.SS "weft roce apply".*\.fi\n$', W, w)
+    # The template of every option loads clean, commented or not.
+    conf = os.path.join(w, "weft.conf")
+    check("config template", ["config", "template", conf], 0, r"^$", W, w)
+    text = open(conf).read()
+    if not re.search(r"\n# SMPs outstanding .*\[1\.\.256\]\n#max_wire_smps 64\n", text):
+        failures.append("config template: max_wire_smps at its default under its help")
+    check("config template checks clean", ["config", "check", conf, "--strict"], 0,
+          r": 0 options weft implements, 0 OpenSM options at OpenSM's default, 0 not implemented", W, w)
+    uncommented = os.path.join(w, "weft-set.conf")
+    open(uncommented, "w").write(re.sub(r"(?m)^#([a-z_]+ )", r"\1", text))
+    check("config template, every default set, checks clean", ["config", "check", uncommented, "--strict"], 0,
+          r": [1-9]\d+ options weft implements, 0 OpenSM options at OpenSM's default, 0 not implemented", W, w)
     check("unknown command", ["frobnicate"], 2, r'unknown command "frobnicate"', W, w)
     check("sim needs a topology", ["sim"], 2, r"--topology is required", W, w)
     check("sim brings up a fat tree", ["sim", "--topology", "ft2:leaves=4,spines=2,hosts=2"], 0,

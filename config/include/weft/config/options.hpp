@@ -76,6 +76,10 @@ Result<void> set(Values& v, std::string_view name, std::string_view value,
 Result<void> load_file(const std::string& path, Values& v);
 Result<void> load_text(std::string_view text, const std::string& source, Values& v);
 
+// A config file in opensm.conf syntax with every option weft implements commented out
+// at its default, each under its help: /etc/weft/weft.conf (`weft config template`).
+std::string template_text();
+
 // OpenSM's QoS list syntaxes, shared by the option check and the QoS module.
 // qos_sl2vl: 16 comma-separated VLs (0-15), one per SL.
 Result<std::array<uint8_t, 16>> parse_sl2vl(std::string_view s);

@@ -1,0 +1,171 @@
+#include "sm_config.hpp"
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <sstream>
+
+#include "read_file.hpp"
+#include "weft/log.hpp"
+#include "weft/qos/vl_tables.hpp"
+#include "weft/routing/engine.hpp"
+
+namespace weft::app {
+
+namespace po = boost::program_options;
+
+po::options_description sm_options() {
+  po::options_description o("Options");
+  o.add_options()("help,h", "this help")(
+      "once", "one bring-up, then exit: 0 when the subnet is up, 1 (with the reason) when not")(
+      "config", po::value<std::string>(), "OpenSM-style option file (key value lines)")(
+      "state-dir", po::value<std::string>(), "persistent state (guid2lid); default /var/lib/weft")(
+      "log-file", po::value<std::string>(), "log here instead of stderr (-: stderr)")(
+      "log-level", po::value<std::string>()->default_value("info"), "debug, info, warn, error")(
+      "window", po::value<std::string>(), "SMPs on the wire at once (max_wire_smps)")(
+      "timeout", po::value<std::string>(), "ms per SMP attempt (transaction_timeout)")(
+      "retries", po::value<std::string>(), "extra attempts (transaction_retries)")(
+      "sweep-interval", po::value<std::string>(), "seconds between light sweeps (sweep_interval)")(
+      "routing-engine", po::value<std::string>(),
+      "routing engines, a fallback chain: ftree,updn,minhop (routing_engine)")(
+      "torus-config", po::value<std::string>(), "dor's torus or mesh shape (torus_config)")(
+      "root-guids", po::value<std::string>(),
+      "updn/dnup roots, one GUID per line (root_guid_file)")("lmc", po::value<std::string>(),
+                                                             "LID mask control (lmc)")(
+      "priority", po::value<std::string>(), "SMInfo priority (sm_priority)")(
+      "dump-model", po::value<std::string>(),
+      "after the bring-up, write the discovered model here");
+  return o;
+}
+
+Result<config::Values> build_config(const po::variables_map& vm) {
+  config::Values v = config::defaults();
+  if (vm.count("config"))
+    if (auto r = config::load_file(vm["config"].as<std::string>(), v); !r)
+      return std::unexpected(r.error());
+  const std::pair<const char*, const char*> flags[] = {
+      {"state-dir", "state_dir"},           {"log-file", "log_file"},
+      {"window", "max_wire_smps"},          {"timeout", "transaction_timeout"},
+      {"retries", "transaction_retries"},   {"sweep-interval", "sweep_interval"},
+      {"routing-engine", "routing_engine"}, {"lmc", "lmc"},
+      {"priority", "sm_priority"},          {"guid", "guid"},
+      {"root-guids", "root_guid_file"},     {"torus-config", "torus_config"}};
+  for (auto [flag, key] : flags)
+    if (vm.count(flag))
+      if (auto r = config::set(v, key, vm[flag].as<std::string>(), std::string("--") + flag); !r)
+        return std::unexpected(r.error());
+  if (auto e = routing::EngineChain::parse(v.get_str("routing_engine")); !e)
+    return fail(Errc::kInvalidInput, v.origin("routing_engine") + ": " + e.error().message);
+  return v;
+}
+
+namespace {
+
+// A file an option names (`key`): nullopt when none is set, or when it is OpenSM's
+// default path and that file does not exist (OpenSM's rule: no partitions file means
+// Default=0x7fff : ALL=full; no policy file, no policy). Any other missing file is an
+// error naming the option and where it was set.
+template <class T>
+Result<std::optional<T>> load_option_file(const config::Values& v, const char* key,
+                                          const char* opensm_default,
+                                          Result<T> (*load)(const std::string&)) {
+  const std::string path = v.get_str(key);
+  if (path.empty() || (path == opensm_default && !std::filesystem::exists(path)))
+    return std::optional<T>{};
+  auto got = load(path);
+  if (!got) {
+    if (got.error().code == Errc::kIo)
+      return fail(Errc::kIo, v.origin(key) + ": " + key + " " + got.error().message);
+    return std::unexpected(got.error());
+  }
+  return std::optional<T>(std::move(*got));
+}
+
+}  // namespace
+
+Result<std::optional<config::PartitionPolicy>> load_partition_file(const config::Values& v) {
+  return load_option_file<config::PartitionPolicy>(
+      v, "partition_config_file", "/etc/opensm/partitions.conf", &config::load_partitions);
+}
+
+Result<std::optional<config::QosPolicy>> load_qos_policy_file(const config::Values& v) {
+  return load_option_file<config::QosPolicy>(v, "qos_policy_file", "/etc/opensm/qos-policy.conf",
+                                             &config::load_qos_policy);
+}
+
+namespace {
+
+bool chain_has(const std::string& chain, std::string_view engine) {
+  std::stringstream ss(chain);
+  std::string e;
+  while (std::getline(ss, e, ','))
+    if (e == engine) return true;
+  return false;
+}
+
+}  // namespace
+
+Result<sm::SmOptions> sm_opts(const config::Values& v) {
+  sm::SmOptions o;
+  for (const auto& w : v.warnings()) WEFT_LOG(Warn, "CFG-0001") << w;
+  if (const std::string path = v.get_str("root_guid_file"); !path.empty()) {
+    auto roots = app::read_file(path, routing::read_guid_list, v.origin("root_guid_file"));
+    if (!roots) return std::unexpected(roots.error());
+    o.roots = std::move(*roots);
+  }
+  // OpenSM writes a torus_config path into every opensm.conf; only dor reads it.
+  if (const std::string path = v.get_str("torus_config");
+      !path.empty() && chain_has(v.get_str("routing_engine"), "dor")) {
+    auto t = app::read_file(path, routing::read_torus_spec, v.origin("torus_config"));
+    if (!t) return std::unexpected(t.error());
+    o.torus = std::move(*t);
+  }
+  o.engine.window = static_cast<int>(v.get_int("max_wire_smps"));
+  o.engine.timeout = std::chrono::milliseconds(v.get_int("transaction_timeout"));
+  o.engine.retries = static_cast<int>(v.get_int("transaction_retries"));
+  o.state_dir = v.get_str("state_dir");
+  o.lmc = static_cast<uint8_t>(v.get_int("lmc"));
+  o.routing_engine = v.get_str("routing_engine");
+  o.sm_priority = static_cast<uint8_t>(v.get_int("sm_priority"));
+  o.max_op_vls = static_cast<uint8_t>(v.get_int("max_op_vls"));
+  o.subnet_timeout = static_cast<uint8_t>(v.get_int("subnet_timeout"));
+  auto parts = load_partition_file(v);
+  if (!parts) return std::unexpected(parts.error());
+  o.partitions = std::move(*parts);
+  if (o.partitions)
+    for (const auto& w : o.partitions->warnings) WEFT_LOG(Warn, "PRT-0005") << w;
+  else
+    WEFT_LOG(Info, "PRT-0006") << "no partition file: every end port is a full member of the "
+                                  "Default partition 0x7fff";
+  o.part_enforce = v.get_str("part_enforce");
+  o.no_partition_enforcement = v.get_bool("no_partition_enforcement");
+  o.allow_both_pkeys = v.get_bool("allow_both_pkeys");
+  o.keep_pkey_indexes = v.get_bool("keep_pkey_indexes");
+  auto q = qos::qos_from_options(v);
+  if (!q) return std::unexpected(q.error());
+  o.qos = std::move(*q);
+  auto pol = load_qos_policy_file(v);
+  if (!pol) return std::unexpected(pol.error());
+  if (*pol) {
+    for (const auto& w : (*pol)->warnings) WEFT_LOG(Warn, "QOS-0001") << w;
+    if (!o.qos.enabled)
+      WEFT_LOG(Warn, "QOS-0002") << v.origin("qos_policy_file")
+                                 << ": qos_policy_file is set but qos is FALSE: the policy is "
+                                    "not applied (as in OpenSM)";
+    o.qos_policy = std::move(**pol);
+  }
+  return o;
+}
+
+Result<void> setup_logging(const po::variables_map& vm, const config::Values& v) {
+  log::Level lvl;
+  if (!log::parse_level(vm["log-level"].as<std::string>(), &lvl))
+    return fail(Errc::kInvalidInput, "--log-level: expected debug, info, warn or error");
+  log::set_level(lvl);
+  const auto& file = v.get_str("log_file");
+  if (!file.empty() && file != "-" && !log::set_file(file))
+    return fail(Errc::kIo, "--log-file " + file + ": cannot open: " + std::strerror(errno));
+  return {};
+}
+
+}  // namespace weft::app

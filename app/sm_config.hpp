@@ -1,0 +1,26 @@
+// Options to SmOptions: the command line and the config file (opensm.conf syntax)
+// merged into config::Values, the files they name loaded, logging set up.
+#pragma once
+
+#include <boost/program_options.hpp>
+#include <optional>
+
+#include "weft/config/options.hpp"
+#include "weft/config/partitions.hpp"
+#include "weft/config/qos_policy.hpp"
+#include "weft/sm/subnet_manager.hpp"
+
+namespace weft::app {
+
+// The options `weft sm` and `weft sim` share.
+boost::program_options::options_description sm_options();
+// Defaults, then --config FILE, then the flags.
+Result<config::Values> build_config(const boost::program_options::variables_map& vm);
+// The partitions and QoS policy files the options name (nullopt: none).
+Result<std::optional<config::PartitionPolicy>> load_partition_file(const config::Values& v);
+Result<std::optional<config::QosPolicy>> load_qos_policy_file(const config::Values& v);
+Result<sm::SmOptions> sm_opts(const config::Values& v);
+Result<void> setup_logging(const boost::program_options::variables_map& vm,
+                           const config::Values& v);
+
+}  // namespace weft::app
