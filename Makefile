@@ -6,16 +6,22 @@
 #               at scale (radix-56 tree); SA;
 #               weft roce check on 2,000 switches and 50,000 hosts
 #   make asan   the same tests under AddressSanitizer + UBSan
+#   make install  install weft, /etc/weft/weft.conf, the systemd units and weft.8
+#               (PREFIX=/usr for Debian's paths; DESTDIR=... to stage)
+#   make deb    build the Debian package: weft_*.deb in the tree's top
 BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=RelWithDebInfo
+# Where make install puts weft (the units and weft.conf name these paths, so it is
+# chosen when CMake configures).
+PREFIX ?= /usr/local
 
-.PHONY: deps build run run-sim test bench asan format clean
+.PHONY: deps build run run-sim test bench asan install deb format clean
 deps:
 	@scripts/install-deps.sh
 
 build: deps
-	cmake -S . -B $(BUILD) $(CMAKE_FLAGS) -DWEFT_WERROR=ON >/dev/null
+	cmake -S . -B $(BUILD) $(CMAKE_FLAGS) -DWEFT_WERROR=ON -DCMAKE_INSTALL_PREFIX=$(PREFIX) >/dev/null
 	cmake --build $(BUILD) -j $(JOBS)
 
 run: build
@@ -34,6 +40,12 @@ bench: build
 	python3 bench/bench_sa.py --weft $(abspath $(BUILD))/app/weft \
 	  --sa-bench $(abspath $(BUILD))/bench/weft_sa_bench --flood $(abspath $(BUILD))/bench/weft_sa_flood
 	python3 bench/bench_roce.py --weft $(abspath $(BUILD))/app/weft
+
+install: build
+	cmake --install $(BUILD)
+
+deb: deps
+	scripts/make-deb.sh
 
 asan:
 	$(MAKE) test BUILD=build-asan CMAKE_FLAGS="-DCMAKE_BUILD_TYPE=Debug -DWEFT_SANITIZE=ON"

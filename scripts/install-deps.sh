@@ -15,8 +15,9 @@ PKGS=(
   # the RoCE CONFIG_DB tests, the format check
   ibsim-utils infiniband-diags opensm iproute2 redis-server redis-tools python3
   clang-format
-  # the Debian package and its checks (make deb, systemd-analyze verify)
-  debhelper dpkg-dev fakeroot help2man systemd
+  # the Debian package and its checks (make deb; systemd-analyze verify, which looks
+  # the units' Documentation= pages up with man)
+  debhelper dpkg-dev fakeroot help2man systemd man-db
 )
 if [ "${1:-}" = "--list" ]; then
   printf '%s\n' "${PKGS[@]}"
