@@ -10,8 +10,11 @@ needs), the SM run once (`weft sm --once`, `opensm -o`), then:
   - a check that the subnet really is up (every linked port ACTIVE, read back
     with iblinkinfo), so a fast failure does not count as a fast bring-up.
 It also prints the least number of SMPs a read-everything, write-once SM
-needs on that fabric, for scale.
-Usage: bench_bringup.py --weft BUILD/app/weft [--fabrics a,b] [--repeat N] [--huge]
+needs on that fabric, for scale, and weft's own phase times (its summary's
+"time ms" line) of its median run. --huge adds the radix-56 3-level tree (one run
+of each SM: OpenSM takes about 8 minutes there). --window-sweep times weft alone
+on the 444-switch tree at SMP windows (max_wire_smps) 4 to 256.
+Usage: bench_bringup.py --weft BUILD/app/weft [--fabrics a,b] [--repeat N] [--huge] [--window-sweep]
 """
 import argparse
 import math
@@ -91,8 +94,17 @@ def min_smps(net):
     return discovery + program + pkeys
 
 
+PHASES = ("discovery", "LIDs", "routing", "programming", "activation", "total")
+
+
+def weft_phases(stdout):
+    """weft's own phase times (ms) from its summary's "time ms" line."""
+    m = re.search(r"time ms\s+" + r",\s+".join(r"%s ([\d.]+)" % p for p in PHASES), stdout)
+    return {p: float(m.group(i + 1)) for i, p in enumerate(PHASES)} if m else {}
+
+
 def run_sm(kind, weft, extra, net, work, sock, sargs):
-    """One bring-up on a fresh ibsim. Returns (seconds, smps_on_wire, up, note)."""
+    """One bring-up on a fresh ibsim. Returns (seconds, smps_on_wire, up, note, weft's phases)."""
     shutil.rmtree(work, ignore_errors=True)
     os.makedirs(work)
     log = os.path.join(work, "sm.log")
@@ -108,15 +120,17 @@ def run_sm(kind, weft, extra, net, work, sock, sargs):
         secs = time.monotonic() - t0
         open(os.path.join(work, "sm.stdout"), "w").write(p.stdout + p.stderr[-20000:])
         text = open(log, errors="replace").read() if os.path.exists(log) else ""
+        phases = weft_phases(p.stdout) if kind == "weft" else {}
         if "SUBNET UP" not in text:
-            return secs, 0, False, "rc %d, no SUBNET UP" % p.returncode
+            return secs, 0, False, "rc %d, no SUBNET UP" % p.returncode, phases
         pq = b.run(["perfquery", "-x"], work, sock, check=False).stdout
         m = re.search(r"PortXmitPkts:\.+(\d+)", pq)
         links = b.run(["iblinkinfo"], work, sock, timeout=1800).stdout
         linked = [l for l in links.splitlines() if "==>" in l and '""' not in l]
         active = sum(1 for l in linked if "Active/" in l)
         up = bool(linked) and active == len(linked)
-        return secs, int(m.group(1)) if m else 0, up, "" if up else "%d of %d ports ACTIVE" % (active, len(linked))
+        return (secs, int(m.group(1)) if m else 0, up, "" if up else "%d of %d ports ACTIVE" % (active, len(linked)),
+                phases)
 
 
 def main():
@@ -128,6 +142,8 @@ def main():
     ap.add_argument("--work", default="/tmp/weft-bench")
     ap.add_argument("--weft-args", default="", help="extra weft sm arguments, e.g. '--window 64'")
     ap.add_argument("--no-opensm", action="store_true")
+    ap.add_argument("--window-sweep", action="store_true",
+                    help="also time weft on the 444-switch tree at max_wire_smps 4, 16, 64, 128, 256")
     a = ap.parse_args()
     fabrics = FABRICS + (HUGE if a.huge else [])
     if a.fabrics:
@@ -143,32 +159,63 @@ def main():
         subprocess.run([weft, "topo", spec, "-o", net], check=True, capture_output=True)
         sargs, sw, ca = ibsim_args(net)
         row = {"fabric": name, "sw": sw, "ca": ca, "min": min_smps(net)}
+        repeat = 1 if (name, spec) in HUGE else a.repeat
+        row["runs"] = repeat
         for kind in sms:
-            times, smps, notes = [], 0, []
-            for i in range(a.repeat):
-                sock = "weft-bench-%s-%s-%d-%d" % (name, kind, os.getpid(), i)
-                secs, n, up, note = run_sm(kind, weft, extra, net, os.path.join(a.work, name, kind), sock, sargs)
-                if not up:
-                    notes.append(note)
-                times.append(secs)
-                smps = n
-            row[kind] = (statistics.median(times), smps, notes)
-            print("%-12s %-6s %8.2f s %9d SMPs %s" % (name, kind, row[kind][0], smps, "; ".join(notes)),
-                  file=sys.stderr, flush=True)
+            row[kind] = measure(kind, weft, extra, net, name, a.work, sargs, repeat)
         rows.append(row)
     print()
-    print("Bring-up on ibsim, median of %d runs; SMPs = ibsim PortXmitPkts at the SM's port" % a.repeat)
+    print("Bring-up on ibsim, median of %d runs (the radix-56 tree: 1); SMPs = ibsim PortXmitPkts at the SM's "
+          "port" % a.repeat)
     print("| fabric | switches | CAs | weft s | OpenSM s | weft/OpenSM | weft SMPs | OpenSM SMPs | min SMPs |")
     print("|---|---|---|---|---|---|---|---|---|")
     for r in rows:
-        wt, ws, wn = r["weft"]
-        ot, os_, on = r.get("opensm", (math.nan, 0, []))
+        wt, ws, wn, _ = r["weft"]
+        ot, os_, on, _ = r.get("opensm", (math.nan, 0, [], {}))
         ratio = wt / ot if ot == ot and ot > 0 else math.nan
         notes = ["weft: " + x for x in wn] + ["opensm: " + x for x in on]
         print("| %s | %d | %d | %.2f | %.2f | %.2f | %d | %d | %d |%s" % (
             r["fabric"], r["sw"], r["ca"], wt, ot, ratio, ws, os_, r["min"],
             " NOT UP: " + "; ".join(notes) if notes else ""))
+    print()
+    print("weft's phases in its median run (its summary's time ms line), ms")
+    print("| fabric | " + " | ".join(PHASES) + " |")
+    print("|---|" + "---|" * len(PHASES))
+    for r in rows:
+        ph = r["weft"][3]
+        print("| %s | %s |" % (r["fabric"], " | ".join("%.1f" % ph.get(p, math.nan) for p in PHASES)))
+    if a.window_sweep:
+        window_sweep(weft, extra, a.work, a.repeat)
 
+
+def measure(kind, weft, extra, net, name, work, sargs, repeat):
+    """(median seconds, SMPs, notes, phases of the median run) over `repeat` bring-ups."""
+    runs, notes = [], []
+    for i in range(repeat):
+        sock = "weft-bench-%s-%s-%d-%d" % (name, kind, os.getpid(), i)
+        secs, n, up, note, phases = run_sm(kind, weft, extra, net, os.path.join(work, name, kind), sock, sargs)
+        if not up:
+            notes.append(note)
+        runs.append((secs, n, phases))
+        print("%-12s %-6s %8.2f s %9d SMPs %s" % (name, kind, secs, n, note), file=sys.stderr, flush=True)
+    runs.sort(key=lambda r: r[0])
+    secs, n, phases = runs[len(runs) // 2]
+    return secs, n, notes, phases
+
+
+def window_sweep(weft, extra, work, repeat):
+    name, spec = [f for f in FABRICS if f[0] == "ft3-444sw"][0]
+    net = os.path.join(work, name + ".net")
+    subprocess.run([weft, "topo", spec, "-o", net], check=True, capture_output=True)
+    sargs, _, _ = ibsim_args(net)
+    print()
+    print("weft on %s at each SMP window (max_wire_smps), median of %d runs" % (name, repeat))
+    print("| window | weft s | SMPs |")
+    print("|---|---|---|")
+    for window in (4, 16, 64, 128, 256):
+        secs, n, notes, _ = measure("weft", weft, extra + ["--window", str(window)], net, "%s-w%d" % (name, window),
+                                    work, sargs, repeat)
+        print("| %d | %.2f | %d |%s" % (window, secs, n, " NOT UP: " + "; ".join(notes) if notes else ""), flush=True)
 
 if __name__ == "__main__":
     main()

@@ -29,31 +29,34 @@ TARGET_S = {"minhop": 1.0, "updn": 1.0, "ftree": 1.0, "dfsssp": 60.0}
 
 
 def run_measured(weft, topo, engine):
-    """(compute ms, wall s, peak MiB, VLs) of one `weft route --no-grade --json` run; the
-    child is reaped with wait4 for its resource usage."""
+    """(compute ms, wall s, peak MiB, VLs, progress lines) of one `weft route --no-grade
+    --json --progress` run; the child is reaped with wait4 for its resource usage."""
     t0 = time.monotonic()
     pid = os.fork()
     if pid == 0:
-        fd = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(fd, 2)
+        err = os.open(os.path.join(tempfile.gettempdir(), "weft-scale-%d.err" % os.getpid()),
+                      os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        os.dup2(err, 2)
         out = os.open(os.path.join(tempfile.gettempdir(), "weft-scale-%d.json" % os.getpid()),
                       os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         os.dup2(out, 1)
-        os.execv(weft, [weft, "route", "--topology", topo, "--engine", engine, "--no-grade", "--json"])
+        os.execv(weft, [weft, "route", "--topology", topo, "--engine", engine, "--no-grade", "--json", "--progress"])
     _, status, usage = os.wait4(pid, 0)
     wall = time.monotonic() - t0
     path = os.path.join(tempfile.gettempdir(), "weft-scale-%d.json" % pid)
     try:
         text = open(path).read()
+        progress = open(path[:-5] + ".err").read().splitlines()
     finally:
         os.unlink(path)
+        os.unlink(path[:-5] + ".err")
     if os.waitstatus_to_exitcode(status) != 0:
         raise RuntimeError("weft route --engine %s failed (exit %d)" % (engine, os.waitstatus_to_exitcode(status)))
     rows = json.loads(text)
     row = rows[0] if isinstance(rows, list) else rows
     if row.get("status") != "ok":
         raise RuntimeError("%s: %s" % (engine, row.get("reason", row)))
-    return row["compute_ms"], wall, usage.ru_maxrss / 1024, row.get("vls")
+    return row["compute_ms"], wall, usage.ru_maxrss / 1024, row.get("vls"), progress
 
 
 def opensm_minhop(net, scratch):
@@ -94,21 +97,32 @@ def main():
     print("Routing at scale on %s (%d cores)\n" % (topo, os.cpu_count()))
     print("| engine | run | compute s | wall s | peak MiB | VLs | target (wall) |")
     print("|---|---|---|---|---|---|---|")
-    worst = {}
+    worst, compute, phases = {}, {}, {}
     for engine, runs in engines:
         for i in range(runs):
-            ms, wall, peak, vls = run_measured(a.weft, topo, engine)
+            ms, wall, peak, vls, progress = run_measured(a.weft, topo, engine)
             worst[engine] = max(worst.get(engine, 0), wall)
+            compute.setdefault(engine, []).append(ms / 1000)
+            phases[engine] = [line for line in progress if line.startswith("weft: %s: " % engine)]
             print("| %s | %d | %.2f | %.2f | %.0f | %s | < %g s |" % (engine, i + 1, ms / 1000, wall, peak, vls,
                                                                       TARGET_S[engine]))
             sys.stdout.flush()
+    osm = None
     if a.opensm:
-        secs = opensm_minhop(topo, a.scratch)
-        print("| opensm minhop | 1 | %.2f (log) | | | 1 | |" % secs)
+        osm = opensm_minhop(topo, a.scratch)
+        print("| opensm minhop | 1 | %.2f (log) | | | 1 | |" % osm)
     print()
     for engine, w in worst.items():
         print("%s: slowest wall %.2f s, target < %g s: %s" % (engine, w, TARGET_S[engine],
                                                               "met" if w < TARGET_S[engine] else "NOT met"))
+    if osm is not None:
+        slowest = max(compute["minhop"])
+        print("minhop: OpenSM %.1f s, weft %.2f s (slowest compute): weft %.0f times faster" % (osm, slowest,
+                                                                                             osm / slowest))
+    if "dfsssp" in phases:
+        print("\ndfsssp's phases (weft route --progress):")
+        for line in phases["dfsssp"]:
+            print("  " + line)
 
 
 if __name__ == "__main__":
