@@ -191,6 +191,7 @@ class Parser {
     MemberSpec m;
     m.line = line;
     m.membership = defmember;
+    m.indx0 = p.indx0;
     if (nv.has_value) {
       if (is_prefix_of(nv.value, "full"))
         m.membership = Membership::kFull;

@@ -12,7 +12,7 @@ using K = config::MemberSpec::Kind;
 
 namespace {
 
-constexpr uint8_t kLim = 1, kFull = 2;
+constexpr uint8_t kLim = 1, kFull = 2, kIdx0 = 4;  // kIdx0: a member with indx0 added it
 
 struct EndPort {
   NodeIndex n;
@@ -23,7 +23,7 @@ struct EndPort {
 
 struct Acc {
   ResolvedPartition r;
-  std::vector<uint8_t> bits;  // per end port: kLim | kFull
+  std::vector<uint8_t> bits;  // per end port: kLim | kFull | kIdx0
 };
 
 }  // namespace
@@ -58,6 +58,7 @@ PartitionPlan plan_partitions(const config::PartitionPolicy* policy, const fabri
 
   auto apply = [&](const config::MemberSpec& m, const std::string& file, Acc& acc) {
     auto mark = [&](size_t i) {
+      if (m.indx0) acc.bits[i] |= kIdx0;
       switch (m.membership) {
         case config::Membership::kFull:
           acc.bits[i] |= kFull;
@@ -113,7 +114,7 @@ PartitionPlan plan_partitions(const config::PartitionPolicy* policy, const fabri
         acc->bits.assign(eps.size(), 0);
       }
       acc->r.ipoib |= spec.ipoib;
-      acc->r.indx0 |= spec.indx0;
+      acc->r.indx0 |= spec.indx0;  // shown; which ports take it at index 0 is per member
       acc->r.flags = spec.flags;
       acc->r.groups.insert(acc->r.groups.end(), spec.groups.begin(), spec.groups.end());
       for (const auto& m : spec.members) apply(m, file, *acc);
@@ -129,7 +130,7 @@ PartitionPlan plan_partitions(const config::PartitionPolicy* policy, const fabri
       const uint16_t k = a.r.pkey;
       const bool both = (b & kFull) && (b & kLim) && o.allow_both_pkeys;
       const uint16_t main = (b & kFull) ? uint16_t(k | kFullMember) : k;
-      if (a.r.indx0 && !first) first = main;
+      if ((b & kIdx0) && !first) first = main;
       keys.push_back(main);
       if (both) keys.push_back(k);
     }

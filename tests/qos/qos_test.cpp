@@ -89,6 +89,24 @@ TEST(PartitionPlan, KeywordsBothIndx0AndUnknownGuids) {
   EXPECT_EQ(s.keys(both, 3), (std::vector<uint16_t>{0x8020, 0x0020, 0x7fff, 0xffff}));
 }
 
+// indx0 belongs to the definition that says it, as in OpenSM: of one P_Key split over
+// two definitions, only the indx0 one's members take the key at index 0.
+TEST(PartitionPlan, Indx0IsPerDefinition) {
+  Small s;
+  auto pol = policy("Default=0x7fff : ALL_CAS=full ;\n"
+                    "Jobs=0x30 : " +
+                    s.guid(1).str() + "=full ;\n"
+                    "Jobs=0x30, indx0 : " +
+                    s.guid(2).str() + "=full ;\n");
+  auto plan = plan_partitions(&pol, s.f, s.guid(0));
+  EXPECT_EQ(s.keys(plan, 1), (std::vector<uint16_t>{0xffff, 0x8030}));
+  EXPECT_EQ(s.keys(plan, 2), (std::vector<uint16_t>{0x8030, 0xffff}));
+  ASSERT_EQ(pol.partitions.size(), 2u);
+  EXPECT_TRUE(pol.partitions[1].indx0);  // the merged partition says some member has it
+  EXPECT_FALSE(pol.partitions[1].members[0].indx0);
+  EXPECT_TRUE(pol.partitions[1].members[1].indx0);
+}
+
 TEST(PkeyLayout, KeepsIndexesAndReportsWhatDoesNotFit) {
   // The index-0 key always goes first.
   auto a = layout_pkeys({0xffff, 0x8002, 0x0003}, {}, 4, true);

@@ -49,6 +49,9 @@ struct MemberSpec {
   Kind kind = Kind::kGuid;
   Guid guid;  // kGuid
   Membership membership = Membership::kLimited;
+  // The P_Key goes at index 0 of this member's ports: its definition's indx0 (as
+  // OpenSM, per definition: two definitions of one P_Key may differ).
+  bool indx0 = false;
   int line = 0;
 };
 
@@ -62,7 +65,7 @@ struct PartitionSpec {
   std::string name;
   uint16_t pkey = 0;  // low 15 bits, never 0
   bool pkey_given = false;
-  bool indx0 = false;
+  bool indx0 = false;  // any of its definitions had indx0 (each member keeps its own)
   bool ipoib = false;
   GroupFlags flags;  // the IPoIB broadcast group's, inherited by the mgid groups
   std::vector<MemberSpec> members;
