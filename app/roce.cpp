@@ -21,6 +21,7 @@
 #include "weft/config/roce_profile.hpp"
 #include "weft/qos/roce_check.hpp"
 #include "weft/qos/roce_formats.hpp"
+#include "weft/qos/roce_report.hpp"
 #include "weft/qos/sonic_redis.hpp"
 #include "weft/simulator/generators.hpp"
 #include "weft/text_file.hpp"
@@ -169,17 +170,8 @@ Result<Inputs> load_inputs(const po::variables_map& vm, bool fabric_required) {
   return in;
 }
 
-json finding_json(const Finding& f) {
-  return {{"device", f.device},     {"port", f.port},
-          {"field", f.field},       {"expected", f.expected},
-          {"observed", f.observed}, {"severity", severity_name(f.severity)},
-          {"check", f.check},       {"message", f.message}};
-}
-
 int report(std::vector<Finding> findings, bool as_json, const std::string& summary) {
-  std::stable_sort(findings.begin(), findings.end(), [](const Finding& a, const Finding& b) {
-    return std::tie(a.severity, a.device, a.port) < std::tie(b.severity, b.device, b.port);
-  });
+  sort_findings(findings);
   const size_t errs = errors(findings);
   if (as_json) {
     json out = json::array();
@@ -207,22 +199,9 @@ int cmd_check(int argc, char** argv) {
   auto in = load_inputs(vm, true);
   if (!in) return roce_die(in.error().message);
   const auto t1 = std::chrono::steady_clock::now();
-  std::vector<Finding> findings = check_profile(in->profile);
-  const FabricView view = intended(in->profile, &*in->fabric);
-  // A mistake in the profile shows on every port rendered from it: it is listed once, at
-  // its line in the file. (Devices rendered from the profile differ from it only in
-  // cable-dependent checks, which the profile's own findings never carry.)
-  const size_t from_profile = findings.size();
-  size_t inherited = 0;
-  for (auto& f : check(in->profile, &*in->fabric, view)) {
-    const auto first = findings.begin(), last = findings.begin() + static_cast<long>(from_profile);
-    if (std::any_of(first, last, [&](const Finding& p) {
-          return p.check == f.check && p.expected == f.expected && p.observed == f.observed;
-        }))
-      ++inherited;
-    else
-      findings.push_back(std::move(f));
-  }
+  auto checked = check_fabric(in->profile, *in->fabric);
+  std::vector<Finding>& findings = checked.findings;
+  const size_t inherited = checked.inherited;
   if (inherited && !vm.count("json"))
     std::printf("(%zu findings on device ports repeat the profile's own, listed once)\n",
                 inherited);
@@ -296,12 +275,6 @@ int cmd_render(int argc, char** argv) {
 }
 
 // One observed device, whichever format it came in.
-struct Observed {
-  std::optional<HostConfig> host;
-  std::optional<SwitchConfig> sw;
-  std::vector<std::string> warnings;
-};
-
 Result<Observed> read_observed(const std::string& src, const std::string& device) {
   Observed o;
   if (src.starts_with("redis://")) {
@@ -317,25 +290,7 @@ Result<Observed> read_observed(const std::string& src, const std::string& device
   }
   auto text = read_text_file(src);
   if (!text) return std::unexpected(text.error());
-  const std::string kind = sniff_format(*text);
-  const std::string stem = fs::path(src).stem().string();
-  if (kind == "host" || kind == "dcb") {
-    auto h = kind == "host" ? parse_host_snapshot(*text, src) : parse_dcb_script(*text, src);
-    if (!h) return std::unexpected(h.error());
-    if (h->config.device.empty()) h->config.device = device.empty() ? stem : device;
-    o.host = std::move(h->config);
-    o.warnings = std::move(h->warnings);
-  } else if (kind == "sonic" || kind == "nvue") {
-    auto s = kind == "sonic" ? parse_sonic(*text, src, device.empty() ? stem : device)
-                             : parse_nvue(*text, src, device.empty() ? stem : device);
-    if (!s) return std::unexpected(s.error());
-    o.sw = std::move(s->config);
-    o.warnings = std::move(s->warnings);
-  } else {
-    return fail(Errc::kInvalidInput,
-                src + ": not a host snapshot, dcb script, SONiC config_db or NVUE commands");
-  }
-  return o;
+  return parse_observed(*text, src, device);
 }
 
 po::options_description diff_options() {
@@ -356,61 +311,17 @@ int cmd_diff(int argc, char** argv) {
   if (!in) return roce_die(in.error().message);
   const config::RoceFabric* f = in->fabric ? &*in->fabric : nullptr;
   const std::string device = vm.count("device") ? vm["device"].as<std::string>() : "";
-  FabricView seen;
-  std::vector<Finding> findings;
+  std::vector<Observed> seen;
   for (const auto& src : vm["observed"].as<std::vector<std::string>>()) {
     auto ob = read_observed(src, device);
     if (!ob) return roce_die(ob.error().message);
     for (const auto& w : ob->warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
-    const std::string name = ob->host ? ob->host->device : ob->sw->device;
-    const int d = f ? f->device(name) : -1;
-    if (f && d < 0)
-      findings.push_back(Finding{name, "", "device", "in the fabric", "unknown", Severity::kWarning,
-                                 "fabric", "observed device is not in the fabric file"});
-    if (ob->host) {
-      const HostConfig& h = *ob->host;
-      const int p = d >= 0 ? f->devices[d].port(h.port) : -1;
-      HostConfig want =
-          p >= 0 ? intend_host(in->profile, f, d, p) : intend_host(in->profile, h.device, h.port);
-      if (p < 0) want.pfc_delay = h.pfc_delay;  // the cable is known only from a fabric
-      auto df = diff(want, h);
-      findings.insert(findings.end(), df.begin(), df.end());
-      if (h.pfc_mask && want.pfc_mask && *h.pfc_mask != *want.pfc_mask)
-        findings.push_back(Finding{
-            h.device, h.port, "pfc.prio-pfc", "", "", Severity::kWarning, "apply",
-            "applying the profile changes the PFC priorities: mlx5 resets the link (a flap)"});
-      seen.hosts.push_back(h);
-    } else {
-      const SwitchConfig& s = *ob->sw;
-      SwitchConfig want;
-      if (d >= 0 && f->devices[d].kind == config::DeviceKind::kSwitch) {
-        want = intend_switch(in->profile, f, d);
-      } else {
-        // Not in a fabric: the profile's view of the ports it reports, without cable facts.
-        config::RoceFabric one;
-        config::RoceDevice dev;
-        dev.name = s.device;
-        dev.kind = config::DeviceKind::kSwitch;
-        const int i = one.add_device(dev);
-        for (const auto& p : s.ports) one.add_port(i, p.name);
-        want = intend_switch(in->profile, &one, i);
-        for (auto& p : want.ports) {
-          const SwitchPort* have = s.port(p.name);
-          p.pgs.clear();  // headroom depends on the cable: compared only with a fabric
-          if (have) p.pgs = have->pgs;
-          if (have) p.speed_mbps = have->speed_mbps, p.cable_m = have->cable_m;
-        }
-      }
-      auto df = diff(want, s);
-      findings.insert(findings.end(), df.begin(), df.end());
-      seen.switches.push_back(s);
-    }
+    seen.push_back(std::move(*ob));
   }
-  auto more = check(in->profile, f, seen);
-  findings.insert(findings.end(), more.begin(), more.end());
-  return report(std::move(findings), vm.count("json"),
-                std::to_string(seen.hosts.size()) + " host ports, " +
-                    std::to_string(seen.switches.size()) + " switches observed");
+  auto d = diff_observed(in->profile, f, seen);
+  return report(std::move(d.findings), vm.count("json"),
+                std::to_string(d.hosts) + " host ports, " + std::to_string(d.switches) +
+                    " switches observed");
 }
 
 // Runs argv (no shell) and returns its standard output, or an error with its stderr.

@@ -17,6 +17,7 @@
 #include "weft/routing/lft_dump.hpp"
 #include "weft/routing/verify.hpp"
 #include "weft/simulator/generators.hpp"
+#include "weft/simulator/route_report.hpp"
 #include "weft/simulator/whatif.hpp"
 #include "weft/sm/lid_manager.hpp"
 
@@ -42,90 +43,6 @@ std::vector<std::string> split(const std::string& list) {
 
 double ms_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-}
-
-struct Grading {
-  bool any = true;       // false: compute only (timing and memory runs)
-  bool patterns = true;  // eBB and shift
-  routing::PatternOptions pattern;
-};
-
-// The analyzer's grades of one set of tables, as JSON fields.
-void grade(const fabric::Fabric& f, const routing::Tables& t, const Grading& g, json& j) {
-  if (!g.any) {
-    j["status"] = "ok";
-    j["reason"] = "not graded (--no-grade)";
-    j["vls"] = std::max<int>(1, t.vls);
-    return;
-  }
-  const auto m = routing::analyze(f, t);
-  const auto v = routing::verify_lfts(f, t);
-  const auto c = routing::channel_dependencies(f, t);
-  j["status"] = v.ok() ? "ok" : "incomplete";
-  j["reason"] = v.ok() ? "" : v.first_problem;
-  j["reachable_pct"] = m.reachable_pct;
-  j["loops"] = m.looping;
-  j["switch_lid_pairs_unreachable"] = v.unreachable;
-  j["max_link_load"] = m.max_link_load;
-  j["mean_link_load"] = m.mean_link_load;
-  j["unused_links"] = m.unused_links;
-  j["stretch_max"] = m.stretch_max;
-  j["max_hops"] = m.max_hops;
-  j["vls"] = c.vls;
-  if (!t.ar_group.empty()) {
-    // Adaptive groups: how many distinct, and how many entries have one (and its size).
-    uint64_t sets = 0, entries = 0, ports = 0;
-    for (size_t n = 0; n < t.ar_group.size(); ++n) {
-      sets += t.ar_sets[n].size();
-      for (uint16_t g : t.ar_group[n])
-        if (g != routing::Tables::kNoArGroup) ++entries, ports += t.ar_sets[n][g].size();
-    }
-    j["ar_groups"] = sets;
-    j["ar_entries"] = entries;
-    j["ar_mean_ports"] = entries ? double(ports) / double(entries) : 0.0;
-  }
-  j["cdg_acyclic"] = c.acyclic;
-  j["cdg_dependencies"] = c.dependencies;
-  if (g.patterns) {
-    const auto p = routing::traffic_patterns(f, t, g.pattern);
-    j["ebb"] = p.ebb;
-    j["ebb_bisections"] = p.bisections;
-    j["shift_max_congestion"] = p.shift_max_congestion;
-    j["shift_mean_congestion"] = p.shift_mean_congestion;
-    j["shift_rounds"] = p.shifts;
-    j["shift_congested_rounds"] = p.shift_congested_rounds;
-  }
-}
-
-json route_one(const fabric::Fabric& f, const std::string& spec, const routing::Options& ro,
-               const Grading& g, routing::Tables* keep) {
-  json j{{"engine", spec}, {"switches", f.num_switches()}, {"cas", f.num_endpoints()}};
-  auto chain = routing::EngineChain::parse(spec);
-  if (!chain) {
-    j["status"] = "error";
-    j["reason"] = chain.error().message;
-    return j;
-  }
-  const auto t0 = std::chrono::steady_clock::now();
-  auto r = chain->compute(f, ro);
-  j["compute_ms"] = ms_since(t0);
-  json fb = json::array();
-  for (const auto& x : r.fallbacks)
-    fb.push_back({{"engine", x.engine},
-                  {"refusal", routing::refusal_name(x.failure.kind)},
-                  {"reason", x.failure.message}});
-  j["fallbacks"] = fb;
-  if (!r.tables) {
-    j["status"] = "refused";
-    j["refusal"] = routing::refusal_name(r.fallbacks.back().failure.kind);
-    j["reason"] = r.fallbacks.back().failure.message;
-    return j;
-  }
-  j["routed_by"] = r.engine;
-  j["notes"] = r.tables->notes;
-  grade(f, *r.tables, g, j);
-  if (keep) *keep = std::move(*r.tables);
-  return j;
 }
 
 void print_table(const json& rows) {
@@ -274,7 +191,7 @@ int cmd_route(int argc, char** argv) {
     if (!roots) return route_die(roots.error().message);
     ro.roots = std::move(*roots);
   }
-  Grading g;
+  simulator::Grading g;
   g.patterns = !vm.count("no-patterns");
   g.any = !vm.count("no-grade");
   g.pattern.bisections = vm["bisections"].as<uint32_t>();
@@ -312,7 +229,7 @@ int cmd_route(int argc, char** argv) {
         auto applied = simulator::apply_failures(f, fk);
         if (!applied) return route_die(applied.error().message);
         say(e + ": " + std::to_string(k) + " failed links");
-        json j = route_one(f, e, ro, g, nullptr);
+        json j = simulator::route_one(f, e, ro, g, nullptr);
         json point{{"failed_links", k},
                    {"status", j["status"]},
                    {"cut_off_nodes", applied->cut_off_nodes}};
@@ -352,7 +269,7 @@ int cmd_route(int argc, char** argv) {
   for (const auto& e : engines) {
     say("routing with " + e);
     routing::Tables kept;
-    json j = route_one(*fab, e, ro, g, write_to.empty() ? nullptr : &kept);
+    json j = simulator::route_one(*fab, e, ro, g, write_to.empty() ? nullptr : &kept);
     say(e + ": " + j["status"].get<std::string>() +
         (j.contains("compute_ms")
              ? " in " + std::to_string(int(j["compute_ms"].get<double>())) + " ms"
@@ -381,7 +298,7 @@ int cmd_route(int argc, char** argv) {
       say("read " + path + ": " + std::to_string(dump->switches) + " switches, " +
           std::to_string(dump->entries) + " entries");
       json j{{"engine", name}, {"switches", f.num_switches()}, {"cas", f.num_endpoints()}};
-      grade(f, dump->tables, g, j);
+      simulator::grade(f, dump->tables, g, j);
       if (j["status"] != "ok") rc = 1;
       out.push_back(std::move(j));
     }

@@ -1,0 +1,30 @@
+// weft/simulator/route_report.hpp — one routing engine (or fallback chain) run on a
+// fabric and graded by the analyzer, as the JSON object `weft route --json` prints per
+// engine and POST /api/v1/whatif answers: status, reachability, loops, link loads,
+// stretch, VLs and the channel-dependency check, eBB and shift all-to-all.
+//
+//   auto j = route_one(fabric, "ftree,updn", routing::Options{}, Grading{}, nullptr);
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "weft/fabric/fabric.hpp"
+#include "weft/routing/analysis.hpp"
+#include "weft/routing/engine.hpp"
+
+namespace weft::simulator {
+
+struct Grading {
+  bool any = true;       // false: compute only (timing and memory runs)
+  bool patterns = true;  // eBB and shift
+  routing::PatternOptions pattern;
+};
+
+// The analyzer's grades of one set of tables, as JSON fields of `j`.
+void grade(const fabric::Fabric& f, const routing::Tables& t, const Grading& g, nlohmann::json& j);
+// Routes `f` with the chain `spec` and grades the result; `keep` gets the tables.
+nlohmann::json route_one(const fabric::Fabric& f, const std::string& spec,
+                         const routing::Options& ro, const Grading& g, routing::Tables* keep);
+
+}  // namespace weft::simulator

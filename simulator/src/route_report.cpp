@@ -1,0 +1,98 @@
+#include "weft/simulator/route_report.hpp"
+
+#include <algorithm>
+#include <chrono>
+
+#include "weft/routing/verify.hpp"
+
+namespace weft::simulator {
+
+using nlohmann::json;
+
+namespace {
+
+double ms_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace
+
+// The analyzer's grades of one set of tables, as JSON fields.
+void grade(const fabric::Fabric& f, const routing::Tables& t, const Grading& g, json& j) {
+  if (!g.any) {
+    j["status"] = "ok";
+    j["reason"] = "not graded (--no-grade)";
+    j["vls"] = std::max<int>(1, t.vls);
+    return;
+  }
+  const auto m = routing::analyze(f, t);
+  const auto v = routing::verify_lfts(f, t);
+  const auto c = routing::channel_dependencies(f, t);
+  j["status"] = v.ok() ? "ok" : "incomplete";
+  j["reason"] = v.ok() ? "" : v.first_problem;
+  j["reachable_pct"] = m.reachable_pct;
+  j["loops"] = m.looping;
+  j["switch_lid_pairs_unreachable"] = v.unreachable;
+  j["max_link_load"] = m.max_link_load;
+  j["mean_link_load"] = m.mean_link_load;
+  j["unused_links"] = m.unused_links;
+  j["stretch_max"] = m.stretch_max;
+  j["max_hops"] = m.max_hops;
+  j["vls"] = c.vls;
+  if (!t.ar_group.empty()) {
+    // Adaptive groups: how many distinct, and how many entries have one (and its size).
+    uint64_t sets = 0, entries = 0, ports = 0;
+    for (size_t n = 0; n < t.ar_group.size(); ++n) {
+      sets += t.ar_sets[n].size();
+      for (uint16_t g : t.ar_group[n])
+        if (g != routing::Tables::kNoArGroup) ++entries, ports += t.ar_sets[n][g].size();
+    }
+    j["ar_groups"] = sets;
+    j["ar_entries"] = entries;
+    j["ar_mean_ports"] = entries ? double(ports) / double(entries) : 0.0;
+  }
+  j["cdg_acyclic"] = c.acyclic;
+  j["cdg_dependencies"] = c.dependencies;
+  if (g.patterns) {
+    const auto p = routing::traffic_patterns(f, t, g.pattern);
+    j["ebb"] = p.ebb;
+    j["ebb_bisections"] = p.bisections;
+    j["shift_max_congestion"] = p.shift_max_congestion;
+    j["shift_mean_congestion"] = p.shift_mean_congestion;
+    j["shift_rounds"] = p.shifts;
+    j["shift_congested_rounds"] = p.shift_congested_rounds;
+  }
+}
+
+json route_one(const fabric::Fabric& f, const std::string& spec, const routing::Options& ro,
+               const Grading& g, routing::Tables* keep) {
+  json j{{"engine", spec}, {"switches", f.num_switches()}, {"cas", f.num_endpoints()}};
+  auto chain = routing::EngineChain::parse(spec);
+  if (!chain) {
+    j["status"] = "error";
+    j["reason"] = chain.error().message;
+    return j;
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  auto r = chain->compute(f, ro);
+  j["compute_ms"] = ms_since(t0);
+  json fb = json::array();
+  for (const auto& x : r.fallbacks)
+    fb.push_back({{"engine", x.engine},
+                  {"refusal", routing::refusal_name(x.failure.kind)},
+                  {"reason", x.failure.message}});
+  j["fallbacks"] = fb;
+  if (!r.tables) {
+    j["status"] = "refused";
+    j["refusal"] = routing::refusal_name(r.fallbacks.back().failure.kind);
+    j["reason"] = r.fallbacks.back().failure.message;
+    return j;
+  }
+  j["routed_by"] = r.engine;
+  j["notes"] = r.tables->notes;
+  grade(f, *r.tables, g, j);
+  if (keep) *keep = std::move(*r.tables);
+  return j;
+}
+
+}  // namespace weft::simulator
