@@ -6,7 +6,12 @@
 
 namespace weft::sm {
 
-MadEngine::MadEngine(Transport& t, EngineOptions o) : t_(t), opts_(o) {
+MadEngine::MadEngine(Transport& t, EngineOptions o) : t_(t) {
+  set_options(o);
+}
+
+void MadEngine::set_options(EngineOptions o) {
+  opts_ = o;
   opts_.window = std::max(1, opts_.window);
   opts_.retries = std::max(0, opts_.retries);
 }
@@ -14,6 +19,38 @@ MadEngine::MadEngine(Transport& t, EngineOptions o) : t_(t), opts_(o) {
 void MadEngine::submit(SmpRequest req, Completion done) {
   ++stats_.submitted;
   pending_.push_back(Entry{std::move(req), std::move(done), 0});
+  if (kick_ && !kicked_) {
+    kicked_ = true;
+    kick_();
+  }
+}
+
+void MadEngine::on_work(std::function<void()> kick) {
+  kick_ = std::move(kick);
+  kicked_ = false;
+}
+
+void MadEngine::deliver(const InMad& in) {
+  handle(in);
+}
+
+Result<void> MadEngine::service() {
+  kicked_ = false;
+  auto filled = fill_window();
+  if (filled) {
+    expire(t_.clock().now());
+    filled = fill_window();
+  }
+  if (!filled) {
+    WEFT_LOG(Error, "MAD-0008") << "transport failed: " << filled.error().message;
+    fail_all(filled.error());
+  }
+  return filled;
+}
+
+std::optional<TimePoint> MadEngine::next_deadline() const {
+  if (deadlines_.empty()) return std::nullopt;
+  return deadlines_.front().first;
 }
 
 void MadEngine::complete(Entry& e, Result<Smp> r) {
@@ -47,6 +84,7 @@ Result<void> MadEngine::fill_window() {
     Entry e = std::move(pending_.front());
     pending_.pop_front();
     send_attempt(std::move(e));
+    if (kick_) continue;  // pushed: a reader drains the transport on its own
     // Take in whatever already came back before sending more: a carrier whose
     // send can block while its receive side is full (umad2sim's socket to ibsim)
     // would otherwise deadlock with a wide window.
@@ -152,22 +190,20 @@ void MadEngine::handle(const InMad& in) {
 }
 
 void MadEngine::fail_all(const Error& err) {
-  std::vector<Entry> all;
-  for (auto& [tid, e] : wire_) all.push_back(std::move(e));
-  wire_.clear();
-  deadlines_.clear();
-  while (!pending_.empty()) {
-    all.push_back(std::move(pending_.front()));
-    pending_.pop_front();
+  // Completions may submit more (a sweep's next reads); those fail too, round after
+  // round, until a round submits nothing.
+  while (!wire_.empty() || !pending_.empty()) {
+    std::vector<Entry> all;
+    all.reserve(wire_.size() + pending_.size());
+    for (auto& [tid, e] : wire_) all.push_back(std::move(e));
+    wire_.clear();
+    deadlines_.clear();
+    while (!pending_.empty()) {
+      all.push_back(std::move(pending_.front()));
+      pending_.pop_front();
+    }
+    for (auto& e : all) complete(e, std::unexpected(err));
   }
-  for (auto& e : all) complete(e, std::unexpected(err));
-  // Completions may have queued more; fail those too, bounded by what they add.
-  for (int guard = 0; guard < 64 && !pending_.empty(); ++guard) {
-    Entry e = std::move(pending_.front());
-    pending_.pop_front();
-    complete(e, std::unexpected(err));
-  }
-  pending_.clear();
 }
 
 Result<void> MadEngine::pump(TimePoint until, bool until_idle) {

@@ -202,3 +202,71 @@ TEST(MadEngine, LateRepliesAreCountedNotDelivered) {
   EXPECT_EQ(eng.stats().unmatched, 1u);
   EXPECT_EQ(eng.stats().completed_ok, 1u);
 }
+
+// A transport failure fails every request exactly once, also those that completions
+// submit on failure, however deep they nest (fail_all used to stop after 64 rounds).
+TEST(MadEngine, ABrokenTransportFailsNestedSubmissionsExactlyOnce) {
+  ScriptedTransport t;
+  t.answer = false;
+  t.fail_receive = true;
+  MadEngine eng(t, {.window = 4});
+  constexpr int kDepth = 300;
+  std::vector<int> calls(kDepth + 1, 0);
+  std::function<void(int)> submit_at = [&](int level) {
+    eng.submit(SmpRequest::get(kAttrNodeInfo, 0, DrPath{}), [&, level](Result<Smp> r) {
+      EXPECT_FALSE(r);
+      ++calls[level];
+      if (level < kDepth) submit_at(level + 1);  // a sweep's next read, as discovery does
+    });
+  };
+  for (int i = 0; i < 3; ++i) submit_at(0);  // three chains, started side by side
+  EXPECT_FALSE(eng.run());
+  EXPECT_EQ(calls[0], 3);
+  for (int level = 1; level <= kDepth; ++level) EXPECT_EQ(calls[level], 3) << "level " << level;
+  EXPECT_TRUE(eng.idle());
+  EXPECT_EQ(eng.stats().submitted, 3u * (kDepth + 1));
+}
+
+// Pushed mode: submit() asks for service, deliver() takes replies the reader read,
+// next_deadline() says when a timeout is due; the transport is never read inline.
+TEST(MadEngine, PushedModeSendsOnServiceAndTakesDeliveredReplies) {
+  ScriptedTransport t;
+  MadEngine eng(t, {.window = 2, .timeout = std::chrono::milliseconds(100), .retries = 1});
+  int kicks = 0;
+  eng.on_work([&] { ++kicks; });
+  int ok = 0, timed_out = 0;
+  for (int i = 0; i < 3; ++i)
+    eng.submit(SmpRequest::get(kAttrNodeInfo, 0, DrPath{}), [&](Result<Smp> r) {
+      if (r)
+        ++ok;
+      else if (r.error().code == Errc::kTimeout)
+        ++timed_out;
+      else
+        ADD_FAILURE() << r.error().message;
+    });
+  EXPECT_EQ(kicks, 1);  // one kick until service() runs
+  EXPECT_TRUE(t.sent.empty());
+  ASSERT_TRUE(eng.service());
+  EXPECT_EQ(t.sent.size(), 2u);  // the window
+  ASSERT_TRUE(eng.next_deadline());
+  EXPECT_EQ(*eng.next_deadline(), t.clock_.now() + std::chrono::milliseconds(100));
+  EXPECT_EQ(t.queue.size(), 2u);  // answered, but nobody read them yet
+  // The reader hands one reply over; service() fills the window again.
+  InMad first = t.queue.front();
+  t.queue.erase(t.queue.begin());
+  eng.deliver(first);
+  EXPECT_EQ(ok, 1);
+  ASSERT_TRUE(eng.service());
+  EXPECT_EQ(t.sent.size(), 3u);
+  // Nothing else is delivered: past the deadline, both retry once, then time out.
+  t.answer = false;
+  t.queue.clear();
+  for (int round = 0; round < 2; ++round) {
+    t.clock_.advance(std::chrono::milliseconds(101));
+    ASSERT_TRUE(eng.service());
+  }
+  EXPECT_EQ(timed_out, 2);
+  EXPECT_EQ(eng.stats().retried, 2u);
+  EXPECT_TRUE(eng.idle());
+  EXPECT_FALSE(eng.next_deadline());
+}

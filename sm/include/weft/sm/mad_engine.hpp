@@ -1,8 +1,13 @@
 // weft/sm/mad_engine.hpp — the transaction layer: transaction ids, a window of
 // outstanding SMPs, timeouts and retries on the transport's clock, and exactly
 // one completion per request (reply, error status, timeout, or transport
-// failure). Completions may submit more requests; run() returns when nothing is
-// queued or on the wire.
+// failure). Completions may submit more requests.
+//
+// Two ways to drive it. Pulled (tests, the in-process simulator): run() pumps the
+// transport until nothing is queued or on the wire. Pushed (the daemon's event
+// loop, sm/asio_driver.hpp): whoever reads the transport hands each MAD to
+// deliver(), and service() — called when on_work() asks, when a MAD came, and at
+// next_deadline() — sends what the window allows and expires what timed out.
 //
 //   MadEngine eng(transport, {.window = 16});
 //   eng.submit(SmpRequest::get(kAttrNodeInfo, 0, {}), [](Result<Smp> r) { ... });
@@ -11,6 +16,7 @@
 
 #include <deque>
 #include <functional>
+#include <optional>
 #include <unordered_map>
 
 #include "weft/sm/transport.hpp"
@@ -42,16 +48,32 @@ class MadEngine {
  public:
   MadEngine(Transport& t, EngineOptions o);
   void submit(SmpRequest req, Completion done);
-  // Pumps until idle. Fails only when the transport fails; every request still
+  // Pulled: pumps until idle. Fails only when the transport fails; every request still
   // queued then completes with that error.
   [[nodiscard]] Result<void> run();
-  // Pumps for at most `d` of clock time (the daemon's idle loop), then returns.
+  // Pulled: pumps for at most `d` of clock time, then returns.
   [[nodiscard]] Result<void> poll_for(Duration d);
+
+  // Pushed: `kick` is called when submit() leaves work for service() (once until
+  // service() runs). Setting it hands the transport's receive side to the caller.
+  void on_work(std::function<void()> kick);
+  // A MAD read from the transport.
+  void deliver(const InMad& in);
+  // Expires what timed out and sends what the window allows. Fails only when the
+  // transport fails (every request then completes with the error).
+  [[nodiscard]] Result<void> service();
+  // When service() must run next for a timeout; nullopt when nothing is on the wire.
+  std::optional<TimePoint> next_deadline() const;
+  // Completes every queued and outstanding request with `e`, and whatever their
+  // completions submit meanwhile: exactly once each.
+  void fail_all(const Error& e);
   void on_unsolicited(UnsolicitedHandler h) { unsolicited_ = std::move(h); }
   // MADs of the SubnAdm class (SA requests) go here, undecoded.
   void on_sa(std::function<void(const InMad&)> h) { sa_ = std::move(h); }
   const EngineStats& stats() const { return stats_; }
   const EngineOptions& options() const { return opts_; }
+  // New window, timeout and retries, for what is submitted from now on.
+  void set_options(EngineOptions o);
   Transport& transport() { return t_; }
   bool idle() const { return pending_.empty() && wire_.empty(); }
 
@@ -67,7 +89,6 @@ class MadEngine {
   void expire(TimePoint now);
   void handle(const InMad& in);
   void complete(Entry& e, Result<Smp> r);
-  void fail_all(const Error& e);
 
   Transport& t_;
   EngineOptions opts_;
@@ -78,6 +99,8 @@ class MadEngine {
   std::unordered_map<uint32_t, Entry> wire_;              // keyed by the TID's low 32 bits
   std::deque<std::pair<TimePoint, uint32_t>> deadlines_;  // one timeout for all: FIFO is sorted
   uint32_t next_tid_ = 0x10000;
+  std::function<void()> kick_;  // set: pushed mode
+  bool kicked_ = false;
 };
 
 }  // namespace weft::sm
