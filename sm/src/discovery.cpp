@@ -29,7 +29,7 @@ class Walker {
  public:
   Walker(MadEngine& e, const DiscoveryOptions& o) : eng_(e), opts_(o) {}
 
-  Result<Raw> run() {
+  void start() {
     eng_.submit(SmpRequest::get(kAttrNodeInfo, 0, DrPath{}), [this](Result<Smp> r) {
       if (!r) {
         local_error_ = r.error();
@@ -49,7 +49,11 @@ class Walker {
       raw_.local_port = ni->local_port;
       explore(*idx, ni->local_port);
     });
-    if (auto r = eng_.run(); !r) return std::unexpected(r.error());
+  }
+
+  // Once the engine is idle (every completion has run).
+  Result<Raw> take(const Result<void>& pumped) {
+    if (!pumped) return std::unexpected(pumped.error());
     if (local_error_)
       return fail(local_error_->code, "cannot read the SM's own node: " + local_error_->message);
     return std::move(raw_);
@@ -274,14 +278,32 @@ DrPath dr_path_to(const Discovered& d, NodeIndex node, PortNum port) {
   return d.paths[p.peer].extended(p.peer_port);
 }
 
-Result<Discovered> discover(MadEngine& eng, const DiscoveryOptions& opts) {
-  const uint64_t sent0 = eng.stats().sent;
-  Walker w(eng, opts);
-  auto raw = w.run();
+struct Discovery::Walk {
+  Walker walker;
+};
+
+Discovery::Discovery(MadEngine& eng, const DiscoveryOptions& opts)
+    : eng_(eng), walk_(std::make_unique<Walk>(Walk{Walker(eng, opts)})) {}
+
+Discovery::~Discovery() = default;
+
+void Discovery::start() {
+  sent0_ = eng_.stats().sent;
+  walk_->walker.start();
+}
+
+Result<Discovered> Discovery::finish(const Result<void>& pumped) {
+  auto raw = walk_->walker.take(pumped);
   if (!raw) return std::unexpected(raw.error());
   Discovered d = canonicalise(std::move(*raw));
-  d.smps = eng.stats().sent - sent0;
+  d.smps = eng_.stats().sent - sent0_;
   return d;
+}
+
+Result<Discovered> discover(MadEngine& eng, const DiscoveryOptions& opts) {
+  Discovery disc(eng, opts);
+  disc.start();
+  return disc.finish(eng.run());
 }
 
 }  // namespace weft::sm

@@ -10,6 +10,7 @@
 //   d->fabric.num_switches(); d->problems;
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -39,7 +40,27 @@ struct DiscoveryOptions {
   int max_hops = kMaxDrHops;
 };
 
-// Fails only when the SM's own node cannot be read (no fabric to speak of).
+// Discovery in two steps, for a caller that waits for the engine its own way (a
+// sweep phase): start() submits the first reads, and once every completion has run,
+// finish() canonicalises what was found. Fails only when the SM's own node cannot be
+// read (no fabric to speak of) or the transport failed.
+class Discovery {
+ public:
+  explicit Discovery(MadEngine& eng, const DiscoveryOptions& opts = {});
+  ~Discovery();
+  Discovery(const Discovery&) = delete;
+  Discovery& operator=(const Discovery&) = delete;
+  void start();
+  Result<Discovered> finish(const Result<void>& pumped);
+
+ private:
+  struct Walk;
+  MadEngine& eng_;
+  std::unique_ptr<Walk> walk_;
+  uint64_t sent0_ = 0;
+};
+
+// Both steps, pumping the engine in between (tests, tools).
 Result<Discovered> discover(MadEngine& eng, const DiscoveryOptions& opts = {});
 
 }  // namespace weft::sm

@@ -35,6 +35,7 @@ struct McGroup {
   uint8_t hop_limit = 0;
   bool well_known = false;              // created from the partition file: kept without members
   std::map<uint64_t, uint8_t> members;  // port GUID -> JoinState bits
+  bool operator==(const McGroup&) const = default;
 };
 
 class McDb {

@@ -1,9 +1,14 @@
 // weft/sm/snapshot.hpp — what one sweep produced: the report, and the immutable
-// snapshot the SM publishes for its readers (the SA, summaries, later REST).
+// snapshot the SM publishes for its readers; and Published, everything a reader on
+// another thread (the REST server) may look at, swapped whole and atomically.
+//
+//   auto p = sm.published();              // any thread; never the SM's live state
+//   if (p->subnet) use(p->subnet->fabric, p->versions.ports);
 #pragma once
 
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "weft/fabric/fabric.hpp"
@@ -11,6 +16,9 @@
 #include "weft/qos/policy.hpp"
 #include "weft/routing/engine.hpp"
 #include "weft/sm/lid_manager.hpp"
+#include "weft/sm/mad.hpp"
+#include "weft/sm/mad_engine.hpp"
+#include "weft/sm/multicast.hpp"
 
 namespace weft::sm {
 
@@ -43,10 +51,16 @@ struct SweepReport {
   std::string reason;  // why not, when !subnet_up
 };
 
-// What the last sweep produced, for summaries, tests and (later) the REST API.
+// What the last sweep produced: the fabric it found and what weft programmed into it.
+// The SA answers from it, multicast trees are computed on it, and it never changes
+// once published: node indices, paths and end ports all belong to this fabric.
 struct SubnetSnapshot {
-  fabric::Fabric fabric;  // with the LIDs as assigned
+  fabric::Fabric fabric;  // with the LIDs as assigned and the port states reached
   routing::Tables tables;
+  std::vector<DrPath> node_paths;  // [node]: a directed route from the SM
+  // End ports (CA and router ports, switch port 0) by port GUID.
+  std::unordered_map<uint64_t, std::pair<fabric::NodeIndex, PortNum>> end_ports;
+  uint16_t mft_cap = 0;  // MLIDs every switch holds (the least MulticastFDBCap)
   qos::PartitionPlan partitions;
   // [node][port]: the P_Key table each port holds as weft laid it out (empty where
   // weft does not manage one), for the SA's P_KeyTableRecords.
@@ -55,8 +69,40 @@ struct SubnetSnapshot {
   std::shared_ptr<const qos::PolicyMatcher> qos_policy;
   // [node][port]: VL arbitration table capacities (low, high) as the ports report them.
   std::vector<std::vector<std::pair<uint8_t, uint8_t>>> vlarb_caps;
-  SweepReport report;
   Lid sm_lid;
+  Guid sm_guid;  // the SM's port GUID
+};
+
+const char* sm_state_name(SmState s);  // "MASTER", ...
+
+struct SmOptions;
+
+// A change counter per collection, as UFM's app/versioning: each moves when a sweep
+// (or a join, or a command) changed what the collection holds.
+struct Versions {
+  uint64_t nodes = 0, ports = 0, links = 0, partitions = 0, multicast = 0, sm = 0;
+};
+
+// Everything the SM shows the rest of the process, as of one moment.
+struct Published {
+  std::shared_ptr<const SubnetSnapshot> subnet;  // null until the first sweep's
+  std::shared_ptr<const SweepReport> report;     // the last finished sweep's
+  std::shared_ptr<const std::vector<McGroup>> multicast;
+  SmState state = SmState::kNotActive;
+  uint8_t priority = 0;
+  Guid guid;  // the SM's port
+  Lid lid;
+  uint32_t act_count = 0;
+  uint64_t heavy_sweeps = 0, light_sweeps = 0;
+  bool sweeping = false;
+  // Partition policy generations: the latest accepted, and the latest whose P_Key
+  // tables a sweep wrote without a failure.
+  uint64_t partitions_generation = 0, partitions_applied = 0;
+  Versions versions;
+  EngineStats mad;
+  int64_t started_unix_s = 0;
+  // The SM's options in force (sm/subnet_manager.hpp).
+  std::shared_ptr<const SmOptions> options;
 };
 
 }  // namespace weft::sm

@@ -1,21 +1,31 @@
-// weft/sm/subnet_manager.hpp — the master SM: one sweep discovers the subnet,
-// assigns LIDs, computes routes, programs every switch and port (writing only
-// what differs from what the devices hold) and brings ports to ACTIVE. Between
-// sweeps it answers SMInfo queries and reacts to traps.
+// weft/sm/subnet_manager.hpp — the master SM. A heavy sweep discovers the subnet,
+// assigns LIDs, computes routes, programs every switch and port (writing only what
+// differs from what the devices hold), brings ports to ACTIVE, publishes a snapshot
+// and then the multicast trees on it. A light sweep asks every switch whether a port
+// changed and goes heavy when one did. Between and during sweeps it answers SMInfo
+// queries and SA requests (from the published snapshot) and notes traps.
+//
+// A sweep is a sequence of phases (sm/src/subnet_manager.cpp); between two phases
+// the SM waits through its Driver: the SyncDriver pumps in place (tests, weft sim),
+// the AsioDriver is the daemon's event loop.
 //
 //   SubnetManager sm(transport, opts);
-//   auto rep = sm.sweep();              // "SUBNET UP" is logged when it succeeds
-//   while (!stop) sm.serve_for(1s);     // answers SMInfo, notices traps
-//   if (sm.needs_sweep()) sm.sweep();
+//   auto rep = sm.sweep();                 // SyncDriver: runs to completion; "SUBNET UP"
+//   sm.set_driver(asio_driver);            // the daemon, on its loop:
+//   sm.start_sweep(true, [](Result<SweepReport> r) { ... });
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "weft/config/partitions.hpp"
 #include "weft/config/qos_policy.hpp"
@@ -23,6 +33,7 @@
 #include "weft/qos/vl_tables.hpp"
 #include "weft/routing/engine.hpp"
 #include "weft/sm/discovery.hpp"
+#include "weft/sm/driver.hpp"
 #include "weft/sm/lid_manager.hpp"
 #include "weft/sm/mad_engine.hpp"
 #include "weft/sm/sa.hpp"
@@ -40,10 +51,11 @@ struct SmOptions {
   uint8_t sm_priority = 0;
   uint8_t max_op_vls = 5;       // OpenSM's max_op_vls: 1=VL0 2=VL0-1 3=VL0-3 4=VL0-7 5=VL0-14
   uint8_t subnet_timeout = 18;  // OpenSM's subnet_timeout (4.096 us * 2^x)
-  // Partitions (partition_config_file); nullopt: no file, every end port a full
-  // member of the Default partition.
+  // Partitions (partition_config_file, merged with those made over REST); nullopt: no
+  // policy, every end port a full member of the Default partition.
   std::optional<config::PartitionPolicy> partitions;
-  std::string part_enforce = "both";  // in, out, both, off
+  uint64_t partitions_generation = 0;  // which policy `partitions` is (see Published)
+  std::string part_enforce = "both";   // in, out, both, off
   bool no_partition_enforcement = false;
   bool allow_both_pkeys = false;
   bool keep_pkey_indexes = true;
@@ -54,94 +66,94 @@ struct SmOptions {
   std::optional<config::QosPolicy> qos_policy;
 };
 
+// Something that happened, for the daemon's event stream: "sweep_started",
+// "sweep_finished", "subnet_up", "subnet_down", "port_state", "port_added",
+// "port_removed", "link_up", "link_down", "trap", "multicast", "sm_state".
+struct SmEvent {
+  std::string type;
+  nlohmann::json data;
+};
+
+class PortProgrammer;
+class LftProgrammer;
+class DeviceTables;
+class MulticastProgrammer;
+struct SweepRun;
+
 class SubnetManager {
  public:
   SubnetManager(Transport& t, SmOptions o);
-  // A full sweep (discover, LIDs, routes, program, activate). Fails only when it
+  ~SubnetManager();
+  SubnetManager(const SubnetManager&) = delete;
+  SubnetManager& operator=(const SubnetManager&) = delete;
+
+  // How the SM waits for its MADs and runs routing: a SyncDriver of its own until set.
+  void set_driver(Driver& d) { driver_ = &d; }
+  MadEngine& engine() { return eng_; }
+  const SmOptions& options() const { return opts_; }
+  // New options (a reload): they take effect with the next sweep. Not during one.
+  void set_options(SmOptions o);
+  void on_event(std::function<void(const SmEvent&)> f) { on_event_ = std::move(f); }
+
+  using SweepDone = std::function<void(Result<SweepReport>)>;
+  // Starts a sweep (heavy, or light: a heavy one when a switch reports a change, or
+  // when no sweep has brought the subnet up yet); `done` runs when it has finished.
+  // Fails (through `done`) when one is already under way.
+  void start_sweep(bool heavy, SweepDone done);
+  bool sweeping() const { return run_ != nullptr; }
+  // With the SyncDriver: a sweep run to completion. A heavy one fails only when it
   // cannot start (no local node, bad state file directory); a partial bring-up
   // returns a report with subnet_up = false and the reasons.
   [[nodiscard]] Result<SweepReport> sweep();
-  // Checks every known switch's SwitchInfo for a port state change; runs a full
-  // sweep when something changed (or when no sweep has run yet).
   [[nodiscard]] Result<SweepReport> light_sweep();
-  // Serves MADs addressed to the SM for `d`: SMInfo queries, traps.
+  // With the SyncDriver: serves MADs addressed to the SM for `d` (SMInfo, traps, SA).
   [[nodiscard]] Result<void> serve_for(Duration d);
+  // A trap asked for a heavy sweep.
   bool needs_sweep() const { return trap_seen_; }
+
+  // On the SM's own thread: what the SA answers from.
   std::shared_ptr<const SubnetSnapshot> snapshot() const { return snapshot_; }
   const EngineStats& mad_stats() const { return eng_.stats(); }
   const SaStats& sa_stats() const { return sa_.stats(); }
-  const McDb& multicast() const { return mc_; }
+  const McDb& multicast() const;
+  // From any thread: what the SM last published.
+  std::shared_ptr<const Published> published() const { return published_.load(); }
+  // Publishes again with the engine's current counters (the daemon does so each second).
+  void publish_stats();
 
  private:
+  // The phases of a heavy sweep, in order; each waits for the previous one's MADs.
+  void phase_discover();
+  void phase_lids(Result<void> pumped);
+  void phase_route();
+  void phase_program();
+  void phase_tables(Result<void> pumped);
+  void phase_write_tables(Result<void> pumped);
+  void phase_activate(Result<void> pumped);
+  void phase_publish(Result<void> pumped);
+  void phase_finish(Result<void> pumped);
+  // A light sweep's one phase: every switch's PortStateChange.
+  void phase_light_check();
+  void finish_run(Result<SweepReport> r);
+  void next_phase(void (SubnetManager::*phase)(Result<void>));
+
   void on_unsolicited(const Smp& s, const InMad& in);
   void serve_sa(const InMad& in);
   void send_reports(uint16_t trap, const Gid& gid);
-  void program(const Discovered& d, fabric::Fabric& target, const routing::Tables& t,
-               const qos::PartitionPlan& plan, Lid sm_lid, SweepReport& rep,
-               std::vector<std::vector<PortInfo>>& after);
-  void program_ports(const Discovered& d, fabric::Fabric& target, const qos::PartitionPlan& plan,
-                     Lid sm_lid, SweepReport& rep, std::vector<std::vector<PortInfo>>& after);
-  // Whether switch port p (facing an end port) filters P_Keys this sweep.
-  bool enforces(const Discovered& d, const fabric::Fabric& f, const qos::PartitionPlan& plan,
-                fabric::NodeIndex n, PortNum p) const;
-  void program_lfts(const Discovered& d, fabric::Fabric& target, const routing::Tables& t,
-                    SweepReport& rep);
-  // Records that switch `sw` holds `blk` as LFT block `block`.
-  void remember_block(Guid sw, size_t block, const LftBlock& blk);
-  // P_Key tables (end ports, and switch ports that enforce), SL2VL and VLArb: each
-  // read, then written only where it differs.
-  void program_tables(const Discovered& d, const fabric::Fabric& target, const routing::Tables& t,
-                      const qos::PartitionPlan& plan,
-                      const std::vector<std::vector<PortInfo>>& after, SweepReport& rep);
-  void write_pkeys(const Discovered& d, const fabric::Fabric& target, fabric::NodeIndex n,
-                   PortNum p, uint32_t mod_base, size_t cap, const std::vector<uint16_t>& want,
-                   SweepReport& rep);
-  // Writes one SL2VL or VLArb table where the port holds something else; `done`
-  // (optional) learns whether the port now holds `want`.
-  void write_table(const Discovered& d, const fabric::Fabric& target, fabric::NodeIndex n,
-                   PortNum p, uint16_t attr, uint32_t mod, const SmpData& want,
-                   size_t compare_bytes, SweepReport& rep, std::function<void(bool)> done = {});
-  // What a port's tables hold, as last read or written, is trusted while the port has
-  // not been reset since: a CA port still ACTIVE, a switch still at the LinearFDBTop
-  // weft left it with.
-  struct TableKey {
-    uint64_t guid;  // the switch's node GUID, or the CA port's GUID
-    uint32_t mod;
-    uint16_t attr;
-    uint8_t port;
-    bool operator==(const TableKey&) const = default;
-  };
-  struct TableKeyHash {
-    size_t operator()(const TableKey& k) const {
-      return std::hash<uint64_t>()(k.guid * 0x9E3779B97F4A7C15ull ^ (uint64_t(k.mod) << 24) ^
-                                   (uint64_t(k.attr) << 8) ^ k.port);
-    }
-  };
-  bool steady(const Discovered& d, fabric::NodeIndex n, PortNum p) const;
-  static uint64_t port_key(const fabric::Fabric& f, fabric::NodeIndex n, PortNum p);
-  void note_ignored(const fabric::Fabric& f, fabric::NodeIndex n, PortNum p, uint64_t key,
-                    const PortInfo& want, const PortInfo& got, SweepReport& rep);
-  TableKey table_key(const Discovered& d, fabric::NodeIndex n, PortNum p, uint16_t attr,
-                     uint32_t mod) const;
-  const SmpData* held(const Discovered& d, fabric::NodeIndex n, PortNum p, uint16_t attr,
-                      uint32_t mod) const;
-  // Multicast: the groups the partition file asks for, members whose ports left,
-  // each group's tree, and the MFT blocks that differ from what switches hold.
-  void sync_groups(const qos::PartitionPlan& plan);
-  std::vector<std::pair<fabric::NodeIndex, uint32_t>> route_mlid(const fabric::Fabric& f,
-                                                                 uint16_t mlid);
-  void write_mfts(const fabric::Fabric& f,
-                  const std::vector<std::pair<fabric::NodeIndex, uint32_t>>& blocks,
-                  SweepReport* rep);
-  // Which QoS settings a port takes (CA, router, switch port 0 or external).
-  const qos::QosPortConfig& qos_for(const fabric::Fabric& f, fabric::NodeIndex n, PortNum p) const;
-  void activate(const Discovered& d, const fabric::Fabric& target,
-                std::vector<std::vector<PortInfo>>& after, SweepReport& rep);
+  void emit(std::string type, nlohmann::json data);
+  void publish();
+  void diff_events(const SubnetSnapshot* before, const SubnetSnapshot& after);
 
   Transport& t_;
   SmOptions opts_;
   SaAgent sa_;
   MadEngine eng_;
+  SyncDriver sync_driver_;
+  Driver* driver_;
+  std::unique_ptr<PortProgrammer> ports_;
+  std::unique_ptr<LftProgrammer> lfts_;
+  std::unique_ptr<DeviceTables> tables_;
+  std::unique_ptr<MulticastProgrammer> mc_;
   Guid2Lid db_;
   bool db_loaded_ = false;
   bool trap_seen_ = false;
@@ -149,26 +161,21 @@ class SubnetManager {
   Lid sm_lid_;
   Guid sm_guid_;
   std::shared_ptr<const SubnetSnapshot> snapshot_;
+  std::shared_ptr<const SweepReport> last_report_;
   std::vector<DrPath> last_switch_paths_;
-  std::map<Guid, std::vector<uint8_t>>
-      lft_cache_;  // what each switch holds, as we wrote or read it
-  std::unordered_map<uint64_t, uint16_t> switch_top_;
-  // PortInfo fields a port was seen to drop from a Set (ibsim keeps neither).
-  static constexpr uint8_t kIgnoresEnforcement = 1, kIgnoresHighLimit = 2;
-  std::unordered_map<uint64_t, uint8_t> ignores_;  // LinearFDBTop each switch was left with
-  std::unordered_map<TableKey, SmpData, TableKeyHash> table_cache_;
-  std::vector<std::vector<std::vector<uint16_t>>> pkey_tables_;  // this sweep's, for the snapshot
-  McDb mc_;
-  uint16_t mft_cap_ = 0;            // MLIDs every switch holds
-  std::vector<DrPath> node_paths_;  // per node of the snapshot's model
-  std::unordered_map<uint64_t, std::pair<fabric::NodeIndex, PortNum>> end_ports_;  // by port GUID
-  // MFT blocks: what weft wants each switch to hold (node -> pos << 28 | block -> masks),
-  // what switches hold as last read or written (switch GUID, modifier), and which
-  // switches each MLID's tree crossed.
-  std::map<fabric::NodeIndex, std::map<uint32_t, MftBlock>> mft_want_;
-  std::map<std::pair<uint64_t, uint32_t>, MftBlock> mft_held_;
-  std::map<uint16_t, std::vector<fabric::NodeIndex>> mlid_switches_;
   std::set<uint64_t> last_ports_;  // end port GUIDs of the last snapshot
+  // The sweep under way, and who waits for it.
+  std::shared_ptr<SweepRun> run_;
+  SweepDone done_;
+  bool light_ = false;
+  uint64_t heavy_sweeps_ = 0, light_sweeps_ = 0;
+  uint64_t partitions_applied_ = 0;
+  Versions versions_;
+  uint64_t sig_nodes_ = 0, sig_ports_ = 0, sig_links_ = 0, sig_partitions_ = 0;
+  int64_t started_unix_s_ = 0;
+  std::shared_ptr<const SmOptions> opts_shared_;  // opts_ as published
+  std::atomic<std::shared_ptr<const Published>> published_;
+  std::function<void(const SmEvent&)> on_event_;
 };
 
 }  // namespace weft::sm

@@ -1,0 +1,91 @@
+// weft/sm/partition_store.hpp — the partitions made through weft's REST API. They live
+// in a file of their own in OpenSM's partitions.conf grammar (rest_partition_file,
+// by default STATE_DIR/partitions.rest.conf), which weft rewrites whole and durably
+// (temp file, fsync, rename, fsync of the directory) before a change is acknowledged;
+// the admin's partition_config_file is merged with it by P_Key and never written.
+// A member keeps its own membership and index0 (OpenSM reads index0 per definition,
+// so a P_Key whose members differ in it is written as several definitions).
+//
+//   auto store = PartitionStore::open("/var/lib/weft/partitions.rest.conf", file_policy);
+//   auto next = store->partitions();   next[0x0a12].members[guid] = {Membership::kFull, true};
+//   auto gen = store->commit(next);    // on disk, generation + 1; or why not (a 409)
+//   sm_options.partitions = store->merged();
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+
+#include "weft/config/partitions.hpp"
+#include "weft/result.hpp"
+
+namespace weft::sm {
+
+struct RestMember {
+  config::Membership membership = config::Membership::kFull;
+  bool index0 = false;
+  bool operator==(const RestMember&) const = default;
+};
+
+struct RestPartition {
+  uint16_t pkey = 0;  // low 15 bits
+  std::string name;
+  bool ipoib = false;
+  config::GroupFlags flags;                // mtu, rate, sl of the partition (its IPoIB group's)
+  std::map<uint64_t, RestMember> members;  // by port GUID; may name ports not on the fabric yet
+  bool operator==(const RestPartition&) const = default;
+};
+
+using RestPartitions = std::map<uint16_t, RestPartition>;
+
+class PartitionStore {
+ public:
+  // Reads `path` (missing: none yet). `file` is partition_config_file's policy, if any.
+  [[nodiscard]] static Result<PartitionStore> open(std::string path,
+                                                   std::optional<config::PartitionPolicy> file);
+  const std::string& path() const { return path_; }
+  const RestPartitions& partitions() const { return rest_; }
+  const std::optional<config::PartitionPolicy>& file_policy() const { return file_; }
+  // Where a P_Key is defined by partition_config_file ("FILE:LINE"), if it is.
+  std::optional<std::string> defined_by_file(uint16_t pkey) const;
+  // Replaces the REST partitions with `next`: validated, written durably, then kept.
+  // Returns the new generation. The Default partition (0x7fff) and P_Keys the admin's
+  // file defines cannot be deleted or have their file members changed here.
+  [[nodiscard]] Result<uint64_t> commit(RestPartitions next);
+  // A new partition_config_file (reload): the REST partitions stay.
+  void set_file_policy(std::optional<config::PartitionPolicy> file) { file_ = std::move(file); }
+  // The policy the SM applies: the file's definitions, then the REST ones.
+  std::optional<config::PartitionPolicy> merged() const;
+  uint64_t generation() const { return generation_; }
+
+  // The file's text for a set of REST partitions, and its reading back.
+  static std::string render(const RestPartitions& parts);
+  [[nodiscard]] static Result<RestPartitions> parse(std::string_view text,
+                                                    const std::string& source);
+
+ private:
+  PartitionStore(std::string path, std::optional<config::PartitionPolicy> file)
+      : path_(std::move(path)), file_(std::move(file)) {}
+  std::string path_;
+  std::optional<config::PartitionPolicy> file_;
+  RestPartitions rest_;
+  uint64_t generation_ = 1;
+};
+
+// What readers on other threads see of the partitions: the REST ones as last
+// committed, and partition_config_file's policy.
+struct PartitionView {
+  RestPartitions rest;
+  std::optional<config::PartitionPolicy> file;
+  std::string rest_path;
+  uint64_t generation = 0;
+};
+
+// "0x0a12", "0xa12", "a12", "2578": a P_Key's low 15 bits, or nullopt.
+std::optional<uint16_t> parse_pkey(std::string_view s);
+// A port GUID as UFM's clients write it: 16 hex digits with or without "0x" (up to 20
+// characters), or with ':' between bytes (Kubernetes' net.HardwareAddr form).
+std::optional<Guid> parse_port_guid(std::string_view s);
+
+}  // namespace weft::sm

@@ -1,0 +1,89 @@
+// weft/sm/service.hpp — the SM as a daemon. One Boost.Asio io_context owns the
+// SubnetManager and everything that reaches it: MADs (through the AsioDriver's reader
+// thread), the engine's timeouts, the sweep timer, and commands posted from other
+// threads (the REST server, signals). It decides when to sweep: at start; at once on
+// a trap (heavy); every sweep_interval seconds (light); on request. One sweep at a
+// time: what is asked for during one runs right after it.
+//
+//   SmService svc(transport, sm_options, std::move(store), events, {.sweep_interval = 10s});
+//   std::thread rest([&] { serve_rest(svc, ...); });   // reads svc.published(), posts commands
+//   return svc.run();                                   // until stop()
+#pragma once
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <optional>
+
+#include "weft/sm/asio_driver.hpp"
+#include "weft/sm/events.hpp"
+#include "weft/sm/partition_store.hpp"
+#include "weft/sm/subnet_manager.hpp"
+
+namespace weft::sm {
+
+struct ServiceOptions {
+  std::chrono::seconds sweep_interval{10};  // 0: no light sweeps
+  bool once = false;                        // one bring-up, then stop
+  // After each heavy sweep (the daemon prints its summary).
+  std::function<void(const SweepReport&, const EngineStats&)> on_heavy_sweep;
+};
+
+// The partition change a command asks for: from the REST partitions as they are to
+// what they should be, or why not (an error the REST layer maps to a status).
+using PartitionChange = std::function<Result<RestPartitions>(const RestPartitions&)>;
+
+class SmService {
+ public:
+  SmService(Transport& t, SmOptions o, PartitionStore store, EventLog& events, ServiceOptions so);
+  ~SmService();
+  boost::asio::io_context& io() { return io_; }
+
+  // Runs the loop on this thread until stop(). Returns the exit status: 0, or 1 when
+  // the transport failed, a sweep could not run, or (once) the subnet did not come up.
+  int run();
+  void stop();  // any thread
+
+  // Commands, from any thread; each runs on the loop.
+  void request_sweep(bool heavy);
+  // Applies `change` to the REST partitions; when it gives a new set, the set is on
+  // disk before `done` runs (on the loop) with its generation, and a heavy sweep that
+  // applies it is scheduled. An unchanged set is not written and keeps its generation.
+  void change_partitions(PartitionChange change, std::function<void(Result<uint64_t>)> done);
+  // New options (SIGHUP): applied between sweeps; the caller keeps what cannot change
+  // without a restart. `options.partitions` is partition_config_file's policy.
+  void reload(SmOptions options, std::chrono::seconds sweep_interval);
+  // Runs `f` on the loop (tests, the REST server's reads of loop-owned state).
+  void post(std::function<void()> f);
+
+  std::shared_ptr<const Published> published() const { return sm_.published(); }
+  // The REST partitions as last committed, and partition_config_file's policy.
+  std::shared_ptr<const PartitionView> partitions() const { return partitions_.load(); }
+  EventLog& events() { return events_; }
+
+ private:
+  void on_sm_event(const SmEvent& e);
+  void maybe_sweep();
+  void sweep_now(bool heavy);
+  void arm_interval();
+  void apply_options(SmOptions o);
+  void publish_partitions();
+
+  boost::asio::io_context io_;
+  SubnetManager sm_;
+  AsioDriver driver_;
+  PartitionStore store_;
+  EventLog& events_;
+  ServiceOptions opts_;
+  boost::asio::steady_timer interval_, stats_;
+  std::optional<bool> wanted_;  // a sweep asked for (true: heavy) while one ran
+  std::optional<std::pair<SmOptions, std::chrono::seconds>> pending_reload_;
+  std::atomic<std::shared_ptr<const PartitionView>> partitions_;
+  std::chrono::seconds retry_{1};  // until the next try after a sweep that failed
+  int exit_ = 0;
+  bool stopping_ = false;
+};
+
+}  // namespace weft::sm

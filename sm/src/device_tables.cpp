@@ -1,0 +1,336 @@
+// P_Key, SL2VL and VL arbitration tables, in two phases: read what weft does not know
+// a port holds, then write what differs. Reading everything first means a table's
+// layout (P_Keys keep their indexes) is decided once its every block is known.
+#include "sweep_parts.hpp"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "weft/log.hpp"
+
+namespace weft::sm {
+
+using fabric::NodeIndex;
+using fabric::PortState;
+
+namespace {
+
+// Every input port maps alike toward one output port: one cache entry stands for all
+// of a switch port's SL2VL tables once every input port is known to hold it.
+constexpr uint32_t kAllInputs = 0xffffffffu;
+
+std::string hex(uint32_t v) {
+  char b[16];
+  std::snprintf(b, sizeof b, "%x", v);
+  return b;
+}
+
+}  // namespace
+
+bool DeviceTables::steady(const Discovered& d, NodeIndex n, PortNum p) const {
+  const auto& nd = d.fabric.node(n);
+  if (!nd.is_switch()) return d.port_info[n][p].attrs.state == PortState::kActive;
+  return lfts_.steady(nd.guid, d.switch_info[n].lft_top);
+}
+
+DeviceTables::Key DeviceTables::key(const Discovered& d, NodeIndex n, PortNum p, uint16_t attr,
+                                    uint32_t mod) const {
+  const auto& nd = d.fabric.node(n);
+  return {nd.is_switch() ? nd.guid.value : nd.ports[p].guid.value, mod, attr, p};
+}
+
+const SmpData* DeviceTables::held(const Discovered& d, NodeIndex n, PortNum p, uint16_t attr,
+                                  uint32_t mod) const {
+  if (!steady(d, n, p)) return nullptr;
+  auto it = cache_.find(key(d, n, p, attr, mod));
+  return it == cache_.end() ? nullptr : &it->second;
+}
+
+void DeviceTables::read_one(SweepRun& run, NodeIndex n, PortNum p, uint16_t attr, uint32_t mod) {
+  if (held(run.d, n, p, attr, mod)) return;
+  const Key k = key(run.d, n, p, attr, mod);
+  cache_.erase(k);  // what a reset port held before says nothing now
+  eng_.submit(SmpRequest::get(attr, mod, dr_path_to(run.d, n, p)),
+              [this, &run, attr, k](Result<Smp> r) {
+                switch (attr) {
+                  case kAttrPkeyTable:
+                    ++run.rep.pkey_blocks_read;
+                    break;
+                  case kAttrSl2Vl:
+                    ++run.rep.sl2vl_read;
+                    break;
+                  default:
+                    ++run.rep.vlarb_read;
+                }
+                if (r)
+                  cache_[k] = r->data;
+                else
+                  read_errors_[k] = r.error().message;
+              });
+}
+
+void DeviceTables::read(SweepRun& run) {
+  read_errors_.clear();
+  pkey_jobs_.clear();
+  wants_.clear();
+  pkey_tables_.assign(run.target.size(), {});
+  for (NodeIndex n = 0; n < run.target.size(); ++n)
+    pkey_tables_[n].resize(run.target.node(n).ports.size());
+  plan_pkeys(run);
+  plan_sl2vl(run);
+  plan_vlarb(run);
+  for (const PkeyJob& j : pkey_jobs_)
+    for (size_t b = 0; b < (j.cap + 31) / 32; ++b)
+      read_one(run, j.n, j.p, kAttrPkeyTable, j.mod_base | uint32_t(b));
+  for (const Want& w : wants_) read_one(run, w.n, w.p, w.attr, w.mod);
+}
+
+// P_Keys: every end port; switch ports facing end ports hold their peer's keys.
+void DeviceTables::plan_pkeys(SweepRun& run) {
+  const Discovered& d = run.d;
+  const fabric::Fabric& target = run.target;
+  const qos::PartitionPlan& plan = run.plan;
+  size_t cannot_enforce = 0;
+  for (NodeIndex n = 0; n < target.size(); ++n)
+    if (target.node(n).is_switch() && !d.switch_info[n].inbound_enforce_cap &&
+        !d.switch_info[n].outbound_enforce_cap)
+      ++cannot_enforce;
+  if (cannot_enforce && !opts_.no_partition_enforcement && opts_.part_enforce != "off")
+    WEFT_LOG(Info, "PRT-0007") << cannot_enforce
+                               << " switches report no P_Key enforcement capability (SwitchInfo): "
+                                  "partitions are enforced by the end ports' tables only";
+  auto job = [&](NodeIndex n, PortNum p, uint32_t mod_base, size_t cap,
+                 const std::vector<uint16_t>& want) {
+    if (cap == 0) {
+      ++run.rep.table_failures;
+      add_problem(run.rep, fabric::port_ref(target, n, p) + " reports no P_Key table (capacity 0)",
+                  "PRT-0002");
+      return;
+    }
+    pkey_jobs_.push_back({n, p, mod_base, cap, want});
+  };
+  for (NodeIndex n = 0; n < target.size(); ++n) {
+    const auto& nd = target.node(n);
+    for (PortNum p = 0; p <= nd.num_ports; ++p) {
+      if (!d.port_read[n][p]) continue;
+      if (!nd.is_switch() || p == 0) {
+        if (!plan.pkeys[n][p].empty()) job(n, p, 0, nd.partition_cap, plan.pkeys[n][p]);
+        continue;
+      }
+      const auto& port = nd.ports[p];
+      if (!port.linked() || target.node(port.peer).is_switch()) continue;
+      const auto& keys = plan.pkeys[port.peer][port.peer_port];
+      const SwitchInfo& si = d.switch_info[n];
+      if (ports_.enforces(run, n, p)) {
+        ++run.rep.ports_enforcing;
+        job(n, p, uint32_t(p) << 16, si.partition_enforce_cap, keys);
+      } else if (!opts_.no_partition_enforcement && opts_.part_enforce != "off" &&
+                 keys.size() > si.partition_enforce_cap && si.partition_enforce_cap > 0) {
+        add_problem(run.rep,
+                    fabric::port_ref(target, n, p) + " faces a port of " +
+                        std::to_string(keys.size()) + " P_Keys but enforces at most " +
+                        std::to_string(si.partition_enforce_cap) +
+                        ": P_Keys are not filtered there",
+                    "PRT-0004");
+      }
+    }
+  }
+}
+
+// SL2VL: under QoS, or whenever the routing engine layers paths on VLs.
+void DeviceTables::plan_sl2vl(SweepRun& run) {
+  const Discovered& d = run.d;
+  const fabric::Fabric& target = run.target;
+  const uint8_t layers = run.tables.vls;
+  if (!opts_.qos.enabled && layers <= 1) return;
+  auto check_vls = [&](NodeIndex n, PortNum p, uint8_t oper) {
+    if (layers > qos::data_vls(oper))
+      add_problem(run.rep,
+                  fabric::port_ref(target, n, p) + " operates " +
+                      std::to_string(qos::data_vls(oper)) + " data VLs but the routes need " +
+                      std::to_string(layers) +
+                      ": layers share VLs there and deadlock freedom is lost",
+                  "SM-0012");
+  };
+  for (NodeIndex n = 0; n < target.size(); ++n) {
+    const auto& nd = target.node(n);
+    if (!nd.is_switch()) {
+      for (PortNum p = 1; p <= nd.num_ports; ++p) {
+        if (!nd.ports[p].linked() || !d.port_read[n][p]) continue;
+        if (!(d.port_info[n][p].attrs.capability_mask & kCapSlMap)) continue;
+        const uint8_t oper = run.after[n][p].attrs.oper_vls;
+        check_vls(n, p, oper);
+        wants_.push_back({n, p, kAttrSl2Vl, 0,
+                          encode_sl2vl(qos::port_sl2vl(ports_.qos_for(target, n, p), oper, layers)),
+                          8});
+      }
+      continue;
+    }
+    if (!d.port_read[n][0] || !(d.port_info[n][0].attrs.capability_mask & kCapSlMap)) continue;
+    for (PortNum out = d.switch_info[n].enhanced_port0 ? 0 : 1; out <= nd.num_ports; ++out) {
+      if (out != 0 && (!nd.ports[out].linked() || !d.port_read[n][out])) continue;
+      const uint8_t oper = run.after[n][out].attrs.oper_vls;
+      if (out != 0) check_vls(n, out, oper);
+      const SmpData want =
+          encode_sl2vl(qos::port_sl2vl(ports_.qos_for(target, n, out), oper, layers));
+      if (const SmpData* h = held(d, n, out, kAttrSl2Vl, kAllInputs);
+          h && std::equal(h->begin(), h->begin() + 8, want.begin()))
+        continue;
+      for (PortNum in = 0; in <= nd.num_ports; ++in)
+        if (in == 0 || nd.ports[in].linked())
+          wants_.push_back({n, out, kAttrSl2Vl, uint32_t(in) << 8 | out, want, 8});
+    }
+  }
+}
+
+// VL arbitration: under QoS only.
+void DeviceTables::plan_vlarb(SweepRun& run) {
+  if (!opts_.qos.enabled) return;
+  const Discovered& d = run.d;
+  const fabric::Fabric& target = run.target;
+  for (NodeIndex n = 0; n < target.size(); ++n) {
+    const auto& nd = target.node(n);
+    for (PortNum p = 0; p <= nd.num_ports; ++p) {
+      if (!d.port_read[n][p]) continue;
+      if (p == 0 && !(nd.is_switch() && d.switch_info[n].enhanced_port0)) continue;
+      if (p != 0 && !nd.ports[p].linked()) continue;
+      const PortInfo& pi = d.port_info[n][p];
+      const auto& cfg = ports_.qos_for(target, n, p);
+      const uint8_t oper = run.after[n][p].attrs.oper_vls;
+      const uint32_t port_mod = nd.is_switch() ? p : 0;
+      for (auto [list, cap, first_block] :
+           {std::tuple{&cfg.low, size_t(pi.vl_arb_low_cap), 1u},
+            std::tuple{&cfg.high, size_t(pi.vl_arb_high_cap), 3u}}) {
+        for (size_t bi = 0; bi < 2 && bi * 32 < cap; ++bi) {
+          const size_t len = std::min<size_t>(32, cap - bi * 32);
+          wants_.push_back({n, p, kAttrVlArb, (first_block + uint32_t(bi)) << 16 | port_mod,
+                            encode_vlarb(qos::vlarb_block(*list, bi, cap, oper)), 2 * len});
+        }
+      }
+    }
+  }
+}
+
+void DeviceTables::write_pkeys(SweepRun& run, const PkeyJob& j) {
+  const Discovered& d = run.d;
+  const size_t blocks = (j.cap + 31) / 32;
+  std::vector<uint16_t> have(blocks * 32, 0);
+  for (size_t b = 0; b < blocks; ++b) {
+    auto it = cache_.find(key(d, j.n, j.p, kAttrPkeyTable, j.mod_base | uint32_t(b)));
+    if (it == cache_.end()) return;  // the read failed (a problem says so)
+    const PkeyBlock blk = decode_pkey_block(it->second);
+    std::copy(blk.begin(), blk.end(), have.begin() + b * 32);
+  }
+  have.resize(j.cap);
+  qos::PkeyLayout lay = qos::layout_pkeys(j.want, have, j.cap, opts_.keep_pkey_indexes);
+  pkey_tables_[j.n][j.p] = lay.table;
+  if (!lay.dropped.empty())
+    add_problem(run.rep,
+                fabric::port_ref(run.target, j.n, j.p) + " holds " + std::to_string(j.cap) +
+                    " P_Keys; " + std::to_string(lay.dropped.size()) +
+                    " of its partitions do not fit and are left out",
+                "PRT-0003");
+  lay.table.resize(blocks * 32, 0);
+  have.resize(blocks * 32, 0);
+  const DrPath path = dr_path_to(d, j.n, j.p);
+  for (size_t w = 0; w < blocks; ++w) {
+    if (std::equal(lay.table.begin() + w * 32, lay.table.begin() + (w + 1) * 32,
+                   have.begin() + w * 32))
+      continue;
+    PkeyBlock out{};
+    std::copy(lay.table.begin() + w * 32, lay.table.begin() + (w + 1) * 32, out.begin());
+    const uint32_t mod = j.mod_base | static_cast<uint32_t>(w);
+    const Key k = key(d, j.n, j.p, kAttrPkeyTable, mod);
+    const NodeIndex n = j.n;
+    const PortNum p = j.p;
+    eng_.submit(SmpRequest::set(kAttrPkeyTable, mod, path, encode_pkey_block(out)),
+                [this, &run, n, p, k](Result<Smp> r) {
+                  if (r) {
+                    ++run.rep.pkey_blocks_written;
+                    cache_[k] = r->data;
+                    return;
+                  }
+                  cache_.erase(k);
+                  ++run.rep.table_failures;
+                  add_problem(run.rep, "P_KeyTable Set on " + fabric::port_ref(run.target, n, p) +
+                                           ": " + r.error().message);
+                });
+  }
+}
+
+void DeviceTables::write(SweepRun& run) {
+  const Discovered& d = run.d;
+  // A P_Key table that could not be read is not written (its layout would be a guess).
+  for (const PkeyJob& j : pkey_jobs_) {
+    const std::string* failed = nullptr;
+    for (size_t b = 0; b < (j.cap + 31) / 32 && !failed; ++b) {
+      const Key k = key(d, j.n, j.p, kAttrPkeyTable, j.mod_base | uint32_t(b));
+      if (!cache_.count(k)) {
+        static const std::string unknown = "no reply";
+        auto e = read_errors_.find(k);
+        failed = e == read_errors_.end() ? &unknown : &e->second;
+      }
+    }
+    if (failed) {
+      ++run.rep.table_failures;
+      add_problem(run.rep,
+                  "P_KeyTable read on " + fabric::port_ref(run.target, j.n, j.p) + ": " + *failed);
+      continue;
+    }
+    write_pkeys(run, j);
+  }
+  read_errors_.clear();
+  for (const Want& w : wants_) {
+    const Key k = key(d, w.n, w.p, w.attr, w.mod);
+    auto it = cache_.find(k);
+    if (it != cache_.end() &&
+        std::equal(it->second.begin(), it->second.begin() + w.compare_bytes, w.data.begin()))
+      continue;
+    eng_.submit(SmpRequest::set(w.attr, w.mod, dr_path_to(d, w.n, w.p), w.data),
+                [this, &run, w, k](Result<Smp> r) {
+                  if (r) {
+                    ++(w.attr == kAttrSl2Vl ? run.rep.sl2vl_written : run.rep.vlarb_written);
+                    cache_[k] = r->data;
+                    return;
+                  }
+                  cache_.erase(k);
+                  ++run.rep.table_failures;
+                  add_problem(run.rep, std::string(attr_name(w.attr)) + " Set (modifier 0x" +
+                                           hex(w.mod) + ") on " +
+                                           fabric::port_ref(run.target, w.n, w.p) + ": " +
+                                           r.error().message);
+                });
+  }
+}
+
+void DeviceTables::settle(SweepRun& run) {
+  // A switch port whose every input port now holds the SL2VL table weft wants keeps
+  // one cache entry for them all.
+  const Discovered& d = run.d;
+  for (size_t i = 0; i < wants_.size();) {
+    const Want& first = wants_[i];
+    size_t end = i;
+    bool all = true;
+    while (end < wants_.size() && wants_[end].attr == kAttrSl2Vl && wants_[end].n == first.n &&
+           wants_[end].p == first.p && d.fabric.node(first.n).is_switch()) {
+      auto it = cache_.find(key(d, first.n, first.p, kAttrSl2Vl, wants_[end].mod));
+      all &= it != cache_.end() &&
+             std::equal(it->second.begin(), it->second.begin() + 8, wants_[end].data.begin());
+      ++end;
+    }
+    if (end == i) {
+      ++i;
+      continue;
+    }
+    const Key all_key = key(d, first.n, first.p, kAttrSl2Vl, kAllInputs);
+    if (all)
+      cache_[all_key] = first.data;
+    else
+      cache_.erase(all_key);
+    i = end;
+  }
+  pkey_jobs_.clear();
+  wants_.clear();
+}
+
+}  // namespace weft::sm

@@ -1,0 +1,126 @@
+// Linear forwarding tables: the blocks that differ, then LinearFDBTop, in two phases
+// so that a switch's top moves only once its blocks are written.
+#include "sweep_parts.hpp"
+
+#include <algorithm>
+
+namespace weft::sm {
+
+using fabric::NodeIndex;
+
+void LftProgrammer::remember_block(Guid sw, size_t block, const LftBlock& blk) {
+  auto& h = cache_[sw];
+  if (h.size() < (block + 1) * 64) h.resize((block + 1) * 64, kDropPort);
+  std::copy(blk.begin(), blk.end(), h.begin() + block * 64);
+}
+
+bool LftProgrammer::steady(Guid sw, uint16_t lft_top_now) const {
+  auto it = tops_.find(sw.value);
+  return it != tops_.end() && it->second != 0 && it->second == lft_top_now;
+}
+
+void LftProgrammer::write_blocks(SweepRun& run) {
+  const Discovered& d = run.d;
+  const fabric::Fabric& target = run.target;
+  const routing::Tables& t = run.tables;
+  const uint16_t top = t.top_lid;
+  const size_t nblocks = size_t(top) / 64 + 1;
+  topped_.clear();
+  for (NodeIndex n = 0; n < target.size(); ++n) {
+    const auto& nd = target.node(n);
+    if (!nd.is_switch()) continue;
+    const SwitchInfo& si = d.switch_info[n];
+    if (si.lft_cap == 0) {
+      ++run.rep.lft_failures;
+      add_problem(run.rep, "switch " + fabric::port_ref(target, n, 0) +
+                               ": SwitchInfo unknown, LFT not programmed");
+      continue;
+    }
+    const size_t writable = std::min(nblocks, (size_t(si.lft_cap) + 63) / 64);
+    if (writable < nblocks) {
+      ++run.rep.lft_capped;
+      add_problem(run.rep, "switch " + fabric::port_ref(target, n, 0) + ": LinearFDBCap " +
+                               std::to_string(si.lft_cap) + " < top LID " + std::to_string(top) +
+                               "; LIDs above it are not routed there");
+    }
+    std::vector<uint8_t> want(writable * 64, kDropPort);
+    std::copy(t.lft[n].begin(), t.lft[n].begin() + std::min(t.lft[n].size(), want.size()),
+              want.begin());
+    const Guid g = nd.guid;
+    auto cached = cache_.find(g);
+    // A cache is valid only while the switch still holds the top we left it with.
+    if (cached != cache_.end() && cached->second.size() / 64 != size_t(si.lft_top) / 64 + 1)
+      cache_.erase(cached), cached = cache_.end();
+    const bool fresh = cached == cache_.end();
+    // No completion runs while this loop submits, so the row stays put.
+    const std::vector<uint8_t>* held = fresh ? nullptr : &cached->second;
+    const DrPath path = d.paths[n];
+    topped_.push_back(n);
+    auto write_block = [this, &run, n, path, g](size_t b, const LftBlock& blk) {
+      eng_.submit(SmpRequest::set(kAttrLft, static_cast<uint32_t>(b), path, encode_lft_block(blk)),
+                  [this, &run, n, b, g, blk](Result<Smp> r) {
+                    if (r) {
+                      ++run.rep.lft_blocks_written;
+                      remember_block(g, b, blk);
+                      return;
+                    }
+                    ++run.rep.lft_failures;
+                    add_problem(run.rep, "LFT block " + std::to_string(b) + " on " +
+                                             fabric::port_ref(run.target, n, 0) + ": " +
+                                             r.error().message);
+                    cache_.erase(g);
+                  });
+    };
+    const size_t device_blocks = si.lft_top == 0 ? 0 : size_t(si.lft_top) / 64 + 1;
+    for (size_t b = 0; b < writable; ++b) {
+      LftBlock blk;
+      std::copy(want.begin() + b * 64, want.begin() + (b + 1) * 64, blk.begin());
+      if (!fresh && held->size() >= (b + 1) * 64) {
+        if (!std::equal(blk.begin(), blk.end(), held->begin() + b * 64)) write_block(b, blk);
+      } else if (fresh && b < device_blocks) {
+        // Unknown content below the switch's current top (another SM, or our restart):
+        // read first.
+        eng_.submit(SmpRequest::get(kAttrLft, static_cast<uint32_t>(b), path),
+                    [this, &run, b, blk, g, write_block](Result<Smp> r) {
+                      ++run.rep.lft_blocks_read;
+                      if (r && decode_lft_block(r->data) == blk) {
+                        remember_block(g, b, blk);
+                        return;
+                      }
+                      write_block(b, blk);
+                    });
+      } else {
+        write_block(b, blk);
+      }
+    }
+  }
+}
+
+void LftProgrammer::write_tops(SweepRun& run) {
+  const uint16_t top = run.tables.top_lid;
+  for (NodeIndex n : topped_) {
+    const SwitchInfo& si = run.d.switch_info[n];
+    const Guid g = run.target.node(n).guid;
+    if (si.lft_top == top && !si.port_state_change) {
+      tops_[g.value] = top;
+      continue;
+    }
+    SwitchInfo set = si;
+    set.lft_top = top;
+    set.port_state_change = true;  // writing 1 clears it
+    eng_.submit(SmpRequest::set(kAttrSwitchInfo, 0, run.d.paths[n], encode_switch_info(set)),
+                [this, &run, n, g, top](Result<Smp> r) {
+                  if (r) {
+                    ++run.rep.switchinfo_sets;
+                    tops_[g.value] = top;
+                    return;
+                  }
+                  ++run.rep.lft_failures;
+                  add_problem(run.rep, "SwitchInfo Set on " + fabric::port_ref(run.target, n, 0) +
+                                           ": " + r.error().message);
+                });
+  }
+  topped_.clear();
+}
+
+}  // namespace weft::sm

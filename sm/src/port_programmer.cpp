@@ -1,0 +1,179 @@
+// PortInfo Sets: what each port is told (LIDs, SM LID, MTU and VLs agreed with its
+// peer, P_Key enforcement, VLHighLimit), and the two steps to ACTIVE.
+#include "sweep_parts.hpp"
+
+#include <algorithm>
+
+#include "weft/log.hpp"
+
+namespace weft::sm {
+
+using fabric::NodeIndex;
+using fabric::PortState;
+
+const qos::QosPortConfig& PortProgrammer::qos_for(const fabric::Fabric& f, NodeIndex n,
+                                                  PortNum p) const {
+  const auto& nd = f.node(n);
+  if (nd.is_switch()) return p == 0 ? opts_.qos.sw0 : opts_.qos.swe;
+  return nd.type == fabric::NodeType::kRouter ? opts_.qos.rtr : opts_.qos.ca;
+}
+
+bool PortProgrammer::enforces(const SweepRun& run, NodeIndex n, PortNum p) const {
+  if (opts_.no_partition_enforcement || opts_.part_enforce == "off") return false;
+  const fabric::Fabric& f = run.target;
+  const auto& nd = f.node(n);
+  if (!nd.is_switch() || p == 0 || !nd.ports[p].linked()) return false;
+  const auto& port = nd.ports[p];
+  if (f.node(port.peer).is_switch()) return false;
+  const SwitchInfo& si = run.d.switch_info[n];
+  const bool can = (si.inbound_enforce_cap && opts_.part_enforce != "out") ||
+                   (si.outbound_enforce_cap && opts_.part_enforce != "in");
+  return can && si.partition_enforce_cap > 0 &&
+         run.plan.pkeys[port.peer][port.peer_port].size() <= si.partition_enforce_cap;
+}
+
+uint64_t PortProgrammer::port_key(const fabric::Fabric& f, NodeIndex n, PortNum p) {
+  const auto& nd = f.node(n);
+  return nd.is_switch() ? (nd.guid.value ^ (uint64_t(p) << 56)) : nd.ports[p].guid.value;
+}
+
+void PortProgrammer::configure(SweepRun& run, Lid sm_lid) {
+  const Discovered& d = run.d;
+  const fabric::Fabric& target = run.target;
+  const bool enf_in = opts_.part_enforce == "in" || opts_.part_enforce == "both";
+  const bool enf_out = opts_.part_enforce == "out" || opts_.part_enforce == "both";
+  for (NodeIndex n = 0; n < target.size(); ++n) {
+    const auto& nd = target.node(n);
+    for (PortNum p = 0; p <= nd.num_ports; ++p) {
+      if (!d.port_read[n][p]) continue;
+      const auto& port = nd.ports[p];
+      const bool mgmt = nd.is_switch() && p == 0;
+      if (!mgmt && !port.linked()) continue;
+      const PortInfo& cur = d.port_info[n][p];
+      PortInfo want = cur;
+      bool change = false;
+      if (mgmt || !nd.is_switch()) {
+        want.attrs.lid = port.attrs.lid;
+        want.attrs.lmc = port.attrs.lmc;
+        want.attrs.sm_lid = sm_lid;
+        want.subnet_timeout = opts_.subnet_timeout;
+        // SubnetTimeout rides along with a needed Set but does not trigger one: some
+        // devices (ibsim) never store it, and re-setting it every sweep would be noise.
+        change |= cur.attrs.lid != want.attrs.lid || cur.attrs.lmc != want.attrs.lmc ||
+                  cur.attrs.sm_lid != sm_lid;
+      }
+      want.attrs.state = PortState::kNoChange;
+      if (!mgmt) {
+        const bool peer_read = d.port_read[port.peer][port.peer_port];
+        const auto& pa = peer_read ? d.port_info[port.peer][port.peer_port].attrs : cur.attrs;
+        uint8_t mtu = std::min(cur.attrs.mtu_cap, pa.mtu_cap);
+        uint8_t vls = std::min({cur.attrs.vl_cap, pa.vl_cap, opts_.max_op_vls});
+        want.attrs.neighbor_mtu = mtu;
+        want.attrs.oper_vls = vls;
+        change |= cur.attrs.neighbor_mtu != mtu || cur.attrs.oper_vls != vls;
+        if (cur.attrs.state == PortState::kInit) {
+          want.attrs.state = PortState::kArmed;
+          change = true;
+        }
+      }
+      // Fields a device was seen to drop from a Set are still sent, but do not by
+      // themselves cause one (or every sweep would rewrite the port).
+      const uint64_t pkey = port_key(target, n, p);
+      const uint8_t ignored = [&] {
+        auto it = ignores_.find(pkey);
+        return it == ignores_.end() ? uint8_t(0) : it->second;
+      }();
+      if (nd.is_switch() && !mgmt) {
+        const bool en = enforces(run, n, p);
+        want.part_enf_in = en && enf_in && d.switch_info[n].inbound_enforce_cap;
+        want.part_enf_out = en && enf_out && d.switch_info[n].outbound_enforce_cap;
+        if (!(ignored & kIgnoresEnforcement))
+          change |= cur.part_enf_in != want.part_enf_in || cur.part_enf_out != want.part_enf_out;
+      }
+      if (opts_.qos.enabled && (!mgmt || d.switch_info[n].enhanced_port0)) {
+        want.vl_high_limit = qos_for(target, n, p).high_limit;
+        if (!(ignored & kIgnoresHighLimit)) change |= cur.vl_high_limit != want.vl_high_limit;
+      }
+      if (!change) continue;
+      want.attrs.phys_state = 0;     // no change
+      want.attrs.width_enabled = 0;  // no change
+      want.attrs.speed_enabled = 0;  // no change
+      eng_.submit(SmpRequest::set(kAttrPortInfo, p, dr_path_to(d, n, p), encode_port_info(want)),
+                  [this, &run, n, p, want, pkey](Result<Smp> r) {
+                    if (!r) {
+                      add_problem(run.rep, "PortInfo Set on " + fabric::port_ref(run.target, n, p) +
+                                               ": " + r.error().message);
+                      return;
+                    }
+                    ++run.rep.portinfo_sets;
+                    run.after[n][p] = decode_port_info(r->data);
+                    note_ignored(run.target, n, p, pkey, want, run.after[n][p], run.rep);
+                  });
+    }
+  }
+}
+
+void PortProgrammer::note_ignored(const fabric::Fabric& f, NodeIndex n, PortNum p, uint64_t key,
+                                  const PortInfo& want, const PortInfo& got, SweepReport& rep) {
+  uint8_t bits = 0;
+  if (want.part_enf_in != got.part_enf_in || want.part_enf_out != got.part_enf_out)
+    bits |= kIgnoresEnforcement;
+  if (want.vl_high_limit != got.vl_high_limit) bits |= kIgnoresHighLimit;
+  uint8_t& known = ignores_[key];
+  const uint8_t fresh = bits & ~known;
+  known |= bits;
+  if (fresh & kIgnoresEnforcement)
+    add_problem(
+        rep,
+        fabric::port_ref(f, n, p) + " did not keep the P_Key enforcement bits of a PortInfo Set",
+        "PRT-0008");
+  if (fresh & kIgnoresHighLimit)
+    add_problem(rep,
+                fabric::port_ref(f, n, p) + " did not keep VLHighLimit " +
+                    std::to_string(want.vl_high_limit) + " (holds " +
+                    std::to_string(got.vl_high_limit) + ")",
+                "SM-0013");
+}
+
+void PortProgrammer::activate(SweepRun& run) {
+  const fabric::Fabric& target = run.target;
+  for (NodeIndex n = 0; n < target.size(); ++n) {
+    const auto& nd = target.node(n);
+    for (PortNum p = 1; p <= nd.num_ports; ++p) {
+      if (!nd.ports[p].linked() || !run.d.port_read[n][p]) continue;
+      if (run.after[n][p].attrs.state != PortState::kArmed) continue;
+      PortInfo want = run.after[n][p];
+      want.attrs.state = PortState::kActive;
+      want.attrs.phys_state = 0;
+      want.attrs.width_enabled = 0;
+      want.attrs.speed_enabled = 0;
+      eng_.submit(
+          SmpRequest::set(kAttrPortInfo, p, dr_path_to(run.d, n, p), encode_port_info(want)),
+          [&run, n, p](Result<Smp> r) {
+            if (!r) {
+              add_problem(run.rep, "PortInfo Set ACTIVE on " + fabric::port_ref(run.target, n, p) +
+                                       ": " + r.error().message);
+              return;
+            }
+            ++run.rep.ports_activated;
+            run.after[n][p] = decode_port_info(r->data);
+          });
+    }
+  }
+}
+
+void PortProgrammer::count_active(SweepRun& run) const {
+  const fabric::Fabric& target = run.target;
+  run.rep.ports_linked = run.rep.ports_active = 0;
+  for (NodeIndex n = 0; n < target.size(); ++n) {
+    const auto& nd = target.node(n);
+    for (PortNum p = 1; p <= nd.num_ports; ++p) {
+      if (!nd.ports[p].linked()) continue;
+      ++run.rep.ports_linked;
+      if (run.d.port_read[n][p] && run.after[n][p].attrs.state == PortState::kActive)
+        ++run.rep.ports_active;
+    }
+  }
+}
+
+}  // namespace weft::sm

@@ -1,0 +1,199 @@
+#include "weft/sm/service.hpp"
+
+#include <fmt/format.h>
+#include <boost/asio/post.hpp>
+
+#include "weft/log.hpp"
+
+namespace weft::sm {
+
+namespace asio = boost::asio;
+
+SmService::SmService(Transport& t, SmOptions o, PartitionStore store, EventLog& events,
+                     ServiceOptions so)
+    : sm_(t,
+          [&] {
+            o.partitions = store.merged();
+            o.partitions_generation = store.generation();
+            return std::move(o);
+          }()),
+      driver_(io_, sm_.engine(), t),
+      store_(std::move(store)),
+      events_(events),
+      opts_(std::move(so)),
+      interval_(io_),
+      stats_(io_) {
+  sm_.set_driver(driver_);
+  sm_.on_event([this](const SmEvent& e) { on_sm_event(e); });
+  publish_partitions();
+}
+
+SmService::~SmService() {
+  driver_.stop();
+}
+
+void SmService::publish_partitions() {
+  auto v = std::make_shared<PartitionView>();
+  v->rest = store_.partitions();
+  v->file = store_.file_policy();
+  v->rest_path = store_.path();
+  v->generation = store_.generation();
+  partitions_.store(std::move(v));
+}
+
+void SmService::post(std::function<void()> f) {
+  asio::post(io_, std::move(f));
+}
+
+void SmService::stop() {
+  asio::post(io_, [this] {
+    if (stopping_) return;
+    stopping_ = true;
+    WEFT_LOG(Info, "APP-0002") << "stopping";
+    interval_.cancel();
+    stats_.cancel();
+    events_.stop();
+    // A sweep under way is abandoned where it waits; the loop ends here.
+    io_.stop();
+  });
+}
+
+int SmService::run() {
+  driver_.start([this](const Error& e) {
+    WEFT_LOG(Error, "SM-0102") << "the SM's port failed: " << e.message << "; stopping";
+    exit_ = 1;
+    stop();
+  });
+  // Counters for readers on other threads, each second.
+  std::function<void()> tick = [this, &tick] {
+    stats_.expires_after(std::chrono::seconds(1));
+    stats_.async_wait([this, &tick](const boost::system::error_code& ec) {
+      if (ec) return;
+      sm_.publish_stats();
+      tick();
+    });
+  };
+  tick();
+  asio::post(io_, [this] { sweep_now(true); });
+  io_.run();
+  driver_.stop();
+  return exit_;
+}
+
+void SmService::on_sm_event(const SmEvent& e) {
+  events_.append(e.type, e.data);
+  // A trap is acted on when it arrives: no polling slice between it and its sweep.
+  if (e.type == "trap") request_sweep(true);
+}
+
+void SmService::request_sweep(bool heavy) {
+  asio::post(io_, [this, heavy] {
+    wanted_ = (wanted_ && *wanted_) || heavy;
+    maybe_sweep();
+  });
+}
+
+void SmService::maybe_sweep() {
+  if (stopping_ || sm_.sweeping()) return;
+  if (pending_reload_) {
+    auto [o, interval] = std::move(*pending_reload_);
+    pending_reload_.reset();
+    opts_.sweep_interval = interval;
+    apply_options(std::move(o));
+  }
+  if (!wanted_ && !sm_.needs_sweep()) return;
+  const bool heavy = (wanted_ && *wanted_) || sm_.needs_sweep();
+  wanted_.reset();
+  sweep_now(heavy);
+}
+
+void SmService::sweep_now(bool heavy) {
+  interval_.cancel();
+  sm_.start_sweep(heavy, [this](Result<SweepReport> r) {
+    if (!r) {
+      WEFT_LOG(Error, "SM-0103") << "sweep failed: " << r.error().message;
+      exit_ = 1;
+      return stop();
+    }
+    if (r->heavy && opts_.on_heavy_sweep) opts_.on_heavy_sweep(*r, sm_.mad_stats());
+    if (opts_.once) {
+      exit_ = r->subnet_up ? 0 : 1;
+      return stop();
+    }
+    if (!r->subnet_up) {
+      // A sweep that ended with failures is tried again soon, backing off to the
+      // interval, not a whole interval later.
+      wanted_ = true;
+      interval_.expires_after(retry_);
+      retry_ = std::min(2 * retry_, std::max(opts_.sweep_interval, std::chrono::seconds(1)));
+      interval_.async_wait([this](const boost::system::error_code& ec) {
+        if (!ec) maybe_sweep();
+      });
+      return;
+    }
+    retry_ = std::chrono::seconds(1);
+    arm_interval();
+    maybe_sweep();
+  });
+}
+
+void SmService::arm_interval() {
+  if (opts_.sweep_interval.count() <= 0) return;
+  interval_.expires_after(opts_.sweep_interval);
+  interval_.async_wait([this](const boost::system::error_code& ec) {
+    if (ec) return;
+    if (!wanted_) wanted_ = false;  // a light sweep
+    maybe_sweep();
+  });
+}
+
+void SmService::change_partitions(PartitionChange change,
+                                  std::function<void(Result<uint64_t>)> done) {
+  asio::post(io_, [this, change = std::move(change), done = std::move(done)] {
+    auto next = change(store_.partitions());
+    if (!next) return done(std::unexpected(next.error()));
+    if (*next == store_.partitions()) return done(store_.generation());
+    auto gen = store_.commit(std::move(*next));
+    if (!gen) {
+      WEFT_LOG(Error, "PRT-0101") << "REST partitions not saved: " << gen.error().message;
+      return done(std::unexpected(gen.error()));
+    }
+    WEFT_LOG(Info, "PRT-0100") << store_.path() << ": REST partitions at generation " << *gen
+                               << " (" << store_.partitions().size() << " partitions)";
+    publish_partitions();
+    events_.append("partitions", {{"generation", *gen}, {"file", store_.path()}});
+    // On disk; the SM takes the merged policy with its next sweep, asked for now.
+    SmOptions o = sm_.options();
+    o.partitions = store_.merged();
+    o.partitions_generation = *gen;
+    if (sm_.sweeping())
+      pending_reload_.emplace(std::move(o), opts_.sweep_interval);
+    else
+      apply_options(std::move(o));
+    done(*gen);
+    request_sweep(true);
+  });
+}
+
+void SmService::reload(SmOptions o, std::chrono::seconds sweep_interval) {
+  asio::post(io_, [this, o = std::move(o), sweep_interval]() mutable {
+    store_.set_file_policy(o.partitions);
+    publish_partitions();
+    o.partitions = store_.merged();
+    o.partitions_generation = store_.generation();
+    events_.append("reload", {{"sweep_interval_s", sweep_interval.count()}});
+    if (sm_.sweeping()) {
+      pending_reload_.emplace(std::move(o), sweep_interval);
+    } else {
+      opts_.sweep_interval = sweep_interval;
+      apply_options(std::move(o));
+    }
+    request_sweep(true);
+  });
+}
+
+void SmService::apply_options(SmOptions o) {
+  sm_.set_options(std::move(o));
+}
+
+}  // namespace weft::sm

@@ -1,0 +1,190 @@
+// The SM's sweep, in parts: what one sweep carries from phase to phase (SweepRun),
+// and the programmers that each own one kind of device state and what weft knows the
+// devices hold. SubnetManager (subnet_manager.cpp) strings the phases together.
+//
+// Every programmer only submits MADs; the sweep waits for the engine to go idle
+// between phases (Driver::when_idle), so a phase reads what the previous one left in
+// the SweepRun, never a callback's half-finished state.
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <unordered_map>
+#include <vector>
+
+#include "weft/sm/discovery.hpp"
+#include "weft/sm/multicast.hpp"
+#include "weft/sm/snapshot.hpp"
+#include "weft/sm/subnet_manager.hpp"
+
+namespace weft::sm {
+
+void add_problem(SweepReport& rep, std::string s, const char* id = "SM-0010");
+
+// One sweep, from discovery to the published snapshot.
+struct SweepRun {
+  std::chrono::steady_clock::time_point t0, phase_start;
+  uint64_t sent_at_phase = 0;  // the engine's SMP count when the phase began
+  std::unique_ptr<Discovery> discovery;
+  Discovered d;
+  fabric::Fabric target;  // the discovered fabric with the LIDs assigned
+  routing::ChainResult routed;
+  routing::Tables tables;
+  qos::PartitionPlan plan;
+  std::vector<std::vector<PortInfo>> after;  // [node][port]: PortInfo as the last Set left it
+  SweepReport rep;
+  uint64_t partition_generation = 0;  // of the policy this sweep applies
+};
+
+// PortInfo: LIDs, SM LID, neighbour MTU, operational VLs, P_Key enforcement on switch
+// ports facing end ports, VLHighLimit under QoS; INIT to ARMED, then ARMED to ACTIVE.
+class PortProgrammer {
+ public:
+  PortProgrammer(MadEngine& eng, const SmOptions& o) : eng_(eng), opts_(o) {}
+  void configure(SweepRun& run, Lid sm_lid);
+  void activate(SweepRun& run);
+  // After activate()'s MADs: the linked and ACTIVE port ends, into the report.
+  void count_active(SweepRun& run) const;
+  // Whether switch port p (facing an end port) filters P_Keys this sweep.
+  bool enforces(const SweepRun& run, fabric::NodeIndex n, PortNum p) const;
+  // Which QoS settings a port takes (CA, router, switch port 0 or external).
+  const qos::QosPortConfig& qos_for(const fabric::Fabric& f, fabric::NodeIndex n, PortNum p) const;
+
+ private:
+  static uint64_t port_key(const fabric::Fabric& f, fabric::NodeIndex n, PortNum p);
+  void note_ignored(const fabric::Fabric& f, fabric::NodeIndex n, PortNum p, uint64_t key,
+                    const PortInfo& want, const PortInfo& got, SweepReport& rep);
+  MadEngine& eng_;
+  const SmOptions& opts_;
+  // PortInfo fields a port was seen to drop from a Set (ibsim keeps neither).
+  static constexpr uint8_t kIgnoresEnforcement = 1, kIgnoresHighLimit = 2;
+  std::unordered_map<uint64_t, uint8_t> ignores_;
+};
+
+// Linear forwarding tables: the blocks that differ from what a switch holds (read
+// first where weft does not know), then LinearFDBTop. What each switch holds is
+// remembered while it keeps the LinearFDBTop weft left it with.
+class LftProgrammer {
+ public:
+  explicit LftProgrammer(MadEngine& eng) : eng_(eng) {}
+  // Phase 1: every block that differs. Phase 2 (after the blocks): LinearFDBTop.
+  void write_blocks(SweepRun& run);
+  void write_tops(SweepRun& run);
+  // A switch still holds what weft left it with: the LinearFDBTop it was set to. (A
+  // switch that rebooted comes back with another.)
+  bool steady(Guid sw, uint16_t lft_top_now) const;
+
+ private:
+  void remember_block(Guid sw, size_t block, const LftBlock& blk);
+  MadEngine& eng_;
+  std::map<Guid, std::vector<uint8_t>> cache_;   // what each switch holds, as written or read
+  std::unordered_map<uint64_t, uint16_t> tops_;  // LinearFDBTop each switch was left with
+  std::vector<fabric::NodeIndex> topped_;        // this sweep: switches whose top to write
+};
+
+// P_Key, SL2VL and VL arbitration tables: each read where weft does not know what the
+// port holds, then written where it differs. What a port holds is trusted while the
+// port has not been reset since: a CA port still ACTIVE, a switch still steady.
+class DeviceTables {
+ public:
+  DeviceTables(MadEngine& eng, const SmOptions& o, const PortProgrammer& ports,
+               const LftProgrammer& lfts)
+      : eng_(eng), opts_(o), ports_(ports), lfts_(lfts) {}
+  // Phase 1: read what is not known. Phase 2: lay out and write what differs.
+  // Phase 3 (no MADs): remember what the writes left.
+  void read(SweepRun& run);
+  void write(SweepRun& run);
+  void settle(SweepRun& run);
+  // [node][port]: the P_Key table each port holds as weft laid it out, for the snapshot.
+  std::vector<std::vector<std::vector<uint16_t>>> take_pkey_tables() {
+    return std::exchange(pkey_tables_, {});
+  }
+
+ private:
+  struct Key {
+    uint64_t guid;  // the switch's node GUID, or the CA port's GUID
+    uint32_t mod;
+    uint16_t attr;
+    uint8_t port;
+    bool operator==(const Key&) const = default;
+  };
+  struct KeyHash {
+    size_t operator()(const Key& k) const {
+      return std::hash<uint64_t>()(k.guid * 0x9E3779B97F4A7C15ull ^ (uint64_t(k.mod) << 24) ^
+                                   (uint64_t(k.attr) << 8) ^ k.port);
+    }
+  };
+  // One table write this sweep may do: where, what, and how much of it to compare.
+  struct Want {
+    fabric::NodeIndex n;
+    PortNum p;
+    uint16_t attr;
+    uint32_t mod;
+    SmpData data;
+    size_t compare_bytes;
+  };
+  struct PkeyJob {
+    fabric::NodeIndex n;
+    PortNum p;
+    uint32_t mod_base;
+    size_t cap;
+    std::vector<uint16_t> want;
+  };
+  bool steady(const Discovered& d, fabric::NodeIndex n, PortNum p) const;
+  Key key(const Discovered& d, fabric::NodeIndex n, PortNum p, uint16_t attr, uint32_t mod) const;
+  const SmpData* held(const Discovered& d, fabric::NodeIndex n, PortNum p, uint16_t attr,
+                      uint32_t mod) const;
+  void read_one(SweepRun& run, fabric::NodeIndex n, PortNum p, uint16_t attr, uint32_t mod);
+  void plan_pkeys(SweepRun& run);
+  void plan_sl2vl(SweepRun& run);
+  void plan_vlarb(SweepRun& run);
+  void write_pkeys(SweepRun& run, const PkeyJob& job);
+  MadEngine& eng_;
+  const SmOptions& opts_;
+  const PortProgrammer& ports_;
+  const LftProgrammer& lfts_;
+  std::unordered_map<Key, SmpData, KeyHash> cache_;
+  std::unordered_map<Key, std::string, KeyHash> read_errors_;  // this sweep's failed reads
+  std::vector<PkeyJob> pkey_jobs_;                             // this sweep's
+  std::vector<Want> wants_;  // this sweep's SL2VL and VLArb tables
+  std::vector<std::vector<std::vector<uint16_t>>> pkey_tables_;
+};
+
+// Multicast: the groups the partition policy asks for, members whose ports left, each
+// group's spanning tree over the published fabric, and the MFT blocks that differ
+// from what switches hold. Trees are always computed on one snapshot (its fabric,
+// node paths and end ports together), the one published.
+class MulticastProgrammer {
+ public:
+  explicit MulticastProgrammer(MadEngine& eng) : eng_(eng) {}
+  McDb& groups() { return mc_; }
+  const McDb& groups() const { return mc_; }
+  uint16_t mft_cap() const { return snap_ ? snap_->mft_cap : 0; }
+  // The partition policy's groups; members whose ports are not in `snap` leave.
+  void sync_groups(const qos::PartitionPlan& plan, bool qos_on, const SubnetSnapshot& snap);
+  // A new snapshot: every group's tree is computed again on it and the blocks that
+  // differ are written (`rep` counts them). `reset` are switches that lost their
+  // state (their MFTs are read again).
+  void route_all(std::shared_ptr<const SubnetSnapshot> snap, const std::set<Guid>& reset,
+                 SweepReport& rep);
+  // Joins and leaves between sweeps: those groups' trees on the current snapshot.
+  void route_changed(const std::vector<uint16_t>& mlids);
+
+ private:
+  std::vector<std::pair<fabric::NodeIndex, uint32_t>> route_mlid(uint16_t mlid);
+  void write_mfts(std::vector<std::pair<fabric::NodeIndex, uint32_t>> blocks, SweepReport* rep);
+  MadEngine& eng_;
+  McDb mc_;
+  std::shared_ptr<const SubnetSnapshot> snap_;
+  // What weft wants each switch to hold (node -> pos << 28 | block -> masks), what
+  // switches hold as last read or written (switch GUID, modifier), and which switches
+  // each MLID's tree crossed.
+  std::map<fabric::NodeIndex, std::map<uint32_t, MftBlock>> want_;
+  std::map<std::pair<uint64_t, uint32_t>, MftBlock> held_;
+  std::map<uint16_t, std::vector<fabric::NodeIndex>> mlid_switches_;
+};
+
+}  // namespace weft::sm
