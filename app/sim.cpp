@@ -123,7 +123,7 @@ int cmd_sim(int argc, char** argv) {
     }
     print_summary(*rep, smgr.mad_stats());
     if (i == 0) {
-      if (auto r = dump_model(vm, smgr); !r) {
+      if (auto r = dump_model(vm, smgr.snapshot().get()); !r) {
         rc = die(r.error().message, 1);
         break;
       }

@@ -80,10 +80,10 @@ std::string model_text(const fabric::Fabric& f) {
   return out;
 }
 
-Result<void> dump_model(const po::variables_map& vm, const sm::SubnetManager& smgr) {
-  if (!vm.count("dump-model") || !smgr.snapshot()) return {};
+Result<void> dump_model(const po::variables_map& vm, const sm::SubnetSnapshot* snap) {
+  if (!vm.count("dump-model") || !snap) return {};
   const std::string path = vm["dump-model"].as<std::string>();
-  const std::string text = model_text(smgr.snapshot()->fabric);
+  const std::string text = model_text(snap->fabric);
   FILE* fp = std::fopen(path.c_str(), "w");
   if (!fp || std::fwrite(text.data(), 1, text.size(), fp) != text.size() || std::fclose(fp) != 0)
     return fail(Errc::kIo, "--dump-model " + path + ": cannot write");

@@ -13,6 +13,6 @@ void print_summary(const sm::SweepReport& r, const sm::EngineStats& s);
 std::string model_text(const fabric::Fabric& f);
 // Writes model_text to --dump-model's file, when given.
 Result<void> dump_model(const boost::program_options::variables_map& vm,
-                        const sm::SubnetManager& smgr);
+                        const sm::SubnetSnapshot* snap);
 
 }  // namespace weft::app

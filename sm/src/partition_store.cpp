@@ -151,6 +151,7 @@ std::optional<std::string> PartitionStore::defined_by_file(uint16_t pkey) const 
 
 Result<uint64_t> PartitionStore::commit(RestPartitions next) {
   for (auto& [pkey, p] : next) {
+    if (p.name.empty()) p.name = fmt::format("pkey_0x{:04x}", pkey);  // the file needs one
     if (pkey != p.pkey || pkey == 0 || pkey > 0x7fff)
       return fail(Errc::kInvalidInput, fmt::format("P_Key 0x{:04x} is not 0x0001-0x7fff", pkey));
     if (!p.name.empty() && !valid_name(p.name))
@@ -174,7 +175,17 @@ Result<uint64_t> PartitionStore::commit(RestPartitions next) {
 
 std::optional<config::PartitionPolicy> PartitionStore::merged() const {
   if (!file_ && rest_.empty()) return std::nullopt;
-  config::PartitionPolicy pol = file_ ? *file_ : config::PartitionPolicy{};
+  config::PartitionPolicy pol;
+  if (file_) {
+    pol = *file_;
+  } else {
+    // No partition_config_file: what OpenSM does without one (every end port a full
+    // member of the Default partition, with its IPoIB group) stays true. A REST
+    // partition must not turn everyone else into a limited Default member.
+    auto dflt = config::parse_partitions("Default=0x7fff,ipoib : ALL=full ;",
+                                         "built in (no partition_config_file)");
+    if (dflt) pol = std::move(*dflt);
+  }
   for (const auto& [pkey, p] : rest_) {
     config::PartitionSpec* spec = nullptr;
     for (auto& s : pol.partitions)

@@ -1335,6 +1335,48 @@ constexpr RecordKind kSnapshotRecords[] = {
 
 }  // namespace
 
+std::string sa_attr_name(uint16_t attr) {
+  switch (attr) {
+    case kSaClassPortInfo:
+      return "ClassPortInfo";
+    case kSaNotice:
+      return "Notice";
+    case kSaInformInfo:
+      return "InformInfo";
+    case kSaNodeRecord:
+      return "NodeRecord";
+    case kSaPortInfoRecord:
+      return "PortInfoRecord";
+    case kSaSl2VlRecord:
+      return "SL2VLTableRecord";
+    case kSaSwitchInfoRecord:
+      return "SwitchInfoRecord";
+    case kSaLftRecord:
+      return "LinearForwardingTableRecord";
+    case kSaSmInfoRecord:
+      return "SMInfoRecord";
+    case kSaLinkRecord:
+      return "LinkRecord";
+    case kSaServiceRecord:
+      return "ServiceRecord";
+    case kSaPkeyTableRecord:
+      return "P_KeyTableRecord";
+    case kSaPathRecord:
+      return "PathRecord";
+    case kSaVlArbRecord:
+      return "VLArbitrationTableRecord";
+    case kSaMcMemberRecord:
+      return "MCMemberRecord";
+    case kSaMultiPathRecord:
+      return "MultiPathRecord";
+    case kSaInformInfoRecord:
+      return "InformInfoRecord";
+  }
+  char b[16];
+  std::snprintf(b, sizeof b, "0x%04x", attr);
+  return b;
+}
+
 std::optional<std::vector<uint8_t>> SaAgent::answer(std::span<const uint8_t> req,
                                                     const SaContext& ctx) {
   // Too short to hold a MAD header, not SubnAdm, or a response (TrapRepress, 0x07, is
@@ -1375,6 +1417,7 @@ std::optional<std::vector<uint8_t>> SaAgent::answer(std::span<const uint8_t> req
       ++stats_.errors;
     else
       ++stats_.answered;
+    ++stats_.by_attr_status[{attr, a.status}];
     return out;
   };
   if (hdr[0] != 1 || hdr[2] != 2) {  // base version 1, SA class version 2

@@ -428,6 +428,9 @@ void SubnetManager::phase_finish(Result<void> pumped) {
   last_ports_ = std::move(now_ports);
   const bool was_up = last_report_ && last_report_->subnet_up;
   ++heavy_sweeps_;
+  sweep_seconds_ += rep.ms_total / 1000;
+  for (size_t i = 0; i < sweep_le_.size(); ++i)
+    sweep_le_[i] += rep.ms_total / 1000 <= Published::kSweepBuckets[i];
   last_report_ = std::make_shared<const SweepReport>(rep);
   if (rep.subnet_up) {
     WEFT_LOG(Info, "SM-0100") << "SUBNET UP: " << rep.switches << " switches, " << rep.cas
@@ -555,6 +558,10 @@ void SubnetManager::publish() {
   p->partitions_generation = opts_.partitions_generation;
   p->partitions_applied = partitions_applied_;
   p->mad = eng_.stats();
+  p->sa = sa_.stats();
+  p->sweep_le = sweep_le_;
+  p->sweep_count = heavy_sweeps_;
+  p->sweep_seconds = sweep_seconds_;
   p->started_unix_s = started_unix_s_;
   p->options = opts_shared_;
   if (old) {

@@ -93,11 +93,13 @@ TEST(PartitionPlan, KeywordsBothIndx0AndUnknownGuids) {
 // two definitions, only the indx0 one's members take the key at index 0.
 TEST(PartitionPlan, Indx0IsPerDefinition) {
   Small s;
-  auto pol = policy("Default=0x7fff : ALL_CAS=full ;\n"
-                    "Jobs=0x30 : " +
-                    s.guid(1).str() + "=full ;\n"
-                    "Jobs=0x30, indx0 : " +
-                    s.guid(2).str() + "=full ;\n");
+  auto pol = policy(
+      "Default=0x7fff : ALL_CAS=full ;\n"
+      "Jobs=0x30 : " +
+      s.guid(1).str() +
+      "=full ;\n"
+      "Jobs=0x30, indx0 : " +
+      s.guid(2).str() + "=full ;\n");
   auto plan = plan_partitions(&pol, s.f, s.guid(0));
   EXPECT_EQ(s.keys(plan, 1), (std::vector<uint16_t>{0xffff, 0x8030}));
   EXPECT_EQ(s.keys(plan, 2), (std::vector<uint16_t>{0x8030, 0xffff}));

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -38,6 +39,10 @@ struct RestPartition {
 };
 
 using RestPartitions = std::map<uint16_t, RestPartition>;
+
+// The partition change a command asks for: from the REST partitions as they are to
+// what they should be, or why not (an error the REST layer maps to a status).
+using PartitionChange = std::function<Result<RestPartitions>(const RestPartitions&)>;
 
 class PartitionStore {
  public:

@@ -21,9 +21,11 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <span>
+#include <string>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -31,6 +33,7 @@
 #include "weft/qos/vl_tables.hpp"
 #include "weft/sm/mad.hpp"
 #include "weft/sm/multicast.hpp"
+#include "weft/sm/sa_stats.hpp"
 #include "weft/sm/snapshot.hpp"
 
 namespace weft::sm {
@@ -99,11 +102,6 @@ struct SaContext {
   uint32_t requester_qpn = 0;
   uint16_t requester_pkey_index = 0;
   uint8_t requester_sl = 0;
-};
-
-struct SaStats {
-  uint64_t requests = 0, answered = 0, errors = 0, dropped = 0;
-  uint64_t path_records = 0;
 };
 
 class SaAgent {

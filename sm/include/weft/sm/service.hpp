@@ -31,10 +31,6 @@ struct ServiceOptions {
   std::function<void(const SweepReport&, const EngineStats&)> on_heavy_sweep;
 };
 
-// The partition change a command asks for: from the REST partitions as they are to
-// what they should be, or why not (an error the REST layer maps to a status).
-using PartitionChange = std::function<Result<RestPartitions>(const RestPartitions&)>;
-
 class SmService {
  public:
   SmService(Transport& t, SmOptions o, PartitionStore store, EventLog& events, ServiceOptions so);

@@ -6,6 +6,8 @@
 //   if (p->subnet) use(p->subnet->fabric, p->versions.ports);
 #pragma once
 
+#include <array>
+#include <iterator>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -19,6 +21,7 @@
 #include "weft/sm/mad.hpp"
 #include "weft/sm/mad_engine.hpp"
 #include "weft/sm/multicast.hpp"
+#include "weft/sm/sa_stats.hpp"
 
 namespace weft::sm {
 
@@ -100,6 +103,14 @@ struct Published {
   uint64_t partitions_generation = 0, partitions_applied = 0;
   Versions versions;
   EngineStats mad;
+  SaStats sa;
+  // Heavy sweeps' durations: counts at or below each of kSweepBuckets (seconds), and
+  // their sum, for a Prometheus histogram.
+  static constexpr double kSweepBuckets[] = {0.01, 0.05, 0.1, 0.25, 0.5, 1,   2.5,
+                                             5,    10,   30,  60,   120, 300, 600};
+  std::array<uint64_t, std::size(kSweepBuckets)> sweep_le{};
+  uint64_t sweep_count = 0;
+  double sweep_seconds = 0;
   int64_t started_unix_s = 0;
   // The SM's options in force (sm/subnet_manager.hpp).
   std::shared_ptr<const SmOptions> options;

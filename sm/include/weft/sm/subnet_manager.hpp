@@ -169,6 +169,8 @@ class SubnetManager {
   SweepDone done_;
   bool light_ = false;
   uint64_t heavy_sweeps_ = 0, light_sweeps_ = 0;
+  std::array<uint64_t, std::size(Published::kSweepBuckets)> sweep_le_{};
+  double sweep_seconds_ = 0;
   uint64_t partitions_applied_ = 0;
   Versions versions_;
   uint64_t sig_nodes_ = 0, sig_ports_ = 0, sig_links_ = 0, sig_partitions_ = 0;
