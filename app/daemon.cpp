@@ -1,19 +1,19 @@
 // weft sm: the subnet manager on an HCA port, as a daemon or for one bring-up.
-#include <pthread.h>
 #include <signal.h>
 
+#include <boost/asio/signal_set.hpp>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
-#include <stop_token>
-#include <thread>
 
 #include "commands.hpp"
 #include "sm_config.hpp"
 #include "summary.hpp"
 #include "weft/log.hpp"
+#include "weft/rest/server.hpp"
+#include "weft/sm/service.hpp"
 #include "weft/sm/state_dir.hpp"
-#include "weft/sm/subnet_manager.hpp"
 #include "weft/sm/umad_transport.hpp"
 
 namespace weft::app {
@@ -38,17 +38,36 @@ option with its default), then the flags below, which win. An OpenSM option weft
 does not implement, set to anything but OpenSM's default, is reported with its
 file and line; an unknown key or a bad value is an error.
 
-The port: --guid, else --ca and --port, else the first port whose link is up.)",
+The port: --guid, else --ca and --port, else the first port whose link is up.
+
+While it runs, weft serves a REST API on rest_listen (default 127.0.0.1:7443;
+HTTPS with rest_tls_cert and rest_tls_key): a native /api/v1 (the OpenAPI
+document is at /api/v1/openapi.json) and a UFM-compatible /ufmRest facade for the
+Kubernetes, Slurm and OpenStack clients. Users come from rest_users_file
+("name:crypt-hash:role" lines, role admin, operator or monitor); without one, weft
+makes an admin user whose password it writes to STATE_DIR/rest-admin-password.
+A partition changed over REST is on disk before the answer and programmed by the
+next sweep, which the change starts.)",
                    R"(Files:
   /etc/weft/weft.conf   the options, every one commented out at its default
   STATE_DIR/guid2lid    LIDs by port GUID, rewritten whole (temp file, fsync,
                         rename) after each LID assignment
   STATE_DIR/lock        held while this SM runs, with its pid: a second weft on the
                         same state directory exits with status 1
+  STATE_DIR/partitions.rest.conf
+                        the partitions made over REST (partitions.conf syntax),
+                        rewritten whole before each REST answer; rest_partition_file
+  STATE_DIR/rest-tokens  REST access tokens (SHA-256 of each, never the token)
+  STATE_DIR/rest-admin-password
+                        the generated admin password, when there is no users file
   (STATE_DIR: --state-dir, state_dir; default /var/lib/weft)
 
 Signals:
   SIGINT, SIGTERM       stop (exit status 0)
+  SIGHUP                read the configuration again: the partition and QoS policy
+                        files and the options weft.conf marks "SIGHUP applies it"
+                        take effect at the next sweep, the REST users file at once;
+                        a bad file is logged and what is in force stays
 
 Exit status:
   0  stopped by a signal; with --once, the subnet is up
@@ -68,93 +87,64 @@ po::options_description sm_command_options() {
   desc.add_options()("ca", po::value<std::string>(), "CA name (default: any)")(
       "port", po::value<int>()->default_value(0),
       "CA port number (default: first port that is up)")("guid", po::value<std::string>(),
-                                                         "bind to the port with this GUID");
+                                                         "bind to the port with this GUID")(
+      "rest", po::value<std::string>(),
+      "the REST API's ADDR:PORT or off (rest_listen; default 127.0.0.1:7443, off with --once)")(
+      "rest-users", po::value<std::string>(), "REST users file (rest_users_file)")(
+      "rest-tls-cert", po::value<std::string>(), "PEM certificate for HTTPS (rest_tls_cert)")(
+      "rest-tls-key", po::value<std::string>(), "PEM key for HTTPS (rest_tls_key)");
   return desc;
 }
 
 namespace {
 
-// SIGINT/SIGTERM request a stop, received by one waiting thread.
-// block() must run before any thread starts (libumad2sim starts one when the
-// transport opens), so that every thread leaves these signals to the waiter.
-// SIGUSR1 only wakes the waiter when the object goes away, so exit is immediate.
-class Signals {
- public:
-  static sigset_t block() {
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGINT);
-    sigaddset(&set, SIGTERM);
-    sigaddset(&set, SIGUSR1);
-    pthread_sigmask(SIG_BLOCK, &set, nullptr);
-    return set;
+// SIGHUP: the config read again. Options that cannot change while weft runs keep their
+// value, each named in the log; partitions, the QoS policy and the reloadable options
+// take effect with the sweep the reload asks for.
+void reload(const po::variables_map& vm, config::Values& current, sm::SmService& svc) {
+  WEFT_LOG(Info, "CFG-0100") << "SIGHUP: reading the configuration again";
+  auto next = build_config(vm);
+  if (!next) {
+    WEFT_LOG(Error, "CFG-0102") << "reload refused, the options in force stay: "
+                                << next.error().message;
+    return;
   }
-  Signals() {
-    set_ = block();
-    waiter_ = std::jthread([this](std::stop_token st) {
-      while (!st.stop_requested()) {
-        int sig = sigwaitinfo(&set_, nullptr);
-        if (sig == SIGINT || sig == SIGTERM) {
-          WEFT_LOG(Info, "APP-0001") << "signal " << sig << ": stopping";
-          source_.request_stop();
-          return;
-        }
-      }
-    });
-  }
-  ~Signals() {
-    waiter_.request_stop();
-    pthread_kill(waiter_.native_handle(), SIGUSR1);
-  }
-  std::stop_token token() const { return source_.get_token(); }
-
- private:
-  sigset_t set_;
-  std::stop_source source_;
-  std::jthread waiter_;
-};
-
-// One line per node and per linked port, sorted by GUID: the same fabric discovered
-// through any transport gives the same text.
-
-int run_daemon(sm::SubnetManager& smgr, const config::Values& v, const po::variables_map& vm) {
-  const bool once = vm.count("once") > 0;
-  Signals sig;
-  auto rep = smgr.sweep();
-  if (!rep) return die(rep.error().message, 1);
-  print_summary(*rep, smgr.mad_stats());
-  if (auto r = dump_model(vm, smgr); !r) return die(r.error().message, 1);
-  if (once) return rep->subnet_up ? 0 : 1;
-  const long interval_s = v.get_int("sweep_interval");
-  auto next = std::chrono::steady_clock::now() + std::chrono::seconds(interval_s);
-  while (!sig.token().stop_requested()) {
-    if (auto r = smgr.serve_for(std::chrono::milliseconds(200)); !r)
-      return die(r.error().message, 1);
-    if (sig.token().stop_requested()) break;
-    const bool due = interval_s > 0 && std::chrono::steady_clock::now() >= next;
-    if (smgr.needs_sweep() || due) {
-      auto r = smgr.needs_sweep() ? smgr.sweep() : smgr.light_sweep();
-      if (!r) return die(r.error().message, 1);
-      if (r->heavy) print_summary(*r, smgr.mad_stats());
-      next = std::chrono::steady_clock::now() + std::chrono::seconds(interval_s);
+  for (const auto& o : config::option_table()) {
+    const std::string& was = current.get_str(o.name);
+    if (next->get_str(o.name) == was) continue;
+    if (o.reloadable) {
+      WEFT_LOG(Info, "CFG-0103") << o.name << ": " << (was.empty() ? "(null)" : was) << " -> "
+                                 << next->get_str(o.name) << " (" << next->origin(o.name) << ")";
+      continue;
     }
+    WEFT_LOG(Warn, "CFG-0104") << o.name << " changed to \"" << next->get_str(o.name) << "\" ("
+                               << next->origin(o.name) << ") but takes effect only at a restart; "
+                               << "keeping \"" << was << "\"";
+    (void)config::set(*next, o.name, was, current.origin(o.name));
   }
-  WEFT_LOG(Info, "APP-0002") << "stopped";
-  return 0;
+  auto so = sm_opts(*next);
+  if (!so) {
+    WEFT_LOG(Error, "CFG-0102") << "reload refused, the options in force stay: "
+                                << so.error().message;
+    return;
+  }
+  svc.reload(std::move(*so), std::chrono::seconds(next->get_int("sweep_interval")));
+  current = std::move(*next);
 }
 
 }  // namespace
 
 int cmd_sm(int argc, char** argv) {
-  Signals::block();
   auto desc = sm_command_options();
   po::variables_map vm;
   if (auto rc = parse_command_line(argc, argv, desc, vm, kSmHelp)) return *rc;
   auto v = build_config(vm);
   if (!v) return die(v.error().message);
   if (auto r = setup_logging(vm, *v); !r) return die(r.error().message);
+  const bool once = vm.count("once") > 0;
   // Before the port: a second SM on this state directory stops here, its file untouched.
-  auto state = sm::StateDir::acquire(v->get_str("state_dir"));
+  const std::string state_dir = v->get_str("state_dir");
+  auto state = sm::StateDir::acquire(state_dir);
   if (!state) return die(state.error().message, 1);
   sm::UmadPortSpec spec;
   if (vm.count("ca")) spec.ca = vm["ca"].as<std::string>();
@@ -164,7 +154,80 @@ int cmd_sm(int argc, char** argv) {
   if (!t) return die(t.error().message, 1);
   auto so = sm_opts(*v);
   if (!so) return die(so.error().message);
-  sm::SubnetManager smgr(**t, std::move(*so));
-  return run_daemon(smgr, *v, vm);
+  std::string rest_file = v->get_str("rest_partition_file");
+  if (rest_file.empty()) rest_file = state_dir + "/partitions.rest.conf";
+  auto store = sm::PartitionStore::open(rest_file, so->partitions);
+  if (!store) return die(store.error().message);
+  sm::EventLog events(4096);
+  sm::ServiceOptions svo;
+  svo.sweep_interval = std::chrono::seconds(v->get_int("sweep_interval"));
+  svo.once = once;
+  bool first = true;
+  sm::SmService* svc_ptr = nullptr;
+  svo.on_heavy_sweep = [&](const sm::SweepReport& r, const sm::EngineStats& s) {
+    print_summary(r, s);
+    if (first && svc_ptr)
+      if (auto d = dump_model(vm, svc_ptr->published()->subnet.get()); !d)
+        WEFT_LOG(Error, "APP-0003") << d.error().message;
+    first = false;
+  };
+  sm::SmService svc(**t, std::move(*so), std::move(*store), events, std::move(svo));
+  svc_ptr = &svc;
+
+  // The REST API: on by default as a daemon, off for one bring-up unless asked for.
+  std::string listen = v->get_str("rest_listen");
+  if (vm.count("rest"))
+    listen = vm["rest"].as<std::string>();
+  else if (once)
+    listen = "off";
+  rest::ServiceBackend backend(svc);
+  std::unique_ptr<rest::RestServer> server;
+  if (listen != "off") {
+    rest::RestOptions ro;
+    ro.listen = listen;
+    ro.tls_cert = vm.count("rest-tls-cert") ? vm["rest-tls-cert"].as<std::string>()
+                                            : v->get_str("rest_tls_cert");
+    ro.tls_key = vm.count("rest-tls-key") ? vm["rest-tls-key"].as<std::string>()
+                                          : v->get_str("rest_tls_key");
+    ro.auth.users_file =
+        vm.count("rest-users") ? vm["rest-users"].as<std::string>() : v->get_str("rest_users_file");
+    ro.auth.state_dir = state_dir;
+    ro.auth.token_ttl = std::chrono::seconds(v->get_int("rest_token_ttl"));
+    ro.max_body = size_t(v->get_int("rest_max_body"));
+    ro.max_connections = size_t(v->get_int("rest_max_connections"));
+    ro.timeout = std::chrono::milliseconds(v->get_int("rest_timeout_ms"));
+    auto srv = rest::RestServer::start(std::move(ro), backend);
+    if (!srv) return die(srv.error().message, 1);
+    server = std::move(*srv);
+  }
+
+  // SIGINT and SIGTERM stop the SM; SIGHUP reloads the configuration.
+  boost::asio::signal_set sigs(svc.io(), SIGINT, SIGTERM, SIGHUP);
+  config::Values current = *v;
+  std::function<void()> wait_signal = [&] {
+    sigs.async_wait([&](const boost::system::error_code& ec, int sig) {
+      if (ec) return;
+      if (sig == SIGHUP) {
+        reload(vm, current, svc);
+        if (server) {
+          if (auto n = server->auth().reload_users(); n)
+            WEFT_LOG(Info, "REST-0010")
+                << server->auth().users_file() << ": " << *n << " REST users";
+          else
+            WEFT_LOG(Error, "REST-0011")
+                << "REST users not reloaded, those in force stay: " << n.error().message;
+        }
+        return wait_signal();
+      }
+      WEFT_LOG(Info, "APP-0001") << "signal " << sig << ": stopping";
+      svc.stop();
+    });
+  };
+  wait_signal();
+  const int rc = svc.run();
+  if (server) server->stop();
+  WEFT_LOG(Info, "APP-0002") << "stopped";
+  return rc;
 }
+
 }  // namespace weft::app

@@ -43,13 +43,22 @@ Result<config::Values> build_config(const po::variables_map& vm) {
   if (vm.count("config"))
     if (auto r = config::load_file(vm["config"].as<std::string>(), v); !r)
       return std::unexpected(r.error());
-  const std::pair<const char*, const char*> flags[] = {
-      {"state-dir", "state_dir"},           {"log-file", "log_file"},
-      {"window", "max_wire_smps"},          {"timeout", "transaction_timeout"},
-      {"retries", "transaction_retries"},   {"sweep-interval", "sweep_interval"},
-      {"routing-engine", "routing_engine"}, {"lmc", "lmc"},
-      {"priority", "sm_priority"},          {"guid", "guid"},
-      {"root-guids", "root_guid_file"},     {"torus-config", "torus_config"}};
+  const std::pair<const char*, const char*> flags[] = {{"state-dir", "state_dir"},
+                                                       {"log-file", "log_file"},
+                                                       {"window", "max_wire_smps"},
+                                                       {"timeout", "transaction_timeout"},
+                                                       {"retries", "transaction_retries"},
+                                                       {"sweep-interval", "sweep_interval"},
+                                                       {"routing-engine", "routing_engine"},
+                                                       {"lmc", "lmc"},
+                                                       {"priority", "sm_priority"},
+                                                       {"guid", "guid"},
+                                                       {"rest", "rest_listen"},
+                                                       {"rest-users", "rest_users_file"},
+                                                       {"rest-tls-cert", "rest_tls_cert"},
+                                                       {"rest-tls-key", "rest_tls_key"},
+                                                       {"root-guids", "root_guid_file"},
+                                                       {"torus-config", "torus_config"}};
   for (auto [flag, key] : flags)
     if (vm.count(flag))
       if (auto r = config::set(v, key, vm[flag].as<std::string>(), std::string("--") + flag); !r)

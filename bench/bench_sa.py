@@ -57,7 +57,7 @@ def main():
         log = os.path.join(work, sm + ".log")
         with b.Ibsim(net, work, sock):
             cmd = (["opensm", "-f", log, "-d", "2"] if sm == "opensm" else
-                   [a.weft, "sm", "--state-dir", os.path.join(work, "state"), "--log-file", log])
+                   [a.weft, "sm", "--state-dir", os.path.join(work, "state"), "--log-file", log, "--rest", "off"])
             with b.Background(cmd, work, sock, log, env={"OSM_TMP_DIR": work, "OSM_CACHE_DIR": work}):
                 disc = b.parse_ibnetdiscover(b.run(["ibnetdiscover"], work, sock).stdout)
                 lids = sorted(pt[2] for n in disc.values() if n["type"] != "Switch" for pt in n["ports"].values())

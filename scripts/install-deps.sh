@@ -9,7 +9,8 @@ PKGS=(
   # build
   build-essential cmake pkg-config libibumad-dev libibmad-dev libboost-dev
   libboost-graph-dev libboost-program-options-dev nlohmann-json3-dev libfmt-dev
-  libgtest-dev libgmock-dev libyaml-dev libhiredis-dev
+  libgtest-dev libgmock-dev libyaml-dev libhiredis-dev librestinio-dev libhttp-parser-dev
+  libssl-dev libcrypt-dev
   # tests: ibsim and the diags that read back what weft programmed, OpenSM (its
   # `opensm -c` config and, in make bench, the SM weft is measured against), redis for
   # the RoCE CONFIG_DB tests, the format check

@@ -32,12 +32,12 @@ std::vector<OptionSpec> build_table() {
        "seconds between light sweeps (0 = none)"},
       {"lmc", Type::kInt, "0", 0, 7, false, "LID mask control: 2^lmc LIDs per CA port"},
       {"sm_priority", Type::kInt, "0", 0, 15, true, "SMInfo priority"},
-      {"routing_engine", Type::kString, "minhop", 0, 0, false,
+      {"routing_engine", Type::kString, "minhop", 0, 0, true,
        "routing engines, a fallback chain: ftree,updn,minhop"},
-      {"torus_config", Type::kString, "", 0, 0, false,
+      {"torus_config", Type::kString, "", 0, 0, true,
        "torus or mesh shape for dor (OpenSM torus-2QoS.conf subset); read only when the "
        "chain has dor"},
-      {"root_guid_file", Type::kString, "", 0, 0, false,
+      {"root_guid_file", Type::kString, "", 0, 0, true,
        "updn/dnup roots: a file of switch GUIDs, one per line (empty = detect)"},
       {"max_op_vls", Type::kInt, "5", 1, 5, false,
        "operational VLs: 1=VL0 2=VL0-1 3=VL0-3 4=VL0-7 5=VL0-14"},
@@ -46,22 +46,39 @@ std::vector<OptionSpec> build_table() {
       {"log_file", Type::kString, "", 0, 0, false, "log file (empty or - = stderr)"},
       {"state_dir", Type::kString, "/var/lib/weft", 0, 0, false,
        "directory of persistent state (guid2lid)"},
-      {"partition_config_file", Type::kString, "", 0, 0, false,
+      {"partition_config_file", Type::kString, "", 0, 0, true,
        "partitions in OpenSM's partitions.conf grammar (empty, or OpenSM's default path "
        "missing: Default=0x7fff : ALL=full)"},
-      {"no_partition_enforcement", Type::kBool, "FALSE", 0, 0, false,
+      {"no_partition_enforcement", Type::kBool, "FALSE", 0, 0, true,
        "TRUE: switches do not filter P_Keys"},
-      {"part_enforce", Type::kString, "both", 0, 0, false,
+      {"part_enforce", Type::kString, "both", 0, 0, true,
        "P_Key filtering on switch ports facing end ports: in, out, both or off"},
-      {"allow_both_pkeys", Type::kBool, "FALSE", 0, 0, false,
+      {"allow_both_pkeys", Type::kBool, "FALSE", 0, 0, true,
        "a port may hold the full and the limited P_Key of one partition (=both)"},
       {"keep_pkey_indexes", Type::kBool, "TRUE", 0, 0, false,
        "a P_Key a port already holds keeps its index"},
-      {"qos", Type::kBool, "FALSE", 0, 0, false,
+      {"qos", Type::kBool, "FALSE", 0, 0, true,
        "program SL2VL and VL arbitration from the qos_* options, apply the QoS policy"},
-      {"qos_policy_file", Type::kString, "", 0, 0, false,
+      {"qos_policy_file", Type::kString, "", 0, 0, true,
        "QoS policy in OpenSM's qos-policy.conf grammar, applied to PathRecords when qos is "
        "TRUE (empty, or OpenSM's default path missing: none)"},
+      {"rest_listen", Type::kString, "127.0.0.1:7443", 0, 0, false,
+       "the REST API's ADDR:PORT, or off (weft sm --once serves none unless --rest is given)"},
+      {"rest_users_file", Type::kString, "", 0, 0, false,
+       "REST users, name:crypt-hash:role lines (empty: STATE_DIR/rest-users, made with a "
+       "random admin password when missing)"},
+      {"rest_tls_cert", Type::kString, "", 0, 0, false,
+       "PEM certificate chain for HTTPS (with rest_tls_key; empty: plain HTTP)"},
+      {"rest_tls_key", Type::kString, "", 0, 0, false, "PEM private key for HTTPS"},
+      {"rest_partition_file", Type::kString, "", 0, 0, false,
+       "partitions made over REST, in partitions.conf grammar, rewritten whole by weft (empty: "
+       "STATE_DIR/partitions.rest.conf)"},
+      {"rest_max_body", Type::kInt, "16777216", 1024, 1073741824, false,
+       "largest REST request body in bytes (413 above it)"},
+      {"rest_max_connections", Type::kInt, "256", 1, 65536, false, "REST connections open at once"},
+      {"rest_timeout_ms", Type::kInt, "30000", 100, 3600000, false,
+       "ms to read a REST request, to handle it and to write its answer"},
+      {"rest_token_ttl", Type::kInt, "604800", 60, 315360000, false, "seconds a REST token lasts"},
   };
   // OpenSM's QoS option family: qos_<type>max_vls, high_limit, vlarb_high, vlarb_low, sl2vl.
   static std::vector<std::string> names;  // string_views in the table point into these
@@ -75,7 +92,7 @@ std::vector<OptionSpec> build_table() {
                    const std::string& h) {
       names.push_back(n);
       helps.push_back(h);
-      t.push_back({names.back(), ty, def, lo, hi, false, helps.back()});
+      t.push_back({names.back(), ty, def, lo, hi, true, helps.back()});
     };
     add(p + "max_vls", Type::kInt, "0", 0, 15, "data VLs for " + who + " (0 = from the base)");
     add(p + "high_limit", Type::kInt, "-1", -1, 255,
@@ -328,7 +345,9 @@ std::string template_text() {
       "# change its value to set it. Options that mean what an OpenSM option means\n"
       "# carry OpenSM's name, so an opensm.conf (opensm -c) loads too, with a warning\n"
       "# for each OpenSM option weft does not implement. Flags on weft sm's command\n"
-      "# line win over this file. Check a file with: weft config check FILE\n";
+      "# line win over this file. Check a file with: weft config check FILE\n"
+      "# kill -HUP (systemctl reload weft) reads this file again: the options marked\n"
+      "# \"SIGHUP applies it\" take effect at the next sweep, the others at a restart.\n";
   for (const auto& o : option_table()) {
     out += "\n# ";
     out += o.help;
@@ -336,6 +355,7 @@ std::string template_text() {
       out += " [" + std::to_string(o.min) + ".." + std::to_string(o.max) + "]";
     else if (o.type == Type::kBool)
       out += " [TRUE|FALSE]";
+    if (o.reloadable) out += " (SIGHUP applies it)";
     out += "\n#";
     out += o.name;
     out += ' ';

@@ -43,7 +43,7 @@ def main():
     with b.Ibsim(net, work, sock) as sim:
         env = dict(os.environ, IBSIM_SOCKNAME=sock, LD_PRELOAD=b.UMAD2SIM, ASAN_OPTIONS=b.ASAN_OPTIONS)
         proc = subprocess.Popen([a.weft, "sm", "--state-dir", os.path.join(work, "state"), "--log-file", log,
-                                 "--sweep-interval", "1"], cwd=work, env=env, stdout=subprocess.DEVNULL,
+                                 "--sweep-interval", "1", "--rest", "off"], cwd=work, env=env, stdout=subprocess.DEVNULL,
                                 stderr=subprocess.DEVNULL, start_new_session=True)
         try:
             text = wait_for(log, r"SUBNET UP", 1, 60, proc)

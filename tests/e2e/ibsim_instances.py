@@ -54,7 +54,8 @@ def main():
         logs[k] = os.path.join(work, "weft-%s.log" % k)
 
     def daemon(k):
-        return b.Background([a.weft, "sm", "--state-dir", states[k], "--log-file", logs[k], "--sweep-interval", "1"],
+        return b.Background([a.weft, "sm", "--state-dir", states[k], "--log-file", logs[k], "--sweep-interval", "1",
+                             "--rest", "off"],
                             work, socks[k], logs[k])
 
     with b.Ibsim(nets["a"], work, socks["a"]), b.Ibsim(nets["b"], work, socks["b"]):

@@ -241,7 +241,7 @@ def layered_paths(weft, work, sock):
     switch maps those SLs to VLs of their own (read back with smpquery sl2vl)."""
     log = os.path.join(work, "dfsssp.log")
     with Background([weft, "sm", "--state-dir", os.path.join(work, "state-dfsssp"), "--routing-engine",
-                     "dfsssp", "--log-file", log], work, sock, log):
+                     "dfsssp", "--log-file", log, "--rest", "off"], work, sock, log):
         m = re.search(r"routing uses (\d+) VLs", open(log).read())
         if not m:
             raise Failure("dfsssp on the torus logged no VL layers:\n" + open(log).read()[-1500:])
@@ -394,7 +394,7 @@ def main():
 
         # The SA, asked by saquery while weft runs as the subnet's SM.
         log = os.path.join(work, "daemon.log")
-        with Background([a.weft, "sm", "--state-dir", state, "--config", conf, "--log-file", log], work, sock, log):
+        with Background([a.weft, "sm", "--state-dir", state, "--config", conf, "--log-file", log, "--rest", "off"], work, sock, log):
             sa_checks(work, sock, sm_lid, full, limited, outside)
             # A flood with garbage mixed in: every valid query answered, none lost.
             top = max(p[1] for p in ports)

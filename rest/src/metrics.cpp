@@ -1,0 +1,115 @@
+// Prometheus text exposition (format 0.0.4): every family with HELP and TYPE, label
+// values escaped, counters ending in _total, one histogram.
+#include <fmt/format.h>
+
+#include <map>
+
+#include "handlers.hpp"
+#include "weft/sm/sa_stats.hpp"
+
+namespace weft::rest {
+
+namespace {
+
+std::string esc(std::string_view v) {
+  std::string out;
+  for (char c : v) {
+    if (c == '\\')
+      out += "\\\\";
+    else if (c == '"')
+      out += "\\\"";
+    else if (c == '\n')
+      out += "\\n";
+    else
+      out += c;
+  }
+  return out;
+}
+
+struct Writer {
+  std::string out;
+  void family(std::string_view name, std::string_view type, std::string_view help) {
+    fmt::format_to(std::back_inserter(out), "# HELP {} {}\n# TYPE {} {}\n", name, help, name, type);
+  }
+  void sample(std::string_view name, double v, std::string_view labels = "") {
+    if (labels.empty())
+      fmt::format_to(std::back_inserter(out), "{} {}\n", name, v);
+    else
+      fmt::format_to(std::back_inserter(out), "{}{{{}}} {}\n", name, labels, v);
+  }
+  void one(std::string_view name, std::string_view type, std::string_view help, double v) {
+    family(name, type, help);
+    sample(name, v);
+  }
+};
+
+}  // namespace
+
+std::string prometheus_text(const sm::Published& p,
+                            const std::map<std::pair<std::string, int>, uint64_t>& requests,
+                            uint64_t events) {
+  Writer w;
+  w.family("weft_sm_state", "gauge", "1 for the SM's SMInfo state");
+  for (auto s : {sm::SmState::kNotActive, sm::SmState::kDiscovering, sm::SmState::kStandby,
+                 sm::SmState::kMaster})
+    w.sample("weft_sm_state", p.state == s ? 1 : 0,
+             fmt::format("state=\"{}\"", sm::sm_state_name(s)));
+  w.one("weft_subnet_up", "gauge", "1 when the last heavy sweep brought the subnet up",
+        p.report && p.report->subnet_up ? 1 : 0);
+  w.family("weft_sweeps_total", "counter", "sweeps finished, by kind");
+  w.sample("weft_sweeps_total", double(p.heavy_sweeps), "kind=\"heavy\"");
+  w.sample("weft_sweeps_total", double(p.light_sweeps), "kind=\"light\"");
+  w.family("weft_sweep_duration_seconds", "histogram", "heavy sweeps' durations");
+  for (size_t i = 0; i < p.sweep_le.size(); ++i)
+    w.sample("weft_sweep_duration_seconds_bucket", double(p.sweep_le[i]),
+             fmt::format("le=\"{}\"", sm::Published::kSweepBuckets[i]));
+  w.sample("weft_sweep_duration_seconds_bucket", double(p.sweep_count), "le=\"+Inf\"");
+  w.sample("weft_sweep_duration_seconds_sum", p.sweep_seconds);
+  w.sample("weft_sweep_duration_seconds_count", double(p.sweep_count));
+  w.one("weft_smps_sent_total", "counter", "SMPs put on the wire, retries included",
+        double(p.mad.sent));
+  w.one("weft_mad_retries_total", "counter", "SMP attempts that were retries",
+        double(p.mad.retried));
+  w.one("weft_mad_timeouts_total", "counter", "SMPs that failed after every retry",
+        double(p.mad.timed_out));
+  w.one("weft_mad_error_status_total", "counter", "SMP replies with an error status",
+        double(p.mad.error_status));
+  w.one("weft_mad_malformed_total", "counter", "replies that did not decode or match",
+        double(p.mad.malformed));
+  w.one("weft_mad_unmatched_total", "counter", "replies for no outstanding request",
+        double(p.mad.unmatched));
+  w.family("weft_sa_queries_total", "counter", "SA answers by attribute and MAD status");
+  for (const auto& [k, n] : p.sa.by_attr_status)
+    w.sample("weft_sa_queries_total", double(n),
+             fmt::format("attribute=\"{}\",status=\"0x{:04x}\"", esc(sm::sa_attr_name(k.first)),
+                         k.second));
+  w.one("weft_sa_dropped_total", "counter", "SA MADs that were no request", double(p.sa.dropped));
+  w.family("weft_ports", "gauge", "linked ports by logical state, from the last sweep");
+  std::map<std::string, uint64_t> by_state;
+  for (const char* s : {"DOWN", "INIT", "ARMED", "ACTIVE"}) by_state[s] = 0;
+  if (p.subnet)
+    for (const auto& n : p.subnet->fabric.nodes())
+      for (const auto& port : n.ports)
+        if (port.num && port.linked()) ++by_state[fabric::port_state_name(port.attrs.state)];
+  for (const auto& [s, n] : by_state)
+    w.sample("weft_ports", double(n), fmt::format("state=\"{}\"", esc(s)));
+  if (p.report) {
+    w.one("weft_routing_compute_seconds", "gauge", "the last heavy sweep's routing time",
+          p.report->ms_routing / 1000);
+    w.one("weft_last_sweep_lft_blocks_written", "gauge", "LFT blocks the last heavy sweep wrote",
+          double(p.report->lft_blocks_written));
+  }
+  w.one("weft_partitions_generation", "gauge", "the partition policy generation accepted",
+        double(p.partitions_generation));
+  w.one("weft_partitions_applied_generation", "gauge",
+        "the partition policy generation whose P_Key tables were written",
+        double(p.partitions_applied));
+  w.one("weft_events", "gauge", "the id of the newest event", double(events));
+  w.family("weft_rest_requests_total", "counter", "REST requests by route and status");
+  for (const auto& [k, n] : requests)
+    w.sample("weft_rest_requests_total", double(n),
+             fmt::format("route=\"{}\",status=\"{}\"", esc(k.first), k.second));
+  return w.out;
+}
+
+}  // namespace weft::rest
