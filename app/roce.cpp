@@ -176,7 +176,7 @@ int report(std::vector<Finding> findings, bool as_json, const std::string& summa
   if (as_json) {
     json out = json::array();
     for (const auto& f : findings) out.push_back(finding_json(f));
-    std::cout << out.dump(2) << "\n";
+    std::cout << out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   } else {
     for (const auto& f : findings) std::cout << to_text(f) << "\n";
     size_t warnings = 0;
@@ -268,7 +268,8 @@ int cmd_render(int argc, char** argv) {
     return roce_die(dev + " is a host: use dcb");
   const SwitchConfig s = intend_switch(in->profile, f, d);
   if (fmt == "sonic")
-    std::cout << render_sonic(s).dump(2) << "\n";
+    std::cout << render_sonic(s).dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
+              << "\n";
   else
     std::cout << render_nvue(s);
   return 0;
@@ -455,7 +456,8 @@ int cmd_collect(int argc, char** argv) {
     break;
   }
   snap["rdma_cm"] = cm;
-  const std::string text = snap.dump(2) + "\n";
+  const std::string text =
+      snap.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
   if (vm.count("output")) {
     std::ofstream out(vm["output"].as<std::string>());
     if (!(out << text)) return roce_die("cannot write " + vm["output"].as<std::string>());

@@ -246,7 +246,7 @@ int cmd_route(int argc, char** argv) {
       out.push_back(row);
     }
     if (vm.count("json")) {
-      std::cout << out.dump(2) << "\n";
+      std::cout << out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
       return 0;
     }
     std::printf("%-18s %6s %-10s %8s %8s\n", "engine", "failed", "status", "reach %", "eBB");
@@ -303,7 +303,7 @@ int cmd_route(int argc, char** argv) {
       out.push_back(std::move(j));
     }
   if (vm.count("json"))
-    std::cout << out.dump(2) << "\n";
+    std::cout << out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   else
     print_table(out);
   return rc;

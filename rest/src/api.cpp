@@ -51,17 +51,21 @@ bool match(const Api::Route& r, const std::vector<std::string>& segs,
 
 }  // namespace
 
+std::string json_text(const json& j) {
+  return j.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
 Response error_response(int status, std::string_view code, std::string_view message) {
   Response r;
   r.status = status;
-  r.body = json{{"error", {{"code", code}, {"message", message}}}}.dump();
+  r.body = json_text(json{{"error", {{"code", code}, {"message", message}}}});
   return r;
 }
 
 Response json_response(int status, const json& j) {
   Response r;
   r.status = status;
-  r.body = j.dump();
+  r.body = json_text(j);
   return r;
 }
 
@@ -271,7 +275,7 @@ ApiResult<bool> as_bool(const json& v, const std::string& field) {
     if (s == "true" || s == "1" || s == "t" || s == "yes") return true;
     if (s == "false" || s == "0" || s == "f" || s == "no") return false;
   }
-  return api_error(422, "bad_value", "\"" + field + "\" wants true or false, got " + v.dump());
+  return api_error(422, "bad_value", "\"" + field + "\" wants true or false, got " + json_text(v));
 }
 
 ApiResult<bool> query_bool(const Ctx& c, const std::string& name, bool dflt) {
@@ -290,8 +294,9 @@ ApiResult<uint16_t> as_pkey(const json& v, const std::string& field) {
       (v.get<uint64_t>() & 0x7fff))
     pk = uint16_t(v.get<uint64_t>() & 0x7fff);
   if (!pk)
-    return api_error(422, "bad_pkey",
-                     "\"" + field + "\" wants a P_Key 0x0001-0x7fff (\"0x0a12\"), got " + v.dump());
+    return api_error(
+        422, "bad_pkey",
+        "\"" + field + "\" wants a P_Key 0x0001-0x7fff (\"0x0a12\"), got " + json_text(v));
   return *pk;
 }
 
@@ -305,7 +310,8 @@ ApiResult<std::vector<Guid>> as_guids(const json& v, const std::string& field) {
   std::vector<std::string> items;
   if (v.is_array()) {
     for (const auto& e : v) {
-      if (!e.is_string()) return api_error(422, "bad_guid", "\"" + field + "\" holds " + e.dump());
+      if (!e.is_string())
+        return api_error(422, "bad_guid", "\"" + field + "\" holds " + json_text(e));
       items.push_back(e.get<std::string>());
     }
   } else if (v.is_string()) {

@@ -84,9 +84,19 @@ std::string prometheus_text(const sm::Published& p,
              fmt::format("attribute=\"{}\",status=\"0x{:04x}\"", esc(sm::sa_attr_name(k.first)),
                          k.second));
   w.one("weft_sa_dropped_total", "counter", "SA MADs that were no request", double(p.sa.dropped));
+  w.family("weft_nodes", "gauge", "nodes on the fabric by type, from the last sweep");
+  std::map<std::string, uint64_t> by_type;
+  for (const char* t : {"switch", "ca", "router"}) by_type[t] = 0;
+  if (p.subnet)
+    for (const auto& n : p.subnet->fabric.nodes())
+      ++by_type[n.is_switch() ? "switch" : n.type == fabric::NodeType::kRouter ? "router" : "ca"];
+  for (const auto& [t, n] : by_type)
+    w.sample("weft_nodes", double(n), fmt::format("type=\"{}\"", t));
   w.family("weft_ports", "gauge", "linked ports by logical state, from the last sweep");
   std::map<std::string, uint64_t> by_state;
-  for (const char* s : {"DOWN", "INIT", "ARMED", "ACTIVE"}) by_state[s] = 0;
+  for (auto s : {fabric::PortState::kDown, fabric::PortState::kInit, fabric::PortState::kArmed,
+                 fabric::PortState::kActive})
+    by_state[fabric::port_state_name(s)] = 0;
   if (p.subnet)
     for (const auto& n : p.subnet->fabric.nodes())
       for (const auto& port : n.ports)
@@ -108,7 +118,7 @@ std::string prometheus_text(const sm::Published& p,
   w.family("weft_rest_requests_total", "counter", "REST requests by route and status");
   for (const auto& [k, n] : requests)
     w.sample("weft_rest_requests_total", double(n),
-             fmt::format("route=\"{}\",status=\"{}\"", esc(k.first), k.second));
+             fmt::format("route=\"{}\",code=\"{}\"", esc(k.first), k.second));
   return w.out;
 }
 

@@ -348,7 +348,7 @@ ApiResult<AddSpec> native_spec(Ctx& c, const json& b, uint16_t pkey) {
     for (const auto& m : b["members"]) {
       if (m.is_string()) {
         auto g = sm::parse_port_guid(m.get<std::string>());
-        if (!g) return api_error(422, "bad_guid", m.dump() + " is not a port GUID");
+        if (!g) return api_error(422, "bad_guid", json_text(m) + " is not a port GUID");
         s.guids.push_back(*g);
         continue;
       }
@@ -359,7 +359,7 @@ ApiResult<AddSpec> native_spec(Ctx& c, const json& b, uint16_t pkey) {
                          "members with different memberships: send them in separate requests");
       auto g =
           m["guid"].is_string() ? sm::parse_port_guid(m["guid"].get<std::string>()) : std::nullopt;
-      if (!g) return api_error(422, "bad_guid", m["guid"].dump() + " is not a port GUID");
+      if (!g) return api_error(422, "bad_guid", json_text(m["guid"]) + " is not a port GUID");
       s.guids.push_back(*g);
     }
   }

@@ -244,8 +244,9 @@ ApiResult<Membership> as_membership(const json& v, const std::string& field) {
     if (s == "limited") return Membership::kLimited;
     if (s == "both") return Membership::kBoth;
   }
-  return api_error(422, "bad_membership",
-                   "\"" + field + "\" wants \"full\", \"limited\" or \"both\", got " + v.dump());
+  return api_error(
+      422, "bad_membership",
+      "\"" + field + "\" wants \"full\", \"limited\" or \"both\", got " + json_text(v));
 }
 
 std::optional<uint8_t> rate_code_of_gbps(double gbps) {

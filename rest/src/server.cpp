@@ -171,7 +171,8 @@ class SsePusher {
         std::string text;
         if (page.lost) text += "event: lost\ndata: {\"message\": \"events were dropped\"}\n\n";
         for (const auto& e : page.events)
-          text += fmt::format("id: {}\nevent: {}\ndata: {}\n\n", e.id, e.type, e.to_json().dump());
+          text +=
+              fmt::format("id: {}\nevent: {}\ndata: {}\n\n", e.id, e.type, json_text(e.to_json()));
         if (!page.events.empty()) s->after = page.events.back().id;
         if (text.empty() && ping) text = ": keep-alive\n\n";
         if (text.empty()) continue;

@@ -54,6 +54,9 @@ using Reply = std::function<void(Response)>;
 
 // The errors every handler answers with, and their statuses.
 Response error_response(int status, std::string_view code, std::string_view message);
+// JSON text that never throws: bytes that are not UTF-8 (a device's NodeDescription, a
+// path segment) become U+FFFD.
+std::string json_text(const nlohmann::json& j);
 Response json_response(int status, const nlohmann::json& j);
 
 // What the API reads and asks of the SM. Thread-safe: handlers run on the server's

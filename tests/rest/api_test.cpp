@@ -1,0 +1,614 @@
+// The REST API over a simulated fabric: the UFM facade with the requests its real
+// clients send (byte for byte where they build the body by hand), the native API,
+// authentication and roles, errors, and a fuzz of the mutating routes.
+#include <gtest/gtest.h>
+
+#include <random>
+#include <set>
+
+#include "../fuzz.hpp"
+#include "rest_fixture.hpp"
+#include "weft/rest/hostlist.hpp"
+
+using namespace weft;
+using namespace weft::testing;
+using nlohmann::json;
+
+namespace {
+
+// Port GUIDs of ft2:leaves=2,spines=1,hosts=2 (hosts h0-0, h0-1, h1-0, h1-1).
+constexpr uint64_t kH00 = 0x0002c90400000001, kH01 = 0x0002c90400000011, kH10 = 0x0002c90400000021,
+                   kH11 = 0x0002c90400000031;
+
+bool has_guid(const json& guids, const std::string& g) {
+  for (const auto& e : guids)
+    if (e.at("guid") == g) return true;
+  return false;
+}
+
+bool holds(const std::vector<uint16_t>& keys, uint16_t pkey) {
+  for (uint16_t k : keys)
+    if ((k & 0x7fff) == pkey) return true;
+  return false;
+}
+
+}  // namespace
+
+// ib-kubernetes (pkg/sm/plugins/ufm/ufm.go): Validate, AddGuidsToPKey with the body it
+// formats by hand ("0x%04X", upper-case hex), ListGuidsInUse (GET with a trailing slash
+// and ?guids_data=true, parsed as map[pkey]{guids:[{guid}]}), RemoveGuidsFromPKey.
+// It accepts 200 only.
+TEST(UfmFacade, KubernetesPluginFlow) {
+  RestRig rig;
+  auto v = rig.op("GET", "/ufmRest/app/ufm_version");
+  ASSERT_EQ(v.status, 200) << v.body;
+  EXPECT_TRUE(RestRig::json_of(v).contains("ufm_release_version"));
+
+  // One GUID on the fabric, one a VF's (not a port yet): both kept.
+  const std::string body =
+      R"({"pkey": "0x0A12", "index0": true, "ip_over_ib": true, "membership": "full", "guids": ["0002c90400000001","02000000000000ab"]})";
+  auto add = rig.op("POST", "/ufmRest/resources/pkeys", body);
+  ASSERT_EQ(add.status, 200) << add.body;
+  // On disk before the answer, in OpenSM's grammar.
+  EXPECT_NE(rig.file_text().find("0x0a12"), std::string::npos) << rig.file_text();
+  EXPECT_NE(rig.file_text().find("0x0002c90400000001=full"), std::string::npos);
+  EXPECT_NE(rig.file_text().find("0x02000000000000ab=full"), std::string::npos);
+
+  auto list = rig.op("GET", "/ufmRest/resources/pkeys/?guids_data=true");
+  ASSERT_EQ(list.status, 200) << list.body;
+  auto j = RestRig::json_of(list);
+  ASSERT_TRUE(j.contains("0xa12")) << j.dump();
+  EXPECT_TRUE(has_guid(j["0xa12"]["guids"], "0002c90400000001")) << j.dump();
+  EXPECT_TRUE(has_guid(j["0xa12"]["guids"], "02000000000000ab"));
+  EXPECT_EQ(j["0xa12"]["guids"].size(), 2u);
+
+  // The sweep the change asked for puts the P_Key on the port, at index 0 (index0).
+  rig.sweep();
+  auto keys = rig.held_pkeys(kH00);
+  ASSERT_FALSE(keys.empty());
+  EXPECT_EQ(keys[0], 0x8a12) << "full member at index 0";
+  EXPECT_FALSE(holds(rig.held_pkeys(kH01), 0x0a12));
+
+  // Adding again is no change: same generation, no write.
+  auto again = rig.op("POST", "/ufmRest/resources/pkeys", body);
+  ASSERT_EQ(again.status, 200);
+  EXPECT_EQ(RestRig::json_of(again)["generation"], RestRig::json_of(add)["generation"]);
+
+  auto rm = rig.op("POST", "/ufmRest/actions/remove_guids_from_pkey",
+                   R"({"pkey": "0x0A12", "guids": ["0002c90400000001"]})");
+  ASSERT_EQ(rm.status, 200) << rm.body;
+  rig.sweep();
+  EXPECT_FALSE(holds(rig.held_pkeys(kH00), 0x0a12));
+  j = RestRig::json_of(rig.op("GET", "/ufmRest/resources/pkeys?guids_data=true"));
+  ASSERT_TRUE(j.contains("0xa12"));
+  EXPECT_FALSE(has_guid(j["0xa12"]["guids"], "0002c90400000001"));
+  EXPECT_TRUE(has_guid(j["0xa12"]["guids"], "02000000000000ab"));
+}
+
+// UFM's Slurm integration (ufm_slurm_utils.py): POST pkeys/hosts with the job's
+// SLURM_JOB_NODELIST and the config's strings for booleans; DELETE
+// pkeys/<pkey>/hosts/<nodelist> in the epilog; /ufmRestV3 with "Basic <token>".
+TEST(UfmFacade, SlurmPrologEpilog) {
+  RestRig rig;
+  auto tok = rig.op("POST", "/ufmRest/app/tokens");
+  ASSERT_EQ(tok.status, 200) << tok.body;
+  const std::string token = RestRig::json_of(tok).at("access_token");
+  const std::string authz = "Basic " + token;
+
+  auto add = rig.call(
+      "POST", "/ufmRestV3/resources/pkeys/hosts",
+      R"({"hosts_names": "h0-[0-1],h1-0", "pkey": "0x1234", "ip_over_ib": "true", "index0": "false"})",
+      authz);
+  ASSERT_EQ(add.status, 200) << add.body;
+  rig.sweep();
+  for (uint64_t g : {kH00, kH01, kH10}) EXPECT_TRUE(holds(rig.held_pkeys(g), 0x1234)) << g;
+  EXPECT_FALSE(holds(rig.held_pkeys(kH11), 0x1234));
+  // index0 false: the Default P_Key stays at index 0.
+  EXPECT_EQ(rig.held_pkeys(kH00).at(0), 0xffff);
+
+  // A job on a host the fabric does not know: 404, and nothing changed.
+  const auto before = rig.file_text();
+  const auto changes = rig.backend->changes();
+  auto bad = rig.call("POST", "/ufmRestV3/resources/pkeys/hosts",
+                      R"({"hosts_names": "h1-1,nosuch[1-3]", "pkey": "0x1234"})", authz);
+  EXPECT_EQ(bad.status, 404) << bad.body;
+  EXPECT_NE(bad.body.find("nosuch1"), std::string::npos);
+  EXPECT_EQ(rig.file_text(), before);
+  EXPECT_EQ(rig.backend->changes(), changes);
+
+  auto del = rig.call("DELETE", "/ufmRestV3/resources/pkeys/0x1234/hosts/h0-[0-1],h1-0", "", authz);
+  ASSERT_EQ(del.status, 200) << del.body;
+  rig.sweep();
+  for (uint64_t g : {kH00, kH01, kH10}) EXPECT_FALSE(holds(rig.held_pkeys(g), 0x1234)) << g;
+  // The emptied P_Key stays (UFM keeps it) until deleted.
+  auto one = rig.op("GET", "/ufmRest/resources/pkeys/0x1234?guids_data=true");
+  ASSERT_EQ(one.status, 200) << one.body;
+  EXPECT_TRUE(RestRig::json_of(one)["guids"].empty());
+
+  // The token is the credential of /ufmRestV3 only; revoked, it is refused.
+  EXPECT_EQ(rig.call("GET", "/ufmRest/resources/pkeys", "", authz).status, 401);
+  auto id = RestRig::json_of(tok).at("id").get<std::string>();
+  EXPECT_EQ(rig.op("DELETE", "/api/v1/tokens/" + id).status, 200);
+  EXPECT_EQ(rig.call("GET", "/ufmRestV3/resources/pkeys", "", authz).status, 401);
+}
+
+// OpenStack's UFM client (networking-mlnx-baremetal ufmclient/modules/resources/pkey.py):
+// list/get with guids_data=True/False (Python's spelling), PUT to set the GUIDs, POST to
+// pkeys/ with a trailing slash, DELETE guids/<g1>,<g2>, DELETE the P_Key.
+TEST(UfmFacade, OpenStackClientFlow) {
+  RestRig rig;
+  auto put = rig.op("PUT", "/ufmRest/resources/pkeys",
+                    json{{"guids", {"0002c90400000001", "0002c90400000011"}},
+                         {"ip_over_ib", true},
+                         {"index0", false},
+                         {"membership", "full"},
+                         {"pkey", "0x2a"}}
+                        .dump());
+  ASSERT_EQ(put.status, 200) << put.body;
+  auto post = rig.op("POST", "/ufmRest/resources/pkeys/",
+                     json{{"guids", {"0002c90400000021"}},
+                          {"ip_over_ib", true},
+                          {"index0", false},
+                          {"membership", "limited"},
+                          {"pkey", "0x2a"}}
+                         .dump());
+  ASSERT_EQ(post.status, 200) << post.body;
+  auto got = rig.op("GET", "/ufmRest/resources/pkeys/0x2a?guids_data=True");
+  ASSERT_EQ(got.status, 200) << got.body;
+  auto j = RestRig::json_of(got);
+  EXPECT_EQ(j["pkey"], "0x2a");
+  EXPECT_EQ(j["guids"].size(), 3u);
+  for (const auto& g : j["guids"])
+    EXPECT_EQ(g["membership"], g["guid"] == "0002c90400000021" ? "limited" : "full") << j.dump();
+  auto brief = RestRig::json_of(rig.op("GET", "/ufmRest/resources/pkeys?guids_data=False"));
+  EXPECT_FALSE(brief.at("0x2a").contains("guids"));
+
+  // PUT replaces: now only h1-1.
+  ASSERT_EQ(rig.op("PUT", "/ufmRest/resources/pkeys",
+                   R"({"guids": ["0002c90400000031"], "pkey": "0x2a", "membership": "full"})")
+                .status,
+            200);
+  j = RestRig::json_of(rig.op("GET", "/ufmRest/resources/pkeys/0x2a?guids_data=True"));
+  ASSERT_EQ(j["guids"].size(), 1u);
+  EXPECT_EQ(j["guids"][0]["guid"], "0002c90400000031");
+
+  ASSERT_EQ(rig.op("POST", "/ufmRest/resources/pkeys/",
+                   R"({"guids": ["0002c90400000001","0002c90400000011"], "pkey": "0x2a"})")
+                .status,
+            200);
+  auto del =
+      rig.op("DELETE", "/ufmRest/resources/pkeys/0x2a/guids/0002c90400000001,0002c90400000031");
+  ASSERT_EQ(del.status, 200) << del.body;
+  j = RestRig::json_of(rig.op("GET", "/ufmRest/resources/pkeys/0x2a?guids_data=True"));
+  ASSERT_EQ(j["guids"].size(), 1u);
+  EXPECT_EQ(j["guids"][0]["guid"], "0002c90400000011");
+
+  ASSERT_EQ(rig.op("DELETE", "/ufmRest/resources/pkeys/0x2a").status, 200);
+  EXPECT_EQ(rig.op("GET", "/ufmRest/resources/pkeys/0x2a").status, 404);
+  EXPECT_EQ(rig.file_text().find("0x002a"), std::string::npos) << rig.file_text();
+}
+
+// The shapes UFM's clients read: systems and ports by GUID, links paged.
+TEST(UfmFacade, InventoryShapes) {
+  RestRig rig;
+  auto sys = RestRig::json_of(rig.mon("GET", "/ufmRest/resources/systems"));
+  ASSERT_TRUE(sys.is_array());
+  EXPECT_EQ(sys.size(), rig.sim.model().size());
+  std::set<std::string> names;
+  for (const auto& s : sys) {
+    EXPECT_EQ(s.at("system_guid").get<std::string>().size(), 16u) << s.dump();
+    names.insert(s.at("system_name").get<std::string>());
+  }
+  EXPECT_TRUE(names.count("h0-0") && names.count("spine0"));
+  auto one = rig.mon("GET", "/ufmRest/resources/systems/0002c90300001002");
+  ASSERT_EQ(one.status, 200) << one.body;
+  EXPECT_EQ(RestRig::json_of(one).at("type"), "switch");
+  auto ports = RestRig::json_of(rig.mon("GET", "/ufmRest/resources/ports"));
+  ASSERT_TRUE(ports.is_array());
+  EXPECT_EQ(ports.size(), 2u * rig.sim.model().links().size());
+  for (const auto& p : ports) EXPECT_TRUE(p.contains("guid") && p.contains("name")) << p.dump();
+  auto links = RestRig::json_of(rig.mon("GET", "/ufmRest/resources/links"));
+  EXPECT_EQ(links.size(), rig.sim.model().links().size());
+}
+
+TEST(NativeApi, SmNodesPortsLftRoutes) {
+  RestRig rig;
+  auto sm = RestRig::json_of(rig.mon("GET", "/api/v1/sm"));
+  EXPECT_EQ(sm.at("state"), "MASTER");
+  EXPECT_EQ(sm.at("last_sweep").at("subnet_up"), true);
+  EXPECT_EQ(sm.at("last_sweep").at("switches"), 3);
+
+  auto nodes = RestRig::json_of(rig.mon("GET", "/api/v1/nodes?limit=2&offset=1"));
+  EXPECT_EQ(nodes.at("total"), 7);
+  EXPECT_EQ(nodes.at("items").size(), 2u);
+  auto cas = RestRig::json_of(rig.mon("GET", "/api/v1/nodes?type=ca"));
+  EXPECT_EQ(cas.at("total"), 4);
+  EXPECT_EQ(rig.mon("GET", "/api/v1/nodes?type=toaster").status, 400);
+  EXPECT_EQ(rig.mon("GET", "/api/v1/nodes?limit=x").status, 400);
+
+  auto active = RestRig::json_of(rig.mon("GET", "/api/v1/ports?state=Active"));
+  EXPECT_EQ(active.at("total"), 2 * 6) << active.dump();
+
+  // The LFT as the snapshot holds it, and as the simulated switch holds it.
+  auto snap = rig.smgr->published()->subnet;
+  auto leaf = snap->fabric.find(Guid{0x0002c90300001000});
+  ASSERT_TRUE(leaf);
+  auto lft = RestRig::json_of(rig.mon("GET", "/api/v1/switches/0x0002c90300001000/lft"));
+  size_t n = 0;
+  for (const auto& e : lft.at("entries")) {
+    EXPECT_EQ(e.at("port"), snap->tables.lft[*leaf][e.at("lid").get<unsigned>()]);
+    ++n;
+  }
+  EXPECT_EQ(n, 7u + 0u) << "one entry per LID in use";
+  EXPECT_EQ(rig.mon("GET", "/api/v1/switches/0x0002c90400000000/lft").status, 404);
+
+  auto route = rig.mon("GET", "/api/v1/routes?src=h0-0&dst=h1-1");
+  ASSERT_EQ(route.status, 200) << route.body;
+  auto r = RestRig::json_of(route);
+  EXPECT_EQ(r.at("complete"), true);
+  EXPECT_EQ(r.at("hops").size(), 5u) << r.dump();  // CA, leaf, spine, leaf, CA
+  EXPECT_EQ(r.at("path_record").at("pkey"), "0xffff");
+  EXPECT_EQ(rig.mon("GET", "/api/v1/routes?src=h0-0").status, 400);
+  EXPECT_EQ(rig.mon("GET", "/api/v1/routes?src=h0-0&dst=nosuch").status, 404);
+}
+
+TEST(NativeApi, PartitionLifecycle) {
+  RestRig rig;
+  auto made = rig.op(
+      "POST", "/api/v1/partitions",
+      R"({"pkey": "0x0b", "name": "jobs", "ipoib": true, "members": ["0x0002c90400000001"]})");
+  ASSERT_EQ(made.status, 201) << made.body;
+  bool located = false;
+  for (const auto& [k, v] : made.headers)
+    located |= k == "Location" && v == "/api/v1/partitions/0x000b";
+  EXPECT_TRUE(located);
+  EXPECT_EQ(rig.op("POST", "/api/v1/partitions", R"({"pkey": "0x0b"})").status, 409);
+  EXPECT_EQ(rig.op("POST", "/api/v1/partitions", R"({"pkey": "0x7fff"})").status, 409);
+
+  ASSERT_EQ(rig.op("POST", "/api/v1/partitions/0x0b/members",
+                   R"({"hosts": "h1-[0-1]", "membership": "limited"})")
+                .status,
+            200);
+  rig.sweep();
+  auto p = RestRig::json_of(rig.mon("GET", "/api/v1/partitions/0x000b"));
+  EXPECT_EQ(p.at("name"), "jobs");
+  EXPECT_EQ(p.at("members_full"), 1);
+  EXPECT_EQ(p.at("members_limited"), 2);
+  for (const auto& m : p.at("members")) EXPECT_EQ(m.at("on_fabric"), true) << m.dump();
+  EXPECT_EQ(rig.held_pkeys(kH10).size(), 2u);
+  EXPECT_TRUE(holds(rig.held_pkeys(kH10), 0x0b));
+  for (uint16_t k : rig.held_pkeys(kH10))
+    if ((k & 0x7fff) == 0x0b) {
+      EXPECT_EQ(k, 0x000b) << "limited: no full-member bit";
+    }
+
+  ASSERT_EQ(rig.op("DELETE", "/api/v1/partitions/0x0b/members/h1-0,0x0002c90400000001").status,
+            200);
+  p = RestRig::json_of(rig.mon("GET", "/api/v1/partitions/0x0b"));
+  EXPECT_EQ(p.at("members").size(), 1u);
+
+  ASSERT_EQ(rig.op("PUT", "/api/v1/partitions/0x0b", R"({"members": [], "sl": 3})").status, 200);
+  p = RestRig::json_of(rig.mon("GET", "/api/v1/partitions/0x0b"));
+  EXPECT_TRUE(p.at("members").empty());
+  EXPECT_EQ(p.at("sl"), 3);
+
+  EXPECT_EQ(rig.op("DELETE", "/api/v1/partitions/0x7fff").status, 409);
+  ASSERT_EQ(rig.op("DELETE", "/api/v1/partitions/0x0b").status, 200);
+  EXPECT_EQ(rig.mon("GET", "/api/v1/partitions/0x0b").status, 404);
+  EXPECT_EQ(rig.op("DELETE", "/api/v1/partitions/0x0b").status, 404);
+
+  // What the API acknowledged is what a fresh reader of the file finds.
+  ASSERT_EQ(
+      rig.op("POST", "/api/v1/partitions", R"({"pkey": "0x0c", "members": ["0002c90400000011"]})")
+          .status,
+      201);
+  auto reread = sm::PartitionStore::open(rig.dir.path() + "/partitions.rest.conf", std::nullopt);
+  ASSERT_TRUE(reread);
+  ASSERT_EQ(reread->partitions().count(0x0c), 1u);
+  EXPECT_EQ(reread->partitions().at(0x0c).members.count(kH01), 1u);
+  EXPECT_EQ(reread->partitions().count(0x0b), 0u);
+}
+
+// partition_config_file comes first: its members cannot be removed, nor its P_Keys
+// deleted, over REST; REST adds to them.
+TEST(NativeApi, FilePartitionsAreTheAdminsOwn) {
+  auto pol = config::parse_partitions(
+      "Default=0x7fff, ipoib : ALL=full ;\nstorage=0x0100 : 0x0002c90400000001=full ;\n",
+      "partitions.conf");
+  ASSERT_TRUE(pol) << pol.error().message;
+  RestRig rig("ft2:leaves=2,spines=1,hosts=2", *pol);
+  auto p = RestRig::json_of(rig.mon("GET", "/api/v1/partitions/0x0100"));
+  EXPECT_EQ(p.at("name"), "storage");
+  EXPECT_EQ(p.at("defined_by").at(0), "file partitions.conf:2");
+  auto rm = rig.op("POST", "/ufmRest/actions/remove_guids_from_pkey",
+                   R"({"pkey": "0x100", "guids": ["0002c90400000001"]})");
+  EXPECT_EQ(rm.status, 409) << rm.body;
+  EXPECT_EQ(rig.op("DELETE", "/ufmRest/resources/pkeys/0x100").status, 409);
+  ASSERT_EQ(rig.op("POST", "/ufmRest/resources/pkeys",
+                   R"({"pkey": "0x100", "guids": ["0002c90400000011"]})")
+                .status,
+            200);
+  rig.sweep();
+  EXPECT_TRUE(holds(rig.held_pkeys(kH00), 0x100));
+  EXPECT_TRUE(holds(rig.held_pkeys(kH01), 0x100));
+  EXPECT_FALSE(holds(rig.held_pkeys(kH10), 0x100));
+}
+
+TEST(Auth, RolesAndCredentials) {
+  RestRig rig;
+  auto none = rig.call("GET", "/api/v1/sm");
+  EXPECT_EQ(none.status, 401);
+  bool challenge = false;
+  for (const auto& [k, v] : none.headers) challenge |= k == "WWW-Authenticate";
+  EXPECT_TRUE(challenge);
+  EXPECT_EQ(rig.call("GET", "/api/v1/sm", "", basic("admin", "wrong")).status, 401);
+  EXPECT_EQ(rig.call("GET", "/api/v1/sm", "", basic("nobody", "x")).status, 401);
+  EXPECT_EQ(rig.call("GET", "/api/v1/sm", "", "Basic !!!").status, 401);
+  EXPECT_EQ(rig.call("GET", "/api/v1/sm", "", "Bearer nope").status, 401);
+  EXPECT_EQ(rig.call("GET", "/healthz").status, 200) << "health needs no credentials";
+
+  // A monitor reads and changes nothing.
+  const auto before = rig.file_text();
+  for (auto [m, t, b] : std::vector<std::tuple<std::string, std::string, std::string>>{
+           {"POST", "/ufmRest/resources/pkeys", R"({"pkey":"0x5","guids":["0002c90400000001"]})"},
+           {"POST", "/api/v1/partitions", R"({"pkey":"0x5"})"},
+           {"DELETE", "/api/v1/partitions/0x7fff", ""},
+           {"POST", "/api/v1/sweep", ""}}) {
+    auto r = rig.mon(m, t, b);
+    EXPECT_EQ(r.status, 403) << m << " " << t << " " << r.body;
+  }
+  EXPECT_EQ(rig.file_text(), before);
+  EXPECT_EQ(rig.backend->changes(), 0u);
+  EXPECT_TRUE(rig.backend->sweeps_asked().empty());
+  EXPECT_EQ(rig.op("POST", "/api/v1/sweep", R"({"type": "light"})").status, 202);
+  EXPECT_EQ(rig.backend->sweeps_asked(), std::vector<bool>{false});
+
+  // Bearer tokens on the native API, capped by the role of their user now.
+  auto t = RestRig::json_of(rig.op("POST", "/api/v1/tokens"));
+  const std::string bearer = "Bearer " + t.at("token").get<std::string>();
+  EXPECT_EQ(rig.call("POST", "/api/v1/sweep", "", bearer).status, 202);
+  rig.write_users({{"admin", "adminpw", "admin"}, {"op", "oppw", "monitor"}});
+  ASSERT_TRUE(rig.auth->reload_users());
+  EXPECT_EQ(rig.call("POST", "/api/v1/sweep", "", bearer).status, 403);
+  EXPECT_EQ(rig.call("GET", "/api/v1/sm", "", bearer).status, 200);
+  EXPECT_EQ(rig.call("GET", "/api/v1/sm", "", basic("mon", "monpw")).status, 401)
+      << "a user gone from the file is gone";
+  rig.write_users({{"admin", "adminpw", "admin"}});
+  ASSERT_TRUE(rig.auth->reload_users());
+  EXPECT_EQ(rig.call("GET", "/api/v1/sm", "", bearer).status, 401);
+  // A bad users file changes nothing.
+  { std::ofstream(rig.users_file) << "admin:nothash\n"; }
+  EXPECT_FALSE(rig.auth->reload_users());
+  EXPECT_EQ(rig.admin("GET", "/api/v1/sm").status, 200);
+}
+
+TEST(Auth, TokensExpireAndPersist) {
+  RestRig rig;
+  rest::Identity who{"op", rest::Role::kOperator, ""};
+  auto gone = rig.auth->issue_token(who, std::chrono::seconds(0));
+  ASSERT_TRUE(gone);
+  EXPECT_EQ(rig.call("GET", "/api/v1/sm", "", "Bearer " + gone->first).status, 401);
+  auto live = rig.auth->issue_token(who);
+  ASSERT_TRUE(live);
+  // Only the SHA-256 is on disk, and a restarted server knows the token.
+  std::ifstream in(rig.dir.path() + "/rest-tokens");
+  std::string text(std::istreambuf_iterator<char>(in), {});
+  EXPECT_EQ(text.find(live->first), std::string::npos);
+  EXPECT_NE(text.find(rest::sha256_hex(live->first)), std::string::npos);
+  auto again = rest::Auth::open({.users_file = rig.users_file, .state_dir = rig.dir.path()});
+  ASSERT_TRUE(again);
+  EXPECT_TRUE((*again)->check("Bearer " + live->first, rest::Auth::Scheme::kNative));
+  EXPECT_FALSE((*again)->check("Bearer " + gone->first, rest::Auth::Scheme::kNative));
+  // Someone else's token: only an admin revokes it.
+  EXPECT_EQ(rig.mon("DELETE", "/api/v1/tokens/" + live->second.id).status, 403);
+  EXPECT_EQ(rig.admin("DELETE", "/api/v1/tokens/" + live->second.id).status, 200);
+  EXPECT_EQ(rig.call("GET", "/api/v1/sm", "", "Bearer " + live->first).status, 401);
+}
+
+TEST(Auth, UsersFileErrorsNameTheLine) {
+  auto r = rest::Auth::parse_users("# c\nadmin:$6$x$y:admin\nbob:$6$x$y:root\n", "users");
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message.find("users:3"), std::string::npos) << r.error().message;
+  r = rest::Auth::parse_users("nocolons\n", "users");
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message.find("users:1"), std::string::npos) << r.error().message;
+}
+
+TEST(Auth, GeneratedAdminWhenNoUsersFile) {
+  RestScratch d;
+  auto a = rest::Auth::open({.users_file = "", .state_dir = d.path()});
+  ASSERT_TRUE(a) << a.error().message;
+  std::ifstream in(d.path() + "/rest-admin-password");
+  std::string line;
+  std::getline(in, line);
+  ASSERT_EQ(line.rfind("admin:", 0), 0u);
+  const std::string pw = line.substr(6);
+  EXPECT_GE(pw.size(), 16u);
+  EXPECT_TRUE((*a)->check(basic("admin", pw), rest::Auth::Scheme::kNative));
+  EXPECT_FALSE((*a)->check(basic("admin", pw + "x"), rest::Auth::Scheme::kNative));
+  EXPECT_EQ(std::filesystem::status(d.path() + "/rest-admin-password").permissions() &
+                std::filesystem::perms::all,
+            std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+  // A second start keeps the password.
+  auto b = rest::Auth::open({.users_file = "", .state_dir = d.path()});
+  ASSERT_TRUE(b);
+  EXPECT_TRUE((*b)->check(basic("admin", pw), rest::Auth::Scheme::kNative));
+}
+
+TEST(Errors, StatusesAndShape) {
+  RestRig rig;
+  struct Case {
+    std::string method, target, body;
+    int status;
+  };
+  for (const auto& c : std::vector<Case>{
+           {"GET", "/api/v1/nosuch", "", 404},
+           {"PATCH", "/api/v1/partitions", "", 405},
+           {"POST", "/ufmRest/resources/pkeys", "", 400},
+           {"POST", "/ufmRest/resources/pkeys", "{nope", 400},
+           {"POST", "/ufmRest/resources/pkeys", "[1]", 422},
+           {"POST", "/ufmRest/resources/pkeys", R"({"guids": []})", 422},
+           {"POST", "/ufmRest/resources/pkeys", R"({"pkey": "0x0", "guids": []})", 422},
+           {"POST", "/ufmRest/resources/pkeys", R"({"pkey": "0x8000", "guids": []})", 422},
+           {"POST", "/ufmRest/resources/pkeys", R"({"pkey": "zz", "guids": []})", 422},
+           {"POST", "/ufmRest/resources/pkeys", R"({"pkey": "0x5", "guids": ["xyz"]})", 422},
+           {"POST", "/ufmRest/resources/pkeys", R"({"pkey": "0x5", "guids": [5]})", 422},
+           {"POST", "/ufmRest/resources/pkeys",
+            R"({"pkey": "0x5", "guids": ["0002c90400000001"], "index0": "maybe"})", 422},
+           {"POST", "/ufmRest/resources/pkeys",
+            R"({"pkey": "0x5", "guids": ["0002c90400000001"], "membership": "half"})", 422},
+           {"POST", "/ufmRest/resources/pkeys/hosts", R"({"pkey": "0x5", "hosts_names": "h[1-"})",
+            422},
+           {"GET", "/ufmRest/resources/pkeys/0xq", "", 400},
+           {"GET", "/ufmRest/resources/pkeys?guids_data=perhaps", "", 400},
+           {"GET", "/api/v1/nodes/notaguid", "", 400},
+           {"GET", "/api/v1/nodes/0x0000000000000099", "", 404},
+           {"GET", "/api/v1/ports/0x0002c90300001000/99", "", 404},
+           {"GET", "/api/v1/jobs/nosuch", "", 404},
+           {"POST", "/api/v1/whatif", R"({"engines": ["nosuch"]})", 422},
+           {"POST", "/api/v1/whatif", R"({"topology": "Switch 2 \"s\"\n[9] garbage"})", 422},
+           {"POST", "/api/v1/roce/check", R"({})", 422},
+       }) {
+    auto r = rig.admin(c.method, c.target, c.body);
+    EXPECT_EQ(r.status, c.status) << c.method << " " << c.target << " " << c.body << " -> "
+                                  << r.body;
+    auto j = RestRig::json_of(r);
+    EXPECT_TRUE(j.contains("error") && j["error"].contains("code") &&
+                j["error"]["message"].is_string() && !j["error"]["message"].empty())
+        << r.body;
+  }
+  auto r = rig.admin("PATCH", "/api/v1/partitions");
+  bool allow = false;
+  for (const auto& [k, v] : r.headers) allow |= k == "Allow" && v == "GET, POST";
+  EXPECT_TRUE(allow);
+  // A failed write is a 503 and nothing is acknowledged.
+  rig.backend->fail_writes(true);
+  auto w = rig.op("POST", "/ufmRest/resources/pkeys",
+                  R"({"pkey": "0x5", "guids": ["0002c90400000001"]})");
+  EXPECT_EQ(w.status, 503) << w.body;
+  rig.backend->fail_writes(false);
+  EXPECT_EQ(rig.mon("GET", "/ufmRest/resources/pkeys/0x5").status, 404);
+}
+
+// Every route is in openapi.json and every documented operation is served (answers
+// something other than 404/405 with an admin's credentials).
+TEST(OpenApi, DocumentsEveryRoute) {
+  RestRig rig;
+  auto doc = RestRig::json_of(rig.mon("GET", "/api/v1/openapi.json"));
+  EXPECT_EQ(doc.at("openapi"), "3.0.3");
+  std::set<std::string> documented;
+  for (const auto& [path, ops] : doc.at("paths").items())
+    for (const auto& [method, op] : ops.items()) {
+      std::string m = method;
+      for (char& ch : m) ch = char(std::toupper(static_cast<unsigned char>(ch)));
+      documented.insert(m + " " + path);
+      EXPECT_TRUE(op.contains("summary") && !op["summary"].get<std::string>().empty()) << path;
+    }
+  std::set<std::string> served;
+  for (const auto& r : rig.api->routes()) served.insert(r);
+  EXPECT_EQ(documented, served);
+  EXPECT_GE(served.size(), 60u);
+  for (const auto& r : served) {
+    const auto sp = r.find(' ');
+    std::string path = r.substr(sp + 1);
+    // Fill path parameters with plausible values.
+    for (auto [from, to] :
+         std::vector<std::pair<std::string, std::string>>{{"{guid}", "0x0002c90300001000"},
+                                                          {"{num}", "1"},
+                                                          {"{pkey}", "0x7fff"},
+                                                          {"{members}", "0002c90400000001"},
+                                                          {"{guids}", "0002c90400000001"},
+                                                          {"{hosts}", "h0-0"},
+                                                          {"{id}", "x"}})
+      if (auto at = path.find(from); at != std::string::npos) path.replace(at, from.size(), to);
+    auto resp = rig.admin(r.substr(0, sp), path, r.substr(0, sp) == "GET" ? "" : "{}");
+    EXPECT_NE(resp.status, 405) << r;
+    if (resp.status == 404) {
+      EXPECT_EQ(RestRig::json_of(resp)["error"]["message"].get<std::string>().rfind("no route", 0),
+                std::string::npos)
+          << r;
+    }
+    EXPECT_NE(resp.status, 500) << r << " " << resp.body;
+  }
+}
+
+TEST(Metrics, PrometheusText) {
+  RestRig rig;
+  rig.mon("GET", "/api/v1/sm");
+  auto m = rig.mon("GET", "/metrics");
+  ASSERT_EQ(m.status, 200);
+  EXPECT_EQ(m.content_type.rfind("text/plain; version=0.0.4", 0), 0u);
+  EXPECT_NE(m.body.find("# TYPE weft_rest_requests_total counter"), std::string::npos);
+  EXPECT_NE(m.body.find("weft_rest_requests_total{route=\"GET /api/v1/sm\",code=\"200\"} 1"),
+            std::string::npos)
+      << m.body;
+  EXPECT_NE(m.body.find("weft_subnet_up 1"), std::string::npos) << m.body;
+  EXPECT_NE(m.body.find("weft_nodes{type=\"switch\"} 3"), std::string::npos) << m.body;
+  EXPECT_NE(m.body.find("weft_ports{state=\"Active\"} 12"), std::string::npos) << m.body;
+  EXPECT_NE(m.body.find("weft_ports{state=\"Down\"} 0"), std::string::npos) << m.body;
+  EXPECT_EQ(m.body.find("weft_ports{state=\"ACTIVE\"}"), std::string::npos) << "one spelling";
+}
+
+TEST(Hostlist, SlurmSyntax) {
+  auto h = rest::expand_hostlist("node[01-03,7],gpu[1-2]-ib,plain");
+  ASSERT_TRUE(h) << h.error().message;
+  EXPECT_EQ(*h, (std::vector<std::string>{"node01", "node02", "node03", "node7", "gpu1-ib",
+                                          "gpu2-ib", "plain"}));
+  auto two = rest::expand_hostlist("r[1-2]n[1-2]");
+  ASSERT_TRUE(two);
+  EXPECT_EQ(*two, (std::vector<std::string>{"r1n1", "r1n2", "r2n1", "r2n2"}));
+  for (const char* bad : {"n[1-", "n[3-1]", "n[a-b]", "n[]", "n[1-9999999]"})
+    EXPECT_FALSE(rest::expand_hostlist(bad)) << bad;
+}
+
+// Mutated bodies and paths against every mutating route: each answered once, never a
+// 500, every error JSON; the REST partitions file always reads back.
+TEST(Fuzz, MutatingRoutesNeverBreak) {
+  RestRig rig;
+  const std::vector<std::tuple<std::string, std::string, std::string>> seeds = {
+      {"POST", "/ufmRest/resources/pkeys",
+       R"({"pkey": "0x0A12", "index0": true, "ip_over_ib": true, "membership": "full", "guids": ["0002c90400000001","02000000000000ab"]})"},
+      {"PUT", "/ufmRest/resources/pkeys",
+       R"({"pkey": "0x2a", "guids": ["0002c90400000011"], "membership": "limited", "index0": "False"})"},
+      {"POST", "/ufmRest/resources/pkeys/add",
+       R"({"pkey": "0x33", "partition_name": "p33", "mtu_limit": 4, "service_level": 2, "rate_limit": 100, "ip_over_ib": true})"},
+      {"POST", "/ufmRest/actions/remove_guids_from_pkey",
+       R"({"pkey": "0x0A12", "guids": ["0002c90400000001"]})"},
+      {"POST", "/ufmRest/resources/pkeys/hosts",
+       R"({"hosts_names": "h0-[0-1]", "pkey": "0x1234", "ip_over_ib": "true", "index0": "false"})"},
+      {"POST", "/api/v1/partitions",
+       R"({"pkey": "0x0b", "name": "jobs", "members": [{"guid": "0x0002c90400000001", "membership": "full"}], "hosts": "h1-0"})"},
+      {"PUT", "/api/v1/partitions/0x0b",
+       R"({"members": ["0002c90400000021"], "mtu": 2048, "rate": 7, "sl": 1})"},
+      {"POST", "/api/v1/partitions/0x0b/members",
+       R"({"members": ["0002c90400000031"], "index0": 1})"},
+      {"POST", "/api/v1/whatif",
+       R"({"engines": ["minhop"], "fail_links": ["leaf0/3"], "seed": 3})"},
+      {"POST", "/api/v1/sweep", R"({"type": "heavy"})"},
+      {"DELETE", "/ufmRest/resources/pkeys/0x1234/hosts/h0-[0-1]", ""},
+      {"DELETE", "/ufmRest/resources/pkeys/0x2a/guids/0002c90400000011", ""},
+      {"DELETE", "/api/v1/partitions/0x0b/members/h1-0,0x0002c90400000001", ""},
+  };
+  const std::string alphabet = "{}[]\",:0123456789abcdefxX-_ \\/ntrue\x01\xff";
+  std::mt19937 rng(20261201);
+  std::map<int, int> statuses;
+  for (int i = 0; i < 6000; ++i) {
+    const auto& [m, t, b] = seeds[i % seeds.size()];
+    const bool path = (i / seeds.size()) % 4 == 0;
+    const std::string target = path ? mutate(t, alphabet, rng) : t;
+    const std::string body = (!path && !b.empty()) ? mutate(b, alphabet, rng) : b;
+    auto r = rig.op(m, target.empty() ? "/" : target, body);
+    ++statuses[r.status];
+    ASSERT_NE(r.status, 500) << m << " " << target << " " << body << " -> " << r.body;
+    ASSERT_TRUE(r.status >= 200 && r.status < 600);
+    if (r.status >= 400) {
+      ASSERT_TRUE(RestRig::json_of(r).contains("error")) << r.body;
+    }
+  }
+  EXPECT_GT(statuses[200] + statuses[201] + statuses[202], 100);
+  EXPECT_GT(statuses[400] + statuses[422], 1000);
+  auto reread = sm::PartitionStore::open(rig.dir.path() + "/partitions.rest.conf", std::nullopt);
+  ASSERT_TRUE(reread) << reread.error().message;
+  EXPECT_EQ(reread->partitions(), rig.backend->store().partitions());
+  rig.sweep();
+}
