@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "weft/log.hpp"
+#include "weft/sm/sa.hpp"
 
 namespace weft::sm {
 
@@ -57,10 +58,13 @@ void PortProgrammer::configure(SweepRun& run, Lid sm_lid) {
         want.attrs.lmc = port.attrs.lmc;
         want.attrs.sm_lid = sm_lid;
         want.subnet_timeout = opts_.subnet_timeout;
+        // GIDPrefix: hosts build their GIDs from it (libibmad's ib_resolve_self, so
+        // `smpquery -G` asks the SA with it); the SA answers for this prefix only.
+        want.gid_prefix = kDefaultSubnetPrefix;
         // SubnetTimeout rides along with a needed Set but does not trigger one: some
         // devices (ibsim) never store it, and re-setting it every sweep would be noise.
         change |= cur.attrs.lid != want.attrs.lid || cur.attrs.lmc != want.attrs.lmc ||
-                  cur.attrs.sm_lid != sm_lid;
+                  cur.attrs.sm_lid != sm_lid || cur.gid_prefix != want.gid_prefix;
       }
       want.attrs.state = PortState::kNoChange;
       if (!mgmt) {
