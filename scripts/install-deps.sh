@@ -16,6 +16,9 @@ PKGS=(
   # the RoCE CONFIG_DB tests, the format check
   ibsim-utils infiniband-diags opensm iproute2 redis-server redis-tools python3
   clang-format
+  # the REST tests and benchmark: openssl (a test certificate, users' hashes as
+  # `openssl passwd -6` writes them), promtool (prometheus) to check /metrics, wrk
+  openssl prometheus wrk
   # the Debian package and its checks (make deb; systemd-analyze verify, which looks
   # the units' Documentation= pages up with man)
   debhelper dpkg-dev fakeroot help2man systemd man-db
