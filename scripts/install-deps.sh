@@ -20,8 +20,8 @@ PKGS=(
   # `openssl passwd -6` writes them), promtool (prometheus) to check /metrics, wrk
   openssl prometheus wrk
   # the Debian package and its checks (make deb; systemd-analyze verify, which looks
-  # the units' Documentation= pages up with man)
-  debhelper dpkg-dev fakeroot help2man systemd man-db
+  # the units' Documentation= pages up with man, and ExecReload's /bin/kill)
+  debhelper dpkg-dev fakeroot help2man systemd man-db procps
 )
 if [ "${1:-}" = "--list" ]; then
   printf '%s\n' "${PKGS[@]}"

@@ -54,8 +54,14 @@ def main():
     conf = os.path.join(w, "weft.conf")
     check("config template", ["config", "template", conf], 0, r"^$", W, w)
     text = open(conf).read()
-    if not re.search(r"\n# SMPs outstanding .*\[1\.\.256\]\n#max_wire_smps 64\n", text):
-        failures.append("config template: max_wire_smps at its default under its help")
+    checks.append("config template: max_wire_smps at its default under its help")
+    if not re.search(r"\n# SMPs outstanding .*\[1\.\.256\] \(SIGHUP applies it\)\n#max_wire_smps 64\n", text):
+        failures.append(checks[-1])
+        print("FAIL " + checks[-1])
+    checks.append("config template: lmc needs a restart")
+    if not re.search(r"\n# LID mask control: .*\[0\.\.7\]\n#lmc 0\n", text):
+        failures.append(checks[-1])
+        print("FAIL " + checks[-1])
     check("config template checks clean", ["config", "check", conf, "--strict"], 0,
           r": 0 options weft implements, 0 OpenSM options at OpenSM's default, 0 not implemented", W, w)
     uncommented = os.path.join(w, "weft-set.conf")

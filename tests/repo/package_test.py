@@ -96,7 +96,13 @@ def main():
                 shutil.copytree(src, dst, symlinks=True)
             else:
                 shutil.copy2(src, dst, follow_symlinks=False)
+    # ExecReload's /bin/kill is procps' (Priority: important, on every Debian system).
+    os.makedirs(os.path.join(root, "bin"), exist_ok=True)
+    shutil.copy2("/bin/kill", os.path.join(root, "bin", "kill"))
     env = dict(os.environ, MANPATH=os.path.join(root, "usr", "share", "man"))
+    for unit in ("weft.service", "weft@.service"):
+        text = open(os.path.join(units, unit)).read()
+        expect("\nExecReload=/bin/kill -HUP $MAINPID\n" in text, "%s reloads with SIGHUP" % unit)
     for unit in ("weft.service", "weft@%s.service" % INSTANCE):
         v = run(["systemd-analyze", "verify", "--root=" + root, unit], env=env, timeout=120)
         expect(v.returncode == 0 and not v.stderr.strip() and not v.stdout.strip(),
