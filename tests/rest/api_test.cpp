@@ -209,6 +209,53 @@ TEST(UfmFacade, InventoryShapes) {
   for (const auto& p : ports) EXPECT_TRUE(p.contains("guid") && p.contains("name")) << p.dump();
   auto links = RestRig::json_of(rig.mon("GET", "/ufmRest/resources/links"));
   EXPECT_EQ(links.size(), rig.sim.model().links().size());
+  // ufm_sdk_3.0 utils/ufm_rest_client.py pages its links and reads .get("data").
+  auto paged =
+      RestRig::json_of(rig.mon("GET", "/ufmRest/resources/links?page_number=1&rpp=1000000000"));
+  EXPECT_EQ(paged.at("data").size(), rig.sim.model().links().size());
+  auto second = RestRig::json_of(rig.mon("GET", "/ufmRest/resources/links?page_number=2&rpp=4"));
+  EXPECT_EQ(second.at("data").size(), rig.sim.model().links().size() - 4);
+  EXPECT_EQ(rig.mon("GET", "/ufmRest/resources/links?page_number=0&rpp=4").status, 400);
+}
+
+// pkeys/add: a P_Key with no GUIDs and its QoS parameters, shown in UFM's shape.
+TEST(UfmFacade, DefineEmptyPkey) {
+  RestRig rig;
+  auto r = rig.op(
+      "POST", "/ufmRest/resources/pkeys/add",
+      R"({"pkey": "0x44", "partition_name": "storage", "ip_over_ib": "True", "index0": false, "mtu_limit": 4, "service_level": 3, "rate_limit": 100})");
+  ASSERT_EQ(r.status, 200) << r.body;
+  auto j = RestRig::json_of(rig.mon("GET", "/ufmRest/resources/pkeys/0x44?guids_data=true"));
+  EXPECT_EQ(j.at("partition_name"), "storage");
+  EXPECT_EQ(j.at("ip_over_ib"), true);
+  EXPECT_EQ(j.at("qos_parameters").at("mtu_limit"), 4);
+  EXPECT_EQ(j.at("qos_parameters").at("service_level"), 3);
+  EXPECT_TRUE(j.at("guids").empty());
+  EXPECT_NE(rig.file_text().find("storage=0x0044"), std::string::npos) << rig.file_text();
+  EXPECT_EQ(
+      rig.op("POST", "/ufmRest/resources/pkeys/add", R"({"pkey": "0x44", "mtu_limit": 7})").status,
+      422);
+}
+
+// Before the first sweep: health says why, fabric reads are 503, partitions still work.
+TEST(NativeApi, BeforeTheFirstSweep) {
+  RestRig rig("ft2:leaves=2,spines=1,hosts=2", std::nullopt, false);
+  auto h = rig.call("GET", "/healthz");
+  EXPECT_EQ(h.status, 503) << h.body;
+  EXPECT_EQ(RestRig::json_of(h).at("error").at("code"), "unhealthy");
+  EXPECT_EQ(rig.mon("GET", "/api/v1/nodes").status, 503);
+  EXPECT_EQ(rig.mon("GET", "/ufmRest/resources/systems").status, 503);
+  EXPECT_EQ(
+      rig.op("POST", "/ufmRest/resources/pkeys/hosts", R"({"pkey": "0x5", "hosts_names": "h0-0"})")
+          .status,
+      503);
+  EXPECT_EQ(rig.op("POST", "/ufmRest/resources/pkeys",
+                   R"({"pkey": "0x5", "guids": ["0002c90400000001"]})")
+                .status,
+            200);
+  rig.sweep();
+  EXPECT_EQ(rig.call("GET", "/healthz").status, 200);
+  EXPECT_TRUE(holds(rig.held_pkeys(kH00), 0x5));
 }
 
 TEST(NativeApi, SmNodesPortsLftRoutes) {

@@ -145,7 +145,8 @@ class SimBackend final : public rest::Backend {
 // op/oppw (operator), mon/monpw (monitor).
 struct RestRig {
   explicit RestRig(const std::string& topology = "ft2:leaves=2,spines=1,hosts=2",
-                   std::optional<config::PartitionPolicy> file_policy = std::nullopt)
+                   std::optional<config::PartitionPolicy> file_policy = std::nullopt,
+                   bool bring_up = true)
       : sim(make(topology)), transport(sim, {}) {
     sm::SmOptions o;
     o.state_dir = dir.path();
@@ -155,8 +156,10 @@ struct RestRig {
     o.partitions = store->merged();
     o.partitions_generation = store->generation();
     smgr.emplace(transport, std::move(o));
-    auto rep = smgr->sweep();
-    EXPECT_TRUE(rep && rep->subnet_up);
+    if (bring_up) {
+      auto rep = smgr->sweep();
+      EXPECT_TRUE(rep && rep->subnet_up);
+    }
     backend.emplace(*smgr, std::move(*store));
     users_file = dir.path() + "/users";
     write_users(

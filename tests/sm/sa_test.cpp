@@ -925,3 +925,65 @@ TEST(Sa, MultiPathRecordsForEveryGidPairMostDisjointFirst) {
     }
   }
 }
+
+// A heavy sweep does not stop the SA: queries that arrive during it are answered
+// from the snapshot last published (which still has the port the sweep is about to
+// find gone), and a multicast join made mid-sweep is in the tree the sweep leaves.
+TEST(Sa, AnswersDuringASweepFromThePublishedSnapshot) {
+  Fixture fx("ft2:leaves=4,spines=2,hosts=3");
+  const auto c = fx.cas();
+  const Gid bcast{0xff, 0x12, 0x40, 0x1b, 0xff, 0xff, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff};
+  ASSERT_EQ(ask(fx, mc_request(kMethodSet, bcast, c[1].guid, kJoinFull)).status, 0);
+  // c[2] goes away: the next sweep renumbers every node discovered after it.
+  fx.sim.unlink(sim_node(fx, c[2]), 1);
+  fx.t.clear_gsi_answers();
+  auto inject = [&](const std::vector<uint8_t>& req, sm::Duration after) {
+    InMad in;
+    std::copy(req.begin(), req.end(), in.mad.begin());
+    in.len = kMadSize;
+    in.slid = Lid{c[1].lid};
+    in.sqpn = 1;
+    fx.t.inject(in, after);
+  };
+  inject(request(kMethodGet, kSaPathRecord, bit(4) | bit(5),
+                 [&](uint8_t* r) {
+                   put16(r + 40, c[2].lid);
+                   put16(r + 42, c[1].lid);
+                 }),
+         std::chrono::microseconds(30));
+  inject(mc_request(kMethodSet, bcast, c[5].guid, kJoinFull), std::chrono::microseconds(40));
+  // Replies to the sweep's SMPs that come after both answers went out: the answers
+  // were sent while the sweep ran.
+  size_t replies_after_answers = 0;
+  fx.t.mangle_replies([&](MadBuf&) {
+    if (fx.t.gsi_answers().size() == 2) ++replies_after_answers;
+  });
+  auto rep = fx.sm->sweep();
+  ASSERT_TRUE(rep && rep->subnet_up);
+  fx.t.mangle_replies({});
+  ASSERT_EQ(fx.t.gsi_answers().size(), 2u);
+  EXPECT_GE(replies_after_answers, 10u) << "answered while the sweep ran";
+  auto first = [&](size_t i) {
+    const auto& m = fx.t.gsi_answers()[i].segments[0];
+    return decode(std::vector<uint8_t>(m.begin(), m.end()));
+  };
+  const auto path = first(0);
+  EXPECT_EQ(path.status, 0) << "the published snapshot still routes to c[2]";
+  EXPECT_EQ(first(1).status, 0) << "the join is served mid-sweep";
+  // Now the new snapshot: no path to c[2]'s LID, and the tree reaches c[5].
+  auto after = ask(fx, request(kMethodGet, kSaPathRecord, bit(4) | bit(5), [&](uint8_t* r) {
+                     put16(r + 40, c[2].lid);
+                     put16(r + 42, c[1].lid);
+                   }));
+  EXPECT_NE(after.status, 0);
+  // (c holds the old snapshot's node numbers: find the simulator's nodes by port GUID.)
+  auto by_guid = [&](Guid g) {
+    for (NodeIndex n = 0; n < fx.sim.model().size(); ++n)
+      if (!fx.sim.model().node(n).is_switch() && fx.sim.model().node(n).ports[1].guid == g)
+        return n;
+    return NodeIndex(-1);
+  };
+  std::vector<NodeIndex> got;
+  for (auto [n, p] : fx.sim.mcast_reach(0xC000, by_guid(c[1].guid), 1)) got.push_back(n);
+  EXPECT_EQ(got, std::vector<NodeIndex>{by_guid(c[5].guid)});
+}
