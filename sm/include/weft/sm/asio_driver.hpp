@@ -48,6 +48,7 @@ class AsioDriver final : public Driver {
   void service();  // on the loop: the engine's sends and timeouts, idle waiters
   void arm_timer();
   void read_loop(std::stop_token st);
+  static constexpr size_t kBatch = 64;  // MADs handed to the loop at once, at most
 
   boost::asio::io_context& io_;
   MadEngine& eng_;
