@@ -5,7 +5,9 @@
 #   make bench  weft vs OpenSM on ibsim fabrics: bring-up (the radix-56 tree too, and
 #               weft's SMP windows), routing quality, routing at scale (radix-56 tree,
 #               OpenSM's minhop beside it), SA; weft roce check on 2,000 switches and
-#               50,000 hosts. Every figure in README.md comes from here (about 40 min).
+#               50,000 hosts; the REST API under wrk, idle and during sweeps, and what its
+#               load does to bring-up and the SA. Every figure in README.md comes from
+#               here (about 55 min).
 #   make asan   the same tests under AddressSanitizer + UBSan
 #   make install  install weft, /etc/weft/weft.conf, the systemd units and weft.8
 #               (PREFIX=/usr for Debian's paths; DESTDIR=... to stage)
@@ -41,6 +43,8 @@ bench: build
 	python3 bench/bench_sa.py --weft $(abspath $(BUILD))/app/weft \
 	  --sa-bench $(abspath $(BUILD))/bench/weft_sa_bench --flood $(abspath $(BUILD))/bench/weft_sa_flood
 	python3 bench/bench_roce.py --weft $(abspath $(BUILD))/app/weft
+	python3 bench/bench_rest.py --weft $(abspath $(BUILD))/app/weft --flood $(abspath $(BUILD))/bench/weft_sa_flood \
+	  --watch $(abspath $(BUILD))/bench/weft_pkey_watch
 
 install: build
 	cmake --install $(BUILD)

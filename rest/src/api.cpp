@@ -5,6 +5,8 @@
 #include <cctype>
 #include <charconv>
 #include <mutex>
+#include <set>
+#include <unordered_map>
 
 #include "handlers.hpp"
 #include "jobs.hpp"
@@ -17,6 +19,37 @@ using nlohmann::json;
 struct RouteStats {
   std::mutex mu;
   std::map<std::pair<std::string, int>, uint64_t> count;  // (METHOD pattern, status)
+};
+
+// Answers of the cacheable GETs for the current (snapshot, partitions) pair. The cache
+// holds that pair, so a newer snapshot cannot reuse its address. When a sweep
+// publishes a new snapshot, the first request for a key builds its answer anew while
+// the requests that come meanwhile get the previous snapshot's (a few milliseconds
+// old, as if they had come a little earlier); a partition change serves nothing old:
+// whoever changed one reads it back.
+struct ResponseCache {
+  static constexpr size_t kMaxBytes = 64u << 20;
+  using Entries = std::unordered_map<std::string, std::shared_ptr<const Response>>;
+  std::mutex mu;
+  std::shared_ptr<const sm::SubnetSnapshot> subnet;
+  std::shared_ptr<const sm::PartitionView> parts;
+  Entries entries, previous;
+  std::set<std::string> building;  // keys whose answer a request is making now
+  size_t bytes = 0;
+
+  void sync(const std::shared_ptr<const sm::SubnetSnapshot>& s,
+            const std::shared_ptr<const sm::PartitionView>& p) {
+    if (s == subnet && p == parts) return;
+    if (p == parts)
+      previous = std::move(entries);
+    else
+      previous.clear();
+    entries.clear();
+    building.clear();
+    bytes = 0;
+    subnet = s;
+    parts = p;
+  }
 };
 
 namespace {
@@ -93,9 +126,32 @@ void add_ufm_route(std::vector<Api::Route>& routes, std::string method, const st
 }
 
 Api::Api(Backend& b, Auth& auth, Jobs& jobs)
-    : b_(b), auth_(auth), jobs_(jobs), stats_(std::make_unique<RouteStats>()) {
+    : b_(b),
+      auth_(auth),
+      jobs_(jobs),
+      stats_(std::make_unique<RouteStats>()),
+      cache_(std::make_unique<ResponseCache>()) {
   register_native(routes_);
   register_ufm(routes_);
+  for (auto& r : routes_) {
+    static const std::set<std::string> kCacheable = {"/api/v1/nodes",
+                                                     "/api/v1/nodes/{guid}",
+                                                     "/api/v1/ports",
+                                                     "/api/v1/ports/{guid}/{num}",
+                                                     "/api/v1/links",
+                                                     "/api/v1/switches/{guid}/lft",
+                                                     "/api/v1/partitions",
+                                                     "/api/v1/partitions/{pkey}",
+                                                     "/ufmRest/resources/pkeys",
+                                                     "/ufmRest/resources/pkeys/{pkey}",
+                                                     "/ufmRest/resources/systems",
+                                                     "/ufmRest/resources/systems/{guid}",
+                                                     "/ufmRest/resources/ports",
+                                                     "/ufmRest/resources/links"};
+    std::string p = r.pattern;
+    if (p.rfind("/ufmRestV3/", 0) == 0) p = "/ufmRest/" + p.substr(11);
+    r.cacheable = r.method == "GET" && kCacheable.count(p);
+  }
   // /metrics needs the counters of the routes themselves.
   add_route(routes_, "GET", "/metrics", Role::kMonitor,
             "Prometheus text exposition of the SM's and the REST server's counters",
@@ -185,6 +241,46 @@ void Api::handle(const Request& req, Reply reply) {
           fmt::format("{} {} needs the {} role; {} is {}", route->method, route->pattern,
                       role_name(*route->role), id->user, role_name(id->role))));
     who = std::move(*id);
+  }
+  if (route->cacheable) {
+    // The key: the route and the query as sent (the handler reads nothing else).
+    std::string ckey = route->method + " " + route->pattern;
+    for (const auto& s : segs) ckey += "/" + s;
+    for (const auto& [k, v] : req.query) ckey += "&" + k + "=" + v;
+    auto pub = b_.published();
+    auto parts = b_.partitions();
+    std::shared_ptr<const Response> ready;
+    {
+      std::lock_guard lk(cache_->mu);
+      cache_->sync(pub->subnet, parts);
+      if (auto it = cache_->entries.find(ckey); it != cache_->entries.end()) {
+        ready = it->second;
+      } else if (auto old = cache_->previous.find(ckey);
+                 old != cache_->previous.end() && cache_->building.count(ckey)) {
+        ready = old->second;
+      } else {
+        cache_->building.insert(ckey);
+      }
+    }
+    if (ready) return counted(*ready);
+    counted = [this, ckey, pub, parts, counted = std::move(counted)](Response r) {
+      if (r.status == 200 && !r.shared_body) {
+        r.shared_body = std::make_shared<const std::string>(std::move(r.body));
+        r.body.clear();
+      }
+      {
+        std::lock_guard lk(cache_->mu);
+        if (cache_->subnet == pub->subnet && cache_->parts == parts) {
+          cache_->building.erase(ckey);
+          const size_t size = r.text().size();
+          if (r.status == 200 && cache_->bytes + size <= ResponseCache::kMaxBytes) {
+            cache_->bytes += size;
+            cache_->entries.emplace(ckey, std::make_shared<const Response>(r));
+          }
+        }
+      }
+      counted(std::move(r));
+    };
   }
   Ctx c{req, std::move(who), std::move(params), counted, b_, auth_, jobs_};
   try {

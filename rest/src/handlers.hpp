@@ -61,6 +61,9 @@ struct Api::Route {
   Handler handler;
   nlohmann::json doc = nlohmann::json::object();  // more OpenAPI: requestBody, responses
   std::vector<std::string> segments;              // the pattern split at '/'
+  // A GET whose answer depends only on the published subnet snapshot and partitions:
+  // answered from the response cache while both stay the same objects.
+  bool cacheable = false;
 };
 
 // Adds a route; UFM's routes are added under /ufmRest (Basic) and /ufmRestV3 (token).

@@ -1,5 +1,7 @@
 #include "jobs.hpp"
 
+#include "thread_priority.hpp"
+
 #include <fmt/format.h>
 #include <chrono>
 
@@ -54,6 +56,7 @@ std::optional<nlohmann::json> Jobs::status(const std::string& id) const {
 }
 
 void Jobs::run(std::stop_token st) {
+  lower_thread_priority(10);  // what-ifs and RoCE checks: whatever CPU the SM leaves
   while (true) {
     std::string id;
     std::function<Result<nlohmann::json>()> work;

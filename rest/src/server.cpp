@@ -8,10 +8,12 @@
 #include <cctype>
 #include <charconv>
 #include <condition_variable>
+#include <future>
 #include <mutex>
 #include <thread>
 
 #include "jobs.hpp"
+#include "thread_priority.hpp"
 #include "weft/log.hpp"
 
 namespace weft::rest {
@@ -200,6 +202,9 @@ struct RestServer::Impl {
   std::string url;
   std::function<void()> stopper;
   bool stopped = false;
+  static constexpr int kNice = 5;  // nice levels below the SM's, for the HTTP threads
+  boost::asio::io_context io;
+  std::vector<std::thread> threads;
 
   Impl(RestOptions o, Backend& b) : opts(std::move(o)), backend(b) {}
 
@@ -244,7 +249,12 @@ struct RestServer::Impl {
     out.append_header(restinio::http_field::content_type, resp.content_type);
     out.append_header(restinio::http_field::cache_control, "no-store");
     for (const auto& [k, v] : resp.headers) out.append_header(k, v);
-    if (!head) out.set_body(resp.body);
+    if (!head) {
+      if (resp.shared_body)
+        out.set_body(resp.shared_body);
+      else
+        out.set_body(resp.body);
+    }
     out.done();
   }
 
@@ -308,16 +318,40 @@ struct RestServer::Impl {
       if (ec) return fail(Errc::kIo, "rest_tls_key " + opts.tls_key + ": " + ec.message());
       s.tls_context(std::move(ctx));
     }
+    // Small answers go out at once (no Nagle wait for the last segment of a body).
+    s.socket_options_setter([](restinio::socket_options_t& so) {
+      so.set_option(restinio::asio_ns::ip::tcp::no_delay{true});
+    });
+    using Server = restinio::http_server_t<Traits>;
+    auto srv = std::make_shared<Server>(restinio::external_io_context(io), std::move(s));
+    // The server's threads run at a lower priority than the SM's loop: when the CPUs
+    // are busy, sweeps and SA answers go first.
+    for (size_t i = 0; i < opts.threads; ++i)
+      threads.emplace_back([this] {
+        lower_thread_priority(kNice);
+        auto guard = boost::asio::make_work_guard(io);
+        io.run();
+      });
+    std::promise<void> opened;
+    srv->open_async([&opened] { opened.set_value(); },
+                    [&opened](std::exception_ptr e) { opened.set_exception(e); });
     try {
-      auto srv = std::make_shared<restinio::running_server_handle_t<Traits>>(
-          restinio::run_async(restinio::own_io_context(), std::move(s), opts.threads));
-      stopper = [srv] {
-        (*srv)->stop();
-        (*srv)->wait();
-      };
+      opened.get_future().get();
     } catch (const std::exception& e) {
+      io.stop();
+      for (auto& t : threads) t.join();
+      threads.clear();
       return fail(Errc::kIo, "rest_listen " + opts.listen + ": " + e.what());
     }
+    stopper = [this, srv] {
+      std::promise<void> closed;
+      srv->close_async([&closed] { closed.set_value(); },
+                       [&closed](std::exception_ptr) { closed.set_value(); });
+      closed.get_future().wait();
+      io.stop();
+      for (auto& t : threads) t.join();
+      threads.clear();
+    };
     return {};
   }
 };

@@ -66,7 +66,16 @@ class SimBackend final : public rest::Backend {
   SimBackend(sm::SubnetManager& sm, sm::PartitionStore store) : sm_(sm), store_(std::move(store)) {
     publish();
   }
-  std::shared_ptr<const sm::Published> published() const override { return sm_.published(); }
+  std::shared_ptr<const sm::Published> published() const override {
+    if (on_published_) {
+      auto f = std::exchange(on_published_, {});
+      f();
+    }
+    return sm_.published();
+  }
+  // Runs `f` at the next published() call (once): a test's way into the middle of a
+  // request.
+  void on_next_published(std::function<void()> f) { on_published_ = std::move(f); }
   std::shared_ptr<const sm::PartitionView> partitions() const override {
     std::lock_guard lk(mu_);
     return view_;
@@ -139,6 +148,7 @@ class SimBackend final : public rest::Backend {
   std::vector<bool> sweeps_asked_;
   size_t changes_ = 0;
   bool fail_writes_ = false;
+  mutable std::function<void()> on_published_;
 };
 
 // A fabric brought up, and the API over it. Users: admin/adminpw (admin),
@@ -218,6 +228,10 @@ struct RestRig {
       got = std::move(r);
     });
     EXPECT_EQ(answers, 1) << method << " " << target;
+    if (got && got->shared_body) {
+      got->body = *got->shared_body;  // the tests read .body
+      got->shared_body.reset();
+    }
     return got ? *got : rest::Response{};
   }
   rest::Response admin(const std::string& m, const std::string& t, const std::string& b = "") {

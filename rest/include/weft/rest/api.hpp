@@ -43,7 +43,10 @@ struct Response {
   int status = 200;
   std::string content_type = "application/json";
   std::string body;
+  // A body shared with the response cache (then `body` is empty): sent without a copy.
+  std::shared_ptr<const std::string> shared_body;
   std::vector<std::pair<std::string, std::string>> headers;
+  const std::string& text() const { return shared_body ? *shared_body : body; }
   // A Server-Sent Events stream: the server keeps the connection and writes events
   // from `sse_after` on (the body is not sent).
   bool sse = false;
@@ -81,6 +84,8 @@ const char* role_name(Role r);
 
 // REST counters for /metrics: requests by route and status.
 struct RouteStats;
+// Answers of the cacheable GETs for the snapshot they were made from.
+struct ResponseCache;
 
 class Api {
  public:
@@ -101,6 +106,7 @@ class Api {
   Jobs& jobs_;
   std::vector<Route> routes_;
   std::unique_ptr<RouteStats> stats_;
+  std::unique_ptr<ResponseCache> cache_;
 };
 
 }  // namespace weft::rest
