@@ -17,8 +17,9 @@ PKGS=(
   ibsim-utils infiniband-diags opensm iproute2 redis-server redis-tools python3
   clang-format
   # the REST tests and benchmark: openssl (a test certificate, users' hashes as
-  # `openssl passwd -6` writes them), promtool (prometheus) to check /metrics, wrk
-  openssl prometheus wrk
+  # `openssl passwd -6` writes them), promtool (prometheus) to check /metrics, wrk,
+  # curl (make run prints curl lines, and its test runs them)
+  openssl prometheus wrk curl
   # the Debian package and its checks (make deb; systemd-analyze verify, which looks
   # the units' Documentation= pages up with man, and ExecReload's /bin/kill)
   debhelper dpkg-dev fakeroot help2man systemd man-db procps
