@@ -27,6 +27,16 @@ struct TlsTraits : public restinio::default_tls_traits_t {
   static constexpr bool use_connection_count_limiter = true;
 };
 
+// An io_context whose services can be shut down before it is destroyed. At stop, the
+// handlers still queued (connections waiting to read) must go while the server is
+// alive (each connection's limiter entry points into the acceptor), and the server
+// must go while the context's services exist (its strands unlink from them):
+// stop, join, shut_down(), destroy the server, then the context.
+class ServerIo : public boost::asio::io_context {
+ public:
+  void shut_down() { shutdown(); }
+};
+
 int hexval(char c) {
   if (c >= '0' && c <= '9') return c - '0';
   if (c >= 'a' && c <= 'f') return c - 'a' + 10;
@@ -193,6 +203,9 @@ class SsePusher {
 };
 
 struct RestServer::Impl {
+  // First, so destroyed last: the server (held by `stopper`) owns strands of it.
+  ServerIo io;
+  std::vector<std::thread> threads;
   RestOptions opts;
   Backend& backend;
   std::unique_ptr<Auth> auth;
@@ -203,8 +216,6 @@ struct RestServer::Impl {
   std::function<void()> stopper;
   bool stopped = false;
   static constexpr int kNice = 5;  // nice levels below the SM's, for the HTTP threads
-  boost::asio::io_context io;
-  std::vector<std::thread> threads;
 
   Impl(RestOptions o, Backend& b) : opts(std::move(o)), backend(b) {}
 
@@ -341,9 +352,11 @@ struct RestServer::Impl {
       io.stop();
       for (auto& t : threads) t.join();
       threads.clear();
+      io.shut_down();
+      srv.reset();
       return fail(Errc::kIo, "rest_listen " + opts.listen + ": " + e.what());
     }
-    stopper = [this, srv] {
+    stopper = [this, srv]() mutable {
       std::promise<void> closed;
       srv->close_async([&closed] { closed.set_value(); },
                        [&closed](std::exception_ptr) { closed.set_value(); });
@@ -351,6 +364,8 @@ struct RestServer::Impl {
       io.stop();
       for (auto& t : threads) t.join();
       threads.clear();
+      io.shut_down();  // the queued connections go now, the server next, the context last
+      srv.reset();
     };
     return {};
   }

@@ -14,6 +14,9 @@ import subprocess
 import sys
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import ibsim_bringup as b  # noqa: E402
+
 
 def main():
     ap = argparse.ArgumentParser()
@@ -24,7 +27,8 @@ def main():
     s.bind(("127.0.0.1", 0))
     port = s.getsockname()[1]
     s.close()
-    env = dict(os.environ, WEFT_REST_PORT=str(port))
+    # ASAN_OPTIONS: for a sanitizer build, under umad2sim's preload (see ibsim_bringup).
+    env = dict(os.environ, WEFT_REST_PORT=str(port), ASAN_OPTIONS=b.ASAN_OPTIONS)
     p = subprocess.Popen([os.path.join(a.root, "scripts", "run-on-ibsim.sh"), a.weft, "ft2:leaves=4,spines=2,hosts=2"],
                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
                          start_new_session=True)
