@@ -33,6 +33,11 @@ po::options_description sm_options() {
       "updn/dnup roots, one GUID per line (root_guid_file)")("lmc", po::value<std::string>(),
                                                              "LID mask control (lmc)")(
       "priority", po::value<std::string>(), "SMInfo priority (sm_priority)")(
+      "sm-key", po::value<std::string>(), "SMInfo SM_Key shared with the other SMs (sm_key)")(
+      "polling-timeout", po::value<std::string>(),
+      "ms between a standby's polls of the master (sminfo_polling_timeout)")(
+      "polling-retries", po::value<std::string>(),
+      "unanswered polls before a standby takes over (polling_retry_number)")(
       "dump-model", po::value<std::string>(),
       "after the bring-up, write the discovered model here");
   return o;
@@ -43,22 +48,26 @@ Result<config::Values> build_config(const po::variables_map& vm) {
   if (vm.count("config"))
     if (auto r = config::load_file(vm["config"].as<std::string>(), v); !r)
       return std::unexpected(r.error());
-  const std::pair<const char*, const char*> flags[] = {{"state-dir", "state_dir"},
-                                                       {"log-file", "log_file"},
-                                                       {"window", "max_wire_smps"},
-                                                       {"timeout", "transaction_timeout"},
-                                                       {"retries", "transaction_retries"},
-                                                       {"sweep-interval", "sweep_interval"},
-                                                       {"routing-engine", "routing_engine"},
-                                                       {"lmc", "lmc"},
-                                                       {"priority", "sm_priority"},
-                                                       {"guid", "guid"},
-                                                       {"rest", "rest_listen"},
-                                                       {"rest-users", "rest_users_file"},
-                                                       {"rest-tls-cert", "rest_tls_cert"},
-                                                       {"rest-tls-key", "rest_tls_key"},
-                                                       {"root-guids", "root_guid_file"},
-                                                       {"torus-config", "torus_config"}};
+  const std::pair<const char*, const char*> flags[] = {
+      {"state-dir", "state_dir"},
+      {"log-file", "log_file"},
+      {"window", "max_wire_smps"},
+      {"timeout", "transaction_timeout"},
+      {"retries", "transaction_retries"},
+      {"sweep-interval", "sweep_interval"},
+      {"routing-engine", "routing_engine"},
+      {"lmc", "lmc"},
+      {"priority", "sm_priority"},
+      {"sm-key", "sm_key"},
+      {"polling-timeout", "sminfo_polling_timeout"},
+      {"polling-retries", "polling_retry_number"},
+      {"guid", "guid"},
+      {"rest", "rest_listen"},
+      {"rest-users", "rest_users_file"},
+      {"rest-tls-cert", "rest_tls_cert"},
+      {"rest-tls-key", "rest_tls_key"},
+      {"root-guids", "root_guid_file"},
+      {"torus-config", "torus_config"}};
   for (auto [flag, key] : flags)
     if (vm.count(flag))
       if (auto r = config::set(v, key, vm[flag].as<std::string>(), std::string("--") + flag); !r)
@@ -136,6 +145,9 @@ Result<sm::SmOptions> sm_opts(const config::Values& v) {
   o.lmc = static_cast<uint8_t>(v.get_int("lmc"));
   o.routing_engine = v.get_str("routing_engine");
   o.sm_priority = static_cast<uint8_t>(v.get_int("sm_priority"));
+  o.sm_key = std::strtoull(v.get_str("sm_key").c_str(), nullptr, 0);
+  o.sminfo_polling_timeout_ms = static_cast<uint32_t>(v.get_int("sminfo_polling_timeout"));
+  o.polling_retry_number = static_cast<int>(v.get_int("polling_retry_number"));
   o.max_op_vls = static_cast<uint8_t>(v.get_int("max_op_vls"));
   o.subnet_timeout = static_cast<uint8_t>(v.get_int("subnet_timeout"));
   auto parts = load_partition_file(v);

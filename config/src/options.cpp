@@ -31,7 +31,15 @@ std::vector<OptionSpec> build_table() {
       {"sweep_interval", Type::kInt, "10", 0, 86400, true,
        "seconds between light sweeps (0 = none)"},
       {"lmc", Type::kInt, "0", 0, 7, false, "LID mask control: 2^lmc LIDs per CA port"},
-      {"sm_priority", Type::kInt, "0", 0, 15, true, "SMInfo priority"},
+      {"sm_priority", Type::kInt, "0", 0, 15, true,
+       "SMInfo priority: of two SMs the higher is master (equal: the lower port GUID)"},
+      {"sm_key", Type::kString, "0x0000000000000001", 0, 0, false,
+       "SMInfo:SM_Key, shared by the SMs of one subnet (OpenSM's default 1; an SM answering "
+       "with another key is ignored)"},
+      {"sminfo_polling_timeout", Type::kInt, "10000", 100, 3600000, true,
+       "ms between a standby's polls of the master's SMInfo"},
+      {"polling_retry_number", Type::kInt, "4", 0, 1000, true,
+       "unanswered polls in a row after which a standby takes over"},
       {"routing_engine", Type::kString, "minhop", 0, 0, true,
        "routing engines, a fallback chain: ftree,updn,minhop"},
       {"torus_config", Type::kString, "", 0, 0, true,
@@ -182,12 +190,14 @@ Result<void> check_value(const OptionSpec& o, std::string_view name, const std::
       return fail(Errc::kInvalidInput,
                   origin + ": " + n + " wants TRUE or FALSE, got \"" + value + "\"");
   }
-  if (name == "guid") {
+  if (name == "guid" || name == "sm_key") {
     char* end = nullptr;
+    errno = 0;
     (void)std::strtoull(value.c_str(), &end, 0);
-    if (value.empty() || *end)
+    if (value.empty() || *end || errno == ERANGE || value.front() == '-')
       return fail(Errc::kInvalidInput,
-                  origin + ": guid wants a number like 0x0002c90300001001, got \"" + value + "\"");
+                  origin + ": " + n + " wants a 64-bit number like 0x0002c90300001001, got \"" +
+                      value + "\"");
   }
   if (name == "part_enforce" && value != "in" && value != "out" && value != "both" &&
       value != "off")
@@ -220,7 +230,6 @@ const std::vector<ForeignOption>& opensm_only_options() {
       {"m_key_lease_period", "0"},
       {"m_key_protection_level", "0"},
       {"m_key_lookup", "TRUE"},
-      {"sm_key", "0x0000000000000001"},
       {"sa_key", "0x0000000000000001"},
       {"subnet_prefix", "0xfe80000000000000"},
       {"lmc_esp0", "FALSE"},
@@ -266,8 +275,6 @@ const std::vector<ForeignOption>& opensm_only_options() {
       {"sa_db_file", "(null)"},
       {"sa_db_dump", "FALSE"},
       {"ignore_other_sm", "FALSE"},
-      {"sminfo_polling_timeout", "10000"},
-      {"polling_retry_number", "4"},
       {"honor_guid2lid_file", "FALSE"},
       {"max_wire_smps2", "4"},
       {"max_smps_timeout", "600000"},

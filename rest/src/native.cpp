@@ -106,12 +106,35 @@ void get_sm(Ctx& c) {
               {"sm", p->versions.sm}}},
             {"mads",
              {{"sent", p->mad.sent},
+              {"sets", p->mad.sets},
               {"retried", p->mad.retried},
               {"timed_out", p->mad.timed_out},
               {"error_status", p->mad.error_status},
               {"malformed", p->mad.malformed},
               {"unmatched", p->mad.unmatched}}}};
   if (p->options) j["routing_engine"] = p->options->routing_engine;
+  j["master"] = p->master_guid.value ? json{{"guid", guid_hex(p->master_guid.value)},
+                                            {"lid", p->master_lid.value},
+                                            {"name", p->master_name},
+                                            {"self", p->master_guid == p->guid}}
+                                     : json(nullptr);
+  json sms = json::array();
+  for (const auto& r : p->sms) {
+    json one = {{"guid", guid_hex(r.guid.value)},
+                {"lid", r.lid.value},
+                {"name", r.name},
+                {"answered", r.answered},
+                {"sm_key_matches", r.key_ok}};
+    if (r.answered) {
+      one["state"] = sm::sm_state_name(r.info.state);
+      one["priority"] = r.info.priority;
+      one["act_count"] = r.info.act_count;
+    } else {
+      one["error"] = r.error;
+    }
+    sms.push_back(std::move(one));
+  }
+  j["other_sms"] = std::move(sms);
   j["last_sweep"] = p->report ? report_json(*p->report) : json(nullptr);
   c.ok(j);
 }
@@ -770,7 +793,9 @@ void register_native(std::vector<Api::Route>& r) {
               c.fail({503, "unhealthy", why});
             });
   add_route(r, "GET", "/api/v1/sm", kMon,
-            "the SM: state, priority, GUID, LID, sweeps, the last sweep's report, routing", get_sm);
+            "the SM: state (MASTER, STANDBY, ...), priority, GUID, LID, the master, the other SMs "
+            "seen, sweeps, the last sweep's report, routing",
+            get_sm);
   add_route(
       r, "GET", "/api/v1/nodes", kMon, "nodes (paged), ?type=switch|ca|router", get_nodes,
       {{"query",

@@ -259,7 +259,16 @@ SimFabric::Outcome SimFabric::process(const MadBuf& req, NodeIndex sm_node, Port
   }
   if (dead_[n]) return out;
   SmpData data = s.data;
-  uint16_t status = handle(s, n, in_port, data);
+  uint16_t status = 0;
+  if (auto a = agents_.find({n, f_.node(n).is_switch() ? PortNum(0) : in_port});
+      a != agents_.end() && (s.attr_id == kAttrSmInfo || s.method == kMethodTrap)) {
+    auto r = a->second(s);
+    if (!r || s.method == kMethodTrap) return out;
+    status = r->status;
+    data = r->data;
+  } else {
+    status = handle(s, n, in_port, data);
+  }
   Smp r = s;
   r.method = kMethodGetResp;
   r.direction = true;
@@ -267,6 +276,11 @@ SimFabric::Outcome SimFabric::process(const MadBuf& req, NodeIndex sm_node, Port
   r.data = data;
   out.reply = encode_smp(r);
   return out;
+}
+
+void SimFabric::attach_sm(NodeIndex n, PortNum p, SmAgent agent) {
+  f_.node(n).ports.at(p).attrs.capability_mask |= kCapIsSm;
+  agents_[{n, p}] = std::move(agent);
 }
 
 uint16_t SimFabric::handle(const Smp& s, NodeIndex n, PortNum in_port, SmpData& data) {

@@ -81,7 +81,7 @@ Result<void> Guid2Lid::save(const std::string& path) const {
   return write_file_durably(path, text);
 }
 
-Result<LidAssignment> assign_lids(fabric::Fabric& f, Guid2Lid& db, uint8_t lmc) {
+Result<LidAssignment> assign_lids(fabric::Fabric& f, Guid2Lid& db, uint8_t lmc, bool fabric_first) {
   if (lmc > 7) return fail(Errc::kInvalidInput, "LMC " + std::to_string(lmc) + " > 7");
   const uint16_t span = static_cast<uint16_t>(1u << lmc);
   struct Slot {
@@ -98,8 +98,11 @@ Result<LidAssignment> assign_lids(fabric::Fabric& f, Guid2Lid& db, uint8_t lmc) 
   }
   std::vector<uint8_t> used(size_t(Lid::kMaxUnicast) + 2,
                             0);  // 1 = taken now, 2 = reserved by file
-  for (const auto& [g, l] : db.entries())
-    for (uint16_t k = 0; k < span && l.value + k <= Lid::kMaxUnicast; ++k) used[l.value + k] = 2;
+  auto reserve_file = [&] {
+    for (const auto& [g, l] : db.entries())
+      for (uint16_t k = 0; k < span && l.value + k <= Lid::kMaxUnicast; ++k)
+        if (used[l.value + k] == 0) used[l.value + k] = 2;
+  };
   LidAssignment out;
   auto aligned = [&](uint16_t l) {
     return (l & (span - 1)) == 0 && l + span - 1 <= Lid::kMaxUnicast;
@@ -114,25 +117,41 @@ Result<LidAssignment> assign_lids(fabric::Fabric& f, Guid2Lid& db, uint8_t lmc) 
     out.top = std::max<uint16_t>(out.top, static_cast<uint16_t>(l + span - 1));
     s.done = true;
   };
-  // 1. the state file
-  for (auto& s : slots) {
-    auto it = db.entries().find(s.guid);
-    if (it == db.entries().end()) continue;
-    uint16_t l = it->second.value;
-    if (!aligned(l) || used[l] == 1) continue;
-    take(s, l);
-    ++out.from_file;
-  }
-  // 2. what the fabric holds, when valid, unique and not reserved for another GUID
-  for (auto& s : slots) {
-    if (s.done || !s.current.is_unicast()) continue;
-    uint16_t l = s.current.value;
-    if (!aligned(l)) continue;
-    bool free = true;
-    for (uint16_t k = 0; k < span; ++k) free = free && used[l + k] == 0;
-    if (!free) continue;
-    take(s, l);
-    ++out.from_fabric;
+  // The state file's LIDs.
+  auto from_file = [&] {
+    for (auto& s : slots) {
+      if (s.done) continue;
+      auto it = db.entries().find(s.guid);
+      if (it == db.entries().end()) continue;
+      uint16_t l = it->second.value;
+      if (!aligned(l) || used[l] == 1) continue;
+      take(s, l);
+      ++out.from_file;
+    }
+  };
+  // What the fabric holds, when valid, unique and not reserved for another GUID.
+  auto from_fabric = [&] {
+    for (auto& s : slots) {
+      if (s.done || !s.current.is_unicast()) continue;
+      uint16_t l = s.current.value;
+      if (!aligned(l)) continue;
+      bool free = true;
+      for (uint16_t k = 0; k < span; ++k) free = free && used[l + k] == 0;
+      if (!free) continue;
+      take(s, l);
+      ++out.from_fabric;
+    }
+  };
+  // 1. the state file, 2. the fabric; or, taking over from another master, the other
+  // way round: the fabric's LIDs are the ones in use.
+  if (fabric_first) {
+    from_fabric();
+    reserve_file();
+    from_file();
+  } else {
+    reserve_file();
+    from_file();
+    from_fabric();
   }
   // 3. the lowest free LIDs
   uint32_t next = span;  // LID 0 is reserved; with LMC the first aligned base is `span`

@@ -430,6 +430,20 @@ SmpData encode_lft_block(const LftBlock& b) {
 
 // --- SMInfo ------------------------------------------------------------------------------
 
+const char* sm_state_name(SmState s) {
+  switch (s) {
+    case SmState::kNotActive:
+      return "NOTACTIVE";
+    case SmState::kDiscovering:
+      return "DISCOVERING";
+    case SmState::kStandby:
+      return "STANDBY";
+    case SmState::kMaster:
+      return "MASTER";
+  }
+  return "UNKNOWN";
+}
+
 SmInfo decode_sm_info(const SmpData& d) {
   SmInfo s;
   s.guid = Guid{get64(d, IB_SMINFO_GUID_F)};

@@ -18,6 +18,7 @@ void MadEngine::set_options(EngineOptions o) {
 
 void MadEngine::submit(SmpRequest req, Completion done) {
   ++stats_.submitted;
+  if (req.method == kMethodSet) ++stats_.sets;
   pending_.push_back(Entry{std::move(req), std::move(done), 0});
   if (kick_ && !kicked_) {
     kicked_ = true;
@@ -106,7 +107,7 @@ void MadEngine::expire(TimePoint now) {
     if (it == wire_.end()) continue;  // answered already
     Entry e = std::move(it->second);
     wire_.erase(it);
-    if (e.attempts <= opts_.retries) {
+    if (e.attempts <= retries_of(e.req)) {
       ++stats_.retried;
       WEFT_LOG(Debug, "MAD-0001") << attr_name(e.req.attr_id) << " to " << e.req.target()
                                   << ": no reply, retry " << e.attempts;
@@ -144,7 +145,7 @@ void MadEngine::handle(const InMad& in) {
     if (it == wire_.end()) return;
     Entry e = std::move(it->second);
     wire_.erase(it);
-    if (e.attempts <= opts_.retries) {
+    if (e.attempts <= retries_of(e.req)) {
       ++stats_.retried;
       pending_.push_front(std::move(e));
     } else {

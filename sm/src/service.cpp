@@ -22,7 +22,8 @@ SmService::SmService(Transport& t, SmOptions o, PartitionStore store, EventLog& 
       events_(events),
       opts_(std::move(so)),
       interval_(io_),
-      stats_(io_) {
+      stats_(io_),
+      poll_(io_) {
   sm_.set_driver(driver_);
   sm_.on_event([this](const SmEvent& e) { on_sm_event(e); });
   publish_partitions();
@@ -52,6 +53,7 @@ void SmService::stop() {
     WEFT_LOG(Info, "APP-0002") << "stopping";
     interval_.cancel();
     stats_.cancel();
+    poll_.cancel();
     events_.stop();
     // A sweep under way is abandoned where it waits; the loop ends here.
     io_.stop();
@@ -82,8 +84,10 @@ int SmService::run() {
 
 void SmService::on_sm_event(const SmEvent& e) {
   events_.append(e.type, e.data);
-  // A trap is acted on when it arrives: no polling slice between it and its sweep.
+  // A trap is acted on when it arrives: no polling slice between it and its sweep. So
+  // is another SM's HANDOVER or DISCOVER.
   if (e.type == "trap") request_sweep(true);
+  if (e.type == "sm_control" && e.data.value("sweep", false)) request_sweep(true);
 }
 
 void SmService::request_sweep(bool heavy) {
@@ -116,9 +120,17 @@ void SmService::sweep_now(bool heavy) {
       return stop();
     }
     if (r->heavy && opts_.on_heavy_sweep) opts_.on_heavy_sweep(*r, sm_.mad_stats());
+    const bool master = r->sm_state == SmState::kMaster && !sm_.polling();
     if (opts_.once) {
-      exit_ = r->subnet_up ? 0 : 1;
+      exit_ = r->subnet_up || !master ? 0 : 1;
       return stop();
+    }
+    if (!master) {
+      // STANDBY polls the master; a master waiting for another's HANDOVER polls it;
+      // NOTACTIVE waits for a master's STANDBY.
+      retry_ = std::chrono::seconds(1);
+      arm_poll(std::chrono::milliseconds(sm_.options().sminfo_polling_timeout_ms));
+      return maybe_sweep();
     }
     if (!r->subnet_up) {
       // A sweep that ended with failures is tried again soon, backing off to the
@@ -134,6 +146,25 @@ void SmService::sweep_now(bool heavy) {
     retry_ = std::chrono::seconds(1);
     arm_interval();
     maybe_sweep();
+  });
+}
+
+void SmService::arm_poll(std::chrono::milliseconds after) {
+  if (!sm_.polling()) return;
+  poll_.expires_after(after);
+  poll_.async_wait([this](const boost::system::error_code& ec) {
+    if (ec) return;
+    // One poll every sminfo_polling_timeout ms, each timed from the previous one's
+    // start: a master gone is noticed polling_retry_number + 1 periods after its last
+    // answer, plus one transaction_timeout.
+    const auto period = std::chrono::milliseconds(sm_.options().sminfo_polling_timeout_ms);
+    const auto started = std::chrono::steady_clock::now();
+    sm_.poll_master([this, period, started](bool gone) {
+      if (gone) return request_sweep(true);
+      const auto spent = std::chrono::duration_cast<std::chrono::milliseconds>(
+          std::chrono::steady_clock::now() - started);
+      arm_poll(period > spent ? period - spent : std::chrono::milliseconds(0));
+    });
   });
 }
 

@@ -44,20 +44,6 @@ void add_problem(SweepReport& rep, std::string s, const char* id) {
   rep.problems.push_back(std::move(s));
 }
 
-const char* sm_state_name(SmState s) {
-  switch (s) {
-    case SmState::kNotActive:
-      return "NOTACTIVE";
-    case SmState::kDiscovering:
-      return "DISCOVERING";
-    case SmState::kStandby:
-      return "STANDBY";
-    case SmState::kMaster:
-      return "MASTER";
-  }
-  return "UNKNOWN";
-}
-
 SubnetManager::SubnetManager(Transport& t, SmOptions o)
     : t_(t),
       opts_(std::move(o)),
@@ -67,7 +53,8 @@ SubnetManager::SubnetManager(Transport& t, SmOptions o)
       ports_(std::make_unique<PortProgrammer>(eng_, opts_)),
       lfts_(std::make_unique<LftProgrammer>(eng_)),
       tables_(std::make_unique<DeviceTables>(eng_, opts_, *ports_, *lfts_)),
-      mc_(std::make_unique<MulticastProgrammer>(eng_)) {
+      mc_(std::make_unique<MulticastProgrammer>(eng_)),
+      role_(SmRole::Config{opts_.sm_key, opts_.sm_priority, t.local_port().port_guid}) {
   eng_.on_unsolicited([this](const Smp& s, const InMad& in) { on_unsolicited(s, in); });
   eng_.on_sa([this](const InMad& in) { serve_sa(in); });
   started_unix_s_ = std::chrono::duration_cast<std::chrono::seconds>(
@@ -86,6 +73,7 @@ const McDb& SubnetManager::multicast() const {
 void SubnetManager::set_options(SmOptions o) {
   opts_ = std::move(o);  // the programmers hold a reference to opts_
   eng_.set_options(opts_.engine);
+  role_.configure({opts_.sm_key, opts_.sm_priority, role_.config().guid});
   opts_shared_ = std::make_shared<const SmOptions>(opts_);
   publish();
 }
@@ -101,12 +89,21 @@ void SubnetManager::start_sweep(bool heavy, SweepDone done) {
     done(fail(Errc::kUnsupported, "a sweep is already under way"));
     return;
   }
+  if (role_.state() == SmState::kNotActive) {
+    SweepReport rep;
+    rep.sm_state = SmState::kNotActive;
+    rep.reason = "NOTACTIVE: a master's SMInfo DISABLE stopped this SM (a STANDBY wakes it)";
+    done(rep);
+    return;
+  }
   run_ = std::make_shared<SweepRun>();
   done_ = std::move(done);
   run_->t0 = std::chrono::steady_clock::now();
   // A bring-up that did not complete is retried in full: nothing may have changed that
-  // a switch would report, yet ports are not ACTIVE or tables not written.
-  light_ = !heavy && snapshot_ && !trap_seen_ && last_report_ && last_report_->subnet_up;
+  // a switch would report, yet ports are not ACTIVE or tables not written. Only a
+  // master sweeps light; any other state reads the fabric and its SMs.
+  light_ = !heavy && snapshot_ && !trap_seen_ && last_report_ && last_report_->subnet_up &&
+           role_.state() == SmState::kMaster;
   publish();
   if (light_)
     phase_light_check();
@@ -149,18 +146,45 @@ void SubnetManager::phase_light_check() {
     eng_.submit(SmpRequest::get(kAttrSwitchInfo, 0, p), [changed](Result<Smp> r) {
       if (!r || decode_switch_info(r->data).port_state_change) *changed = true;
     });
-  driver_->when_idle([this, changed](Result<void> pumped) {
-    if (!pumped) return finish_run(std::unexpected(pumped.error()));
-    if (*changed) {
-      WEFT_LOG(Info, "SM-0030") << "light sweep: a switch reports a port change; full sweep";
-      light_ = false;
-      return phase_discover();
-    }
-    ++light_sweeps_;
-    SweepReport rep = *last_report_;
-    rep.heavy = false;
-    finish_run(rep);
-  });
+  // The other SMs, as OpenSM's light sweep polls them: one that became master, or now
+  // outranks this one, calls for a heavy sweep (a handover either way).
+  auto seen = std::make_shared<std::vector<RemoteSm>>(sms_);
+  for (size_t i = 0; i < seen->size(); ++i) {
+    SmpRequest req = SmpRequest::get(kAttrSmInfo, 0, (*seen)[i].path);
+    req.data = encode_sm_info(role_.self(act_count(), true));
+    req.retries = 0;
+    eng_.submit(req, [this, seen, i, changed](Result<Smp> r) {
+      RemoteSm& sm = (*seen)[i];
+      const bool was = sm.answered && sm.key_ok;
+      sm.answered = r.has_value();
+      if (!r) {
+        sm.error = r.error().message;
+        return;
+      }
+      sm.info = decode_sm_info(r->data);
+      sm.key_ok = opts_.sm_key == 0 || sm.info.sm_key == opts_.sm_key;
+      if (sm.key_ok && sm.info.guid == sm.guid &&
+          (sm.info.state == SmState::kMaster ||
+           sm_outranks(sm.info.priority, sm.guid, opts_.sm_priority, sm_guid_) || !was))
+        *changed = true;
+    });
+  }
+  driver_->when_idle(
+      [this, changed, seen](Result<void> pumped) {
+        if (!pumped) return finish_run(std::unexpected(pumped.error()));
+        sms_ = *seen;
+        if (*changed) {
+          WEFT_LOG(Info, "SM-0030")
+              << "light sweep: a switch reports a port change, or another SM changed; full sweep";
+          light_ = false;
+          return phase_discover();
+        }
+        ++light_sweeps_;
+        SweepReport rep = *last_report_;
+        rep.heavy = false;
+        rep.sms = sms_;
+        finish_run(rep);
+      });
 }
 
 void SubnetManager::phase_discover() {
@@ -198,6 +222,8 @@ void SubnetManager::phase_lids(Result<void> pumped) {
   for (auto& p : d.problems) rep.problems.push_back(p);
   const auto& dn = d.fabric.node(d.local_node);
   sm_guid_ = dn.is_switch() ? dn.ports[0].guid : dn.ports[d.local_port].guid;
+  // The LID the port holds; the LID assignment sets it again when this SM is master.
+  sm_lid_ = dn.is_switch() ? dn.ports[0].attrs.lid : dn.ports[d.local_port].attrs.lid;
   for (const auto& n : d.fabric.nodes()) {
     if (n.is_switch())
       ++rep.switches;
@@ -211,9 +237,140 @@ void SubnetManager::phase_lids(Result<void> pumped) {
                             << rep.routers << " routers, " << rep.links << " links with " << d.smps
                             << " SMPs in " << static_cast<long>(rep.ms_discovery) << " ms";
 
+  role_.configure({opts_.sm_key, opts_.sm_priority, sm_guid_});
+  // Every other SM port on the subnet (CapabilityMask.IsSM): its SMInfo decides
+  // whether this SM is master (IBTA 14.4.1).
+  run.sms.clear();
+  for (NodeIndex n = 0; n < d.fabric.size(); ++n) {
+    const auto& nd = d.fabric.node(n);
+    for (PortNum p = nd.is_switch() ? 0 : 1; p <= (nd.is_switch() ? 0 : nd.num_ports); ++p) {
+      if (p >= d.port_read[n].size() || !d.port_read[n][p]) continue;
+      const auto& port = nd.ports[p];
+      if (!(port.attrs.capability_mask & kCapIsSm) || port.guid == sm_guid_) continue;
+      if (!nd.is_switch() && !port.linked()) continue;
+      RemoteSm r;
+      r.guid = port.guid;
+      r.lid = port.attrs.lid;
+      r.path = dr_path_to(d, n, p);
+      r.name = fabric::port_ref(d.fabric, n, p);
+      run.sms.push_back(std::move(r));
+    }
+  }
+  const SmInfo mine = role_.self(act_count(), true);
+  for (size_t i = 0; i < run.sms.size(); ++i) {
+    auto keep = run_;
+    // The Get presents this SM's SMInfo and SM_Key: another weft answers it with its
+    // key only when ours matches.
+    SmpRequest req = SmpRequest::get(kAttrSmInfo, 0, run.sms[i].path);
+    req.data = encode_sm_info(mine);
+    eng_.submit(req, [this, keep, i](Result<Smp> r) {
+      RemoteSm& sm = keep->sms[i];
+      if (!r) {
+        sm.error = r.error().message;
+        return;
+      }
+      sm.answered = true;
+      sm.info = decode_sm_info(r->data);
+      sm.key_ok = opts_.sm_key == 0 || sm.info.sm_key == opts_.sm_key;
+      if (sm.info.guid != sm.guid) {
+        sm.answered = false;
+        sm.error = "its SMInfo names port " + hex_guid(sm.info.guid.value);
+      }
+    });
+  }
+  next_phase(&SubnetManager::phase_role);
+}
+
+void SubnetManager::phase_role(Result<void> pumped) {
+  SweepRun& run = *run_;
+  if (!pumped) return finish_run(std::unexpected(pumped.error()));
+  for (const auto& sm : run.sms) {
+    if (!sm.answered)
+      WEFT_LOG(Warn, "SM-0040") << "SM port " << sm.name << " (" << hex_guid(sm.guid.value)
+                                << ") did not answer SMInfo: " << sm.error;
+    else if (!sm.key_ok)
+      WEFT_LOG(Warn, "SM-0041") << "SM " << sm.name << " (" << hex_guid(sm.guid.value)
+                                << ") answers with SM_Key " << hex_guid(sm.info.sm_key)
+                                << ", not ours: ignored";
+    else
+      WEFT_LOG(Info, "SM-0042") << "SM " << sm.name << " (" << hex_guid(sm.guid.value)
+                                << "): " << sm_state_name(sm.info.state) << ", priority "
+                                << int(sm.info.priority) << ", ActCount " << sm.info.act_count;
+  }
+  sms_ = run.sms;
+  run.rep.sms = run.sms;
+  const SmState was = role_.state();
+  run.decision = role_.after_discovery(run.sms);
+  const auto& dec = run.decision;
+  switch (dec.kind) {
+    case SmRole::Decision::kStandby:
+      if (was != SmState::kStandby) send_trap144(*dec.peer);
+      return finish_standby(dec.why);
+    case SmRole::Decision::kHandover: {
+      WEFT_LOG(Info, "SM-0043") << "handing mastership over: " << dec.why;
+      SmpRequest req = SmpRequest::set(kAttrSmInfo, uint32_t(SmControl::kHandover), dec.peer->path,
+                                       encode_sm_info(role_.self(act_count(), true)));
+      auto ok = std::make_shared<std::optional<Error>>();
+      eng_.submit(req, [ok](Result<Smp> r) {
+        if (!r) *ok = r.error();
+      });
+      run.handover_error = ok;
+      return next_phase(&SubnetManager::phase_handover);
+    }
+    case SmRole::Decision::kWaitForHandover:
+      WEFT_LOG(Warn, "SM-0044") << dec.why << "; programming nothing meanwhile";
+      send_trap144(*dec.peer);
+      return finish_standby(dec.why);
+    case SmRole::Decision::kMaster:
+      break;
+  }
+  if (was != SmState::kMaster) WEFT_LOG(Info, "SM-0045") << "entering MASTER state: " << dec.why;
+  phase_assign_lids();
+}
+
+void SubnetManager::phase_handover(Result<void> pumped) {
+  SweepRun& run = *run_;
+  if (!pumped) return finish_run(std::unexpected(pumped.error()));
+  if (*run.handover_error) {
+    add_problem(run.rep,
+                "HANDOVER to " + run.decision.peer->name +
+                    " failed: " + (*run.handover_error)->message + "; staying master",
+                "SM-0046");
+    return phase_assign_lids();
+  }
+  role_.handover_sent(*run.decision.peer);
+  finish_standby("handed over to " + run.decision.peer->name + ": " + run.decision.why);
+}
+
+void SubnetManager::finish_standby(const std::string& why) {
+  SweepRun& run = *run_;
+  SweepReport& rep = run.rep;
+  rep.sm_state = role_.state();
+  rep.reason = std::string(sm_state_name(role_.state())) + ": " + why;
+  rep.subnet_up = false;
+  rep.ms_total = ms_since(run.t0);
+  WEFT_LOG(Info, "SM-0047") << rep.reason << "; this SM programs nothing";
+  last_report_ = std::make_shared<const SweepReport>(rep);
+  ++heavy_sweeps_;
+  emit("sweep_finished", {{"heavy", true},
+                          {"subnet_up", false},
+                          {"ms", rep.ms_total},
+                          {"sm_state", sm_state_name(role_.state())},
+                          {"problems", rep.problems.size()}});
+  finish_run(rep);
+}
+
+void SubnetManager::phase_assign_lids() {
+  SweepRun& run = *run_;
+  SweepReport& rep = run.rep;
+  const Discovered& d = run.d;
   run.phase_start = std::chrono::steady_clock::now();
   run.target = d.fabric;
-  auto la = assign_lids(run.target, db_, opts_.lmc);
+  // Out of standby (a takeover or a handover), the LIDs the ports hold win over this
+  // SM's own state file: the master it replaces may have assigned them.
+  const bool fabric_first = role_.coming_out_of_standby();
+  role_.clear_coming_out_of_standby();
+  auto la = assign_lids(run.target, db_, opts_.lmc, fabric_first);
   if (!la) {
     rep.reason = la.error().message;
     WEFT_LOG(Error, "SM-0004") << "LID assignment failed: " << rep.reason;
@@ -547,11 +704,21 @@ void SubnetManager::publish() {
     p->multicast = old->multicast;
   else
     p->multicast = std::make_shared<const std::vector<McGroup>>(std::move(groups));
-  p->state = snapshot_ ? SmState::kMaster : SmState::kDiscovering;
+  p->state = role_.state();
   p->priority = opts_.sm_priority;
   p->guid = sm_guid_;
   p->lid = sm_lid_;
-  p->act_count = act_count_;
+  p->act_count = act_count();
+  if (role_.state() == SmState::kMaster && !role_.polled()) {
+    p->master_guid = sm_guid_;
+    p->master_lid = sm_lid_;
+    p->master_name = "this SM";
+  } else if (role_.polled()) {
+    p->master_guid = role_.polled()->guid;
+    p->master_lid = role_.polled()->lid;
+    p->master_name = role_.polled()->name;
+  }
+  p->sms = sms_;
   p->heavy_sweeps = heavy_sweeps_;
   p->light_sweeps = light_sweeps_;
   p->sweeping = run_ != nullptr;
@@ -603,7 +770,7 @@ void SubnetManager::serve_sa(const InMad& in) {
   for (const auto& [mlid, g] : mc_->groups().groups()) groups_before.push_back(g.mgid);
   ctx.sm_guid = sm_guid_;
   ctx.sm_priority = opts_.sm_priority;
-  ctx.sm_act_count = act_count_;
+  ctx.sm_act_count = act_count();
   ctx.qos = opts_.qos.enabled;
   auto ans = sa_.answer(std::span<const uint8_t>(in.mad.data(), in.len), ctx);
   if (!ans) return;
@@ -642,24 +809,139 @@ void SubnetManager::on_unsolicited(const Smp& s, const InMad& in) {
     return;
   }
   if (s.method != kMethodGet && s.method != kMethodSet) return;  // nothing else is for us
+  if (s.attr_id == kAttrSmInfo) return on_sm_info(s, in);
   Smp resp = s;
   resp.method = kMethodGetResp;
   resp.direction = true;
-  if (s.attr_id == kAttrSmInfo) {
-    SmInfo si;
-    si.guid = sm_guid_;
-    si.act_count = ++act_count_;
-    si.priority = opts_.sm_priority;
-    si.state = snapshot_ ? SmState::kMaster : SmState::kDiscovering;
-    resp.data = encode_sm_info(si);
-    resp.status = 0;
-  } else {
-    resp.status = 0x000C;  // method/attribute combination not supported
-  }
+  resp.status = 0x000C;  // method/attribute combination not supported
   SendAddr to = s.mgmt_class == kClassSmiDirect ? SendAddr::directed() : SendAddr::lid(in.slid);
   if (auto r = t_.send(encode_smp(resp), to); !r)
     WEFT_LOG(Warn, "SM-0021") << "answer to " << attr_name(s.attr_id)
                               << " query failed: " << r.error().message;
+}
+
+void SubnetManager::on_sm_info(const Smp& s, const InMad& in) {
+  const SmInfo req = decode_sm_info(s.data);
+  const SmState was = role_.state();
+  auto a = role_.on_request(s.method, s.attr_mod, req, act_count());
+  if (!a.log.empty()) {
+    if (a.status)
+      WEFT_LOG(Warn, "SM-0048") << a.log;
+    else
+      WEFT_LOG(Info, "SM-0049") << a.log;
+  }
+  Smp resp = s;
+  resp.method = kMethodGetResp;
+  resp.direction = true;
+  resp.status = a.status;
+  resp.data = encode_sm_info(a.info);
+  SendAddr to = s.mgmt_class == kClassSmiDirect ? SendAddr::directed() : SendAddr::lid(in.slid);
+  if (auto r = t_.send(encode_smp(resp), to); !r)
+    WEFT_LOG(Warn, "SM-0021") << "answer to SMInfo " << (s.method == kMethodSet ? "Set" : "Get")
+                              << " failed: " << r.error().message;
+  if (s.method != kMethodSet || a.status) return;
+  if (a.acknowledge) {
+    // The old master hears that its HANDOVER was taken: SMInfo Set ACKNOWLEDGE, sent as
+    // the standby this SM was when the HANDOVER came (IBTA 14.4.1).
+    SmInfo ack = role_.self(act_count(), true);
+    ack.state = SmState::kStandby;
+    std::optional<SmpRequest> req_ack;
+    for (const auto& r : sms_)
+      if (r.guid == req.guid && !r.path.ports.empty())
+        req_ack = SmpRequest::set(kAttrSmInfo, uint32_t(SmControl::kAcknowledge), r.path,
+                                  encode_sm_info(ack));
+    if (!req_ack && in.slid.is_unicast()) {
+      req_ack =
+          SmpRequest::set(kAttrSmInfo, uint32_t(SmControl::kAcknowledge), {}, encode_sm_info(ack));
+      req_ack->directed = false;
+      req_ack->dlid = in.slid;
+    }
+    if (req_ack)
+      eng_.submit(*req_ack, [g = req.guid](Result<Smp> r) {
+        if (!r)
+          WEFT_LOG(Warn, "SM-0050")
+              << "ACKNOWLEDGE to " << hex_guid(g.value) << " failed: " << r.error().message;
+      });
+  }
+  if (a.sweep) trap_seen_ = true;  // the service sweeps at once
+  emit("sm_control", {{"control", sm_control_name(s.attr_mod)},
+                      {"from", hex_guid(req.guid.value)},
+                      {"state", sm_state_name(role_.state())},
+                      {"was", sm_state_name(was)},
+                      {"sweep", a.sweep}});
+  publish();
+}
+
+void SubnetManager::send_trap144(const RemoteSm& to) {
+  // Trap 144 (local changes: IsSM now set) to the master, so that it sweeps, finds this
+  // SM and hands over if this one outranks it (OpenSM does the same on entering
+  // STANDBY).
+  if (!to.lid.is_unicast() || !sm_lid_.is_unicast()) return;
+  Smp t;
+  t.mgmt_class = kClassSmiLid;
+  t.method = kMethodTrap;
+  t.attr_id = kAttrNotice;
+  t.tid = 0x7e000000ull | (eng_.stats().sent & 0xffffff);
+  SmpData& d = t.data;
+  d[0] = 0x80 | 4;  // IsGeneric, Type 4 (informational)
+  d[1] = 0;
+  d[2] = 0;
+  d[3] = 1;  // ProducerType: channel adapter
+  d[4] = 144 >> 8;
+  d[5] = 144 & 0xff;
+  d[6] = uint8_t(sm_lid_.value >> 8);  // IssuerLID
+  d[7] = uint8_t(sm_lid_.value);
+  // DataDetails from byte 10: reserved(16), LIDAddr(16), reserved(15), LocalChanges(1),
+  // CapabilityMask(32), reserved(10), ChangeFlags(6), CapabilityMask2(16).
+  d[12] = uint8_t(sm_lid_.value >> 8);
+  d[13] = uint8_t(sm_lid_.value);
+  const uint32_t cap = kCapIsSm;
+  d[16] = uint8_t(cap >> 24);
+  d[17] = uint8_t(cap >> 16);
+  d[18] = uint8_t(cap >> 8);
+  d[19] = uint8_t(cap);
+  if (auto r = t_.send(encode_smp(t), SendAddr::lid(to.lid)); !r)
+    WEFT_LOG(Warn, "SM-0051") << "trap 144 to the master at LID " << to.lid.value
+                              << " failed: " << r.error().message;
+  else
+    WEFT_LOG(Info, "SM-0052") << "trap 144 sent to SM " << to.name << " at LID " << to.lid.value;
+}
+
+void SubnetManager::poll_master(std::function<void(bool)> done) {
+  const auto& polled = role_.polled();
+  if (!polled || run_) return done(false);
+  SmpRequest req = SmpRequest::get(kAttrSmInfo, 0, polled->path);
+  req.data = encode_sm_info(role_.self(act_count(), true));
+  req.retries = 0;  // the polls are the retries: polling_retry_number of them
+  const Guid want = polled->guid;
+  eng_.submit(req, [this, want, done = std::move(done)](Result<Smp> r) {
+    std::optional<SmInfo> info;
+    if (r) {
+      info = decode_sm_info(r->data);
+      if (info->guid != want || (opts_.sm_key != 0 && info->sm_key != opts_.sm_key)) info.reset();
+    }
+    const SmState was = role_.state();
+    const auto name = role_.polled() ? role_.polled()->name : std::string();
+    const auto lower_master = role_.polled();
+    const int failed_before = role_.failed_polls();
+    const bool gone = role_.poll_result(info, opts_.polling_retry_number);
+    if (!gone && was == SmState::kMaster && info && lower_master) send_trap144(*lower_master);
+    if (!info)
+      WEFT_LOG(Warn, "SM-0053") << "SM " << name << " did not answer its poll ("
+                                << failed_before + 1 << " in a row): "
+                                << (r ? std::string("wrong GUID or SM_Key") : r.error().message);
+    if (gone) {
+      WEFT_LOG(Warn, "SM-0054") << "SM " << name
+                                << (was == SmState::kStandby ? " is gone: taking over"
+                                                             : " no longer a master: programming");
+      trap_seen_ = true;
+      emit("sm_lost", {{"sm", name}, {"state", sm_state_name(role_.state())}});
+    }
+    publish();
+    done(gone);
+  });
+  // In place with the SyncDriver (tests); the daemon's loop runs the completion.
+  if (driver_ == &sync_driver_) sync_driver_.when_idle([](Result<void>) {});
 }
 
 }  // namespace weft::sm

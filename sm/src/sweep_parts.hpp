@@ -37,6 +37,9 @@ struct SweepRun {
   std::vector<std::vector<PortInfo>> after;  // [node][port]: PortInfo as the last Set left it
   SweepReport rep;
   uint64_t partition_generation = 0;  // of the policy this sweep applies
+  std::vector<RemoteSm> sms;          // the other SM ports found, with their SMInfo
+  SmRole::Decision decision;
+  std::shared_ptr<std::optional<Error>> handover_error;  // the HANDOVER's failure, if any
 };
 
 // PortInfo: LIDs, SM LID, neighbour MTU, operational VLs, P_Key enforcement on switch

@@ -10,6 +10,7 @@
 //   sim.lft(switch_index)[lid];   // what the SM programmed
 #pragma once
 
+#include <functional>
 #include <map>
 #include <optional>
 #include <vector>
@@ -72,6 +73,17 @@ class SimFabric {
   // what was really programmed rather than what the SM meant to write.
   routing::Tables held_tables() const;
 
+  // Another SM at end port (n, p): it answers the SMInfo SMPs and receives the traps
+  // that reach that port (as ibsim hands them to the SM client there), and its port
+  // advertises IsSM. `agent` returns the reply (status, SMInfo payload), or nullopt
+  // for none (an SM that has died).
+  struct AgentReply {
+    uint16_t status = 0;
+    sm::SmpData data{};
+  };
+  using SmAgent = std::function<std::optional<AgentReply>(const sm::Smp& req)>;
+  void attach_sm(fabric::NodeIndex n, PortNum p, SmAgent agent);
+
   // Faults.
   void set_unresponsive(fabric::NodeIndex n, bool on) { dead_.at(n) = on ? 1 : 0; }
   // Takes a link down (both ends DOWN, switches flag a port state change).
@@ -107,6 +119,7 @@ class SimFabric {
   std::vector<std::vector<PortExtras>> extras_;                     // [node][port]
   std::vector<std::vector<std::vector<uint16_t>>> mft_;  // [switch][position][MLID - 0xC000]
   std::map<uint16_t, size_t> sets_;
+  std::map<std::pair<fabric::NodeIndex, PortNum>, SmAgent> agents_;
 };
 
 }  // namespace weft::simulator

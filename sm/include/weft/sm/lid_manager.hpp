@@ -45,7 +45,11 @@ struct LidAssignment {
 };
 
 // Assigns a LID to every LID-holding port of `f` (switch port 0, linked CA and
-// router ports), writing it into the port attributes, and records each in `db`.
-Result<LidAssignment> assign_lids(fabric::Fabric& f, Guid2Lid& db, uint8_t lmc);
+// router ports), writing it into the port attributes, and records each in `db`. A
+// port keeps its LID from `db`, else the one it holds if free, else gets the lowest
+// free one; `fabric_first` (an SM taking over from another master) puts what the
+// ports hold before `db`.
+Result<LidAssignment> assign_lids(fabric::Fabric& f, Guid2Lid& db, uint8_t lmc,
+                                  bool fabric_first = false);
 
 }  // namespace weft::sm

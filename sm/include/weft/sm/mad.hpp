@@ -68,6 +68,7 @@ struct SmpRequest {
   DrPath path;
   Lid dlid;
   SmpData data{};
+  int retries = -1;  // attempts after a timeout; -1: the engine's transaction_retries
 
   static SmpRequest get(uint16_t attr, uint32_t mod, const DrPath& p) {
     SmpRequest r;
@@ -199,6 +200,7 @@ LftBlock decode_lft_block(const SmpData& d);
 SmpData encode_lft_block(const LftBlock& b);
 
 enum class SmState : uint8_t { kNotActive = 0, kDiscovering = 1, kStandby = 2, kMaster = 3 };
+const char* sm_state_name(SmState s);  // "MASTER", ...
 struct SmInfo {
   Guid guid;
   uint64_t sm_key = 0;

@@ -31,6 +31,7 @@ struct EngineOptions {
 
 struct EngineStats {
   uint64_t submitted = 0;
+  uint64_t sets = 0;  // of them SubnSet requests: what changes a device (or another SM)
   uint64_t sent = 0;  // MADs put on the wire, retries included
   uint64_t retried = 0;
   uint64_t completed_ok = 0;
@@ -78,6 +79,7 @@ class MadEngine {
   bool idle() const { return pending_.empty() && wire_.empty(); }
 
  private:
+  int retries_of(const SmpRequest& r) const { return r.retries >= 0 ? r.retries : opts_.retries; }
   struct Entry {
     SmpRequest req;
     Completion done;

@@ -2,8 +2,10 @@
 // SubnetManager and everything that reaches it: MADs (through the AsioDriver's reader
 // thread), the engine's timeouts, the sweep timer, and commands posted from other
 // threads (the REST server, signals). It decides when to sweep: at start; at once on
-// a trap (heavy); every sweep_interval seconds (light); on request. One sweep at a
-// time: what is asked for during one runs right after it.
+// a trap (heavy) or another SM's HANDOVER; every sweep_interval seconds (light, as
+// master); on request. One sweep at a time: what is asked for during one runs right
+// after it. A standby polls its master every sminfo_polling_timeout ms instead, and
+// sweeps to take over when it is gone.
 //
 //   SmService svc(transport, sm_options, std::move(store), events, {.sweep_interval = 10s});
 //   std::thread rest([&] { serve_rest(svc, ...); });   // reads svc.published(), posts commands
@@ -64,6 +66,7 @@ class SmService {
   void maybe_sweep();
   void sweep_now(bool heavy);
   void arm_interval();
+  void arm_poll(std::chrono::milliseconds after);
   void apply_options(SmOptions o);
   void publish_partitions();
 
@@ -73,7 +76,7 @@ class SmService {
   PartitionStore store_;
   EventLog& events_;
   ServiceOptions opts_;
-  boost::asio::steady_timer interval_, stats_;
+  boost::asio::steady_timer interval_, stats_, poll_;
   std::optional<bool> wanted_;  // a sweep asked for (true: heavy) while one ran
   std::optional<std::pair<SmOptions, std::chrono::seconds>> pending_reload_;
   std::atomic<std::shared_ptr<const PartitionView>> partitions_;

@@ -22,6 +22,7 @@
 #include "weft/sm/mad_engine.hpp"
 #include "weft/sm/multicast.hpp"
 #include "weft/sm/sa_stats.hpp"
+#include "weft/sm/sm_role.hpp"
 
 namespace weft::sm {
 
@@ -52,6 +53,10 @@ struct SweepReport {
   bool heavy = true;                                 // false: a light sweep found nothing changed
   bool subnet_up = false;
   std::string reason;  // why not, when !subnet_up
+  // The SM's state when the sweep ended: STANDBY (or NOTACTIVE) sweeps only read, and
+  // `reason` says which SM is master; `sms` are the other SMs the sweep found.
+  SmState sm_state = SmState::kMaster;
+  std::vector<RemoteSm> sms;
 };
 
 // What the last sweep produced: the fabric it found and what weft programmed into it.
@@ -76,8 +81,6 @@ struct SubnetSnapshot {
   Guid sm_guid;  // the SM's port GUID
 };
 
-const char* sm_state_name(SmState s);  // "MASTER", ...
-
 struct SmOptions;
 
 // A change counter per collection, as UFM's app/versioning: each moves when a sweep
@@ -96,6 +99,12 @@ struct Published {
   Guid guid;  // the SM's port
   Lid lid;
   uint32_t act_count = 0;
+  // The master as this SM sees it (itself when master), and the other SMs the last
+  // heavy sweep found.
+  Guid master_guid;
+  Lid master_lid;
+  std::string master_name;
+  std::vector<RemoteSm> sms;
   uint64_t heavy_sweeps = 0, light_sweeps = 0;
   bool sweeping = false;
   // Partition policy generations: the latest accepted, and the latest whose P_Key

@@ -37,6 +37,7 @@
 #include "weft/sm/lid_manager.hpp"
 #include "weft/sm/mad_engine.hpp"
 #include "weft/sm/sa.hpp"
+#include "weft/sm/sm_role.hpp"
 #include "weft/sm/snapshot.hpp"
 
 namespace weft::sm {
@@ -49,6 +50,9 @@ struct SmOptions {
   std::vector<Guid> roots;                  // updn/dnup roots (root_guid_file); empty = detect
   std::optional<routing::TorusSpec> torus;  // dor's shape (torus_config)
   uint8_t sm_priority = 0;
+  uint64_t sm_key = 1;                         // SMInfo:SM_Key (OpenSM's default, so they agree)
+  uint32_t sminfo_polling_timeout_ms = 10000;  // a standby polls its master this often
+  int polling_retry_number = 4;                // unanswered polls before a standby takes over
   uint8_t max_op_vls = 5;       // OpenSM's max_op_vls: 1=VL0 2=VL0-1 3=VL0-3 4=VL0-7 5=VL0-14
   uint8_t subnet_timeout = 18;  // OpenSM's subnet_timeout (4.096 us * 2^x)
   // Partitions (partition_config_file, merged with those made over REST); nullopt: no
@@ -108,8 +112,16 @@ class SubnetManager {
   [[nodiscard]] Result<SweepReport> light_sweep();
   // With the SyncDriver: serves MADs addressed to the SM for `d` (SMInfo, traps, SA).
   [[nodiscard]] Result<void> serve_for(Duration d);
-  // A trap asked for a heavy sweep.
+  // A trap, or another SM's SMInfo Set (HANDOVER, DISCOVER), asked for a heavy sweep.
   bool needs_sweep() const { return trap_seen_; }
+  // The SMInfo state: MASTER programs; STANDBY polls the master (poll_master) and
+  // sweeps only to read; NOTACTIVE does nothing until a master sends STANDBY.
+  SmState sm_state() const { return role_.state(); }
+  // One poll of the SM this one watches (STANDBY: the master; MASTER: a lower master
+  // that has yet to hand over). `done(true)`: it is gone (or yielded), a heavy sweep
+  // is due.
+  void poll_master(std::function<void(bool)> done);
+  bool polling() const { return role_.polled().has_value(); }
 
   // On the SM's own thread: what the SA answers from.
   std::shared_ptr<const SubnetSnapshot> snapshot() const { return snapshot_; }
@@ -125,6 +137,9 @@ class SubnetManager {
   // The phases of a heavy sweep, in order; each waits for the previous one's MADs.
   void phase_discover();
   void phase_lids(Result<void> pumped);
+  void phase_role(Result<void> pumped);
+  void phase_handover(Result<void> pumped);
+  void phase_assign_lids();
   void phase_route();
   void phase_program();
   void phase_tables(Result<void> pumped);
@@ -138,6 +153,10 @@ class SubnetManager {
   void next_phase(void (SubnetManager::*phase)(Result<void>));
 
   void on_unsolicited(const Smp& s, const InMad& in);
+  void on_sm_info(const Smp& s, const InMad& in);
+  void finish_standby(const std::string& why);
+  void send_trap144(const RemoteSm& to);
+  uint32_t act_count() const { return static_cast<uint32_t>(eng_.stats().sent); }
   void serve_sa(const InMad& in);
   void send_reports(uint16_t trap, const Gid& gid);
   void emit(std::string type, nlohmann::json data);
@@ -157,7 +176,8 @@ class SubnetManager {
   Guid2Lid db_;
   bool db_loaded_ = false;
   bool trap_seen_ = false;
-  uint32_t act_count_ = 0;
+  SmRole role_;
+  std::vector<RemoteSm> sms_;  // the other SMs the last heavy sweep found
   Lid sm_lid_;
   Guid sm_guid_;
   std::shared_ptr<const SubnetSnapshot> snapshot_;
