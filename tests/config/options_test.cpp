@@ -39,9 +39,10 @@ TEST(Options, ErrorsNameFileLineAndWhat) {
             "a.conf:1: \"sweep_interval\" has no value");
   EXPECT_EQ(load_text("lmc 1 2\n", "a.conf", v).error().message,
             "a.conf:1: lmc wants an integer, got \"1 2\"");
-  EXPECT_NE(
-      load_text("guid zz\n", "a.conf", v).error().message.find("a.conf:1: guid wants a 64-bit number"),
-      std::string::npos);
+  EXPECT_NE(load_text("guid zz\n", "a.conf", v)
+                .error()
+                .message.find("a.conf:1: guid wants a 64-bit number"),
+            std::string::npos);
   EXPECT_EQ(load_file("/no/such/weft.conf", v).error().code, Errc::kIo);
 }
 
