@@ -52,7 +52,10 @@ Result<void> SimTransport::send(const MadBuf& mad, const SendAddr& to) {
     responses_.push_back(mad);
     return {};
   }
-  if (mad[3] == kMethodTrapRepress) return {};
+  if (mad[3] == kMethodTrapRepress) {
+    represses_.push_back({mad, to});
+    return {};
+  }
   ++requests_;
   std::uniform_real_distribution<double> u(0.0, 1.0);
   if (o_.drop_rate > 0 && u(rng_) < o_.drop_rate) return {};

@@ -240,10 +240,59 @@ TEST(BringUp, AnswersSmInfoAndNoticesTraps) {
   trap.mgmt_class = kClassSmiLid;
   trap.method = kMethodTrap;
   trap.attr_id = kAttrNotice;
+  trap.tid = 0x4242;
+  trap.data[0] = 0x81;  // generic, type 1 (urgent)
+  trap.data[4] = 0;     // trap 128
+  trap.data[5] = 128;
   in.mad = encode_smp(trap);
   t.inject(in);
   ASSERT_TRUE(sm.serve_for(std::chrono::milliseconds(10)));
   EXPECT_TRUE(sm.needs_sweep());
+  // Every trap is repressed (IBTA 13.4.8.2): the same TID and Notice, back to its sender,
+  // or the SMA repeats it.
+  ASSERT_EQ(t.represses().size(), 1u);
+  auto rp = decode_smp(t.represses()[0].mad.data(), kMadSize);
+  ASSERT_TRUE(rp);
+  EXPECT_EQ(rp->method, kMethodTrapRepress);
+  EXPECT_EQ(rp->tid, 0x4242u);
+  EXPECT_EQ(rp->attr_id, kAttrNotice);
+  EXPECT_EQ(rp->data[5], 128);
+  EXPECT_EQ(t.represses()[0].to.dlid, Lid{3});
+}
+
+TEST(BringUp, NeighbourMtuAndOperationalVlsAreTheLesserOfBothEnds) {
+  ScratchDir dir;
+  SimFabric sim = sim_of("ft2:leaves=2,spines=1,hosts=2");
+  // One host can do MTU 1024 and VL0-1 only; the switch port facing it more.
+  auto& model = sim.model();
+  const auto h = *model.find_by_name("h0-1");
+  auto& hp = model.node(h).ports[1];
+  hp.attrs.mtu_cap = 3;
+  hp.attrs.vl_cap = 2;
+  SimTransport t(sim, {});
+  auto o = opts(dir);
+  SubnetManager sm(t, o);
+  auto rep = sm.sweep();
+  ASSERT_TRUE(rep);
+  EXPECT_TRUE(rep->subnet_up) << rep->reason;
+  const auto& sw = model.node(hp.peer).ports[hp.peer_port].attrs;
+  EXPECT_EQ(sw.mtu_cap, 4);
+  EXPECT_EQ(hp.attrs.neighbor_mtu, 3);
+  EXPECT_EQ(sw.neighbor_mtu, 3);
+  EXPECT_EQ(hp.attrs.oper_vls, 2);
+  EXPECT_EQ(sw.oper_vls, 2);
+  // Elsewhere both ends do 2048 and VL0-7; max_op_vls caps what is used.
+  const auto& other = model.node(*model.find_by_name("h0-0")).ports[1].attrs;
+  EXPECT_EQ(other.neighbor_mtu, 4);
+  EXPECT_EQ(other.oper_vls, 4);
+  ScratchDir dir2;
+  SimFabric sim2 = sim_of("ft2:leaves=2,spines=1,hosts=2");
+  SimTransport t2(sim2, {});
+  auto o2 = opts(dir2);
+  o2.max_op_vls = 2;
+  SubnetManager sm2(t2, o2);
+  ASSERT_TRUE(sm2.sweep());
+  EXPECT_EQ(sim2.model().node(*sim2.model().find_by_name("h0-0")).ports[1].attrs.oper_vls, 2);
 }
 
 TEST(BringUp, LinkFailureIsFoundByALightSweepAndRoutedAround) {

@@ -52,6 +52,12 @@ class SimTransport final : public sm::Transport {
   const std::vector<GsiAnswer>& gsi_answers() const { return gsi_; }
   void clear_gsi_answers() { gsi_.clear(); }
   uint64_t requests_seen() const { return requests_; }
+  // The TrapRepresses the SM sent, and where to.
+  struct Sent {
+    sm::MadBuf mad;
+    sm::SendAddr to;
+  };
+  const std::vector<Sent>& represses() const { return represses_; }
   sm::ManualClock& manual_clock() { return clock_; }
   PortNum port() const { return port_; }
 
@@ -73,6 +79,7 @@ class SimTransport final : public sm::Transport {
   std::function<void(sm::MadBuf&)> mangle_;
   std::vector<sm::MadBuf> responses_;
   std::vector<GsiAnswer> gsi_;
+  std::vector<Sent> represses_;
 };
 
 }  // namespace weft::simulator
