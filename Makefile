@@ -6,8 +6,9 @@
 #               weft's SMP windows), routing quality, routing at scale (radix-56 tree,
 #               OpenSM's minhop beside it), SA; weft roce check on 2,000 switches and
 #               50,000 hosts; the REST API under wrk, idle and during sweeps, and what its
-#               load does to bring-up and the SA. Every figure in README.md comes from
-#               here (about 55 min).
+#               load does to bring-up and the SA; failover (kill -9 of the master) weft
+#               beside weft and OpenSM beside OpenSM. Every figure in README.md comes
+#               from here (about 60 min).
 #   make asan   the same tests under AddressSanitizer + UBSan
 #   make install  install weft, /etc/weft/weft.conf, the systemd units and weft.8
 #               (PREFIX=/usr for Debian's paths; DESTDIR=... to stage)
@@ -45,6 +46,7 @@ bench: build
 	python3 bench/bench_roce.py --weft $(abspath $(BUILD))/app/weft
 	python3 bench/bench_rest.py --weft $(abspath $(BUILD))/app/weft --flood $(abspath $(BUILD))/bench/weft_sa_flood \
 	  --watch $(abspath $(BUILD))/bench/weft_pkey_watch
+	python3 bench/bench_failover.py --weft $(abspath $(BUILD))/app/weft
 
 install: build
 	cmake --install $(BUILD)

@@ -32,6 +32,12 @@ ACTIVE, answers SMInfo as the master SM and serves SubnAdm (SA) queries. Then it
 sweeps again on every trap and every sweep_interval seconds, writing only what
 differs from what the devices hold.
 
+Beside other SMs (weft or OpenSM, sharing sm_key): a running master, or an SM of
+higher sm_priority (equal: the lower port GUID), makes weft a STANDBY that writes
+nothing and polls the master's SMInfo every sminfo_polling_timeout ms; after
+polling_retry_number + 1 unanswered polls it takes over, keeping the LIDs the
+ports hold. A master hands over to a higher SM it finds (SMInfo HANDOVER).
+
 Options come from the defaults, then --config FILE (opensm.conf syntax: one
 "key value" per line, OpenSM's option names; /etc/weft/weft.conf lists every
 option with its default), then the flags below, which win. An OpenSM option weft

@@ -439,10 +439,12 @@ uint16_t SimFabric::port_info(bool set, NodeIndex n, PortNum in_port, uint32_t m
         a.state = PortState::kInit;  // link retrains
       } else if (want == PortState::kArmed) {
         if (a.state != PortState::kInit && a.state != PortState::kArmed) return kStatusInvalid;
+        if (d_.strict_state_steps && a.state == PortState::kArmed) return kStatusInvalid;
         a.state = PortState::kArmed;
       } else if (want == PortState::kActive) {
         const auto& peer = f_.node(port.peer).ports[port.peer_port].attrs;
         if (a.state != PortState::kArmed && a.state != PortState::kActive) return kStatusInvalid;
+        if (d_.strict_state_steps && a.state == PortState::kActive) return kStatusInvalid;
         if (peer.state != PortState::kArmed && peer.state != PortState::kActive)
           return kStatusInvalid;
         a.state = PortState::kActive;

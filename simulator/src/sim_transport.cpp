@@ -61,6 +61,7 @@ Result<void> SimTransport::send(const MadBuf& mad, const SendAddr& to) {
   if (o_.drop_rate > 0 && u(rng_) < o_.drop_rate) return {};
   auto out = sim_.process(mad, o_.attach, port_, to.dlid);
   if (!out.reply) return {};
+  if (o_.reply_drop_rate > 0 && u(rng_) < o_.reply_drop_rate) return {};
   Duration lat = o_.hop_latency * (2 * out.hops + 1);
   if (o_.delay_rate > 0 && u(rng_) < o_.delay_rate) lat += o_.delay;
   InMad in;

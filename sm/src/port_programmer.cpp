@@ -104,17 +104,57 @@ void PortProgrammer::configure(SweepRun& run, Lid sm_lid) {
       want.attrs.speed_enabled = 0;  // no change
       eng_.submit(SmpRequest::set(kAttrPortInfo, p, dr_path_to(d, n, p), encode_port_info(want)),
                   [this, &run, n, p, want, pkey](Result<Smp> r) {
-                    if (!r) {
-                      add_problem(run.rep, "PortInfo Set on " + fabric::port_ref(run.target, n, p) +
-                                               ": " + r.error().message);
-                      return;
-                    }
-                    ++run.rep.portinfo_sets;
-                    run.after[n][p] = decode_port_info(r->data);
-                    note_ignored(run.target, n, p, pkey, want, run.after[n][p], run.rep);
+                    auto ok = [this, &run, n, p, want, pkey](const PortInfo& got) {
+                      ++run.rep.portinfo_sets;
+                      run.after[n][p] = got;
+                      note_ignored(run.target, n, p, pkey, want, got, run.rep);
+                    };
+                    if (r) return ok(decode_port_info(r->data));
+                    confirm(run, n, p, want, r.error(), "PortInfo Set", ok);
                   });
     }
   }
+}
+
+// Did the port take the Set whose answer failed? A reply lost on the way back leaves
+// the port moved (ibsim then refuses the resend: the port is already there, status
+// 0x1C). So read it back: what the Set asked for is what it holds, or it is not.
+bool PortProgrammer::took(const PortInfo& want, const PortInfo& got) {
+  const auto& w = want.attrs;
+  const auto& g = got.attrs;
+  if (w.state == PortState::kArmed && g.state != PortState::kArmed && g.state != PortState::kActive)
+    return false;
+  if (w.state == PortState::kActive && g.state != PortState::kActive) return false;
+  if (w.neighbor_mtu && g.neighbor_mtu != w.neighbor_mtu) return false;
+  if (w.oper_vls && g.oper_vls != w.oper_vls) return false;
+  return g.lid == w.lid && g.sm_lid == w.sm_lid && g.lmc == w.lmc;
+}
+
+void PortProgrammer::confirm(SweepRun& run, NodeIndex n, PortNum p, const PortInfo& want,
+                             const Error& why, const char* what,
+                             std::function<void(const PortInfo&)> ok) {
+  eng_.submit(SmpRequest::get(kAttrPortInfo, p, dr_path_to(run.d, n, p)),
+              [this, &run, n, p, want, why, what, ok = std::move(ok)](Result<Smp> r) {
+                const std::string port = fabric::port_ref(run.target, n, p);
+                if (r) {
+                  PortInfo got = decode_port_info(r->data);
+                  // A switch port's LID fields are port 0's: only state and link fields count.
+                  PortInfo cmp = want;
+                  if (run.target.node(n).is_switch() && p != 0) {
+                    cmp.attrs.lid = got.attrs.lid;
+                    cmp.attrs.sm_lid = got.attrs.sm_lid;
+                    cmp.attrs.lmc = got.attrs.lmc;
+                  }
+                  if (took(cmp, got)) {
+                    WEFT_LOG(Info, "SM-0014")
+                        << what << " on " << port << " failed (" << why.message
+                        << ") but the port holds what it asked for";
+                    return ok(got);
+                  }
+                }
+                add_problem(run.rep, std::string(what) + " on " + port + ": " + why.message +
+                                         (r ? "" : "; reading it back: " + r.error().message));
+              });
 }
 
 void PortProgrammer::note_ignored(const fabric::Fabric& f, NodeIndex n, PortNum p, uint64_t key,
@@ -153,14 +193,13 @@ void PortProgrammer::activate(SweepRun& run) {
       want.attrs.speed_enabled = 0;
       eng_.submit(
           SmpRequest::set(kAttrPortInfo, p, dr_path_to(run.d, n, p), encode_port_info(want)),
-          [&run, n, p](Result<Smp> r) {
-            if (!r) {
-              add_problem(run.rep, "PortInfo Set ACTIVE on " + fabric::port_ref(run.target, n, p) +
-                                       ": " + r.error().message);
-              return;
-            }
-            ++run.rep.ports_activated;
-            run.after[n][p] = decode_port_info(r->data);
+          [this, &run, n, p, want](Result<Smp> r) {
+            auto ok = [&run, n, p](const PortInfo& got) {
+              ++run.rep.ports_activated;
+              run.after[n][p] = got;
+            };
+            if (r) return ok(decode_port_info(r->data));
+            confirm(run, n, p, want, r.error(), "PortInfo Set ACTIVE", ok);
           });
     }
   }

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -58,6 +59,9 @@ class PortProgrammer {
 
  private:
   static uint64_t port_key(const fabric::Fabric& f, fabric::NodeIndex n, PortNum p);
+  static bool took(const PortInfo& want, const PortInfo& got);
+  void confirm(SweepRun& run, fabric::NodeIndex n, PortNum p, const PortInfo& want,
+               const Error& why, const char* what, std::function<void(const PortInfo&)> ok);
   void note_ignored(const fabric::Fabric& f, fabric::NodeIndex n, PortNum p, uint64_t key,
                     const PortInfo& want, const PortInfo& got, SweepReport& rep);
   MadEngine& eng_;

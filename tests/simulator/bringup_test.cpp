@@ -129,6 +129,28 @@ TEST(BringUpFaults, LostSmpsAreRetried) {
   EXPECT_TRUE(readback(sim).ok());
 }
 
+TEST(BringUpFaults, AStateChangeWhoseReplyWasLostIsReadBackNotFailed) {
+  // As on ibsim: the port moved, its reply was lost, and the resent Set is refused
+  // (the port is already there). The SM reads the port back and carries on.
+  for (double loss : {0.05, 0.2}) {
+    ScratchDir dir;
+    auto f = make_fabric("ft2:leaves=6,spines=3,hosts=4");
+    ASSERT_TRUE(f);
+    SimFabric sim(std::move(*f), SimDefaults{.strict_state_steps = true});
+    SimTransport t(sim, {.reply_drop_rate = loss, .seed = 11});
+    auto o = opts(dir);
+    o.engine.retries = 6;
+    SubnetManager sm(t, o);
+    auto rep = sm.sweep();
+    ASSERT_TRUE(rep);
+    EXPECT_TRUE(rep->subnet_up) << loss << ": " << rep->reason;
+    EXPECT_EQ(rep->ports_active, rep->ports_linked) << loss;
+    for (const auto& p : rep->problems)
+      EXPECT_EQ(p.find("PortInfo Set"), std::string::npos) << loss << ": " << p;
+    EXPECT_TRUE(readback(sim).ok()) << loss;
+  }
+}
+
 TEST(BringUpFaults, LateRepliesAreIgnored) {
   ScratchDir dir;
   SimFabric sim = sim_of("ft2:leaves=4,spines=2,hosts=2");

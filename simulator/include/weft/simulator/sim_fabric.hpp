@@ -30,6 +30,9 @@ struct SimDefaults {
   // switches filter inbound and outbound).
   uint16_t partition_enforce_cap = 64;
   uint8_t vl_arb_cap = 8;  // entries of each VL arbitration table (ibsim: 8)
+  // As ibsim: a PortInfo Set moves PortState one step and refuses (status 0x1C) a move to
+  // the state the port already holds, so the resend of a Set whose reply was lost fails.
+  bool strict_state_steps = false;
 };
 
 class SimFabric {

@@ -21,8 +21,9 @@ struct SimTransportOptions {
   fabric::NodeIndex attach = 0;  // the SM's node
   PortNum port = 0;              // its port; 0 = the first linked port (0 on a switch)
   sm::Duration hop_latency = std::chrono::microseconds(1);
-  double drop_rate = 0.0;   // share of requests lost (0..1)
-  double delay_rate = 0.0;  // share of replies delayed by `delay`
+  double drop_rate = 0.0;        // share of requests lost (0..1)
+  double reply_drop_rate = 0.0;  // share of replies lost after the device acted (0..1)
+  double delay_rate = 0.0;       // share of replies delayed by `delay`
   sm::Duration delay = std::chrono::milliseconds(150);
   uint64_t seed = 1;
 };
