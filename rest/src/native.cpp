@@ -111,7 +111,8 @@ void get_sm(Ctx& c) {
               {"timed_out", p->mad.timed_out},
               {"error_status", p->mad.error_status},
               {"malformed", p->mad.malformed},
-              {"unmatched", p->mad.unmatched}}}};
+              {"unmatched", p->mad.unmatched},
+              {"unserved_dropped", p->mad.unserved}}}};
   if (p->options) j["routing_engine"] = p->options->routing_engine;
   j["master"] = p->master_guid.value ? json{{"guid", guid_hex(p->master_guid.value)},
                                             {"lid", p->master_lid.value},

@@ -185,6 +185,23 @@ void SimFabric::unlink(NodeIndex n, PortNum p) {
   }
 }
 
+void SimFabric::reset_switch(NodeIndex n, bool keep_top) {
+  auto& nd = f_.node(n);
+  std::fill(lft_.at(n).begin(), lft_.at(n).end(), uint8_t(0xff));
+  if (!keep_top) top_.at(n) = 0;
+  for (auto& m : mft_.at(n)) std::fill(m.begin(), m.end(), uint16_t(0));
+  psc_.at(n) = 1;
+  // Its links retrain: both ends back to INIT (the peers' switches see the change too).
+  for (PortNum p = 1; p <= nd.num_ports; ++p) {
+    auto& port = nd.ports[p];
+    if (!port.linked()) continue;
+    port.attrs.state = PortState::kInit;
+    auto& peer = f_.node(port.peer);
+    peer.ports[port.peer_port].attrs.state = PortState::kInit;
+    if (peer.is_switch()) psc_[port.peer] = 1;
+  }
+}
+
 bool SimFabric::owns_lid(NodeIndex n, PortNum p, uint16_t lid) const {
   const auto& nd = f_.node(n);
   const auto& a = nd.ports[nd.is_switch() ? 0 : p].attrs;

@@ -48,9 +48,18 @@ void LftProgrammer::write_blocks(SweepRun& run) {
               want.begin());
     const Guid g = nd.guid;
     auto cached = cache_.find(g);
-    // A cache is valid only while the switch still holds the top we left it with.
-    if (cached != cache_.end() && cached->second.size() / 64 != size_t(si.lft_top) / 64 + 1)
+    // A cache is valid only while the switch still holds the top we left it with, and
+    // shows no sign of having lost state since: a port state change, or a linked port
+    // not ACTIVE (weft left them all ACTIVE; a reboot retrains every link). Then its
+    // blocks are read back and rewritten where they differ.
+    bool reset = si.port_state_change;
+    for (PortNum p = 1; p <= nd.num_ports && !reset; ++p)
+      reset = nd.ports[p].linked() && d.port_read[n][p] &&
+              d.port_info[n][p].attrs.state != fabric::PortState::kActive;
+    if (cached != cache_.end() &&
+        (reset || cached->second.size() / 64 != size_t(si.lft_top) / 64 + 1))
       cache_.erase(cached), cached = cache_.end();
+    if (reset) tops_.erase(g.value);
     const bool fresh = cached == cache_.end();
     // No completion runs while this loop submits, so the row stays put.
     const std::vector<uint8_t>* held = fresh ? nullptr : &cached->second;

@@ -131,6 +131,17 @@ void MadEngine::handle(const InMad& in) {
     if (sa_) sa_(in);
     return;
   }
+  if (in.len >= 2 && in.mad[1] != kClassSmiLid && in.mad[1] != kClassSmiDirect &&
+      !in.send_timed_out) {
+    // A class the SM does not serve (performance management, CM, vendor...): dropped
+    // and counted, never answered, never taken for a reply of ours.
+    ++stats_.unserved;
+    if (unserved_seen_.insert(in.mad[1]).second)
+      WEFT_LOG(Info, "MAD-0008") << "dropping MADs of management class 0x" << std::hex
+                                 << int(in.mad[1]) << std::dec
+                                 << " (not served by the SM; counted)";
+    return;
+  }
   auto dec = decode_smp(in.mad.data(), in.len);
   if (!dec) {
     ++stats_.malformed;

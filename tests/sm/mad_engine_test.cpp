@@ -270,3 +270,41 @@ TEST(MadEngine, PushedModeSendsOnServiceAndTakesDeliveredReplies) {
   EXPECT_TRUE(eng.idle());
   EXPECT_FALSE(eng.next_deadline());
 }
+
+TEST(MadEngine, MadsOfClassesItDoesNotServeAreDroppedAndCounted) {
+  // On ibsim they would crash libumad2sim's receiver; here they must not reach the SA,
+  // the SMInfo handler or an outstanding request, and must not be answered.
+  ScriptedTransport t;
+  t.answer = false;
+  MadEngine eng(t, {.window = 4, .timeout = std::chrono::milliseconds(100), .retries = 0});
+  int unsolicited = 0, sa = 0;
+  eng.on_unsolicited([&](const Smp&, const InMad&) { ++unsolicited; });
+  eng.on_sa([&](const InMad&) { ++sa; });
+  std::optional<Result<Smp>> done;
+  eng.submit(SmpRequest::get(kAttrNodeInfo, 0, DrPath{}), [&](Result<Smp> r) { done = r; });
+  ASSERT_TRUE(eng.poll_for(std::chrono::milliseconds(1)));
+  ASSERT_EQ(t.sent.size(), 1u);
+  const auto out = decode_smp(t.sent[0].data(), kMadSize);
+  ASSERT_TRUE(out);
+  // PerfMgt, CM, a vendor class, BM, DevMgt, SNMP, and one of them dressed as a reply to
+  // the outstanding request (its TID).
+  for (uint8_t cls : {0x04, 0x07, 0x09, 0x05, 0x06, 0x08, 0x30, 0x04}) {
+    InMad in;
+    in.mad[0] = 1;
+    in.mad[1] = cls;
+    in.mad[2] = 1;
+    in.mad[3] = cls == 0x30 ? 0x81 : 0x01;
+    for (int i = 0; i < 8; ++i) in.mad[8 + i] = uint8_t(out->tid >> (56 - 8 * i));
+    in.len = kMadSize;
+    t.queue.push_back(in);
+  }
+  const size_t sent_before = t.sent.size();
+  ASSERT_TRUE(eng.poll_for(std::chrono::milliseconds(300)));
+  EXPECT_EQ(eng.stats().unserved, 8u);
+  EXPECT_EQ(unsolicited, 0);
+  EXPECT_EQ(sa, 0);
+  EXPECT_EQ(eng.stats().malformed, 0u);
+  EXPECT_EQ(t.sent.size(), sent_before) << "nothing is answered";
+  ASSERT_TRUE(done);
+  EXPECT_FALSE(*done) << "the request timed out: no foreign MAD completed it";
+}

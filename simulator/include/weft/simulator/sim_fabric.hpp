@@ -91,6 +91,9 @@ class SimFabric {
   void set_unresponsive(fabric::NodeIndex n, bool on) { dead_.at(n) = on ? 1 : 0; }
   // Takes a link down (both ends DOWN, switches flag a port state change).
   void unlink(fabric::NodeIndex n, PortNum p);
+  // A switch that rebooted: its forwarding tables empty, its links retrained (both ends
+  // INIT), a port state change flagged; LinearFDBTop kept (as some do) or zeroed.
+  void reset_switch(fabric::NodeIndex n, bool keep_top);
 
   // Where a packet from `src` (a CA port or a switch) to `dlid` ends up through
   // the programmed LFTs; nullopt on a drop, a dead port or a loop (> 64 hops).

@@ -17,6 +17,7 @@
 #include <deque>
 #include <functional>
 #include <optional>
+#include <set>
 #include <unordered_map>
 
 #include "weft/sm/transport.hpp"
@@ -40,6 +41,7 @@ struct EngineStats {
   uint64_t malformed = 0;     // replies that did not decode or did not match their request
   uint64_t unmatched = 0;     // replies for no outstanding request (late, duplicate)
   uint64_t unsolicited = 0;   // requests and traps addressed to us
+  uint64_t unserved = 0;      // MADs of classes the SM does not serve, dropped
 };
 
 using Completion = std::function<void(Result<Smp>)>;
@@ -80,6 +82,7 @@ class MadEngine {
 
  private:
   int retries_of(const SmpRequest& r) const { return r.retries >= 0 ? r.retries : opts_.retries; }
+  std::set<uint8_t> unserved_seen_;  // classes dropped so far (logged once each)
   struct Entry {
     SmpRequest req;
     Completion done;
