@@ -148,6 +148,9 @@ Result<sm::SmOptions> sm_opts(const config::Values& v) {
   o.sm_key = std::strtoull(v.get_str("sm_key").c_str(), nullptr, 0);
   o.sminfo_polling_timeout_ms = static_cast<uint32_t>(v.get_int("sminfo_polling_timeout"));
   o.polling_retry_number = static_cast<int>(v.get_int("polling_retry_number"));
+  o.trap_holdoff = std::chrono::milliseconds(v.get_int("trap_holdoff_ms"));
+  o.flap_threshold = static_cast<int>(v.get_int("flap_threshold"));
+  o.flap_window = std::chrono::seconds(v.get_int("flap_window_s"));
   o.max_op_vls = static_cast<uint8_t>(v.get_int("max_op_vls"));
   o.subnet_timeout = static_cast<uint8_t>(v.get_int("subnet_timeout"));
   auto parts = load_partition_file(v);

@@ -40,6 +40,12 @@ std::vector<OptionSpec> build_table() {
        "ms between a standby's polls of the master's SMInfo"},
       {"polling_retry_number", Type::kInt, "4", 0, 1000, true,
        "unanswered polls in a row after which a standby takes over"},
+      {"trap_holdoff_ms", Type::kInt, "1000", 0, 3600000, true,
+       "a LID that traps again within this many ms gets no sweep of its own: the next "
+       "(interval) sweep is heavy"},
+      {"flap_threshold", Type::kInt, "6", 2, 100000, true,
+       "link changes of one port within flap_window_s after which it is reported flapping"},
+      {"flap_window_s", Type::kInt, "60", 1, 86400, true, "the window flap_threshold counts in"},
       {"routing_engine", Type::kString, "minhop", 0, 0, true,
        "routing engines, a fallback chain: ftree,updn,minhop"},
       {"torus_config", Type::kString, "", 0, 0, true,

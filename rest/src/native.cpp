@@ -136,6 +136,13 @@ void get_sm(Ctx& c) {
     sms.push_back(std::move(one));
   }
   j["other_sms"] = std::move(sms);
+  json traps = json::object();
+  for (const auto& [num, n] : p->traps) traps[num ? std::to_string(num) : "vendor"] = n;
+  j["traps"] = std::move(traps);
+  json flapping = json::array();
+  for (const auto& [guid, port] : p->flapping)
+    flapping.push_back({{"guid", guid_hex(guid)}, {"port", port}});
+  j["flapping_ports"] = std::move(flapping);
   j["last_sweep"] = p->report ? report_json(*p->report) : json(nullptr);
   c.ok(j);
 }

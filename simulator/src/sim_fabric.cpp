@@ -185,6 +185,17 @@ void SimFabric::unlink(NodeIndex n, PortNum p) {
   }
 }
 
+bool SimFabric::relink(NodeIndex n, PortNum p, NodeIndex m, PortNum q) {
+  if (!f_.connect(n, p, m, q)) return false;
+  for (auto [x, y] : {std::pair{n, p}, std::pair{m, q}}) {
+    auto& a = f_.node(x).ports[y].attrs;
+    a.state = PortState::kInit;
+    a.phys_state = 5;
+    if (f_.node(x).is_switch()) psc_[x] = 1;
+  }
+  return true;
+}
+
 void SimFabric::reset_switch(NodeIndex n, bool keep_top) {
   auto& nd = f_.node(n);
   std::fill(lft_.at(n).begin(), lft_.at(n).end(), uint8_t(0xff));

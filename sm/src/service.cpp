@@ -86,7 +86,7 @@ void SmService::on_sm_event(const SmEvent& e) {
   events_.append(e.type, e.data);
   // A trap is acted on when it arrives: no polling slice between it and its sweep. So
   // is another SM's HANDOVER or DISCOVER.
-  if (e.type == "trap") request_sweep(true);
+  if (e.type == "trap" && e.data.value("sweep", false)) request_sweep(true);
   if (e.type == "sm_control" && e.data.value("sweep", false)) request_sweep(true);
 }
 

@@ -102,8 +102,8 @@ void SubnetManager::start_sweep(bool heavy, SweepDone done) {
   // A bring-up that did not complete is retried in full: nothing may have changed that
   // a switch would report, yet ports are not ACTIVE or tables not written. Only a
   // master sweeps light; any other state reads the fabric and its SMs.
-  light_ = !heavy && snapshot_ && !trap_seen_ && last_report_ && last_report_->subnet_up &&
-           role_.state() == SmState::kMaster;
+  light_ = !heavy && snapshot_ && !trap_seen_ && !deferred_heavy_ && last_report_ &&
+           last_report_->subnet_up && role_.state() == SmState::kMaster;
   publish();
   if (light_)
     phase_light_check();
@@ -190,6 +190,7 @@ void SubnetManager::phase_light_check() {
 void SubnetManager::phase_discover() {
   SweepRun& run = *run_;
   trap_seen_ = false;
+  deferred_heavy_ = false;
   run.partition_generation = opts_.partitions_generation;
   const std::string db_path = opts_.state_dir + "/guid2lid";
   if (!db_loaded_) {
@@ -660,10 +661,24 @@ void SubnetManager::diff_events(const SubnetSnapshot* before, const SubnetSnapsh
                           {"b_name", name(fab, std::get<2>(l), std::get<3>(l))}};
   };
   size_t down = 0, up = 0;
+  std::vector<std::tuple<uint64_t, PortNum, std::string>> changed_ends;
+  auto ends = [&](const fabric::Fabric& fab, const LinkKey& l) {
+    changed_ends.emplace_back(std::get<0>(l), std::get<1>(l),
+                              name(fab, std::get<0>(l), std::get<1>(l)));
+    changed_ends.emplace_back(std::get<2>(l), std::get<3>(l),
+                              name(fab, std::get<2>(l), std::get<3>(l)));
+  };
   for (const auto& l : old_links)
-    if (!now_links.count(l) && ++down <= kMaxEach) emit("link_down", link_json(before->fabric, l));
+    if (!now_links.count(l)) {
+      ends(before->fabric, l);
+      if (++down <= kMaxEach) emit("link_down", link_json(before->fabric, l));
+    }
   for (const auto& l : now_links)
-    if (!old_links.count(l) && ++up <= kMaxEach) emit("link_up", link_json(f, l));
+    if (!old_links.count(l)) {
+      ends(f, l);
+      if (++up <= kMaxEach) emit("link_up", link_json(f, l));
+    }
+  note_flaps(changed_ends);
   if (down > kMaxEach || up > kMaxEach) emit("links_changed", {{"down", down}, {"up", up}});
   size_t added = 0, removed = 0, changed = 0;
   for (const auto& [guid, np] : after.end_ports) {
@@ -693,6 +708,34 @@ void SubnetManager::diff_events(const SubnetSnapshot* before, const SubnetSnapsh
                             {"name", fabric::port_ref(before->fabric, np.first, np.second)}});
 }
 
+void SubnetManager::note_flaps(
+    const std::vector<std::tuple<uint64_t, PortNum, std::string>>& changed) {
+  const auto now = t_.clock().now();
+  for (const auto& [guid, port, name] : changed) {
+    auto& times = flaps_[{guid, port}];
+    times.push_back(now);
+    std::erase_if(times, [&](TimePoint t) { return now - t > opts_.flap_window; });
+    if (int(times.size()) >= opts_.flap_threshold && flapping_.insert({guid, port}).second) {
+      WEFT_LOG(Warn, "SM-0024")
+          << "port " << name << " is flapping: " << times.size() << " link changes within "
+          << std::chrono::duration_cast<std::chrono::seconds>(opts_.flap_window).count() << " s";
+      emit("port_flapping",
+           {{"guid", hex_guid(guid)}, {"port", port}, {"name", name}, {"changes", times.size()}});
+    }
+  }
+  // Ports that calmed down: no change within the window.
+  for (auto it = flapping_.begin(); it != flapping_.end();) {
+    auto& times = flaps_[*it];
+    std::erase_if(times, [&](TimePoint t) { return now - t > opts_.flap_window; });
+    if (times.empty()) {
+      emit("port_stable", {{"guid", hex_guid(it->first)}, {"port", it->second}});
+      it = flapping_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
 void SubnetManager::publish() {
   auto p = std::make_shared<Published>();
   p->subnet = snapshot_;
@@ -719,6 +762,8 @@ void SubnetManager::publish() {
     p->master_name = role_.polled()->name;
   }
   p->sms = sms_;
+  for (const auto& [key, n] : trap_counts_) p->traps.push_back({key, n});
+  for (const auto& fp : flapping_) p->flapping.push_back(fp);
   p->heavy_sweeps = heavy_sweeps_;
   p->light_sweeps = light_sweeps_;
   p->sweeping = run_ != nullptr;
@@ -795,18 +840,12 @@ void SubnetManager::serve_sa(const InMad& in) {
 
 void SubnetManager::on_unsolicited(const Smp& s, const InMad& in) {
   if (s.method == kMethodTrap) {
-    trap_seen_ = true;
-    // Notice: IsGeneric, Type, ProducerType, then TrapNumber (IBTA 13.4.8.2).
-    const bool generic = s.data[0] & 0x80;
-    const unsigned trap = generic ? unsigned(s.data[4]) << 8 | s.data[5] : 0;
-    WEFT_LOG(Info, "SM-0020") << "trap " << trap << " received (attribute mod " << s.attr_mod
-                              << ") from LID " << in.slid.value << "; a sweep is due";
-    emit("trap", {{"number", trap}, {"lid", in.slid.value}, {"generic", generic}});
+    // Repressed first, whatever it says (IBTA 13.4.8.2): else the SMA repeats it.
     Smp repress = s;
     repress.method = kMethodTrapRepress;
     repress.status = 0;
     if (in.slid.is_unicast()) (void)t_.send(encode_smp(repress), SendAddr::lid(in.slid));
-    return;
+    return on_trap(decode_trap(s.data), in);
   }
   if (s.method != kMethodGet && s.method != kMethodSet) return;  // nothing else is for us
   if (s.attr_id == kAttrSmInfo) return on_sm_info(s, in);
@@ -818,6 +857,44 @@ void SubnetManager::on_unsolicited(const Smp& s, const InMad& in) {
   if (auto r = t_.send(encode_smp(resp), to); !r)
     WEFT_LOG(Warn, "SM-0021") << "answer to " << attr_name(s.attr_id)
                               << " query failed: " << r.error().message;
+}
+
+void SubnetManager::on_trap(const Trap& t, const InMad& in) {
+  ++trap_counts_[t.generic ? t.number : 0];
+  nlohmann::json ev = t.to_json();
+  ev["from_lid"] = in.slid.value;
+  if (t.security()) {
+    WEFT_LOG(Warn, "SEC-0001") << "security: " << t.describe();
+    emit("security", ev);
+  } else if (t.link_integrity()) {
+    const uint32_t key = uint32_t(t.lid.value) << 8 | t.port;
+    ev["count"] = ++port_errors_[key];
+    WEFT_LOG(Warn, "SM-0022") << t.describe() << " (" << port_errors_[key] << " so far there)";
+  }
+  if (!t.sweep()) {
+    if (!t.security() && !t.link_integrity())
+      WEFT_LOG(Info, "SM-0020") << t.describe() << "; no sweep";
+    ev["sweep"] = false;
+    emit("trap", ev);
+    return;
+  }
+  // A switch that keeps trapping (a flapping link) costs at most one heavy sweep per
+  // trap_holdoff: traps within it only mark the next (interval) sweep heavy.
+  const auto now = t_.clock().now();
+  const uint16_t from = t.number == 128 && t.lid.value ? t.lid.value : in.slid.value;
+  auto& last = trap_sweeps_[from];
+  const bool held = last.count() != 0 && now - last < opts_.trap_holdoff;
+  if (held) {
+    deferred_heavy_ = true;
+    WEFT_LOG(Info, "SM-0023") << t.describe() << "; LID " << from
+                              << " trapped again within trap_holdoff: folded into the next sweep";
+  } else {
+    last = now;
+    trap_seen_ = true;
+    WEFT_LOG(Info, "SM-0020") << t.describe() << "; a sweep is due";
+  }
+  ev["sweep"] = !held;
+  emit("trap", ev);
 }
 
 void SubnetManager::on_sm_info(const Smp& s, const InMad& in) {

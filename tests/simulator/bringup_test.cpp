@@ -388,3 +388,80 @@ TEST(BringUp, AFailedBringUpIsRetriedInFullByTheNextLightSweep) {
   EXPECT_TRUE(next->subnet_up) << next->reason;
   EXPECT_TRUE(readback(sim).ok());
 }
+
+TEST(BringUp, TrapsSetOffWhatTheirNumberSaysAndAFlappingPortIsReported) {
+  ScratchDir dir;
+  SimFabric sim = sim_of("ft2:leaves=2,spines=2,hosts=2");
+  SimTransport t(sim, {});
+  auto o = opts(dir);
+  o.flap_threshold = 4;
+  SubnetManager sm(t, o);
+  std::vector<SmEvent> events;
+  sm.on_event([&](const SmEvent& e) { events.push_back(e); });
+  ASSERT_TRUE(sm.sweep()->subnet_up);
+  const auto leaf = *sim.model().find_by_name("leaf0");
+  const uint16_t leaf_lid = sim.model().node(leaf).ports[0].attrs.lid.value;
+  auto trap = [&](uint16_t number, uint16_t lid_at_10) {
+    Smp s;
+    s.mgmt_class = kClassSmiLid;
+    s.method = kMethodTrap;
+    s.attr_id = kAttrNotice;
+    s.data[0] = 0x81;
+    s.data[3] = 2;
+    s.data[4] = uint8_t(number >> 8);
+    s.data[5] = uint8_t(number);
+    s.data[10] = uint8_t(lid_at_10 >> 8);
+    s.data[11] = uint8_t(lid_at_10);
+    InMad in;
+    in.mad = encode_smp(s);
+    in.len = kMadSize;
+    in.slid = Lid{leaf_lid};
+    t.inject(in);
+    EXPECT_TRUE(sm.serve_for(std::chrono::milliseconds(1)));
+  };
+  auto count = [&](const std::string& type) {
+    return std::count_if(events.begin(), events.end(),
+                         [&](const SmEvent& e) { return e.type == type; });
+  };
+  trap(129, 0);
+  EXPECT_FALSE(sm.needs_sweep()) << "link integrity is counted, not swept";
+  trap(256, 0);
+  EXPECT_FALSE(sm.needs_sweep());
+  EXPECT_EQ(count("security"), 1);
+  trap(128, leaf_lid);
+  EXPECT_TRUE(sm.needs_sweep());
+  ASSERT_TRUE(sm.sweep());
+  EXPECT_FALSE(sm.needs_sweep());
+  // The same switch again within trap_holdoff: no sweep of its own, but the next one
+  // (the interval's light sweep) is heavy.
+  trap(128, leaf_lid);
+  EXPECT_FALSE(sm.needs_sweep());
+  auto light = sm.light_sweep();
+  ASSERT_TRUE(light);
+  EXPECT_TRUE(light->heavy);
+  ASSERT_TRUE(sm.serve_for(std::chrono::seconds(2)));
+  trap(128, leaf_lid);
+  EXPECT_TRUE(sm.needs_sweep()) << "after trap_holdoff a trap sweeps at once again";
+  ASSERT_TRUE(sm.sweep());
+  EXPECT_EQ(sm.published()->traps.size(), 3u);  // 128, 129, 256
+
+  // leaf0 port 3 (to spine0) goes down and up: the fourth change within flap_window
+  // reports both ends flapping.
+  const auto& lp = sim.model().node(leaf).ports[3];
+  const auto spine = lp.peer;
+  const PortNum sp = lp.peer_port;
+  for (int i = 0; i < 2; ++i) {
+    sim.unlink(leaf, 3);
+    ASSERT_TRUE(sm.sweep());
+    ASSERT_TRUE(sim.relink(leaf, 3, spine, sp));
+    ASSERT_TRUE(sm.sweep());
+  }
+  EXPECT_EQ(count("port_flapping"), 2);
+  auto p = sm.published();
+  ASSERT_EQ(p->flapping.size(), 2u);
+  bool leaf_end = false;
+  for (const auto& [guid, port] : p->flapping)
+    leaf_end |= guid == sim.model().node(leaf).ports[3].guid.value && port == 3;
+  EXPECT_TRUE(leaf_end);
+  EXPECT_TRUE(readback(sim).ok());
+}

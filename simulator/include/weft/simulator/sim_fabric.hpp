@@ -91,6 +91,8 @@ class SimFabric {
   void set_unresponsive(fabric::NodeIndex n, bool on) { dead_.at(n) = on ? 1 : 0; }
   // Takes a link down (both ends DOWN, switches flag a port state change).
   void unlink(fabric::NodeIndex n, PortNum p);
+  // Links (n, p) and (m, q) again (both ends INIT, switches flag a port state change).
+  bool relink(fabric::NodeIndex n, PortNum p, fabric::NodeIndex m, PortNum q);
   // A switch that rebooted: its forwarding tables empty, its links retrained (both ends
   // INIT), a port state change flagged; LinearFDBTop kept (as some do) or zeroed.
   void reset_switch(fabric::NodeIndex n, bool keep_top);

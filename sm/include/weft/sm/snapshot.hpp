@@ -105,6 +105,9 @@ struct Published {
   Lid master_lid;
   std::string master_name;
   std::vector<RemoteSm> sms;
+  // Traps received, by number (0: vendor traps), and the ports now flapping.
+  std::vector<std::pair<uint16_t, uint64_t>> traps;
+  std::vector<std::pair<uint64_t, PortNum>> flapping;
   uint64_t heavy_sweeps = 0, light_sweeps = 0;
   bool sweeping = false;
   // Partition policy generations: the latest accepted, and the latest whose P_Key

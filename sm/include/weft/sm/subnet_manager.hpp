@@ -22,6 +22,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 #include <vector>
 
@@ -39,6 +40,7 @@
 #include "weft/sm/sa.hpp"
 #include "weft/sm/sm_role.hpp"
 #include "weft/sm/snapshot.hpp"
+#include "weft/sm/traps.hpp"
 
 namespace weft::sm {
 
@@ -55,6 +57,12 @@ struct SmOptions {
   int polling_retry_number = 4;                // unanswered polls before a standby takes over
   uint8_t max_op_vls = 5;       // OpenSM's max_op_vls: 1=VL0 2=VL0-1 3=VL0-3 4=VL0-7 5=VL0-14
   uint8_t subnet_timeout = 18;  // OpenSM's subnet_timeout (4.096 us * 2^x)
+  // Traps: a LID that traps again within trap_holdoff gets no sweep of its own (the next
+  // interval's is heavy); a port whose link changes flap_threshold times within
+  // flap_window is reported flapping.
+  Duration trap_holdoff = std::chrono::seconds(1);
+  int flap_threshold = 6;
+  Duration flap_window = std::chrono::seconds(60);
   // Partitions (partition_config_file, merged with those made over REST); nullopt: no
   // policy, every end port a full member of the Default partition.
   std::optional<config::PartitionPolicy> partitions;
@@ -154,6 +162,8 @@ class SubnetManager {
 
   void on_unsolicited(const Smp& s, const InMad& in);
   void on_sm_info(const Smp& s, const InMad& in);
+  void on_trap(const Trap& t, const InMad& in);
+  void note_flaps(const std::vector<std::tuple<uint64_t, PortNum, std::string>>& changed);
   void finish_standby(const std::string& why);
   void send_trap144(const RemoteSm& to);
   uint32_t act_count() const { return static_cast<uint32_t>(eng_.stats().sent); }
@@ -176,6 +186,12 @@ class SubnetManager {
   Guid2Lid db_;
   bool db_loaded_ = false;
   bool trap_seen_ = false;
+  bool deferred_heavy_ = false;  // a trap held back by trap_holdoff: the next sweep is heavy
+  std::map<uint16_t, TimePoint> trap_sweeps_;  // by trapping LID: its last trap-driven sweep
+  std::map<uint16_t, uint64_t> trap_counts_;   // by trap number (0: vendor)
+  std::map<uint32_t, uint64_t> port_errors_;   // traps 129-131 by LID << 8 | port
+  std::map<std::pair<uint64_t, PortNum>, std::vector<TimePoint>> flaps_;  // link changes seen
+  std::set<std::pair<uint64_t, PortNum>> flapping_;
   SmRole role_;
   std::vector<RemoteSm> sms_;  // the other SMs the last heavy sweep found
   Lid sm_lid_;
