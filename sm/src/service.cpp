@@ -23,7 +23,8 @@ SmService::SmService(Transport& t, SmOptions o, PartitionStore store, EventLog& 
       opts_(std::move(so)),
       interval_(io_),
       stats_(io_),
-      poll_(io_) {
+      poll_(io_),
+      holdoff_(io_) {
   sm_.set_driver(driver_);
   sm_.on_event([this](const SmEvent& e) { on_sm_event(e); });
   publish_partitions();
@@ -54,6 +55,7 @@ void SmService::stop() {
     interval_.cancel();
     stats_.cancel();
     poll_.cancel();
+    holdoff_.cancel();
     events_.stop();
     // A sweep under way is abandoned where it waits; the loop ends here.
     io_.stop();
@@ -87,6 +89,16 @@ void SmService::on_sm_event(const SmEvent& e) {
   // A trap is acted on when it arrives: no polling slice between it and its sweep. So
   // is another SM's HANDOVER or DISCOVER.
   if (e.type == "trap" && e.data.value("sweep", false)) request_sweep(true);
+  // A trap held back (its LID trapped within trap_holdoff): one heavy sweep when the
+  // hold-off ends, whatever else trapped meanwhile.
+  if (e.type == "trap" && e.data.value("held", false) && !holdoff_armed_) {
+    holdoff_armed_ = true;
+    holdoff_.expires_after(std::chrono::milliseconds(e.data.value("holdoff_ms", 1000)));
+    holdoff_.async_wait([this](const boost::system::error_code& ec) {
+      holdoff_armed_ = false;
+      if (!ec) request_sweep(true);
+    });
+  }
   if (e.type == "sm_control" && e.data.value("sweep", false)) request_sweep(true);
 }
 

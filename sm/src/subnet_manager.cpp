@@ -894,6 +894,9 @@ void SubnetManager::on_trap(const Trap& t, const InMad& in) {
     WEFT_LOG(Info, "SM-0020") << t.describe() << "; a sweep is due";
   }
   ev["sweep"] = !held;
+  ev["held"] = held;
+  ev["holdoff_ms"] =
+      std::chrono::duration_cast<std::chrono::milliseconds>(opts_.trap_holdoff).count();
   emit("trap", ev);
 }
 

@@ -76,7 +76,8 @@ class SmService {
   PartitionStore store_;
   EventLog& events_;
   ServiceOptions opts_;
-  boost::asio::steady_timer interval_, stats_, poll_;
+  boost::asio::steady_timer interval_, stats_, poll_, holdoff_;
+  bool holdoff_armed_ = false;
   std::optional<bool> wanted_;  // a sweep asked for (true: heavy) while one ran
   std::optional<std::pair<SmOptions, std::chrono::seconds>> pending_reload_;
   std::atomic<std::shared_ptr<const PartitionView>> partitions_;
