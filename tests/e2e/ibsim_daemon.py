@@ -5,6 +5,7 @@ up, answer SMInfo so `sminfo` finds it as master, re-sweep when a link fails
 SIGTERM. Everything started is stopped by PID, also on failure."""
 import argparse
 import os
+import random
 import re
 import shutil
 import signal
@@ -98,6 +99,49 @@ def main():
             print("flaps: held traps folded into a sweep %.2f s later; %d SUBNET UPs in all; %d switch-switch "
                   "port ends; %d pairs route" % (time.time() - t1, len(re.findall(r"SUBNET UP", open(log).read())) - ups,
                                                   spine_links, pairs))
+
+            # A storm: 100 flaps (50 links down and back, 5 ms apart) across the leaves'
+            # uplinks. When the traps stop, the SM must end with every linked port ACTIVE
+            # and every LID reachable without a loop, at a bounded cost in sweeps.
+            rng = random.Random(7)
+            sweeps0 = len(re.findall(r"SM-0001", open(log).read()))
+            t2 = time.time()
+            for _ in range(50):
+                leaf, port = rng.randrange(6), 3 + rng.randrange(3)
+                os.write(sim.fifo_fd, ('Unlink "leaf%d"[%d]\n' % (leaf, port)).encode())
+                time.sleep(0.005)
+                os.write(sim.fifo_fd, ('ReLink "leaf%d"[%d]\n' % (leaf, port)).encode())
+                time.sleep(0.005)
+            storm_s = time.time() - t2
+            # Quiet: no new sweep for 3 s.
+            deadline = time.time() + 60
+            last, last_change = -1, time.time()
+            while time.time() < deadline:
+                n = len(re.findall(r"SM-0001", open(log).read()))
+                if n != last:
+                    last, last_change = n, time.time()
+                elif time.time() - last_change > 3:
+                    break
+                time.sleep(0.1)
+            else:
+                raise b.Failure("the SM never settled after the storm")
+            sweeps = len(re.findall(r"SM-0001", open(log).read())) - sweeps0
+            links = b.run(["iblinkinfo"], work, sock).stdout
+            linked = [l for l in links.splitlines() if "==>" in l and '""' not in l]
+            not_active = [l for l in linked if "Active/" not in l]
+            if not linked or not_active:
+                raise b.Failure("after the storm %d of %d linked ports not ACTIVE, e.g. %s" %
+                                (len(not_active), len(linked), not_active[:2]))
+            nodes = b.parse_ibnetdiscover(b.run(["ibnetdiscover"], work, sock).stdout)
+            lfts = b.parse_dump_fts(b.run(["dump_fts", "-n"], work, sock).stdout)
+            b.fix_top_block(lfts, work, sock)
+            pairs, problems = b.check_routes(nodes, lfts)
+            if problems:
+                raise b.Failure("after the storm %d of %d pairs bad: %s" % (len(problems), pairs, problems[:3]))
+            if sweeps > 100:
+                raise b.Failure("the storm of 100 flaps cost %d sweeps" % sweeps)
+            print("storm: 100 flaps in %.2f s cost %d sweeps; then %d linked ports ACTIVE, %d pairs route" %
+                  (storm_s, sweeps, len(linked), pairs))
 
             proc.send_signal(signal.SIGTERM)
             rc = proc.wait(timeout=10)
