@@ -90,6 +90,9 @@ void SubnetManager::start_sweep(bool heavy, SweepDone done) {
     return;
   }
   if (role_.state() == SmState::kNotActive) {
+    // Nothing to do until a master's STANDBY; what asked for this sweep is spent.
+    trap_seen_ = false;
+    deferred_heavy_ = false;
     SweepReport rep;
     rep.sm_state = SmState::kNotActive;
     rep.reason = "NOTACTIVE: a master's SMInfo DISABLE stopped this SM (a STANDBY wakes it)";

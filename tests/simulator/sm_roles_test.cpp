@@ -350,3 +350,56 @@ TEST(SmRoles, AStandbyThatIsHandedOverAcknowledgesAndBecomesMaster) {
   EXPECT_TRUE(rep->subnet_up) << rep->reason;
   EXPECT_EQ(lids_of(fx.sim.model()), held);
 }
+
+TEST(SmRoles, ADisabledStandbySweepsNothingAndATrapDoesNotLoopIt) {
+  ScratchDir dir;
+  Fabric fx(SmState::kMaster, 9);
+  fx.attach();
+  SimTransport t(fx.sim, {});
+  SubnetManager sm(t, opts(dir, 1));
+  ASSERT_EQ(sm.sweep()->sm_state, SmState::kStandby);
+  auto set = [&](uint32_t mod) {
+    Smp q;
+    q.mgmt_class = kClassSmiDirect;
+    q.method = kMethodSet;
+    q.attr_id = kAttrSmInfo;
+    q.attr_mod = mod;
+    SmInfo si;
+    si.guid = fx.peer.guid;
+    si.sm_key = 0xfeed;
+    si.state = SmState::kMaster;
+    q.data = encode_sm_info(si);
+    InMad in;
+    in.mad = encode_smp(q);
+    in.len = kMadSize;
+    t.inject(in);
+    EXPECT_TRUE(sm.serve_for(std::chrono::milliseconds(10)));
+  };
+  set(3);  // DISABLE
+  EXPECT_EQ(sm.sm_state(), SmState::kNotActive);
+  EXPECT_FALSE(sm.polling());
+  // A trap reaches it anyway: the sweep it asks for does nothing and is spent.
+  Smp trap;
+  trap.mgmt_class = kClassSmiLid;
+  trap.method = kMethodTrap;
+  trap.attr_id = kAttrNotice;
+  trap.data[0] = 0x81;
+  trap.data[5] = 128;
+  InMad in;
+  in.mad = encode_smp(trap);
+  in.len = kMadSize;
+  in.slid = Lid{2};
+  t.inject(in);
+  ASSERT_TRUE(sm.serve_for(std::chrono::milliseconds(10)));
+  EXPECT_TRUE(sm.needs_sweep());
+  const size_t before = fx.sim.sets(kAttrPortInfo) + fx.sim.sets(kAttrLft);
+  auto rep = sm.sweep();
+  ASSERT_TRUE(rep);
+  EXPECT_EQ(rep->sm_state, SmState::kNotActive);
+  EXPECT_FALSE(sm.needs_sweep());
+  EXPECT_EQ(fx.sim.sets(kAttrPortInfo) + fx.sim.sets(kAttrLft), before);
+  set(4);  // STANDBY wakes it; its sweep (reads only) finds the master again
+  EXPECT_TRUE(sm.needs_sweep());
+  ASSERT_EQ(sm.sweep()->sm_state, SmState::kStandby);
+  EXPECT_TRUE(sm.polling());
+}
