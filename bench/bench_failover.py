@@ -84,12 +84,7 @@ def main():
     a = ap.parse_args()
     shutil.rmtree(a.scratch, ignore_errors=True)
     os.makedirs(a.scratch)
-    a.users = os.path.join(a.scratch, "users")
-    h = subprocess.run(["openssl", "passwd", "-6", "-stdin"], input="monpass", capture_output=True, text=True,
-                       check=True).stdout.strip()
-    with open(a.users, "w") as f:
-        f.write("mon:%s:monitor\n" % h)
-    os.chmod(a.users, 0o600)
+    a.users = sb.write_users(os.path.join(a.scratch, "users"))
     net = os.path.join(a.scratch, "ft3.net")
     b.run([a.weft, "topo", SPEC, "-o", net], a.scratch, "", preload=False)
     sargs = ibsim_args(net)[0]

@@ -153,8 +153,7 @@ void SubnetManager::phase_light_check() {
   // outranks this one, calls for a heavy sweep (a handover either way).
   auto seen = std::make_shared<std::vector<RemoteSm>>(sms_);
   for (size_t i = 0; i < seen->size(); ++i) {
-    SmpRequest req = SmpRequest::get(kAttrSmInfo, 0, (*seen)[i].path);
-    req.data = encode_sm_info(role_.self(act_count(), true));
+    SmpRequest req = sm_info_get((*seen)[i].path);
     req.retries = 0;
     eng_.submit(req, [this, seen, i, changed](Result<Smp> r) {
       RemoteSm& sm = (*seen)[i];
@@ -165,7 +164,7 @@ void SubnetManager::phase_light_check() {
         return;
       }
       sm.info = decode_sm_info(r->data);
-      sm.key_ok = opts_.sm_key == 0 || sm.info.sm_key == opts_.sm_key;
+      sm.key_ok = key_matches(sm.info);
       if (sm.key_ok && sm.info.guid == sm.guid &&
           (sm.info.state == SmState::kMaster ||
            sm_outranks(sm.info.priority, sm.guid, opts_.sm_priority, sm_guid_) || !was))
@@ -260,14 +259,9 @@ void SubnetManager::phase_lids(Result<void> pumped) {
       run.sms.push_back(std::move(r));
     }
   }
-  const SmInfo mine = role_.self(act_count(), true);
   for (size_t i = 0; i < run.sms.size(); ++i) {
     auto keep = run_;
-    // The Get presents this SM's SMInfo and SM_Key: another weft answers it with its
-    // key only when ours matches.
-    SmpRequest req = SmpRequest::get(kAttrSmInfo, 0, run.sms[i].path);
-    req.data = encode_sm_info(mine);
-    eng_.submit(req, [this, keep, i](Result<Smp> r) {
+    eng_.submit(sm_info_get(run.sms[i].path), [this, keep, i](Result<Smp> r) {
       RemoteSm& sm = keep->sms[i];
       if (!r) {
         sm.error = r.error().message;
@@ -275,7 +269,7 @@ void SubnetManager::phase_lids(Result<void> pumped) {
       }
       sm.answered = true;
       sm.info = decode_sm_info(r->data);
-      sm.key_ok = opts_.sm_key == 0 || sm.info.sm_key == opts_.sm_key;
+      sm.key_ok = key_matches(sm.info);
       if (sm.info.guid != sm.guid) {
         sm.answered = false;
         sm.error = "its SMInfo names port " + hex_guid(sm.info.guid.value);
@@ -990,18 +984,29 @@ void SubnetManager::send_trap144(const RemoteSm& to) {
     WEFT_LOG(Info, "SM-0052") << "trap 144 sent to SM " << to.name << " at LID " << to.lid.value;
 }
 
+SmpRequest SubnetManager::sm_info_get(const DrPath& path) const {
+  // The Get presents this SM's SMInfo and SM_Key: another weft answers it with its key
+  // only when ours matches.
+  SmpRequest req = SmpRequest::get(kAttrSmInfo, 0, path);
+  req.data = encode_sm_info(role_.self(act_count(), true));
+  return req;
+}
+
+bool SubnetManager::key_matches(const SmInfo& theirs) const {
+  return opts_.sm_key == 0 || theirs.sm_key == opts_.sm_key;
+}
+
 void SubnetManager::poll_master(std::function<void(bool)> done) {
   const auto& polled = role_.polled();
   if (!polled || run_) return done(false);
-  SmpRequest req = SmpRequest::get(kAttrSmInfo, 0, polled->path);
-  req.data = encode_sm_info(role_.self(act_count(), true));
+  SmpRequest req = sm_info_get(polled->path);
   req.retries = 0;  // the polls are the retries: polling_retry_number of them
   const Guid want = polled->guid;
   eng_.submit(req, [this, want, done = std::move(done)](Result<Smp> r) {
     std::optional<SmInfo> info;
     if (r) {
       info = decode_sm_info(r->data);
-      if (info->guid != want || (opts_.sm_key != 0 && info->sm_key != opts_.sm_key)) info.reset();
+      if (info->guid != want || !key_matches(*info)) info.reset();
     }
     const SmState was = role_.state();
     const auto name = role_.polled() ? role_.polled()->name : std::string();

@@ -221,6 +221,16 @@ def top_block_sections(nodes, lfts):
     return "\n".join(out) + ("\n" if out else "")
 
 
+def read_routes(workdir, sock):
+    """What the tools read back: (nodes, lfts, pairs, problems) of ibnetdiscover, dump_fts
+    (its skipped top block fixed) and check_routes."""
+    nodes = parse_ibnetdiscover(run(["ibnetdiscover"], workdir, sock).stdout)
+    lfts = parse_dump_fts(run(["dump_fts", "-n"], workdir, sock).stdout)
+    fix_top_block(lfts, workdir, sock)
+    pairs, problems = check_routes(nodes, lfts)
+    return nodes, lfts, pairs, problems
+
+
 def check_routes(nodes, lfts):
     owner = {}  # lid -> (guid, port)
     for guid, n in nodes.items():

@@ -63,10 +63,7 @@ def main():
                 raise b.Failure("the re-sweep was not trap-driven:\n" + text[-1500:])
             print("re-sweep after Unlink: SUBNET UP again within %.2f s" % (time.time() - t0))
 
-            nodes = b.parse_ibnetdiscover(b.run(["ibnetdiscover"], work, sock).stdout)
-            lfts = b.parse_dump_fts(b.run(["dump_fts", "-n"], work, sock).stdout)
-            b.fix_top_block(lfts, work, sock)
-            pairs, problems = b.check_routes(nodes, lfts)
+            nodes, lfts, pairs, problems = b.read_routes(work, sock)
             if problems:
                 raise b.Failure("after the link failure %d of %d pairs bad: %s" % (len(problems), pairs, problems[:3]))
             print("routes around the failed link: %d (switch, LID) pairs reach their LID" % pairs)
@@ -86,10 +83,7 @@ def main():
                 time.sleep(0.05)
             if "SUBNET UP" not in open(log).read()[held_at:]:
                 raise b.Failure("no sweep after the held trap:\n" + open(log).read()[-2000:])
-            nodes = b.parse_ibnetdiscover(b.run(["ibnetdiscover"], work, sock).stdout)
-            lfts = b.parse_dump_fts(b.run(["dump_fts", "-n"], work, sock).stdout)
-            b.fix_top_block(lfts, work, sock)
-            pairs, problems = b.check_routes(nodes, lfts)
+            nodes, lfts, pairs, problems = b.read_routes(work, sock)
             if problems:
                 raise b.Failure("after the flaps %d of %d pairs bad: %s" % (len(problems), pairs, problems[:3]))
             spine_links = sum(1 for n in nodes.values() if n["type"] == "Switch" for p in n["ports"].values()
@@ -132,10 +126,7 @@ def main():
             if not linked or not_active:
                 raise b.Failure("after the storm %d of %d linked ports not ACTIVE, e.g. %s" %
                                 (len(not_active), len(linked), not_active[:2]))
-            nodes = b.parse_ibnetdiscover(b.run(["ibnetdiscover"], work, sock).stdout)
-            lfts = b.parse_dump_fts(b.run(["dump_fts", "-n"], work, sock).stdout)
-            b.fix_top_block(lfts, work, sock)
-            pairs, problems = b.check_routes(nodes, lfts)
+            nodes, lfts, pairs, problems = b.read_routes(work, sock)
             if problems:
                 raise b.Failure("after the storm %d of %d pairs bad: %s" % (len(problems), pairs, problems[:3]))
             if sweeps > 100:

@@ -78,10 +78,7 @@ def one(a, net, scope, rate, base):
         for n in targets:
             os.write(sim.fifo_fd, ('Error "%s" 0\n' % n).encode())
         time.sleep(0.3)
-        nodes = b.parse_ibnetdiscover(b.run(["ibnetdiscover"], work, sock).stdout)
-        lfts = b.parse_dump_fts(b.run(["dump_fts", "-n"], work, sock).stdout)
-        b.fix_top_block(lfts, work, sock)
-        pairs, problems = b.check_routes(nodes, lfts)
+        nodes, lfts, pairs, problems = b.read_routes(work, sock)
         if problems:
             raise b.Failure("%s %d %%: %d of %d pairs bad: %s" % (scope, rate, len(problems), pairs, problems[:3]))
         # Loss at the SM's port alone leaves every MAD 21 attempts at >= 80 % each: a

@@ -111,6 +111,16 @@ class Sm:
             b.stop_process(self.proc)
 
 
+def write_users(path):
+    """A REST users file with the monitor user Sm.api() logs in as."""
+    h = subprocess.run(["openssl", "passwd", "-6", "-stdin"], input="monpass", capture_output=True, text=True,
+                       check=True).stdout.strip()
+    with open(path, "w") as f:
+        f.write("mon:%s:monitor\n" % h)
+    os.chmod(path, 0o600)
+    return path
+
+
 def fabric_state(work, sock):
     """(LID of every port GUID, the LFTs, routing problems) as the tools read them."""
     text = b.run(["ibnetdiscover"], work, sock, env={"SIM_HOST": "h1-0"}).stdout
@@ -276,12 +286,7 @@ def main():
     ap.add_argument("--only", help="one scenario, e.g. weft1-weft5")
     a = ap.parse_args()
     os.makedirs(a.scratch, exist_ok=True)
-    users = os.path.join(a.scratch, "standby-users")
-    h = subprocess.run(["openssl", "passwd", "-6", "-stdin"], input="monpass", capture_output=True, text=True,
-                       check=True).stdout.strip()
-    with open(users, "w") as f:
-        f.write("mon:%s:monitor\n" % h)
-    os.chmod(users, 0o600)
+    users = write_users(os.path.join(a.scratch, "standby-users"))
     scenarios = [
         (("weft", 1), ("weft", 5), "second"),   # a higher weft joins: handover
         (("weft", 5), ("weft", 1), "first"),    # a lower weft joins: it stands by

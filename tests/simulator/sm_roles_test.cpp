@@ -110,6 +110,27 @@ struct Fabric {
   void attach() { sim.attach_sm(peer_node, 1, peer.agent()); }
 };
 
+// Another SM's SMInfo Get or Set, as the MAD that reaches the SM.
+InMad sm_info_request(uint8_t mgmt_class, uint8_t method, uint32_t mod, Guid from, uint64_t key,
+                      SmState state, Lid slid = {}) {
+  Smp q;
+  q.mgmt_class = mgmt_class;
+  q.method = method;
+  q.attr_id = kAttrSmInfo;
+  q.attr_mod = mod;
+  q.tid = 90;
+  SmInfo si;
+  si.guid = from;
+  si.sm_key = key;
+  si.state = state;
+  q.data = encode_sm_info(si);
+  InMad in;
+  in.mad = encode_smp(q);
+  in.len = kMadSize;
+  in.slid = slid;
+  return in;
+}
+
 std::map<uint64_t, uint16_t> lids_of(const fabric::Fabric& f) {
   std::map<uint64_t, uint16_t> out;
   for (auto [n, p] : f.lid_ports())
@@ -267,22 +288,7 @@ TEST(SmRoles, AnswersSmInfoGetsWithTheKeyOnlyToWhoKnowsIt) {
   SubnetManager sm(t, opts(dir, 6));
   ASSERT_TRUE(sm.sweep());
   auto ask = [&](uint8_t method, uint32_t mod, uint64_t key, SmState st) {
-    Smp q;
-    q.mgmt_class = kClassSmiLid;
-    q.method = method;
-    q.attr_id = kAttrSmInfo;
-    q.attr_mod = mod;
-    q.tid = 90;
-    SmInfo si;
-    si.guid = Guid{0x777};
-    si.sm_key = key;
-    si.state = st;
-    q.data = encode_sm_info(si);
-    InMad in;
-    in.mad = encode_smp(q);
-    in.len = kMadSize;
-    in.slid = Lid{3};
-    t.inject(in);
+    t.inject(sm_info_request(kClassSmiLid, method, mod, Guid{0x777}, key, st, Lid{3}));
     EXPECT_TRUE(sm.serve_for(std::chrono::milliseconds(10)));
     auto r = decode_smp(t.sent_responses().back().data(), kMadSize);
     EXPECT_TRUE(r);
@@ -320,21 +326,7 @@ TEST(SmRoles, AStandbyThatIsHandedOverAcknowledgesAndBecomesMaster) {
   SubnetManager sm(t, opts(dir, 5));
   ASSERT_EQ(sm.sweep()->sm_state, SmState::kStandby);  // it follows the running master
   // The master hands over to the higher standby (as OpenSM does).
-  Smp q;
-  q.mgmt_class = kClassSmiDirect;
-  q.method = kMethodSet;
-  q.attr_id = kAttrSmInfo;
-  q.attr_mod = 1;
-  q.hop_count = 0;
-  SmInfo si;
-  si.guid = fx.peer.guid;
-  si.sm_key = 0xfeed;
-  si.state = SmState::kMaster;
-  q.data = encode_sm_info(si);
-  InMad in;
-  in.mad = encode_smp(q);
-  in.len = kMadSize;
-  t.inject(in);
+  t.inject(sm_info_request(kClassSmiDirect, kMethodSet, 1, fx.peer.guid, 0xfeed, SmState::kMaster));
   ASSERT_TRUE(sm.serve_for(std::chrono::milliseconds(10)));
   auto r = decode_smp(t.sent_responses().back().data(), kMadSize);
   ASSERT_TRUE(r);
@@ -359,20 +351,8 @@ TEST(SmRoles, ADisabledStandbySweepsNothingAndATrapDoesNotLoopIt) {
   SubnetManager sm(t, opts(dir, 1));
   ASSERT_EQ(sm.sweep()->sm_state, SmState::kStandby);
   auto set = [&](uint32_t mod) {
-    Smp q;
-    q.mgmt_class = kClassSmiDirect;
-    q.method = kMethodSet;
-    q.attr_id = kAttrSmInfo;
-    q.attr_mod = mod;
-    SmInfo si;
-    si.guid = fx.peer.guid;
-    si.sm_key = 0xfeed;
-    si.state = SmState::kMaster;
-    q.data = encode_sm_info(si);
-    InMad in;
-    in.mad = encode_smp(q);
-    in.len = kMadSize;
-    t.inject(in);
+    t.inject(
+        sm_info_request(kClassSmiDirect, kMethodSet, mod, fx.peer.guid, 0xfeed, SmState::kMaster));
     EXPECT_TRUE(sm.serve_for(std::chrono::milliseconds(10)));
   };
   set(3);  // DISABLE

@@ -166,6 +166,9 @@ class SubnetManager {
   void note_flaps(const std::vector<std::tuple<uint64_t, PortNum, std::string>>& changed);
   void finish_standby(const std::string& why);
   void send_trap144(const RemoteSm& to);
+  // An SMInfo Get to another SM, and whether its answer carries our SM_Key.
+  SmpRequest sm_info_get(const DrPath& path) const;
+  bool key_matches(const SmInfo& theirs) const;
   uint32_t act_count() const { return static_cast<uint32_t>(eng_.stats().sent); }
   void serve_sa(const InMad& in);
   void send_reports(uint16_t trap, const Gid& gid);
