@@ -1,0 +1,200 @@
+#!/usr/bin/env python3
+"""Reroute after a link failure, weft against OpenSM 3.3.23, in one run on ibsim's
+444-switch fat tree (3,456 CAs), both with the minhop engine (their default).
+
+Each run, per SM: a fresh ibsim; the SM at the first host brings the subnet up; the
+routes are read back (ibnetdiscover, dump_fts) and checked; then a leaf-aggregation
+link is cut with ibsim's `Unlink` (ibsim sends trap 128 to the SM). Measured:
+- reroute time: from the Unlink to the SM's next SUBNET UP in its log (logs polled
+  every 10 ms); after it the routes are read back and must reach every LID without a
+  loop and without the cut link;
+- LFT blocks written: SMP Sets of LinearForwardingTable that left the SM's process,
+  counted by the madcount shim in front of umad2sim (the same count for both SMs),
+  against the blocks whose content changed (the read-back tables before and after);
+- the same when the link comes back (`ReLink`), and whether every LFT entry is then as
+  it was before the cut (the balanced routes return).
+The kinds take turns, run by run."""
+import argparse
+import os
+import re
+import shutil
+import statistics
+import struct
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "tests", "e2e"))
+sys.path.insert(0, HERE)
+import ibsim_bringup as b  # noqa: E402
+from bench_bringup import ibsim_args  # noqa: E402
+
+SPEC = "ft3:pods=8,leaves=24,aggs=18,hosts=18,cores=6,links=2"  # 444 switches, 3,456 CAs
+CUT = ('"leaf5-7"', 20)  # a leaf-aggregation link, away from the SM's own leaf
+SLOTS = ("smps", "gets", "sets", "lft_sets", "portinfo_sets", "switchinfo_sets", "other_sets")
+
+
+def counts(path):
+    data = open(path, "rb").read()
+    return dict(zip(SLOTS, struct.unpack("<%dQ" % len(SLOTS), data[:8 * len(SLOTS)])))
+
+
+def delta(a, c):
+    return {k: c[k] - a[k] for k in SLOTS}
+
+
+def blocks_changed(before, after):
+    """LFT blocks (64 LIDs of one switch) whose entries differ between two read-backs."""
+    changed = 0
+    for guid in set(before) | set(after):
+        t0 = before.get(guid, (None, {}, 0))[1]
+        t1 = after.get(guid, (None, {}, 0))[1]
+        blocks = {lid // 64 for lid in set(t0) | set(t1) if t0.get(lid) != t1.get(lid)}
+        changed += len(blocks)
+    return changed
+
+
+def entries_differing(before, after):
+    return sum(1 for g in before for lid, p in before[g][1].items() if after.get(g, (0, {}))[1].get(lid) != p)
+
+
+class Sm:
+    def __init__(self, kind, work, sock, host, weft, shim):
+        self.kind, self.work, self.sock, self.host = kind, work, sock, host
+        self.log = os.path.join(work, kind + ".log")
+        self.counts = os.path.join(work, kind + ".counts")
+        if kind == "weft":
+            self.cmd = [weft, "sm", "--state-dir", os.path.join(work, "state"), "--log-file", self.log,
+                        "--sweep-interval", "10"]
+        else:
+            self.cmd = ["opensm", "-f", self.log, "-d", "2", "-s", "10"]
+        self.env = dict(os.environ, IBSIM_SOCKNAME=sock, LD_PRELOAD=shim + " " + b.UMAD2SIM, SIM_HOST=host,
+                        WEFT_MADCOUNT=self.counts, OSM_TMP_DIR=work, OSM_CACHE_DIR=work)
+        self.proc = None
+
+    def __enter__(self):
+        self.proc = subprocess.Popen(self.cmd, cwd=self.work, env=self.env, stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.DEVNULL, start_new_session=True)
+        return self
+
+    def __exit__(self, *exc):
+        b.stop_process(self.proc)
+        return False
+
+    def ups(self):
+        if not os.path.exists(self.log):
+            return 0
+        return len(re.findall(r"SUBNET UP", open(self.log, errors="replace").read()))
+
+    def wait_up(self, more_than, timeout):
+        t0 = time.time()
+        while time.time() - t0 < timeout:
+            if self.ups() > more_than:
+                return time.time()
+            if self.proc.poll() is not None:
+                raise b.Failure("%s exited %d" % (self.kind, self.proc.returncode))
+            time.sleep(0.01)
+        raise b.Failure("%s: no SUBNET UP in %d s" % (self.kind, timeout))
+
+
+def quiet(sm, settle=1.0, timeout=60):
+    """Waits until the SM has sent no SMP Set for `settle` s (its sweep's writes done)."""
+    t0, last, since = time.time(), counts(sm.counts)["sets"], time.time()
+    while time.time() - t0 < timeout:
+        time.sleep(0.1)
+        now = counts(sm.counts)["sets"]
+        if now != last:
+            last, since = now, time.time()
+        elif time.time() - since >= settle:
+            return
+    raise b.Failure("%s kept writing for %d s" % (sm.kind, timeout))
+
+
+def checked(work, sock, what):
+    nodes, lfts, pairs, problems = b.read_routes(work, sock)
+    if problems:
+        raise b.Failure("%s: %d of %d routes wrong, e.g. %s" % (what, len(problems), pairs, problems[:3]))
+    return lfts
+
+
+def one_run(a, net, sargs, kind, k, hosts):
+    work = os.path.join(a.scratch, "%s-%d" % (kind, k))
+    shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(work)
+    sock = "weft-bench-reroute-%d-%s-%d" % (os.getpid(), kind, k)
+    with b.Ibsim(net, work, sock, extra_args=sargs) as sim:
+        time.sleep(1)
+        with Sm(kind, work, sock, hosts[0], a.weft, a.shim) as sm:
+            sm.wait_up(0, 300)
+            quiet(sm)
+            before = checked(work, sock, kind + " bring-up")
+            out = {}
+            for step, cmd in (("cut", "Unlink %s[%d]\n" % CUT), ("back", "ReLink %s[%d]\n" % CUT)):
+                c0, ups = counts(sm.counts), sm.ups()
+                t0 = time.time()
+                os.write(sim.fifo_fd, cmd.encode())
+                t1 = sm.wait_up(ups, 120)
+                quiet(sm)
+                d = delta(c0, counts(sm.counts))
+                lfts = checked(work, sock, "%s after %s" % (kind, cmd.strip()))
+                out[step] = {"s": t1 - t0, "lft_sets": d["lft_sets"], "sets": d["sets"], "smps": d["smps"],
+                             "changed": blocks_changed(before if step == "cut" else out["cut_lfts"], lfts)}
+                out[step + "_lfts"] = lfts
+            out["restored"] = entries_differing(before, out["back_lfts"])
+            return out
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--weft", required=True)
+    ap.add_argument("--shim", required=True, help="libweft_madcount.so")
+    ap.add_argument("--scratch", default="/tmp/weft-bench-reroute")
+    ap.add_argument("--runs", type=int, default=3)
+    a = ap.parse_args()
+    a.shim = os.path.abspath(a.shim)
+    shutil.rmtree(a.scratch, ignore_errors=True)
+    os.makedirs(a.scratch)
+    net = os.path.join(a.scratch, "ft3.net")
+    b.run([a.weft, "topo", SPEC, "-o", net], a.scratch, "", preload=False)
+    hosts = re.findall(r'^Ca\s+\d+\s+"([^"]+)"', open(net).read(), re.M)
+    sargs = ibsim_args(net)[0]
+    res = {"weft": [], "opensm": []}
+    for k in range(a.runs):
+        for kind in ("opensm", "weft"):
+            r = one_run(a, net, sargs, kind, k, hosts)
+            res[kind].append(r)
+            print("run %d %-6s cut: %.3f s, %d LFT Sets / %d blocks changed, %d SMPs; back: %.3f s, %d / %d, "
+                  "%d SMPs; entries not restored %d"
+                  % (k + 1, kind, r["cut"]["s"], r["cut"]["lft_sets"], r["cut"]["changed"], r["cut"]["smps"],
+                     r["back"]["s"], r["back"]["lft_sets"], r["back"]["changed"], r["back"]["smps"], r["restored"]),
+                  flush=True)
+
+    def med(kind, step, key):
+        return statistics.median(r[step][key] for r in res[kind])
+
+    print()
+    print("Reroute on the 444-switch tree (3,456 CAs), minhop, link %s[%d] cut then restored; medians of %d runs"
+          % (CUT[0].strip('"'), CUT[1], a.runs))
+    print()
+    print("| event | SM | trap to SUBNET UP, ms | LFT blocks written | blocks changed | written/changed "
+          "| SMPs sent | weft/OpenSM time |")
+    print("|---|---|---|---|---|---|---|---|")
+    for step, label in (("cut", "link cut"), ("back", "link back")):
+        for kind in ("opensm", "weft"):
+            w, c = med(kind, step, "lft_sets"), med(kind, step, "changed")
+            ratio = "%.2f" % (med("weft", step, "s") / med("opensm", step, "s")) if kind == "weft" else ""
+            print("| %s | %s | %.0f | %d | %d | %s | %d | %s |"
+                  % (label, "weft" if kind == "weft" else "OpenSM", med(kind, step, "s") * 1000, w, c,
+                     "%.2f" % (w / c) if c else "-", med(kind, step, "smps"), ratio))
+    for kind in ("opensm", "weft"):
+        print("%s: LFT entries not back to their pre-cut port after the ReLink, per run: %s"
+              % (kind, [r["restored"] for r in res[kind]]))
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    except (b.Failure, subprocess.TimeoutExpired) as e:
+        print("FAIL: %s" % e, file=sys.stderr)
+        sys.exit(1)

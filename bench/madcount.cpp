@@ -1,0 +1,80 @@
+// madcount.cpp — an LD_PRELOAD shim that counts the SMPs a program sends, whatever
+// program it is (weft or OpenSM), so that a bench compares the two by what went on
+// the wire rather than by what each says it did.
+//
+//   WEFT_MADCOUNT=/tmp/counts LD_PRELOAD="libweft_madcount.so libumad2sim.so" opensm ...
+//
+// It sits in front of umad2sim's write(): a write of a umad buffer (the 64-byte
+// ib_user_mad header, then the MAD) whose MAD is a subnet management packet is
+// counted, then passed on unchanged. The counts live in the file WEFT_MADCOUNT names,
+// mapped shared, so a reader sees them at any moment without the program's help:
+// eight little-endian uint64 — SMPs sent, SMP Gets, SMP Sets, LFT block Sets
+// (LinearForwardingTable, 0x0019), PortInfo Sets, SwitchInfo Sets, other Sets, and
+// the writes that looked like neither.
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+
+namespace {
+
+using WriteFn = ssize_t (*)(int, const void*, size_t);
+
+enum Slot { kSmps, kGets, kSets, kLftSets, kPortInfoSets, kSwitchInfoSets, kOtherSets, kSlots };
+
+constexpr size_t kUmadHeader = 64;  // struct ib_user_mad with the pkey_index header
+
+std::atomic<uint64_t>* counts() {
+  static std::atomic<uint64_t>* table = []() -> std::atomic<uint64_t>* {
+    const char* path = std::getenv("WEFT_MADCOUNT");
+    if (!path) return nullptr;
+    const int fd = ::open(path, O_RDWR | O_CREAT, 0644);
+    if (fd < 0) return nullptr;
+    const size_t bytes = kSlots * sizeof(uint64_t);
+    if (::ftruncate(fd, static_cast<off_t>(bytes)) != 0) {
+      ::close(fd);
+      return nullptr;
+    }
+    void* m = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    ::close(fd);
+    return m == MAP_FAILED ? nullptr : static_cast<std::atomic<uint64_t>*>(m);
+  }();
+  return table;
+}
+
+void count(const void* buf, size_t len) {
+  if (len < kUmadHeader + 24) return;
+  const auto* mad = static_cast<const uint8_t*>(buf) + kUmadHeader;
+  // Common MAD header: BaseVersion 1, MgmtClass 0x01 (LID routed) or 0x81 (directed).
+  if (mad[0] != 1 || (mad[1] != 0x01 && mad[1] != 0x81) || mad[2] != 1) return;
+  std::atomic<uint64_t>* c = counts();
+  if (!c) return;
+  const uint8_t method = mad[3];
+  const uint16_t attr = static_cast<uint16_t>(mad[16] << 8 | mad[17]);
+  c[kSmps].fetch_add(1, std::memory_order_relaxed);
+  if (method == 0x01) {
+    c[kGets].fetch_add(1, std::memory_order_relaxed);
+  } else if (method == 0x02) {
+    c[kSets].fetch_add(1, std::memory_order_relaxed);
+    const Slot s = attr == 0x0019   ? kLftSets
+                   : attr == 0x0015 ? kPortInfoSets
+                   : attr == 0x0012 ? kSwitchInfoSets
+                                    : kOtherSets;
+    c[s].fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
+}  // namespace
+
+extern "C" ssize_t write(int fd, const void* buf, size_t len) {
+  static WriteFn next = reinterpret_cast<WriteFn>(::dlsym(RTLD_NEXT, "write"));
+  if (!next) return -1;
+  const ssize_t r = next(fd, buf, len);
+  if (r > 0) count(buf, len);
+  return r;
+}
