@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <optional>
 
 #include "parallel.hpp"
 #include "switch_graph.hpp"
@@ -18,6 +19,45 @@ using detail::Switches;
 using fabric::Fabric;
 using fabric::NodeIndex;
 
+namespace {
+
+// Whether `f` is `prev` with only links taken away (and the nodes they cut off): every
+// switch and every inter-switch link of f was in prev, and every LID in use is held by
+// the port that held it there. Then: per node of f, its index in prev.
+std::optional<std::vector<NodeIndex>> removal_only(const Fabric& prev, const Fabric& f,
+                                                   const std::vector<LidOwner>& owners) {
+  std::vector<NodeIndex> was(f.size(), fabric::kNoNode);
+  for (NodeIndex n = 0; n < f.size(); ++n) {
+    const auto& nd = f.node(n);
+    auto p = prev.find(nd.guid);
+    if (!p || prev.node(*p).type != nd.type || prev.node(*p).num_ports != nd.num_ports)
+      return std::nullopt;
+    was[n] = *p;
+  }
+  for (NodeIndex n = 0; n < f.size(); ++n) {
+    const auto& nd = f.node(n);
+    if (!nd.is_switch()) continue;
+    for (const auto& port : nd.ports) {
+      if (port.num == 0 || !port.linked() || !f.node(port.peer).is_switch()) continue;
+      const auto& before = prev.node(was[n]).ports[port.num];
+      if (before.peer != was[port.peer] || before.peer_port != port.peer_port) return std::nullopt;
+    }
+  }
+  const std::vector<LidOwner> held = lid_owners(prev);
+  std::vector<const LidOwner*> by_lid;
+  for (const LidOwner& o : held) {
+    if (by_lid.size() <= o.lid.value) by_lid.resize(o.lid.value + 1, nullptr);
+    by_lid[o.lid.value] = &o;
+  }
+  for (const LidOwner& o : owners) {
+    const LidOwner* b = o.lid.value < by_lid.size() ? by_lid[o.lid.value] : nullptr;
+    if (!b || b->node != was[o.node] || b->port != o.port) return std::nullopt;
+  }
+  return was;
+}
+
+}  // namespace
+
 Routed MinHopEngine::compute(const Fabric& f, const Options& o) const {
   auto st = detail::start(f);
   if (!st) return std::unexpected(st.error());
@@ -26,8 +66,38 @@ Routed MinHopEngine::compute(const Fabric& f, const Options& o) const {
   if (ns == 0) return std::move(out);
   const std::vector<uint8_t> dist = switch_distances(f, sw);
 
+  // A repair of the previous tables, when only links went away.
+  std::optional<std::vector<NodeIndex>> was;
+  const Tables* prev = o.previous.tables;
+  if (prev && o.previous.fabric && o.previous.engine == name() && prev->path_sl.empty())
+    was = removal_only(*o.previous.fabric, f, owners);
+
   // Destinations grouped by the switch that delivers them, with the exit port there.
   const detail::LidsBySwitch at = detail::lids_by_switch(f, sw, owners);
+
+  // The entries a change broke: at each switch, the LIDs whose previous entry no longer
+  // leads one hop nearer (their routes crossed a lost link). Only they are routed again.
+  std::vector<std::vector<uint16_t>> broken(was ? ns : 0);
+  if (was) {
+    detail::parallel_for(ns, [&](size_t si) {
+      const auto s = static_cast<uint32_t>(si);
+      const NodeIndex sn = sw.nodes[s];
+      const auto& before = prev->lft[(*was)[sn]];
+      const auto& ports = f.node(sn).ports;
+      for (uint32_t t = 0; t < ns; ++t) {
+        const uint8_t here = dist[size_t(t) * ns + s];
+        if (t == s || at[t].empty() || here == kFar) continue;
+        for (auto [lid, exit] : at[t]) {
+          const PortNum old = lid < before.size() ? before[lid] : kDropPort;
+          const bool ok = old < ports.size() && old != 0 && ports[old].linked() &&
+                          f.node(ports[old].peer).is_switch() &&
+                          dist[size_t(t) * ns + sw.of_node[ports[old].peer]] + 1 == here;
+          if (!ok) broken[s].push_back(lid);
+        }
+      }
+    });
+    for (const auto& b : broken) out.rerouted += b.size();
+  }
 
   // Every switch's row on its own, in parallel.
   detail::parallel_for(ns, [&](size_t si) {
@@ -95,6 +165,24 @@ Routed MinHopEngine::compute(const Fabric& f, const Options& o) const {
     uint32_t* const used = used_v.data();
     uint32_t* const cand = cand_v.data();
     const PortNum* const port = port_v.data();
+    // Repair: every entry the change did not break keeps its port, and counts as used;
+    // the broken ones are routed below as afresh, against them.
+    std::vector<uint8_t> redo;  // per LID, at this switch
+    if (was) {
+      const auto& before = prev->lft[(*was)[sn]];
+      std::vector<uint32_t> link_k(f.node(sn).ports.size(), 0);
+      for (size_t k = 0; k < links.size(); ++k) link_k[links[k].port] = static_cast<uint32_t>(k);
+      redo.assign(row.size(), 0);
+      for (uint16_t lid : broken[s]) redo[lid] = 1;
+      for (const uint32_t t : order) {
+        if (t == s || mine[t] == kFar) continue;
+        for (auto [lid, exit] : at[t])
+          if (!redo[lid]) {
+            rowp[lid] = before[lid];
+            ++used[link_k[before[lid]]];
+          }
+      }
+    }
     for (const uint32_t t : order) {
       if (t == s || at[t].empty() || mine[t] == kFar) continue;
       // The target's LIDs round robin over the candidates, from the least used (the
@@ -110,12 +198,21 @@ Routed MinHopEngine::compute(const Fabric& f, const Options& o) const {
       if (n == 0) continue;
       const auto* const lids = at[t].data();
       const size_t nl = at[t].size();
-      for (size_t j = 0, c = start; j < nl; ++j, c = c + 1 == n ? 0 : c + 1) {
+      for (size_t j = 0, c = start; j < nl; ++j) {
+        if (was && !redo[lids[j].first]) continue;
         rowp[lids[j].first] = port[cand[c]];
         ++used[cand[c]];
+        c = c + 1 == n ? 0 : c + 1;
       }
     }
   });
+  if (was) {
+    out.repaired = true;
+    out.notes.push_back(
+        "minhop: only links went away since the previous tables: " + std::to_string(out.rerouted) +
+        " (switch, LID) entries whose routes crossed them routed again, every "
+        "other entry kept");
+  }
   if (o.adaptive) detail::parallel_link_groups(f, sw, out);
   return std::move(out);
 }

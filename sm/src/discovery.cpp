@@ -51,18 +51,104 @@ class Walker {
     });
   }
 
+  // An update of a model this walker did not read: `prev` as the devices were left,
+  // and the switches that reported a change. Each one's SwitchInfo and every PortInfo
+  // are read again through its known route. A port now down loses its link; a port
+  // up but not ACTIVE (it trained since the last sweep, which left every linked port
+  // ACTIVE) is probed again across, and whatever is found there is explored as in a
+  // full discovery; an ACTIVE port keeps its link. Any read that fails makes the
+  // update fail (take()), for the caller to discover in full.
+  void update(const Discovered& prev, const std::vector<NodeIndex>& dirty) {
+    updating_ = true;
+    raw_.f = prev.fabric;
+    raw_.paths = prev.paths;
+    raw_.pi = prev.port_info;
+    raw_.pi_read = prev.port_read;
+    raw_.si = prev.switch_info;
+    raw_.local = prev.local_node;
+    raw_.local_port = prev.local_port;
+    // The link that changed joins two of the dirty switches (both ends report it), and a
+    // route across it may be dead: reach them by routes that avoid every link between
+    // two of them where there is one.
+    std::vector<uint8_t> is_dirty(raw_.f.size(), 0);
+    for (NodeIndex n : dirty)
+      if (n < raw_.f.size()) is_dirty[n] = 1;
+    std::vector<uint8_t> seen(raw_.f.size(), 0);
+    std::deque<NodeIndex> q{raw_.local};
+    seen[raw_.local] = 1;
+    std::vector<DrPath> around = raw_.paths;
+    around[raw_.local] = DrPath{};
+    while (!q.empty()) {
+      const NodeIndex n = q.front();
+      q.pop_front();
+      const auto& nd = raw_.f.node(n);
+      if (!nd.is_switch() && n != raw_.local) continue;
+      for (const auto& port : nd.ports) {
+        if (port.num == 0 || !port.linked() || seen[port.peer]) continue;
+        if (!nd.is_switch() && port.num != raw_.local_port) continue;
+        if (is_dirty[n] && is_dirty[port.peer]) continue;
+        if (around[n].hops >= opts_.max_hops) continue;
+        seen[port.peer] = 1;
+        around[port.peer] = around[n].extended(port.num);
+        q.push_back(port.peer);
+      }
+    }
+    for (NodeIndex n = 0; n < raw_.f.size(); ++n)
+      if (seen[n]) raw_.paths[n] = around[n];
+    for (NodeIndex n : dirty) {
+      if (n >= raw_.f.size() || !raw_.f.node(n).is_switch()) continue;
+      const DrPath path = raw_.paths[n];
+      eng_.submit(SmpRequest::get(kAttrSwitchInfo, 0, path), [this, n](Result<Smp> r) {
+        if (!r) return update_failed("SwitchInfo of " + raw_.f.node(n).guid.str(), r.error());
+        raw_.si[n] = decode_switch_info(r->data);
+        raw_.f.node(n).sw.lft_top = raw_.si[n].lft_top;
+      });
+      for (PortNum p = 0; p <= raw_.f.node(n).num_ports; ++p)
+        eng_.submit(SmpRequest::get(kAttrPortInfo, p, path), [this, n, p, path](Result<Smp> r) {
+          if (!r) return update_failed("PortInfo " + fabric::port_ref(raw_.f, n, p), r.error());
+          PortInfo pi = decode_port_info(r->data);
+          auto& port = raw_.f.node(n).ports[p];
+          raw_.pi[n][p] = pi;
+          raw_.pi_read[n][p] = true;
+          port.attrs = pi.attrs;
+          if (p == 0) return;
+          const bool up = pi.attrs.state != PortState::kDown && pi.attrs.phys_state == 5;
+          if (up && pi.attrs.state == PortState::kActive && port.linked()) return;
+          if (port.linked()) {
+            ++update_links_lost_;
+            raw_.f.disconnect(n, p);
+          }
+          if (!up) return;
+          if (path.hops >= opts_.max_hops)
+            return update_failed("port " + fabric::port_ref(raw_.f, n, p),
+                                 Error{Errc::kUnreachable, "beyond the directed-route hop limit"});
+          probe(n, p, path.extended(p));
+        });
+    }
+  }
+  size_t update_links_lost() const { return update_links_lost_; }
+  size_t update_links_found() const { return update_links_found_; }
+
   // Once the engine is idle (every completion has run).
   Result<Raw> take(const Result<void>& pumped) {
     if (!pumped) return std::unexpected(pumped.error());
     if (local_error_)
       return fail(local_error_->code, "cannot read the SM's own node: " + local_error_->message);
+    if (update_error_) return std::unexpected(*update_error_);
     return std::move(raw_);
   }
 
  private:
   void problem(std::string s) {
+    if (updating_) {
+      if (!update_error_) update_error_ = Error{Errc::kBadReply, std::move(s)};
+      return;
+    }
     WEFT_LOG(Warn, "DISC-0001") << s;
     raw_.problems.push_back(std::move(s));
+  }
+  void update_failed(const std::string& what, const Error& why) {
+    if (!update_error_) update_error_ = Error{why.code, what + ": " + why.message};
   }
 
   Result<NodeIndex> add(const NodeInfo& ni, const DrPath& path) {
@@ -192,6 +278,23 @@ class Walker {
             problem("switch " + ni->node_guid.str() + " reports LocalPortNum 0 on a link");
             return;
           }
+          if (updating_) {
+            // The far port can hold only this cable: a link the model still gives it is
+            // gone (or is this one, found first from the other side).
+            const auto& far = raw_.f.node(to).ports[q];
+            if (far.linked() && (far.peer != from || far.peer_port != from_port)) {
+              ++update_links_lost_;
+              raw_.f.disconnect(to, q);
+            }
+            if (!raw_.f.node(from).ports[from_port].linked()) {
+              if (auto c = raw_.f.connect(from, from_port, to, q); !c)
+                return problem("inconsistent link: " + c.error().message);
+              ++update_links_found_;
+            }
+            if (fresh) return explore(to, q);
+            if (!raw_.f.node(to).is_switch()) raw_.f.node(to).ports[q].guid = ni->port_guid;
+            return read_port(to, q, path, false);
+          }
           auto c = raw_.f.connect(from, from_port, to, q);
           if (!c) {
             problem("inconsistent link: " + c.error().message);
@@ -210,6 +313,9 @@ class Walker {
   DiscoveryOptions opts_;
   Raw raw_;
   std::optional<Error> local_error_;
+  bool updating_ = false;
+  std::optional<Error> update_error_;
+  size_t update_links_lost_ = 0, update_links_found_ = 0;
 };
 
 // Rebuilds the model in canonical order (BFS from the SM, ports ascending).
@@ -292,11 +398,23 @@ void Discovery::start() {
   walk_->walker.start();
 }
 
+void Discovery::start_update(const Discovered& prev, const std::vector<NodeIndex>& dirty) {
+  sent0_ = eng_.stats().sent;
+  reread_ = dirty.size();
+  walk_->walker.update(prev, dirty);
+}
+
 Result<Discovered> Discovery::finish(const Result<void>& pumped) {
   auto raw = walk_->walker.take(pumped);
   if (!raw) return std::unexpected(raw.error());
   Discovered d = canonicalise(std::move(*raw));
   d.smps = eng_.stats().sent - sent0_;
+  if (reread_) {
+    d.update = true;
+    d.reread = *reread_;
+    d.links_lost = walk_->walker.update_links_lost();
+    d.links_found = walk_->walker.update_links_found();
+  }
   return d;
 }
 

@@ -88,7 +88,10 @@ void SmService::on_sm_event(const SmEvent& e) {
   events_.append(e.type, e.data);
   // A trap is acted on when it arrives: no polling slice between it and its sweep. So
   // is another SM's HANDOVER or DISCOVER.
-  if (e.type == "trap" && e.data.value("sweep", false)) request_sweep(true);
+  // What the sweep does is the SM's to say (needs_sweep): an update of the switches
+  // that trapped, or a full discovery. A second trap of the same event (the link's other
+  // end) that the sweep under way already covers asks for nothing more.
+  if (e.type == "trap" && e.data.value("sweep", false)) asio::post(io_, [this] { maybe_sweep(); });
   // A trap held back (its LID trapped within trap_holdoff): one heavy sweep when the
   // hold-off ends, whatever else trapped meanwhile.
   if (e.type == "trap" && e.data.value("held", false) && !holdoff_armed_) {

@@ -108,10 +108,19 @@ void SubnetManager::start_sweep(bool heavy, SweepDone done) {
   light_ = !heavy && snapshot_ && !trap_seen_ && !deferred_heavy_ && last_report_ &&
            last_report_->subnet_up && role_.state() == SmState::kMaster;
   publish();
-  if (light_)
-    phase_light_check();
-  else
-    phase_discover();
+  if (light_) return phase_light_check();
+  // Only trap 128s asked (links changed at known switches): read those switches again.
+  std::vector<NodeIndex> dirty;
+  if (model_ && !trap_seen_ && !deferred_heavy_ && !dirty_lids_.empty() && last_report_ &&
+      last_report_->subnet_up && role_.state() == SmState::kMaster) {
+    const auto& f = model_->fabric;
+    for (NodeIndex n = 0; n < f.size(); ++n)
+      if (f.node(n).is_switch() && dirty_lids_.count(f.node(n).ports[0].attrs.lid.value))
+        dirty.push_back(n);
+  }
+  if (dirty.size() == dirty_lids_.size() && !dirty.empty())
+    return phase_update(std::move(dirty), "trap 128");
+  phase_discover();
 }
 
 void SubnetManager::next_phase(void (SubnetManager::*phase)(Result<void>)) {
@@ -145,17 +154,36 @@ Result<void> SubnetManager::serve_for(Duration d) {
 
 void SubnetManager::phase_light_check() {
   auto changed = std::make_shared<bool>(false);
-  for (const DrPath& p : last_switch_paths_)
-    eng_.submit(SmpRequest::get(kAttrSwitchInfo, 0, p), [changed](Result<Smp> r) {
-      if (!r || decode_switch_info(r->data).port_state_change) *changed = true;
-    });
+  // Switches of the model whose PortStateChange is set: read again on the model, when
+  // nothing else changed.
+  auto psc = std::make_shared<std::vector<NodeIndex>>();
+  auto silent = std::make_shared<std::vector<NodeIndex>>();  // switches that did not answer
+  auto sm_changed = std::make_shared<bool>(false);           // another SM changed: a full sweep
+  if (model_) {
+    for (NodeIndex n = 0; n < model_->fabric.size(); ++n)
+      if (model_->fabric.node(n).is_switch())
+        eng_.submit(SmpRequest::get(kAttrSwitchInfo, 0, model_->paths[n]),
+                    [changed, psc, silent, n](Result<Smp> r) {
+                      if (!r) {
+                        *changed = true;
+                        silent->push_back(n);
+                      } else if (decode_switch_info(r->data).port_state_change) {
+                        psc->push_back(n);
+                      }
+                    });
+  } else {
+    for (const DrPath& p : last_switch_paths_)
+      eng_.submit(SmpRequest::get(kAttrSwitchInfo, 0, p), [changed](Result<Smp> r) {
+        if (!r || decode_switch_info(r->data).port_state_change) *changed = true;
+      });
+  }
   // The other SMs, as OpenSM's light sweep polls them: one that became master, or now
   // outranks this one, calls for a heavy sweep (a handover either way).
   auto seen = std::make_shared<std::vector<RemoteSm>>(sms_);
   for (size_t i = 0; i < seen->size(); ++i) {
     SmpRequest req = sm_info_get((*seen)[i].path);
     req.retries = 0;
-    eng_.submit(req, [this, seen, i, changed](Result<Smp> r) {
+    eng_.submit(req, [this, seen, i, changed, sm_changed](Result<Smp> r) {
       RemoteSm& sm = (*seen)[i];
       const bool was = sm.answered && sm.key_ok;
       sm.answered = r.has_value();
@@ -168,13 +196,23 @@ void SubnetManager::phase_light_check() {
       if (sm.key_ok && sm.info.guid == sm.guid &&
           (sm.info.state == SmState::kMaster ||
            sm_outranks(sm.info.priority, sm.guid, opts_.sm_priority, sm_guid_) || !was))
-        *changed = true;
+        *changed = *sm_changed = true;
     });
   }
   driver_->when_idle(
-      [this, changed, seen](Result<void> pumped) {
+      [this, changed, sm_changed, seen, psc, silent](Result<void> pumped) {
         if (!pumped) return finish_run(std::unexpected(pumped.error()));
         sms_ = *seen;
+        // A switch that did not answer may only be behind the link that changed (the
+        // model's route to it crossed it, as it does to the link's far end): the update
+        // reads it again too, by a route around the change, and discovers in full if
+        // it still does not answer.
+        if (!psc->empty() && !*sm_changed) {
+          light_ = false;
+          psc->insert(psc->end(), silent->begin(), silent->end());
+          std::sort(psc->begin(), psc->end());
+          return phase_update(std::move(*psc), "PortStateChange");
+        }
         if (*changed) {
           WEFT_LOG(Info, "SM-0030")
               << "light sweep: a switch reports a port change, or another SM changed; full sweep";
@@ -193,6 +231,8 @@ void SubnetManager::phase_discover() {
   SweepRun& run = *run_;
   trap_seen_ = false;
   deferred_heavy_ = false;
+  dirty_lids_.clear();
+  run.updating = false;
   run.partition_generation = opts_.partitions_generation;
   const std::string db_path = opts_.state_dir + "/guid2lid";
   if (!db_loaded_) {
@@ -212,16 +252,43 @@ void SubnetManager::phase_discover() {
   next_phase(&SubnetManager::phase_lids);
 }
 
+void SubnetManager::phase_update(std::vector<NodeIndex> dirty, const std::string& why) {
+  SweepRun& run = *run_;
+  trap_seen_ = false;
+  deferred_heavy_ = false;
+  dirty_lids_.clear();
+  run.partition_generation = opts_.partitions_generation;
+  WEFT_LOG(Info, "SM-0032") << "sweep: " << why << " at " << dirty.size()
+                            << " switches: reading them again on the last model";
+  emit("sweep_started", {{"heavy", true}, {"update", true}, {"switches", dirty.size()}});
+  run.phase_start = std::chrono::steady_clock::now();
+  run.updating = true;
+  run.discovery = std::make_unique<Discovery>(eng_);
+  run.discovery->start_update(*model_, dirty);
+  next_phase(&SubnetManager::phase_lids);
+}
+
 void SubnetManager::phase_lids(Result<void> pumped) {
   SweepRun& run = *run_;
   SweepReport& rep = run.rep;
   auto disc = run.discovery->finish(pumped);
   run.discovery.reset();
+  if (!disc && run.updating && pumped) {
+    WEFT_LOG(Warn, "SM-0033") << "update failed (" << disc.error().message
+                              << "): discovering the subnet in full";
+    run.updating = false;
+    return phase_discover();
+  }
   if (!disc) return finish_run(std::unexpected(disc.error()));
   run.d = std::move(*disc);
   const Discovered& d = run.d;
   rep.ms_discovery = ms_since(run.phase_start);
   rep.smps_discovery = d.smps;
+  rep.updated = d.update;
+  if (d.update)
+    WEFT_LOG(Info, "SM-0034") << "update: " << d.reread << " switches read again, " << d.links_lost
+                              << " links gone, " << d.links_found << " links found, with " << d.smps
+                              << " SMPs in " << static_cast<long>(rep.ms_discovery) << " ms";
   for (auto& p : d.problems) rep.problems.push_back(p);
   const auto& dn = d.fabric.node(d.local_node);
   sm_guid_ = dn.is_switch() ? dn.ports[0].guid : dn.ports[d.local_port].guid;
@@ -341,6 +408,7 @@ void SubnetManager::phase_handover(Result<void> pumped) {
 }
 
 void SubnetManager::finish_standby(const std::string& why) {
+  model_.reset();
   SweepRun& run = *run_;
   SweepReport& rep = run.rep;
   rep.sm_state = role_.state();
@@ -401,11 +469,17 @@ void SubnetManager::phase_route() {
   ro.torus = opts_.torus;
   // OperVLs encoding to a count of data VLs: 1 -> 1, 2 -> 2, 3 -> 4, 4 -> 8, 5 -> 15.
   ro.max_vls = qos::data_vls(opts_.max_op_vls);
+  // The last snapshot's tables, for an engine that repairs rather than recomputes when
+  // only links went away (minhop): a failure then rewrites only what it touched.
+  std::shared_ptr<const SubnetSnapshot> before =
+      last_report_ && last_report_->subnet_up && role_.state() == SmState::kMaster ? snapshot_
+                                                                                   : nullptr;
+  if (before) ro.previous = {&before->fabric, &before->tables, last_report_->routing_engine};
   // Pure computation on the run's own copy of the fabric: off the loop, so SMInfo and
   // the SA keep being answered meanwhile.
   auto keep = run_;
   driver_->offload(
-      [keep, chain = std::move(*chain), ro = std::move(ro)]() mutable {
+      [keep, before, chain = std::move(*chain), ro = std::move(ro)]() mutable {
         keep->routed = chain.compute(keep->target, ro);
       },
       [this, keep] {
@@ -502,6 +576,21 @@ void SubnetManager::phase_publish(Result<void> pumped) {
         a.oper_vls = now.oper_vls;
         a.sm_lid = now.sm_lid;
       }
+  // What the next update starts from: the devices as this sweep leaves them.
+  run.model = std::make_unique<Discovered>();
+  run.model->fabric = target;
+  run.model->local_node = d.local_node;
+  run.model->local_port = d.local_port;
+  run.model->paths = d.paths;
+  run.model->port_info = std::move(run.after);  // not read after this phase
+  run.model->port_read = d.port_read;
+  run.model->switch_info = d.switch_info;
+  for (auto& si : run.model->switch_info) {
+    si.lft_top = run.tables.top_lid;
+    si.port_state_change = false;
+  }
+  for (NodeIndex n = 0; n < target.size(); ++n)
+    if (target.node(n).is_switch()) run.model->fabric.node(n).sw.lft_top = run.tables.top_lid;
   auto snap = std::make_shared<SubnetSnapshot>();
   snap->node_paths = d.paths;
   snap->mft_cap = 0xffff;
@@ -587,6 +676,10 @@ void SubnetManager::phase_finish(Result<void> pumped) {
   for (size_t i = 0; i < sweep_le_.size(); ++i)
     sweep_le_[i] += rep.ms_total / 1000 <= Published::kSweepBuckets[i];
   last_report_ = std::make_shared<const SweepReport>(rep);
+  if (rep.subnet_up && rep.sm_state == SmState::kMaster)
+    model_ = std::move(run.model);
+  else
+    model_.reset();
   if (rep.subnet_up) {
     WEFT_LOG(Info, "SM-0100") << "SUBNET UP: " << rep.switches << " switches, " << rep.cas
                               << " CAs, " << rep.lids << " LIDs, "
@@ -887,7 +980,13 @@ void SubnetManager::on_trap(const Trap& t, const InMad& in) {
                               << " trapped again within trap_holdoff: folded into the next sweep";
   } else {
     last = now;
-    trap_seen_ = true;
+    // A link change at a switch of the model: that switch is read again. Anything else
+    // (or a LID the model does not know, checked when the sweep starts) asks for a full
+    // discovery.
+    if (t.number == 128 && t.lid.value && model_)
+      dirty_lids_.insert(t.lid.value);
+    else
+      trap_seen_ = true;
     WEFT_LOG(Info, "SM-0020") << t.describe() << "; a sweep is due";
   }
   ev["sweep"] = !held;

@@ -30,8 +30,10 @@ struct SweepRun {
   std::chrono::steady_clock::time_point t0, phase_start;
   uint64_t sent_at_phase = 0;  // the engine's SMP count when the phase began
   std::unique_ptr<Discovery> discovery;
+  bool updating = false;  // the discovery is an update of the last model
   Discovered d;
-  fabric::Fabric target;  // the discovered fabric with the LIDs assigned
+  std::unique_ptr<Discovered> model;  // what the next update starts from, if this one is up
+  fabric::Fabric target;              // the discovered fabric with the LIDs assigned
   routing::ChainResult routed;
   routing::Tables tables;
   qos::PartitionPlan plan;

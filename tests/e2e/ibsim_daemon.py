@@ -56,12 +56,24 @@ def main():
             print("sminfo: " + info.strip())
 
             # leaf0's ports: 2 hosts, then spines 0..2: port 3 leads to spine0.
+            full = len(re.findall(r"SM-0001 sweep: discovering the subnet", text))
             os.write(sim.fifo_fd, b'Unlink "leaf0"[3]\n')
             t0 = time.time()
             text = wait_for(log, r"SUBNET UP", 2, 30, proc)
             if not re.search(r"trap 128 \(link state change\).*a sweep is due", text):
                 raise b.Failure("the re-sweep was not trap-driven:\n" + text[-1500:])
             print("re-sweep after Unlink: SUBNET UP again within %.2f s" % (time.time() - t0))
+            # The sweep reads the switches that trapped again (an update; a far end that
+            # did not trap is read when the light sweep finds its PortStateChange), routes
+            # again only what crossed the link, and no full discovery follows.
+            time.sleep(1.5)
+            text = open(log).read()
+            if not re.search(r"SM-0034 update: \d switches read again, 1 links gone, 0 links found", text):
+                raise b.Failure("the re-sweep did not update the model at the trapping switches:\n" + text[-1500:])
+            if not re.search(r"SM-0007 routing: minhop: only links went away .* (\d+) \(switch, LID\) entries", text):
+                raise b.Failure("the re-sweep did not repair the routes:\n" + text[-1500:])
+            if len(re.findall(r"SM-0001 sweep: discovering the subnet", text)) != full:
+                raise b.Failure("a full discovery followed the update:\n" + text[-1500:])
 
             nodes, lfts, pairs, problems = b.read_routes(work, sock)
             if problems:

@@ -49,6 +49,19 @@ struct Tables {
   static constexpr uint16_t kNoArGroup = 0xFFFF;
   std::vector<std::vector<uint16_t>> ar_group;
   std::vector<std::vector<std::vector<PortNum>>> ar_sets;
+  // An engine that repaired Options::previous rather than routing afresh: `rerouted`
+  // (switch, LID) entries (those whose previous route no longer was a shortest one: it
+  // crossed what was lost) were routed again; every other entry is the previous one.
+  bool repaired = false;
+  uint64_t rerouted = 0;
+};
+
+// The tables a previous computation gave, and the fabric it ran on (node indices
+// are that fabric's; nodes are matched by GUID).
+struct PreviousRoutes {
+  const fabric::Fabric* fabric = nullptr;
+  const Tables* tables = nullptr;
+  std::string engine;  // the engine that computed them
 };
 
 // The shape of a torus or mesh for dimension-order routing, as OpenSM's
@@ -72,6 +85,13 @@ struct Options {
   size_t large_fabric = 20'000'000;
   // Compute as on a one-core machine (tests: the tables must be the same either way).
   bool one_core = false;
+  // After a change that only took links away (a link, a switch or hosts lost, every
+  // LID where it was): an engine that can (minhop) keeps each previous route that is
+  // still a shortest one and routes again only the entries that are not, balanced
+  // over the links as before, so a failure rewrites only the tables it touched. Any
+  // other change (a link or node that is new, a LID that moved), or previous tables
+  // of another engine, and the engine routes afresh. Empty = afresh.
+  PreviousRoutes previous;
   // Called now and then by long computations with what they are at ("layering:
   // 12000 of 47824 LIDs, 2 VLs"); empty = silent.
   std::function<void(const std::string&)> progress;

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,10 @@ struct Discovered {
   std::vector<std::string> problems;             // MADs that failed, inconsistencies
   size_t unexplored = 0;  // ports with a live link whose far end did not answer or made no sense
   uint64_t smps = 0;      // SMPs put on the wire for this discovery
+  // An update (Discovery::start_update) rather than a full walk: the switches read
+  // again, and the links it found gone and new.
+  bool update = false;
+  size_t reread = 0, links_lost = 0, links_found = 0;
 };
 
 // The directed route that reaches `port` of `node`: for a switch, the node's own path;
@@ -51,6 +56,13 @@ class Discovery {
   Discovery(const Discovery&) = delete;
   Discovery& operator=(const Discovery&) = delete;
   void start();
+  // Instead of start(): the model `prev` (as the last sweep left the devices) brought
+  // up to date by reading again only the switches in `dirty` (a trap 128, a
+  // PortStateChange): links of theirs now down are dropped, ports that trained since
+  // are probed across and anything new beyond them explored. The result is what a full
+  // walk would find when nothing else changed. finish() fails when any read fails or
+  // makes no sense: then discover in full.
+  void start_update(const Discovered& prev, const std::vector<fabric::NodeIndex>& dirty);
   Result<Discovered> finish(const Result<void>& pumped);
 
  private:
@@ -58,6 +70,7 @@ class Discovery {
   MadEngine& eng_;
   std::unique_ptr<Walk> walk_;
   uint64_t sent0_ = 0;
+  std::optional<size_t> reread_;  // an update: how many switches it reads again
 };
 
 // Both steps, pumping the engine in between (tests, tools).

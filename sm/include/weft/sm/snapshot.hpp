@@ -51,6 +51,7 @@ struct SweepReport {
   std::string routing_engine;                        // the engine of the chain that routed
   std::vector<routing::Fallback> routing_fallbacks;  // engines before it that refused, and why
   bool heavy = true;                                 // false: a light sweep found nothing changed
+  bool updated = false;  // heavy, on the last model: only switches that reported a change read
   bool subnet_up = false;
   std::string reason;  // why not, when !subnet_up
   // The SM's state when the sweep ended: STANDBY (or NOTACTIVE) sweeps only read, and

@@ -121,7 +121,7 @@ class SubnetManager {
   // With the SyncDriver: serves MADs addressed to the SM for `d` (SMInfo, traps, SA).
   [[nodiscard]] Result<void> serve_for(Duration d);
   // A trap, or another SM's SMInfo Set (HANDOVER, DISCOVER), asked for a heavy sweep.
-  bool needs_sweep() const { return trap_seen_; }
+  bool needs_sweep() const { return trap_seen_ || !dirty_lids_.empty(); }
   // The SMInfo state: MASTER programs; STANDBY polls the master (poll_master) and
   // sweeps only to read; NOTACTIVE does nothing until a master sends STANDBY.
   SmState sm_state() const { return role_.state(); }
@@ -144,6 +144,9 @@ class SubnetManager {
  private:
   // The phases of a heavy sweep, in order; each waits for the previous one's MADs.
   void phase_discover();
+  // Instead of phase_discover after a link change: the last sweep's model, with only
+  // the switches that reported a change read again (a trap 128, a PortStateChange).
+  void phase_update(std::vector<fabric::NodeIndex> dirty, const std::string& why);
   void phase_lids(Result<void> pumped);
   void phase_role(Result<void> pumped);
   void phase_handover(Result<void> pumped);
@@ -189,6 +192,13 @@ class SubnetManager {
   Guid2Lid db_;
   bool db_loaded_ = false;
   bool trap_seen_ = false;
+  // Switch LIDs whose trap 128 asked for a sweep: read again on the last model when
+  // nothing else asked (else a full discovery).
+  std::set<uint16_t> dirty_lids_;
+  // The devices as the last sweep that brought the subnet up as master left them
+  // (its discovery, with the LIDs, port states and LinearFDBTop it set): what an
+  // update starts from. Empty after any other sweep.
+  std::unique_ptr<const Discovered> model_;
   bool deferred_heavy_ = false;  // a trap held back by trap_holdoff: the next sweep is heavy
   std::map<uint16_t, TimePoint> trap_sweeps_;  // by trapping LID: its last trap-driven sweep
   std::map<uint16_t, uint64_t> trap_counts_;   // by trap number (0: vendor)

@@ -1,0 +1,278 @@
+// Reroute after a link change, in process: the SM reads again only the switches that
+// report the change, routes again only the entries it broke, and writes only the LFT
+// blocks whose content changed; when the link returns, so do the balanced routes.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+#include <filesystem>
+#include <set>
+#include <tuple>
+
+#include "weft/routing/analysis.hpp"
+#include "weft/routing/verify.hpp"
+#include "weft/simulator/generators.hpp"
+#include "weft/simulator/sim_transport.hpp"
+#include "weft/sm/subnet_manager.hpp"
+
+using namespace weft;
+using namespace weft::simulator;
+using namespace weft::sm;
+
+namespace {
+
+class ScratchDir {
+ public:
+  ScratchDir() {
+    static int n = 0;
+    path_ = (std::filesystem::temp_directory_path() /
+             ("weft-reroute-" + std::to_string(getpid()) + "-" + std::to_string(n++)))
+                .string();
+    std::filesystem::remove_all(path_);
+  }
+  ~ScratchDir() { std::filesystem::remove_all(path_); }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+SmOptions opts(const ScratchDir& d) {
+  SmOptions o;
+  o.state_dir = d.path();
+  o.engine.timeout = std::chrono::milliseconds(100);
+  return o;
+}
+
+SimFabric sim_of(const std::string& spec) {
+  auto f = make_fabric(spec);
+  EXPECT_TRUE(f) << spec;
+  return SimFabric(std::move(*f));
+}
+
+// Links by the GUIDs and ports of their ends, so that two models of one fabric compare
+// whatever order their nodes are in.
+using GuidLink = std::tuple<uint64_t, PortNum, uint64_t, PortNum>;
+std::set<GuidLink> guid_links(const fabric::Fabric& f) {
+  std::set<GuidLink> out;
+  for (const auto& l : f.links()) {
+    GuidLink a{f.node(l.a).guid.value, l.pa, f.node(l.b).guid.value, l.pb};
+    GuidLink b{f.node(l.b).guid.value, l.pb, f.node(l.a).guid.value, l.pa};
+    out.insert(std::min(a, b));
+  }
+  return out;
+}
+
+// (switch, LID) entries, and 64-LID blocks, that differ between two sets of held tables
+// (both indexed by the simulator's own nodes).
+size_t entries_differing(const routing::Tables& a, const routing::Tables& b) {
+  size_t n = 0;
+  for (size_t s = 0; s < a.lft.size(); ++s)
+    for (size_t lid = 0; lid < std::max(a.lft[s].size(), b.lft[s].size()); ++lid)
+      n += (lid < a.lft[s].size() ? a.lft[s][lid] : kDropPort) !=
+           (lid < b.lft[s].size() ? b.lft[s][lid] : kDropPort);
+  return n;
+}
+size_t blocks_differing(const routing::Tables& a, const routing::Tables& b) {
+  size_t n = 0;
+  for (size_t s = 0; s < a.lft.size(); ++s) {
+    std::set<size_t> blocks;
+    for (size_t lid = 0; lid < std::max(a.lft[s].size(), b.lft[s].size()); ++lid)
+      if ((lid < a.lft[s].size() ? a.lft[s][lid] : kDropPort) !=
+          (lid < b.lft[s].size() ? b.lft[s][lid] : kDropPort))
+        blocks.insert(lid / 64);
+    n += blocks.size();
+  }
+  return n;
+}
+
+}  // namespace
+
+TEST(Reroute, ALinkCutIsReadAtItsSwitchesOnlyAndRewritesOnlyTheBlocksThatChanged) {
+  ScratchDir dir;
+  SimFabric sim = sim_of("ft3:pods=3,leaves=4,aggs=4,hosts=6,cores=4");
+  SimTransport t(sim, {});
+  SubnetManager sm(t, opts(dir));
+  auto up = sm.sweep();
+  ASSERT_TRUE(up && up->subnet_up);
+  EXPECT_FALSE(up->updated);
+  const routing::Tables before = sim.held_tables();
+  const fabric::NodeIndex leaf = *sim.model().find_by_name("leaf1-2");
+  PortNum cut = 0;
+  fabric::NodeIndex agg = 0;
+  PortNum agg_port = 0;
+  for (const auto& p : sim.model().node(leaf).ports)
+    if (p.num && p.linked() && sim.model().node(p.peer).is_switch()) {
+      cut = p.num, agg = p.peer, agg_port = p.peer_port;
+      break;
+    }
+  ASSERT_NE(cut, 0);
+  sim.unlink(leaf, cut);
+  const size_t lft_sets = sim.sets(kAttrLft);
+  auto rep = sm.light_sweep();
+  ASSERT_TRUE(rep);
+  EXPECT_TRUE(rep->heavy);
+  EXPECT_TRUE(rep->updated);
+  EXPECT_TRUE(rep->subnet_up) << rep->reason;
+  // The two switches that flag the change, and nothing else: SwitchInfo and every
+  // PortInfo of each (the light sweep's SwitchInfo reads are counted apart).
+  const size_t reads = sim.model().node(leaf).num_ports + 2u + sim.model().node(agg).num_ports + 2u;
+  EXPECT_LE(rep->smps_discovery, reads);
+  EXPECT_GE(rep->smps_discovery, reads - 2);
+  // The model the update made is the fabric as it is.
+  EXPECT_EQ(guid_links(sm.snapshot()->fabric), guid_links(sim.model()));
+  const routing::Tables cut_tables = sim.held_tables();
+  EXPECT_TRUE(routing::verify_lfts(sim.model(), cut_tables).ok());
+  // Only the routes that crossed the link were chosen again, and only the blocks that
+  // changed were written.
+  EXPECT_TRUE(sm.snapshot()->tables.repaired);
+  // The entries whose routes crossed the link (the LIDs the leaf sent up it, and the
+  // routes down it to the leaf's hosts) and no others: a few percent of them all.
+  const size_t changed = entries_differing(before, cut_tables);
+  EXPECT_GT(changed, 0u);
+  EXPECT_EQ(changed, sm.snapshot()->tables.rerouted);
+  EXPECT_LT(changed, sim.model().num_switches() * sim.model().num_lid_ports() / 20);
+  EXPECT_EQ(sim.sets(kAttrLft) - lft_sets, blocks_differing(before, cut_tables));
+  EXPECT_EQ(rep->lft_blocks_written, blocks_differing(before, cut_tables));
+  EXPECT_EQ(rep->lid_assignment.changed, 0u);
+
+  // The link comes back: read at the same two switches, routed afresh, and the tables
+  // are again the ones of the first bring-up.
+  ASSERT_TRUE(sim.relink(leaf, cut, agg, agg_port));
+  const size_t lft_sets2 = sim.sets(kAttrLft);
+  auto back = sm.light_sweep();
+  ASSERT_TRUE(back);
+  EXPECT_TRUE(back->updated);
+  EXPECT_TRUE(back->subnet_up) << back->reason;
+  EXPECT_EQ(back->ports_active, back->ports_linked);
+  EXPECT_FALSE(sm.snapshot()->tables.repaired);
+  EXPECT_EQ(guid_links(sm.snapshot()->fabric), guid_links(sim.model()));
+  EXPECT_EQ(entries_differing(before, sim.held_tables()), 0u);
+  EXPECT_EQ(sim.sets(kAttrLft) - lft_sets2, blocks_differing(cut_tables, before));
+  // And nothing is left to do.
+  auto quiet = sm.light_sweep();
+  ASSERT_TRUE(quiet);
+  EXPECT_FALSE(quiet->heavy);
+}
+
+TEST(Reroute, AHostLinkCutDropsTheHostAndItsReturnBringsItBack) {
+  ScratchDir dir;
+  SimFabric sim = sim_of("ft2:leaves=4,spines=2,hosts=3");
+  SimTransport t(sim, {});
+  SubnetManager sm(t, opts(dir));
+  ASSERT_TRUE(sm.sweep());
+  const size_t ports = sm.snapshot()->end_ports.size();
+  const fabric::NodeIndex leaf = *sim.model().find_by_name("leaf2");
+  PortNum to_host = 0;
+  fabric::NodeIndex host = 0;
+  for (const auto& p : sim.model().node(leaf).ports)
+    if (p.num && p.linked() && !sim.model().node(p.peer).is_switch()) {
+      to_host = p.num, host = p.peer;
+      break;
+    }
+  ASSERT_NE(to_host, 0);
+  sim.unlink(leaf, to_host);
+  auto rep = sm.light_sweep();
+  ASSERT_TRUE(rep);
+  EXPECT_TRUE(rep->updated);
+  EXPECT_TRUE(rep->subnet_up) << rep->reason;
+  EXPECT_EQ(sm.snapshot()->end_ports.size(), ports - 1);
+  EXPECT_EQ(guid_links(sm.snapshot()->fabric), guid_links(sim.model()));
+  ASSERT_TRUE(sim.relink(leaf, to_host, host, 1));
+  auto back = sm.light_sweep();
+  ASSERT_TRUE(back);
+  EXPECT_TRUE(back->updated);
+  EXPECT_TRUE(back->subnet_up) << back->reason;
+  EXPECT_EQ(sm.snapshot()->end_ports.size(), ports);
+  EXPECT_EQ(back->lid_assignment.changed, 0u);
+  EXPECT_EQ(sim.model().node(host).ports[1].attrs.state, fabric::PortState::kActive);
+  EXPECT_TRUE(routing::verify_lfts(sim.model(), sim.held_tables()).ok());
+}
+
+namespace {
+
+// A trap 128 (link state change) from the switch with `lid`, to the SM.
+void inject_trap128(SimTransport& t, uint16_t lid) {
+  Smp trap;
+  trap.mgmt_class = kClassSmiLid;
+  trap.method = kMethodTrap;
+  trap.attr_id = kAttrNotice;
+  trap.tid = 0x100 + lid;
+  trap.data[0] = 0x81;  // generic, urgent
+  trap.data[3] = 2;     // producer: a switch
+  trap.data[5] = 128;
+  trap.data[7] = static_cast<uint8_t>(lid);        // issuer
+  trap.data[10] = static_cast<uint8_t>(lid >> 8);  // DataDetails: LIDADDR
+  trap.data[11] = static_cast<uint8_t>(lid);
+  InMad in;
+  in.mad = encode_smp(trap);
+  in.len = kMadSize;
+  in.slid = Lid{lid};
+  t.inject(in);
+}
+
+}  // namespace
+
+TEST(Reroute, ATrapStartsAnUpdateAndAnUpdateThatCannotReadFallsBackToAFullDiscovery) {
+  ScratchDir dir;
+  SimFabric sim = sim_of("ft2:leaves=4,spines=2,hosts=2");
+  SimTransport t(sim, {});
+  SubnetManager sm(t, opts(dir));
+  auto first = sm.sweep();
+  ASSERT_TRUE(first && first->subnet_up);
+  const fabric::NodeIndex leaf = *sim.model().find_by_name("leaf1");
+  PortNum cut = 0;
+  for (const auto& p : sim.model().node(leaf).ports)
+    if (p.num && p.linked() && sim.model().node(p.peer).is_switch()) {
+      cut = p.num;
+      break;
+    }
+  const fabric::NodeIndex spine = sim.model().node(leaf).ports[cut].peer;
+  const PortNum spine_port = sim.model().node(leaf).ports[cut].peer_port;
+  const uint16_t leaf_lid = sim.model().node(leaf).ports[0].attrs.lid.value;
+  const uint16_t spine_lid = sim.model().node(spine).ports[0].attrs.lid.value;
+
+  // Both ends trap: the sweep reads those two switches again, and nothing else.
+  sim.unlink(leaf, cut);
+  inject_trap128(t, leaf_lid);
+  inject_trap128(t, spine_lid);
+  ASSERT_TRUE(sm.serve_for(std::chrono::milliseconds(10)));
+  ASSERT_TRUE(sm.needs_sweep());
+  auto rep = sm.sweep();
+  ASSERT_TRUE(rep);
+  EXPECT_TRUE(rep->updated);
+  EXPECT_TRUE(rep->subnet_up) << rep->reason;
+  EXPECT_LE(rep->smps_discovery, 2u * (sim.model().node(leaf).num_ports + 2u));
+  EXPECT_FALSE(sm.needs_sweep());
+  EXPECT_TRUE(routing::verify_lfts(sim.model(), sim.held_tables()).ok());
+
+  // The link returns, but the spine stops answering before the SM reads it: the update
+  // cannot finish, and the sweep discovers the subnet in full instead (which finds the
+  // spine gone and says so).
+  ASSERT_TRUE(sim.relink(leaf, cut, spine, spine_port));
+  sim.set_unresponsive(spine, true);
+  inject_trap128(t, leaf_lid);
+  inject_trap128(t, spine_lid);
+  ASSERT_TRUE(sm.serve_for(std::chrono::milliseconds(10)));
+  rep = sm.sweep();
+  ASSERT_TRUE(rep);
+  EXPECT_FALSE(rep->updated);
+  EXPECT_GT(rep->smps_discovery, first->smps_discovery / 2);
+  EXPECT_FALSE(rep->subnet_up);
+  // Once it answers, the next sweep (a full one: the last did not bring the subnet up)
+  // brings everything up.
+  sim.set_unresponsive(spine, false);
+  rep = sm.light_sweep();
+  ASSERT_TRUE(rep);
+  EXPECT_FALSE(rep->updated);
+  EXPECT_TRUE(rep->subnet_up) << rep->reason;
+  EXPECT_EQ(guid_links(sm.snapshot()->fabric), guid_links(sim.model()));
+  EXPECT_TRUE(routing::verify_lfts(sim.model(), sim.held_tables()).ok());
+
+  // A trap from a LID the model does not hold: a full discovery.
+  inject_trap128(t, 999);
+  ASSERT_TRUE(sm.serve_for(std::chrono::milliseconds(10)));
+  rep = sm.sweep();
+  ASSERT_TRUE(rep);
+  EXPECT_FALSE(rep->updated);
+  EXPECT_TRUE(rep->subnet_up) << rep->reason;
+}
