@@ -303,22 +303,33 @@ CdgReport updown_dependencies(const Fabric& f, const Tables& t, const std::vecto
     for (uint32_t c = ch.base[n]; c < ch.base[n + 1]; ++c)
       if (ch.isl_peer[c] != fabric::kNoNode && height[ch.isl_peer[c]] == height[n])
         return channel_dependencies(f, t);
-  // The switches where a route to a turning LID arrives going down and leaves going up
-  // (marked from any thread: relaxed atomic stores of the same value).
+  // The switches where a route arrives going down and leaves going up (marked from any
+  // thread: relaxed atomic stores of the same value). Only routes to turning LIDs may:
+  // a turn on the way to any other LID breaks the promise, and gets the full check.
+  std::vector<uint8_t> may_turn;
+  for (const uint16_t lid : turning) {
+    if (may_turn.size() <= lid) may_turn.resize(size_t(lid) + 1, 0);
+    may_turn[lid] = 1;
+  }
   std::vector<std::atomic<uint8_t>> turns(f.size());
+  std::atomic<bool> broken{false};
   detail::parallel_for(sw.nodes.size(), [&](size_t i) {
     const NodeIndex w = sw.nodes[i];
     const auto& row = t.lft[w];
-    for (const uint16_t lid : turning) {
-      if (lid >= row.size()) continue;
+    for (size_t lid = 1; lid < row.size() && !broken.load(std::memory_order_relaxed); ++lid) {
       const uint32_t c = ch.isl(w, row[lid]);
       if (c == ~0u) continue;
       const NodeIndex m = ch.isl_peer[c];
       if (up(w, m) || t.lft[m].size() <= lid) continue;
       const uint32_t d = ch.isl(m, t.lft[m][lid]);
-      if (d != ~0u && up(m, ch.isl_peer[d])) turns[m].store(1, std::memory_order_relaxed);
+      if (d == ~0u || !up(m, ch.isl_peer[d])) continue;
+      if (lid < may_turn.size() && may_turn[lid])
+        turns[m].store(1, std::memory_order_relaxed);
+      else
+        broken.store(true, std::memory_order_relaxed);
     }
   });
+  if (broken.load()) return channel_dependencies(f, t);
   // They and every switch above them: all a cycle can pass.
   std::vector<uint8_t> keep(f.size(), 0);
   std::vector<NodeIndex> q;

@@ -147,6 +147,7 @@ Routed DfssspEngine::compute(const Fabric& f, const Options& o) const {
                " ms; checking dependencies");
   if (channel_dependencies(f, out).acyclic) {
     out.notes.push_back("dfsssp: the balanced routes have no dependency cycle: 1 VL");
+    out.deadlock_free = true;
     return out;
   }
 
@@ -472,6 +473,7 @@ Routed DfssspEngine::compute(const Fabric& f, const Options& o) const {
                       " branches whole, then " + std::to_string(paths) + " paths one by one; " +
                       std::to_string(int(out.vls)) +
                       " VLs, each acyclic; SL i must map to VL i on every port");
+  out.deadlock_free = true;
   return out;
 }
 

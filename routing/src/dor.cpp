@@ -232,6 +232,7 @@ Routed DorEngine::compute(const Fabric& f, const Options& o) const {
                       std::to_string(int(out.vls)) + " VL(s)" +
                       (layered ? " (SL bit d: the path crosses dimension d's dateline)" : ""));
   if (o.adaptive) detail::parallel_link_groups(f, sw, out);
+  out.deadlock_free = true;
   return std::move(out);
 }
 

@@ -1,5 +1,7 @@
 #include "weft/routing/engine.hpp"
 
+#include "weft/routing/analysis.hpp"
+
 #include <algorithm>
 #include <charconv>
 #include <istream>
@@ -39,6 +41,8 @@ const char* refusal_name(Refusal r) {
       return "virtual-lanes";
     case Refusal::kDisconnected:
       return "disconnected";
+    case Refusal::kCreditLoop:
+      return "credit-loop";
   }
   return "unknown";
 }
@@ -83,10 +87,33 @@ Result<EngineChain> EngineChain::parse(std::string_view spec) {
   return c;
 }
 
+EngineChain EngineChain::of(std::vector<std::shared_ptr<const RoutingEngine>> engines) {
+  EngineChain c;
+  for (const auto& e : engines) c.names_.push_back(e->name());
+  c.engines_ = std::move(engines);
+  return c;
+}
+
 ChainResult EngineChain::compute(const fabric::Fabric& f, const Options& o) const {
   ChainResult r;
   for (const auto& e : engines_) {
     auto t = e->compute(f, o);
+    if (t && t->deadlock_free) {
+      // Held to its promise before anything is programmed.
+      const CdgReport c = t->updown_height.empty()
+                              ? channel_dependencies(f, *t)
+                              : updown_dependencies(f, *t, t->updown_height, t->updown_turning);
+      if (!c.acyclic)
+        t = refuse(Refusal::kCreditLoop,
+                   std::string(e->name()) + ": its tables close a credit loop (a dependency " +
+                       "cycle of " + std::to_string(c.cycle_length) + " channels on VL " +
+                       std::to_string(c.cyclic_vl) + "); not programmed");
+      else
+        t->notes.push_back(
+            std::string(e->name()) + ": deadlock freedom checked before " +
+            "programming: " + std::to_string(c.dependencies) + " channel dependencies" +
+            (t->updown_height.empty() ? "" : " (of the up/down check's part)") + ", no cycle");
+    }
     if (t) {
       r.tables = std::move(*t);
       r.engine = std::string(e->name());

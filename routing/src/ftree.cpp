@@ -391,6 +391,13 @@ Routed FatTreeEngine::compute(const Fabric& f, const Options& o) const {
   uint64_t turns = 0, detours = 0;
   for (const Plan& pl : plans) turns += pl.turns, detours += pl.detours;
   int on_sl1 = 0;
+  // Up-then-down routes follow the levels, so a cycle needs a turning route and stays
+  // above its turn: the first check searches only there.
+  std::vector<uint32_t> height(f.size(), 0);
+  for (uint32_t s = 0; s < ns; ++s) height[sw.nodes[s]] = level[s];
+  std::vector<uint16_t> turning;
+  for (const Dest& d : dests)
+    if (plans[d.plan].turns || plans[d.plan].detours) turning.push_back(d.lid);
   if (turns || detours) {
     auto move = [&](Turn which) {
       if (out.path_sl.empty()) {
@@ -403,13 +410,6 @@ Routed FatTreeEngine::compute(const Fabric& f, const Options& o) const {
           if (pl.turn[s] == which) out.path_sl[sw.nodes[s]][d.lid] = 1;
       }
     };
-    // Up-then-down routes follow the levels, so a cycle needs a turning route and
-    // stays above its turn: the first check searches only there.
-    std::vector<uint32_t> height(f.size(), 0);
-    for (uint32_t s = 0; s < ns; ++s) height[sw.nodes[s]] = level[s];
-    std::vector<uint16_t> turning;
-    for (const Dest& d : dests)
-      if (plans[d.plan].turns || plans[d.plan].detours) turning.push_back(d.lid);
     bool acyclic = updown_dependencies(f, out, height, turning).acyclic;
     while (!acyclic) {
       if (on_sl1 == 2)
@@ -451,6 +451,9 @@ Routed FatTreeEngine::compute(const Fabric& f, const Options& o) const {
                         " (top switch to top switch, or in a degraded tree) turn where they "
                         "meet the up-then-down routes, on SL " +
                         (on_sl1 ? "1" : "0 (dependency graph checked)"));
+  out.deadlock_free = true;
+  out.updown_height = std::move(height);
+  out.updown_turning = std::move(turning);
   return std::move(out);
 }
 

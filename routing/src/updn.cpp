@@ -264,9 +264,16 @@ Routed UpDownEngine::compute(const Fabric& f, const Options& o) const {
   std::string example;
   bool only_without_cas = false;
   const size_t missing = route(roots, out, example, &only_without_cas);
+  // Every route up*down* along `height`; those to `turning` may turn anywhere.
+  auto promise = [&](std::vector<uint16_t> turning) {
+    out.deadlock_free = true;
+    out.updown_height = height;
+    out.updown_turning = std::move(turning);
+  };
   if (missing == 0) {
     out.notes.push_back(std::string(name()) + ": " + std::to_string(roots.size()) + " root(s)");
     if (o.adaptive) detail::parallel_link_groups(f, sw, out);
+    promise({});
     return std::move(out);
   }
   const std::string why = std::to_string(missing) +
@@ -314,6 +321,7 @@ Routed UpDownEngine::compute(const Fabric& f, const Options& o) const {
                           ", all from switches without CAs: they take a shortest way into the "
                           "routed switches (dependency graph checked)");
       if (o.adaptive) detail::parallel_link_groups(f, sw, out);
+      promise(std::move(turning));
       return std::move(out);
     }
   }
@@ -333,6 +341,7 @@ Routed UpDownEngine::compute(const Fabric& f, const Options& o) const {
   out.notes.push_back(std::string(name()) + ": " + why + "; routed with the single root " +
                       f.node(sw.nodes[one[0]]).guid.str());
   if (o.adaptive) detail::parallel_link_groups(f, sw, out);
+  promise({});
   return std::move(out);
 }
 

@@ -56,8 +56,12 @@ void LftProgrammer::write_blocks(SweepRun& run) {
     for (PortNum p = 1; p <= nd.num_ports && !reset; ++p)
       reset = nd.ports[p].linked() && d.port_read[n][p] &&
               d.port_info[n][p].attrs.state != fabric::PortState::kActive;
+    // A LinearFDBTop other than the one weft left (a reboot that zeroed it, another
+    // SM's or client's writes) voids the cache too.
+    auto left = tops_.find(g.value);
+    const bool top_moved = left == tops_.end() || left->second != si.lft_top;
     if (cached != cache_.end() &&
-        (reset || cached->second.size() / 64 != size_t(si.lft_top) / 64 + 1))
+        (reset || top_moved || cached->second.size() / 64 != size_t(si.lft_top) / 64 + 1))
       cache_.erase(cached), cached = cache_.end();
     if (reset) tops_.erase(g.value);
     const bool fresh = cached == cache_.end();

@@ -163,13 +163,18 @@ void SubnetManager::phase_light_check() {
     for (NodeIndex n = 0; n < model_->fabric.size(); ++n)
       if (model_->fabric.node(n).is_switch())
         eng_.submit(SmpRequest::get(kAttrSwitchInfo, 0, model_->paths[n]),
-                    [changed, psc, silent, n](Result<Smp> r) {
+                    [this, changed, psc, silent, n](Result<Smp> r) {
                       if (!r) {
                         *changed = true;
                         silent->push_back(n);
-                      } else if (decode_switch_info(r->data).port_state_change) {
-                        psc->push_back(n);
+                        return;
                       }
+                      // A port change, or a LinearFDBTop other than the one this SM
+                      // left (a reboot, another SM's writes): read that switch again,
+                      // and its tables are read back and rewritten.
+                      const SwitchInfo si = decode_switch_info(r->data);
+                      if (si.port_state_change || si.lft_top != model_->switch_info[n].lft_top)
+                        psc->push_back(n);
                     });
   } else {
     for (const DrPath& p : last_switch_paths_)
@@ -211,7 +216,7 @@ void SubnetManager::phase_light_check() {
           light_ = false;
           psc->insert(psc->end(), silent->begin(), silent->end());
           std::sort(psc->begin(), psc->end());
-          return phase_update(std::move(*psc), "PortStateChange");
+          return phase_update(std::move(*psc), "PortStateChange or LinearFDBTop");
         }
         if (*changed) {
           WEFT_LOG(Info, "SM-0030")

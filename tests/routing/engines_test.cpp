@@ -330,6 +330,71 @@ TEST(Chain, FallsBackInOrderAndKeepsEveryReason) {
     EXPECT_FALSE(EngineChain::parse(bad)) << '"' << bad << '"';
 }
 
+namespace {
+
+// An engine that promises deadlock freedom and hands out minhop's tables, which on a
+// torus close dependency cycles; with `heights`, it also claims an up/down order its
+// routes do not follow.
+class Liar final : public RoutingEngine {
+ public:
+  explicit Liar(bool heights) : heights_(heights) {}
+  std::string_view name() const override { return "liar"; }
+  Routed compute(const Fabric& f, const Options& o) const override {
+    auto t = (*make_engine("minhop"))->compute(f, o);
+    if (!t) return t;
+    t->deadlock_free = true;
+    if (heights_)
+      for (NodeIndex n = 0; n < f.size(); ++n) t->updown_height.push_back(n);
+    return t;
+  }
+
+ private:
+  bool heights_;
+};
+
+}  // namespace
+
+TEST(Chain, TablesThatBreakTheirDeadlockPromiseAreRefusedBeforeAnyoneUsesThem) {
+  Fabric f = with_lids("torus:dims=4x4,hosts=1");
+  ASSERT_FALSE(channel_dependencies(f, weft::testing::routed(f, "minhop")).acyclic);
+  for (bool heights : {false, true}) {
+    SCOPED_TRACE(heights ? "with heights" : "full check");
+    std::shared_ptr<const RoutingEngine> minhop = std::move(*make_engine("minhop"));
+    auto chain = EngineChain::of({std::make_shared<Liar>(heights), minhop});
+    auto r = chain.compute(f, {});
+    ASSERT_TRUE(r.tables);
+    EXPECT_EQ(r.engine, "minhop");
+    ASSERT_EQ(r.fallbacks.size(), 1u);
+    EXPECT_EQ(r.fallbacks[0].engine, "liar");
+    EXPECT_EQ(r.fallbacks[0].failure.kind, Refusal::kCreditLoop);
+    EXPECT_NE(r.summary().find("liar refused (credit-loop): liar: its tables close a credit loop"),
+              std::string::npos)
+        << r.summary();
+    // Alone, it routes nothing.
+    auto alone = EngineChain::of({std::make_shared<Liar>(heights)}).compute(f, {});
+    EXPECT_FALSE(alone.tables);
+  }
+  // The engines that promise it keep it, and say it was checked.
+  for (const char* spec : {"updn", "dnup", "dfsssp"}) {
+    auto chain = EngineChain::parse(spec);
+    ASSERT_TRUE(chain);
+    auto r = chain->compute(f, {});
+    ASSERT_TRUE(r.tables) << spec << ": " << r.summary();
+    EXPECT_TRUE(r.tables->deadlock_free) << spec;
+    EXPECT_TRUE(std::any_of(r.tables->notes.begin(), r.tables->notes.end(), [](const auto& n) {
+      return n.find("deadlock freedom checked before programming") != std::string::npos;
+    })) << spec;
+  }
+  auto tree = EngineChain::parse("ftree");
+  auto ft = tree->compute(with_lids("ft3:pods=2,leaves=2,aggs=2,hosts=2,cores=2"), {});
+  ASSERT_TRUE(ft.tables) << ft.summary();
+  EXPECT_FALSE(ft.tables->updown_height.empty());
+  // minhop promises nothing, and is not checked.
+  auto mh = EngineChain::parse("minhop")->compute(f, {});
+  ASSERT_TRUE(mh.tables);
+  EXPECT_FALSE(mh.tables->deadlock_free);
+}
+
 TEST(LftDump, WriteThenReadGivesTheSameTablesAndLids) {
   Fabric f = with_lids("ft3:pods=2,leaves=2,aggs=2,hosts=2,cores=2");
   auto t = (*make_engine("ftree"))->compute(f, {});

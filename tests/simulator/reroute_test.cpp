@@ -276,3 +276,51 @@ TEST(Reroute, ATrapStartsAnUpdateAndAnUpdateThatCannotReadFallsBackToAFullDiscov
   EXPECT_FALSE(rep->updated);
   EXPECT_TRUE(rep->subnet_up) << rep->reason;
 }
+
+TEST(Reroute, TablesAnotherClientWipedAreFoundByTheLightSweepAndRewritten) {
+  ScratchDir dir;
+  SimFabric sim = sim_of("ft2:leaves=4,spines=2,hosts=2");
+  SimTransport t(sim, {});
+  SubnetManager sm(t, opts(dir));
+  ASSERT_TRUE(sm.sweep());
+  ASSERT_TRUE(routing::verify_lfts(sim.model(), sim.held_tables()).ok());
+  // From another host, as a second client on ibsim would: the leaf it is cabled to
+  // gets LinearFDBTop 0 and its first LFT block dropped; no port changes.
+  fabric::NodeIndex host = 0;
+  for (fabric::NodeIndex n = sim.model().size(); n-- > 0;)
+    if (!sim.model().node(n).is_switch() && n != 0) {  // node 0: the SM's
+      host = n;
+      break;
+    }
+  const fabric::NodeIndex leaf = sim.model().node(host).ports[1].peer;
+  SimTransport other(sim, {.attach = host, .port = 1});
+  MadEngine e(other, {});
+  const DrPath to_leaf = DrPath{}.extended(1);
+  std::optional<SwitchInfo> si;
+  e.submit(SmpRequest::get(kAttrSwitchInfo, 0, to_leaf), [&](Result<Smp> r) {
+    if (r) si = decode_switch_info(r->data);
+  });
+  ASSERT_TRUE(e.run());
+  ASSERT_TRUE(si);
+  EXPECT_FALSE(si->port_state_change);
+  si->lft_top = 0;
+  LftBlock dropped;
+  dropped.fill(kDropPort);
+  bool wrote = false, topped = false;
+  e.submit(SmpRequest::set(kAttrLft, 0, to_leaf, encode_lft_block(dropped)),
+           [&](Result<Smp> r) { wrote = r.has_value(); });
+  e.submit(SmpRequest::set(kAttrSwitchInfo, 0, to_leaf, encode_switch_info(*si)),
+           [&](Result<Smp> r) { topped = r.has_value(); });
+  ASSERT_TRUE(e.run());
+  ASSERT_TRUE(wrote && topped);
+  EXPECT_EQ(sim.lft_top(leaf), 0);
+  EXPECT_FALSE(routing::verify_lfts(sim.model(), sim.held_tables()).ok());
+  auto rep = sm.light_sweep();
+  ASSERT_TRUE(rep);
+  EXPECT_TRUE(rep->heavy);
+  EXPECT_TRUE(rep->updated);
+  EXPECT_TRUE(rep->subnet_up) << rep->reason;
+  EXPECT_GT(rep->lft_blocks_written, 0u);
+  EXPECT_NE(sim.lft_top(leaf), 0);
+  EXPECT_TRUE(routing::verify_lfts(sim.model(), sim.held_tables()).ok());
+}

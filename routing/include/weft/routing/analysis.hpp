@@ -54,8 +54,9 @@ CdgReport channel_dependencies(const fabric::Fabric& f, const Tables& t);
 // channels by falling head), so a cycle passes a turn; from one turn to the next it
 // climbs, then descends, so it stays among the switches where routes to `turning`
 // turn and the switches above them. Only their channels are built and searched, and
-// `channels` and `dependencies` count that part. Layered tables, and heights that
-// break the promise on some link, get the full check.
+// `channels` and `dependencies` count that part. The promise is checked, not
+// trusted (one look at every entry's next hop): layered tables, heights equal across
+// a link, and a route to any other LID that turns from down to up get the full check.
 CdgReport updown_dependencies(const fabric::Fabric& f, const Tables& t,
                               const std::vector<uint32_t>& height,
                               const std::vector<uint16_t>& turning);

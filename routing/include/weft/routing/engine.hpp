@@ -54,6 +54,15 @@ struct Tables {
   // crossed what was lost) were routed again; every other entry is the previous one.
   bool repaired = false;
   uint64_t rerouted = 0;
+  // Engines that promise deadlock freedom (every one but minhop) say so, and the chain
+  // holds them to it: before the tables go anywhere their channel dependencies are
+  // checked (analysis.hpp), and tables with a cycle are refused (Refusal::kCreditLoop)
+  // and the next engine tried. Up/down engines give the order their routes follow
+  // (height per node, and the LIDs whose routes may turn), which makes the check
+  // cheap; it stays exact, since heights a route breaks get the full check.
+  bool deadlock_free = false;
+  std::vector<uint32_t> updown_height;  // empty: the full check
+  std::vector<uint16_t> updown_turning;
 };
 
 // The tables a previous computation gave, and the fabric it ran on (node indices
@@ -104,6 +113,7 @@ enum class Refusal {
   kTopology,      // the engine does not apply to this topology ("not a fat tree")
   kVirtualLanes,  // deadlock freedom needs more VLs than allowed
   kDisconnected,  // some switch cannot reach some LID
+  kCreditLoop,    // the engine promised deadlock freedom, and its tables close a cycle
 };
 const char* refusal_name(Refusal r);
 
@@ -142,6 +152,8 @@ class EngineChain {
  public:
   // "ftree,updn,minhop": names from engine_names(), no repeats, at least one.
   static Result<EngineChain> parse(std::string_view spec);
+  // A chain of the given engines, in order (tests: an engine of their own).
+  static EngineChain of(std::vector<std::shared_ptr<const RoutingEngine>> engines);
   ChainResult compute(const fabric::Fabric& f, const Options& o) const;
   const std::vector<std::string_view>& names() const { return names_; }
 
