@@ -51,6 +51,7 @@ json report_json(const sm::SweepReport& r) {
   json problems = json::array();
   for (size_t i = 0; i < r.problems.size() && i < 100; ++i) problems.push_back(r.problems[i]);
   return {{"heavy", r.heavy},
+          {"updated", r.updated},
           {"subnet_up", r.subnet_up},
           {"reason", r.reason},
           {"switches", r.switches},

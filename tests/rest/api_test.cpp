@@ -263,6 +263,7 @@ TEST(NativeApi, SmNodesPortsLftRoutes) {
   auto sm = RestRig::json_of(rig.mon("GET", "/api/v1/sm"));
   EXPECT_EQ(sm.at("state"), "MASTER");
   EXPECT_EQ(sm.at("last_sweep").at("subnet_up"), true);
+  EXPECT_EQ(sm.at("last_sweep").at("updated"), false);  // a bring-up discovers in full
   EXPECT_EQ(sm.at("last_sweep").at("switches"), 3);
 
   auto nodes = RestRig::json_of(rig.mon("GET", "/api/v1/nodes?limit=2&offset=1"));
