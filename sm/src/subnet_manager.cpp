@@ -105,7 +105,7 @@ void SubnetManager::start_sweep(bool heavy, SweepDone done) {
   // A bring-up that did not complete is retried in full: nothing may have changed that
   // a switch would report, yet ports are not ACTIVE or tables not written. Only a
   // master sweeps light; any other state reads the fabric and its SMs.
-  light_ = !heavy && snapshot_ && !trap_seen_ && !deferred_heavy_ && last_report_ &&
+  light_ = !heavy && snapshot_ && model_ && !trap_seen_ && !deferred_heavy_ && last_report_ &&
            last_report_->subnet_up && role_.state() == SmState::kMaster;
   publish();
   if (light_) return phase_light_check();
@@ -159,29 +159,24 @@ void SubnetManager::phase_light_check() {
   auto psc = std::make_shared<std::vector<NodeIndex>>();
   auto silent = std::make_shared<std::vector<NodeIndex>>();  // switches that did not answer
   auto sm_changed = std::make_shared<bool>(false);           // another SM changed: a full sweep
-  if (model_) {
-    for (NodeIndex n = 0; n < model_->fabric.size(); ++n)
-      if (model_->fabric.node(n).is_switch())
-        eng_.submit(SmpRequest::get(kAttrSwitchInfo, 0, model_->paths[n]),
-                    [this, changed, psc, silent, n](Result<Smp> r) {
-                      if (!r) {
-                        *changed = true;
-                        silent->push_back(n);
-                        return;
-                      }
-                      // A port change, or a LinearFDBTop other than the one this SM
-                      // left (a reboot, another SM's writes): read that switch again,
-                      // and its tables are read back and rewritten.
-                      const SwitchInfo si = decode_switch_info(r->data);
-                      if (si.port_state_change || si.lft_top != model_->switch_info[n].lft_top)
-                        psc->push_back(n);
-                    });
-  } else {
-    for (const DrPath& p : last_switch_paths_)
-      eng_.submit(SmpRequest::get(kAttrSwitchInfo, 0, p), [changed](Result<Smp> r) {
-        if (!r || decode_switch_info(r->data).port_state_change) *changed = true;
-      });
-  }
+  // start_sweep sweeps light only with a model: the last sweep brought the subnet up
+  // as master.
+  for (NodeIndex n = 0; n < model_->fabric.size(); ++n)
+    if (model_->fabric.node(n).is_switch())
+      eng_.submit(SmpRequest::get(kAttrSwitchInfo, 0, model_->paths[n]),
+                  [this, changed, psc, silent, n](Result<Smp> r) {
+                    if (!r) {
+                      *changed = true;
+                      silent->push_back(n);
+                      return;
+                    }
+                    // A port change, or a LinearFDBTop other than the one this SM
+                    // left (a reboot, another SM's writes): read that switch again,
+                    // and its tables are read back and rewritten.
+                    const SwitchInfo si = decode_switch_info(r->data);
+                    if (si.port_state_change || si.lft_top != model_->switch_info[n].lft_top)
+                      psc->push_back(n);
+                  });
   // The other SMs, as OpenSM's light sweep polls them: one that became master, or now
   // outranks this one, calls for a heavy sweep (a handover either way).
   auto seen = std::make_shared<std::vector<RemoteSm>>(sms_);
@@ -566,9 +561,6 @@ void SubnetManager::phase_publish(Result<void> pumped) {
   rep.smps_activate = eng_.stats().sent - run.sent_at_phase;
   rep.ms_activate = ms_since(run.phase_start);
   const Discovered& d = run.d;
-  last_switch_paths_.clear();
-  for (NodeIndex n = 0; n < d.fabric.size(); ++n)
-    if (d.fabric.node(n).is_switch()) last_switch_paths_.push_back(d.paths[n]);
   // The snapshot's model carries the state the ports reached.
   fabric::Fabric& target = run.target;
   for (NodeIndex n = 0; n < target.size(); ++n)

@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <random>
 
+#include "sim_sm.hpp"
 #include "weft/routing/verify.hpp"
 #include "weft/simulator/generators.hpp"
 #include "weft/simulator/sim_transport.hpp"
@@ -13,40 +14,14 @@ using namespace weft;
 using namespace weft::simulator;
 using namespace weft::sm;
 
+using weft::testing::readback;
+using weft::testing::ScratchDir;
+using weft::testing::sim_of;
+
 namespace {
 
-class ScratchDir {
- public:
-  ScratchDir() {
-    static int n = 0;
-    path_ = (std::filesystem::temp_directory_path() /
-             ("weft-bringup-" + std::to_string(getpid()) + "-" + std::to_string(n++)))
-                .string();
-    std::filesystem::remove_all(path_);
-  }
-  ~ScratchDir() { std::filesystem::remove_all(path_); }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
-
 SmOptions opts(const ScratchDir& d) {
-  SmOptions o;
-  o.state_dir = d.path();
-  o.engine.timeout = std::chrono::milliseconds(100);
-  return o;
-}
-
-// What the devices hold, checked by walking their own LFTs.
-routing::VerifyReport readback(const SimFabric& sim) {
-  return routing::verify_lfts(sim.model(), sim.held_tables());
-}
-
-SimFabric sim_of(const std::string& spec) {
-  auto f = make_fabric(spec);
-  EXPECT_TRUE(f) << spec;
-  return SimFabric(std::move(*f));
+  return weft::testing::sm_opts(d);
 }
 
 }  // namespace
@@ -54,7 +29,7 @@ SimFabric sim_of(const std::string& spec) {
 class BringUp : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(BringUp, EveryPortActiveAndEveryLidReachable) {
-  ScratchDir dir;
+  ScratchDir dir("weft-bringup");
   SimFabric sim = sim_of(GetParam());
   SimTransport t(sim, {});
   SubnetManager sm(t, opts(dir));
@@ -83,7 +58,7 @@ TEST_P(BringUp, EveryPortActiveAndEveryLidReachable) {
 }
 
 TEST_P(BringUp, SecondSweepAndRestartWriteNothing) {
-  ScratchDir dir;
+  ScratchDir dir("weft-bringup");
   SimFabric sim = sim_of(GetParam());
   SimTransport t(sim, {});
   SubnetManager sm(t, opts(dir));
@@ -116,7 +91,7 @@ INSTANTIATE_TEST_SUITE_P(Fabrics, BringUp,
                                            std::string(WEFT_TEST_DATA) + "/two_switches.net"));
 
 TEST(BringUpFaults, LostSmpsAreRetried) {
-  ScratchDir dir;
+  ScratchDir dir("weft-bringup");
   SimFabric sim = sim_of("ft2:leaves=6,spines=3,hosts=4");
   SimTransport t(sim, {.drop_rate = 0.2, .seed = 7});
   SmOptions o = opts(dir);
@@ -133,7 +108,7 @@ TEST(BringUpFaults, AStateChangeWhoseReplyWasLostIsReadBackNotFailed) {
   // As on ibsim: the port moved, its reply was lost, and the resent Set is refused
   // (the port is already there). The SM reads the port back and carries on.
   for (double loss : {0.05, 0.2}) {
-    ScratchDir dir;
+    ScratchDir dir("weft-bringup");
     auto f = make_fabric("ft2:leaves=6,spines=3,hosts=4");
     ASSERT_TRUE(f);
     SimFabric sim(std::move(*f), SimDefaults{.strict_state_steps = true});
@@ -152,7 +127,7 @@ TEST(BringUpFaults, AStateChangeWhoseReplyWasLostIsReadBackNotFailed) {
 }
 
 TEST(BringUpFaults, LateRepliesAreIgnored) {
-  ScratchDir dir;
+  ScratchDir dir("weft-bringup");
   SimFabric sim = sim_of("ft2:leaves=4,spines=2,hosts=2");
   SimTransport t(sim, {.delay_rate = 0.1, .delay = std::chrono::milliseconds(150), .seed = 3});
   SubnetManager sm(t, opts(dir));  // 100 ms timeout: delayed replies arrive after their retry
@@ -163,7 +138,7 @@ TEST(BringUpFaults, LateRepliesAreIgnored) {
 }
 
 TEST(BringUpFaults, ANodeThatNeverAnswersEndsWithAReason) {
-  ScratchDir dir;
+  ScratchDir dir("weft-bringup");
   SimFabric sim = sim_of("ft2:leaves=4,spines=2,hosts=2");
   sim.set_unresponsive(*sim.model().find_by_name("leaf3"), true);
   SimTransport t(sim, {});
@@ -181,7 +156,7 @@ TEST(BringUpFaults, ANodeThatNeverAnswersEndsWithAReason) {
 }
 
 TEST(BringUpFaults, ErrorStatusRepliesDoNotCrashOrHang) {
-  ScratchDir dir;
+  ScratchDir dir("weft-bringup");
   SimFabric sim = sim_of("ft2:leaves=4,spines=2,hosts=2");
   SimTransport t(sim, {});
   int n = 0;
@@ -199,7 +174,7 @@ TEST(BringUpFaults, ErrorStatusRepliesDoNotCrashOrHang) {
 TEST(BringUpFaults, GarbageRepliesFuzz) {
   // Random bytes in random replies: every sweep ends, with or without the subnet up.
   for (uint64_t seed = 1; seed <= 40; ++seed) {
-    ScratchDir dir;
+    ScratchDir dir("weft-bringup");
     SimFabric sim = sim_of("ft2:leaves=3,spines=2,hosts=2");
     SimTransport t(sim, {.seed = seed});
     std::mt19937_64 rng(seed);
@@ -217,7 +192,7 @@ TEST(BringUpFaults, GarbageRepliesFuzz) {
 }
 
 TEST(BringUp, SmOnASwitchManagementPort) {
-  ScratchDir dir;
+  ScratchDir dir("weft-bringup");
   SimFabric sim = sim_of("ft2:leaves=4,spines=2,hosts=2");
   SimTransport t(sim, {.attach = *sim.model().find_by_name("spine1"), .port = 0});
   SubnetManager sm(t, opts(dir));
@@ -230,7 +205,7 @@ TEST(BringUp, SmOnASwitchManagementPort) {
 }
 
 TEST(BringUp, AnswersSmInfoAndNoticesTraps) {
-  ScratchDir dir;
+  ScratchDir dir("weft-bringup");
   SimFabric sim = sim_of("ft2:leaves=2,spines=1,hosts=2");
   SimTransport t(sim, {});
   SubnetManager sm(t, opts(dir));
@@ -287,7 +262,7 @@ TEST(BringUp, ASwitchThatLostItsTablesIsFullyReprogrammed) {
   // cache of the blocks keyed on. The light sweep sees the port change, and the heavy
   // sweep reads the blocks back and writes them again.
   for (bool keep_top : {true, false}) {
-    ScratchDir dir;
+    ScratchDir dir("weft-bringup");
     SimFabric sim = sim_of("ft2:leaves=4,spines=2,hosts=3");
     SimTransport t(sim, {});
     SubnetManager sm(t, opts(dir));
@@ -312,7 +287,7 @@ TEST(BringUp, ASwitchThatLostItsTablesIsFullyReprogrammed) {
 }
 
 TEST(BringUp, NeighbourMtuAndOperationalVlsAreTheLesserOfBothEnds) {
-  ScratchDir dir;
+  ScratchDir dir("weft-bringup");
   SimFabric sim = sim_of("ft2:leaves=2,spines=1,hosts=2");
   // One host can do MTU 1024 and VL0-1 only; the switch port facing it more.
   auto& model = sim.model();
@@ -336,7 +311,7 @@ TEST(BringUp, NeighbourMtuAndOperationalVlsAreTheLesserOfBothEnds) {
   const auto& other = model.node(*model.find_by_name("h0-0")).ports[1].attrs;
   EXPECT_EQ(other.neighbor_mtu, 4);
   EXPECT_EQ(other.oper_vls, 4);
-  ScratchDir dir2;
+  ScratchDir dir2("weft-bringup");
   SimFabric sim2 = sim_of("ft2:leaves=2,spines=1,hosts=2");
   SimTransport t2(sim2, {});
   auto o2 = opts(dir2);
@@ -347,7 +322,7 @@ TEST(BringUp, NeighbourMtuAndOperationalVlsAreTheLesserOfBothEnds) {
 }
 
 TEST(BringUp, LinkFailureIsFoundByALightSweepAndRoutedAround) {
-  ScratchDir dir;
+  ScratchDir dir("weft-bringup");
   SimFabric sim = sim_of("ft2:leaves=4,spines=2,hosts=2");
   SimTransport t(sim, {});
   SubnetManager sm(t, opts(dir));
@@ -372,7 +347,7 @@ TEST(BringUp, LinkFailureIsFoundByALightSweepAndRoutedAround) {
 }
 
 TEST(BringUp, AFailedBringUpIsRetriedInFullByTheNextLightSweep) {
-  ScratchDir dir;
+  ScratchDir dir("weft-bringup");
   SimFabric sim = sim_of("ft2:leaves=4,spines=2,hosts=2");
   auto leaf3 = *sim.model().find_by_name("leaf3");
   sim.set_unresponsive(leaf3, true);
@@ -390,7 +365,7 @@ TEST(BringUp, AFailedBringUpIsRetriedInFullByTheNextLightSweep) {
 }
 
 TEST(BringUp, TrapsSetOffWhatTheirNumberSaysAndAFlappingPortIsReported) {
-  ScratchDir dir;
+  ScratchDir dir("weft-bringup");
   SimFabric sim = sim_of("ft2:leaves=2,spines=2,hosts=2");
   SimTransport t(sim, {});
   auto o = opts(dir);

@@ -8,6 +8,7 @@
 #include <set>
 #include <tuple>
 
+#include "sim_sm.hpp"
 #include "weft/routing/analysis.hpp"
 #include "weft/routing/verify.hpp"
 #include "weft/simulator/generators.hpp"
@@ -18,35 +19,14 @@ using namespace weft;
 using namespace weft::simulator;
 using namespace weft::sm;
 
+using weft::testing::readback;
+using weft::testing::ScratchDir;
+using weft::testing::sim_of;
+
 namespace {
 
-class ScratchDir {
- public:
-  ScratchDir() {
-    static int n = 0;
-    path_ = (std::filesystem::temp_directory_path() /
-             ("weft-reroute-" + std::to_string(getpid()) + "-" + std::to_string(n++)))
-                .string();
-    std::filesystem::remove_all(path_);
-  }
-  ~ScratchDir() { std::filesystem::remove_all(path_); }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
-
 SmOptions opts(const ScratchDir& d) {
-  SmOptions o;
-  o.state_dir = d.path();
-  o.engine.timeout = std::chrono::milliseconds(100);
-  return o;
-}
-
-SimFabric sim_of(const std::string& spec) {
-  auto f = make_fabric(spec);
-  EXPECT_TRUE(f) << spec;
-  return SimFabric(std::move(*f));
+  return weft::testing::sm_opts(d);
 }
 
 // Links by the GUIDs and ports of their ends, so that two models of one fabric compare
@@ -85,10 +65,18 @@ size_t blocks_differing(const routing::Tables& a, const routing::Tables& b) {
   return n;
 }
 
+// The first linked port of switch n whose peer is (`to_switch`) or is not a switch; 0
+// for none.
+PortNum first_port(const SimFabric& sim, fabric::NodeIndex n, bool to_switch) {
+  for (const auto& p : sim.model().node(n).ports)
+    if (p.num && p.linked() && sim.model().node(p.peer).is_switch() == to_switch) return p.num;
+  return 0;
+}
+
 }  // namespace
 
 TEST(Reroute, ALinkCutIsReadAtItsSwitchesOnlyAndRewritesOnlyTheBlocksThatChanged) {
-  ScratchDir dir;
+  ScratchDir dir("weft-reroute");
   SimFabric sim = sim_of("ft3:pods=3,leaves=4,aggs=4,hosts=6,cores=4");
   SimTransport t(sim, {});
   SubnetManager sm(t, opts(dir));
@@ -97,15 +85,10 @@ TEST(Reroute, ALinkCutIsReadAtItsSwitchesOnlyAndRewritesOnlyTheBlocksThatChanged
   EXPECT_FALSE(up->updated);
   const routing::Tables before = sim.held_tables();
   const fabric::NodeIndex leaf = *sim.model().find_by_name("leaf1-2");
-  PortNum cut = 0;
-  fabric::NodeIndex agg = 0;
-  PortNum agg_port = 0;
-  for (const auto& p : sim.model().node(leaf).ports)
-    if (p.num && p.linked() && sim.model().node(p.peer).is_switch()) {
-      cut = p.num, agg = p.peer, agg_port = p.peer_port;
-      break;
-    }
+  const PortNum cut = first_port(sim, leaf, true);
   ASSERT_NE(cut, 0);
+  const fabric::NodeIndex agg = sim.model().node(leaf).ports[cut].peer;
+  const PortNum agg_port = sim.model().node(leaf).ports[cut].peer_port;
   sim.unlink(leaf, cut);
   const size_t lft_sets = sim.sets(kAttrLft);
   auto rep = sm.light_sweep();
@@ -155,21 +138,16 @@ TEST(Reroute, ALinkCutIsReadAtItsSwitchesOnlyAndRewritesOnlyTheBlocksThatChanged
 }
 
 TEST(Reroute, AHostLinkCutDropsTheHostAndItsReturnBringsItBack) {
-  ScratchDir dir;
+  ScratchDir dir("weft-reroute");
   SimFabric sim = sim_of("ft2:leaves=4,spines=2,hosts=3");
   SimTransport t(sim, {});
   SubnetManager sm(t, opts(dir));
   ASSERT_TRUE(sm.sweep());
   const size_t ports = sm.snapshot()->end_ports.size();
   const fabric::NodeIndex leaf = *sim.model().find_by_name("leaf2");
-  PortNum to_host = 0;
-  fabric::NodeIndex host = 0;
-  for (const auto& p : sim.model().node(leaf).ports)
-    if (p.num && p.linked() && !sim.model().node(p.peer).is_switch()) {
-      to_host = p.num, host = p.peer;
-      break;
-    }
+  const PortNum to_host = first_port(sim, leaf, false);
   ASSERT_NE(to_host, 0);
+  const fabric::NodeIndex host = sim.model().node(leaf).ports[to_host].peer;
   sim.unlink(leaf, to_host);
   auto rep = sm.light_sweep();
   ASSERT_TRUE(rep);
@@ -213,19 +191,15 @@ void inject_trap128(SimTransport& t, uint16_t lid) {
 }  // namespace
 
 TEST(Reroute, ATrapStartsAnUpdateAndAnUpdateThatCannotReadFallsBackToAFullDiscovery) {
-  ScratchDir dir;
+  ScratchDir dir("weft-reroute");
   SimFabric sim = sim_of("ft2:leaves=4,spines=2,hosts=2");
   SimTransport t(sim, {});
   SubnetManager sm(t, opts(dir));
   auto first = sm.sweep();
   ASSERT_TRUE(first && first->subnet_up);
   const fabric::NodeIndex leaf = *sim.model().find_by_name("leaf1");
-  PortNum cut = 0;
-  for (const auto& p : sim.model().node(leaf).ports)
-    if (p.num && p.linked() && sim.model().node(p.peer).is_switch()) {
-      cut = p.num;
-      break;
-    }
+  const PortNum cut = first_port(sim, leaf, true);
+  ASSERT_NE(cut, 0);
   const fabric::NodeIndex spine = sim.model().node(leaf).ports[cut].peer;
   const PortNum spine_port = sim.model().node(leaf).ports[cut].peer_port;
   const uint16_t leaf_lid = sim.model().node(leaf).ports[0].attrs.lid.value;
@@ -278,7 +252,7 @@ TEST(Reroute, ATrapStartsAnUpdateAndAnUpdateThatCannotReadFallsBackToAFullDiscov
 }
 
 TEST(Reroute, TablesAnotherClientWipedAreFoundByTheLightSweepAndRewritten) {
-  ScratchDir dir;
+  ScratchDir dir("weft-reroute");
   SimFabric sim = sim_of("ft2:leaves=4,spines=2,hosts=2");
   SimTransport t(sim, {});
   SubnetManager sm(t, opts(dir));

@@ -211,7 +211,6 @@ class SubnetManager {
   Guid sm_guid_;
   std::shared_ptr<const SubnetSnapshot> snapshot_;
   std::shared_ptr<const SweepReport> last_report_;
-  std::vector<DrPath> last_switch_paths_;
   std::set<uint64_t> last_ports_;  // end port GUIDs of the last snapshot
   // The sweep under way, and who waits for it.
   std::shared_ptr<SweepRun> run_;

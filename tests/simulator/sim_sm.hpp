@@ -1,0 +1,54 @@
+// Test helpers for the SM on the in-process simulator: a scratch state directory
+// removed afterwards, the SM options the tests start from, a generated fabric, and
+// what the devices hold checked by walking their own LFTs.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+#include <filesystem>
+#include <string>
+
+#include "weft/routing/verify.hpp"
+#include "weft/simulator/generators.hpp"
+#include "weft/simulator/sim_fabric.hpp"
+#include "weft/sm/subnet_manager.hpp"
+
+namespace weft::testing {
+
+class ScratchDir {
+ public:
+  explicit ScratchDir(const std::string& prefix) {
+    static int n = 0;
+    path_ = (std::filesystem::temp_directory_path() /
+             (prefix + "-" + std::to_string(getpid()) + "-" + std::to_string(n++)))
+                .string();
+    std::filesystem::remove_all(path_);
+  }
+  ~ScratchDir() { std::filesystem::remove_all(path_); }
+  ScratchDir(const ScratchDir&) = delete;
+  ScratchDir& operator=(const ScratchDir&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+inline sm::SmOptions sm_opts(const ScratchDir& d) {
+  sm::SmOptions o;
+  o.state_dir = d.path();
+  o.engine.timeout = std::chrono::milliseconds(100);
+  return o;
+}
+
+inline simulator::SimFabric sim_of(const std::string& spec) {
+  auto f = simulator::make_fabric(spec);
+  EXPECT_TRUE(f) << spec;
+  return simulator::SimFabric(std::move(*f));
+}
+
+inline routing::VerifyReport readback(const simulator::SimFabric& sim) {
+  return routing::verify_lfts(sim.model(), sim.held_tables());
+}
+
+}  // namespace weft::testing
