@@ -147,6 +147,11 @@ Result<sm::SmOptions> sm_opts(const config::Values& v) {
   o.sm_priority = static_cast<uint8_t>(v.get_int("sm_priority"));
   o.sm_key = std::strtoull(v.get_str("sm_key").c_str(), nullptr, 0);
   o.sminfo_polling_timeout_ms = static_cast<uint32_t>(v.get_int("sminfo_polling_timeout"));
+  o.mkey.m_key = std::strtoull(v.get_str("m_key").c_str(), nullptr, 0);
+  o.mkey.per_port = v.get_bool("m_key_per_port");
+  o.mkey.protect_bits = static_cast<uint8_t>(v.get_int("m_key_protection_level"));
+  o.mkey.lease_period = static_cast<uint16_t>(v.get_int("m_key_lease_period"));
+  o.mkey.lookup = v.get_bool("m_key_lookup");
   o.polling_retry_number = static_cast<int>(v.get_int("polling_retry_number"));
   o.trap_holdoff = std::chrono::milliseconds(v.get_int("trap_holdoff_ms"));
   o.flap_threshold = static_cast<int>(v.get_int("flap_threshold"));

@@ -36,6 +36,20 @@ std::vector<OptionSpec> build_table() {
       {"sm_key", Type::kString, "0x0000000000000001", 0, 0, false,
        "SMInfo:SM_Key, shared by the SMs of one subnet (OpenSM's default 1; an SM answering "
        "with another key is ignored)"},
+      {"m_key", Type::kString, "0x0000000000000000", 0, 0, true,
+       "M_Key every port is given, or with m_key_per_port the secret each port's own key is "
+       "derived from (0 = no M_Key protection)"},
+      {"m_key_per_port", Type::kBool, "FALSE", 0, 0, true,
+       "TRUE: a key per port, HMAC-SHA256 of its GUID under m_key (a key read off one port "
+       "opens no other); FALSE: m_key itself on every port, as OpenSM"},
+      {"m_key_protection_level", Type::kInt, "0", 0, 3, true,
+       "M_Key protection: 0 a Get without the key reads it, 1 reads it as 0, 2 and 3 get no "
+       "answer; a Set without the key is refused at every level"},
+      {"m_key_lease_period", Type::kInt, "0", 0, 65535, true,
+       "seconds after an SMP with a wrong key that a port falls back to protection 0 unless "
+       "the SM reaches it first (0 = never)"},
+      {"m_key_lookup", Type::kBool, "TRUE", 0, 0, true,
+       "TRUE: each SMP carries the key its port holds (STATE_DIR/guid2mkey); FALSE: m_key"},
       {"sminfo_polling_timeout", Type::kInt, "10000", 100, 3600000, true,
        "ms between a standby's polls of the master's SMInfo"},
       {"polling_retry_number", Type::kInt, "4", 0, 1000, true,
@@ -59,7 +73,7 @@ std::vector<OptionSpec> build_table() {
        "PortInfo:SubnetTimeout (4.096us * 2^x), written whenever a port is configured"},
       {"log_file", Type::kString, "", 0, 0, false, "log file (empty or - = stderr)"},
       {"state_dir", Type::kString, "/var/lib/weft", 0, 0, false,
-       "directory of persistent state (guid2lid)"},
+       "directory of persistent state (guid2lid, guid2mkey, neighbors)"},
       {"partition_config_file", Type::kString, "", 0, 0, true,
        "partitions in OpenSM's partitions.conf grammar (empty, or OpenSM's default path "
        "missing: Default=0x7fff : ALL=full)"},
@@ -196,7 +210,7 @@ Result<void> check_value(const OptionSpec& o, std::string_view name, const std::
       return fail(Errc::kInvalidInput,
                   origin + ": " + n + " wants TRUE or FALSE, got \"" + value + "\"");
   }
-  if (name == "guid" || name == "sm_key") {
+  if (name == "guid" || name == "sm_key" || name == "m_key") {
     char* end = nullptr;
     errno = 0;
     (void)std::strtoull(value.c_str(), &end, 0);
@@ -232,10 +246,6 @@ const std::vector<ForeignOption>& opensm_only_options() {
   // Every option `opensm -c` (3.3.23) writes that weft does not implement, with the
   // value OpenSM writes for it.
   static const std::vector<ForeignOption> table = {
-      {"m_key", "0x0000000000000000"},
-      {"m_key_lease_period", "0"},
-      {"m_key_protection_level", "0"},
-      {"m_key_lookup", "TRUE"},
       {"sa_key", "0x0000000000000001"},
       {"subnet_prefix", "0xfe80000000000000"},
       {"lmc_esp0", "FALSE"},

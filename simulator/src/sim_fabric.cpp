@@ -32,6 +32,7 @@ SimFabric::SimFabric(fabric::Fabric f, SimDefaults d) : f_(std::move(f)), d_(d) 
   sl2vl_.resize(n);
   vlarb_.resize(n);
   extras_.resize(n);
+  mkey_.resize(n);
   // ibsim's power-on tables: 0xffff at P_Key index 0; SL2VL 0-14 and 15 -> 7; arbitration
   // low VL0:0 VL1..:4, high VL0:4 VL1..:0.
   qos::Sl2Vl sl2vl0;
@@ -54,6 +55,7 @@ SimFabric::SimFabric(fabric::Fabric f, SimDefaults d) : f_(std::move(f)), d_(d) 
     sl2vl_[i].assign(nd.is_switch() ? nd.ports.size() * nd.ports.size() : nd.ports.size(), sl2vl0);
     vlarb_[i].assign(nd.ports.size(), arb0);
     extras_[i].assign(nd.ports.size(), {});
+    mkey_[i].assign(nd.ports.size(), {});
     if (nd.is_switch())
       mft_.push_back(std::vector<std::vector<uint16_t>>((nd.num_ports + 1 + 15) / 16,
                                                         std::vector<uint16_t>(d_.mft_cap, 0)));
@@ -288,6 +290,7 @@ SimFabric::Outcome SimFabric::process(const MadBuf& req, NodeIndex sm_node, Port
   if (dead_[n]) return out;
   SmpData data = s.data;
   uint16_t status = 0;
+  bool hide = false;
   if (auto a = agents_.find({n, f_.node(n).is_switch() ? PortNum(0) : in_port});
       a != agents_.end() && (s.attr_id == kAttrSmInfo || s.method == kMethodTrap)) {
     auto r = a->second(s);
@@ -295,7 +298,13 @@ SimFabric::Outcome SimFabric::process(const MadBuf& req, NodeIndex sm_node, Port
     status = r->status;
     data = r->data;
   } else {
+    if (!mkey_check(s, n, in_port, hide)) return out;
     status = handle(s, n, in_port, data);
+    if (hide && s.attr_id == kAttrPortInfo && status == 0) {
+      PortInfo pi = decode_port_info(data);
+      pi.m_key = 0;
+      data = encode_port_info(pi);
+    }
   }
   Smp r = s;
   r.method = kMethodGetResp;
@@ -303,6 +312,72 @@ SimFabric::Outcome SimFabric::process(const MadBuf& req, NodeIndex sm_node, Port
   r.status = status;
   r.data = data;
   out.reply = encode_smp(r);
+  return out;
+}
+
+bool SimFabric::mkey_check(const Smp& s, NodeIndex n, PortNum in_port, bool& hide) {
+  const auto& nd = f_.node(n);
+  MKeyState& m = mkey_[n][nd.is_switch() ? 0 : in_port];
+  const sm::TimePoint now = clock_ ? clock_->now() : sm::TimePoint{0};
+  if (m.deadline && now >= *m.deadline) {  // the lease ran out: protection off
+    m.deadline.reset();
+    m.protect = 0;
+  }
+  const bool checked =
+      s.method == kMethodGet || s.method == kMethodSet || s.method == kMethodTrapRepress;
+  const bool valid = m.key == 0 || s.m_key == m.key;
+  if (valid) {
+    if (checked) m.deadline.reset();
+    return true;
+  }
+  if (s.method == kMethodGet && m.protect < 2) {
+    hide = m.protect == 1;
+    return true;
+  }
+  if (!checked) return true;
+  if (m.violations != 0xffff) ++m.violations;
+  if (!m.deadline && m.lease) m.deadline = now + std::chrono::seconds(m.lease);
+  // Trap 256 (bad M_Key, IBTA 14.2.5.1) to the port's SM, naming the SMP and, for a
+  // directed-route one, the way back to its sender.
+  const auto& lp = nd.ports[nd.is_switch() ? 0 : in_port].attrs;
+  Smp t;
+  t.mgmt_class = kClassSmiLid;
+  t.method = kMethodTrap;
+  t.attr_id = kAttrNotice;
+  t.tid = 0x5600000000ull | m.violations;
+  auto& d = t.data;
+  auto be16 = [&d](size_t at, uint32_t v) {
+    d[at] = uint8_t(v >> 8);
+    d[at + 1] = uint8_t(v);
+  };
+  d[0] = 0x80 | 2;  // generic, security
+  d[3] = nd.is_switch() ? 2 : 1;
+  be16(4, 256);
+  be16(6, lp.lid.value);
+  const size_t x = 10;
+  be16(x + 2, lp.lid.value);
+  be16(x + 4, s.mgmt_class == kClassSmiDirect ? s.dr_slid.value : 0);
+  d[x + 6] = s.method;
+  be16(x + 8, s.attr_id);
+  for (int i = 0; i < 4; ++i) d[x + 10 + i] = uint8_t(s.attr_mod >> (24 - 8 * i));
+  for (int i = 0; i < 8; ++i) d[x + 14 + i] = uint8_t(s.m_key >> (56 - 8 * i));
+  if (s.mgmt_class == kClassSmiDirect) {
+    const uint8_t hops = std::min<uint8_t>(s.hop_count, 30);
+    d[x + 22] = uint8_t(0x80 | (s.hop_count > 30 ? 0x40 : 0) | hops);
+    // The way back from this port: the return path the SMP recorded, last hop first.
+    for (uint8_t i = 1; i <= hops; ++i) d[x + 22 + i] = s.return_path.ports[s.hop_count + 1 - i];
+  }
+  if (lp.sm_lid.is_unicast()) traps_.push_back({lp.sm_lid.value, encode_smp(t)});
+  return false;
+}
+
+std::vector<MadBuf> SimFabric::take_traps(Lid sm_lid) {
+  std::vector<MadBuf> out;
+  std::erase_if(traps_, [&](const auto& t) {
+    if (t.first != sm_lid.value) return false;
+    out.push_back(t.second);
+    return true;
+  });
   return out;
 }
 
@@ -444,6 +519,13 @@ PortInfo SimFabric::make_port_info(NodeIndex n, PortNum p) const {
   pi.part_enf_in = extras_[n][p].part_enf_in;
   pi.part_enf_out = extras_[n][p].part_enf_out;
   pi.vl_high_limit = extras_[n][p].vl_high_limit;
+  if (!nd.is_switch() || p == 0) {
+    const MKeyState& m = mkey_[n][p];
+    pi.m_key = m.key;
+    pi.m_key_protect = m.protect;
+    pi.m_key_lease = m.lease;
+    pi.m_key_violations = m.violations;
+  }
   return pi;
 }
 
@@ -484,6 +566,11 @@ uint16_t SimFabric::port_info(bool set, NodeIndex n, PortNum in_port, uint32_t m
       a.lid = in.attrs.lid;
       a.sm_lid = in.attrs.sm_lid;
       a.lmc = in.attrs.lmc;
+      MKeyState& m = mkey_[n][p];
+      m.key = in.m_key;
+      m.protect = in.m_key_protect;
+      m.lease = in.m_key_lease;
+      m.violations = in.m_key_violations;
     }
     if (in.attrs.neighbor_mtu) a.neighbor_mtu = in.attrs.neighbor_mtu;
     if (in.attrs.oper_vls) a.oper_vls = in.attrs.oper_vls;

@@ -8,6 +8,7 @@ namespace weft::simulator {
 using namespace weft::sm;
 
 SimTransport::SimTransport(SimFabric& sim, SimTransportOptions o) : sim_(sim), o_(o), rng_(o.seed) {
+  if (!sim_.clock()) sim_.set_clock(&clock_);
   port_ = o.port;
   const auto& nd = sim_.model().node(o.attach);
   if (port_ == 0 && !nd.is_switch()) {
@@ -86,7 +87,21 @@ Result<void> SimTransport::send_long(std::span<const uint8_t> mad, const SendAdd
   return {};
 }
 
+void SimTransport::collect_traps() {
+  const LocalPort me = local_port();
+  if (!me.lid.is_unicast()) return;
+  for (auto& t : sim_.take_traps(me.lid)) {
+    InMad in;
+    in.mad = t;
+    in.len = kMadSize;
+    if (auto smp = decode_smp(t.data(), t.size()))  // the issuer: Notice bytes 6-7
+      in.slid = Lid{static_cast<uint16_t>(smp->data[6] << 8 | smp->data[7])};
+    q_.push({clock_.now() + o_.hop_latency, seq_++, in});
+  }
+}
+
 Result<std::optional<InMad>> SimTransport::receive(Duration max_wait) {
+  collect_traps();
   const TimePoint deadline = clock_.now() + max_wait;
   if (!q_.empty() && q_.top().at <= deadline) {
     Pending p = q_.top();

@@ -77,7 +77,7 @@ MadBuf encode_smp(const Smp& s) {
     mad_set_field(p, 0, IB_DRSMP_DIRECTION_F, s.direction ? 1 : 0);
     mad_set_field(p, 0, IB_DRSMP_HOPPTR_F, s.hop_ptr);
     mad_set_field(p, 0, IB_DRSMP_HOPCNT_F, s.hop_count);
-    mad_set_field(p, 0, IB_DRSMP_DRSLID_F, 0xFFFF);
+    mad_set_field(p, 0, IB_DRSMP_DRSLID_F, s.dr_slid.value);
     mad_set_field(p, 0, IB_DRSMP_DRDLID_F, 0xFFFF);
     DrPath ip = s.path, rp = s.return_path;
     mad_set_array(p, 0, IB_DRSMP_PATH_F, ip.ports.data());
@@ -86,6 +86,7 @@ MadBuf encode_smp(const Smp& s) {
     mad_set_field(p, 0, IB_MAD_STATUS_F, s.status);
   }
   mad_set_field64(p, 0, IB_MAD_TRID_F, s.tid);
+  mad_set_field64(p, 0, IB_MAD_MKEY_F, s.m_key);
   mad_set_field(p, 0, IB_MAD_ATTRID_F, s.attr_id);
   mad_set_field(p, 0, IB_MAD_ATTRMOD_F, s.attr_mod);
   // libibmad names the SMP data block by offset/size constants (its IB_SM_DATA_F
@@ -103,6 +104,7 @@ MadBuf encode_smp(const SmpRequest& req, uint64_t tid) {
   s.attr_id = req.attr_id;
   s.attr_mod = req.attr_mod;
   s.data = req.data;
+  s.m_key = req.m_key.value_or(0);
   if (req.directed) {
     s.hop_count = req.path.hops;
     s.hop_ptr = 0;
@@ -134,6 +136,7 @@ Result<Smp> decode_smp(const uint8_t* buf, size_t len) {
     s.direction = mad_get_field(p, 0, IB_DRSMP_DIRECTION_F) != 0;
     s.hop_ptr = static_cast<uint8_t>(mad_get_field(p, 0, IB_DRSMP_HOPPTR_F));
     s.hop_count = static_cast<uint8_t>(mad_get_field(p, 0, IB_DRSMP_HOPCNT_F));
+    s.dr_slid = Lid{static_cast<uint16_t>(mad_get_field(p, 0, IB_DRSMP_DRSLID_F))};
     if (s.hop_count > kMaxDrHops)
       return fail(Errc::kBadReply,
                   "directed-route hop count " + std::to_string(s.hop_count) + " > 63");
@@ -144,6 +147,7 @@ Result<Smp> decode_smp(const uint8_t* buf, size_t len) {
     s.status = static_cast<uint16_t>(mad_get_field(p, 0, IB_MAD_STATUS_F));
   }
   s.tid = mad_get_field64(p, 0, IB_MAD_TRID_F);
+  s.m_key = mad_get_field64(p, 0, IB_MAD_MKEY_F);
   s.attr_id = static_cast<uint16_t>(mad_get_field(p, 0, IB_MAD_ATTRID_F));
   s.attr_mod = mad_get_field(p, 0, IB_MAD_ATTRMOD_F);
   std::memcpy(s.data.data(), p + IB_SMP_DATA_OFFS, IB_SMP_DATA_SIZE);
@@ -317,6 +321,10 @@ PortInfo decode_port_info(const SmpData& d) {
   // Extended speeds (FDR and up) are only meaningful when CapabilityMask says so;
   // ibsim leaves the field 0, which reads as "no extended speed".
   a.speed_ext_active = static_cast<uint8_t>(get(d, IB_PORT_LINK_SPEED_EXT_ACTIVE_F));
+  p.m_key = get64(d, IB_PORT_MKEY_F);
+  p.m_key_protect = static_cast<uint8_t>(get(d, IB_PORT_MKEY_PROT_BITS_F));
+  p.m_key_lease = static_cast<uint16_t>(get(d, IB_PORT_MKEY_LEASE_F));
+  p.m_key_violations = static_cast<uint16_t>(get(d, IB_PORT_MKEY_VIOL_F));
   return p;
 }
 
@@ -324,6 +332,10 @@ SmpData encode_port_info(const PortInfo& p) {
   SmpData d = p.raw;
   const auto& a = p.attrs;
   put64(d, IB_PORT_GID_PREFIX_F, p.gid_prefix);
+  put64(d, IB_PORT_MKEY_F, p.m_key);
+  put(d, IB_PORT_MKEY_PROT_BITS_F, p.m_key_protect);
+  put(d, IB_PORT_MKEY_LEASE_F, p.m_key_lease);
+  put(d, IB_PORT_MKEY_VIOL_F, p.m_key_violations);
   put(d, IB_PORT_LID_F, a.lid.value);
   put(d, IB_PORT_SMLID_F, a.sm_lid.value);
   put(d, IB_PORT_CAPMASK_F, a.capability_mask);

@@ -65,7 +65,16 @@ void MadEngine::send_attempt(Entry e) {
   uint32_t tid = next_tid_++;
   if (next_tid_ == 0) next_tid_ = 1;
   ++e.attempts;
-  MadBuf wire = encode_smp(e.req, tid);
+  // Asked again on each attempt: a retry after a Set that changed the port's key
+  // carries the new one.
+  MadBuf wire;
+  if (e.req.m_key || !keys_) {
+    wire = encode_smp(e.req, tid);
+  } else {
+    SmpRequest keyed = e.req;
+    keyed.m_key = keys_->key_for(e.req);
+    wire = encode_smp(keyed, tid);
+  }
   SendAddr to = e.req.directed ? SendAddr::directed() : SendAddr::lid(e.req.dlid);
   to.response_timeout = opts_.timeout;
   auto r = t_.send(wire, to);
@@ -198,6 +207,7 @@ void MadEngine::handle(const InMad& in) {
     return;
   }
   ++stats_.completed_ok;
+  if (keys_) keys_->observe(e.req, s);
   complete(e, s);
 }
 

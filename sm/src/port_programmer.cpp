@@ -87,6 +87,19 @@ void PortProgrammer::configure(SweepRun& run, Lid sm_lid) {
         auto it = ignores_.find(pkey);
         return it == ignores_.end() ? uint8_t(0) : it->second;
       }();
+      if (mgmt || !nd.is_switch()) {
+        // M_Key: the port's key, protection and lease (a switch: port 0's). A port whose
+        // lease ran out (protection 0) or that lost its key is keyed again here. With no
+        // m_key, a key a port holds is cleared; its lease period (meaningless without a
+        // key, and 4089 s on every ibsim port, which stores none of these) is left alone.
+        const auto& mk = opts_.mkey;
+        want.m_key = mk.key_of(port.guid);
+        want.m_key_protect = mk.enabled() ? mk.protect_bits : 0;
+        want.m_key_lease = mk.enabled() ? mk.lease_period : cur.m_key_lease;
+        if (!(ignored & kIgnoresMKey))
+          change |= cur.m_key != want.m_key || cur.m_key_protect != want.m_key_protect ||
+                    cur.m_key_lease != want.m_key_lease;
+      }
       if (nd.is_switch() && !mgmt) {
         const bool en = enforces(run, n, p);
         want.part_enf_in = en && enf_in && d.switch_info[n].inbound_enforce_cap;
@@ -163,6 +176,10 @@ void PortProgrammer::note_ignored(const fabric::Fabric& f, NodeIndex n, PortNum 
   if (want.part_enf_in != got.part_enf_in || want.part_enf_out != got.part_enf_out)
     bits |= kIgnoresEnforcement;
   if (want.vl_high_limit != got.vl_high_limit) bits |= kIgnoresHighLimit;
+  const bool mkey_port = !f.node(n).is_switch() || p == 0;
+  if (mkey_port && (want.m_key != got.m_key || want.m_key_protect != got.m_key_protect ||
+                    want.m_key_lease != got.m_key_lease))
+    bits |= kIgnoresMKey;
   uint8_t& known = ignores_[key];
   const uint8_t fresh = bits & ~known;
   known |= bits;
@@ -171,6 +188,12 @@ void PortProgrammer::note_ignored(const fabric::Fabric& f, NodeIndex n, PortNum 
         rep,
         fabric::port_ref(f, n, p) + " did not keep the P_Key enforcement bits of a PortInfo Set",
         "PRT-0008");
+  if ((fresh & kIgnoresMKey) && want.m_key)
+    add_problem(rep,
+                fabric::port_ref(f, n, p) +
+                    " did not keep its M_Key, protection level or lease (no M_Key support?): "
+                    "anyone on the fabric can reprogram it",
+                "MKY-0006");
   if (fresh & kIgnoresHighLimit)
     add_problem(rep,
                 fabric::port_ref(f, n, p) + " did not keep VLHighLimit " +

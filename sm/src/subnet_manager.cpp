@@ -54,7 +54,10 @@ SubnetManager::SubnetManager(Transport& t, SmOptions o)
       lfts_(std::make_unique<LftProgrammer>(eng_)),
       tables_(std::make_unique<DeviceTables>(eng_, opts_, *ports_, *lfts_)),
       mc_(std::make_unique<MulticastProgrammer>(eng_)),
+      keys_(opts_.mkey),
       role_(SmRole::Config{opts_.sm_key, opts_.sm_priority, t.local_port().port_guid}) {
+  keys_.set_local_port(t.local_port().port_guid);
+  eng_.set_keys(&keys_);
   eng_.on_unsolicited([this](const Smp& s, const InMad& in) { on_unsolicited(s, in); });
   eng_.on_sa([this](const InMad& in) { serve_sa(in); });
   started_unix_s_ = std::chrono::duration_cast<std::chrono::seconds>(
@@ -73,6 +76,7 @@ const McDb& SubnetManager::multicast() const {
 void SubnetManager::set_options(SmOptions o) {
   opts_ = std::move(o);  // the programmers hold a reference to opts_
   eng_.set_options(opts_.engine);
+  keys_.set_options(opts_.mkey);
   role_.configure({opts_.sm_key, opts_.sm_priority, role_.config().guid});
   opts_shared_ = std::make_shared<const SmOptions>(opts_);
   publish();
@@ -241,6 +245,15 @@ void SubnetManager::phase_discover() {
     for (const auto& s : *w) WEFT_LOG(Warn, "LID-0001") << s;
     db_loaded_ = true;
     WEFT_LOG(Info, "LID-0002") << db_path << ": " << db_.entries().size() << " GUID->LID entries";
+    auto k = keys_.load(opts_.state_dir);
+    if (!k) return finish_run(std::unexpected(k.error()));
+    for (const auto& s : *k) WEFT_LOG(Warn, "MKY-0001") << s;
+    if (opts_.mkey.enabled() || !keys_.guid2mkey().empty())
+      WEFT_LOG(Info, "MKY-0002") << opts_.state_dir << "/guid2mkey: " << keys_.guid2mkey().size()
+                                 << " port keys, " << keys_.links() << " links in neighbors; "
+                                 << "M_Key " << (opts_.mkey.per_port ? "per port" : "shared")
+                                 << ", protection level " << int(opts_.mkey.protect_bits)
+                                 << ", lease " << opts_.mkey.lease_period << " s";
     if (auto r = t_.set_is_sm(true); !r)
       WEFT_LOG(Warn, "SM-0002") << "cannot advertise IsSM: " << r.error().message;
   }
@@ -282,6 +295,7 @@ void SubnetManager::phase_lids(Result<void> pumped) {
   if (!disc) return finish_run(std::unexpected(disc.error()));
   run.d = std::move(*disc);
   const Discovered& d = run.d;
+  keys_.learn(d.fabric);
   rep.ms_discovery = ms_since(run.phase_start);
   rep.smps_discovery = d.smps;
   rep.updated = d.update;
@@ -444,6 +458,7 @@ void SubnetManager::phase_assign_lids() {
   }
   rep.lid_assignment = *la;
   rep.top_lid = la->top;
+  keys_.learn(run.target);  // the LIDs LID-routed SMPs go to from now on
   if (auto r = db_.save(opts_.state_dir + "/guid2lid"); !r)
     add_problem(rep, "LIDs not persisted: " + r.error().message + " (a restart may renumber ports)",
                 "LID-0003");
@@ -527,6 +542,7 @@ void SubnetManager::phase_tables(Result<void> pumped) {
   if (!pumped)
     add_problem(run.rep, "transport failed while programming: " + pumped.error().message);
   lfts_->write_tops(run);
+  save_keys(run.rep);
   // The tables depend on the operational VLs the PortInfo Sets left.
   tables_->read(run);
   next_phase(&SubnetManager::phase_write_tables);
@@ -654,6 +670,7 @@ void SubnetManager::phase_finish(Result<void> pumped) {
     because(std::to_string(run.d.unexplored) + " live links lead to nodes that did not answer");
   rep.subnet_up = rep.reason.empty();
   rep.ms_total = ms_since(run.t0);
+  save_keys(rep);
   if (rep.table_failures == 0) partitions_applied_ = run.partition_generation;
   // Ports that came or went since the last sweep: traps 64 and 65 to subscribers; the
   // services and subscriptions of ports that went go too.
@@ -953,6 +970,7 @@ void SubnetManager::on_trap(const Trap& t, const InMad& in) {
   if (t.security()) {
     WEFT_LOG(Warn, "SEC-0001") << "security: " << t.describe();
     emit("security", ev);
+    if (t.number == 256) touch_port(t.lid.value ? t.lid : t.issuer);
   } else if (t.link_integrity()) {
     const uint32_t key = uint32_t(t.lid.value) << 8 | t.port;
     ev["count"] = ++port_errors_[key];
@@ -991,6 +1009,41 @@ void SubnetManager::on_trap(const Trap& t, const InMad& in) {
   ev["holdoff_ms"] =
       std::chrono::duration_cast<std::chrono::milliseconds>(opts_.trap_holdoff).count();
   emit("trap", ev);
+}
+
+void SubnetManager::save_keys(SweepReport& rep) {
+  if (!keys_.dirty()) return;
+  if (auto r = keys_.save(opts_.state_dir); !r)
+    add_problem(rep,
+                "M_Keys not persisted: " + r.error().message +
+                    " (after a restart, ports keyed since are reached once their lease runs out)",
+                "MKY-0003");
+}
+
+void SubnetManager::touch_port(Lid lid) {
+  // Someone without the key tried the port, and its lease timer runs: an SMP with the
+  // right key stops it before the port drops its protection. Read its PortInfo.
+  if (!model_ || role_.state() != SmState::kMaster) return;
+  const Discovered& d = *model_;
+  for (NodeIndex n = 0; n < d.fabric.size(); ++n) {
+    const auto& nd = d.fabric.node(n);
+    for (const auto& p : nd.ports) {
+      if (nd.is_switch() ? p.num != 0 : (p.num == 0 || !p.linked())) continue;
+      if (p.attrs.lid != lid) continue;
+      const std::string port = fabric::port_ref(d.fabric, n, p.num);
+      eng_.submit(
+          SmpRequest::get(kAttrPortInfo, p.num, dr_path_to(d, n, p.num)), [port](Result<Smp> r) {
+            if (r)
+              WEFT_LOG(Info, "MKY-0004")
+                  << "bad M_Key at " << port << ": read with its key, its lease timer stopped";
+            else
+              WEFT_LOG(Warn, "MKY-0005")
+                  << "bad M_Key at " << port
+                  << ": reading it with its key failed: " << r.error().message;
+          });
+      return;
+    }
+  }
 }
 
 void SubnetManager::on_sm_info(const Smp& s, const InMad& in) {

@@ -68,8 +68,9 @@ class PortProgrammer {
                     const PortInfo& want, const PortInfo& got, SweepReport& rep);
   MadEngine& eng_;
   const SmOptions& opts_;
-  // PortInfo fields a port was seen to drop from a Set (ibsim keeps neither).
-  static constexpr uint8_t kIgnoresEnforcement = 1, kIgnoresHighLimit = 2;
+  // PortInfo fields a port was seen to drop from a Set (ibsim keeps none of them: it
+  // has no M_Key either).
+  static constexpr uint8_t kIgnoresEnforcement = 1, kIgnoresHighLimit = 2, kIgnoresMKey = 4;
   std::unordered_map<uint64_t, uint8_t> ignores_;
 };
 

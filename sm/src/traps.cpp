@@ -1,6 +1,8 @@
 // Trap Notices by number: the DataDetails layouts of IBTA vol. 1, 14.2.5.1 (byte 10 on).
 #include "weft/sm/traps.hpp"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 namespace weft::sm {
@@ -60,6 +62,14 @@ Trap decode_trap(const SmpData& d) {
       t.attr_id = be16(d, x + 8);
       t.attr_mod = be32(d, x + 10);
       t.key = be64(d, x + 14);
+      t.dr_slid = Lid{be16(d, x + 4)};
+      t.dr_notice = d[x + 22] & 0x80;
+      t.dr_truncated = d[x + 22] & 0x40;
+      if (t.dr_notice) {
+        // At most 30 hops fit in the Notice; more is a truncated path (the flag says so).
+        t.dr_return.hops = std::min<uint8_t>(d[x + 22] & 0x3f, 30);
+        for (uint8_t i = 1; i <= t.dr_return.hops; ++i) t.dr_return.ports[i] = d[x + 22 + i];
+      }
       break;
     case 257:
     case 258:
@@ -146,6 +156,9 @@ std::string Trap::describe() const {
           ": LID {} got method {:#04x} attribute {:#06x} modifier {:#x} with M_Key "
           "{:#018x}",
           lid.value, method, attr_id, attr_mod, key);
+      if (dr_notice)
+        s += fmt::format(", sent by directed route from DrSLID {} (return path {}{})",
+                         dr_slid.value, dr_return.str(), dr_truncated ? ", truncated" : "");
       break;
     case 257:
     case 258:
@@ -178,6 +191,11 @@ nlohmann::json Trap::to_json() const {
     j["method"] = method;
     j["attribute"] = attr_id;
     j["attribute_modifier"] = attr_mod;
+    if (dr_notice) {
+      j["dr_slid"] = dr_slid.value;
+      j["return_path"] = dr_return.str();
+      j["return_path_truncated"] = dr_truncated;
+    }
   }
   if (number >= 257 && number <= 259) {
     j["lid2"] = lid2.value;

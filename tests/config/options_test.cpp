@@ -1,3 +1,4 @@
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "weft/config/options.hpp"
@@ -59,7 +60,7 @@ TEST(Options, EveryErrorOfAFileIsReported) {
 TEST(Options, OpenSmOnlyOptionsAreKnownAndReportedWhenTheyWouldMatter) {
   Values v = defaults();
   auto r = load_text(
-      "m_key 0x0000000000000000\n"           // OpenSM's default: no effect either way
+      "sa_key 0x0000000000000001\n"          // OpenSM's default: no effect either way
       "packet_life_time 0x12\n"              // = 18, OpenSM's default written in hex
       "perfmgr TRUE\n"                       // not implemented, and asked for: reported
       "cc_ca_cong_setting_ccti_timer 0 0\n"  // multi-word values
@@ -71,6 +72,24 @@ TEST(Options, OpenSmOnlyOptionsAreKnownAndReportedWhenTheyWouldMatter) {
   EXPECT_EQ(v.warnings()[0],
             "opensm.conf:3: OpenSM option \"perfmgr\" is not implemented by weft; \"TRUE\" has no "
             "effect (OpenSM's default is \"FALSE\")");
+}
+
+TEST(Options, MKeyOptionsAsOpenSmWritesThemAndTheirErrors) {
+  Values v = defaults();
+  // The lines `opensm -c` writes, with a key and a level set.
+  ASSERT_TRUE(
+      load_text("m_key 0x00000000deadbeef\nm_key_lease_period 60\n"
+                "m_key_protection_level 2\nm_key_lookup TRUE\nm_key_per_port TRUE\n",
+                "opensm.conf", v));
+  EXPECT_EQ(v.get_str("m_key"), "0x00000000deadbeef");
+  EXPECT_EQ(v.get_int("m_key_lease_period"), 60);
+  EXPECT_EQ(v.get_int("m_key_protection_level"), 2);
+  EXPECT_TRUE(v.get_bool("m_key_per_port"));
+  EXPECT_TRUE(v.warnings().empty());
+  EXPECT_THAT(load_text("m_key_protection_level 4\n", "o.conf", v).error().message,
+              testing::StartsWith("o.conf:1: m_key_protection_level = 4"));
+  EXPECT_EQ(load_text("m_key deadbeef\n", "o.conf", v).error().message,
+            "o.conf:1: m_key wants a 64-bit number like 0x0002c90300001001, got \"deadbeef\"");
 }
 
 TEST(Options, BooleansAndQosLists) {

@@ -44,6 +44,12 @@ TEST(MadCodec, DirectedRouteGetHeader) {
   EXPECT_EQ(b[130], 5);
   EXPECT_EQ(b[131], 17);
   EXPECT_EQ(b[192 + 1], 0);  // ReturnPath untouched
+  // A request with a key carries it at bytes 24-31, and decoding gives it back.
+  SmpRequest keyed = SmpRequest::get(kAttrPortInfo, 3, path);
+  keyed.m_key = 0x0102030405060708ull;
+  b = encode_smp(keyed, 1);
+  EXPECT_EQ(be64(&b[24]), 0x0102030405060708ull);
+  EXPECT_EQ(decode_smp(b.data(), b.size())->m_key, 0x0102030405060708ull);
 }
 
 TEST(MadCodec, LidRoutedSetCarriesData) {
@@ -174,7 +180,15 @@ TEST(MadCodec, PortInfoLayout) {
   p.gid_prefix = 0xfe80000000000000ull;
   p.local_port = 9;
   p.subnet_timeout = 18;
+  p.m_key = 0x1122334455667788ull;
+  p.m_key_lease = 0x0e10;
+  p.m_key_protect = 3;
+  p.m_key_violations = 0x0102;
   SmpData d = encode_port_info(p);
+  EXPECT_EQ(be64(&d[0]), 0x1122334455667788ull);  // M_Key
+  EXPECT_EQ(be16(&d[26]), 0x0e10);                // M_KeyLeasePeriod
+  EXPECT_EQ(d[34] >> 6, 3);                       // M_KeyProtectBits
+  EXPECT_EQ(be16(&d[44]), 0x0102);                // M_KeyViolations
   EXPECT_EQ(be64(&d[8]), 0xfe80000000000000ull);  // GidPrefix
   EXPECT_EQ(be16(&d[16]), 0x1234);                // LID
   EXPECT_EQ(be16(&d[18]), 0x0001);                // MasterSMLID
@@ -198,6 +212,10 @@ TEST(MadCodec, PortInfoLayout) {
   EXPECT_EQ(back.attrs.oper_vls, 3);
   EXPECT_EQ(back.attrs.lmc, 2);
   EXPECT_EQ(back.subnet_timeout, 18);
+  EXPECT_EQ(back.m_key, p.m_key);
+  EXPECT_EQ(back.m_key_lease, p.m_key_lease);
+  EXPECT_EQ(back.m_key_protect, 3);
+  EXPECT_EQ(back.m_key_violations, 0x0102);
   // A Set changes the named fields and leaves the rest of the raw image alone.
   SmpData raw{};
   raw[42] = 0xE7;  // VLStallCount / HOQLife: not modelled

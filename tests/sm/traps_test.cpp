@@ -102,6 +102,25 @@ TEST(Traps, KeyViolationsAreSecurityEventsWithTheOffender) {
   EXPECT_EQ(t.attr_mod, 3u);
   EXPECT_EQ(t.key, 0xdeadbeef00000001ull);
   EXPECT_NE(t.describe().find("0xdeadbeef00000001"), std::string::npos);
+  EXPECT_FALSE(t.dr_notice);
+  // The same by directed route, laid out as the Linux SMAs send it (struct
+  // ib_mad_notice_attr, ntc_256): DrSLID at 14, DRNotice | hop count at 32, the
+  // return path from 33.
+  put16(m, 14, 0xffff);
+  m[32] = 0x80 | 3;
+  m[33] = 5;
+  m[34] = 1;
+  m[35] = 12;
+  auto dr = decode_trap(m);
+  EXPECT_TRUE(dr.dr_notice);
+  EXPECT_FALSE(dr.dr_truncated);
+  EXPECT_EQ(dr.dr_slid, Lid{0xffff});
+  EXPECT_EQ(dr.dr_return.str(), "0,5,1,12");
+  EXPECT_EQ(dr.to_json()["return_path"], "0,5,1,12");
+  EXPECT_NE(dr.describe().find("return path 0,5,1,12"), std::string::npos);
+  m[32] = 0x80 | 0x40 | 63;  // truncated: at most the 30 hops the Notice holds
+  EXPECT_EQ(decode_trap(m).dr_return.hops, 30);
+  EXPECT_TRUE(decode_trap(m).dr_truncated);
   for (uint16_t n : {257, 258}) {
     auto q = notice(n, 2);
     put16(q, 12, 20);

@@ -17,6 +17,7 @@
 
 #include "weft/fabric/fabric.hpp"
 #include "weft/routing/engine.hpp"
+#include "weft/sm/clock.hpp"
 #include "weft/sm/mad.hpp"
 
 namespace weft::simulator {
@@ -87,6 +88,27 @@ class SimFabric {
   using SmAgent = std::function<std::optional<AgentReply>(const sm::Smp& req)>;
   void attach_sm(fabric::NodeIndex n, PortNum p, SmAgent agent);
 
+  // M_Key, as IBTA vol. 1, 14.2.4 has a port check it (a switch: port 0's): a key of 0
+  // takes any SMP; a Set or TrapRepress with another key is dropped, so is a Get at
+  // protection level 2 and 3, and level 1 answers such a Get with the key hidden (0).
+  // A drop counts an M_KeyViolation, starts the lease timer (M_KeyLeasePeriod seconds,
+  // on the clock set here) and sends trap 256 to the port's SM LID; an SMP with the right
+  // key stops the timer, and a timer that runs out drops the protection level to 0.
+  struct MKeyState {
+    uint64_t key = 0;
+    uint8_t protect = 0;
+    uint16_t lease = 0;  // seconds; 0 = the timer never starts
+    uint16_t violations = 0;
+    std::optional<sm::TimePoint> deadline;  // the lease timer, when it runs
+  };
+  const MKeyState& mkey(fabric::NodeIndex n, PortNum p) const { return mkey_.at(n).at(p); }
+  MKeyState& mkey(fabric::NodeIndex n, PortNum p) { return mkey_.at(n).at(p); }
+  // The clock lease timers run on (SimTransport sets its own when none is set).
+  void set_clock(const sm::Clock* c) { clock_ = c; }
+  const sm::Clock* clock() const { return clock_; }
+  // Traps the devices sent to SM LID `sm_lid` since the last call (trap 256 so far).
+  std::vector<sm::MadBuf> take_traps(Lid sm_lid);
+
   // Faults.
   void set_unresponsive(fabric::NodeIndex n, bool on) { dead_.at(n) = on ? 1 : 0; }
   // Takes a link down (both ends DOWN, switches flag a port state change).
@@ -112,6 +134,9 @@ class SimFabric {
                      sm::SmpData& data);
   sm::PortInfo make_port_info(fabric::NodeIndex n, PortNum p) const;
   bool owns_lid(fabric::NodeIndex n, PortNum p, uint16_t lid) const;
+  // The M_Key check at the port an SMP reached: false when it is dropped; `hide` when
+  // a PortInfo answer must not show the key.
+  bool mkey_check(const sm::Smp& s, fabric::NodeIndex n, PortNum in_port, bool& hide);
 
   fabric::Fabric f_;
   SimDefaults d_;
@@ -127,6 +152,9 @@ class SimFabric {
   std::vector<std::vector<PortExtras>> extras_;                     // [node][port]
   std::vector<std::vector<std::vector<uint16_t>>> mft_;  // [switch][position][MLID - 0xC000]
   std::map<uint16_t, size_t> sets_;
+  std::vector<std::vector<MKeyState>> mkey_;  // [node][port]
+  const sm::Clock* clock_ = nullptr;
+  std::vector<std::pair<uint16_t, sm::MadBuf>> traps_;  // (SM LID, trap)
   std::map<std::pair<fabric::NodeIndex, PortNum>, SmAgent> agents_;
 };
 

@@ -69,6 +69,8 @@ class SimTransport final : public sm::Transport {
     sm::InMad mad;
     bool operator>(const Pending& o) const { return at != o.at ? at > o.at : seq > o.seq; }
   };
+  // Traps the fabric sent to this port's LID, queued as incoming MADs.
+  void collect_traps();
   SimFabric& sim_;
   SimTransportOptions o_;
   PortNum port_;

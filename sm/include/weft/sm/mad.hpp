@@ -10,6 +10,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "weft/fabric/fabric.hpp"
@@ -69,6 +70,8 @@ struct SmpRequest {
   Lid dlid;
   SmpData data{};
   int retries = -1;  // attempts after a timeout; -1: the engine's transaction_retries
+  // The M_Key the SMP carries; nullopt: the engine's key source chooses (0 without one).
+  std::optional<uint64_t> m_key;
 
   static SmpRequest get(uint16_t attr, uint32_t mod, const DrPath& p) {
     SmpRequest r;
@@ -97,8 +100,10 @@ struct Smp {
   uint64_t tid = 0;
   uint16_t attr_id = 0;
   uint32_t attr_mod = 0;
-  DrPath path;         // DR: initial path
-  DrPath return_path;  // DR: return path
+  uint64_t m_key = 0;
+  Lid dr_slid{Lid::kPermissive};  // DR: DrSLID (permissive when the route starts at the sender)
+  DrPath path;                    // DR: initial path
+  DrPath return_path;             // DR: return path
   SmpData data{};
   bool is_response() const { return (method & 0x80) != 0; }
 };
@@ -167,6 +172,12 @@ struct PortInfo {
   uint8_t sm_sl = 0;
   bool part_enf_in = false;   // PartitionEnforcementInbound (switch external ports)
   bool part_enf_out = false;  // PartitionEnforcementOutbound
+  // M_Key (IBTA 14.2.4): the key (0 when a Get without it hides it), its protection
+  // level, the lease period in seconds (0 = forever) and the violations counted.
+  uint64_t m_key = 0;
+  uint8_t m_key_protect = 0;
+  uint16_t m_key_lease = 0;
+  uint16_t m_key_violations = 0;
   SmpData raw{};
 };
 PortInfo decode_port_info(const SmpData& d);

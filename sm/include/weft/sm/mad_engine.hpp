@@ -45,6 +45,15 @@ struct EngineStats {
 };
 
 using Completion = std::function<void(Result<Smp>)>;
+
+// Where the M_Key of each SMP comes from (sm/mkey.hpp), and what it learns from the
+// answers: asked on every attempt of a request that names no key.
+class KeySource {
+ public:
+  virtual ~KeySource() = default;
+  virtual uint64_t key_for(const SmpRequest& req) const = 0;
+  virtual void observe(const SmpRequest& req, const Smp& reply) = 0;
+};
 using UnsolicitedHandler = std::function<void(const Smp&, const InMad&)>;
 
 class MadEngine {
@@ -78,6 +87,8 @@ class MadEngine {
   // New window, timeout and retries, for what is submitted from now on.
   void set_options(EngineOptions o);
   Transport& transport() { return t_; }
+  // The M_Key of every request that names none (nullptr: 0).
+  void set_keys(KeySource* k) { keys_ = k; }
   bool idle() const { return pending_.empty() && wire_.empty(); }
 
  private:
@@ -105,6 +116,7 @@ class MadEngine {
   std::deque<std::pair<TimePoint, uint32_t>> deadlines_;  // one timeout for all: FIFO is sorted
   uint32_t next_tid_ = 0x10000;
   std::function<void()> kick_;  // set: pushed mode
+  KeySource* keys_ = nullptr;
   bool kicked_ = false;
 };
 

@@ -37,6 +37,7 @@
 #include "weft/sm/driver.hpp"
 #include "weft/sm/lid_manager.hpp"
 #include "weft/sm/mad_engine.hpp"
+#include "weft/sm/mkey.hpp"
 #include "weft/sm/sa.hpp"
 #include "weft/sm/sm_role.hpp"
 #include "weft/sm/snapshot.hpp"
@@ -46,7 +47,7 @@ namespace weft::sm {
 
 struct SmOptions {
   EngineOptions engine;
-  std::string state_dir = "/var/lib/weft";  // holds guid2lid
+  std::string state_dir = "/var/lib/weft";  // holds guid2lid, guid2mkey, neighbors
   uint8_t lmc = 0;
   std::string routing_engine = "minhop";    // a chain: "ftree,updn,minhop"
   std::vector<Guid> roots;                  // updn/dnup roots (root_guid_file); empty = detect
@@ -55,6 +56,7 @@ struct SmOptions {
   uint64_t sm_key = 1;                         // SMInfo:SM_Key (OpenSM's default, so they agree)
   uint32_t sminfo_polling_timeout_ms = 10000;  // a standby polls its master this often
   int polling_retry_number = 4;                // unanswered polls before a standby takes over
+  MKeyOptions mkey;                            // m_key and its kin (sm/mkey.hpp)
   uint8_t max_op_vls = 5;       // OpenSM's max_op_vls: 1=VL0 2=VL0-1 3=VL0-3 4=VL0-7 5=VL0-14
   uint8_t subnet_timeout = 18;  // OpenSM's subnet_timeout (4.096 us * 2^x)
   // Traps: a LID that traps again within trap_holdoff gets no sweep of its own (the next
@@ -169,6 +171,9 @@ class SubnetManager {
   void note_flaps(const std::vector<std::tuple<uint64_t, PortNum, std::string>>& changed);
   void finish_standby(const std::string& why);
   void send_trap144(const RemoteSm& to);
+  void save_keys(SweepReport& rep);
+  // A PortInfo Get with the key to the port at `lid` (after its trap 256).
+  void touch_port(Lid lid);
   // An SMInfo Get to another SM, and whether its answer carries our SM_Key.
   SmpRequest sm_info_get(const DrPath& path) const;
   bool key_matches(const SmInfo& theirs) const;
@@ -191,6 +196,7 @@ class SubnetManager {
   std::unique_ptr<MulticastProgrammer> mc_;
   Guid2Lid db_;
   bool db_loaded_ = false;
+  MKeyBook keys_;
   bool trap_seen_ = false;
   // Switch LIDs whose trap 128 asked for a sweep: read again on the last model when
   // nothing else asked (else a full discovery).

@@ -41,8 +41,14 @@ struct Trap {
   uint8_t method = 0;          // 256
   uint16_t attr_id = 0;        // 256
   uint32_t attr_mod = 0;       // 256
-  uint32_t qp1 = 0, qp2 = 0;   // 257-259
-  uint8_t sl = 0;              // 257-259
+  // 256, the offender of a directed-route SMP: its DrSLID and the return path from the
+  // trapping port back to it (DRNotice set); hops = 0 and no path for a LID-routed one.
+  bool dr_notice = false;
+  bool dr_truncated = false;
+  Lid dr_slid;
+  DrPath dr_return;
+  uint32_t qp1 = 0, qp2 = 0;  // 257-259
+  uint8_t sl = 0;             // 257-259
 
   // What it sets off.
   bool sweep() const;     // a heavy sweep is due

@@ -1,0 +1,217 @@
+// M_Keys: derivation (OpenSSL's HMAC), the key of each SMP, and the two state files.
+#include "weft/sm/mkey.hpp"
+
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "weft/durable_file.hpp"
+
+namespace weft::sm {
+
+namespace {
+
+void put_be64(unsigned char* out, uint64_t v) {
+  for (int i = 7; i >= 0; --i, v >>= 8) out[i] = static_cast<unsigned char>(v & 0xff);
+}
+
+bool parse_u64(const std::string& s, uint64_t& v) {
+  if (s.empty() || s.front() == '-') return false;
+  char* end = nullptr;
+  errno = 0;
+  v = std::strtoull(s.c_str(), &end, 0);
+  return errno == 0 && *end == 0;
+}
+
+// "0xGUID:PORT", as OpenSM's neighbors file writes a port.
+bool parse_end(const std::string& s, std::pair<uint64_t, uint8_t>& e) {
+  auto colon = s.find(':');
+  if (colon == std::string::npos) return false;
+  uint64_t g = 0, p = 0;
+  if (!parse_u64(s.substr(0, colon), g) || !parse_u64(s.substr(colon + 1), p)) return false;
+  if (g == 0 || p > 254) return false;
+  e = {g, static_cast<uint8_t>(p)};
+  return true;
+}
+
+// Each non-empty line of `path` as two words, or a warning; a missing file has none.
+Result<std::vector<std::string>> read_pairs(
+    const std::string& path,
+    const std::function<std::string(const std::string&, const std::string&)>& take) {
+  std::vector<std::string> warnings;
+  std::ifstream in(path);
+  if (!in) {
+    if (errno == ENOENT) return warnings;
+    return fail(Errc::kIo, path + ": cannot read: " + std::strerror(errno));
+  }
+  std::string line;
+  int no = 0;
+  while (std::getline(in, line)) {
+    ++no;
+    if (auto hash = line.find('#'); hash != std::string::npos) line.resize(hash);
+    std::istringstream ss(line);
+    std::string a, b, extra;
+    if (!(ss >> a)) continue;
+    const std::string where = path + ":" + std::to_string(no) + ": ";
+    if (!(ss >> b) || (ss >> extra)) {
+      warnings.push_back(where + "expected two fields, got \"" + line + "\"");
+      continue;
+    }
+    if (auto w = take(a, b); !w.empty()) warnings.push_back(where + w);
+  }
+  if (in.bad()) return fail(Errc::kIo, path + ": read error");
+  return warnings;
+}
+
+std::string hex16(uint64_t v) {
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "0x%016llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+}  // namespace
+
+uint64_t derive_m_key(uint64_t secret, Guid port) {
+  unsigned char key[8], msg[8], mac[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  put_be64(key, secret);
+  put_be64(msg, port.value);
+  HMAC(EVP_sha256(), key, sizeof key, msg, sizeof msg, mac, &len);
+  uint64_t v = 0;
+  for (int i = 0; i < 8; ++i) v = v << 8 | mac[i];
+  return v ? v : 1;  // 0 would switch the port's protection off
+}
+
+uint64_t MKeyOptions::key_of(Guid port) const {
+  if (!enabled()) return 0;
+  return per_port ? derive_m_key(m_key, port) : m_key;
+}
+
+uint64_t MKeyBook::held(Guid port) const {
+  auto it = g2m_.find(port.value);
+  return it != g2m_.end() ? it->second : wanted(port);
+}
+
+std::string MKeyBook::path_key(const DrPath& p, uint8_t hops) {
+  return std::string(reinterpret_cast<const char*>(p.ports.data()) + 1, hops);
+}
+
+uint64_t MKeyBook::key_for(const SmpRequest& req) const {
+  if (!keyed()) return 0;
+  if (!o_.lookup) return o_.m_key;
+  if (!req.directed) {
+    auto it = at_lid_.find(req.dlid.value);
+    return it != at_lid_.end() ? held(Guid{it->second}) : o_.m_key;
+  }
+  const DrPath& p = req.path;
+  if (auto it = at_path_.find(path_key(p, p.hops)); it != at_path_.end())
+    return held(Guid{it->second.guid});
+  if (p.hops == 0 && local_) return held(Guid{local_});
+  // Not reached in this process yet: the port behind the last hop, by the links known.
+  if (p.hops > 0) {
+    if (auto up = at_path_.find(path_key(p, p.hops - 1)); up != at_path_.end()) {
+      auto far = neighbors_.find({up->second.guid, p.ports[p.hops]});
+      if (far != neighbors_.end()) return held(Guid{far->second.first});
+    }
+  }
+  return o_.m_key;
+}
+
+void MKeyBook::observe(const SmpRequest& req, const Smp& reply) {
+  if (!req.directed) return;
+  const std::string at = path_key(req.path, req.path.hops);
+  if (req.attr_id == kAttrNodeInfo && req.method == kMethodGet) {
+    if (auto ni = decode_node_info(reply.data))
+      at_path_[at] = {ni->port_guid.value, ni->type == fabric::NodeType::kSwitch};
+    return;
+  }
+  // PortInfo, a Get or a Set (whose answer shows what the port now holds).
+  if (req.attr_id != kAttrPortInfo) return;
+  auto it = at_path_.find(at);
+  if (it == at_path_.end()) return;
+  // A switch's key is port 0's; a CA port's is its own (the one the SMP reached).
+  if (it->second.is_switch && req.attr_mod != 0) return;
+  const PortInfo pi = decode_port_info(reply.data);
+  // A key of 0 under protection is a hidden key, not the one held (as OpenSM reads it).
+  if (pi.m_key == 0 && pi.m_key_protect != 0) return;
+  note_held(Guid{it->second.guid}, pi.m_key);
+}
+
+void MKeyBook::note_held(Guid port, uint64_t key) {
+  auto [it, fresh] = g2m_.try_emplace(port.value, key);
+  if (!fresh && it->second == key) return;
+  if (!fresh && it->second != 0) --nonzero_held_;
+  it->second = key;
+  if (key != 0) ++nonzero_held_;
+  dirty_keys_ = true;
+}
+
+void MKeyBook::learn(const fabric::Fabric& f) {
+  for (const auto& l : f.links()) {
+    const End a{f.node(l.a).ports[l.pa].guid.value, l.pa};
+    const End b{f.node(l.b).ports[l.pb].guid.value, l.pb};
+    for (auto [x, y] : {std::pair{a, b}, std::pair{b, a}}) {
+      auto [it, fresh] = neighbors_.try_emplace(x, y);
+      if (!fresh && it->second == y) continue;
+      it->second = y;
+      dirty_links_ = true;
+    }
+  }
+  at_lid_.clear();
+  for (const auto& nd : f.nodes())
+    for (const auto& p : nd.ports) {
+      if (nd.is_switch() && p.num != 0) continue;
+      if (p.attrs.lid.is_unicast()) at_lid_[p.attrs.lid.value] = p.guid.value;
+    }
+}
+
+Result<std::vector<std::string>> MKeyBook::load(const std::string& dir) {
+  g2m_.clear();
+  neighbors_.clear();
+  nonzero_held_ = 0;
+  auto keys = read_pairs(dir + "/guid2mkey", [this](const std::string& g, const std::string& k) {
+    uint64_t gv = 0, kv = 0;
+    if (!parse_u64(g, gv) || gv == 0) return "bad port GUID \"" + g + "\"";
+    if (!parse_u64(k, kv)) return "bad M_Key \"" + k + "\"";
+    if (g2m_.contains(gv)) return "second entry for " + hex_guid(gv) + " dropped";
+    g2m_[gv] = kv;
+    if (kv) ++nonzero_held_;
+    return std::string();
+  });
+  if (!keys) return keys;
+  auto links = read_pairs(dir + "/neighbors", [this](const std::string& a, const std::string& b) {
+    End x, y;
+    if (!parse_end(a, x)) return "bad port \"" + a + "\" (0xGUID:PORT)";
+    if (!parse_end(b, y)) return "bad port \"" + b + "\" (0xGUID:PORT)";
+    neighbors_[x] = y;
+    return std::string();
+  });
+  if (!links) return links;
+  keys->insert(keys->end(), links->begin(), links->end());
+  dirty_keys_ = dirty_links_ = false;
+  return keys;
+}
+
+Result<void> MKeyBook::save(const std::string& dir) {
+  if (dirty_keys_) {
+    std::string text;
+    for (const auto& [g, k] : g2m_) text += hex16(g) + " " + hex16(k) + "\n";
+    if (auto r = write_file_durably(dir + "/guid2mkey", text, 0600); !r) return r;
+    dirty_keys_ = false;
+  }
+  if (dirty_links_) {
+    std::string text;
+    for (const auto& [a, b] : neighbors_)
+      text += hex16(a.first) + ":" + std::to_string(a.second) + " " + hex16(b.first) + ":" +
+              std::to_string(b.second) + "\n";
+    if (auto r = write_file_durably(dir + "/neighbors", text); !r) return r;
+    dirty_links_ = false;
+  }
+  return {};
+}
+
+}  // namespace weft::sm
