@@ -156,6 +156,9 @@ Result<sm::SmOptions> sm_opts(const config::Values& v) {
   o.trap_holdoff = std::chrono::milliseconds(v.get_int("trap_holdoff_ms"));
   o.flap_threshold = static_cast<int>(v.get_int("flap_threshold"));
   o.flap_window = std::chrono::seconds(v.get_int("flap_window_s"));
+  o.flap_policy = v.get_str("flap_policy");
+  // A switch with a flapping port: at most one trap-driven heavy sweep per interval.
+  o.flap_holdoff = std::chrono::seconds(std::max<long>(1, v.get_int("sweep_interval")));
   o.max_op_vls = static_cast<uint8_t>(v.get_int("max_op_vls"));
   o.subnet_timeout = static_cast<uint8_t>(v.get_int("subnet_timeout"));
   auto parts = load_partition_file(v);

@@ -60,6 +60,10 @@ std::vector<OptionSpec> build_table() {
       {"flap_threshold", Type::kInt, "6", 2, 100000, true,
        "link changes of one port within flap_window_s after which it is reported flapping"},
       {"flap_window_s", Type::kInt, "60", 1, 86400, true, "the window flap_threshold counts in"},
+      {"flap_policy", Type::kString, "report", 0, 0, true,
+       "what a flapping port gets: report (logged, an event, on /api/v1/sm), or down (its "
+       "link disabled at the switch port(s), kept so across restarts in STATE_DIR/ports-down "
+       "until POST /api/v1/ports/GUID/PORT/enable)"},
       {"routing_engine", Type::kString, "minhop", 0, 0, true,
        "routing engines, a fallback chain: ftree,updn,minhop"},
       {"torus_config", Type::kString, "", 0, 0, true,
@@ -219,6 +223,9 @@ Result<void> check_value(const OptionSpec& o, std::string_view name, const std::
                   origin + ": " + n + " wants a 64-bit number like 0x0002c90300001001, got \"" +
                       value + "\"");
   }
+  if (name == "flap_policy" && value != "report" && value != "down")
+    return fail(Errc::kInvalidInput,
+                origin + ": flap_policy wants report or down, got \"" + value + "\"");
   if (name == "part_enforce" && value != "in" && value != "out" && value != "both" &&
       value != "off")
     return fail(Errc::kInvalidInput,

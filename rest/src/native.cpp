@@ -144,6 +144,13 @@ void get_sm(Ctx& c) {
   for (const auto& [guid, port] : p->flapping)
     flapping.push_back({{"guid", guid_hex(guid)}, {"port", port}});
   j["flapping_ports"] = std::move(flapping);
+  json down = json::array();
+  for (const auto& d : p->ports_down)
+    down.push_back({{"guid", guid_hex(d.guid)},
+                    {"port", d.port},
+                    {"reason", d.reason},
+                    {"since", d.since_unix_s}});
+  j["ports_down"] = std::move(down);
   j["last_sweep"] = p->report ? report_json(*p->report) : json(nullptr);
   c.ok(j);
 }
@@ -604,6 +611,27 @@ void post_sweep(Ctx& c) {
   c.ok({{"requested", heavy ? "heavy" : "light"}}, 202);
 }
 
+void post_enable_port(Ctx& c) {
+  auto g = sm::parse_port_guid(c.param("guid"));
+  if (!g) return c.fail({400, "bad_guid", "\"" + c.param("guid") + "\" is not a GUID"});
+  unsigned num = 0;
+  const std::string& ps = c.param("num");
+  auto [ptr, ec] = std::from_chars(ps.data(), ps.data() + ps.size(), num);
+  if (ec != std::errc() || ptr != ps.data() + ps.size() || num == 0 || num > 254)
+    return c.fail({400, "bad_port", "\"" + ps + "\" is not a switch port number (1-254)"});
+  Reply reply = c.reply;
+  const Guid sw = *g;
+  c.backend.enable_port(sw, PortNum(num), [reply, sw, num](Result<void> r) {
+    if (!r) {
+      const bool io = r.error().code == Errc::kIo;
+      return reply(
+          error_response(io ? 503 : 404, io ? "not_saved" : "not_found", r.error().message));
+    }
+    reply(json_response(202,
+                        {{"guid", guid_hex(sw.value)}, {"port", num}, {"enabled", "next sweep"}}));
+  });
+}
+
 void accepted_job(Ctx& c, std::optional<std::string> id) {
   if (!id) return c.fail({503, "busy", "too many jobs queued; try again later"});
   Response r = json_response(202, {{"job", *id}, {"location", "/api/v1/jobs/" + *id}});
@@ -820,6 +848,12 @@ void register_native(std::vector<Api::Route>& r) {
                {"offset", "first item"}}}});
   add_route(r, "GET", "/api/v1/ports/{guid}/{num}", kMon,
             "one port as programmed: LID, state, width, speed, MTU, VLs, P_Keys", get_port);
+  add_route(r, "POST", "/api/v1/ports/{guid}/{num}/enable", kOp,
+            "lets a switch port weft keeps down (flap_policy down) come up at the next sweep",
+            post_enable_port,
+            {{"responses",
+              {{"202", {{"description", "released, on disk"}}},
+               {"404", {{"description", "not kept down"}}}}}});
   add_route(r, "GET", "/api/v1/links", kMon, "links (paged)", get_links,
             {{"query", {{"limit", "page size"}, {"offset", "first item"}}}});
   add_route(r, "GET", "/api/v1/switches/{guid}/lft", kMon,

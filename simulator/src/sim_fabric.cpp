@@ -1,6 +1,7 @@
 #include "weft/simulator/sim_fabric.hpp"
 
 #include <algorithm>
+#include <tuple>
 
 namespace weft::simulator {
 
@@ -188,6 +189,11 @@ void SimFabric::unlink(NodeIndex n, PortNum p) {
 }
 
 bool SimFabric::relink(NodeIndex n, PortNum p, NodeIndex m, PortNum q) {
+  for (auto [x, y, ox, oy] : {std::tuple{n, p, m, q}, std::tuple{m, q, n, p}})
+    if (f_.node(x).ports.at(y).attrs.phys_state == 3) {
+      disabled_[{x, y}] = {ox, oy};  // the cable is back; the port stays disabled
+      return !f_.node(x).ports[y].linked() && !f_.node(ox).ports.at(oy).linked();
+    }
   if (!f_.connect(n, p, m, q)) return false;
   for (auto [x, y] : {std::pair{n, p}, std::pair{m, q}}) {
     auto& a = f_.node(x).ports[y].attrs;
@@ -541,6 +547,22 @@ uint16_t SimFabric::port_info(bool set, NodeIndex n, PortNum in_port, uint32_t m
     if (in.attrs.oper_vls > a.vl_cap) return kStatusInvalid;
     if (in.attrs.neighbor_mtu > a.mtu_cap) return kStatusInvalid;
     const PortState want = in.attrs.state;
+    // PortPhysicalState: 3 disables the port (its link goes down, the cable stays), 2
+    // (Polling) lets a disabled one train again.
+    if (in.attrs.phys_state == 3 && p != 0 && a.phys_state != 3) {
+      if (nd.ports[p].linked()) {
+        disabled_[{n, p}] = {nd.ports[p].peer, nd.ports[p].peer_port};
+        unlink(n, p);
+      }
+      a.phys_state = 3;
+    } else if (in.attrs.phys_state == 2 && p != 0 && a.phys_state == 3) {
+      a.phys_state = 2;
+      if (auto it = disabled_.find({n, p}); it != disabled_.end()) {
+        const auto [m, q] = it->second;
+        disabled_.erase(it);
+        if (!nd.ports[p].linked() && !f_.node(m).ports.at(q).linked()) relink(n, p, m, q);
+      }
+    }
     if (want != PortState::kNoChange) {
       const auto& port = nd.ports[p];
       if (!port.linked()) {

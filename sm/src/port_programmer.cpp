@@ -49,6 +49,7 @@ void PortProgrammer::configure(SweepRun& run, Lid sm_lid) {
       if (!d.port_read[n][p]) continue;
       const auto& port = nd.ports[p];
       const bool mgmt = nd.is_switch() && p == 0;
+      if (nd.is_switch() && p != 0 && set_phys_state(run, n, p)) continue;
       if (!mgmt && !port.linked()) continue;
       const PortInfo& cur = d.port_info[n][p];
       PortInfo want = cur;
@@ -127,6 +128,44 @@ void PortProgrammer::configure(SweepRun& run, Lid sm_lid) {
                   });
     }
   }
+}
+
+bool PortProgrammer::set_phys_state(SweepRun& run, NodeIndex n, PortNum p) {
+  const auto& nd = run.target.node(n);
+  const std::pair<uint64_t, PortNum> key{nd.guid.value, p};
+  const PortInfo& cur = run.d.port_info[n][p];
+  uint8_t phys = 0;
+  if (run.leave_down.count(key))
+    phys = cur.attrs.phys_state == kPhysDisabled ? 0 : kPhysDisabled;
+  else if (run.bring_up.count(key) && cur.attrs.phys_state == kPhysDisabled)
+    phys = kPhysPolling;
+  else
+    return false;
+  if (phys == 0) return true;  // down already: nothing else to tell it
+  PortInfo want = cur;
+  want.attrs.state = PortState::kNoChange;
+  want.attrs.phys_state = phys;
+  want.attrs.width_enabled = 0;
+  want.attrs.speed_enabled = 0;
+  const std::string port = fabric::port_ref(run.target, n, p);
+  eng_.submit(SmpRequest::set(kAttrPortInfo, p, dr_path_to(run.d, n, p), encode_port_info(want)),
+              [&run, n, p, phys, port](Result<Smp> r) {
+                if (!r)
+                  return add_problem(
+                      run.rep,
+                      std::string(phys == kPhysDisabled ? "disabling " : "enabling ") + port +
+                          ": " + r.error().message,
+                      "SM-0035");
+                run.after[n][p] = decode_port_info(r->data);
+                if (phys == kPhysDisabled) {
+                  ++run.rep.ports_disabled;
+                  WEFT_LOG(Info, "SM-0036") << port << " disabled (flap_policy down)";
+                } else {
+                  ++run.rep.ports_enabled;
+                  WEFT_LOG(Info, "SM-0036") << port << " enabled again (PortPhysicalState Polling)";
+                }
+              });
+  return true;
 }
 
 // Did the port take the Set whose answer failed? A reply lost on the way back leaves

@@ -105,6 +105,15 @@ void SmService::on_sm_event(const SmEvent& e) {
   if (e.type == "sm_control" && e.data.value("sweep", false)) request_sweep(true);
 }
 
+void SmService::enable_port(Guid sw, PortNum port, std::function<void(Result<void>)> done) {
+  asio::post(io_, [this, sw, port, done = std::move(done)] {
+    auto r = sm_.enable_port(sw, port);
+    if (r) events_.append("port_released", {{"guid", hex_guid(sw.value)}, {"port", port}});
+    done(r);
+    if (r) maybe_sweep();
+  });
+}
+
 void SmService::request_sweep(bool heavy) {
   asio::post(io_, [this, heavy] {
     wanted_ = (wanted_ && *wanted_) || heavy;

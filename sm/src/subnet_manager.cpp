@@ -4,10 +4,16 @@
 #include "weft/sm/subnet_manager.hpp"
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <cstring>
+#include <deque>
+#include <fstream>
 #include <set>
+#include <sstream>
 
 #include "sweep_parts.hpp"
+#include "weft/durable_file.hpp"
 #include "weft/log.hpp"
 
 namespace weft::sm {
@@ -28,6 +34,42 @@ uint64_t mix(uint64_t h, uint64_t v) {
 
 uint64_t mix(uint64_t h, const std::string& s) {
   return mix(h, std::hash<std::string>()(s));
+}
+
+// Directed routes to every switch over `f` (the discovered fabric less the links weft
+// disables): breadth-first from the SM, ports in increasing order.
+void route_paths_over(Discovered& d, const fabric::Fabric& f) {
+  std::vector<uint8_t> seen(f.size(), 0);
+  std::deque<NodeIndex> todo;
+  const auto& local = f.node(d.local_node);
+  if (local.is_switch()) {
+    d.paths[d.local_node] = DrPath{};
+    seen[d.local_node] = 1;
+    todo.push_back(d.local_node);
+  } else if (local.ports[d.local_port].linked()) {
+    const NodeIndex sw = local.ports[d.local_port].peer;
+    d.paths[sw] = DrPath{}.extended(d.local_port);
+    seen[sw] = 1;
+    todo.push_back(sw);
+  }
+  while (!todo.empty()) {
+    const NodeIndex n = todo.front();
+    todo.pop_front();
+    const auto& nd = f.node(n);
+    if (!nd.is_switch() || d.paths[n].hops >= kMaxDrHops) continue;
+    for (const auto& p : nd.ports) {
+      if (!p.num || !p.linked() || seen[p.peer] || !f.node(p.peer).is_switch()) continue;
+      seen[p.peer] = 1;
+      d.paths[p.peer] = d.paths[n].extended(p.num);
+      todo.push_back(p.peer);
+    }
+  }
+}
+
+int64_t unix_now() {
+  return std::chrono::duration_cast<std::chrono::seconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
 }
 
 Gid gid_of(uint64_t guid) {
@@ -245,6 +287,7 @@ void SubnetManager::phase_discover() {
     for (const auto& s : *w) WEFT_LOG(Warn, "LID-0001") << s;
     db_loaded_ = true;
     WEFT_LOG(Info, "LID-0002") << db_path << ": " << db_.entries().size() << " GUID->LID entries";
+    if (auto r = load_down(); !r) return finish_run(std::unexpected(r.error()));
     auto k = keys_.load(opts_.state_dir);
     if (!k) return finish_run(std::unexpected(k.error()));
     for (const auto& s : *k) WEFT_LOG(Warn, "MKY-0001") << s;
@@ -446,6 +489,29 @@ void SubnetManager::phase_assign_lids() {
   const Discovered& d = run.d;
   run.phase_start = std::chrono::steady_clock::now();
   run.target = d.fabric;
+  // Links weft leaves down (flap_policy down) are routed around and disabled at their
+  // switch port; links an admin released are enabled.
+  run.leave_down.clear();
+  bool cut = false;
+  for (const auto& [key, why] : down_) {
+    auto n = run.target.find(Guid{key.first});
+    if (!n || !run.target.node(*n).is_switch() || key.second > run.target.node(*n).num_ports)
+      continue;
+    run.leave_down.insert(key);
+    if (run.target.node(*n).ports[key.second].linked()) {
+      run.target.disconnect(*n, key.second);
+      cut = true;
+    }
+  }
+  // Programming (the disabling Sets included) goes by routes that avoid those links.
+  if (cut) route_paths_over(run.d, run.target);
+  // Released ports stay asked for until a sweep reads them enabled.
+  run.bring_up = release_;
+  std::erase_if(release_, [&d](const std::pair<uint64_t, PortNum>& key) {
+    auto n = d.fabric.find(Guid{key.first});
+    return !n || key.second >= d.port_read[*n].size() ||
+           (d.port_read[*n][key.second] && d.port_info[*n][key.second].attrs.phys_state != 3);
+  });
   // Out of standby (a takeover or a handover), the LIDs the ports hold win over this
   // SM's own state file: the master it replaces may have assigned them.
   const bool fabric_first = role_.coming_out_of_standby();
@@ -825,6 +891,25 @@ void SubnetManager::note_flaps(
           << std::chrono::duration_cast<std::chrono::seconds>(opts_.flap_window).count() << " s";
       emit("port_flapping",
            {{"guid", hex_guid(guid)}, {"port", port}, {"name", name}, {"changes", times.size()}});
+      // flap_policy down: a switch port is disabled (a CA port cannot be: nothing
+      // could enable it again; its switch end is among the changed ends too).
+      const bool at_switch = snapshot_ && [&] {
+        auto n = snapshot_->fabric.find(Guid{guid});
+        return n && snapshot_->fabric.node(*n).is_switch();
+      }();
+      if (opts_.flap_policy == "down" && at_switch && !down_.count({guid, port})) {
+        const std::string why =
+            std::to_string(times.size()) + " link changes within " +
+            std::to_string(
+                std::chrono::duration_cast<std::chrono::seconds>(opts_.flap_window).count()) +
+            " s";
+        down_[{guid, port}] = {why, unix_now()};
+        if (auto r = save_down(); !r)
+          WEFT_LOG(Error, "SM-0026") << "ports-down not saved: " << r.error().message;
+        WEFT_LOG(Warn, "SM-0025") << "port " << name << " left down (flap_policy down): " << why;
+        emit("port_left_down", {{"guid", hex_guid(guid)}, {"port", port}, {"name", name}});
+        deferred_heavy_ = true;
+      }
     }
   }
   // Ports that calmed down: no change within the window.
@@ -838,6 +923,70 @@ void SubnetManager::note_flaps(
       ++it;
     }
   }
+}
+
+Result<void> SubnetManager::load_down() {
+  down_.clear();
+  const std::string path = opts_.state_dir + "/ports-down";
+  std::ifstream in(path);
+  if (!in) {
+    if (errno == ENOENT) return {};
+    return fail(Errc::kIo, path + ": cannot read: " + std::strerror(errno));
+  }
+  std::string line;
+  int no = 0;
+  while (std::getline(in, line)) {
+    ++no;
+    if (line.empty() || line[0] == '#') continue;
+    std::istringstream ss(line);
+    std::string g;
+    unsigned port = 0;
+    long long since = 0;
+    const bool read = static_cast<bool>(ss >> g >> port >> since);
+    std::string reason;
+    if (read) std::getline(ss >> std::ws, reason);
+    char* end = nullptr;
+    const unsigned long long gv = std::strtoull(g.c_str(), &end, 0);
+    if (!read || *end || gv == 0 || port == 0 || port > 254) {
+      WEFT_LOG(Warn, "SM-0027") << path << ":" << no
+                                << ": expected \"0xSWITCHGUID PORT SINCE REASON\", skipped";
+      continue;
+    }
+    down_[{gv, static_cast<PortNum>(port)}] = {reason, since};
+  }
+  if (!down_.empty())
+    WEFT_LOG(Info, "SM-0028") << path << ": " << down_.size() << " switch ports kept down";
+  return {};
+}
+
+Result<void> SubnetManager::save_down() const {
+  std::string text = "# switch ports weft keeps disabled: 0xGUID PORT SINCE(unix s) REASON\n";
+  for (const auto& [key, d] : down_)
+    text += hex_guid(key.first) + " " + std::to_string(key.second) + " " +
+            std::to_string(d.since_unix_s) + " " + d.reason + "\n";
+  return write_file_durably(opts_.state_dir + "/ports-down", text);
+}
+
+Result<void> SubnetManager::enable_port(Guid sw, PortNum port) {
+  auto it = down_.find({sw.value, port});
+  if (it == down_.end())
+    return fail(Errc::kInvalidInput,
+                "port " + sw.str() + "/" + std::to_string(port) + " is not kept down by weft");
+  const DownPort was = it->second;
+  down_.erase(it);
+  if (auto r = save_down(); !r) {
+    down_[{sw.value, port}] = was;
+    return r;
+  }
+  release_.insert({sw.value, port});
+  flaps_.erase({sw.value, port});
+  flapping_.erase({sw.value, port});
+  trap_seen_ = true;  // a heavy sweep enables it
+  WEFT_LOG(Info, "SM-0029") << "port " << sw.str() << "/" << int(port)
+                            << " released: enabled at the next sweep";
+  emit("port_released", {{"guid", hex_guid(sw.value)}, {"port", port}});
+  publish();
+  return {};
 }
 
 void SubnetManager::publish() {
@@ -868,6 +1017,8 @@ void SubnetManager::publish() {
   p->sms = sms_;
   for (const auto& [key, n] : trap_counts_) p->traps.push_back({key, n});
   for (const auto& fp : flapping_) p->flapping.push_back(fp);
+  for (const auto& [key, d] : down_)
+    p->ports_down.push_back({key.first, key.second, d.reason, d.since_unix_s});
   p->heavy_sweeps = heavy_sweeps_;
   p->light_sweeps = light_sweeps_;
   p->sweeping = run_ != nullptr;
@@ -988,7 +1139,20 @@ void SubnetManager::on_trap(const Trap& t, const InMad& in) {
   const auto now = t_.clock().now();
   const uint16_t from = t.number == 128 && t.lid.value ? t.lid.value : in.slid.value;
   auto& last = trap_sweeps_[from];
-  const bool held = last.count() != 0 && now - last < opts_.trap_holdoff;
+  // A switch with a flapping port: at most one trap-driven heavy sweep per flap_holdoff
+  // (the sweep interval), however fast its link comes and goes.
+  const bool flapping_here = t.number == 128 && snapshot_ && [&] {
+    for (const auto& [guid, port] : flapping_) {
+      auto n = snapshot_->fabric.find(Guid{guid});
+      if (n && snapshot_->fabric.node(*n).is_switch() &&
+          snapshot_->fabric.node(*n).ports[0].attrs.lid.value == from)
+        return true;
+    }
+    return false;
+  }();
+  const Duration holdoff =
+      flapping_here ? std::max(opts_.trap_holdoff, opts_.flap_holdoff) : opts_.trap_holdoff;
+  const bool held = last.count() != 0 && now - last < holdoff;
   if (held) {
     deferred_heavy_ = true;
     WEFT_LOG(Info, "SM-0023") << t.describe() << "; LID " << from
@@ -1006,8 +1170,8 @@ void SubnetManager::on_trap(const Trap& t, const InMad& in) {
   }
   ev["sweep"] = !held;
   ev["held"] = held;
-  ev["holdoff_ms"] =
-      std::chrono::duration_cast<std::chrono::milliseconds>(opts_.trap_holdoff).count();
+  ev["holdoff_ms"] = std::chrono::duration_cast<std::chrono::milliseconds>(holdoff).count();
+  ev["flapping"] = flapping_here;
   emit("trap", ev);
 }
 

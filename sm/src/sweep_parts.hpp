@@ -38,6 +38,9 @@ struct SweepRun {
   routing::Tables tables;
   qos::PartitionPlan plan;
   std::vector<std::vector<PortInfo>> after;  // [node][port]: PortInfo as the last Set left it
+  // Switch ports (GUID, port) to disable (flap_policy down: their links are out of
+  // `target`) and to enable again (released by an admin).
+  std::set<std::pair<uint64_t, PortNum>> leave_down, bring_up;
   SweepReport rep;
   uint64_t partition_generation = 0;  // of the policy this sweep applies
   std::vector<RemoteSm> sms;          // the other SM ports found, with their SMInfo
@@ -62,6 +65,10 @@ class PortProgrammer {
  private:
   static uint64_t port_key(const fabric::Fabric& f, fabric::NodeIndex n, PortNum p);
   static bool took(const PortInfo& want, const PortInfo& got);
+  // A switch port weft leaves down (disabled: PortPhysicalState 3) or lets up again
+  // (Polling, 2): the Set, and true when the port is handled (nothing else to set).
+  bool set_phys_state(SweepRun& run, fabric::NodeIndex n, PortNum p);
+  static constexpr uint8_t kPhysPolling = 2, kPhysDisabled = 3;
   void confirm(SweepRun& run, fabric::NodeIndex n, PortNum p, const PortInfo& want,
                const Error& why, const char* what, std::function<void(const PortInfo&)> ok);
   void note_ignored(const fabric::Fabric& f, fabric::NodeIndex n, PortNum p, uint64_t key,

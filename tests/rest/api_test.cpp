@@ -258,6 +258,36 @@ TEST(NativeApi, BeforeTheFirstSweep) {
   EXPECT_TRUE(holds(rig.held_pkeys(kH00), 0x5));
 }
 
+TEST(NativeApi, APortKeptDownIsListedAndReleasedByAnOperator) {
+  RestRig rig("ft2:leaves=2,spines=1,hosts=2", std::nullopt, false);
+  // leaf1 (switch 1) port 1, to a host, as an earlier run left it (flap_policy down).
+  {
+    std::ofstream(rig.dir.path() + "/ports-down")
+        << "# switch ports weft keeps disabled\n0x0002c90300001001 1 1764633600 6 link changes\n";
+  }
+  rig.sweep();
+  auto sm = RestRig::json_of(rig.mon("GET", "/api/v1/sm"));
+  ASSERT_EQ(sm["ports_down"].size(), 1u) << sm.dump();
+  EXPECT_EQ(sm["ports_down"][0]["guid"], "0x0002c90300001001");
+  EXPECT_EQ(sm["ports_down"][0]["port"], 1);
+  EXPECT_EQ(sm["ports_down"][0]["reason"], "6 link changes");
+  EXPECT_EQ(sm["ports_down"][0]["since"], 1764633600);
+  const std::string route = "/api/v1/ports/0x0002c90300001001/1/enable";
+  EXPECT_EQ(rig.mon("POST", route).status, 403);
+  EXPECT_EQ(rig.op("POST", "/api/v1/ports/0x0002c90300001001/x/enable").status, 400);
+  EXPECT_EQ(rig.op("POST", "/api/v1/ports/nope/1/enable").status, 400);
+  auto r = rig.op("POST", route);
+  EXPECT_EQ(r.status, 202) << r.body;
+  // On disk before the answer, and listed no more.
+  std::ifstream in(rig.dir.path() + "/ports-down");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(text.find("0x0002c90300001001"), std::string::npos) << text;
+  EXPECT_TRUE(RestRig::json_of(rig.mon("GET", "/api/v1/sm"))["ports_down"].empty());
+  auto again = rig.op("POST", route);
+  EXPECT_EQ(again.status, 404);
+  EXPECT_EQ(RestRig::json_of(again).at("error").at("code"), "not_found");
+}
+
 TEST(NativeApi, SmNodesPortsLftRoutes) {
   RestRig rig;
   auto sm = RestRig::json_of(rig.mon("GET", "/api/v1/sm"));

@@ -114,6 +114,13 @@ class SimBackend final : public rest::Backend {
     std::lock_guard lk(mu_);
     sweeps_asked_.push_back(heavy);
   }
+  void enable_port(Guid sw, PortNum port, std::function<void(Result<void>)> done) override {
+    std::unique_lock lk(mu_);
+    auto r = sm_.enable_port(sw, port);
+    if (r) publish_locked();
+    lk.unlock();
+    done(r);
+  }
   sm::EventLog& events() override { return events_; }
 
   const sm::PartitionStore& store() const { return store_; }

@@ -73,6 +73,9 @@ class Backend {
   virtual void change_partitions(sm::PartitionChange change,
                                  std::function<void(Result<uint64_t>)> done) = 0;
   virtual void request_sweep(bool heavy) = 0;
+  // Lets a switch port the SM keeps down (flap_policy down) come up; `done` runs once
+  // that is on disk (or with why not).
+  virtual void enable_port(Guid sw, PortNum port, std::function<void(Result<void>)> done) = 0;
   virtual sm::EventLog& events() = 0;
 };
 

@@ -58,6 +58,9 @@ class ServiceBackend final : public Backend {
     s_.change_partitions(std::move(change), std::move(done));
   }
   void request_sweep(bool heavy) override { s_.request_sweep(heavy); }
+  void enable_port(Guid sw, PortNum port, std::function<void(Result<void>)> done) override {
+    s_.enable_port(sw, port, std::move(done));
+  }
   sm::EventLog& events() override { return s_.events(); }
 
  private:

@@ -114,6 +114,8 @@ class SimFabric {
   // Takes a link down (both ends DOWN, switches flag a port state change).
   void unlink(fabric::NodeIndex n, PortNum p);
   // Links (n, p) and (m, q) again (both ends INIT, switches flag a port state change).
+  // A port the SM disabled (PortPhysicalState 3) keeps the cable but no link until the
+  // SM sets it to Polling again.
   bool relink(fabric::NodeIndex n, PortNum p, fabric::NodeIndex m, PortNum q);
   // A switch that rebooted: its forwarding tables empty, its links retrained (both ends
   // INIT), a port state change flagged; LinearFDBTop kept (as some do) or zeroed.
@@ -153,6 +155,8 @@ class SimFabric {
   std::vector<std::vector<std::vector<uint16_t>>> mft_;  // [switch][position][MLID - 0xC000]
   std::map<uint16_t, size_t> sets_;
   std::vector<std::vector<MKeyState>> mkey_;  // [node][port]
+  // Ports disabled by a PortInfo Set, and the port their cable leads to.
+  std::map<std::pair<fabric::NodeIndex, PortNum>, std::pair<fabric::NodeIndex, PortNum>> disabled_;
   const sm::Clock* clock_ = nullptr;
   std::vector<std::pair<uint16_t, sm::MadBuf>> traps_;  // (SM LID, trap)
   std::map<std::pair<fabric::NodeIndex, PortNum>, SmAgent> agents_;

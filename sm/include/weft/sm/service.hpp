@@ -46,6 +46,8 @@ class SmService {
 
   // Commands, from any thread; each runs on the loop.
   void request_sweep(bool heavy);
+  // SubnetManager::enable_port on the loop; `done` runs there, after it (any thread).
+  void enable_port(Guid sw, PortNum port, std::function<void(Result<void>)> done);
   // Applies `change` to the REST partitions; when it gives a new set, the set is on
   // disk before `done` runs (on the loop) with its generation, and a heavy sweep that
   // applies it is scheduled. An unchanged set is not written and keeps its generation.

@@ -35,6 +35,7 @@ struct SweepReport {
   uint64_t smps_discovery = 0, smps_program = 0, smps_activate = 0;
   uint64_t lft_blocks_read = 0, lft_blocks_written = 0, portinfo_sets = 0, switchinfo_sets = 0;
   uint64_t ports_activated = 0;
+  uint64_t ports_disabled = 0, ports_enabled = 0;  // PhysState Sets (flap_policy down)
   uint64_t pkey_blocks_read = 0, pkey_blocks_written = 0;
   uint64_t sl2vl_read = 0, sl2vl_written = 0, vlarb_read = 0, vlarb_written = 0;
   uint64_t ports_enforcing = 0;  // switch ports that filter P_Keys
@@ -109,6 +110,14 @@ struct Published {
   // Traps received, by number (0: vendor traps), and the ports now flapping.
   std::vector<std::pair<uint16_t, uint64_t>> traps;
   std::vector<std::pair<uint64_t, PortNum>> flapping;
+  // Switch ports weft keeps disabled (flap_policy down): (GUID, port), why, since.
+  struct DownPort {
+    uint64_t guid = 0;
+    PortNum port = 0;
+    std::string reason;
+    int64_t since_unix_s = 0;
+  };
+  std::vector<DownPort> ports_down;
   uint64_t heavy_sweeps = 0, light_sweeps = 0;
   bool sweeping = false;
   // Partition policy generations: the latest accepted, and the latest whose P_Key

@@ -65,6 +65,11 @@ struct SmOptions {
   Duration trap_holdoff = std::chrono::seconds(1);
   int flap_threshold = 6;
   Duration flap_window = std::chrono::seconds(60);
+  // A switch with a flapping port gets at most one trap-driven heavy sweep per
+  // flap_holdoff (the daemon's sweep_interval); flap_policy "down" leaves a flapping
+  // link disabled at its switch port(s) until enable_port() (STATE_DIR/ports-down).
+  Duration flap_holdoff = std::chrono::seconds(10);
+  std::string flap_policy = "report";  // report, down
   // Partitions (partition_config_file, merged with those made over REST); nullopt: no
   // policy, every end port a full member of the Default partition.
   std::optional<config::PartitionPolicy> partitions;
@@ -127,6 +132,15 @@ class SubnetManager {
   // The SMInfo state: MASTER programs; STANDBY polls the master (poll_master) and
   // sweeps only to read; NOTACTIVE does nothing until a master sends STANDBY.
   SmState sm_state() const { return role_.state(); }
+  // Ports weft keeps disabled (flap_policy down): switch port -> why, since when.
+  struct DownPort {
+    std::string reason;
+    int64_t since_unix_s = 0;
+  };
+  const std::map<std::pair<uint64_t, PortNum>, DownPort>& ports_down() const { return down_; }
+  // Lets a port weft left down come up again (on disk before it returns); its next
+  // heavy sweep enables it. Fails for a port weft did not leave down.
+  [[nodiscard]] Result<void> enable_port(Guid sw, PortNum port);
   // One poll of the SM this one watches (STANDBY: the master; MASTER: a lower master
   // that has yet to hand over). `done(true)`: it is gone (or yielded), a heavy sweep
   // is due.
@@ -211,6 +225,11 @@ class SubnetManager {
   std::map<uint32_t, uint64_t> port_errors_;   // traps 129-131 by LID << 8 | port
   std::map<std::pair<uint64_t, PortNum>, std::vector<TimePoint>> flaps_;  // link changes seen
   std::set<std::pair<uint64_t, PortNum>> flapping_;
+  std::map<std::pair<uint64_t, PortNum>, DownPort> down_;  // STATE_DIR/ports-down
+  std::set<std::pair<uint64_t, PortNum>> release_;         // to enable at the next sweep
+  bool down_loaded_ = false;
+  [[nodiscard]] Result<void> load_down();
+  [[nodiscard]] Result<void> save_down() const;
   SmRole role_;
   std::vector<RemoteSm> sms_;  // the other SMs the last heavy sweep found
   Lid sm_lid_;
