@@ -79,7 +79,12 @@ json report_json(const sm::SweepReport& r) {
             {"sl2vl", r.sl2vl_written},
             {"vlarb", r.vlarb_written},
             {"mft_blocks", r.mft_blocks_written}}},
-          {"ports", {{"linked", r.ports_linked}, {"active", r.ports_active}}},
+          {"ports",
+           {{"linked", r.ports_linked},
+            {"active", r.ports_active},
+            {"disabled", r.ports_disabled},
+            {"enabled", r.ports_enabled}}},
+          {"switches_by_lid", r.switches_by_lid},
           {"routing", {{"engine", r.routing_engine}, {"fallbacks", fb}}},
           {"problems", problems},
           {"problem_count", r.problems.size()}};

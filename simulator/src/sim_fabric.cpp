@@ -157,6 +157,11 @@ std::vector<std::pair<NodeIndex, PortNum>> SimFabric::mcast_reach(uint16_t mlid,
   return out;
 }
 
+size_t SimFabric::lid_routed_sets(uint16_t attr) const {
+  auto it = lid_sets_.find(attr);
+  return it == lid_sets_.end() ? 0 : it->second;
+}
+
 size_t SimFabric::sets(uint16_t attr) const {
   auto it = sets_.find(attr);
   return it == sets_.end() ? 0 : it->second;
@@ -397,6 +402,7 @@ uint16_t SimFabric::handle(const Smp& s, NodeIndex n, PortNum in_port, SmpData& 
   const bool set = s.method == kMethodSet;
   if (s.method != kMethodGet && !set) return 0x0008;  // method not supported
   if (set) ++sets_[s.attr_id];
+  if (set && s.mgmt_class == kClassSmiLid) ++lid_sets_[s.attr_id];
   switch (s.attr_id) {
     case kAttrPkeyTable: {
       const PortNum p = nd.is_switch() ? static_cast<PortNum>(s.attr_mod >> 16) : in_port;

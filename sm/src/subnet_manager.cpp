@@ -598,6 +598,16 @@ void SubnetManager::phase_program() {
   run.phase_start = std::chrono::steady_clock::now();
   run.sent_at_phase = eng_.stats().sent;
   run.after = run.d.port_info;
+  // After the first bring-up, switches whose route there and back stays as it is are
+  // programmed over their LIDs.
+  run.by_lid.clear();
+  if (snapshot_ && last_report_ && last_report_->subnet_up && role_.state() == SmState::kMaster) {
+    run.rep.switches_by_lid = plan_lid_routes(run, *snapshot_, sm_lid_);
+    if (run.rep.switches_by_lid)
+      WEFT_LOG(Info, "SM-0037") << "programming " << run.rep.switches_by_lid << " of "
+                                << run.rep.switches
+                                << " switches' forwarding tables over their LIDs";
+  }
   ports_->configure(run, sm_lid_);
   lfts_->write_blocks(run);
   next_phase(&SubnetManager::phase_tables);

@@ -41,12 +41,31 @@ struct SweepRun {
   // Switch ports (GUID, port) to disable (flap_policy down: their links are out of
   // `target`) and to enable again (released by an admin).
   std::set<std::pair<uint64_t, PortNum>> leave_down, bring_up;
+  // [node]: the LID a switch's tables are programmed by (LID-routed SMPs), or 0 where
+  // they go by directed route (plan_lid_routes).
+  std::vector<uint16_t> by_lid;
   SweepReport rep;
   uint64_t partition_generation = 0;  // of the policy this sweep applies
   std::vector<RemoteSm> sms;          // the other SM ports found, with their SMInfo
   SmRole::Decision decision;
   std::shared_ptr<std::optional<Error>> handover_error;  // the HANDOVER's failure, if any
 };
+
+// After the first bring-up, a switch is programmed over its LID where that is safe
+// while the tables change: its LID and the SM's are the ones the last sweep left, and
+// the route there and back (every hop's LFT entry, every link ACTIVE) is the same
+// under the tables the switches hold (`before`) and the ones being written. Elsewhere,
+// and in a first bring-up, by directed route. Returns how many switches go by LID.
+size_t plan_lid_routes(SweepRun& run, const SubnetSnapshot& before, Lid sm_lid);
+// A request to switch n's management port, by LID where the plan says so.
+inline SmpRequest to_switch(const SweepRun& run, fabric::NodeIndex n, SmpRequest r) {
+  if (n < run.by_lid.size() && run.by_lid[n]) {
+    r.directed = false;
+    r.dlid = Lid{run.by_lid[n]};
+    r.path = {};
+  }
+  return r;
+}
 
 // PortInfo: LIDs, SM LID, neighbour MTU, operational VLs, P_Key enforcement on switch
 // ports facing end ports, VLHighLimit under QoS; INIT to ARMED, then ARMED to ACTIVE.

@@ -298,3 +298,30 @@ TEST(Reroute, TablesAnotherClientWipedAreFoundByTheLightSweepAndRewritten) {
   EXPECT_NE(sim.lft_top(leaf), 0);
   EXPECT_TRUE(routing::verify_lfts(sim.model(), sim.held_tables()).ok());
 }
+
+TEST(Reroute, AfterTheFirstBringUpTablesGoOverLidsWhereTheRouteThereAndBackStays) {
+  ScratchDir dir("weft-reroute");
+  SimFabric sim = sim_of("ft3:pods=2,leaves=2,aggs=2,hosts=2,cores=2");
+  SimTransport t(sim, {});
+  SubnetManager sm(t, opts(dir));
+  auto first = sm.sweep();
+  ASSERT_TRUE(first && first->subnet_up);
+  EXPECT_EQ(first->switches_by_lid, 0u) << "a first bring-up goes by directed route";
+  EXPECT_EQ(sim.lid_routed_sets(kAttrLft), 0u);
+  // A cut: the blocks it changes go by LID to the switches whose route from and to the
+  // SM stays, by directed route to the others; the tables come out whole either way.
+  const fabric::NodeIndex leaf = *sim.model().find_by_name("leaf0-1");
+  const PortNum cut = first_port(sim, leaf, true);
+  ASSERT_NE(cut, 0);
+  sim.unlink(leaf, cut);
+  const size_t lft_sets = sim.sets(kAttrLft);
+  auto rep = sm.sweep();
+  ASSERT_TRUE(rep && rep->subnet_up) << (rep ? rep->reason : rep.error().message);
+  EXPECT_GT(rep->switches_by_lid, 0u);
+  EXPECT_LT(rep->switches_by_lid, rep->switches) << "some route to or from the SM changed";
+  EXPECT_GT(sim.lid_routed_sets(kAttrLft), 0u);
+  EXPECT_LE(sim.lid_routed_sets(kAttrLft), sim.sets(kAttrLft) - lft_sets);
+  EXPECT_EQ(rep->lft_failures, 0u);
+  EXPECT_EQ(sm.mad_stats().timed_out, 0u);
+  EXPECT_TRUE(readback(sim).ok());
+}

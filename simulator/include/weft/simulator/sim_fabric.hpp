@@ -73,6 +73,8 @@ class SimFabric {
                                                                  PortNum p) const;
   // Counts of Sets per attribute, to check that a second sweep writes nothing.
   size_t sets(uint16_t attr) const;
+  // Of them, those that came LID-routed.
+  size_t lid_routed_sets(uint16_t attr) const;
   // The forwarding tables the switches hold (up to their LinearFDBTop), for checking
   // what was really programmed rather than what the SM meant to write.
   routing::Tables held_tables() const;
@@ -153,7 +155,7 @@ class SimFabric {
   std::vector<std::vector<std::array<qos::VlArbBlock, 4>>> vlarb_;  // [node][port]
   std::vector<std::vector<PortExtras>> extras_;                     // [node][port]
   std::vector<std::vector<std::vector<uint16_t>>> mft_;  // [switch][position][MLID - 0xC000]
-  std::map<uint16_t, size_t> sets_;
+  std::map<uint16_t, size_t> sets_, lid_sets_;
   std::vector<std::vector<MKeyState>> mkey_;  // [node][port]
   // Ports disabled by a PortInfo Set, and the port their cable leads to.
   std::map<std::pair<fabric::NodeIndex, PortNum>, std::pair<fabric::NodeIndex, PortNum>> disabled_;

@@ -36,6 +36,7 @@ struct SweepReport {
   uint64_t lft_blocks_read = 0, lft_blocks_written = 0, portinfo_sets = 0, switchinfo_sets = 0;
   uint64_t ports_activated = 0;
   uint64_t ports_disabled = 0, ports_enabled = 0;  // PhysState Sets (flap_policy down)
+  uint64_t switches_by_lid = 0;  // whose LFT blocks and top went by LID-routed SMPs
   uint64_t pkey_blocks_read = 0, pkey_blocks_written = 0;
   uint64_t sl2vl_read = 0, sl2vl_written = 0, vlarb_read = 0, vlarb_written = 0;
   uint64_t ports_enforcing = 0;  // switch ports that filter P_Keys
