@@ -122,7 +122,8 @@ uint64_t MKeyBook::key_for(const SmpRequest& req) const {
 }
 
 void MKeyBook::observe(const SmpRequest& req, const Smp& reply) {
-  if (!req.directed) return;
+  // Without keys there is nothing to learn: every port then holds 0 and takes any key.
+  if (!req.directed || !keyed()) return;
   const std::string at = path_key(req.path, req.path.hops);
   if (req.attr_id == kAttrNodeInfo && req.method == kMethodGet) {
     if (auto ni = decode_node_info(reply.data))
