@@ -119,8 +119,13 @@ void AsioDriver::pump() {
       ++n;
     }
     rx.unlock();
+  } else {
+    // The reader is inside a receive (at most 5 ms): try again on the next turn,
+    // sending nothing meanwhile (the transport is the reader's until it returns).
+    pump_posted_ = true;
+    asio::post(io_, [this] { pump(); });
+    return;
   }
-  // Otherwise the reader is inside a receive (at most 5 ms): the next slice takes over.
   service();  // the timer, and the idle waiters (who may submit: kick_pump again)
   if (!eng_.idle() && !error_) {
     if (!pump_posted_) {
