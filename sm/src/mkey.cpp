@@ -152,6 +152,9 @@ void MKeyBook::note_held(Guid port, uint64_t key) {
 }
 
 void MKeyBook::learn(const fabric::Fabric& f) {
+  // Without keys no SMP needs them (ports take any key while they hold 0): the first
+  // sweep with a key learns the links and LIDs before it sets one.
+  if (!keyed()) return;
   for (const auto& l : f.links()) {
     const End a{f.node(l.a).ports[l.pa].guid.value, l.pa};
     const End b{f.node(l.b).ports[l.pb].guid.value, l.pb};
