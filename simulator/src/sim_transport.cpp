@@ -21,6 +21,10 @@ SimTransport::SimTransport(SimFabric& sim, SimTransportOptions o) : sim_(sim), o
   }
 }
 
+SimTransport::~SimTransport() {
+  if (sim_.clock() == &clock_) sim_.set_clock(nullptr);
+}
+
 LocalPort SimTransport::local_port() const {
   const auto& nd = sim_.model().node(o_.attach);
   const auto& p = nd.ports[port_];

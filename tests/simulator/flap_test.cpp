@@ -97,7 +97,6 @@ TEST(FlapPolicy, DownLeavesAFlappingLinkDisabledAcrossRestartsUntilItIsReleased)
     EXPECT_FALSE(sim.model().node(l.leaf).ports[l.lp].linked());
     EXPECT_EQ(rep->ports_enabled, 0u);
   }
-  sim.set_clock(nullptr);
   // A restarted SM keeps them down, from the state file.
   SimTransport t(sim, {.attach = 0});
   SubnetManager sm(t, flap_opts(dir, "down"));

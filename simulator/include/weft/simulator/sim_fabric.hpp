@@ -105,7 +105,8 @@ class SimFabric {
   };
   const MKeyState& mkey(fabric::NodeIndex n, PortNum p) const { return mkey_.at(n).at(p); }
   MKeyState& mkey(fabric::NodeIndex n, PortNum p) { return mkey_.at(n).at(p); }
-  // The clock lease timers run on (SimTransport sets its own when none is set).
+  // The clock lease timers run on (a SimTransport sets its own when none is set, and
+  // clears it when it goes; without one the timers never run out).
   void set_clock(const sm::Clock* c) { clock_ = c; }
   const sm::Clock* clock() const { return clock_; }
   // Traps the devices sent to SM LID `sm_lid` since the last call (trap 256 so far).

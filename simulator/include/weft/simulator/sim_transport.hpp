@@ -31,6 +31,10 @@ struct SimTransportOptions {
 class SimTransport final : public sm::Transport {
  public:
   SimTransport(SimFabric& sim, SimTransportOptions o);
+  // Leaves the fabric without a lease clock when it ran on this transport's.
+  ~SimTransport() override;
+  SimTransport(const SimTransport&) = delete;
+  SimTransport& operator=(const SimTransport&) = delete;
 
   Result<void> send(const sm::MadBuf& mad, const sm::SendAddr& to) override;
   // GSI answers: segmented here as the kernel would (RMPP-active ones), recorded.
