@@ -356,6 +356,7 @@ bool SimFabric::mkey_check(const Smp& s, NodeIndex n, PortNum in_port, bool& hid
   t.method = kMethodTrap;
   t.attr_id = kAttrNotice;
   t.tid = 0x5600000000ull | m.violations;
+  t.m_key = m.key;  // a trap carries its port's M_Key; the TrapRepress must too
   auto& d = t.data;
   auto be16 = [&d](size_t at, uint32_t v) {
     d[at] = uint8_t(v >> 8);

@@ -145,6 +145,11 @@ TEST_P(MKeyLevels, EveryPortIsKeyedAndASecondSmWithoutTheKeyCannotChangeOrReadIt
   EXPECT_EQ(sec->data["port_lid"], leaf_lid.value);
   EXPECT_EQ(sec->data["attribute"], kAttrPortInfo);
   EXPECT_EQ(sec->data["m_key"], "0x0000000000001234");
+  // Repressed with the port's own key (the trap's), or the repress would be a violation.
+  ASSERT_FALSE(t.represses().empty());
+  const auto rp = decode_smp(t.represses().back().mad.data(), kMadSize);
+  ASSERT_TRUE(rp);
+  EXPECT_EQ(rp->m_key, sim.mkey(leaf, 0).key);
   EXPECT_EQ(sec->data["return_path"],
             "0," + std::to_string(sim.model().node(1).ports[other.to_leaf().ports[1]].peer_port));
 
