@@ -377,21 +377,7 @@ TEST(BringUp, TrapsSetOffWhatTheirNumberSaysAndAFlappingPortIsReported) {
   const auto leaf = *sim.model().find_by_name("leaf0");
   const uint16_t leaf_lid = sim.model().node(leaf).ports[0].attrs.lid.value;
   auto trap = [&](uint16_t number, uint16_t lid_at_10) {
-    Smp s;
-    s.mgmt_class = kClassSmiLid;
-    s.method = kMethodTrap;
-    s.attr_id = kAttrNotice;
-    s.data[0] = 0x81;
-    s.data[3] = 2;
-    s.data[4] = uint8_t(number >> 8);
-    s.data[5] = uint8_t(number);
-    s.data[10] = uint8_t(lid_at_10 >> 8);
-    s.data[11] = uint8_t(lid_at_10);
-    InMad in;
-    in.mad = encode_smp(s);
-    in.len = kMadSize;
-    in.slid = Lid{leaf_lid};
-    t.inject(in);
+    weft::testing::inject_switch_trap(t, number, leaf_lid, lid_at_10);
     EXPECT_TRUE(sm.serve_for(std::chrono::milliseconds(1)));
   };
   auto count = [&](const std::string& type) {

@@ -152,22 +152,7 @@ TEST(FlapPolicy, ASwitchWithAFlappingPortGetsOneTrapDrivenSweepPerInterval) {
   ASSERT_TRUE(sm.sweep()->subnet_up);
   const uint16_t leaf_lid = sim.model().node(l.leaf).ports[0].attrs.lid.value;
   auto trap128 = [&] {
-    Smp s;
-    s.mgmt_class = kClassSmiLid;
-    s.method = kMethodTrap;
-    s.attr_id = kAttrNotice;
-    s.data[0] = 0x81;
-    s.data[3] = 2;
-    s.data[5] = 128;
-    s.data[6] = uint8_t(leaf_lid >> 8);
-    s.data[7] = uint8_t(leaf_lid);
-    s.data[10] = uint8_t(leaf_lid >> 8);
-    s.data[11] = uint8_t(leaf_lid);
-    InMad in;
-    in.mad = encode_smp(s);
-    in.len = kMadSize;
-    in.slid = Lid{leaf_lid};
-    t.inject(in);
+    weft::testing::inject_switch_trap(t, 128, leaf_lid, leaf_lid);
     EXPECT_TRUE(sm.serve_for(std::chrono::milliseconds(1)));
     return events.back();
   };

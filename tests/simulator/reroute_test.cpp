@@ -170,22 +170,7 @@ namespace {
 
 // A trap 128 (link state change) from the switch with `lid`, to the SM.
 void inject_trap128(SimTransport& t, uint16_t lid) {
-  Smp trap;
-  trap.mgmt_class = kClassSmiLid;
-  trap.method = kMethodTrap;
-  trap.attr_id = kAttrNotice;
-  trap.tid = 0x100 + lid;
-  trap.data[0] = 0x81;  // generic, urgent
-  trap.data[3] = 2;     // producer: a switch
-  trap.data[5] = 128;
-  trap.data[7] = static_cast<uint8_t>(lid);        // issuer
-  trap.data[10] = static_cast<uint8_t>(lid >> 8);  // DataDetails: LIDADDR
-  trap.data[11] = static_cast<uint8_t>(lid);
-  InMad in;
-  in.mad = encode_smp(trap);
-  in.len = kMadSize;
-  in.slid = Lid{lid};
-  t.inject(in);
+  weft::testing::inject_switch_trap(t, 128, lid, lid);
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include "weft/routing/verify.hpp"
 #include "weft/simulator/generators.hpp"
 #include "weft/simulator/sim_fabric.hpp"
+#include "weft/simulator/sim_transport.hpp"
 #include "weft/sm/subnet_manager.hpp"
 
 namespace weft::testing {
@@ -49,6 +50,30 @@ inline simulator::SimFabric sim_of(const std::string& spec) {
 
 inline routing::VerifyReport readback(const simulator::SimFabric& sim) {
   return routing::verify_lfts(sim.model(), sim.held_tables());
+}
+
+// A generic trap `number` from the switch with `lid` (issuer and source), to the SM;
+// `details_lid` in DataDetails' LIDADDR (for 128: the switch itself).
+inline void inject_switch_trap(simulator::SimTransport& t, uint16_t number, uint16_t lid,
+                               uint16_t details_lid) {
+  sm::Smp trap;
+  trap.mgmt_class = sm::kClassSmiLid;
+  trap.method = sm::kMethodTrap;
+  trap.attr_id = sm::kAttrNotice;
+  trap.tid = 0x100 + lid;
+  trap.data[0] = 0x81;  // generic, urgent
+  trap.data[3] = 2;     // producer: a switch
+  trap.data[4] = static_cast<uint8_t>(number >> 8);
+  trap.data[5] = static_cast<uint8_t>(number);
+  trap.data[6] = static_cast<uint8_t>(lid >> 8);  // issuer
+  trap.data[7] = static_cast<uint8_t>(lid);
+  trap.data[10] = static_cast<uint8_t>(details_lid >> 8);
+  trap.data[11] = static_cast<uint8_t>(details_lid);
+  sm::InMad in;
+  in.mad = sm::encode_smp(trap);
+  in.len = sm::kMadSize;
+  in.slid = Lid{lid};
+  t.inject(in);
 }
 
 }  // namespace weft::testing
