@@ -5,11 +5,11 @@
 #include <openssl/hmac.h>
 
 #include <cerrno>
-#include <cstring>
-#include <fstream>
+#include <functional>
 #include <sstream>
 
 #include "weft/durable_file.hpp"
+#include "weft/text_file.hpp"
 
 namespace weft::sm {
 
@@ -38,32 +38,22 @@ bool parse_end(const std::string& s, std::pair<uint64_t, uint8_t>& e) {
   return true;
 }
 
-// Each non-empty line of `path` as two words, or a warning; a missing file has none.
+// Each record of `path` as two words, or a warning.
 Result<std::vector<std::string>> read_pairs(
     const std::string& path,
     const std::function<std::string(const std::string&, const std::string&)>& take) {
   std::vector<std::string> warnings;
-  std::ifstream in(path);
-  if (!in) {
-    if (errno == ENOENT) return warnings;
-    return fail(Errc::kIo, path + ": cannot read: " + std::strerror(errno));
-  }
-  std::string line;
-  int no = 0;
-  while (std::getline(in, line)) {
-    ++no;
-    if (auto hash = line.find('#'); hash != std::string::npos) line.resize(hash);
+  auto r = for_each_state_line(path, [&](const std::string& line, const std::string& where) {
     std::istringstream ss(line);
     std::string a, b, extra;
-    if (!(ss >> a)) continue;
-    const std::string where = path + ":" + std::to_string(no) + ": ";
+    ss >> a;
     if (!(ss >> b) || (ss >> extra)) {
       warnings.push_back(where + "expected two fields, got \"" + line + "\"");
-      continue;
+      return;
     }
     if (auto w = take(a, b); !w.empty()) warnings.push_back(where + w);
-  }
-  if (in.bad()) return fail(Errc::kIo, path + ": read error");
+  });
+  if (!r) return std::unexpected(r.error());
   return warnings;
 }
 

@@ -4,17 +4,15 @@
 #include "weft/sm/subnet_manager.hpp"
 
 #include <algorithm>
-#include <cerrno>
 #include <chrono>
-#include <cstring>
 #include <deque>
-#include <fstream>
 #include <set>
 #include <sstream>
 
 #include "sweep_parts.hpp"
 #include "weft/durable_file.hpp"
 #include "weft/log.hpp"
+#include "weft/text_file.hpp"
 
 namespace weft::sm {
 
@@ -938,16 +936,7 @@ void SubnetManager::note_flaps(
 Result<void> SubnetManager::load_down() {
   down_.clear();
   const std::string path = opts_.state_dir + "/ports-down";
-  std::ifstream in(path);
-  if (!in) {
-    if (errno == ENOENT) return {};
-    return fail(Errc::kIo, path + ": cannot read: " + std::strerror(errno));
-  }
-  std::string line;
-  int no = 0;
-  while (std::getline(in, line)) {
-    ++no;
-    if (line.empty() || line[0] == '#') continue;
+  auto r = for_each_state_line(path, [this](const std::string& line, const std::string& where) {
     std::istringstream ss(line);
     std::string g;
     unsigned port = 0;
@@ -958,12 +947,12 @@ Result<void> SubnetManager::load_down() {
     char* end = nullptr;
     const unsigned long long gv = std::strtoull(g.c_str(), &end, 0);
     if (!read || *end || gv == 0 || port == 0 || port > 254) {
-      WEFT_LOG(Warn, "SM-0027") << path << ":" << no
-                                << ": expected \"0xSWITCHGUID PORT SINCE REASON\", skipped";
-      continue;
+      WEFT_LOG(Warn, "SM-0027") << where << "expected \"0xSWITCHGUID PORT SINCE REASON\", skipped";
+      return;
     }
     down_[{gv, static_cast<PortNum>(port)}] = {reason, since};
-  }
+  });
+  if (!r) return r;
   if (!down_.empty())
     WEFT_LOG(Info, "SM-0028") << path << ": " << down_.size() << " switch ports kept down";
   return {};
