@@ -1,12 +1,14 @@
 #include "updn.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <deque>
 #include <limits>
 
 #include "parallel.hpp"
 #include "switch_graph.hpp"
 #include "weft/routing/analysis.hpp"
+#include "weft/splitmix.hpp"
 
 namespace weft::routing {
 
@@ -82,8 +84,12 @@ Routed UpDownEngine::compute(const Fabric& f, const Options& o) const {
     for (uint32_t s = 0; s < ns; ++s)
       if (leaf_dist[s] != kInf) best = std::max(best, leaf_dist[s]);
     if (best > 0) {
+      // updn: the switches farthest from the CAs (a tree's spines). dnup ranks from the
+      // other end, as OpenSM's does: rank 0 is every switch with CAs, so that its
+      // reversed links still climb a tree toward its spines (from the spines, every
+      // route of a tree would have to descend and climb back, which down*up* forbids).
       for (uint32_t s = 0; s < ns; ++s)
-        if (leaf_dist[s] == best) roots.push_back(s);
+        if (down_up_ ? leaf_dist[s] == 0 : leaf_dist[s] == best) roots.push_back(s);
     } else {
       // Every switch has CAs: one root at the centre (least eccentricity, lowest GUID).
       const std::vector<uint8_t> dist = detail::switch_distances(f, sw);
@@ -118,17 +124,32 @@ Routed UpDownEngine::compute(const Fabric& f, const Options& o) const {
     });
   }
 
+  // Every group's LIDs in one array, group g's at [lid_begin[g], lid_begin[g + 1]), for
+  // the switches that take the groups in orders of their own.
+  std::vector<std::pair<uint16_t, PortNum>> lid_at;
+  std::vector<uint32_t> lid_begin{0};
+  for (const Group& g : groups) {
+    lid_at.insert(lid_at.end(), g.lids.begin(), g.lids.end());
+    lid_begin.push_back(static_cast<uint32_t>(lid_at.size()));
+  }
+  std::vector<uint32_t> group_t(groups.size());
+  for (size_t g = 0; g < groups.size(); ++g) group_t[g] = groups[g].t;
+
   std::vector<uint32_t> height;  // per node, of the last route()'s order
+  // Per switch, of the last route(): destination switches with CAs (of its part) it
+  // does not reach going only down. A root with none is a whole one.
+  std::vector<uint32_t> down_short(ns, 0);
   // Per group: the switches (of its part of the fabric) the last route() left without
   // an up*down* path to it, in switch order.
   std::vector<std::vector<uint32_t>> unrouted(groups.size());
   // Routes every LID into `tables` with the given roots; returns the number of
   // (switch, LID) pairs left without an up*down* path and one example.
-  // `only_without_cas`: set to whether every pair left without a path starts at a
-  // switch without CAs.
+  // `no_ca_traffic`: set to whether every pair left without a path starts at a switch
+  // without CAs or leads to one (a switch's own LID): no CA-to-CA route needs it.
   auto route = [&](const std::vector<uint32_t>& root_set, Tables& tables, std::string& example,
-                   bool* only_without_cas = nullptr) -> size_t {
+                   bool* no_ca_traffic = nullptr) -> size_t {
     for (auto& u : unrouted) u.clear();
+    std::fill(down_short.begin(), down_short.end(), 0);
     const std::vector<uint32_t> rank = hops_from(root_set);
     // A strict order on switches; a link is "up" toward the lesser end. dnup reverses it.
     auto before = [&](uint32_t a, uint32_t b) {
@@ -161,76 +182,155 @@ Routed UpDownEngine::compute(const Fabric& f, const Options& o) const {
     std::vector<uint64_t> missing(ns, 0);
     std::vector<uint32_t> first_missing(ns, kInf);  // (group index) of a switch's first
 
-    // Groups in chunks: their distances in parallel (groups are independent), then
-    // every switch's entries in parallel (a switch's balance is its own).
-    constexpr size_t kChunk = 64;
-    std::vector<std::vector<uint32_t>> down_dist(kChunk, std::vector<uint32_t>(ns)),
-        cost(kChunk, std::vector<uint32_t>(ns));
-    std::vector<uint8_t> miss(kChunk * ns);  // [group in chunk][switch]: left without a path
-    for (size_t g0 = 0; g0 < groups.size(); g0 += kChunk) {
-      const size_t g1 = std::min(groups.size(), g0 + kChunk);
-      detail::parallel_for(
-          g1 - g0,
-          [&](size_t k) {
-            const uint32_t t = groups[g0 + k].t;
-            auto& dd = down_dist[k];
-            auto& c = cost[k];
-            // Down-only distance to t: BFS from t backwards over down-links (n -> m is
-            // down when m -> n is up).
-            std::fill(dd.begin(), dd.end(), kInf);
-            dd[t] = 0;
-            std::deque<uint32_t> q{t};
-            while (!q.empty()) {
-              const uint32_t m = q.front();
-              q.pop_front();
-              for (const Hop& h : ups[m])
-                if (dd[h.to] == kInf) dd[h.to] = dd[m] + 1, q.push_back(h.to);
-            }
-            // Up/down cost, highest switches first.
-            for (uint32_t s : topo) {
-              c[s] = dd[s];
-              if (c[s] != kInf) continue;
-              for (const Hop& h : ups[s])
-                if (c[h.to] != kInf) c[s] = std::min(c[s], c[h.to] + 1);
-            }
-          },
-          1);
+    // Groups in blocks: their distances in parallel (groups are independent), kept per
+    // switch ([switch][group], so that a switch and its neighbours read rows of their
+    // own); then every switch's entries in parallel (a switch's balance is its own).
+    // All groups at once when their distances fit kDistanceBudget (the radix-56 tree's
+    // 3,920 groups take 61 MB); past it, in spans of groups that do.
+    constexpr size_t kBlock = 64;
+    constexpr size_t kDistanceBudget = size_t(512) << 20;
+    constexpr uint16_t kFar16 = 0xffff;  // a path is shorter than the 49,151 unicast LIDs
+    const size_t span =
+        std::max(kBlock, std::min(groups.size(), kDistanceBudget / (ns * 2 * sizeof(uint16_t))));
+    std::vector<std::vector<uint32_t>> down_dist(kBlock, std::vector<uint32_t>(ns)),
+        cost(kBlock, std::vector<uint32_t>(ns));
+    std::vector<uint16_t> dd_at, c_at;              // [switch * span + group in span]
+    std::vector<std::vector<uint32_t>> missed(ns);  // per switch: groups it has no path to
+    for (size_t g0 = 0; g0 < groups.size(); g0 += span) {
+      const size_t gn = std::min(groups.size(), g0 + span) - g0;
+      dd_at.assign(ns * gn, kFar16);
+      c_at.assign(ns * gn, kFar16);
+      for (size_t b0 = 0; b0 < gn; b0 += kBlock) {
+        const size_t bn = std::min(gn, b0 + kBlock) - b0;
+        detail::parallel_for(
+            bn,
+            [&](size_t k) {
+              const uint32_t t = groups[g0 + b0 + k].t;
+              auto& dd = down_dist[k];
+              auto& c = cost[k];
+              // Down-only distance to t: BFS from t backwards over down-links (n -> m
+              // is down when m -> n is up).
+              std::fill(dd.begin(), dd.end(), kInf);
+              dd[t] = 0;
+              std::deque<uint32_t> q{t};
+              while (!q.empty()) {
+                const uint32_t m = q.front();
+                q.pop_front();
+                for (const Hop& h : ups[m])
+                  if (dd[h.to] == kInf) dd[h.to] = dd[m] + 1, q.push_back(h.to);
+              }
+              // Up/down cost, highest switches first.
+              for (uint32_t s : topo) {
+                c[s] = dd[s];
+                if (c[s] != kInf) continue;
+                for (const Hop& h : ups[s])
+                  if (c[h.to] != kInf) c[s] = std::min(c[s], c[h.to] + 1);
+              }
+            },
+            1);
+        detail::parallel_for(ns, [&](size_t s) {
+          uint16_t* const ddr = &dd_at[s * gn + b0];
+          uint16_t* const cr = &c_at[s * gn + b0];
+          for (size_t k = 0; k < bn; ++k) {
+            const uint32_t d = down_dist[k][s], x = cost[k][s];
+            ddr[k] = d == kInf ? kFar16 : static_cast<uint16_t>(d);
+            cr[k] = x == kInf ? kFar16 : static_cast<uint16_t>(x);
+          }
+        });
+      }
       detail::parallel_for(ns, [&](size_t si) {
         const auto s = static_cast<uint32_t>(si);
         // Raw pointers: the byte stores into the row could alias any vector's insides,
         // which would be reloaded after each one.
         PortNum* const row = tables.lft[sw.nodes[s]].data();
         uint32_t* const cnt = used[s].data();
+        const uint16_t* const dd = &dd_at[si * gn];
+        const uint16_t* const c = &c_at[si * gn];
         PortNum cand[256];
-        for (size_t k = 0; k < g1 - g0; ++k) {
-          const Group& g = groups[g0 + k];
-          const auto* const lids = g.lids.data();
-          const size_t nl = g.lids.size();
-          if (s == g.t) {
+        // Destinations in an order of this switch's own, as minhop takes them:
+        // neighbours that took the same order would pile their choices onto the same
+        // next switches (an upper tree level's busiest link grows several times);
+        // independent orders spread them. A Fisher-Yates shuffle seeded by the switch.
+        std::vector<uint32_t> order(gn);
+        for (uint32_t k = 0; k < gn; ++k) order[k] = k;
+        uint64_t state = mix64(s + 1 + g0);
+        for (size_t i = gn - 1; i > 0; --i) {
+          state = mix64(state + SplitMix64::kGolden);
+          std::swap(order[i], order[state % (i + 1)]);
+        }
+        // The legal hops toward every group at once, link by link, each link's
+        // neighbour row read straight through (in the shuffled order below, each
+        // neighbour's row would be read at random, once per switch that has it): bit j
+        // of legal[k] says hop j (downs first, then ups) is one: a down hop that shortens
+        // the down-only distance where there is one, else an up hop that shortens the
+        // up/down cost.
+        const size_t nd = downs[s].size(), nh = nd + ups[s].size();
+        const size_t words = (nh + 63) / 64;
+        std::vector<uint64_t> legal(gn * words, 0);
+        std::vector<PortNum> hop_port(nh);
+        // Eight hops at a time, eight groups at a time: a 16-bit lane per group gathers
+        // the eight hops' bits (GCC vector extensions, plain SSE2), then lands in the
+        // masks.
+        using Lanes = uint16_t __attribute__((vector_size(16)));
+        Lanes far, one;
+        for (unsigned i = 0; i < 8; ++i) far[i] = kFar16, one[i] = 1;
+        for (size_t j = 0; j < nh; ++j) hop_port[j] = (j < nd ? downs[s][j] : ups[s][j - nd]).port;
+        for (size_t j0 = 0; j0 < nh; j0 += 8) {
+          const size_t jn = std::min<size_t>(8, nh - j0);
+          const uint16_t* rows[8];
+          bool is_down[8];
+          for (size_t j = 0; j < jn; ++j) {
+            const Hop& h = j0 + j < nd ? downs[s][j0 + j] : ups[s][j0 + j - nd];
+            is_down[j] = j0 + j < nd;
+            rows[j] = is_down[j] ? &dd_at[h.to * gn] : &c_at[h.to * gn];
+          }
+          uint64_t* const col = legal.data() + j0 / 64;
+          const unsigned shift = j0 & 63;
+          size_t k = 0;
+          for (; k + 8 <= gn; k += 8) {
+            Lanes d, x, acc = {};
+            std::memcpy(&d, dd + k, 16);
+            std::memcpy(&x, c + k, 16);
+            const Lanes down_ok = (Lanes)(d != far), up_ok = (Lanes)(d == far) & (Lanes)(x != far);
+            for (size_t j = 0; j < jn; ++j) {
+              Lanes n;
+              std::memcpy(&n, rows[j] + k, 16);
+              const Lanes hit =
+                  is_down[j] ? (Lanes)(n + one == d) & down_ok : (Lanes)(n + one == x) & up_ok;
+              acc |= hit & (Lanes)(one << j);
+            }
+            for (unsigned i = 0; i < 8; ++i) col[(k + i) * words] |= uint64_t(acc[i]) << shift;
+          }
+          for (; k < gn; ++k)
+            for (size_t j = 0; j < jn; ++j) {
+              const uint16_t n = rows[j][k];
+              const bool hit = is_down[j] ? dd[k] != kFar16 && n + 1u == dd[k]
+                                          : dd[k] == kFar16 && c[k] != kFar16 && n + 1u == c[k];
+              col[k * words] |= uint64_t(hit) << (shift + j);
+            }
+        }
+        for (const uint32_t k : order) {
+          const uint32_t t = group_t[g0 + k];
+          const auto* const lids = &lid_at[lid_begin[g0 + k]];
+          const size_t nl = lid_begin[g0 + k + 1] - lid_begin[g0 + k];
+          if (s == t) {
             for (size_t i = 0; i < nl; ++i) row[lids[i].first] = lids[i].second;
             continue;
           }
-          const uint32_t* const dd = down_dist[k].data();
-          const uint32_t* const c = cost[k].data();
+          if (dd[k] == kFar16 && sw.sources[t] > 1 && part[s] == part[t]) ++down_short[s];
           // The candidates, and the least used of them (the first, on a tie).
           size_t n = 0, start = 0;
           uint32_t least = kInf;
-          auto take = [&](PortNum port) {
-            if (cnt[port] < least) least = cnt[port], start = n;
-            cand[n++] = port;
-          };
-          if (dd[s] != kInf) {
-            for (const Hop& h : downs[s])
-              if (dd[h.to] + 1 == dd[s]) take(h.port);
-          } else if (c[s] != kInf) {
-            for (const Hop& h : ups[s])
-              if (c[h.to] + 1 == c[s]) take(h.port);
-          }
+          for (size_t w = 0; w < words; ++w)
+            for (uint64_t bits = legal[k * words + w]; bits; bits &= bits - 1) {
+              const PortNum port = hop_port[w * 64 + size_t(__builtin_ctzll(bits))];
+              if (cnt[port] < least) least = cnt[port], start = n;
+              cand[n++] = port;
+            }
           if (n == 0) {
-            if (part[s] == part[g.t]) {
-              miss[k * ns + s] = 1;
+            if (part[s] == part[t]) {
+              missed[s].push_back(uint32_t(g0 + k));
               missing[s] += nl;
-              first_missing[s] = std::min<uint32_t>(first_missing[s], uint32_t(g0 + k));
             }
             continue;
           }
@@ -241,9 +341,11 @@ Routed UpDownEngine::compute(const Fabric& f, const Options& o) const {
           }
         }
       });
-      for (size_t k = 0; k < g1 - g0; ++k)
-        for (uint32_t s = 0; s < ns; ++s)
-          if (miss[k * ns + s]) unrouted[g0 + k].push_back(s), miss[k * ns + s] = 0;
+    }
+    for (uint32_t s = 0; s < ns; ++s) {
+      std::sort(missed[s].begin(), missed[s].end());
+      if (!missed[s].empty()) first_missing[s] = missed[s].front();
+      for (uint32_t g : missed[s]) unrouted[g].push_back(s);
     }
     size_t unreachable = 0;
     uint32_t ex_group = kInf, ex_switch = 0;
@@ -254,36 +356,27 @@ Routed UpDownEngine::compute(const Fabric& f, const Options& o) const {
     if (unreachable)
       example = fabric::port_ref(f, sw.nodes[ex_switch], 0) + " to LID " +
                 std::to_string(groups[ex_group].lids.front().first);
-    if (only_without_cas) {
-      *only_without_cas = true;
-      for (uint32_t s = 0; s < ns; ++s)
-        if (missing[s] && sw.sources[s] > 1) *only_without_cas = false;
+    if (no_ca_traffic) {
+      *no_ca_traffic = true;
+      for (uint32_t s = 0; s < ns && *no_ca_traffic; ++s)
+        if (sw.sources[s] > 1)
+          for (uint32_t g : missed[s])
+            if (sw.sources[groups[g].t] > 1) *no_ca_traffic = false;
     }
     return unreachable;
   };
-  std::string example;
-  bool only_without_cas = false;
-  const size_t missing = route(roots, out, example, &only_without_cas);
   // Every route up*down* along `height`; those to `turning` may turn anywhere.
   auto promise = [&](std::vector<uint16_t> turning) {
     out.deadlock_free = true;
     out.updown_height = height;
     out.updown_turning = std::move(turning);
   };
-  if (missing == 0) {
-    out.notes.push_back(std::string(name()) + ": " + std::to_string(roots.size()) + " root(s)");
-    if (o.adaptive) detail::parallel_link_groups(f, sw, out);
-    promise({});
-    return std::move(out);
-  }
-  const std::string why = std::to_string(missing) +
-                          (down_up_ ? " (switch, LID) pairs have no down*up* path with "
-                                    : " (switch, LID) pairs have no up*down* path with ") +
-                          std::to_string(roots.size()) + " root(s), e.g. " + example;
-  if (only_without_cas) {
-    // Typically a tree's top switches toward each other's LIDs: no CA traffic starts
-    // there, and no route leads there. Route them by a shortest way into the routed
-    // switches, and keep the roots when the dependency graph stays acyclic.
+  // The pairs the last route() left without a path, when no CA-to-CA route needs them
+  // (typically a tree's top switches toward each other's LIDs, and on a degraded tree
+  // a leaf cut from an aggregation switch toward that switch's LID): each takes a
+  // shortest way into the routed switches. True, with the promise made, when the
+  // dependency graph stays acyclic.
+  auto bridged = [&]() -> bool {
     std::vector<size_t> todo;
     for (size_t g = 0; g < groups.size(); ++g)
       if (!unrouted[g].empty()) todo.push_back(g);
@@ -315,14 +408,62 @@ Routed UpDownEngine::compute(const Fabric& f, const Options& o) const {
     std::vector<uint16_t> turning;
     for (size_t g : todo)
       for (auto [lid, exit] : groups[g].lids) turning.push_back(lid);
-    if (updown_dependencies(f, out, height, turning).acyclic) {
-      out.notes.push_back(std::string(name()) + ": " + std::to_string(roots.size()) + " root(s); " +
-                          why +
-                          ", all from switches without CAs: they take a shortest way into the "
-                          "routed switches (dependency graph checked)");
-      if (o.adaptive) detail::parallel_link_groups(f, sw, out);
-      promise(std::move(turning));
-      return std::move(out);
+    if (!updown_dependencies(f, out, height, turning).acyclic) return false;
+    if (o.adaptive) detail::parallel_link_groups(f, sw, out);
+    promise(std::move(turning));
+    return true;
+  };
+  auto describe = [&](size_t missing, size_t n_roots, const std::string& example) {
+    return std::to_string(missing) +
+           (down_up_ ? " (switch, LID) pairs have no down*up* path with "
+                     : " (switch, LID) pairs have no up*down* path with ") +
+           std::to_string(n_roots) + " root(s), e.g. " + example;
+  };
+  const char* const kBridged =
+      ", all from or to switches without CAs: they take a shortest way into the routed "
+      "switches (dependency graph checked)";
+  std::string example;
+  bool no_ca_traffic = false;
+  const size_t missing = route(roots, out, example, &no_ca_traffic);
+  if (missing == 0) {
+    out.notes.push_back(std::string(name()) + ": " + std::to_string(roots.size()) + " root(s)");
+    if (o.adaptive) detail::parallel_link_groups(f, sw, out);
+    promise({});
+    return std::move(out);
+  }
+  const std::string why = describe(missing, roots.size(), example);
+  if (no_ca_traffic && bridged()) {
+    out.notes.push_back(std::string(name()) + ": " + std::to_string(roots.size()) + " root(s); " +
+                        why + kBridged);
+    return std::move(out);
+  }
+  // Detected roots of a degraded tree: a spine that lost a link, and every spine above
+  // an aggregation switch that lost a leaf, no longer reach every leaf going down, and
+  // the turns their pairs need can close a cycle. Left out of the roots they rank
+  // below the others (they carry their own traffic, not transit), and the whole ones
+  // route as before.
+  if (o.roots.empty()) {
+    std::vector<uint32_t> whole;
+    for (uint32_t r : roots)
+      if (down_short[r] == 0) whole.push_back(r);
+    if (!whole.empty() && whole.size() < roots.size()) {
+      std::string example2;
+      bool no_ca2 = false;
+      const size_t missing2 = route(whole, out, example2, &no_ca2);
+      const std::string kept = std::to_string(whole.size()) + " of the " +
+                               std::to_string(roots.size()) +
+                               " detected roots that reach every switch with CAs going down";
+      if (missing2 == 0) {
+        out.notes.push_back(std::string(name()) + ": " + why + "; routed with the " + kept);
+        if (o.adaptive) detail::parallel_link_groups(f, sw, out);
+        promise({});
+        return std::move(out);
+      }
+      if (no_ca2 && bridged()) {
+        out.notes.push_back(std::string(name()) + ": " + why + "; with the " + kept + ", " +
+                            describe(missing2, whole.size(), example2) + kBridged);
+        return std::move(out);
+      }
     }
   }
   if (!o.roots.empty()) return refuse(Refusal::kTopology, std::string(name()) + ": " + why);

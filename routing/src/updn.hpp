@@ -10,17 +10,24 @@
 // hop whose remaining up/down cost is least. A down hop never leads to a switch
 // that would turn up again, so no route turns down then up, and the channel
 // dependency graph is acyclic. Among equal choices, the LIDs of one destination
-// switch go round robin from the least-used port. Distances are computed once per
-// destination switch, for batches of them in parallel, and rows are filled in parallel.
+// switch go round robin from the least-used port, and each switch takes the
+// destination switches in an order of its own (minhop's balance, over the legal
+// choices). Distances are computed once per destination switch, for batches of them
+// in parallel, and rows are filled in parallel.
 // Pairs that no up*down* path joins: when every one starts at a switch without
-// CAs (a tree's top switches toward each other's LIDs), they are bridged (through
+// CAs or leads to one's own LID (a tree's top switches toward each other's LIDs; on
+// a degraded tree, a leaf toward the aggregation switch it lost), they are bridged (through
 // unrouted switches to one turn switch, else into the nearest routed ones) and the
 // channel dependency graph is checked; otherwise, or when that leaves a cycle, the
 // engine routes with a single root (detected roots) or refuses (given roots).
 //
 // dnup is the mirror image (OpenSM's dnup): the same roots and ranks, with every
 // link's direction reversed, so routes go down*up*. It is deadlock-free for the
-// same reason, and spreads a tree's traffic differently.
+// same reason. Its detected roots are the switches with CAs (OpenSM's dnup ranks so),
+// which makes a tree's routes climb to the spines and descend, as updn's do; ranked
+// from the spines, a tree's leaf-to-leaf routes would have to descend first and
+// could not. On a graph where every switch has CAs it ranks from the centre, mirrored,
+// and may refuse: no down*up* order joins every pair of some irregular graphs.
 #pragma once
 
 #include "weft/routing/engine.hpp"

@@ -9,6 +9,7 @@
 #include <deque>
 #include <map>
 #include <random>
+#include <set>
 #include <sstream>
 
 #include "../fuzz.hpp"
@@ -94,10 +95,23 @@ TEST_P(EngineOnFabric, CompleteOrRefusedAndDeadlockFreeWhereClaimed) {
     EXPECT_FALSE(t.error().message.empty());
     EXPECT_TRUE(t.error().message.starts_with(name + ":")) << t.error().message;
     const bool tree = c.spec.starts_with("ft");
-    if (name == "ftree")
+    if (name == "ftree") {
       EXPECT_TRUE(!tree || c.fail_links) << "ftree refused a tree: " << t.error().message;
-    else if (name != "dnup")
+    } else if (name == "dnup") {
+      // dnup routes every whole or partly populated tree (it ranks from the switches
+      // with CAs, as OpenSM's does, so its routes climb to the spines and descend).
+      // It may refuse where every switch has CAs (it ranks from the centre then, and a
+      // switch with no neighbour farther from the centre, a mesh's corner, cannot
+      // climb away from it to reach another), and trees with failed inter-switch
+      // links (no down*up* path from a spine cut from a pod, and bridging those pairs
+      // closes a dependency cycle).
+      EXPECT_TRUE(tree ? c.fail_links > 0 : !c.spec.starts_with("ft"))
+          << "dnup refused " << c.spec << ": " << t.error().message;
+      EXPECT_EQ(t.error().kind, Refusal::kTopology) << t.error().message;
+      EXPECT_NE(t.error().message.find("no down*up* path"), std::string::npos) << t.error().message;
+    } else {
       ADD_FAILURE() << name << " refused: " << t.error().message;
+    }
     return;
   }
   const auto v = verify_lfts(f, *t);
@@ -185,31 +199,41 @@ TEST(FatTree, CaRoutesNeverTurnDownThenUp) {
 }
 
 // With the roots given, every updn route climbs (toward lower rank) then descends, and
-// dnup's the reverse.
+// dnup's the reverse; only the routes the engine declares turning (a tree's top
+// switches toward each other, bridged) are exempt.
 TEST(UpDown, RoutesNeverTurnTheWrongWay) {
   Fabric f = with_lids("ft3:pods=3,leaves=3,aggs=3,hosts=2,cores=2");
-  // One root: with more, a tree's top switches have no up*down* path to each other's
-  // LIDs, and both engines refuse given roots that leave pairs unrouted.
-  Options o;
-  o.roots.push_back(f.node(*f.find_by_name("core1-0")).guid);
-  // Rank: hops from the nearest root.
-  std::vector<NodeIndex> root_nodes;
-  for (Guid g : o.roots) root_nodes.push_back(*f.find(g));
-  auto rank = hops_from(f, root_nodes);
-  auto up = [&](NodeIndex a, NodeIndex b) {
-    return rank[b] < rank[a] || (rank[b] == rank[a] && f.node(b).guid < f.node(a).guid);
-  };
+  // updn from one core: with more, a tree's top switches have no up*down* path to
+  // each other's LIDs, and updn refuses given roots that leave pairs unrouted. dnup
+  // from the leaves, as it ranks a tree itself; mirrored about a core, a tree's
+  // leaf-to-leaf routes would have to descend first, and dnup refuses that.
+  Options from_core, from_leaves;
+  from_core.roots.push_back(f.node(*f.find_by_name("core1-0")).guid);
+  for (auto [n, lv] : levels(f))
+    if (lv == 0) from_leaves.roots.push_back(f.node(n).guid);
+  {
+    auto refused = (*make_engine("dnup"))->compute(f, from_core);
+    ASSERT_FALSE(refused);
+    EXPECT_EQ(refused.error().kind, Refusal::kTopology);
+  }
   for (const char* name : {"updn", "dnup"}) {
-    auto t = (*make_engine(name))->compute(f, o);
-    if (!t) {
-      EXPECT_EQ(std::string(name), "dnup") << t.error().message;
-      continue;
-    }
     const bool reverse = std::string(name) == "dnup";
+    const Options& o = reverse ? from_leaves : from_core;
+    // Rank: hops from the nearest root.
+    std::vector<NodeIndex> root_nodes;
+    for (Guid g : o.roots) root_nodes.push_back(*f.find(g));
+    auto rank = hops_from(f, root_nodes);
+    auto up = [&](NodeIndex a, NodeIndex b) {
+      return rank[b] < rank[a] || (rank[b] == rank[a] && f.node(b).guid < f.node(a).guid);
+    };
+    auto t = (*make_engine(name))->compute(f, o);
+    ASSERT_TRUE(t) << t.error().message;
+    const std::set<uint16_t> turning(t->updown_turning.begin(), t->updown_turning.end());
     size_t walked = 0;
     for (NodeIndex s = 0; s < f.size(); ++s) {
       if (!f.node(s).is_switch()) continue;
       for (const auto& ow : lid_owners(f)) {
+        if (turning.contains(ow.lid.value)) continue;
         NodeIndex cur = s;
         bool turned = false;
         for (int hop = 0; hop < 16; ++hop) {
@@ -227,6 +251,77 @@ TEST(UpDown, RoutesNeverTurnTheWrongWay) {
       }
     }
     EXPECT_GT(walked, 0u);
+  }
+}
+
+// LIDs in the order a directed-route sweep from the first CA meets the ports (breadth
+// first, ports in order), as an SM on a live fabric hands them out: another order than
+// assign_lids' own, so an engine that balances by LID order shows it.
+Fabric with_sweep_lids(Fabric f) {
+  std::set<std::pair<NodeIndex, PortNum>> holds;
+  for (auto np : f.lid_ports()) holds.insert(np);
+  NodeIndex first = 0;
+  while (first < f.size() && f.node(first).is_switch()) ++first;
+  std::vector<char> seen(f.size(), 0);
+  std::deque<NodeIndex> q{first};
+  seen[first] = 1;
+  uint16_t next = 1;
+  while (!q.empty()) {
+    const NodeIndex n = q.front();
+    q.pop_front();
+    for (auto& p : f.node(n).ports) {
+      if (holds.contains({n, p.num})) p.attrs.lid = Lid{next++};
+      if (p.num && p.linked() && !seen[p.peer]) seen[p.peer] = 1, q.push_back(p.peer);
+    }
+  }
+  return f;
+}
+
+// updn and dnup have every shortest path of a fat tree to choose from, as minhop
+// has, and balance as well: their busiest link within 1.15x of minhop's on the same
+// fabric and LIDs, under two LID orders. (Before each switch took its destinations in
+// an order of its own, updn's busiest link on the 6-ary 3-tree was 3.8x minhop's.)
+// The known gaps, held at what they are so that they cannot grow: trees with failed
+// inter-switch links, where the spines that no longer reach every leaf going down are
+// left out of the roots (the turns their pairs would need close a cycle) and their
+// transit is lost, within 2.5x (21.6x with the single root it fell back to before);
+// irregular graphs, where up*down* funnels routes toward the root, within 3.1x of
+// dfsssp's (2.1-3.0x here; the target is 1.5x).
+TEST(UpDown, BalancesTreesAsWellAsMinhop) {
+  const Case trees[] = {
+      {"ft2:leaves=6,spines=3,hosts=3"},
+      {"ft2:leaves=12,spines=6,hosts=6,links=2"},
+      {"ft3:pods=4,leaves=4,aggs=4,hosts=4,cores=4"},  // the 4-ary 3-tree
+      {"ft3:pods=6,leaves=6,aggs=6,hosts=6,cores=6"},  // the 6-ary 3-tree
+      {"ft3:pods=4,leaves=6,aggs=4,hosts=6,cores=2,links=2"},
+      {"ft3:pods=6,leaves=6,aggs=6,hosts=6,cores=6", 0, {"leaf0-0:1", "leaf0-0:2", "leaf3-2:4"}},
+      {"ft2:leaves=6,spines=3,hosts=3", 0, {"leaf1:1", "leaf1:2", "leaf4:3"}},
+      {"ft3:pods=6,leaves=6,aggs=6,hosts=6,cores=6", 6},
+      {"ft3:pods=3,leaves=3,aggs=3,hosts=3,cores=3", 4},
+      {"ft2:leaves=12,spines=6,hosts=6", 4},
+  };
+  for (const Case& c : trees)
+    for (const bool sweep_order : {false, true}) {
+      const Fabric f = sweep_order ? with_sweep_lids(build(c)) : build(c);
+      const std::string what = case_name(c) + (sweep_order ? " (sweep LIDs)" : " (weft LIDs)");
+      const uint64_t minhop = analyze(f, weft::testing::routed(f, "minhop")).max_link_load;
+      ASSERT_GT(minhop, 0u) << what;
+      const double bound = c.fail_links ? 2.5 : 1.15;
+      for (const char* e : {"updn", "dnup"}) {
+        if (c.fail_links && std::string(e) == "dnup") continue;  // may refuse: see above
+        const uint64_t load = analyze(f, weft::testing::routed(f, e)).max_link_load;
+        EXPECT_LE(double(load), bound * double(minhop))
+            << what << ": " << e << "'s busiest link " << load << ", minhop's " << minhop;
+      }
+    }
+  for (const std::string spec :
+       {"random:switches=20,degree=4,hosts=2,seed=5", "random:switches=40,degree=6,hosts=3,seed=2",
+        "dragonfly:groups=5,routers=4,global=1,hosts=2", "torus:dims=4x4x4,hosts=1"}) {
+    const Fabric f = with_lids(spec);
+    const uint64_t dfsssp = analyze(f, weft::testing::routed(f, "dfsssp")).max_link_load;
+    const uint64_t updn = analyze(f, weft::testing::routed(f, "updn")).max_link_load;
+    EXPECT_LE(double(updn), 3.1 * double(dfsssp))
+        << spec << ": updn's busiest link " << updn << ", dfsssp's " << dfsssp;
   }
 }
 
