@@ -18,7 +18,7 @@ const char* trust_name(Trust t) {
   return t == Trust::kDscp ? "dscp" : "pcp";
 }
 const char* tsa_name(Tsa t) {
-  return t == Tsa::kStrict ? "strict" : "ets";
+  return t == Tsa::kStrict ? "strict" : t == Tsa::kVendor ? "vendor" : "ets";
 }
 
 const std::vector<DcqcnKnob>& dcqcn_knobs() {

@@ -166,7 +166,7 @@ void check_host(const RoceProfile& p, const HostConfig& h, std::vector<Finding>&
     const int ctc = tc[p.cnp_prio], rtc = tc[p.roce_prio];
     if (ets[ctc].tsa != Tsa::kStrict)
       o.add(Severity::kError, "cnp", "ets.tc-tsa[" + n2s(ctc) + "]", "strict",
-            "ets/" + n2s(ets[ctc].bw),
+            ets[ctc].tsa == Tsa::kEts ? "ets/" + n2s(ets[ctc].bw) : config::tsa_name(ets[ctc].tsa),
             "CNPs (priority " + n2s(p.cnp_prio) + ") wait behind data in a non-strict TC");
     if (ets[rtc].tsa == Tsa::kEts && ets[rtc].bw == 0)
       o.add(Severity::kError, "ets", "ets.tc-bw[" + n2s(rtc) + "]", "> 0", "0",
@@ -194,9 +194,20 @@ void check_host(const RoceProfile& p, const HostConfig& h, std::vector<Finding>&
             n2s(p.roce_dscp << 2 | (*h.tos & 3)), n2s(*h.tos),
             "rdma_cm connections carry DSCP " + n2s(*h.tos >> 2) + ", not the RoCE DSCP " +
                 n2s(p.roce_dscp));
-    else if ((*h.tos & 3) == 0)
-      o.add(Severity::kWarning, "tos", "rdma_cm.default_roce_tos", n2s(*h.tos | 2), n2s(*h.tos),
-            "ToS is not ECN-capable (ECT bits 0): switches cannot mark, they drop");
+    else if ((*h.tos & 3) == 0) {
+      // 104 or 106 is a choice only for UD: mlx5 hands a connected QP (RC, UC, XRC) just
+      // the DSCP, ToS >> 2 (mlx5_set_path in drivers/infiniband/hw/mlx5/qp.c), and the
+      // NIC sets the ECN field itself when DCQCN is on; a UD address handle (ah.c) takes
+      // the whole byte, ECN bits included.
+      const bool rp_on = h.rp_mask && (*h.rp_mask >> p.roce_prio & 1);
+      o.add(rp_on ? Severity::kInfo : Severity::kWarning, "tos", "rdma_cm.default_roce_tos",
+            n2s(*h.tos | 2), n2s(*h.tos),
+            rp_on ? "ECT bits 0: connected QPs are unaffected (mlx5 gives the QP only the DSCP "
+                    "and the NIC sets ECN), but rdma_cm UD traffic goes Not-ECT, and switches "
+                    "drop it where they would mark"
+                  : "ToS is not ECN-capable (ECT bits 0) and DCQCN is off on the RoCE "
+                    "priority: switches cannot mark, they drop");
+    }
   }
 }
 

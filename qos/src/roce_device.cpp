@@ -161,8 +161,8 @@ Fields flatten(const HostConfig& h) {
     std::string s;
     for (int i = 0; i < 8; ++i) {
       const EtsTc& e = (*h.ets)[i];
-      if (e.tsa == Tsa::kStrict)
-        fmt::format_to(std::back_inserter(s), "{}{}:strict", i ? " " : "", i);
+      if (e.tsa != Tsa::kEts)
+        fmt::format_to(std::back_inserter(s), "{}{}:{}", i ? " " : "", i, config::tsa_name(e.tsa));
       else
         fmt::format_to(std::back_inserter(s), "{}{}:ets/{}", i ? " " : "", i, e.bw);
     }

@@ -13,7 +13,7 @@ using nlohmann::json;
 
 namespace {
 
-const char* const kTsaNames[] = {"ets", "strict"};
+const char* const kTsaNames[] = {"ets", "strict", "vendor"};
 
 std::string on_off_list(uint8_t m) {
   std::string s;
@@ -243,9 +243,9 @@ Result<Parsed<HostConfig>> parse_dcb_script(std::string_view text, const std::st
           if (kw == "tc-tsa") {
             has_ets = true;
             pairs(w, i, 7, [&](int t, const std::string& v) {
-              if (v != "ets" && v != "strict")
-                return err("tc-tsa: \"" + v + "\" is not ets or strict"), false;
-              ets[t].tsa = v == "strict" ? Tsa::kStrict : Tsa::kEts;
+              if (v != "ets" && v != "strict" && v != "vendor")
+                return err("tc-tsa: \"" + v + "\" is not ets, strict or vendor"), false;
+              ets[t].tsa = v == "strict" ? Tsa::kStrict : v == "vendor" ? Tsa::kVendor : Tsa::kEts;
               return true;
             });
           } else if (kw == "tc-bw") {
@@ -270,7 +270,7 @@ Result<Parsed<HostConfig>> parse_dcb_script(std::string_view text, const std::st
           }
         }
         for (auto& e : ets)
-          if (e.tsa == Tsa::kStrict) e.bw = 0;
+          if (e.tsa != Tsa::kEts) e.bw = 0;
         if (has_ets) h.ets = ets;
         if (has_tc) h.prio_tc = tc;
       } else if (obj == "buffer" && cmd == "set" && i < w.size() && w[i] == "prio-buffer") {
@@ -527,11 +527,13 @@ Result<Parsed<HostConfig>> parse_host_snapshot(std::string_view text, const std:
         for (int i = 0; i < 8; ++i) {
           if (tsa[i] == "strict")
             e[i] = {Tsa::kStrict, 0};
+          else if (tsa[i] == "vendor")  // mlx5's start: every TC, until ETS is set
+            e[i] = {Tsa::kVendor, 0};
           else if (tsa[i] == "ets")
             e[i] = {Tsa::kEts, static_cast<int>(bw[i])};
           else
             r.error("dcb.ets.tc_tsa[" + std::to_string(i) + "]",
-                    "\"" + tsa[i] + "\": weft models ets and strict only");
+                    "\"" + tsa[i] + "\": weft models ets, strict and vendor");
         }
         h.ets = e;
       }

@@ -349,6 +349,29 @@ TEST(RoceCheck, EcnOffOnTheHost) {
   EXPECT_EQ(f->observed, "0");
 }
 
+// rdma_cm's ToS 104 (DSCP 26, ECT bits 0) against NVIDIA's 106: mlx5 gives a connected
+// QP only the DSCP and sets the ECN field itself while DCQCN is on, so it is a note;
+// with the reaction point off on the RoCE priority nothing sets ECT, and it warns.
+TEST(RoceCheck, TosWithoutEctIsANoteWhileTheNicMarksItself) {
+  auto tos_findings = [](std::optional<uint8_t> rp) {
+    Planted t;
+    t.host("h1").tos = 104;
+    if (rp) t.host("h1").rp_mask = *rp;
+    std::vector<Finding> out;
+    for (const auto& f : t.run())
+      if (f.check == "tos" && f.device == "h1") out.push_back(f);
+    return out;
+  };
+  const auto on = tos_findings(std::nullopt);
+  ASSERT_EQ(on.size(), 1u) << all(on);
+  EXPECT_EQ(on[0].severity, Severity::kInfo) << all(on);
+  EXPECT_EQ(on[0].expected, "106");
+  EXPECT_NE(on[0].message.find("UD"), std::string::npos) << on[0].message;
+  const auto off = tos_findings(0);
+  ASSERT_EQ(off.size(), 1u) << all(off);
+  EXPECT_EQ(off[0].severity, Severity::kWarning) << all(off);
+}
+
 TEST(RoceCheck, EcnOffOnTheSwitchQueue) {
   Planted t;
   t.port("leaf1", "Ethernet0").wred_ecn[3] = false;
@@ -594,6 +617,20 @@ TEST(RoceObserved, OlderIproute2WithoutApptrust) {
   EXPECT_FALSE(h->config.trust);
   ASSERT_EQ(h->warnings.size(), 1u);
   EXPECT_NE(h->warnings[0].find("apptrust missing"), std::string::npos);
+}
+
+// mlx5 starts every TC with TSA vendor; dcb shows it so, in JSON and in its commands.
+TEST(RoceObserved, VendorTsaIsRead) {
+  auto d = parse_dcb_script(
+      "dcb ets set dev eth0 tc-tsa 0:ets 1:vendor 3:ets 6:strict tc-bw 0:50 3:50\n", "v.sh");
+  ASSERT_TRUE(d) << d.error().message;
+  EXPECT_EQ((*d->config.ets)[1].tsa, config::Tsa::kVendor);
+  EXPECT_EQ((*d->config.ets)[6].tsa, config::Tsa::kStrict);
+  auto bad = parse_dcb_script("dcb ets set dev eth0 tc-tsa 1:cbs\n", "b.sh");
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message.find("b.sh:1: tc-tsa: \"cbs\" is not ets, strict or vendor"),
+            std::string::npos)
+      << bad.error().message;
 }
 
 TEST(RoceObserved, BadHostSnapshotsAreNamedErrors) {

@@ -37,7 +37,9 @@ namespace weft::config {
 
 enum class RoceMode : uint8_t { kLossless, kLossy };
 enum class Trust : uint8_t { kDscp, kPcp };
-enum class Tsa : uint8_t { kEts, kStrict };
+// kVendor: a host NIC's own scheduling (iproute2 dcb prints "vendor"; mlx5 starts every TC
+// so), read from devices, never written by a profile.
+enum class Tsa : uint8_t { kEts, kStrict, kVendor };
 const char* roce_mode_name(RoceMode m);
 const char* trust_name(Trust t);
 const char* tsa_name(Tsa t);
