@@ -82,11 +82,23 @@ sysfs and rdma_cm configfs settings (dcb); for a switch, SONiC config_db JSON
   weft roce render --fabric fabric.yaml --device h1 --format dcb --port eth0)"};
 const Help kDiffHelp{
     "roce diff", "compare what devices hold with what the profile asks",
-    "weft roce diff [--profile P] [--fabric F] --observed FILE|redis://HOST:PORT/4 ... [--json]",
+    "weft roce diff [--profile P] [--fabric F] --observed FILE|redis://HOST:PORT/4 ... "
+    "[--literal] [--verbose] [--json]",
     R"(Reads what devices hold (host snapshots from weft roce collect, dcb scripts,
 SONiC config_db JSON, NVUE commands, or a switch's CONFIG_DB over redis://),
-compares them field by field with what the profile asks, runs the same checks on
-what was read, and warns where applying the profile would flap a link.)",
+compares what traffic meets on them with what the profile asks, runs the same
+checks on what was read, and warns where applying the profile would flap a link.
+
+By effect (the default): for every DSCP (or PCP, under PCP trust) traffic can
+carry, its priority, TC, queue and priority group on each side, and what they mean
+for it: lossless or not, ECN marking, its scheduler (strict, or its share of the
+weights in use), the CNP path. An error is a RoCE or CNP flow treated otherwise
+(lossy, unmarked, starved, scheduled differently), or other traffic made lossy or
+starved, and names the entry that causes it; other traffic treated otherwise is a
+warning. Entries no traffic reaches, and spellings that mean the same (a
+platform's identity TC-to-queue map beside weft's), are info, listed with
+--verbose. --literal compares field by field with what weft would render
+instead.)",
     R"(Examples:
   weft roce diff --fabric fabric.yaml --observed h1.json leaf1-config_db.json
   weft roce diff --fabric fabric.yaml --device leaf1 --observed redis://10.0.0.1:6379/4)"};
@@ -299,7 +311,9 @@ po::options_description diff_options() {
   o.add_options()(
       "observed", po::value<std::vector<std::string>>()->multitoken(),
       "observed configurations: host snapshots, dcb scripts, config_db JSON, NVUE, redis:// URLs")(
-      "device", po::value<std::string>(), "device name for a file that does not carry one");
+      "device", po::value<std::string>(), "device name for a file that does not carry one")(
+      "literal", "compare field by field with what weft renders, not by effect")(
+      "verbose", "also list the entries that differ without changing any treatment");
   return o;
 }
 
@@ -319,10 +333,24 @@ int cmd_diff(int argc, char** argv) {
     for (const auto& w : ob->warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
     seen.push_back(std::move(*ob));
   }
-  auto d = diff_observed(in->profile, f, seen);
-  return report(std::move(d.findings), vm.count("json"),
-                std::to_string(d.hosts) + " host ports, " + std::to_string(d.switches) +
-                    " switches observed");
+  auto d = diff_observed(in->profile, f, seen,
+                         vm.count("literal") ? DiffMode::kLiteral : DiffMode::kEffect);
+  std::string summary =
+      std::to_string(d.hosts) + " host ports, " + std::to_string(d.switches) + " switches observed";
+  if (!d.unreached.empty() && !vm.count("verbose"))
+    summary += " (" + std::to_string(d.unreached.size()) +
+               " entries differ without changing any treatment: --verbose lists them)";
+  if (vm.count("verbose")) {
+    sort_findings(d.unreached);
+    if (!vm.count("json")) {
+      std::cout << "Entries that differ without changing any treatment:\n";
+      for (const auto& x : d.unreached) std::cout << "  " << to_text(x) << "\n";
+      if (d.unreached.empty()) std::cout << "  none\n";
+    } else {
+      d.findings.insert(d.findings.end(), d.unreached.begin(), d.unreached.end());
+    }
+  }
+  return report(std::move(d.findings), vm.count("json"), summary);
 }
 
 // Runs argv (no shell) and returns its standard output, or an error with its stderr.

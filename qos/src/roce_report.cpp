@@ -53,10 +53,21 @@ Result<Observed> parse_observed(std::string_view text, const std::string& source
 }
 
 DiffReport diff_observed(const RoceProfile& profile, const RoceFabric* f,
-                         const std::vector<Observed>& observed) {
+                         const std::vector<Observed>& observed, DiffMode mode) {
   DiffReport r;
   FabricView seen;
   std::vector<Finding>& findings = r.findings;
+  std::vector<Finding> diffs;  // the device diffs, before the checks run
+  auto take = [&](const auto& want, const auto& have) {
+    if (mode == DiffMode::kLiteral) {
+      auto df = diff(want, have);
+      diffs.insert(diffs.end(), df.begin(), df.end());
+      return;
+    }
+    auto e = diff_effect(profile, want, have);
+    diffs.insert(diffs.end(), e.findings.begin(), e.findings.end());
+    r.unreached.insert(r.unreached.end(), e.unreached.begin(), e.unreached.end());
+  };
   for (const Observed& ob : observed) {
     const std::string name = ob.host ? ob.host->device : ob.sw->device;
     const int d = f ? f->device(name) : -1;
@@ -69,8 +80,7 @@ DiffReport diff_observed(const RoceProfile& profile, const RoceFabric* f,
       HostConfig want =
           p >= 0 ? intend_host(profile, f, d, p) : intend_host(profile, h.device, h.port);
       if (p < 0) want.pfc_delay = h.pfc_delay;  // the cable is known only from a fabric
-      auto df = diff(want, h);
-      findings.insert(findings.end(), df.begin(), df.end());
+      take(want, h);
       if (h.pfc_mask && want.pfc_mask && *h.pfc_mask != *want.pfc_mask)
         findings.push_back(Finding{
             h.device, h.port, "pfc.prio-pfc", "", "", Severity::kWarning, "apply",
@@ -97,12 +107,23 @@ DiffReport diff_observed(const RoceProfile& profile, const RoceFabric* f,
           if (have) p.speed_mbps = have->speed_mbps, p.cable_m = have->cable_m;
         }
       }
-      auto df = diff(want, s);
-      findings.insert(findings.end(), df.begin(), df.end());
+      take(want, s);
       seen.switches.push_back(s);
     }
   }
   auto more = check(profile, f, seen);
+  if (mode == DiffMode::kEffect) {
+    // The checks' literal mapping notes are the effect's to make; a fault a check names
+    // (same device, port and field) is not named twice.
+    std::erase_if(more, [](const Finding& x) { return x.check == "mapping"; });
+    std::erase_if(diffs, [&](const Finding& d) {
+      return std::any_of(more.begin(), more.end(), [&](const Finding& c) {
+        return c.device == d.device && c.port == d.port && c.field == d.field &&
+               c.severity <= d.severity;
+      });
+    });
+  }
+  findings.insert(findings.end(), diffs.begin(), diffs.end());
   findings.insert(findings.end(), more.begin(), more.end());
   r.hosts = seen.hosts.size();
   r.switches = seen.switches.size();

@@ -743,6 +743,13 @@ void post_roce(Ctx& c, bool diff) {
     return c.fail({422, "missing_field", "\"fabric\" (a RoCE fabric YAML text) is required"});
   }
   std::vector<qos::roce::Observed> seen;
+  auto mode = qos::roce::DiffMode::kEffect;
+  if (diff && b->contains("mode")) {
+    const auto& m = (*b)["mode"];
+    if (!m.is_string() || (m != "effect" && m != "literal"))
+      return c.fail({422, "bad_value", "\"mode\" is \"effect\" (the default) or \"literal\""});
+    if (m == "literal") mode = qos::roce::DiffMode::kLiteral;
+  }
   if (diff) {
     if (!b->contains("observed") || !(*b)["observed"].is_array() || (*b)["observed"].empty())
       return c.fail({422, "missing_field",
@@ -761,13 +768,18 @@ void post_roce(Ctx& c, bool diff) {
     }
   }
   accepted_job(c, c.jobs.submit(diff ? "roce-diff" : "roce-check",
-                                [profile, fab, seen, diff]() -> Result<json> {
+                                [profile, fab, seen, diff, mode]() -> Result<json> {
                                   std::vector<qos::roce::Finding> f;
                                   json j;
                                   if (diff) {
-                                    auto d = qos::roce::diff_observed(profile,
-                                                                      fab ? &*fab : nullptr, seen);
+                                    auto d = qos::roce::diff_observed(
+                                        profile, fab ? &*fab : nullptr, seen, mode);
                                     f = std::move(d.findings);
+                                    qos::roce::sort_findings(d.unreached);
+                                    json un = json::array();
+                                    for (const auto& x : d.unreached)
+                                      un.push_back(qos::roce::finding_json(x));
+                                    j["unreached"] = std::move(un);
                                     j["hosts"] = d.hosts;
                                     j["switches"] = d.switches;
                                   } else {

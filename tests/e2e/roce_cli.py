@@ -157,7 +157,7 @@ links: [[s0:p1, s1:p2], [s1:p1, s2:p2], [s2:p1, s3:p2], [s3:p1, s0:p2],
     out = check("diff planted switch mistakes", W,
                 ["roce", "diff", "--observed", "leaf1-bad.json", "--device", "leaf1", "--json"] + F, w, 1,
                 json_check=lambda fs: all(has_finding(*x)(fs) for x in (
-                    ("leaf1", "Ethernet0", "pfc_enable", "diff"),
+                    ("leaf1", "Ethernet0", "pfc_enable", "pfc"),
                     ("leaf1", "Ethernet0", "pfc", "pfc"),  # across the link to h1
                     ("leaf1", "Ethernet48", "queue[3].wred", "ecn"),
                     ("leaf1", "Ethernet48", "cable_length", "headroom"))))
@@ -210,14 +210,18 @@ links: [[s0:p1, s1:p2], [s1:p1, s2:p2], [s2:p1, s3:p2], [s3:p1, s0:p2],
           json_check=lambda fs: all(has_finding(*x)(fs) for x in (
               ("h1", "eth0", "trust", "trust"), ("h1", "eth0", "pfc.prio-pfc", "pfc"),
               ("h1", "eth0", "ecn.roce_np.enable[3]", "ecn"), ("h1", "eth0", "ets.tc-bw", "ets"),
-              ("h1", "eth0", "mtu", "diff"))) and
+              ("h1", "eth0", "mtu", "diff", "warning"))) and
           has_finding("h1", "eth0", "pfc.prio-pfc", "apply", "warning")(fs))
+    check("the literal diff of the same", W, ["roce", "diff", "--literal", "--observed", "h1-bad.json", "--json"] + F,
+          w, 1, json_check=lambda fs: has_finding("h1", "eth0", "mtu", "diff")(fs) and
+          has_finding("h1", "eth0", "ets.tc-tsa/tc-bw", "diff")(fs))
     old = json.load(open(os.path.join(w, "h1-snap.json")))
     del old["dcb"]["apptrust"]
     old["dcb"]["app"]["dscp_prio"] = [[26, 3, " "], [48, 6, " "]]
     write(os.path.join(w, "h1-old.json"), json.dumps(old))
-    check("older iproute2 output", W, ["roce", "diff", "--observed", "h1-old.json"] + F, w, 0,
-          r"(?=.*dcb\.apptrust missing)(?=.*warning \[diff\] h1 eth0: apptrust\.order: expected dscp)")
+    check("older iproute2 output", W, ["roce", "diff", "--observed", "h1-old.json", "--verbose"] + F, w, 0,
+          r"(?s)(?=.*dcb\.apptrust missing)(?=.*info \[spelling\] h1 eth0: apptrust\.order: expected dscp, "
+          r"observed - \(not reported by the device)")
 
     # ---- apply to a real redis-server (SONiC's CONFIG_DB is database 4) ----
     port = free_port()
@@ -251,7 +255,7 @@ links: [[s0:p1, s1:p2], [s1:p1, s2:p2], [s2:p1, s3:p2], [s3:p1, s0:p2],
         check("diff against CONFIG_DB is empty", W, ["roce", "diff", "--observed", url] + F, w, 0, r": 0 errors, 0 warnings")
         redis_cli(port, "HSET", "PORT_QOS_MAP|Ethernet48", "pfc_enable", "3,4")
         check("a hand edit shows in the next diff", W, ["roce", "diff", "--observed", url, "--json"] + F, w, 1,
-              json_check=has_finding("leaf1", "Ethernet48", "pfc_enable", "diff"))
+              json_check=has_finding("leaf1", "Ethernet48", "pfc_enable", "pfc"))
         check("apply to a closed port", W, ["roce", "apply", "--device", "leaf1", "--sonic",
                                             "redis://127.0.0.1:%d/4" % free_port()] + F, w, 1, r"Connection refused")
     finally:

@@ -3,12 +3,15 @@
 // authentication and roles, errors, and a fuzz of the mutating routes.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <random>
 #include <set>
+#include <thread>
 
 #include "../fuzz.hpp"
 #include "rest_fixture.hpp"
 #include "weft/rest/hostlist.hpp"
+#include "weft/text_file.hpp"
 
 using namespace weft;
 using namespace weft::testing;
@@ -689,6 +692,37 @@ TEST(Fuzz, MutatingRoutesNeverBreak) {
   ASSERT_TRUE(reread) << reread.error().message;
   EXPECT_EQ(reread->partitions(), rig.backend->store().partitions());
   rig.sweep();
+}
+
+// POST /roce/diff judges by effect unless asked for "mode": "literal": SONiC's stock
+// identity maps with NVIDIA's reference values are no error, only info ("unreached").
+TEST(NativeApi, RoceDiffIsByEffectUnlessLiteralIsAsked) {
+  RestRig rig;
+  auto text = read_text_file(std::string(WEFT_TEST_DATA) + "/roce_stock/sonic_plain.json");
+  ASSERT_TRUE(text);
+  auto run = [&](const nlohmann::json& body) {
+    auto r = rig.op("POST", "/api/v1/roce/diff", body.dump());
+    EXPECT_EQ(r.status, 202) << r.body;
+    const std::string where = RestRig::json_of(r).value("location", "");
+    nlohmann::json st;
+    for (int i = 0; i < 500; ++i) {
+      st = RestRig::json_of(rig.mon("GET", where));
+      if (st.value("state", "") == "done" || st.value("state", "") == "failed") break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    EXPECT_EQ(st.value("state", ""), "done") << st.dump();
+    return st.contains("result") ? st["result"] : nlohmann::json::object();
+  };
+  nlohmann::json body = {{"observed", {{{"name", "leaf7.json"}, {"text", *text}}}}};
+  const auto effect = run(body);
+  EXPECT_EQ(effect.value("errors", -1), 0) << effect.dump();
+  ASSERT_TRUE(effect.contains("unreached"));
+  EXPECT_GT(effect["unreached"].size(), 0u);
+  body["mode"] = "literal";
+  const auto literal = run(body);
+  EXPECT_GT(literal.value("errors", 0), 0) << literal.dump();
+  body["mode"] = "fuzzy";
+  EXPECT_EQ(rig.op("POST", "/api/v1/roce/diff", body.dump()).status, 422);
 }
 
 // Answers come from a cache while the snapshot and partitions stay the same objects;

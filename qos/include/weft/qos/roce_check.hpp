@@ -56,8 +56,26 @@ std::vector<Finding> check_profile(const RoceProfile& p);
 // route turn is up*/down* for some orientation; otherwise searched exactly.
 std::vector<Finding> check_buffer_dependencies(const RoceProfile& p, const RoceFabric& f);
 
-// Field by field: what `have` holds against `want`.
+// Field by field: what `have` holds against `want` (weft roce diff --literal: "is it
+// byte for byte what weft renders").
 std::vector<Finding> diff(const HostConfig& want, const HostConfig& have);
 std::vector<Finding> diff(const SwitchConfig& want, const SwitchConfig& have);
+
+// By effect (roce_effect.cpp): for every value traffic can carry (each DSCP under DSCP
+// trust, each PCP under PCP trust), the treatment it meets on each side: lossless or
+// not (PFC on its priority; on a switch, a headroom-backed PG and a PFC that pauses its
+// queue), ECN (the queue's WRED marking; the host's notification and reaction points),
+// and its scheduler (strict, or its share of the weights among the TCs or queues in
+// use). The RoCE value or the CNP path treated differently, or another value made
+// lossy or starved, is an error naming the first entry on the observed path that
+// differs (or the entry that decides); other values treated differently, a warning per
+// field; MTU and RoCE mode differences errors, DCQCN knobs and speed warnings. Table
+// entries that differ without changing any value's treatment (no traffic reaches them,
+// or they mean the same) are `unreached`, info.
+struct EffectDiff {
+  std::vector<Finding> findings, unreached;
+};
+EffectDiff diff_effect(const RoceProfile& p, const HostConfig& want, const HostConfig& have);
+EffectDiff diff_effect(const RoceProfile& p, const SwitchConfig& want, const SwitchConfig& have);
 
 }  // namespace weft::qos::roce

@@ -36,10 +36,16 @@ struct Observed {
 
 struct DiffReport {
   std::vector<Finding> findings;
+  // By effect: entries that differ but change no value's treatment (info; --verbose).
+  std::vector<Finding> unreached;
   size_t hosts = 0, switches = 0;  // host ports and switches observed
 };
+// kEffect (the default): diff_effect, the checks on what devices hold (their
+// literal "mapping" notes left to the effect's own, and a fault the checks already
+// name not named twice). kLiteral: diff(), field by field, and every check.
+enum class DiffMode : uint8_t { kEffect, kLiteral };
 DiffReport diff_observed(const RoceProfile& p, const RoceFabric* f,
-                         const std::vector<Observed>& seen);
+                         const std::vector<Observed>& seen, DiffMode mode = DiffMode::kEffect);
 
 nlohmann::json finding_json(const Finding& f);
 // Findings sorted for reading: by severity, device, port.
