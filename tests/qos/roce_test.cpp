@@ -8,6 +8,7 @@
 #include "weft/config/roce_profile.hpp"
 #include "weft/qos/roce_check.hpp"
 #include "weft/qos/roce_formats.hpp"
+#include "weft/qos/roce_report.hpp"
 #include "weft/simulator/generators.hpp"
 #include "weft/text_file.hpp"
 
@@ -758,9 +759,18 @@ TEST(RoceFuzz, ReadersSurviveMutations) {
   size_t ok = 0, rejected = 0;
   for (int i = 0; i < 1500; ++i) {
     auto count = [&](bool good) { ++(good ? ok : rejected); };
-    count(parse_host_snapshot(testing::mutate(host, alphabet, rng), "h").has_value());
-    count(parse_sonic(testing::mutate(sonic, alphabet, rng), "s", "sw").has_value());
-    count(parse_nvue(testing::mutate(nvue, alphabet, rng), "n", "sw").has_value());
+    // What reads is diffed too, both ways: any table a device may hold, never a crash.
+    auto diffed = [&](std::string text, const char* name) {
+      auto ob = parse_observed(text, name, "sw");
+      if (ob) {
+        (void)diff_observed(p, nullptr, {*ob});
+        (void)diff_observed(p, nullptr, {*ob}, DiffMode::kLiteral);
+      }
+      return ob.has_value();
+    };
+    count(diffed(testing::mutate(host, alphabet, rng), "h.json"));
+    count(diffed(testing::mutate(sonic, alphabet, rng), "s.json"));
+    count(diffed(testing::mutate(nvue, alphabet, rng), "n.nvue"));
     count(parse_dcb_script(testing::mutate(dcb, alphabet, rng), "d").has_value());
     count(config::parse_roce_profile(testing::mutate(prof, alphabet, rng), "p").has_value());
     count(
