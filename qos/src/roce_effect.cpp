@@ -277,8 +277,9 @@ struct Differ {
       for (size_t a = 0; a < values.size();) {
         size_t b = a;
         while (b + 1 < values.size() && values[b + 1] == values[b] + 1) ++b;
-        list += (list.empty() ? "" : ",") + n2s(values[a]) +
-                (b > a ? "-" + n2s(values[b]) : std::string());
+        if (!list.empty()) list += ',';
+        list += n2s(values[a]);
+        if (b > a) list.append(1, '-').append(n2s(values[b]));
         a = b + 1;
       }
       out.push_back(Finding{device, port, field, want, have,
