@@ -86,6 +86,8 @@ def main():
     ap.add_argument("--runs", type=int, default=3, help="runs of each fast engine (dfsssp runs once)")
     ap.add_argument("--no-dfsssp", action="store_true", help="skip dfsssp (about a minute)")
     ap.add_argument("--opensm", action="store_true", help="also time OpenSM's minhop on ibsim (minutes)")
+    ap.add_argument("--no-grade", action="store_true",
+                    help="skip grading minhop's and updn's tables (eBB, busiest link; ~2 min each)")
     ap.add_argument("--scratch", default=os.path.join(tempfile.gettempdir(), "weft-bench-scale"))
     a = ap.parse_args()
     os.makedirs(a.scratch, exist_ok=True)
@@ -119,6 +121,23 @@ def main():
         slowest = max(compute["minhop"])
         print("minhop: OpenSM %.1f s, weft %.2f s (slowest compute): weft %.0f times faster" % (osm, slowest,
                                                                                              osm / slowest))
+    if not a.no_grade:
+        # The up/down engine has every shortest path of the tree to choose from, as minhop
+        # has: its tables graded beside minhop's (weft route's analyzer, 100 bisections).
+        print("\n| engine | eBB | busiest link | mean link load |")
+        print("|---|---|---|---|")
+        graded = {}
+        for engine in ("minhop", "updn"):
+            p = subprocess.run([a.weft, "route", "--topology", topo, "--engine", engine, "--json"],
+                               capture_output=True, text=True, timeout=3600)
+            row = json.loads(p.stdout)[0]
+            graded[engine] = row
+            print("| %s | %.4f | %d | %.1f |" % (engine, row["ebb"], row["max_link_load"], row["mean_link_load"]))
+            sys.stdout.flush()
+        m, u = graded["minhop"], graded["updn"]
+        print("\nupdn: eBB %.4f against minhop's %.4f, target >= minhop's: %s; busiest link %.2fx minhop's" % (
+            u["ebb"], m["ebb"], "met" if u["ebb"] >= m["ebb"] else "NOT met",
+            u["max_link_load"] / max(1, m["max_link_load"])))
     if "dfsssp" in phases:
         print("\ndfsssp's phases (weft route --progress):")
         for line in phases["dfsssp"]:
