@@ -256,16 +256,17 @@ struct Differ {
         f.expected += "; " + x.want->text;
         f.observed += "; " + x.have->text;
       }
-      const std::string pfc = std::string(x.check) == "pfc" ? "pfc" : "";
-      const std::string what = !pfc.empty() ? (x.have->text == "lossless" ? "lossless where the "
-                                                                            "profile is lossy"
-                                                                          : "lossy")
-                               : std::string(x.check) == "ets" ? "scheduled differently"
-                               : x.have->text.starts_with("drops") ||
-                                       x.have->text.starts_with("no ECN") || x.have->text == "off"
-                                   ? "unmarked"
-                                   : "marked differently";
-      f.message += std::string(f.message.ends_with(": ") ? "" : ", ") + what;
+      const std::string check = x.check;
+      const char* meaning = check == "pfc"   ? (x.have->text == "lossless" ? "lossless where "
+                                                                             "the profile is lossy"
+                                                                           : "lossy")
+                            : check == "ets" ? "scheduled differently"
+                            : x.have->text.starts_with("drops") ||
+                                    x.have->text.starts_with("no ECN") || x.have->text == "off"
+                                ? "unmarked"
+                                : "marked differently";
+      if (!f.message.ends_with(": ")) f.message += ", ";
+      f.message += meaning;
     }
     for (auto& [field, f] : by_field) out.push_back(std::move(f));
   }
