@@ -117,14 +117,8 @@ Routed MinHopEngine::compute(const Fabric& f, const Options& o) const {
     // Targets in an order of this switch's own: neighbours that take the same order
     // would pile their choices onto the same next switches (the per-port-counter
     // collapse of upper tree levels); independent orders spread them.
-    // The order: a Fisher-Yates shuffle seeded by this switch.
-    std::vector<uint32_t> order(ns);
-    for (uint32_t t = 0; t < ns; ++t) order[t] = t;
-    uint64_t state = mix64(s + 1);
-    for (size_t i = ns - 1; i > 0; --i) {
-      state = mix64(state + SplitMix64::kGolden);
-      std::swap(order[i], order[state % (i + 1)]);
-    }
+    // The order: a shuffle seeded by this switch.
+    const std::vector<uint32_t> order = shuffled_order(uint32_t(ns), s + 1);
     // Candidates toward every target at once, link by link (contiguous distance rows):
     // bit k of next[t] says link k is one hop nearer to t.
     // Eight links at a time, sixteen targets at a time: a byte per target gathers the

@@ -124,17 +124,6 @@ Routed UpDownEngine::compute(const Fabric& f, const Options& o) const {
     });
   }
 
-  // Every group's LIDs in one array, group g's at [lid_begin[g], lid_begin[g + 1]), for
-  // the switches that take the groups in orders of their own.
-  std::vector<std::pair<uint16_t, PortNum>> lid_at;
-  std::vector<uint32_t> lid_begin{0};
-  for (const Group& g : groups) {
-    lid_at.insert(lid_at.end(), g.lids.begin(), g.lids.end());
-    lid_begin.push_back(static_cast<uint32_t>(lid_at.size()));
-  }
-  std::vector<uint32_t> group_t(groups.size());
-  for (size_t g = 0; g < groups.size(); ++g) group_t[g] = groups[g].t;
-
   std::vector<uint32_t> height;  // per node, of the last route()'s order
   // Per switch, of the last route(): destination switches with CAs (of its part) it
   // does not reach going only down. A root with none is a whole one.
@@ -250,14 +239,8 @@ Routed UpDownEngine::compute(const Fabric& f, const Options& o) const {
         // Destinations in an order of this switch's own, as minhop takes them:
         // neighbours that took the same order would pile their choices onto the same
         // next switches (an upper tree level's busiest link grows several times);
-        // independent orders spread them. A Fisher-Yates shuffle seeded by the switch.
-        std::vector<uint32_t> order(gn);
-        for (uint32_t k = 0; k < gn; ++k) order[k] = k;
-        uint64_t state = mix64(s + 1 + g0);
-        for (size_t i = gn - 1; i > 0; --i) {
-          state = mix64(state + SplitMix64::kGolden);
-          std::swap(order[i], order[state % (i + 1)]);
-        }
+        // independent orders spread them. A shuffle seeded by the switch (and span).
+        const std::vector<uint32_t> order = shuffled_order(uint32_t(gn), s + 1 + g0);
         // The legal hops toward every group at once, link by link, each link's
         // neighbour row read straight through (in the shuffled order below, each
         // neighbour's row would be read at random, once per switch that has it): bit j
@@ -310,9 +293,10 @@ Routed UpDownEngine::compute(const Fabric& f, const Options& o) const {
             }
         }
         for (const uint32_t k : order) {
-          const uint32_t t = group_t[g0 + k];
-          const auto* const lids = &lid_at[lid_begin[g0 + k]];
-          const size_t nl = lid_begin[g0 + k + 1] - lid_begin[g0 + k];
+          const Group& grp = groups[g0 + k];
+          const uint32_t t = grp.t;
+          const auto* const lids = grp.lids.data();
+          const size_t nl = grp.lids.size();
           if (s == t) {
             for (size_t i = 0; i < nl; ++i) row[lids[i].first] = lids[i].second;
             continue;

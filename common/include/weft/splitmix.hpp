@@ -8,6 +8,8 @@
 #pragma once
 
 #include <cstdint>
+#include <utility>
+#include <vector>
 
 namespace weft {
 
@@ -27,5 +29,18 @@ class SplitMix64 {
  private:
   uint64_t state_;
 };
+
+// 0 .. n-1 in an order a seed fixes: a Fisher-Yates shuffle driven by mix64 from
+// mix64(seed). The routing engines give each switch one of its own.
+inline std::vector<uint32_t> shuffled_order(uint32_t n, uint64_t seed) {
+  std::vector<uint32_t> order(n);
+  for (uint32_t i = 0; i < n; ++i) order[i] = i;
+  uint64_t state = mix64(seed);
+  for (uint32_t i = n; i-- > 1;) {
+    state = mix64(state + SplitMix64::kGolden);
+    std::swap(order[i], order[state % (i + 1)]);
+  }
+  return order;
+}
 
 }  // namespace weft
