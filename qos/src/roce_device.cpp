@@ -149,6 +149,10 @@ RoceFabric roce_fabric_from_topology(const fabric::Fabric& t, uint64_t speed_mbp
   return f;
 }
 
+std::string dcqcn_field(const config::DcqcnKnob& k) {
+  return std::string(k.rp ? "ecn.roce_rp." : "ecn.roce_np.") + k.name;
+}
+
 Fields flatten(const HostConfig& h) {
   Fields f;
   auto add = [&](std::string k, std::string v) { f.emplace_back(std::move(k), std::move(v)); };
@@ -175,7 +179,7 @@ Fields flatten(const HostConfig& h) {
   if (h.cnp_prio) add("ecn.roce_np.cnp_802p_prio", std::to_string(*h.cnp_prio));
   for (const auto& k : config::dcqcn_knobs())
     if (auto it = h.dcqcn.find(k.name); it != h.dcqcn.end())
-      add(std::string(k.rp ? "ecn.roce_rp." : "ecn.roce_np.") + k.name, std::to_string(it->second));
+      add(dcqcn_field(k), std::to_string(it->second));
   if (h.tos) add("rdma_cm.default_roce_tos", std::to_string(*h.tos));
   if (h.roce_mode) add("rdma_cm.default_roce_mode", *h.roce_mode == 2 ? "RoCE v2" : "IB/RoCE v1");
   if (h.mtu) add("mtu", std::to_string(*h.mtu));

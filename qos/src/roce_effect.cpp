@@ -318,16 +318,14 @@ void sort_literal(bool host, std::vector<Finding>& literal, const std::vector<Fi
       out.push_back(std::move(l));
       continue;
     }
-    if (k == "speed" || k.starts_with("ecn.roce_rp.") ||
-        (k.starts_with("ecn.roce_np.") && !k.starts_with("ecn.roce_np.enable") &&
-         k != "ecn.roce_np.cnp_dscp" && k != "ecn.roce_np.cnp_802p_prio")) {
-      if (k != "ecn.roce_rp.enable" && !l.expected.empty() && !l.observed.empty()) {
-        l.severity = Severity::kWarning;
-        l.message = k == "speed" ? "the port runs at another speed than the fabric says"
-                                 : "DCQCN is tuned otherwise";
-        out.push_back(std::move(l));
-        continue;
-      }
+    const bool knob = std::ranges::any_of(
+        config::dcqcn_knobs(), [&](const config::DcqcnKnob& d) { return dcqcn_field(d) == k; });
+    if ((k == "speed" || knob) && !l.expected.empty() && !l.observed.empty()) {
+      l.severity = Severity::kWarning;
+      l.message = k == "speed" ? "the port runs at another speed than the fabric says"
+                               : "DCQCN is tuned otherwise";
+      out.push_back(std::move(l));
+      continue;
     }
     if (k == "port") {  // a port the device does not configure, or one not in the fabric
       out.push_back(std::move(l));

@@ -121,5 +121,8 @@ RoceFabric roce_fabric_from_topology(const fabric::Fabric& t, uint64_t speed_mbp
 using Fields = std::vector<std::pair<std::string, std::string>>;
 Fields flatten(const HostConfig& h);
 Fields flatten(const SwitchPort& p);
+// The field a DCQCN knob is flattened to: ecn.roce_rp.<knob> (reaction point) or
+// ecn.roce_np.<knob> (notification point).
+std::string dcqcn_field(const config::DcqcnKnob& k);
 
 }  // namespace weft::qos::roce
