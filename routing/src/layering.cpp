@@ -1,0 +1,451 @@
+#include "layering.hpp"
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <numeric>
+#include <optional>
+#include <string>
+#include <unordered_set>
+
+#include "parallel.hpp"
+
+namespace weft::routing::detail {
+
+using fabric::Fabric;
+using fabric::NodeIndex;
+
+namespace {
+
+// One layer's channel dependency graph, kept acyclic under edge insertions with a
+// topological order maintained incrementally (Pearce and Kelly): an edge that
+// agrees with the order costs nothing; one that does not searches only the
+// channels between its ends in the order, and either finds a cycle (refused) or
+// reorders them.
+class Layer {
+ public:
+  // `order`: an initial order, as near to topological for the edges to come as can be.
+  // `port`: each channel's port number, so that "a leads to b" is one bit of a's mask.
+  Layer(const std::vector<uint32_t>& order, const std::vector<PortNum>& port)
+      : out_(order.size()),
+        in_(order.size()),
+        at_(order.size()),
+        port_(&port),
+        bits_(order.size(), std::array<uint64_t, 4>{}) {
+    for (size_t c = 0; c < order.size(); ++c) at_[c].ord = order[c];
+  }
+
+  bool has(uint32_t a, uint32_t b) const {
+    const PortNum q = (*port_)[b];
+    return bits_[a][q >> 6] >> (q & 63) & 1;
+  }
+
+  // Adds a -> b unless it closes a cycle. The layer only grows, so an edge that closed
+  // a cycle once always will: it is remembered and refused at once.
+  bool add(uint32_t a, uint32_t b, size_t limit) {
+    if (a == b) return false;
+    if (has(a, b)) return true;
+    const uint64_t key = uint64_t(a) << 32 | b;
+    if (refused_.contains(key)) return false;
+    if (at_[a].ord > at_[b].ord) {
+      const uint32_t lo = at_[b].ord, hi = at_[a].ord;
+      ++stamp_;
+      fwd_.clear();
+      stack_.assign(1, b);
+      at_[b].mark = stamp_;
+      while (!stack_.empty()) {  // forward from b, among channels ordered up to a
+        const uint32_t v = stack_.back();
+        stack_.pop_back();
+        fwd_.push_back(v);
+        // A search past `limit` is abandoned and the edge refused, though it may not close
+        // a cycle: refusing is always safe (the path tries another layer), and it bounds
+        // the time on large fabrics. Only edges that do close one are remembered.
+        if (fwd_.size() > limit) return false;
+        for (uint32_t w : out_[v]) {
+          if (w == a) {  // b reaches a: a -> b would close a cycle
+            refused_.insert(key);
+            return false;
+          }
+          if (at_[w].mark != stamp_ && at_[w].ord < hi) at_[w].mark = stamp_, stack_.push_back(w);
+        }
+      }
+      bwd_.clear();
+      stack_.assign(1, a);
+      ++stamp_;
+      at_[a].mark = stamp_;
+      while (!stack_.empty()) {  // backward from a, among channels ordered from b
+        const uint32_t v = stack_.back();
+        stack_.pop_back();
+        bwd_.push_back(v);
+        if (bwd_.size() > limit) return false;  // as above: too large to reorder, refused
+        for (uint32_t w : in_[v])
+          if (at_[w].mark != stamp_ && at_[w].ord > lo) at_[w].mark = stamp_, stack_.push_back(w);
+      }
+      // Reorder: what reaches a first, then what b reaches, in the slots they held.
+      auto by_ord = [&](uint32_t x, uint32_t y) { return at_[x].ord < at_[y].ord; };
+      std::sort(fwd_.begin(), fwd_.end(), by_ord);
+      std::sort(bwd_.begin(), bwd_.end(), by_ord);
+      slots_.clear();
+      for (uint32_t v : bwd_) slots_.push_back(at_[v].ord);
+      for (uint32_t v : fwd_) slots_.push_back(at_[v].ord);
+      std::sort(slots_.begin(), slots_.end());
+      size_t i = 0;
+      for (uint32_t v : bwd_) at_[v].ord = slots_[i++];
+      for (uint32_t v : fwd_) at_[v].ord = slots_[i++];
+    }
+    out_[a].push_back(b);
+    in_[b].push_back(a);
+    const PortNum q = (*port_)[b];
+    bits_[a][q >> 6] |= uint64_t(1) << (q & 63);
+    return true;
+  }
+
+  // Removes a -> b, added last from a and last into b (an undo).
+  void undo(uint32_t a, uint32_t b) {
+    out_[a].pop_back();
+    in_[b].pop_back();
+    const PortNum q = (*port_)[b];
+    bits_[a][q >> 6] &= ~(uint64_t(1) << (q & 63));
+  }
+
+ private:
+  std::vector<std::vector<uint32_t>> out_, in_;
+  // Per channel, side by side (a search reads both for every channel it meets): its
+  // position in a topological order, and the stamp of the search that last marked it.
+  struct Slot {
+    uint32_t ord = 0, mark = 0;
+  };
+  std::vector<Slot> at_;
+  const std::vector<PortNum>* port_;
+  std::vector<std::array<uint64_t, 4>> bits_;  // a -> the next ports it leads to
+  std::unordered_set<uint64_t> refused_;
+  uint32_t stamp_ = 0;
+  std::vector<uint32_t> stack_, fwd_, bwd_, slots_;
+};
+
+}  // namespace
+
+std::expected<Layering, Failure> layer_paths(const Fabric& f, const Switches& sw,
+                                             const std::vector<LidOwner>& owners, Tables& out,
+                                             const Options& o, std::string_view who,
+                                             std::string_view what) {
+  // Channels: directed inter-switch links, numbered by (node, port).
+  const Channels ch = channels(f);
+  const auto& base = ch.base;
+  const auto& isl_peer = ch.isl_peer;
+  const auto& port_of = ch.port;
+  const size_t ns = sw.nodes.size();
+  auto channel = [&](NodeIndex n, uint16_t lid) -> uint32_t {
+    const auto& row = out.lft[n];
+    if (lid >= row.size() || row[lid] == 0 || row[lid] == kDropPort) return ~0u;
+    return ch.isl(n, row[lid]);
+  };
+
+  // The layers' initial order: reverse DFS postorder of all the routes' dependencies,
+  // a topological order but for the edges that close cycles, so that most insertions
+  // agree with it and cost nothing.
+  std::vector<uint32_t> initial(base.back());
+  {
+    // All dependencies, row by row in parallel (each switch owns its channels).
+    std::vector<std::vector<uint32_t>> all(base.back());
+    const auto& owners_all = owners;
+    parallel_for(ns, [&](size_t i) {
+      const NodeIndex n = sw.nodes[i];
+      std::vector<std::array<uint64_t, 4>> mask(base[n + 1] - base[n], std::array<uint64_t, 4>{});
+      for (const LidOwner& ow : owners_all) {
+        const uint32_t a = channel(n, ow.lid.value);
+        if (a == ~0u) continue;
+        const uint32_t b = channel(isl_peer[a], ow.lid.value);
+        if (b == ~0u) continue;
+        const uint32_t q = b - base[isl_peer[a]];
+        mask[a - base[n]][q >> 6] |= uint64_t(1) << (q & 63);
+      }
+      for (uint32_t k = 0; k < mask.size(); ++k)
+        for (unsigned w = 0; w < 4; ++w)
+          for (uint64_t bits = mask[k][w]; bits; bits &= bits - 1)
+            all[base[n] + k].push_back(base[isl_peer[base[n] + k]] + w * 64 +
+                                       static_cast<uint32_t>(__builtin_ctzll(bits)));
+    });
+    std::vector<uint8_t> state(all.size(), 0);
+    std::vector<std::pair<uint32_t, size_t>> stack;
+    auto next = static_cast<uint32_t>(all.size());
+    for (uint32_t s0 = 0; s0 < all.size(); ++s0) {
+      if (state[s0]) continue;
+      stack.assign(1, {s0, 0});
+      state[s0] = 1;
+      while (!stack.empty()) {
+        auto& [v, i] = stack.back();
+        if (i < all[v].size()) {
+          const uint32_t w = all[v][i++];
+          if (!state[w]) state[w] = 1, stack.emplace_back(w, 0);
+        } else {
+          initial[v] = --next;  // finished last = first in the order
+          stack.pop_back();
+        }
+      }
+    }
+  }
+  // Paths one at a time, each into the lowest layer it leaves acyclic; per LID the
+  // longest paths first (they have the most dependencies to fit). A path's layer is
+  // its SL. Paths are walked, not stored, so memory stays at the layers' graphs.
+  std::vector<Layer> layers;
+  out.path_sl.assign(f.size(), {});
+  for (NodeIndex n : sw.nodes) out.path_sl[n].assign(size_t(out.top_lid) + 1, 0);
+  std::vector<std::pair<uint32_t, uint32_t>> deps, added;
+  uint64_t paths = 0, whole = 0;
+  // Searches in a layer's order: short first for single paths (most of which fit where
+  // their routes already are), long before a new layer is opened.
+  // Branches get a shorter search still: a branch refused early is split, not lost
+  // (on the radix-56 tree 192 against 512: 83 s against 111 s, 6 VLs both).
+  constexpr size_t kShortSearch = 512, kLongSearch = 1 << 14, kBranchSearch = 192;
+  // Per phase (whole LIDs, branches, short and long path searches): tries and fits,
+  // for the progress report.
+  struct Tally {
+    uint64_t tries = 0, fits = 0;
+  };
+  Tally whole_t, branch_t, short_t, long_t;
+  Tally* tally = &whole_t;
+  // Adds `deps` to a layer, or nothing when one would close a cycle; `done` records
+  // what was added, for an undo. Touches nothing but the layer and `done`, so two
+  // layers can be tried at once.
+  using Edges = std::vector<std::pair<uint32_t, uint32_t>>;
+  auto undo = [](Layer& layer, const Edges& done) {
+    for (auto it = done.rbegin(); it != done.rend(); ++it) layer.undo(it->first, it->second);
+  };
+  auto try_on = [&](Layer& layer, size_t limit, Edges& done) {
+    done.clear();
+    for (auto [a, b] : deps) {
+      if (layer.has(a, b)) continue;
+      if (!layer.add(a, b, limit)) {
+        undo(layer, done);
+        return false;
+      }
+      done.emplace_back(a, b);
+    }
+    return true;
+  };
+  auto try_layer = [&](Layer& layer, size_t limit) {
+    ++tally->tries;
+    const bool fits = try_on(layer, limit, added);
+    tally->fits += fits;
+    return fits;
+  };
+  using Clock = std::chrono::steady_clock;
+  auto ms = [](Clock::time_point since) {
+    return std::to_string(
+        std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - since).count());
+  };
+  auto counts = [](const Tally& t) {
+    return std::to_string(t.fits) + " of " + std::to_string(t.tries) + " tries fit";
+  };
+  const auto t_whole = Clock::now();
+  std::vector<uint32_t> hops(ns);
+  std::vector<uint32_t> by_len(ns);
+  // LIDs to try whole into layer 0: the CAs' first (they carry the traffic, and on
+  // trees their routes are up*/down*, so they fit together), then the switches'.
+  // Those that do not fit whole are layered path by path afterwards, so that one
+  // LID's awkward routes do not crowd the others out of layer 0.
+  std::vector<uint16_t> order;
+  for (int want_switch = 0; want_switch < 2; ++want_switch)
+    for (const LidOwner& ow : owners)
+      if (f.node(ow.node).is_switch() == bool(want_switch)) order.push_back(ow.lid.value);
+  std::vector<uint16_t> deferred;
+  auto last_report = std::chrono::steady_clock::now();
+  auto report = [&](const char* phase, size_t i, size_t n) {
+    if (!o.progress || std::chrono::steady_clock::now() - last_report < std::chrono::seconds(5))
+      return;
+    last_report = std::chrono::steady_clock::now();
+    o.progress(std::string(who) + ": " + std::string(phase) + ": " + std::to_string(i) + " of " +
+               std::to_string(n) + " LIDs, " + std::to_string(layers.size()) + " VLs so far");
+  };
+  // Appends the dependencies of a route from channel `a` on: each channel and the next.
+  auto route_deps = [&](uint32_t a, uint16_t lid) {
+    for (size_t hop = 0; a != ~0u && hop <= ns; ++hop) {
+      const uint32_t b = channel(isl_peer[a], lid);
+      if (b != ~0u) deps.emplace_back(a, b);
+      a = b;
+    }
+  };
+  // The LIDs' dependencies are gathered a batch at a time, in parallel, a few LIDs per
+  // task: reading one LID down every switch's row misses the cache at each switch,
+  // neighbouring LIDs share the cache lines. Those layer 0 holds already are left out
+  // there (the layer only grows, so they would be skipped anyway), which spares the
+  // single-threaded tries most of their lookups.
+  constexpr size_t kBatch = 1024, kPerTask = 16;
+  std::vector<Edges> batch(kBatch);
+  std::vector<uint8_t> has_deps(kBatch);
+  for (size_t li = 0; li < order.size(); ++li) {
+    report("whole LIDs", li, order.size());
+    if (li % kBatch == 0) {
+      const size_t n = std::min(kBatch, order.size() - li);
+      const Layer* held = layers.empty() ? nullptr : &layers[0];
+      parallel_for((n + kPerTask - 1) / kPerTask,
+                   [&](size_t task) {
+                     const size_t b0 = task * kPerTask, b1 = std::min(n, b0 + kPerTask);
+                     for (size_t b = b0; b < b1; ++b) batch[b].clear(), has_deps[b] = 0;
+                     for (NodeIndex node : sw.nodes)
+                       for (size_t b = b0; b < b1; ++b) {
+                         const uint32_t a = channel(node, order[li + b]);
+                         if (a == ~0u) continue;
+                         const uint32_t c = channel(isl_peer[a], order[li + b]);
+                         if (c == ~0u) continue;
+                         has_deps[b] = 1;
+                         if (!held || !held->has(a, c)) batch[b].emplace_back(a, c);
+                       }
+                   },
+                   1);
+    }
+    // Every switch's first dependency toward the LID, but those layer 0 held before.
+    deps.swap(batch[li % kBatch]);
+    if (!has_deps[li % kBatch]) continue;
+    if (layers.empty()) layers.emplace_back(initial, port_of);
+    if (try_layer(layers[0], kLongSearch))
+      ++whole;  // path_sl stays 0
+    else
+      deferred.push_back(order[li]);
+  }
+  if (o.progress)
+    o.progress("dfsssp: whole LIDs: " + std::to_string(whole) + " on VL 0 in " + ms(t_whole) +
+               " ms; " + std::to_string(deferred.size()) + " deferred");
+  const auto t_rest = Clock::now();
+  // A deferred LID's routes form an in-tree toward it. Before its paths go one by one,
+  // whole branches of the tree are tried on the existing layers (a branch: every
+  // switch whose route passes one switch, with that switch's route on): most fit
+  // where their neighbours' routes already are, and one try places many paths.
+  std::vector<uint32_t> nxt(ns), kid_begin(ns + 1), kids, stack_sub;
+  std::vector<uint8_t> placed(ns);
+  size_t branches = 0;
+  auto branch_deps = [&](uint32_t r, uint16_t lid) {
+    deps.clear();
+    stack_sub.assign(1, r);
+    while (!stack_sub.empty()) {
+      const uint32_t u = stack_sub.back();
+      stack_sub.pop_back();
+      const uint32_t a = channel(sw.nodes[u], lid);
+      const uint32_t b = a == ~0u ? ~0u : channel(isl_peer[a], lid);
+      if (b != ~0u) deps.emplace_back(a, b);
+      for (uint32_t k = kid_begin[u]; k < kid_begin[u + 1]; ++k) stack_sub.push_back(kids[k]);
+    }
+    route_deps(channel(sw.nodes[nxt[r]], lid), lid);  // r's route on, past its first hop
+  };
+  auto mark_branch = [&](uint32_t r, uint16_t lid, uint8_t v) {
+    stack_sub.assign(1, r);
+    while (!stack_sub.empty()) {
+      const uint32_t u = stack_sub.back();
+      stack_sub.pop_back();
+      placed[u] = 1;
+      out.path_sl[sw.nodes[u]][lid] = v;
+      for (uint32_t k = kid_begin[u]; k < kid_begin[u + 1]; ++k) stack_sub.push_back(kids[k]);
+    }
+  };
+  // The lowest layer `deps` fits, or layers.size(). On large fabrics layers are tried
+  // two at a time, on two cores: v and v + 1 both, v + 1's edges taken out again when
+  // v takes them too. Either way both tries run, so the layers end the same on any
+  // machine. (On small ones a try takes less than handing it over.)
+  const bool in_pairs = ns * owners.size() > o.large_fabric;
+  std::optional<Partner> partner;
+  if (in_pairs) partner.emplace(!o.one_core && std::thread::hardware_concurrency() > 1);
+  Edges added_b;
+  auto place = [&](size_t limit) {
+    if (!in_pairs) {
+      size_t v = 0;
+      while (v < layers.size() && !try_layer(layers[v], limit)) ++v;
+      return v;
+    }
+    for (size_t v = 0; v < layers.size(); v += 2) {
+      const bool pair = v + 1 < layers.size();
+      bool b_fits = false;
+      auto other = [&] { b_fits = try_on(layers[v + 1], limit, added_b); };
+      if (pair) partner->post(other);
+      const bool a_fits = try_on(layers[v], limit, added);
+      if (pair) partner->wait();
+      tally->tries += 1 + pair;
+      tally->fits += a_fits + b_fits;
+      if (a_fits) {
+        if (b_fits) undo(layers[v + 1], added_b);
+        return v;
+      }
+      if (b_fits) return v + 1;
+    }
+    return layers.size();
+  };
+  // On small fabrics paths one by one are cheap and take the fewest VLs.
+  const bool use_branches = ns * deferred.size() > o.large_fabric / 80;  // deferred paths
+  for (size_t li = 0; li < deferred.size(); ++li) {
+    const uint16_t lid = deferred[li];
+    report("paths of the other LIDs", li, deferred.size());
+    for (uint32_t s = 0; s < ns; ++s) {
+      const uint32_t a = channel(sw.nodes[s], lid);
+      nxt[s] = a == ~0u ? ~0u : sw.of_node[isl_peer[a]];
+    }
+    std::fill(kid_begin.begin(), kid_begin.end(), 0);
+    for (uint32_t s = 0; s < ns; ++s)
+      if (nxt[s] != ~0u) ++kid_begin[nxt[s] + 1];
+    for (uint32_t s = 0; s < ns; ++s) kid_begin[s + 1] += kid_begin[s];
+    kids.assign(kid_begin[ns], 0);
+    {
+      std::vector<uint32_t> fill(kid_begin.begin(), kid_begin.end() - 1);
+      for (uint32_t s = 0; s < ns; ++s)
+        if (nxt[s] != ~0u) kids[fill[nxt[s]]++] = s;
+    }
+    std::fill(placed.begin(), placed.end(), 0);
+    // Branches from the top down: a branch that fits nowhere is split into its own path
+    // (left to the path-by-path pass) and its children's branches.
+    std::vector<uint32_t> todo;
+    // The branches below the destination's neighbours (whose own one-hop paths have no
+    // dependency): whole branches one level higher take more VLs in the end.
+    for (uint32_t s = 0; s < ns && use_branches; ++s)
+      if (nxt[s] != ~0u && channel(sw.nodes[nxt[s]], lid) == ~0u)
+        for (uint32_t k = kid_begin[s]; k < kid_begin[s + 1]; ++k) todo.push_back(kids[k]);
+    while (!todo.empty()) {
+      const uint32_t r = todo.back();
+      todo.pop_back();
+      branch_deps(r, lid);
+      if (deps.empty()) continue;
+      tally = &branch_t;
+      const size_t v = place(kBranchSearch);
+      if (v < layers.size()) {
+        ++branches;
+        mark_branch(r, lid, static_cast<uint8_t>(v));
+        continue;
+      }
+      for (uint32_t k = kid_begin[r]; k < kid_begin[r + 1]; ++k) todo.push_back(kids[k]);
+    }
+    for (uint32_t s = 0; s < ns; ++s) {
+      hops[s] = 0;
+      uint32_t a = channel(sw.nodes[s], lid);
+      for (; a != ~0u && hops[s] <= ns; ++hops[s]) a = channel(isl_peer[a], lid);
+    }
+    std::iota(by_len.begin(), by_len.end(), 0u);
+    std::stable_sort(by_len.begin(), by_len.end(),
+                     [&](uint32_t x, uint32_t y) { return hops[x] > hops[y]; });
+    for (uint32_t s : by_len) {
+      if (hops[s] < 2) break;  // one channel or none: no dependency
+      if (placed[s]) continue;
+      deps.clear();
+      route_deps(channel(sw.nodes[s], lid), lid);
+      ++paths;
+      tally = &short_t;
+      size_t v = place(kShortSearch);
+      tally = &long_t;
+      if (v == layers.size()) v = place(kLongSearch);
+      if (v == layers.size()) {
+        if (layers.size() == o.max_vls)
+          return refuse(Refusal::kVirtualLanes,
+                        std::string(who) + ": the " + std::string(what) + " need more than " +
+                            std::to_string(int(o.max_vls)) + " VLs to be deadlock-free");
+        layers.emplace_back(initial, port_of);
+        try_layer(layers.back(), kLongSearch);
+      }
+      out.path_sl[sw.nodes[s]][lid] = static_cast<uint8_t>(v);
+    }
+  }
+  if (o.progress)
+    o.progress("dfsssp: the deferred LIDs in " + ms(t_rest) + " ms: branches " + counts(branch_t) +
+               ", paths " + counts(short_t) + " at a short search, " + counts(long_t) +
+               " at a long one");
+  out.vls = static_cast<uint8_t>(std::max<size_t>(1, layers.size()));
+  return Layering{whole, deferred.size(), branches, paths};
+}
+
+}  // namespace weft::routing::detail

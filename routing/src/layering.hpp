@@ -1,0 +1,42 @@
+// routing/src/layering.hpp — fixed routes spread over virtual layers so that each
+// layer's channel dependency graph is acyclic (DFSSSP's layering: Domke, Hoefler,
+// Nagel). dfsssp layers its balanced routes with it; updn the routes of a degraded
+// tree whose bridged pairs close a cycle on one VL.
+//
+// Each LID's whole in-tree goes to layer 0 when it fits there (the CAs' LIDs first);
+// the paths of the LIDs that do not fit go a branch, then a path at a time, longest
+// first, into the lowest layer their dependencies leave acyclic. Each layer keeps a
+// topological order of its channels, maintained incrementally (Pearce and Kelly): a
+// new dependency a->b that agrees with it costs nothing, one that does not searches
+// the channels between a and b and either finds that b reaches a (a cycle: refused,
+// and remembered) or reorders them. Searches are bounded (short first, long before a
+// new layer is opened); an abandoned search refuses the dependency, which is always
+// safe. A path's layer is its SL, and SL i travels on VL i.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "switch_graph.hpp"
+#include "weft/routing/analysis.hpp"
+#include "weft/routing/engine.hpp"
+
+namespace weft::routing::detail {
+
+struct Layering {
+  uint64_t whole = 0;     // LIDs whose whole in-tree went to layer 0
+  uint64_t deferred = 0;  // LIDs layered a branch or a path at a time
+  uint64_t branches = 0;  // branches placed whole
+  uint64_t paths = 0;     // paths placed one by one
+};
+
+// Sets out.path_sl (every switch's path to every LID) and out.vls. Refuses
+// (Refusal::kVirtualLanes) when more layers than o.max_vls would be needed: "`who`:
+// the `what` need more than N VLs". `who` also prefixes o.progress's reports.
+std::expected<Layering, Failure> layer_paths(const fabric::Fabric& f, const Switches& sw,
+                                             const std::vector<LidOwner>& owners, Tables& out,
+                                             const Options& o, std::string_view who,
+                                             std::string_view what);
+
+}  // namespace weft::routing::detail
