@@ -8,6 +8,10 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <cstdlib>
+#include <memory>
+#include <new>
+#include <thread>
 
 #include "parallel.hpp"
 #include "switch_graph.hpp"
@@ -200,6 +204,104 @@ void single_vl_dependencies(const Fabric& f, const Tables& t, const detail::Chan
   }
 }
 
+// Layered tables: per destination and VL, paths are walked from every switch; a walk
+// stops at a switch an earlier walk on the same VL passed, whose onward path is
+// recorded. LIDs go in blocks of 64, in parallel: a block's entries are first gathered
+// switch by switch (a cache line of each row, not a miss per switch and LID), then
+// walked there. Each slice of the blocks marks its dependencies in masks of its own
+// (per VL and channel, the next ports: out-degree <= ports), merged at the end.
+void layered_dependencies(const Tables& t, const detail::Channels& ch, const detail::Switches& sw,
+                          const std::vector<LidOwner>& owners, uint32_t vls,
+                          std::vector<std::vector<std::vector<uint32_t>>>& adj, CdgReport& rep) {
+  const auto& base = ch.base;
+  const size_t ns = sw.nodes.size(), nch = base.back();
+  std::vector<uint16_t> lids;
+  for (const LidOwner& o : owners) lids.push_back(o.lid.value);
+  std::sort(lids.begin(), lids.end());
+  lids.erase(std::unique(lids.begin(), lids.end()), lids.end());
+  constexpr size_t kB = 64;
+  constexpr uint8_t kEvery = 0xFF;  // a switch without an SL row walks on every VL
+  constexpr uint32_t kNone = ~0u;
+  const size_t blocks = (lids.size() + kB - 1) / kB;
+  const size_t slices = std::clamp<size_t>(std::thread::hardware_concurrency(), 1, 4);
+  // masks[slice]: [(v * nch + channel) * 4 + word]; calloc'd, so that the pages of
+  // channels no route uses are never touched.
+  struct Free {
+    void operator()(uint64_t* p) const { std::free(p); }
+  };
+  std::vector<std::unique_ptr<uint64_t[], Free>> masks(slices);
+  for (auto& m : masks) {
+    m.reset(static_cast<uint64_t*>(std::calloc(size_t(vls) * nch * 4, sizeof(uint64_t))));
+    if (!m) throw std::bad_alloc();
+  }
+  std::vector<uint32_t> sbase(ns);
+  for (size_t i = 0; i < ns; ++i) sbase[i] = base[sw.nodes[i]];
+  detail::parallel_for(
+      slices,
+      [&](size_t slice) {
+        uint64_t* const mask = masks[slice].get();
+        std::vector<uint32_t> nxt(ns * kB), seen(ns, 0);
+        std::vector<PortNum> port(ns * kB);
+        std::vector<uint8_t> sl(ns * kB);
+        std::array<uint32_t, kB> used{};  // per LID of the block: the VLs its sources take
+        uint32_t stamp = 0;
+        for (size_t b = slice; b < blocks; b += slices) {
+          const size_t l0 = b * kB, nl = std::min(kB, lids.size() - l0);
+          used.fill(0);
+          for (size_t i = 0; i < ns; ++i) {
+            const NodeIndex n = sw.nodes[i];
+            const auto& row = t.lft[n];
+            const auto& slr = t.path_sl[n];
+            for (size_t k = 0; k < nl; ++k) {
+              const uint16_t lid = lids[l0 + k];
+              const PortNum p = row.size() > lid ? row[lid] : kDropPort;
+              const uint32_t c = ch.isl(n, p);
+              nxt[i * kB + k] = c == kNone ? kNone : sw.of_node[ch.isl_peer[c]];
+              port[i * kB + k] = p;
+              sl[i * kB + k] = slr.size() > lid ? slr[lid] : kEvery;
+              used[k] |= sl[i * kB + k] == kEvery ? ~0u : 1u << (sl[i * kB + k] & 31);
+            }
+          }
+          for (size_t k = 0; k < nl; ++k)
+            for (uint32_t v = 0; v < vls; ++v) {
+              if (!(used[k] >> v & 1)) continue;
+              ++stamp;
+              uint64_t* const mv = mask + size_t(v) * nch * 4;
+              for (size_t src = 0; src < ns; ++src) {
+                const uint8_t s = sl[src * kB + k];
+                if (s != kEvery && s != v) continue;
+                size_t cur = src;
+                uint32_t in = kNone;  // the channel the walk arrived on
+                for (size_t hop = 0; hop <= ns; ++hop) {
+                  const uint32_t next = nxt[cur * kB + k];
+                  if (next == kNone) break;
+                  const PortNum out = port[cur * kB + k];
+                  if (in != kNone) mv[size_t(in) * 4 + (out >> 6)] |= uint64_t(1) << (out & 63);
+                  if (seen[cur] == stamp) break;
+                  seen[cur] = stamp;
+                  in = sbase[cur] + out;
+                  cur = next;
+                }
+              }
+            }
+        }
+      },
+      1);
+  for (uint32_t v = 0; v < vls; ++v)
+    for (uint32_t a = 0; a < nch; ++a) {
+      const NodeIndex m = ch.isl_peer[a];
+      if (m == fabric::kNoNode) continue;
+      for (unsigned w = 0; w < 4; ++w) {
+        uint64_t bits = 0;
+        for (const auto& mk : masks) bits |= mk[(size_t(v) * nch + a) * 4 + w];
+        for (; bits; bits &= bits - 1) {
+          adj[v][a].push_back(base[m] + w * 64 + static_cast<uint32_t>(__builtin_ctzll(bits)));
+          ++rep.dependencies;
+        }
+      }
+    }
+}
+
 // Iterative DFS for a cycle per VL (0 new, 1 on the stack, 2 done); fills the
 // report's acyclic, cyclic_vl and cycle_length.
 void find_cycle(const std::vector<std::vector<std::vector<uint32_t>>>& adj, CdgReport& rep) {
@@ -253,39 +355,9 @@ CdgReport channel_dependencies(const Fabric& f, const Tables& t) {
   // adj[v][a]: channels that a leads to on VL v (deduplicated: out-degree <= ports).
   std::vector<std::vector<std::vector<uint32_t>>> adj(
       vls, std::vector<std::vector<uint32_t>>(base.back()));
-  auto depend = [&](uint32_t v, uint32_t a, uint32_t b) {
-    auto& out = adj[v][a];
-    if (std::find(out.begin(), out.end(), b) == out.end()) out.push_back(b), ++rep.dependencies;
-  };
   const auto owners = lid_owners(f);
   if (!layered) single_vl_dependencies(f, t, ch, sw.nodes, {}, owners, adj[0], rep);
-  // Layered tables: per destination and VL, paths are walked from every switch; a
-  // walk stops at a switch an earlier walk on the same VL passed, whose onward path
-  // is recorded.
-  std::vector<uint64_t> seen(f.size(), 0);
-  uint64_t stamp = 0;
-  for (const LidOwner& o : layered ? owners : std::vector<LidOwner>{}) {
-    const uint16_t lid = o.lid.value;
-    for (uint32_t v = 0; v < vls; ++v) {
-      ++stamp;
-      for (NodeIndex src : sw.nodes) {
-        if (layered && t.path_sl[src].size() > lid && t.path_sl[src][lid] != v) continue;
-        NodeIndex cur = src;
-        uint32_t in = ~0u;  // the channel the walk arrived on
-        for (size_t hop = 0; hop <= sw.nodes.size(); ++hop) {
-          const auto& lft = t.lft[cur];
-          const PortNum out = lft.size() > lid ? lft[lid] : kDropPort;
-          if (!is_isl(cur, out)) break;
-          const uint32_t ch = base[cur] + out;
-          if (in != ~0u) depend(v, in, ch);
-          if (seen[cur] == stamp) break;
-          seen[cur] = stamp;
-          in = ch;
-          cur = f.node(cur).ports[out].peer;
-        }
-      }
-    }
-  }
+  if (layered) layered_dependencies(t, ch, sw, owners, vls, adj, rep);
   for (NodeIndex n = 0; n < f.size(); ++n)
     for (const auto& p : f.node(n).ports) rep.channels += is_isl(n, p.num);
   find_cycle(adj, rep);

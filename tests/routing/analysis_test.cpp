@@ -160,6 +160,37 @@ TEST(Cdg, MinHopOnATorusHasACycleAndTheCheckFindsIt) {
   EXPECT_GE(cdg.cycle_length, 4u);
 }
 
+// Layered tables are walked per VL from every switch: with every path on one SL the
+// walk finds exactly the dependencies of the plain check, and a cycle is found on the
+// VL that holds it.
+TEST(Cdg, LayeredWalkAgreesWithTheSingleVlCheck) {
+  for (const char* spec : {"torus:dims=5x5,hosts=1", "random:switches=30,degree=4,hosts=2,seed=4",
+                           "ft3:pods=4,leaves=4,aggs=4,hosts=4,cores=4"}) {
+    Fabric f = with_lids(spec);
+    Tables plain = minhop(f);
+    const CdgReport want = channel_dependencies(f, plain);
+    Tables on = plain;
+    on.path_sl.assign(f.size(), {});
+    for (NodeIndex n = 0; n < f.size(); ++n)
+      if (f.node(n).is_switch()) on.path_sl[n].assign(size_t(plain.top_lid) + 1, 0);
+    const CdgReport sl0 = channel_dependencies(f, on);
+    EXPECT_EQ(sl0.dependencies, want.dependencies) << spec;
+    EXPECT_EQ(sl0.acyclic, want.acyclic) << spec;
+    // Everything on SL 1 but one switch's paths: VL 1 holds what VL 0 held before.
+    bool first = true;
+    for (NodeIndex n = 0; n < f.size(); ++n)
+      if (f.node(n).is_switch())
+        std::fill(on.path_sl[n].begin(), on.path_sl[n].end(), first ? 0 : 1), first = false;
+    const CdgReport sl1 = channel_dependencies(f, on);
+    EXPECT_EQ(sl1.vls, 2u) << spec;
+    EXPECT_EQ(sl1.acyclic, want.acyclic) << spec;
+    if (!want.acyclic) {
+      EXPECT_EQ(sl1.cyclic_vl, 1) << spec;
+    }
+    EXPECT_GE(sl1.dependencies, want.dependencies) << spec;
+  }
+}
+
 // The up/down shortcut must agree with the full check whenever its promise holds,
 // which it always does when every LID may turn: any heights, any tables.
 TEST(Cdg, UpDownCheckAgreesWithTheFullCheck) {
