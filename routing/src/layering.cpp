@@ -128,7 +128,8 @@ class Layer {
 std::expected<Layering, Failure> layer_paths(const Fabric& f, const Switches& sw,
                                              const std::vector<LidOwner>& owners, Tables& out,
                                              const Options& o, std::string_view who,
-                                             std::string_view what) {
+                                             std::string_view what,
+                                             const std::vector<uint16_t>& later) {
   // Channels: directed inter-switch links, numbered by (node, port).
   const Channels ch = channels(f);
   const auto& base = ch.base;
@@ -242,13 +243,20 @@ std::expected<Layering, Failure> layer_paths(const Fabric& f, const Switches& sw
   std::vector<uint32_t> hops(ns);
   std::vector<uint32_t> by_len(ns);
   // LIDs to try whole into layer 0: the CAs' first (they carry the traffic, and on
-  // trees their routes are up*/down*, so they fit together), then the switches'.
-  // Those that do not fit whole are layered path by path afterwards, so that one
-  // LID's awkward routes do not crowd the others out of layer 0.
+  // trees their routes are up*/down*, so they fit together), then the switches', then
+  // those in `later`. Those that do not fit whole are layered path by path afterwards,
+  // so that one LID's awkward routes do not crowd the others out of layer 0.
   std::vector<uint16_t> order;
-  for (int want_switch = 0; want_switch < 2; ++want_switch)
-    for (const LidOwner& ow : owners)
-      if (f.node(ow.node).is_switch() == bool(want_switch)) order.push_back(ow.lid.value);
+  std::vector<uint8_t> is_later(size_t(out.top_lid) + 1, 0);
+  for (const uint16_t lid : later)
+    if (lid < is_later.size()) is_later[lid] = 1;
+  for (int pass = 0; pass < 3; ++pass)
+    for (const LidOwner& ow : owners) {
+      const uint16_t lid = ow.lid.value;
+      const bool last = lid < is_later.size() && is_later[lid];
+      if (pass == 2 ? last : !last && f.node(ow.node).is_switch() == (pass == 1))
+        order.push_back(lid);
+    }
   std::vector<uint16_t> deferred;
   auto last_report = std::chrono::steady_clock::now();
   auto report = [&](const char* phase, size_t i, size_t n) {
@@ -305,8 +313,8 @@ std::expected<Layering, Failure> layer_paths(const Fabric& f, const Switches& sw
       deferred.push_back(order[li]);
   }
   if (o.progress)
-    o.progress("dfsssp: whole LIDs: " + std::to_string(whole) + " on VL 0 in " + ms(t_whole) +
-               " ms; " + std::to_string(deferred.size()) + " deferred");
+    o.progress(std::string(who) + ": whole LIDs: " + std::to_string(whole) + " on VL 0 in " +
+               ms(t_whole) + " ms; " + std::to_string(deferred.size()) + " deferred");
   const auto t_rest = Clock::now();
   // A deferred LID's routes form an in-tree toward it. Before its paths go one by one,
   // whole branches of the tree are tried on the existing layers (a branch: every
@@ -441,9 +449,9 @@ std::expected<Layering, Failure> layer_paths(const Fabric& f, const Switches& sw
     }
   }
   if (o.progress)
-    o.progress("dfsssp: the deferred LIDs in " + ms(t_rest) + " ms: branches " + counts(branch_t) +
-               ", paths " + counts(short_t) + " at a short search, " + counts(long_t) +
-               " at a long one");
+    o.progress(std::string(who) + ": the deferred LIDs in " + ms(t_rest) + " ms: branches " +
+               counts(branch_t) + ", paths " + counts(short_t) + " at a short search, " +
+               counts(long_t) + " at a long one");
   out.vls = static_cast<uint8_t>(std::max<size_t>(1, layers.size()));
   return Layering{whole, deferred.size(), branches, paths};
 }

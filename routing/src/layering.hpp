@@ -34,9 +34,11 @@ struct Layering {
 // Sets out.path_sl (every switch's path to every LID) and out.vls. Refuses
 // (Refusal::kVirtualLanes) when more layers than o.max_vls would be needed: "`who`:
 // the `what` need more than N VLs". `who` also prefixes o.progress's reports.
+// The LIDs in `later` are tried after all others (updn: those whose routes turn).
 std::expected<Layering, Failure> layer_paths(const fabric::Fabric& f, const Switches& sw,
                                              const std::vector<LidOwner>& owners, Tables& out,
                                              const Options& o, std::string_view who,
-                                             std::string_view what);
+                                             std::string_view what,
+                                             const std::vector<uint16_t>& later = {});
 
 }  // namespace weft::routing::detail

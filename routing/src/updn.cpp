@@ -4,7 +4,9 @@
 #include <cstring>
 #include <deque>
 #include <limits>
+#include <optional>
 
+#include "layering.hpp"
 #include "parallel.hpp"
 #include "switch_graph.hpp"
 #include "weft/routing/analysis.hpp"
@@ -360,6 +362,7 @@ Routed UpDownEngine::compute(const Fabric& f, const Options& o) const {
   // a leaf cut from an aggregation switch toward that switch's LID): each takes a
   // shortest way into the routed switches. True, with the promise made, when the
   // dependency graph stays acyclic.
+  std::optional<detail::Layering> layered;  // how the last bridged() layered, if it did
   auto bridged = [&]() -> bool {
     std::vector<size_t> todo;
     for (size_t g = 0; g < groups.size(); ++g)
@@ -392,9 +395,43 @@ Routed UpDownEngine::compute(const Fabric& f, const Options& o) const {
     std::vector<uint16_t> turning;
     for (size_t g : todo)
       for (auto [lid, exit] : groups[g].lids) turning.push_back(lid);
-    if (!updown_dependencies(f, out, height, turning).acyclic) return false;
-    if (o.adaptive) detail::parallel_link_groups(f, sw, out);
-    promise(std::move(turning));
+    layered.reset();
+    if (!updown_dependencies(f, out, height, turning).acyclic) {
+      // The turns close a cycle on one VL. As dfsssp does, the routes are spread over
+      // layers, each acyclic: the up*down* LIDs' whole trees stay on VL 0 together;
+      // the bridged LIDs' trees go there whole where they fit, else a branch or a path
+      // at a time onto the lowest layer that stays acyclic (on degraded trees, VL 1).
+      // Dropping the roots that no longer reach every leaf instead (below) costs their
+      // transit: the busiest link 1.5-2.3x minhop's on the 6-ary 3-tree with 6 failed
+      // links, where the layers hold it within 1.02x on a second VL (which carries only
+      // routes toward the bridged LIDs: those are tried last).
+      // Past Options::large_fabric (switches x LIDs) the layering and the check of its
+      // layers take too long for a sweep (24 s on the radix-56 tree with 20 failed
+      // links): the roots are left out instead.
+      const std::vector<LidOwner> owners = lid_owners(f);
+      if (o.max_vls < 2 || ns * owners.size() > o.large_fabric) return false;
+      auto l = detail::layer_paths(f, sw, owners, out, o, name(), "bridged routes", turning);
+      if (!l) {
+        out.path_sl.clear();
+        out.vls = 1;
+        return false;
+      }
+      layered = *l;
+    }
+    if (!layered) {
+      if (o.adaptive) detail::parallel_link_groups(f, sw, out);
+      promise(std::move(turning));
+    } else {
+      // Layered routes no longer follow one order: the chain checks them in full. No
+      // adaptive groups (as dfsssp): a packet moved to a parallel link would add
+      // dependencies no layer was checked with.
+      if (o.adaptive)
+        out.notes.push_back(std::string(name()) +
+                            ": no adaptive-routing groups: the routes are layered over VLs");
+      out.deadlock_free = true;
+      out.updown_height.clear();
+      out.updown_turning.clear();
+    }
     return true;
   };
   auto describe = [&](size_t missing, size_t n_roots, const std::string& example) {
@@ -403,9 +440,17 @@ Routed UpDownEngine::compute(const Fabric& f, const Options& o) const {
                      : " (switch, LID) pairs have no up*down* path with ") +
            std::to_string(n_roots) + " root(s), e.g. " + example;
   };
-  const char* const kBridged =
-      ", all from or to switches without CAs: they take a shortest way into the routed "
-      "switches (dependency graph checked)";
+  auto bridged_note = [&] {
+    std::string n =
+        ", all from or to switches without CAs: they take a shortest way into the routed "
+        "switches (dependency graph checked";
+    if (!layered) return n + ")";
+    return n + "; their turns close a cycle on one VL: " + std::to_string(layered->whole) +
+           " LIDs whole on VL 0; of the other " + std::to_string(layered->deferred) + ", " +
+           std::to_string(layered->branches) + " branches whole, then " +
+           std::to_string(layered->paths) + " paths one by one; " + std::to_string(int(out.vls)) +
+           " VLs, each acyclic; SL i must map to VL i on every port)";
+  };
   std::string example;
   bool no_ca_traffic = false;
   const size_t missing = route(roots, out, example, &no_ca_traffic);
@@ -418,7 +463,7 @@ Routed UpDownEngine::compute(const Fabric& f, const Options& o) const {
   const std::string why = describe(missing, roots.size(), example);
   if (no_ca_traffic && bridged()) {
     out.notes.push_back(std::string(name()) + ": " + std::to_string(roots.size()) + " root(s); " +
-                        why + kBridged);
+                        why + bridged_note());
     return std::move(out);
   }
   // Detected roots of a degraded tree: a spine that lost a link, and every spine above
@@ -445,7 +490,7 @@ Routed UpDownEngine::compute(const Fabric& f, const Options& o) const {
       }
       if (no_ca2 && bridged()) {
         out.notes.push_back(std::string(name()) + ": " + why + "; with the " + kept + ", " +
-                            describe(missing2, whole.size(), example2) + kBridged);
+                            describe(missing2, whole.size(), example2) + bridged_note());
         return std::move(out);
       }
     }

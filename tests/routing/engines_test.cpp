@@ -98,15 +98,13 @@ TEST_P(EngineOnFabric, CompleteOrRefusedAndDeadlockFreeWhereClaimed) {
     if (name == "ftree") {
       EXPECT_TRUE(!tree || c.fail_links) << "ftree refused a tree: " << t.error().message;
     } else if (name == "dnup") {
-      // dnup routes every whole or partly populated tree (it ranks from the switches
-      // with CAs, as OpenSM's does, so its routes climb to the spines and descend).
-      // It may refuse where every switch has CAs (it ranks from the centre then, and a
-      // switch with no neighbour farther from the centre, a mesh's corner, cannot
-      // climb away from it to reach another), and trees with failed inter-switch
-      // links (no down*up* path from a spine cut from a pod, and bridging those pairs
-      // closes a dependency cycle).
-      EXPECT_TRUE(tree ? c.fail_links > 0 : !c.spec.starts_with("ft"))
-          << "dnup refused " << c.spec << ": " << t.error().message;
+      // dnup routes every whole, partly populated or degraded tree (it ranks from the
+      // switches with CAs, as OpenSM's does, so its routes climb to the spines and
+      // descend; the pairs of a spine cut from a pod are bridged, on a VL of their own
+      // where they would close a cycle). It may refuse where every switch has CAs (it
+      // ranks from the centre then, and a switch with no neighbour farther from the
+      // centre, a mesh's corner, cannot climb away from it to reach another).
+      EXPECT_TRUE(!tree) << "dnup refused " << c.spec << ": " << t.error().message;
       EXPECT_EQ(t.error().kind, Refusal::kTopology) << t.error().message;
       EXPECT_NE(t.error().message.find("no down*up* path"), std::string::npos) << t.error().message;
     } else {
@@ -205,14 +203,21 @@ TEST(UpDown, RoutesNeverTurnTheWrongWay) {
   Fabric f = with_lids("ft3:pods=3,leaves=3,aggs=3,hosts=2,cores=2");
   // updn from one core: with more, a tree's top switches have no up*down* path to
   // each other's LIDs, and updn refuses given roots that leave pairs unrouted. dnup
-  // from the leaves, as it ranks a tree itself; mirrored about a core, a tree's
-  // leaf-to-leaf routes would have to descend first, and dnup refuses that.
+  // from the leaves, as it ranks a tree itself. Mirrored about a core, dnup leaves
+  // pairs from and to the other switches without CAs unrouted; bridged, they close
+  // a cycle on one VL, so they are layered onto a second, and refused with one VL.
   Options from_core, from_leaves;
   from_core.roots.push_back(f.node(*f.find_by_name("core1-0")).guid);
   for (auto [n, lv] : levels(f))
     if (lv == 0) from_leaves.roots.push_back(f.node(n).guid);
   {
-    auto refused = (*make_engine("dnup"))->compute(f, from_core);
+    auto layered = (*make_engine("dnup"))->compute(f, from_core);
+    ASSERT_TRUE(layered) << layered.error().message;
+    EXPECT_EQ(layered->vls, 2);
+    EXPECT_TRUE(channel_dependencies(f, *layered).acyclic);
+    Options one_vl = from_core;
+    one_vl.max_vls = 1;
+    auto refused = (*make_engine("dnup"))->compute(f, one_vl);
     ASSERT_FALSE(refused);
     EXPECT_EQ(refused.error().kind, Refusal::kTopology);
   }
@@ -281,12 +286,12 @@ Fabric with_sweep_lids(Fabric f) {
 // has, and balance as well: their busiest link within 1.15x of minhop's on the same
 // fabric and LIDs, under two LID orders. (Before each switch took its destinations in
 // an order of its own, updn's busiest link on the 6-ary 3-tree was 3.8x minhop's.)
-// The known gaps, held at what they are so that they cannot grow: trees with failed
-// inter-switch links, where the spines that no longer reach every leaf going down are
-// left out of the roots (the turns their pairs would need close a cycle) and their
-// transit is lost, within 2.5x (21.6x with the single root it fell back to before);
-// irregular graphs, where up*down* funnels routes toward the root, within 3.1x of
-// dfsssp's (2.1-3.0x here; the target is 1.5x).
+// Trees with failed inter-switch links too: the pairs a cut spine leaves without an
+// up*down* path close a cycle when bridged on one VL, so the routes are layered over
+// two (before, the cut spines were left out of the roots and their transit lost: up
+// to 2.3x minhop's busiest link, and dnup refused). The known gap, held at what it is
+// so that it cannot grow: irregular graphs, where up*down* funnels routes toward the
+// root, within 3.1x of dfsssp's (2.1-3.0x here; the target is 1.5x).
 TEST(UpDown, BalancesTreesAsWellAsMinhop) {
   const Case trees[] = {
       {"ft2:leaves=6,spines=3,hosts=3"},
@@ -306,11 +311,9 @@ TEST(UpDown, BalancesTreesAsWellAsMinhop) {
       const std::string what = case_name(c) + (sweep_order ? " (sweep LIDs)" : " (weft LIDs)");
       const uint64_t minhop = analyze(f, weft::testing::routed(f, "minhop")).max_link_load;
       ASSERT_GT(minhop, 0u) << what;
-      const double bound = c.fail_links ? 2.5 : 1.15;
       for (const char* e : {"updn", "dnup"}) {
-        if (c.fail_links && std::string(e) == "dnup") continue;  // may refuse: see above
         const uint64_t load = analyze(f, weft::testing::routed(f, e)).max_link_load;
-        EXPECT_LE(double(load), bound * double(minhop))
+        EXPECT_LE(double(load), 1.15 * double(minhop))
             << what << ": " << e << "'s busiest link " << load << ", minhop's " << minhop;
       }
     }
