@@ -328,6 +328,43 @@ TEST(UpDown, BalancesTreesAsWellAsMinhop) {
   }
 }
 
+// A degraded tree's bridged pairs close a cycle on one VL: updn layers the routes onto
+// a second (only routes toward the bridged LIDs leave VL 0), each VL acyclic; with one
+// VL allowed, or past Options::large_fabric, it leaves the cut spines out of the roots
+// and stays on one VL, dearer in load.
+TEST(UpDown, LayersADegradedTreeUnlessOneVlOrTooLarge) {
+  const Fabric f = build({"ft3:pods=6,leaves=6,aggs=6,hosts=6,cores=6", 6});
+  auto has = [](const Tables& t, const char* what) {
+    return std::any_of(t.notes.begin(), t.notes.end(),
+                       [&](const std::string& n) { return n.find(what) != std::string::npos; });
+  };
+  for (const char* name : {"updn", "dnup"}) {
+    auto layered = (*make_engine(name))->compute(f, {});
+    ASSERT_TRUE(layered) << layered.error().message;
+    EXPECT_EQ(layered->vls, 2) << name;
+    EXPECT_TRUE(channel_dependencies(f, *layered).acyclic) << name;
+    EXPECT_TRUE(has(*layered, "SL i must map to VL i")) << name;
+    // VL 1 only on routes toward LIDs some switch has no up*down* path to.
+    std::set<uint16_t> on_vl1;
+    for (const auto& row : layered->path_sl)
+      for (size_t lid = 0; lid < row.size(); ++lid)
+        if (row[lid]) on_vl1.insert(static_cast<uint16_t>(lid));
+    EXPECT_FALSE(on_vl1.empty()) << name;
+    EXPECT_LT(on_vl1.size(), lid_owners(f).size() / 4) << name;
+  }
+  Options one_vl, small;
+  one_vl.max_vls = 1;
+  small.large_fabric = 1;
+  for (const Options& o : {one_vl, small}) {
+    auto t = (*make_engine("updn"))->compute(f, o);
+    ASSERT_TRUE(t) << t.error().message;
+    EXPECT_EQ(t->vls, 1);
+    EXPECT_TRUE(t->path_sl.empty());
+    EXPECT_TRUE(has(*t, "detected roots that reach every switch with CAs")) << t->notes.front();
+    EXPECT_TRUE(channel_dependencies(f, *t).acyclic);
+  }
+}
+
 // On full fat trees, ftree is d-mod-k: every shift round is free of congestion, and
 // eBB beats minhop's.
 TEST(FatTree, FullTreesAreShiftCongestionFree) {
