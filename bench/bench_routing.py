@@ -20,7 +20,6 @@ Usage: bench_routing.py --weft BUILD/app/weft [--fabrics a,b] [--engines ...]
 import argparse
 import json
 import os
-import random
 import re
 import shutil
 import subprocess
@@ -37,7 +36,7 @@ FABRICS = [
     ("ft2-36sw", "ft2:leaves=18,spines=18,hosts=18"),
     ("ft3-222sw", "ft3:pods=4,leaves=24,aggs=18,hosts=18,cores=3,links=4"),
     ("6-ary-3-tree", "ft3:pods=6,leaves=6,aggs=6,hosts=6,cores=6"),
-    # The same tree with 6 inter-switch links taken out (degrade_net, seed 1).
+    # The same tree with 6 inter-switch links taken out (ibsim_bringup.degrade_net, seed 1).
     ("6-ary-3-tree-minus6", "ft3:pods=6,leaves=6,aggs=6,hosts=6,cores=6", 6),
     ("torus-4x4x4", "torus:dims=4x4x4,hosts=2"),
     ("dragonfly-36sw", "dragonfly:groups=9,routers=4,global=2,hosts=2"),
@@ -119,33 +118,6 @@ def weft_route(weft, topo, args):
         raise RuntimeError("weft route failed (rc %d): %s" % (p.returncode, p.stderr[-2000:]))
 
 
-def degrade_net(path, count, seed=1):
-    """Takes `count` switch-to-switch links out of an ibsim net file (both ends'
-    port lines), chosen by random.Random(seed); returns them as text."""
-    with open(path) as fh:
-        lines = fh.read().split("\n")
-    kind, node, ends = {}, None, []
-    for i, line in enumerate(lines):
-        m = re.match(r'(Switch|Ca|Hca)\s+\d+\s+"([^"]+)"', line)
-        if m:
-            node = m.group(2)
-            kind[node] = m.group(1)
-            continue
-        m = re.match(r'\[(\d+)\]\s+"([^"]+)"\[(\d+)\]', line)
-        if m and node:
-            ends.append((node, int(m.group(1)), m.group(2), int(m.group(3)), i))
-    line_of = {(n, p): i for n, p, _, _, i in ends}
-    isls = sorted({tuple(sorted([(n, p), (peer, q)])) for n, p, peer, q, _ in ends
-                   if kind.get(n) == "Switch" and kind.get(peer) == "Switch"})
-    if count > len(isls):
-        raise RuntimeError("%s: %d inter-switch links, %d asked out" % (path, len(isls), count))
-    cut = random.Random(seed).sample(isls, count)
-    drop = {line_of[end] for link in cut for end in link}
-    with open(path, "w") as fh:
-        fh.write("\n".join(l for i, l in enumerate(lines) if i not in drop))
-    return ", ".join("%s:%d-%s:%d" % (a[0], a[1], b_[0], b_[1]) for a, b_ in cut)
-
-
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--weft", required=True)
@@ -167,7 +139,9 @@ def main():
         net = os.path.join(work, name + ".net")
         b.run([a.weft, "topo", spec, "-o", net], work, "", preload=False)
         if fail:
-            print("%s: links taken out: %s" % (name, degrade_net(net, fail[0])), file=sys.stderr)
+            cut = b.degrade_net(net, fail[0])
+            print("%s: links taken out: %s" % (name, ", ".join(
+                "%s:%d-%s:%d" % (x[0], x[1], y[0], y[1]) for x, y in cut)), file=sys.stderr)
         sargs, _, _ = bb.ibsim_args(net)
         topo = None
         dumps = []

@@ -19,6 +19,7 @@ Everything started is stopped by PID, also on failure. Stdlib only.
 import argparse
 import json
 import os
+import random
 import re
 import shutil
 import signal
@@ -143,6 +144,34 @@ def expected_nodes(path):
         elif re.match(r"^(Hca|Ca)\s", line):
             ca += 1
     return sw, ca
+
+
+def degrade_net(path, count, seed=1):
+    """Takes `count` switch-to-switch links out of an ibsim net file (both ends'
+    port lines), chosen by random.Random(seed); returns them, each as
+    ((name, port), (name, port))."""
+    with open(path) as fh:
+        lines = fh.read().split("\n")
+    kind, node, ends = {}, None, []
+    for i, line in enumerate(lines):
+        m = re.match(r'(Switch|Ca|Hca)\s+\d+\s+"([^"]+)"', line)
+        if m:
+            node = m.group(2)
+            kind[node] = m.group(1)
+            continue
+        m = re.match(r'\[(\d+)\]\s+"([^"]+)"\[(\d+)\]', line)
+        if m and node:
+            ends.append((node, int(m.group(1)), m.group(2), int(m.group(3)), i))
+    line_of = {(n, p): i for n, p, _, _, i in ends}
+    isls = sorted({tuple(sorted([(n, p), (peer, q)])) for n, p, peer, q, _ in ends
+                   if kind.get(n) == "Switch" and kind.get(peer) == "Switch"})
+    if count > len(isls):
+        raise RuntimeError("%s: %d inter-switch links, %d asked out" % (path, len(isls), count))
+    cut = random.Random(seed).sample(isls, count)
+    drop = {line_of[end] for link in cut for end in link}
+    with open(path, "w") as fh:
+        fh.write("\n".join(l for i, l in enumerate(lines) if i not in drop))
+    return cut
 
 
 def parse_ibnetdiscover(text):

@@ -17,6 +17,9 @@ partitions.conf, QoS on, and checks what `smpquery pkeys`, `smpquery sl2vl`,
     no valid query unanswered and the SA still answering;
   - dfsssp on a torus: saquery's PathRecords carry the layer SLs, all below
     the VLs the routes need, and switches map SL i to VL i (smpquery sl2vl);
+  - updn on a 4-ary 3-tree with 4 inter-switch links cut: 2 VLs, every switch
+    reaches every LID (dump_fts), a few hosts' paths toward the cut switches on
+    SL 1 and none above (saquery), SL i on VL i (smpquery sl2vl);
   - multicast joins (weft_sa_client, from hosts chosen with SIM_HOST) and a
     leave, read back with `ibroute -M`: packets reach the receivers, no one else;
   - with weft running as the SM, saquery answers NodeRecord, PortInfoRecord and
@@ -38,7 +41,8 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from ibsim_bringup import Background, Failure, Ibsim, parse_ibnetdiscover, run  # noqa: E402
+from ibsim_bringup import (Background, Failure, Ibsim, degrade_net,  # noqa: E402
+                           parse_ibnetdiscover, read_routes, run)
 
 CA_SL2VL = [0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 15]
 SWE_SL2VL = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15]
@@ -271,6 +275,57 @@ def layered_paths(weft, work, sock):
           "SL i to VL i" % (vls, len(sls), sorted(set(sls)), checked))
 
 
+def layered_updn(weft, work, sock, cut):
+    """updn on a 4-ary 3-tree with 4 inter-switch links out (`cut`, switch names): the
+    pairs of the cut switches close a cycle on one VL, so weft layers them onto a
+    second. Read back: every switch reaches every LID (dump_fts), switches map SL i to
+    VL i (smpquery sl2vl), and the SA answers some hosts' paths to a cut switch with
+    SL 1 and every path with an SL below the VLs (saquery)."""
+    log = os.path.join(work, "updn.log")
+    with Background([weft, "sm", "--state-dir", os.path.join(work, "state-updn"), "--routing-engine",
+                     "updn", "--log-file", log, "--rest", "off"], work, sock, log):
+        m = re.search(r"routing uses (\d+) VLs", open(log).read())
+        if not m or int(m.group(1)) != 2:
+            raise Failure("updn on the degraded tree did not route on 2 VLs:\n" + open(log).read()[-1500:])
+        nodes, _, pairs, problems = read_routes(work, sock)
+        if problems:
+            raise Failure("updn's layered tables read back with dump_fts: %s" % problems[:5])
+        by_name = {n["name"]: n for n in nodes.values()}
+        targets = [by_name[c]["lid"] for c in cut if c in by_name and by_name[c]["type"] == "Switch"]
+        if not targets:
+            raise Failure("none of the cut switches %s found in ibnetdiscover" % cut)
+        leaves_seen, cas = set(), []
+        for n in nodes.values():
+            if n["type"] == "Switch":
+                continue
+            leaf = n["ports"][min(n["ports"])][0]
+            if leaf not in leaves_seen:
+                leaves_seen.add(leaf)
+                cas.append(n["ports"][min(n["ports"])][2])
+        sls = []
+        for src in cas:
+            for dst in targets + cas[:2]:
+                if src == dst:
+                    continue
+                out = run(["saquery", "--src-to-dst", "%d:%d" % (src, dst)], work, sock, check=False).stdout
+                if records(out, "PathRecord") != 1:
+                    raise Failure("no PathRecord %d -> %d:\n%s" % (src, dst, out))
+                sls.append(int(field(out, "sl"), 16))
+        if max(sls) != 1 or sls.count(1) * 4 > len(sls):
+            raise Failure("path SLs %s: want a few on SL 1, none above" % sls)
+        checked = 0
+        for sw in (n for n in nodes.values() if n["type"] == "Switch"):
+            port = min(sw["ports"])
+            rows = sl2vl_rows(run(["smpquery", "sl2vl", str(sw["lid"]), str(port)], work, sock).stdout)
+            for (i, o), t in rows.items():
+                if t[:2] != [0, 1]:
+                    raise Failure("switch %d in %d out %d maps SLs to %s" % (sw["lid"], i, o, t))
+                checked += 1
+    print("degraded tree: updn on 2 VLs, links of %s cut; %d (switch, LID) routes read back whole; %d of %d "
+          "PathRecords on SL 1 (hosts toward cut switches); %d switch SL2VL tables map SL i to VL i"
+          % (cut, pairs, sls.count(1), len(sls), checked))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--weft", required=True)
@@ -412,6 +467,13 @@ def main():
     run([a.weft, "topo", "torus:dims=4x4x3,hosts=1", "-o", torus], work, "", preload=False)
     with Ibsim(torus, work, sock + "-t"):
         layered_paths(a.weft, work, sock + "-t")
+
+    # Layered up/down routes on a degraded tree: a 4-ary 3-tree, 4 inter-switch links out.
+    tree = os.path.join(work, "degraded.net")
+    run([a.weft, "topo", "ft3:pods=4,leaves=4,aggs=4,hosts=2,cores=4", "-o", tree], work, "", preload=False)
+    cut = degrade_net(tree, 4, seed=1)
+    with Ibsim(tree, work, sock + "-u"):
+        layered_updn(a.weft, work, sock + "-u", sorted({end[0] for link in cut for end in link}))
     print("PASS tables")
 
 
