@@ -34,6 +34,8 @@ SimFabric::SimFabric(fabric::Fabric f, SimDefaults d) : f_(std::move(f)), d_(d) 
   vlarb_.resize(n);
   extras_.resize(n);
   mkey_.resize(n);
+  pc_.resize(n);
+  pce_.resize(n);
   // ibsim's power-on tables: 0xffff at P_Key index 0; SL2VL 0-14 and 15 -> 7; arbitration
   // low VL0:0 VL1..:4, high VL0:4 VL1..:0.
   qos::Sl2Vl sl2vl0;
@@ -57,6 +59,8 @@ SimFabric::SimFabric(fabric::Fabric f, SimDefaults d) : f_(std::move(f)), d_(d) 
     vlarb_[i].assign(nd.ports.size(), arb0);
     extras_[i].assign(nd.ports.size(), {});
     mkey_[i].assign(nd.ports.size(), {});
+    pc_[i].assign(nd.ports.size(), {});
+    pce_[i].assign(nd.ports.size(), {});
     if (nd.is_switch())
       mft_.push_back(std::vector<std::vector<uint16_t>>((nd.num_ports + 1 + 15) / 16,
                                                         std::vector<uint16_t>(d_.mft_cap, 0)));
@@ -177,6 +181,75 @@ routing::Tables SimFabric::held_tables() const {
     held.top_lid = std::max(held.top_lid, top_[n]);
   }
   return held;
+}
+
+namespace {
+
+uint64_t add_saturating(uint64_t v, uint64_t by, unsigned bits) {
+  const uint64_t top = sm::perf::max_of(bits);
+  return v >= top || by > top - v ? top : v + by;
+}
+
+}  // namespace
+
+void SimFabric::count(NodeIndex n, PortNum p, sm::perf::Counter c, uint64_t by) {
+  uint64_t& v = pc_.at(n).at(p).value[size_t(c)];
+  v = add_saturating(v, by, sm::perf::info(c).bits);
+}
+
+void SimFabric::count(NodeIndex n, PortNum p, sm::perf::ExtCounter c, uint64_t by) {
+  uint64_t& v = pce_.at(n).at(p).value[size_t(c)];
+  v = add_saturating(v, by, 64);
+}
+
+void SimFabric::reset_counters(NodeIndex n, PortNum p) {
+  pc_.at(n).at(p) = {};
+  pce_.at(n).at(p) = {};
+}
+
+uint16_t SimFabric::pma(bool set, uint16_t attr, NodeIndex n, PortNum in_port,
+                        sm::perf::PmaData& data) {
+  namespace perf = sm::perf;
+  constexpr uint16_t kUnsupported = 0x0C, kInvalidField = 0x1C;
+  if (attr != perf::kAttrPortCounters && attr != perf::kAttrPortCountersExt) return kUnsupported;
+  const auto& nd = f_.node(n);
+  const bool ext = attr == perf::kAttrPortCountersExt;
+  const uint8_t select = ext ? perf::decode_port_counters_ext(data).port_select
+                             : perf::decode_port_counters(data).port_select;
+  std::vector<PortNum> ports;
+  if (nd.is_switch() && select == 0xFF) {
+    for (PortNum p = 0; p < nd.ports.size(); ++p) ports.push_back(p);
+  } else if (nd.is_switch() ? select < nd.ports.size() : select == in_port) {
+    ports.push_back(select);
+  } else {
+    return kInvalidField;
+  }
+  // CounterSelect is the same field in both attributes; PortCountersExtended's clears
+  // its 64-bit counters in the same order (IBTA 16.1.4.11).
+  const uint32_t clear = !set ? 0 : ext ? perf::cleared_by(data) & 0xFFFF : perf::cleared_by(data);
+  perf::PortCounters sum;
+  perf::PortCountersExt sum_ext;
+  for (PortNum p : ports) {
+    auto& pc = pc_.at(n).at(p);
+    auto& pce = pce_.at(n).at(p);
+    for (size_t i = 0; i < perf::kCounters; ++i) {
+      if (!ext && (clear >> i & 1)) pc.value[i] = 0;
+      sum.value[i] = add_saturating(sum.value[i], pc.value[i], perf::info(perf::Counter(i)).bits);
+    }
+    for (size_t i = 0; i < perf::kExtCounters; ++i) {
+      if (ext && (clear >> i & 1)) pce.value[i] = 0;
+      sum_ext.value[i] = add_saturating(sum_ext.value[i], pce.value[i], 64);
+    }
+  }
+  data = {};
+  if (ext) {
+    sum_ext.port_select = select;
+    perf::encode_port_counters_ext(sum_ext, data);
+  } else {
+    sum.port_select = select;
+    perf::encode_port_counters(sum, data);
+  }
+  return 0;
 }
 
 void SimFabric::unlink(NodeIndex n, PortNum p) {

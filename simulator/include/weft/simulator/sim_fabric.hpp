@@ -19,6 +19,7 @@
 #include "weft/routing/engine.hpp"
 #include "weft/sm/clock.hpp"
 #include "weft/sm/mad.hpp"
+#include "weft/sm/perf_counters.hpp"
 
 namespace weft::simulator {
 
@@ -112,6 +113,28 @@ class SimFabric {
   // Traps the devices sent to SM LID `sm_lid` since the last call (trap 256 so far).
   std::vector<sm::MadBuf> take_traps(Lid sm_lid);
 
+  // Port counters, as a PMA keeps them (sm/perf_counters.hpp): every counter saturates
+  // at its width (PortCountersExtended's at 2^64 - 1, as ibsim's). count() adds to one:
+  // injected errors, traffic, or a jump to saturation.
+  const sm::perf::PortCounters& counters(fabric::NodeIndex n, PortNum p) const {
+    return pc_.at(n).at(p);
+  }
+  const sm::perf::PortCountersExt& counters_ext(fabric::NodeIndex n, PortNum p) const {
+    return pce_.at(n).at(p);
+  }
+  void count(fabric::NodeIndex n, PortNum p, sm::perf::Counter c, uint64_t by);
+  void count(fabric::NodeIndex n, PortNum p, sm::perf::ExtCounter c, uint64_t by);
+  // A port whose counters restart from zero (a device reset, or a port replaced).
+  void reset_counters(fabric::NodeIndex n, PortNum p);
+  // The PMA of node `n`, reached on `in_port`: a PerfMgt Get or Set (a Set clears the
+  // CounterSelect'ed counters, then answers as a Get) of PortCounters or
+  // PortCountersExtended, in place on the PMA data area; returns the MAD status. As
+  // ibsim's: a switch answers for any of its ports, PortSelect 255 sums them all
+  // (saturating); a CA only for the port asked on; anything else is 0x1C (an invalid
+  // field), another attribute 0x0C (unsupported).
+  uint16_t pma(bool set, uint16_t attr, fabric::NodeIndex n, PortNum in_port,
+               sm::perf::PmaData& data);
+
   // Faults.
   void set_unresponsive(fabric::NodeIndex n, bool on) { dead_.at(n) = on ? 1 : 0; }
   // Takes a link down (both ends DOWN, switches flag a port state change).
@@ -157,7 +180,9 @@ class SimFabric {
   std::vector<std::vector<PortExtras>> extras_;                     // [node][port]
   std::vector<std::vector<std::vector<uint16_t>>> mft_;  // [switch][position][MLID - 0xC000]
   std::map<uint16_t, size_t> sets_, lid_sets_;
-  std::vector<std::vector<MKeyState>> mkey_;  // [node][port]
+  std::vector<std::vector<MKeyState>> mkey_;                 // [node][port]
+  std::vector<std::vector<sm::perf::PortCounters>> pc_;      // [node][port]
+  std::vector<std::vector<sm::perf::PortCountersExt>> pce_;  // [node][port]
   // Ports disabled by a PortInfo Set, and the port their cable leads to.
   std::map<std::pair<fabric::NodeIndex, PortNum>, std::pair<fabric::NodeIndex, PortNum>> disabled_;
   const sm::Clock* clock_ = nullptr;
