@@ -408,7 +408,6 @@ Routed UpDownEngine::compute(const Fabric& f, const Options& o) const {
       // Past Options::large_fabric (switches x LIDs) the layering and the check of its
       // layers take too long for a sweep (24 s on the radix-56 tree with 20 failed
       // links): the roots are left out instead.
-      const std::vector<LidOwner> owners = lid_owners(f);
       if (o.max_vls < 2 || ns * owners.size() > o.large_fabric) return false;
       auto l = detail::layer_paths(f, sw, owners, out, o, name(), "bridged routes", turning);
       if (!l) {
