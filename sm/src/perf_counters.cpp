@@ -68,36 +68,53 @@ const CounterInfo& info(ExtCounter c) {
   return kExt[size_t(c)].info;
 }
 
+namespace {
+
+// One attribute's counters, read or written through its field table: 64-bit fields by
+// libibmad's 64-bit accessors, narrower ones saturated at their width.
+template <size_t N>
+uint8_t read(std::span<const uint8_t, kPmaDataSize> data, enum MAD_FIELDS port_select,
+             const Field (&fields)[N], std::array<uint64_t, N>& value) {
+  PmaData c = copy_of(data);
+  for (size_t i = 0; i < N; ++i)
+    value[i] = fields[i].info.bits == 64 ? mad_get_field64(c.data(), 0, fields[i].field)
+                                         : mad_get_field(c.data(), 0, fields[i].field);
+  return static_cast<uint8_t>(mad_get_field(c.data(), 0, port_select));
+}
+
+template <size_t N>
+void write(uint8_t select, const std::array<uint64_t, N>& value, enum MAD_FIELDS port_select,
+           const Field (&fields)[N], std::span<uint8_t, kPmaDataSize> data) {
+  mad_set_field(data.data(), 0, port_select, select);
+  for (size_t i = 0; i < N; ++i) {
+    if (fields[i].info.bits == 64)
+      mad_set_field64(data.data(), 0, fields[i].field, value[i]);
+    else
+      mad_set_field(data.data(), 0, fields[i].field,
+                    static_cast<uint32_t>(std::min(value[i], max_of(fields[i].info.bits))));
+  }
+}
+
+}  // namespace
+
 PortCounters decode_port_counters(std::span<const uint8_t, kPmaDataSize> data) {
   PortCounters pc;
-  PmaData c = copy_of(data);
-  uint8_t* mad = c.data();
-  pc.port_select = static_cast<uint8_t>(mad_get_field(mad, 0, IB_PC_PORT_SELECT_F));
-  for (size_t i = 0; i < kCounters; ++i) pc.value[i] = mad_get_field(mad, 0, kPc[i].field);
+  pc.port_select = read(data, IB_PC_PORT_SELECT_F, kPc, pc.value);
   return pc;
 }
 
 void encode_port_counters(const PortCounters& pc, std::span<uint8_t, kPmaDataSize> data) {
-  uint8_t* mad = data.data();
-  mad_set_field(mad, 0, IB_PC_PORT_SELECT_F, pc.port_select);
-  for (size_t i = 0; i < kCounters; ++i)
-    mad_set_field(mad, 0, kPc[i].field,
-                  static_cast<uint32_t>(std::min(pc.value[i], max_of(kPc[i].info.bits))));
+  write(pc.port_select, pc.value, IB_PC_PORT_SELECT_F, kPc, data);
 }
 
 PortCountersExt decode_port_counters_ext(std::span<const uint8_t, kPmaDataSize> data) {
   PortCountersExt pc;
-  PmaData c = copy_of(data);
-  uint8_t* mad = c.data();
-  pc.port_select = static_cast<uint8_t>(mad_get_field(mad, 0, IB_PC_EXT_PORT_SELECT_F));
-  for (size_t i = 0; i < kExtCounters; ++i) pc.value[i] = mad_get_field64(mad, 0, kExt[i].field);
+  pc.port_select = read(data, IB_PC_EXT_PORT_SELECT_F, kExt, pc.value);
   return pc;
 }
 
 void encode_port_counters_ext(const PortCountersExt& pc, std::span<uint8_t, kPmaDataSize> data) {
-  uint8_t* mad = data.data();
-  mad_set_field(mad, 0, IB_PC_EXT_PORT_SELECT_F, pc.port_select);
-  for (size_t i = 0; i < kExtCounters; ++i) mad_set_field64(mad, 0, kExt[i].field, pc.value[i]);
+  write(pc.port_select, pc.value, IB_PC_EXT_PORT_SELECT_F, kExt, data);
 }
 
 PmaData clear_request(uint8_t port, uint32_t mask) {
