@@ -154,6 +154,46 @@ Result<Smp> decode_smp(const uint8_t* buf, size_t len) {
   return s;
 }
 
+MadBuf encode_gmp(const Gmp& g) {
+  MadBuf b{};
+  uint8_t* p = b.data();
+  mad_set_field(p, 0, IB_MAD_BASEVER_F, 1);
+  mad_set_field(p, 0, IB_MAD_MGMTCLASS_F, g.mgmt_class);
+  mad_set_field(p, 0, IB_MAD_CLASSVER_F, g.class_version);
+  mad_set_field(p, 0, IB_MAD_METHOD_F, g.method & 0x7F);
+  mad_set_field(p, 0, IB_MAD_RESPONSE_F, g.is_response() ? 1 : 0);
+  mad_set_field(p, 0, IB_MAD_STATUS_F, g.status);
+  mad_set_field64(p, 0, IB_MAD_TRID_F, g.tid);
+  mad_set_field(p, 0, IB_MAD_ATTRID_F, g.attr_id);
+  mad_set_field(p, 0, IB_MAD_ATTRMOD_F, g.attr_mod);
+  std::memcpy(p + kMadHeaderSize, g.payload.data(), g.payload.size());
+  return b;
+}
+
+Result<Gmp> decode_gmp(const uint8_t* buf, size_t len) {
+  if (len < kMadSize)
+    return fail(Errc::kBadReply, "GMP of " + std::to_string(len) + " bytes (expected 256)");
+  MadBuf b;
+  std::memcpy(b.data(), buf, kMadSize);
+  uint8_t* p = b.data();
+  if (mad_get_field(p, 0, IB_MAD_BASEVER_F) != 1)
+    return fail(Errc::kBadReply,
+                "MAD base version " + std::to_string(mad_get_field(p, 0, IB_MAD_BASEVER_F)));
+  Gmp g;
+  g.mgmt_class = static_cast<uint8_t>(mad_get_field(p, 0, IB_MAD_MGMTCLASS_F));
+  if (g.mgmt_class == kClassSmiLid || g.mgmt_class == kClassSmiDirect || g.mgmt_class == 0x03)
+    return fail(Errc::kBadReply, "not a GMP: management class " + std::to_string(g.mgmt_class));
+  g.class_version = static_cast<uint8_t>(mad_get_field(p, 0, IB_MAD_CLASSVER_F));
+  g.method = static_cast<uint8_t>(mad_get_field(p, 0, IB_MAD_METHOD_F) |
+                                  (mad_get_field(p, 0, IB_MAD_RESPONSE_F) << 7));
+  g.status = static_cast<uint16_t>(mad_get_field(p, 0, IB_MAD_STATUS_F));
+  g.tid = mad_get_field64(p, 0, IB_MAD_TRID_F);
+  g.attr_id = static_cast<uint16_t>(mad_get_field(p, 0, IB_MAD_ATTRID_F));
+  g.attr_mod = mad_get_field(p, 0, IB_MAD_ATTRMOD_F);
+  std::memcpy(g.payload.data(), p + kMadHeaderSize, g.payload.size());
+  return g;
+}
+
 std::string mad_status_str(uint16_t status) {
   char hex[8];
   std::snprintf(hex, sizeof hex, "0x%04x", status);

@@ -1,10 +1,40 @@
 #include "weft/sm/mad_engine.hpp"
 
 #include <algorithm>
+#include <cstdio>
+#include <type_traits>
 
 #include "weft/log.hpp"
 
 namespace weft::sm {
+namespace {
+
+std::string what(const SmpRequest& r) {
+  return std::string(attr_name(r.attr_id)) + " to " + r.target();
+}
+
+std::string what(const GmpRequest& r) {
+  const char* name = nullptr;
+  if (r.mad.mgmt_class == 0x04) {  // PerfMgt (perf_counters.hpp)
+    if (r.mad.attr_id == 0x0001) name = "PerfMgt ClassPortInfo";
+    if (r.mad.attr_id == 0x0012) name = "PortCounters";
+    if (r.mad.attr_id == 0x001D) name = "PortCountersExtended";
+  }
+  char buf[48];
+  if (!name)
+    std::snprintf(buf, sizeof buf, "class 0x%02x attribute 0x%04x", r.mad.mgmt_class,
+                  r.mad.attr_id);
+  return std::string(name ? name : buf) + " to " + r.target();
+}
+
+uint32_t mod_of(const SmpRequest& r) {
+  return r.attr_mod;
+}
+uint32_t mod_of(const GmpRequest& r) {
+  return r.mad.attr_mod;
+}
+
+}  // namespace
 
 MadEngine::MadEngine(Transport& t, EngineOptions o) : t_(t) {
   set_options(o);
@@ -14,12 +44,21 @@ void MadEngine::set_options(EngineOptions o) {
   opts_ = o;
   opts_.window = std::max(1, opts_.window);
   opts_.retries = std::max(0, opts_.retries);
+  opts_.gmp_window = std::max(1, opts_.gmp_window);
 }
 
 void MadEngine::submit(SmpRequest req, Completion done) {
   ++stats_.submitted;
   if (req.method == kMethodSet) ++stats_.sets;
   pending_.push_back(Entry{std::move(req), std::move(done), 0});
+  if (kick_ && !kicked_) {
+    kicked_ = true;
+    kick_();
+  }
+}
+
+void MadEngine::submit(GmpRequest req, GmpCompletion done) {
+  gpending_.push_back(GmpEntry{std::move(req), std::move(done), 0});
   if (kick_ && !kicked_) {
     kicked_ = true;
     kick_();
@@ -54,16 +93,15 @@ std::optional<TimePoint> MadEngine::next_deadline() const {
   return deadlines_.front().first;
 }
 
-void MadEngine::complete(Entry& e, Result<Smp> r) {
-  Completion done = std::move(e.done);
-  e.done = nullptr;
-  if (done) done(std::move(r));
-}
-
-void MadEngine::send_attempt(Entry e) {
+uint32_t MadEngine::take_tid() {
   // ibsim rewrites the upper 32 TID bits with its client id: match on the lower 32.
   uint32_t tid = next_tid_++;
   if (next_tid_ == 0) next_tid_ = 1;
+  return tid;
+}
+
+void MadEngine::send_attempt(Entry e) {
+  const uint32_t tid = take_tid();
   ++e.attempts;
   // Asked again on each attempt: a retry after a Set that changed the port's key
   // carries the new one.
@@ -89,23 +127,77 @@ void MadEngine::send_attempt(Entry e) {
   wire_.emplace(tid, std::move(e));
 }
 
+void MadEngine::send_attempt(GmpEntry e) {
+  const uint32_t tid = take_tid();
+  ++e.attempts;
+  Gmp g = e.req.mad;
+  g.tid = tid;
+  SendAddr to = SendAddr::gsi(e.req.dlid, 1, 0, 0);
+  to.response_timeout = opts_.timeout;
+  auto r = t_.send(encode_gmp(g), to);
+  ++stats_.gmps_sent;
+  if (!r) {
+    WEFT_LOG(Warn, "MAD-0003") << what(e.req) << ": send failed: " << r.error().message;
+    complete(e, Result<Gmp>(std::unexpected(r.error())));
+    return;
+  }
+  deadlines_.emplace_back(t_.clock().now() + opts_.timeout, tid);
+  gwire_.emplace(tid, std::move(e));
+}
+
+Result<void> MadEngine::drain() {
+  // Take in whatever already came back before sending more: a carrier whose send can
+  // block while its receive side is full (umad2sim's socket to ibsim) would otherwise
+  // deadlock with a wide window. Pushed, a reader drains the transport on its own.
+  if (kick_) return {};
+  while (true) {
+    auto got = t_.receive(Duration{0});
+    if (!got) return std::unexpected(got.error());
+    if (!*got) return {};
+    handle(**got);
+  }
+}
+
 Result<void> MadEngine::fill_window() {
+  // SMPs first: a GMP goes only when no SMP waits for the window.
   while (!pending_.empty() && wire_.size() < static_cast<size_t>(opts_.window)) {
     Entry e = std::move(pending_.front());
     pending_.pop_front();
     send_attempt(std::move(e));
-    if (kick_) continue;  // pushed: a reader drains the transport on its own
-    // Take in whatever already came back before sending more: a carrier whose
-    // send can block while its receive side is full (umad2sim's socket to ibsim)
-    // would otherwise deadlock with a wide window.
-    while (true) {
-      auto got = t_.receive(Duration{0});
-      if (!got) return std::unexpected(got.error());
-      if (!*got) break;
-      handle(**got);
-    }
+    if (auto r = drain(); !r) return r;
+  }
+  while (pending_.empty() && !gpending_.empty() &&
+         gwire_.size() < static_cast<size_t>(opts_.gmp_window)) {
+    GmpEntry e = std::move(gpending_.front());
+    gpending_.pop_front();
+    send_attempt(std::move(e));
+    if (auto r = drain(); !r) return r;
   }
   return {};
+}
+
+template <class E>
+void MadEngine::no_reply(E e, std::deque<E>& pending, bool logged) {
+  if (e.attempts <= retries_of(e.req)) {
+    if (logged) {
+      ++stats_.retried;
+      WEFT_LOG(Debug, "MAD-0001") << what(e.req) << ": no reply, retry " << e.attempts;
+    }
+    // Retries go ahead of new work so a sweep's tail does not wait behind it.
+    pending.push_front(std::move(e));
+    return;
+  }
+  if constexpr (std::is_same_v<E, Entry>)
+    ++stats_.timed_out;
+  else
+    ++stats_.gmps_timed_out;
+  if (logged)
+    WEFT_LOG(Warn, "MAD-0002") << what(e.req) << " (modifier " << mod_of(e.req)
+                               << "): no reply after " << e.attempts << " attempts";
+  complete(
+      e, fail(Errc::kTimeout,
+              what(e.req) + ": no reply" +
+                  (logged ? " after " + std::to_string(e.attempts) + " attempts" : std::string())));
 }
 
 void MadEngine::expire(TimePoint now) {
@@ -113,24 +205,17 @@ void MadEngine::expire(TimePoint now) {
     uint32_t tid = deadlines_.front().second;
     deadlines_.pop_front();
     auto it = wire_.find(tid);
-    if (it == wire_.end()) continue;  // answered already
-    Entry e = std::move(it->second);
-    wire_.erase(it);
-    if (e.attempts <= retries_of(e.req)) {
-      ++stats_.retried;
-      WEFT_LOG(Debug, "MAD-0001") << attr_name(e.req.attr_id) << " to " << e.req.target()
-                                  << ": no reply, retry " << e.attempts;
-      // Retries go ahead of new work so a sweep's tail does not wait behind it.
-      pending_.push_front(std::move(e));
+    if (it != wire_.end()) {
+      Entry e = std::move(it->second);
+      wire_.erase(it);
+      no_reply(std::move(e), pending_, true);
       continue;
     }
-    ++stats_.timed_out;
-    WEFT_LOG(Warn, "MAD-0002") << attr_name(e.req.attr_id) << " mod " << e.req.attr_mod << " to "
-                               << e.req.target() << ": no reply after " << e.attempts
-                               << " attempts";
-    complete(e, fail(Errc::kTimeout, std::string(attr_name(e.req.attr_id)) + " to " +
-                                         e.req.target() + ": no reply after " +
-                                         std::to_string(e.attempts) + " attempts"));
+    auto g = gwire_.find(tid);
+    if (g == gwire_.end()) continue;  // answered already
+    GmpEntry e = std::move(g->second);
+    gwire_.erase(g);
+    no_reply(std::move(e), gpending_, true);
   }
 }
 
@@ -139,6 +224,10 @@ void MadEngine::handle(const InMad& in) {
     ++stats_.unsolicited;
     if (sa_) sa_(in);
     return;
+  }
+  if (in.len >= 4 && in.mad[1] != kClassSmiLid && in.mad[1] != kClassSmiDirect &&
+      ((in.mad[3] & 0x80) || in.send_timed_out) && in.mad[1] != 0x03) {
+    return handle_gmp(in);  // a reply to one of ours, or our own that timed out
   }
   if (in.len >= 2 && in.mad[1] != kClassSmiLid && in.mad[1] != kClassSmiDirect &&
       !in.send_timed_out) {
@@ -165,14 +254,7 @@ void MadEngine::handle(const InMad& in) {
     if (it == wire_.end()) return;
     Entry e = std::move(it->second);
     wire_.erase(it);
-    if (e.attempts <= retries_of(e.req)) {
-      ++stats_.retried;
-      pending_.push_front(std::move(e));
-    } else {
-      ++stats_.timed_out;
-      complete(e, fail(Errc::kTimeout, std::string(attr_name(e.req.attr_id)) + " to " +
-                                           e.req.target() + ": no reply"));
-    }
+    no_reply(std::move(e), pending_, false);
     return;
   }
   if (!s.is_response()) {
@@ -190,20 +272,20 @@ void MadEngine::handle(const InMad& in) {
   wire_.erase(it);
   const SmpRequest& q = e.req;
   const uint8_t want_class = q.directed ? kClassSmiDirect : kClassSmiLid;
-  std::string what = std::string(attr_name(q.attr_id)) + " to " + q.target();
+  const std::string w = what(q);
   if (s.mgmt_class != want_class || s.method != kMethodGetResp || s.attr_id != q.attr_id ||
       s.attr_mod != q.attr_mod) {
     ++stats_.malformed;
-    WEFT_LOG(Warn, "MAD-0006") << what << ": reply does not match (class " << int(s.mgmt_class)
+    WEFT_LOG(Warn, "MAD-0006") << w << ": reply does not match (class " << int(s.mgmt_class)
                                << " method " << int(s.method) << " attr " << s.attr_id << " mod "
                                << s.attr_mod << ")";
-    complete(e, fail(Errc::kBadReply, what + ": reply does not match the request"));
+    complete(e, fail(Errc::kBadReply, w + ": reply does not match the request"));
     return;
   }
   if (s.status != 0) {
     ++stats_.error_status;
-    WEFT_LOG(Debug, "MAD-0007") << what << ": status " << mad_status_str(s.status);
-    complete(e, fail(Errc::kBadReply, what + ": status " + mad_status_str(s.status)));
+    WEFT_LOG(Debug, "MAD-0007") << w << ": status " << mad_status_str(s.status);
+    complete(e, fail(Errc::kBadReply, w + ": status " + mad_status_str(s.status)));
     return;
   }
   ++stats_.completed_ok;
@@ -211,24 +293,68 @@ void MadEngine::handle(const InMad& in) {
   complete(e, s);
 }
 
+void MadEngine::handle_gmp(const InMad& in) {
+  auto dec = decode_gmp(in.mad.data(), in.len);
+  if (!dec) {
+    ++stats_.malformed;
+    WEFT_LOG(Warn, "MAD-0004") << "dropped a malformed MAD: " << dec.error().message;
+    return;
+  }
+  const Gmp& g = *dec;
+  auto it = gwire_.find(static_cast<uint32_t>(g.tid));
+  if (it == gwire_.end()) {
+    if (!in.send_timed_out) ++stats_.unmatched;
+    return;
+  }
+  GmpEntry e = std::move(it->second);
+  gwire_.erase(it);
+  if (in.send_timed_out) return no_reply(std::move(e), gpending_, false);
+  const Gmp& q = e.req.mad;
+  const std::string w = what(e.req);
+  if (g.mgmt_class != q.mgmt_class || g.method != kMethodGetResp || g.attr_id != q.attr_id ||
+      g.attr_mod != q.attr_mod) {
+    ++stats_.malformed;
+    WEFT_LOG(Warn, "MAD-0006") << w << ": reply does not match (class " << int(g.mgmt_class)
+                               << " method " << int(g.method) << " attr " << g.attr_id << " mod "
+                               << g.attr_mod << ")";
+    complete(e, Result<Gmp>(fail(Errc::kBadReply, w + ": reply does not match the request")));
+    return;
+  }
+  if (g.status != 0) {
+    ++stats_.gmps_error_status;
+    WEFT_LOG(Debug, "MAD-0007") << w << ": status " << mad_status_str(g.status);
+    complete(e, Result<Gmp>(fail(Errc::kBadReply, w + ": status " + mad_status_str(g.status))));
+    return;
+  }
+  ++stats_.gmps_ok;
+  complete(e, Result<Gmp>(g));
+}
+
 void MadEngine::fail_all(const Error& err) {
   // Completions may submit more (a sweep's next reads); those fail too, round after
   // round, until a round submits nothing.
-  while (!wire_.empty() || !pending_.empty()) {
-    std::vector<Entry> all;
-    all.reserve(wire_.size() + pending_.size());
-    for (auto& [tid, e] : wire_) all.push_back(std::move(e));
-    wire_.clear();
-    deadlines_.clear();
-    while (!pending_.empty()) {
-      all.push_back(std::move(pending_.front()));
-      pending_.pop_front();
+  auto take = [](auto& wire, auto& pending) {
+    std::vector<typename std::decay_t<decltype(pending)>::value_type> all;
+    all.reserve(wire.size() + pending.size());
+    for (auto& [tid, e] : wire) all.push_back(std::move(e));
+    wire.clear();
+    while (!pending.empty()) {
+      all.push_back(std::move(pending.front()));
+      pending.pop_front();
     }
-    for (auto& e : all) complete(e, std::unexpected(err));
+    return all;
+  };
+  while (!wire_.empty() || !pending_.empty() || !gwire_.empty() || !gpending_.empty()) {
+    auto smps = take(wire_, pending_);
+    auto gmps = take(gwire_, gpending_);
+    deadlines_.clear();
+    for (auto& e : smps) complete(e, Result<Smp>(std::unexpected(err)));
+    for (auto& e : gmps) complete(e, Result<Gmp>(std::unexpected(err)));
   }
 }
 
-Result<void> MadEngine::pump(TimePoint until, bool until_idle) {
+Result<void> MadEngine::pump(TimePoint until, Until until_what) {
+  const bool until_idle = until_what != Until::kTime;
   Clock& clock = t_.clock();
   while (true) {
     auto filled = fill_window();
@@ -240,7 +366,8 @@ Result<void> MadEngine::pump(TimePoint until, bool until_idle) {
       fail_all(filled.error());
       return filled;
     }
-    if (until_idle && idle()) return {};
+    if (until_what == Until::kIdle && idle()) return {};
+    if (until_what == Until::kQuiet && idle() && gmps_idle()) return {};
     if (!until_idle && now >= until) return {};
     TimePoint wake = until_idle ? now + opts_.timeout : until;
     if (!deadlines_.empty()) wake = std::min(wake, deadlines_.front().first);
@@ -255,11 +382,15 @@ Result<void> MadEngine::pump(TimePoint until, bool until_idle) {
 }
 
 Result<void> MadEngine::run() {
-  return pump(TimePoint{0}, true);
+  return pump(TimePoint{0}, Until::kIdle);
+}
+
+Result<void> MadEngine::run_all() {
+  return pump(TimePoint{0}, Until::kQuiet);
 }
 
 Result<void> MadEngine::poll_for(Duration d) {
-  return pump(t_.clock().now() + d, false);
+  return pump(t_.clock().now() + d, Until::kTime);
 }
 
 }  // namespace weft::sm

@@ -142,6 +142,14 @@ PmaCapabilities decode_class_port_info(std::span<const uint8_t, kPmaDataSize> da
   return {static_cast<uint16_t>(mad_get_field(c.data(), 0, IB_CPI_CAPMASK_F))};
 }
 
+void encode_class_port_info(PmaCapabilities caps, std::span<uint8_t, kPmaDataSize> data) {
+  std::fill(data.begin(), data.end(), uint8_t{0});
+  mad_set_field(data.data(), 0, IB_CPI_BASEVER_F, 1);
+  mad_set_field(data.data(), 0, IB_CPI_CLASSVER_F, 1);
+  mad_set_field(data.data(), 0, IB_CPI_CAPMASK_F, caps.mask);
+  mad_set_field(data.data(), 0, IB_CPI_RESP_TIME_VALUE_F, 18);
+}
+
 template <size_t N>
 Delta<N> Series<N>::add(const std::array<uint64_t, N>& now, uint32_t cleared) {
   Delta<N> d;

@@ -106,6 +106,12 @@ Result<std::unique_ptr<UmadTransport>> UmadTransport::open(const UmadPortSpec& s
   if (t->agent_sa_ < 0)
     return fail(Errc::kIo, "umad_register for the SubnAdm class on " + pick->ca + "/" +
                                std::to_string(pick->port) + " failed (is another SA running?)");
+  // Performance management (class 0x04, version 1), as a client: the PMAs' replies to
+  // the counter sweep's queries.
+  t->agent_perf_ = umad_register(t->portid_, 0x04, 1, 0, nullptr);
+  if (t->agent_perf_ < 0)
+    return fail(Errc::kIo, "umad_register for the PerfMgt class on " + pick->ca + "/" +
+                               std::to_string(pick->port) + " failed");
   t->sendbuf_.assign(umad_size() + kMadSize, 0);
   t->recvbuf_.assign(umad_size() + kMadSize, 0);
   WEFT_LOG(Info, "UMAD-0001") << "bound to " << pick->ca << " port " << pick->port << " guid "
@@ -137,12 +143,16 @@ Result<void> UmadTransport::set_is_sm(bool on) {
 
 int UmadTransport::agent_for(uint8_t mgmt_class) const {
   if (mgmt_class == 0x03) return agent_sa_;
+  if (mgmt_class == 0x04) return agent_perf_;
   return mgmt_class == kClassSmiDirect ? agent_dr_ : agent_lid_;
 }
 
 Result<void> UmadTransport::send(const MadBuf& mad, const SendAddr& to) {
   std::memcpy(umad_get_mad(sendbuf_.data()), mad.data(), kMadSize);
-  umad_set_addr(sendbuf_.data(), to.dlid.value, static_cast<int>(to.qpn), 0, 0);
+  // SMPs go to QP0 with no Q_Key; GMPs to the QP and Q_Key `to` names (QP1).
+  umad_set_addr(sendbuf_.data(), to.dlid.value, static_cast<int>(to.qpn), to.sl,
+                static_cast<int>(to.qkey));
+  umad_set_pkey(sendbuf_.data(), to.pkey_index);
   const int agent = agent_for(mad[1]);
   const int tmo_ms = static_cast<int>(
       std::chrono::duration_cast<std::chrono::milliseconds>(to.response_timeout).count());

@@ -116,6 +116,33 @@ Result<Smp> decode_smp(const uint8_t* buf, size_t len);
 // Human-readable MAD status, e.g. "0x001c (unsupported attribute/modifier)".
 std::string mad_status_str(uint16_t status);
 
+// A GMP: a MAD of a GSI class, carried on QP1 and LID routed (performance management
+// so far). Its payload is everything after the 24-byte common header; a class's own
+// header (PerfMgt: 40 reserved bytes) is the payload's start.
+constexpr size_t kMadHeaderSize = 24;
+struct Gmp {
+  uint8_t mgmt_class = 0;
+  uint8_t class_version = 1;
+  uint8_t method = kMethodGet;
+  uint16_t status = 0;
+  uint64_t tid = 0;
+  uint16_t attr_id = 0;
+  uint32_t attr_mod = 0;
+  std::array<uint8_t, kMadSize - kMadHeaderSize> payload{};
+  bool is_response() const { return (method & 0x80) != 0; }
+};
+MadBuf encode_gmp(const Gmp& g);
+// Decodes a GMP's common header; refuses SMPs, the SA's class (sa.hpp) and anything
+// that is not a whole version-1 MAD.
+Result<Gmp> decode_gmp(const uint8_t* buf, size_t len);
+
+struct GmpRequest {
+  Gmp mad;  // its TID is the engine's
+  Lid dlid;
+  int retries = -1;  // as SmpRequest's
+  std::string target() const { return "LID " + std::to_string(dlid.value); }
+};
+
 // --- attributes ---------------------------------------------------------------
 
 struct NodeInfo {

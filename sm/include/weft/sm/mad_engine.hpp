@@ -3,6 +3,10 @@
 // one completion per request (reply, error status, timeout, or transport
 // failure). Completions may submit more requests.
 //
+// GMPs (performance queries) go through it too, in a window of their own and only
+// after every SMP waiting to go: a counter sweep never holds a sweep's SMPs back,
+// and idle() — what a sweep's phases wait for — counts SMPs only.
+//
 // Two ways to drive it. Pulled (tests, the in-process simulator): run() pumps the
 // transport until nothing is queued or on the wire. Pushed (the daemon's event
 // loop, sm/asio_driver.hpp): whoever reads the transport hands each MAD to
@@ -28,6 +32,8 @@ struct EngineOptions {
   int window = 64;  // SMPs on the wire at once (OpenSM: max_wire_smps)
   Duration timeout = std::chrono::milliseconds(200);  // per attempt (OpenSM: transaction_timeout)
   int retries = 3;  // extra attempts after the first (transaction_retries)
+  // GMPs on the wire at once, apart from the SMPs (perfmgr_max_outstanding_queries).
+  int gmp_window = 500;
 };
 
 struct EngineStats {
@@ -42,9 +48,15 @@ struct EngineStats {
   uint64_t unmatched = 0;     // replies for no outstanding request (late, duplicate)
   uint64_t unsolicited = 0;   // requests and traps addressed to us
   uint64_t unserved = 0;      // MADs of classes the SM does not serve, dropped
+  // GMPs (counted apart: `sent` is the SMPs, SMInfo's ActCount).
+  uint64_t gmps_sent = 0;  // retries included
+  uint64_t gmps_ok = 0;
+  uint64_t gmps_timed_out = 0;
+  uint64_t gmps_error_status = 0;
 };
 
 using Completion = std::function<void(Result<Smp>)>;
+using GmpCompletion = std::function<void(Result<Gmp>)>;
 
 // Where the M_Key of each SMP comes from (sm/mkey.hpp), and what it learns from the
 // answers: asked on every attempt of a request that names no key.
@@ -60,9 +72,14 @@ class MadEngine {
  public:
   MadEngine(Transport& t, EngineOptions o);
   void submit(SmpRequest req, Completion done);
-  // Pulled: pumps until idle. Fails only when the transport fails; every request still
-  // queued then completes with that error.
+  // A LID-routed GMP to QP1 of `req.dlid`; its reply (a GetResp of the same class,
+  // attribute and modifier) completes it.
+  void submit(GmpRequest req, GmpCompletion done);
+  // Pulled: pumps until idle() (GMPs are served meanwhile, not waited for). Fails only
+  // when the transport fails; every request still queued then completes with that error.
   [[nodiscard]] Result<void> run();
+  // Pulled: pumps until no SMP and no GMP is left.
+  [[nodiscard]] Result<void> run_all();
   // Pulled: pumps for at most `d` of clock time, then returns.
   [[nodiscard]] Result<void> poll_for(Duration d);
 
@@ -89,22 +106,42 @@ class MadEngine {
   Transport& transport() { return t_; }
   // The M_Key of every request that names none (nullptr: 0).
   void set_keys(KeySource* k) { keys_ = k; }
+  // No SMP queued or on the wire (GMPs may be).
   bool idle() const { return pending_.empty() && wire_.empty(); }
+  bool gmps_idle() const { return gpending_.empty() && gwire_.empty(); }
 
  private:
-  int retries_of(const SmpRequest& r) const { return r.retries >= 0 ? r.retries : opts_.retries; }
+  template <class Req>
+  int retries_of(const Req& r) const {
+    return r.retries >= 0 ? r.retries : opts_.retries;
+  }
   std::set<uint8_t> unserved_seen_;  // classes dropped so far (logged once each)
-  struct Entry {
-    SmpRequest req;
-    Completion done;
+  template <class Req, class Done>
+  struct EntryOf {
+    Req req;
+    Done done;
     int attempts = 0;
   };
-  [[nodiscard]] Result<void> pump(TimePoint until, bool until_idle);
+  using Entry = EntryOf<SmpRequest, Completion>;
+  using GmpEntry = EntryOf<GmpRequest, GmpCompletion>;
+  enum class Until { kIdle, kQuiet, kTime };
+  [[nodiscard]] Result<void> pump(TimePoint until, Until what);
   [[nodiscard]] Result<void> fill_window();
+  [[nodiscard]] Result<void> drain();
   void send_attempt(Entry e);
+  void send_attempt(GmpEntry e);
   void expire(TimePoint now);
+  // A request the carrier or the clock gave up on: retried, or failed with a timeout.
+  template <class E>
+  void no_reply(E e, std::deque<E>& pending, bool logged);
   void handle(const InMad& in);
-  void complete(Entry& e, Result<Smp> r);
+  void handle_gmp(const InMad& in);
+  template <class E, class R>
+  void complete(E& e, R r) {
+    auto done = std::move(e.done);
+    e.done = nullptr;
+    if (done) done(std::move(r));
+  }
 
   Transport& t_;
   EngineOptions opts_;
@@ -112,8 +149,11 @@ class MadEngine {
   UnsolicitedHandler unsolicited_;
   std::function<void(const InMad&)> sa_;
   std::deque<Entry> pending_;
-  std::unordered_map<uint32_t, Entry> wire_;              // keyed by the TID's low 32 bits
+  std::unordered_map<uint32_t, Entry> wire_;  // keyed by the TID's low 32 bits
+  std::deque<GmpEntry> gpending_;
+  std::unordered_map<uint32_t, GmpEntry> gwire_;
   std::deque<std::pair<TimePoint, uint32_t>> deadlines_;  // one timeout for all: FIFO is sorted
+  uint32_t take_tid();
   uint32_t next_tid_ = 0x10000;
   std::function<void()> kick_;  // set: pushed mode
   KeySource* keys_ = nullptr;

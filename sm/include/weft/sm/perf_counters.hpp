@@ -117,6 +117,9 @@ struct PmaCapabilities {
   bool xmit_wait() const { return mask >> 12 & 1; }
 };
 PmaCapabilities decode_class_port_info(std::span<const uint8_t, kPmaDataSize> data);
+// A ClassPortInfo answer (base and class version 1, the capability mask, the default
+// response time); the simulator's PMA gives it.
+void encode_class_port_info(PmaCapabilities caps, std::span<uint8_t, kPmaDataSize> data);
 
 // The counts between two reads of a port.
 template <size_t N>
