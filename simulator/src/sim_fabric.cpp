@@ -36,6 +36,7 @@ SimFabric::SimFabric(fabric::Fabric f, SimDefaults d) : f_(std::move(f)), d_(d) 
   mkey_.resize(n);
   pc_.resize(n);
   pce_.resize(n);
+  pma_caps_.assign(n, 0x1300);
   // ibsim's power-on tables: 0xffff at P_Key index 0; SL2VL 0-14 and 15 -> 7; arbitration
   // low VL0:0 VL1..:4, high VL0:4 VL1..:0.
   qos::Sl2Vl sl2vl0;
@@ -342,6 +343,7 @@ std::optional<SimFabric::Hop> SimFabric::lid_route(NodeIndex src, PortNum src_po
 
 SimFabric::Outcome SimFabric::process(const MadBuf& req, NodeIndex sm_node, PortNum sm_port,
                                       Lid dlid) {
+  if (req[1] == sm::perf::kClassPerf) return process_gmp(req, sm_node, sm_port, dlid);
   Outcome out;
   auto dec = decode_smp(req.data(), req.size());
   if (!dec || dec->is_response()) return out;
@@ -396,6 +398,36 @@ SimFabric::Outcome SimFabric::process(const MadBuf& req, NodeIndex sm_node, Port
   r.status = status;
   r.data = data;
   out.reply = encode_smp(r);
+  return out;
+}
+
+SimFabric::Outcome SimFabric::process_gmp(const MadBuf& req, NodeIndex sm_node, PortNum sm_port,
+                                          Lid dlid) {
+  namespace perf = sm::perf;
+  Outcome out;
+  auto dec = decode_gmp(req.data(), req.size());
+  if (!dec || dec->is_response()) return out;
+  // LID routed to the PMA of the port that owns `dlid` (a switch's: port 0's LID).
+  auto hop = lid_route(sm_node, sm_port, dlid.value, &out.hops);
+  if (!hop || dead_[hop->node]) return out;
+  ++pma_queries_;
+  Gmp r = *dec;
+  r.method = kMethodGetResp;
+  perf::PmaData data;
+  std::copy_n(r.payload.begin() + (perf::kPmaDataOffset - kMadHeaderSize), data.size(),
+              data.begin());
+  if (dec->method != kMethodGet && dec->method != kMethodSet) {
+    r.status = 0x0C;  // unsupported method
+  } else if (dec->attr_id == perf::kAttrClassPortInfo) {
+    if (dec->method == kMethodSet)
+      r.status = 0x0C;
+    else
+      perf::encode_class_port_info({pma_caps_[hop->node]}, data);
+  } else {
+    r.status = pma(dec->method == kMethodSet, dec->attr_id, hop->node, hop->port, data);
+  }
+  std::copy(data.begin(), data.end(), r.payload.begin() + (perf::kPmaDataOffset - kMadHeaderSize));
+  out.reply = encode_gmp(r);
   return out;
 }
 

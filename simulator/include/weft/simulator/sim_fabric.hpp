@@ -134,6 +134,12 @@ class SimFabric {
   // field), another attribute 0x0C (unsupported).
   uint16_t pma(bool set, uint16_t attr, fabric::NodeIndex n, PortNum in_port,
                sm::perf::PmaData& data);
+  // What node `n`'s PMA says in ClassPortInfo (default: PortSelect 255, the whole
+  // PortCountersExtended, PortXmitWait). Without the extended bits it still answers
+  // PortCountersExtended, as ibsim does; an SM should not ask.
+  void set_pma_capabilities(fabric::NodeIndex n, uint16_t mask) { pma_caps_.at(n) = mask; }
+  // PerfMgt GMPs answered so far (a counter sweep's cost).
+  uint64_t pma_queries() const { return pma_queries_; }
 
   // Faults.
   void set_unresponsive(fabric::NodeIndex n, bool on) { dead_.at(n) = on ? 1 : 0; }
@@ -183,6 +189,9 @@ class SimFabric {
   std::vector<std::vector<MKeyState>> mkey_;                 // [node][port]
   std::vector<std::vector<sm::perf::PortCounters>> pc_;      // [node][port]
   std::vector<std::vector<sm::perf::PortCountersExt>> pce_;  // [node][port]
+  std::vector<uint16_t> pma_caps_;
+  uint64_t pma_queries_ = 0;
+  Outcome process_gmp(const sm::MadBuf& req, fabric::NodeIndex sm_node, PortNum sm_port, Lid dlid);
   // Ports disabled by a PortInfo Set, and the port their cable leads to.
   std::map<std::pair<fabric::NodeIndex, PortNum>, std::pair<fabric::NodeIndex, PortNum>> disabled_;
   const sm::Clock* clock_ = nullptr;

@@ -25,6 +25,9 @@ struct SimTransportOptions {
   double reply_drop_rate = 0.0;  // share of replies lost after the device acted (0..1)
   double delay_rate = 0.0;       // share of replies delayed by `delay`
   sm::Duration delay = std::chrono::milliseconds(150);
+  // What a PMA takes to answer a PerfMgt query, on top of the hops (switch PMAs run in
+  // firmware, slower than their SMA).
+  sm::Duration pma_latency{0};
   uint64_t seed = 1;
 };
 
