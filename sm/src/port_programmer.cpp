@@ -148,8 +148,10 @@ bool PortProgrammer::set_phys_state(SweepRun& run, NodeIndex n, PortNum p) {
   want.attrs.width_enabled = 0;
   want.attrs.speed_enabled = 0;
   const std::string port = fabric::port_ref(run.target, n, p);
+  auto why = run.leave_down.find(key);
+  std::string reason = why == run.leave_down.end() ? std::string() : why->second;
   eng_.submit(SmpRequest::set(kAttrPortInfo, p, dr_path_to(run.d, n, p), encode_port_info(want)),
-              [&run, n, p, phys, port](Result<Smp> r) {
+              [&run, n, p, phys, port, reason](Result<Smp> r) {
                 if (!r)
                   return add_problem(
                       run.rep,
@@ -159,7 +161,7 @@ bool PortProgrammer::set_phys_state(SweepRun& run, NodeIndex n, PortNum p) {
                 run.after[n][p] = decode_port_info(r->data);
                 if (phys == kPhysDisabled) {
                   ++run.rep.ports_disabled;
-                  WEFT_LOG(Info, "SM-0036") << port << " disabled (flap_policy down)";
+                  WEFT_LOG(Info, "SM-0036") << port << " disabled (" << reason << ")";
                 } else {
                   ++run.rep.ports_enabled;
                   WEFT_LOG(Info, "SM-0036") << port << " enabled again (PortPhysicalState Polling)";

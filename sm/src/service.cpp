@@ -24,7 +24,8 @@ SmService::SmService(Transport& t, SmOptions o, PartitionStore store, EventLog& 
       interval_(io_),
       stats_(io_),
       poll_(io_),
-      holdoff_(io_) {
+      holdoff_(io_),
+      perf_(io_) {
   sm_.set_driver(driver_);
   sm_.on_event([this](const SmEvent& e) { on_sm_event(e); });
   publish_partitions();
@@ -56,6 +57,7 @@ void SmService::stop() {
     stats_.cancel();
     poll_.cancel();
     holdoff_.cancel();
+    perf_.cancel();
     events_.stop();
     // A sweep under way is abandoned where it waits; the loop ends here.
     io_.stop();
@@ -79,6 +81,7 @@ int SmService::run() {
   };
   tick();
   asio::post(io_, [this] { sweep_now(true); });
+  arm_perf(sm_.options().perf.sweep_time);
   io_.run();
   driver_.stop();
   return exit_;
@@ -111,6 +114,34 @@ void SmService::enable_port(Guid sw, PortNum port, std::function<void(Result<voi
     if (r) events_.append("port_released", {{"guid", hex_guid(sw.value)}, {"port", port}});
     done(r);
     if (r) maybe_sweep();
+  });
+}
+
+void SmService::mark_healthy(Guid node, PortNum port,
+                             std::function<void(Result<perf::Unhealthy>)> done) {
+  asio::post(io_, [this, node, port, done = std::move(done)] {
+    auto r = sm_.mark_healthy(node, port);
+    done(r);
+    if (r) maybe_sweep();
+  });
+}
+
+void SmService::arm_perf(std::chrono::steady_clock::duration after) {
+  perf_.expires_after(after);
+  perf_.async_wait([this](const boost::system::error_code& ec) {
+    if (ec || stopping_) return;
+    const auto period = sm_.options().perf.sweep_time;
+    // Off, not master yet, or the last one still reading: try again a period later.
+    if (!sm_.options().perf.enabled || sm_.perf_sweeping() || sm_.sm_state() != SmState::kMaster ||
+        !sm_.snapshot())
+      return arm_perf(period);
+    const auto started = std::chrono::steady_clock::now();
+    sm_.perf_sweep([this, period, started](Result<perf::PerfSweep> r) {
+      if (!r) WEFT_LOG(Info, "PERF-0011") << "counter sweep: " << r.error().message;
+      if (r && !r->unhealthy.empty()) maybe_sweep();
+      const auto spent = std::chrono::steady_clock::now() - started;
+      arm_perf(period > spent ? period - spent : std::chrono::steady_clock::duration::zero());
+    });
   });
 }
 

@@ -94,6 +94,8 @@ SubnetManager::SubnetManager(Transport& t, SmOptions o)
       lfts_(std::make_unique<LftProgrammer>(eng_)),
       tables_(std::make_unique<DeviceTables>(eng_, opts_, *ports_, *lfts_)),
       mc_(std::make_unique<MulticastProgrammer>(eng_)),
+      perf_(std::make_unique<perf::PerfManager>(eng_, opts_.perf,
+                                                opts_.state_dir + "/unhealthy-ports")),
       keys_(opts_.mkey),
       role_(SmRole::Config{opts_.sm_key, opts_.sm_priority, t.local_port().port_guid}) {
   keys_.set_local_port(t.local_port().port_guid);
@@ -117,6 +119,7 @@ void SubnetManager::set_options(SmOptions o) {
   opts_ = std::move(o);  // the programmers hold a reference to opts_
   eng_.set_options(opts_.engine);
   keys_.set_options(opts_.mkey);
+  perf_->set_options(opts_.perf);
   role_.configure({opts_.sm_key, opts_.sm_priority, role_.config().guid});
   opts_shared_ = std::make_shared<const SmOptions>(opts_);
   publish();
@@ -495,7 +498,7 @@ void SubnetManager::phase_assign_lids() {
     auto n = run.target.find(Guid{key.first});
     if (!n || !run.target.node(*n).is_switch() || key.second > run.target.node(*n).num_ports)
       continue;
-    run.leave_down.insert(key);
+    run.leave_down[key] = why.reason;
     if (run.target.node(*n).ports[key.second].linked()) {
       run.target.disconnect(*n, key.second);
       cut = true;
@@ -503,6 +506,20 @@ void SubnetManager::phase_assign_lids() {
   }
   // Programming (the disabling Sets included) goes by routes that avoid those links.
   if (cut) route_paths_over(run.d, run.target);
+  // Unhealthy switch-to-switch links under unhealthy_port_policy reroute: routed
+  // around, their ports kept ACTIVE (a CA's link has no way around: reported only).
+  run.route_on.reset();
+  for (const auto& [key, u] : perf_->unhealthy()) {
+    if (u.policy != "reroute") continue;
+    auto n = run.target.find(Guid{key.first});
+    if (!n || key.second > run.target.node(*n).num_ports) continue;
+    const auto& port = run.target.node(*n).ports[key.second];
+    if (!port.linked() || !run.target.node(*n).is_switch() ||
+        !run.target.node(port.peer).is_switch())
+      continue;
+    if (!run.route_on) run.route_on = run.target;
+    run.route_on->disconnect(*n, key.second);
+  }
   // Released ports stay asked for until a sweep reads them enabled.
   run.bring_up = release_;
   std::erase_if(release_, [&d](const std::pair<uint64_t, PortNum>& key) {
@@ -559,7 +576,7 @@ void SubnetManager::phase_route() {
   auto keep = run_;
   driver_->offload(
       [keep, before, chain = std::move(*chain), ro = std::move(ro)]() mutable {
-        keep->routed = chain.compute(keep->target, ro);
+        keep->routed = chain.compute(keep->route_on ? *keep->route_on : keep->target, ro);
       },
       [this, keep] {
         SweepRun& r = *keep;
@@ -966,6 +983,77 @@ Result<void> SubnetManager::save_down() const {
   return write_file_durably(opts_.state_dir + "/ports-down", text);
 }
 
+void SubnetManager::perf_sweep(std::function<void(Result<perf::PerfSweep>)> done) {
+  if (role_.state() != SmState::kMaster || !snapshot_)
+    return done(fail(Errc::kUnsupported, "counters are read by the master, once the subnet is up"));
+  perf_->start(snapshot_, [this, done = std::move(done)](Result<perf::PerfSweep> r) {
+    if (r) {
+      for (const auto& [key, u] : r->unhealthy) apply_unhealthy(key, u);
+      emit("counters", {{"ports", r->ports},
+                        {"read", r->read},
+                        {"failed", r->failed},
+                        {"mads", r->mads},
+                        {"ms", r->ms},
+                        {"unhealthy", perf_->unhealthy().size()},
+                        {"congested", r->congested.size()}});
+    }
+    publish();
+    done(std::move(r));
+  });
+}
+
+void SubnetManager::apply_unhealthy(const perf::PortKey& key, const perf::Unhealthy& u) {
+  const auto* st = perf_->view()->find(key.first, key.second);
+  nlohmann::json ev = {{"guid", hex_guid(key.first)},
+                       {"port", key.second},
+                       {"reason", u.reason},
+                       {"counter", u.counter},
+                       {"policy", u.policy}};
+  if (st) ev["name"] = st->node_desc;
+  // isolate: the link is left down at its switch end (this port, or the switch port
+  // facing a CA's), as flap_policy down leaves it.
+  std::optional<std::pair<uint64_t, PortNum>> at;
+  if (snapshot_) {
+    const auto& f = snapshot_->fabric;
+    if (auto n = f.find(Guid{key.first}); n && key.second <= f.node(*n).num_ports) {
+      const auto& p = f.node(*n).ports[key.second];
+      if (f.node(*n).is_switch())
+        at = key;
+      else if (p.linked() && f.node(p.peer).is_switch())
+        at = {f.node(p.peer).guid.value, p.peer_port};
+    }
+  }
+  if (u.policy == "isolate" && at && !down_.count(*at)) {
+    down_[*at] = {
+        "unhealthy " + hex_guid(key.first) + "/" + std::to_string(key.second) + ": " + u.reason,
+        unix_now()};
+    if (auto r = save_down(); !r)
+      WEFT_LOG(Error, "SM-0026") << "ports-down not saved: " << r.error().message;
+    ev["isolated"] = hex_guid(at->first) + "/" + std::to_string(at->second);
+  }
+  // reroute and isolate take effect with the next heavy sweep.
+  if (u.policy != "report") deferred_heavy_ = true;
+  emit("port_unhealthy", ev);
+}
+
+Result<perf::Unhealthy> SubnetManager::mark_healthy(Guid node, PortNum port) {
+  auto was = perf_->mark_healthy(node.value, port);
+  if (!was) return was;
+  // Whatever isolate left down for this port comes up again.
+  const std::string tag = "unhealthy " + hex_guid(node.value) + "/" + std::to_string(port) + ":";
+  std::vector<std::pair<uint64_t, PortNum>> release;
+  for (const auto& [key, d] : down_)
+    if (d.reason.starts_with(tag)) release.push_back(key);
+  for (const auto& key : release)
+    if (auto r = enable_port(Guid{key.first}, key.second); !r)
+      WEFT_LOG(Warn, "SM-0029") << "port " << hex_guid(key.first) << "/" << int(key.second) << ": "
+                                << r.error().message;
+  if (was->policy != "report") trap_seen_ = true;  // routes come back at the next sweep
+  emit("port_healthy", {{"guid", node.str()}, {"port", port}, {"was", was->reason}});
+  publish();
+  return was;
+}
+
 Result<void> SubnetManager::enable_port(Guid sw, PortNum port) {
   auto it = down_.find({sw.value, port});
   if (it == down_.end())
@@ -1014,6 +1102,7 @@ void SubnetManager::publish() {
     p->master_name = role_.polled()->name;
   }
   p->sms = sms_;
+  p->perf = perf_->view();
   for (const auto& [key, n] : trap_counts_) p->traps.push_back({key, n});
   for (const auto& fp : flapping_) p->flapping.push_back(fp);
   for (const auto& [key, d] : down_)

@@ -34,13 +34,18 @@ struct SweepRun {
   Discovered d;
   std::unique_ptr<Discovered> model;  // what the next update starts from, if this one is up
   fabric::Fabric target;              // the discovered fabric with the LIDs assigned
+  // What routing runs on when it must avoid links the programming keeps (unhealthy
+  // links, unhealthy_port_policy reroute): `target` without them.
+  std::optional<fabric::Fabric> route_on;
   routing::ChainResult routed;
   routing::Tables tables;
   qos::PartitionPlan plan;
   std::vector<std::vector<PortInfo>> after;  // [node][port]: PortInfo as the last Set left it
-  // Switch ports (GUID, port) to disable (flap_policy down: their links are out of
-  // `target`) and to enable again (released by an admin).
-  std::set<std::pair<uint64_t, PortNum>> leave_down, bring_up;
+  // Switch ports (GUID, port) to disable, with why (flap_policy down, or
+  // unhealthy_port_policy isolate: their links are out of `target`), and to enable again
+  // (released by an admin).
+  std::map<std::pair<uint64_t, PortNum>, std::string> leave_down;
+  std::set<std::pair<uint64_t, PortNum>> bring_up;
   // [node]: the LID a switch's tables are programmed by (LID-routed SMPs), or 0 where
   // they go by directed route (plan_lid_routes).
   std::vector<uint16_t> by_lid;

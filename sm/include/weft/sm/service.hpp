@@ -48,6 +48,8 @@ class SmService {
   void request_sweep(bool heavy);
   // SubnetManager::enable_port on the loop; `done` runs there, after it (any thread).
   void enable_port(Guid sw, PortNum port, std::function<void(Result<void>)> done);
+  // SubnetManager::mark_healthy on the loop; `done` runs there, after it.
+  void mark_healthy(Guid node, PortNum port, std::function<void(Result<perf::Unhealthy>)> done);
   // Applies `change` to the REST partitions; when it gives a new set, the set is on
   // disk before `done` runs (on the loop) with its generation, and a heavy sweep that
   // applies it is scheduled. An unchanged set is not written and keeps its generation.
@@ -68,6 +70,8 @@ class SmService {
   void maybe_sweep();
   void sweep_now(bool heavy);
   void arm_interval();
+  // The PerfMgr's counter sweeps, every perf.sweep_time from one's start to the next's.
+  void arm_perf(std::chrono::steady_clock::duration after);
   void arm_poll(std::chrono::milliseconds after);
   void apply_options(SmOptions o);
   void publish_partitions();
@@ -78,7 +82,7 @@ class SmService {
   PartitionStore store_;
   EventLog& events_;
   ServiceOptions opts_;
-  boost::asio::steady_timer interval_, stats_, poll_, holdoff_;
+  boost::asio::steady_timer interval_, stats_, poll_, holdoff_, perf_;
   bool holdoff_armed_ = false;
   std::optional<bool> wanted_;  // a sweep asked for (true: heavy) while one ran
   std::optional<std::pair<SmOptions, std::chrono::seconds>> pending_reload_;

@@ -25,6 +25,9 @@
 #include "weft/sm/sm_role.hpp"
 
 namespace weft::sm {
+namespace perf {
+struct PerfView;  // perf_manager.hpp
+}
 
 struct SweepReport {
   size_t switches = 0, cas = 0, routers = 0;
@@ -135,6 +138,9 @@ struct Published {
   uint64_t sweep_count = 0;
   double sweep_seconds = 0;
   int64_t started_unix_s = 0;
+  // What the PerfMgr's last counter sweep read, and the ports marked unhealthy (null
+  // before the first).
+  std::shared_ptr<const perf::PerfView> perf;
   // The SM's options in force (sm/subnet_manager.hpp).
   std::shared_ptr<const SmOptions> options;
 };

@@ -38,6 +38,7 @@
 #include "weft/sm/lid_manager.hpp"
 #include "weft/sm/mad_engine.hpp"
 #include "weft/sm/mkey.hpp"
+#include "weft/sm/perf_manager.hpp"
 #include "weft/sm/sa.hpp"
 #include "weft/sm/sm_role.hpp"
 #include "weft/sm/snapshot.hpp"
@@ -83,11 +84,17 @@ struct SmOptions {
   qos::QosConfig qos;
   // The QoS policy (qos_policy_file), applied to PathRecords under QoS.
   std::optional<config::QosPolicy> qos_policy;
+  // The PerfMgr (perfmgr_*, unhealthy_port_policy): counters read every
+  // perf.sweep_time by the daemon (perf_sweep()); a port past an error threshold is
+  // marked unhealthy (STATE_DIR/unhealthy-ports) and, by policy, reported, routed
+  // around (switch-to-switch links) or isolated (left down at its switch port).
+  perf::PerfOptions perf;
 };
 
 // Something that happened, for the daemon's event stream: "sweep_started",
 // "sweep_finished", "subnet_up", "subnet_down", "port_state", "port_added",
-// "port_removed", "link_up", "link_down", "trap", "multicast", "sm_state".
+// "port_removed", "link_up", "link_down", "trap", "multicast", "sm_state", "counters"
+// (a counter sweep), "port_unhealthy", "port_healthy".
 struct SmEvent {
   std::string type;
   nlohmann::json data;
@@ -141,6 +148,13 @@ class SubnetManager {
   // Lets a port weft left down come up again (on disk before it returns); its next
   // heavy sweep enables it. Fails for a port weft did not leave down.
   [[nodiscard]] Result<void> enable_port(Guid sw, PortNum port);
+  // One counter sweep of every port of the last snapshot (master only); a port it finds
+  // unhealthy gets an event and its policy, applied by the next sweep.
+  void perf_sweep(std::function<void(Result<perf::PerfSweep>)> done);
+  bool perf_sweeping() const { return perf_ && perf_->running(); }
+  // Clears a port's unhealthy mark (on disk before it returns); the next heavy sweep
+  // routes over it again or enables it. Fails for a port that is not marked.
+  [[nodiscard]] Result<perf::Unhealthy> mark_healthy(Guid node, PortNum port);
   // One poll of the SM this one watches (STANDBY: the master; MASTER: a lower master
   // that has yet to hand over). `done(true)`: it is gone (or yielded), a heavy sweep
   // is due.
@@ -208,6 +222,8 @@ class SubnetManager {
   std::unique_ptr<LftProgrammer> lfts_;
   std::unique_ptr<DeviceTables> tables_;
   std::unique_ptr<MulticastProgrammer> mc_;
+  std::unique_ptr<perf::PerfManager> perf_;
+  void apply_unhealthy(const perf::PortKey& key, const perf::Unhealthy& u);
   Guid2Lid db_;
   bool db_loaded_ = false;
   MKeyBook keys_;

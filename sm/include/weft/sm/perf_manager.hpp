@@ -1,0 +1,172 @@
+// weft/sm/perf_manager.hpp — the PerfMgr: every port's PerformanceManagement counters
+// read on an interval (OpenSM's perfmgr_* options), LID routed over GSI through the
+// SM's MAD engine (in the GMP window, behind every SMP: a counter sweep never delays
+// a sweep), turned into counts per interval with the counters' real semantics
+// (perf_counters.hpp), and checked against error thresholds: a port past one is
+// unhealthy, with the reason, until an admin marks it healthy again.
+//
+//   PerfManager pm(engine, opts, state_dir);
+//   pm.start(snapshot, [&](Result<PerfSweep> r) { for (auto& u : r->unhealthy) ...; });
+//   auto view = pm.view();              // immutable: what the last sweep read
+//   pm.mark_healthy(node_guid, port);   // on disk before it returns
+#pragma once
+
+#include <array>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "weft/result.hpp"
+#include "weft/sm/mad_engine.hpp"
+#include "weft/sm/perf_counters.hpp"
+#include "weft/sm/snapshot.hpp"
+
+namespace weft::sm::perf {
+
+// Errors counted within PerfOptions::health_window at or past which a port is
+// unhealthy, by counter (0: not checked). The defaults are infiniband-diags' (its
+// error_thresholds file, which ibqueryerrors reads).
+using Thresholds = std::array<uint64_t, kCounters>;
+Thresholds default_thresholds();
+// The error_thresholds file's grammar: "Name=value" lines (PortRcvErrors=10), '#'
+// comments; names as info(Counter).name. Lines override `base`. PortXmitWait is
+// accepted and ignored (congestion is perfmgr_xmit_wait_threshold, per interval).
+Result<Thresholds> parse_thresholds(const std::string& text, const std::string& origin,
+                                    Thresholds base = default_thresholds());
+
+struct PerfOptions {
+  bool enabled = false;                             // perfmgr
+  Duration sweep_time = std::chrono::seconds(180);  // perfmgr_sweep_time_s
+  bool ignore_cas = false;                          // perfmgr_ignore_cas: switch ports only
+  bool log_errors = true;                           // perfmgr_log_errors: each error count logged
+  bool xmit_wait_log = false;                       // perfmgr_xmit_wait_log
+  uint64_t xmit_wait_threshold = 65535;             // perfmgr_xmit_wait_threshold, per interval
+  Thresholds thresholds = default_thresholds();     // perfmgr_error_thresholds_file
+  Duration health_window = std::chrono::seconds(3600);  // perfmgr_health_window_s
+  std::string unhealthy_policy = "report";              // unhealthy_port_policy
+  bool metrics_ca_ports = true;  // perfmgr_metrics_ca_ports: CA ports' series on /metrics
+};
+
+// One port as the last counter sweep saw it.
+struct PortStats {
+  uint64_t node_guid = 0, port_guid = 0;
+  PortNum port = 0;
+  Lid lid;  // where its PMA was asked (a switch: port 0's LID)
+  bool is_switch = false;
+  std::string node_desc;
+  PmaCapabilities caps;
+  bool read = false;                          // the last sweep read its PortCounters
+  std::string error;                          // why not
+  bool baseline = false;                      // its first read: no counts yet
+  std::array<uint64_t, kCounters> current{};  // as read
+  Delta<kCounters> delta;                     // since the read before
+  std::array<uint64_t, kCounters> totals{};   // since its series started
+  std::array<uint64_t, kCounters> window{};   // within health_window
+  bool has_ext = false;
+  std::array<uint64_t, kExtCounters> ext_current{};
+  Delta<kExtCounters> ext_delta;
+  std::array<uint64_t, kExtCounters> ext_totals{};
+  double interval_s = 0;  // between the last two reads (0: baseline)
+  int64_t read_unix_s = 0;
+  int64_t series_unix_s = 0;  // when its series started (a restart, a port that returned)
+  uint64_t clears = 0;        // Sets that zeroed counters near saturation
+  bool congested = false;     // PortXmitWait past the threshold in the last interval
+  // Counts per second over the last interval (0 without one).
+  double rate(Counter c) const {
+    return interval_s > 0 ? double(delta.counted[size_t(c)]) / interval_s : 0;
+  }
+  double rate(ExtCounter c) const {
+    return interval_s > 0 ? double(ext_delta.counted[size_t(c)]) / interval_s : 0;
+  }
+};
+
+// A port marked unhealthy: by which counter, why, since when, and what the policy did.
+struct Unhealthy {
+  std::string reason;
+  std::string counter;
+  int64_t since_unix_s = 0;
+  std::string policy;  // report, reroute or isolate, as it was when marked
+};
+using PortKey = std::pair<uint64_t, PortNum>;  // (node GUID, port number)
+
+struct PerfView {
+  std::vector<PortStats> ports;     // by (node GUID, port)
+  std::map<PortKey, size_t> index;  // into ports
+  std::map<PortKey, Unhealthy> unhealthy;
+  uint64_t sweeps = 0;
+  double last_sweep_ms = 0;
+  uint64_t last_sweep_mads = 0;    // GMPs the last sweep sent (retries included)
+  uint64_t last_sweep_failed = 0;  // ports it could not read
+  int64_t last_sweep_unix_s = 0;
+  const PortStats* find(uint64_t node_guid, PortNum port) const {
+    auto it = index.find({node_guid, port});
+    return it == index.end() ? nullptr : &ports[it->second];
+  }
+};
+
+// What a finished counter sweep found.
+struct PerfSweep {
+  size_t ports = 0, read = 0, failed = 0;
+  uint64_t mads = 0;
+  double ms = 0;
+  std::vector<std::pair<PortKey, Unhealthy>> unhealthy;  // newly past a threshold
+  std::vector<PortKey> congested;                        // past xmit_wait_threshold
+};
+
+class PerfManager {
+ public:
+  // `state_file`: where the unhealthy marks live (STATE_DIR/unhealthy-ports); read now.
+  PerfManager(MadEngine& eng, PerfOptions o, std::string state_file);
+  void set_options(PerfOptions o) { opts_ = std::move(o); }
+  const PerfOptions& options() const { return opts_; }
+  // Reads every port of `snap` once; `done` runs when the last reply (or timeout) is
+  // in. Fails (through `done`) when a sweep is under way.
+  void start(std::shared_ptr<const SubnetSnapshot> snap,
+             std::function<void(Result<PerfSweep>)> done);
+  bool running() const { return sweep_ != nullptr; }
+  std::shared_ptr<const PerfView> view() const { return view_; }
+  // The marks, as on disk.
+  const std::map<PortKey, Unhealthy>& unhealthy() const { return unhealthy_; }
+  // Clears a mark (on disk before it returns) and the counts in its window, so the
+  // same errors do not mark it again. Fails for a port that is not marked.
+  [[nodiscard]] Result<Unhealthy> mark_healthy(uint64_t node_guid, PortNum port);
+  // Why the marks could not be read at start (empty: they were, or there were none).
+  const std::string& load_error() const { return load_error_; }
+
+ private:
+  struct PortState {
+    CounterSeries pc;
+    ExtCounterSeries ext;
+    uint32_t cleared = 0;  // counters a Set zeroed since the last read
+    std::deque<std::pair<TimePoint, std::array<uint64_t, kCounters>>> window;
+    std::optional<TimePoint> last_read;
+    uint64_t sweep = 0;  // the last sweep that found the port in the fabric
+    PortStats stats;
+  };
+  struct Sweep;
+  void query_node(const std::shared_ptr<Sweep>& sw, size_t node);
+  void query_port(const std::shared_ptr<Sweep>& sw, PortKey key, Lid lid, bool ext);
+  void on_counters(Sweep& sw, PortKey key, Result<Gmp> r);
+  void on_ext(PortKey key, Result<Gmp> r);
+  void check_health(Sweep& sw, PortKey key, PortState& ps, TimePoint now);
+  void release(const std::shared_ptr<Sweep>& sw);
+  void finish(const std::shared_ptr<Sweep>& sw);
+  [[nodiscard]] Result<void> save() const;
+
+  MadEngine& eng_;
+  PerfOptions opts_;
+  std::string state_file_;
+  std::string load_error_;
+  std::map<PortKey, PortState> ports_;
+  std::map<uint64_t, PmaCapabilities> caps_;  // by node GUID, asked once per appearance
+  std::map<PortKey, Unhealthy> unhealthy_;
+  std::shared_ptr<Sweep> sweep_;
+  uint64_t sweeps_ = 0;
+  std::shared_ptr<const PerfView> view_ = std::make_shared<PerfView>();
+};
+
+}  // namespace weft::sm::perf
