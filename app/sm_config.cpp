@@ -159,6 +159,28 @@ Result<sm::SmOptions> sm_opts(const config::Values& v) {
   o.flap_policy = v.get_str("flap_policy");
   // A switch with a flapping port: at most one trap-driven heavy sweep per interval.
   o.flap_holdoff = std::chrono::seconds(std::max<long>(1, v.get_int("sweep_interval")));
+  o.perf.enabled = v.get_bool("perfmgr");
+  o.perf.sweep_time = std::chrono::seconds(v.get_int("perfmgr_sweep_time_s"));
+  o.engine.gmp_window = static_cast<int>(v.get_int("perfmgr_max_outstanding_queries"));
+  o.perf.ignore_cas = v.get_bool("perfmgr_ignore_cas");
+  o.perf.log_errors = v.get_bool("perfmgr_log_errors");
+  o.perf.xmit_wait_log = v.get_bool("perfmgr_xmit_wait_log");
+  o.perf.xmit_wait_threshold = static_cast<uint64_t>(v.get_int("perfmgr_xmit_wait_threshold"));
+  o.perf.health_window = std::chrono::seconds(v.get_int("perfmgr_health_window_s"));
+  o.perf.unhealthy_policy = v.get_str("unhealthy_port_policy");
+  o.perf.metrics_ca_ports = v.get_bool("perfmgr_metrics_ca_ports");
+  if (const std::string path = v.get_str("perfmgr_error_thresholds_file"); !path.empty()) {
+    auto t = app::read_file(
+        path,
+        [](std::istream& in, const std::string& p) {
+          std::ostringstream ss;
+          ss << in.rdbuf();
+          return sm::perf::parse_thresholds(ss.str(), p);
+        },
+        v.origin("perfmgr_error_thresholds_file"));
+    if (!t) return std::unexpected(t.error());
+    o.perf.thresholds = *t;
+  }
   o.max_op_vls = static_cast<uint8_t>(v.get_int("max_op_vls"));
   o.subnet_timeout = static_cast<uint8_t>(v.get_int("subnet_timeout"));
   auto parts = load_partition_file(v);

@@ -64,6 +64,34 @@ std::vector<OptionSpec> build_table() {
        "what a flapping port gets: report (logged, an event, on /api/v1/sm), or down (its "
        "link disabled at the switch port(s), kept so across restarts in STATE_DIR/ports-down "
        "until POST /api/v1/ports/GUID/PORT/enable)"},
+      {"perfmgr", Type::kBool, "FALSE", 0, 0, true,
+       "TRUE: read every port's PerfMgt counters each perfmgr_sweep_time_s (the master), "
+       "served on /api/v1/ports/GUID/PORT/counters, /api/v1/health and /metrics"},
+      {"perfmgr_sweep_time_s", Type::kInt, "180", 1, 86400, true,
+       "seconds from one counter sweep's start to the next's"},
+      {"perfmgr_max_outstanding_queries", Type::kInt, "500", 1, 65536, true,
+       "counter queries on the wire at once (apart from the SMPs: a counter sweep never "
+       "holds a sweep back)"},
+      {"perfmgr_ignore_cas", Type::kBool, "FALSE", 0, 0, true, "TRUE: switch ports only"},
+      {"perfmgr_log_errors", Type::kBool, "TRUE", 0, 0, true,
+       "log every error counter that moved, with its count"},
+      {"perfmgr_xmit_wait_log", Type::kBool, "FALSE", 0, 0, true,
+       "log ports whose PortXmitWait passed perfmgr_xmit_wait_threshold"},
+      {"perfmgr_xmit_wait_threshold", Type::kInt, "65535", 0, 4294967295L, true,
+       "PortXmitWait ticks within one counter sweep past which a port is congested (0 = never)"},
+      {"perfmgr_error_thresholds_file", Type::kString, "", 0, 0, true,
+       "error thresholds in infiniband-diags' error_thresholds grammar (Name=count; empty: its "
+       "defaults, SymbolErrorCounter=10 ... VL15Dropped=100), counted within "
+       "perfmgr_health_window_s"},
+      {"perfmgr_metrics_ca_ports", Type::kBool, "TRUE", 0, 0, true,
+       "FALSE: /metrics carries switch ports' counter series only (large fabrics)"},
+      {"perfmgr_health_window_s", Type::kInt, "3600", 1, 31536000, true,
+       "seconds an error counts toward its threshold"},
+      {"unhealthy_port_policy", Type::kString, "report", 0, 0, true,
+       "a port past an error threshold is marked unhealthy (STATE_DIR/unhealthy-ports, until "
+       "POST /api/v1/ports/GUID/PORT/healthy) and: report (logged, an event), reroute (routes "
+       "avoid its switch-to-switch link from the next sweep) or isolate (its link left down at "
+       "the switch port)"},
       {"routing_engine", Type::kString, "minhop", 0, 0, true,
        "routing engines, a fallback chain: ftree,updn,minhop"},
       {"torus_config", Type::kString, "", 0, 0, true,
@@ -226,6 +254,12 @@ Result<void> check_value(const OptionSpec& o, std::string_view name, const std::
   if (name == "flap_policy" && value != "report" && value != "down")
     return fail(Errc::kInvalidInput,
                 origin + ": flap_policy wants report or down, got \"" + value + "\"");
+  if (name == "unhealthy_port_policy" && value != "report" && value != "reroute" &&
+      value != "isolate")
+    return fail(Errc::kInvalidInput, origin +
+                                         ": unhealthy_port_policy wants report, reroute or "
+                                         "isolate, got \"" +
+                                         value + "\"");
   if (name == "part_enforce" && value != "in" && value != "out" && value != "both" &&
       value != "off")
     return fail(Errc::kInvalidInput,
@@ -313,16 +347,9 @@ const std::vector<ForeignOption>& opensm_only_options() {
       {"use_original_extended_sa_rates_only", "FALSE"},
       {"use_optimized_slvl", "FALSE"},
       {"fsync_high_avail_files", "TRUE"},
-      {"perfmgr", "FALSE"},
       {"perfmgr_redir", "TRUE"},
-      {"perfmgr_sweep_time_s", "180"},
-      {"perfmgr_max_outstanding_queries", "500"},
-      {"perfmgr_ignore_cas", "FALSE"},
       {"perfmgr_rm_nodes", "TRUE"},
-      {"perfmgr_log_errors", "TRUE"},
       {"perfmgr_query_cpi", "TRUE"},
-      {"perfmgr_xmit_wait_log", "FALSE"},
-      {"perfmgr_xmit_wait_threshold", "65535"},
       {"event_db_dump_file", "(null)"},
       {"event_plugin_name", "(null)"},
       {"event_plugin_options", "(null)"},

@@ -62,7 +62,7 @@ TEST(Options, OpenSmOnlyOptionsAreKnownAndReportedWhenTheyWouldMatter) {
   auto r = load_text(
       "sa_key 0x0000000000000001\n"          // OpenSM's default: no effect either way
       "packet_life_time 0x12\n"              // = 18, OpenSM's default written in hex
-      "perfmgr TRUE\n"                       // not implemented, and asked for: reported
+      "perfmgr_redir FALSE\n"                // not implemented, and asked for: reported
       "cc_ca_cong_setting_ccti_timer 0 0\n"  // multi-word values
       "sm_sl 0\n",
       "opensm.conf", v);
@@ -70,8 +70,8 @@ TEST(Options, OpenSmOnlyOptionsAreKnownAndReportedWhenTheyWouldMatter) {
   EXPECT_EQ(v.opensm_defaults_seen(), 4u);
   ASSERT_EQ(v.warnings().size(), 1u);
   EXPECT_EQ(v.warnings()[0],
-            "opensm.conf:3: OpenSM option \"perfmgr\" is not implemented by weft; \"TRUE\" has no "
-            "effect (OpenSM's default is \"FALSE\")");
+            "opensm.conf:3: OpenSM option \"perfmgr_redir\" is not implemented by weft; \"FALSE\" "
+            "has no effect (OpenSM's default is \"TRUE\")");
 }
 
 TEST(Options, MKeyOptionsAsOpenSmWritesThemAndTheirErrors) {

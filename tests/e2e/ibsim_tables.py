@@ -392,11 +392,11 @@ def main():
             "qos_vlarb_high 0:8,1:4\n"
             "qos_vlarb_low 0:32,1:16,2:8,3:4\n"
             "m_key 0x0000000000000000\n"
-            "perfmgr TRUE\n"
+            "perfmgr_redir FALSE\n"
             "log_max_size    0\n" % (parts, ",".join(map(str, CA_SL2VL)), ",".join(map(str, SWE_SL2VL))))
         up = run([a.weft, "sm", "--once", "--state-dir", state, "--config", conf], work, sock)
-        if "%s:10: OpenSM option \"perfmgr\" is not implemented by weft" % conf not in up.stderr:
-            raise Failure("the SM did not report perfmgr (set, not implemented) with file:line:\n" + up.stderr[-2000:])
+        if "%s:10: OpenSM option \"perfmgr_redir\" is not implemented by weft" % conf not in up.stderr:
+            raise Failure("the SM did not report perfmgr_redir (set, not implemented) with file:line:\n" + up.stderr[-2000:])
         print(up.stdout)
 
         def pk(lid):
