@@ -133,6 +133,7 @@ Api::Api(Backend& b, Auth& auth, Jobs& jobs)
       cache_(std::make_unique<ResponseCache>()) {
   register_native(routes_);
   register_ufm(routes_);
+  register_health(routes_);
   for (auto& r : routes_) {
     static const std::set<std::string> kCacheable = {"/api/v1/nodes",
                                                      "/api/v1/nodes/{guid}",

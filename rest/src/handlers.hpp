@@ -99,5 +99,6 @@ std::string prometheus_text(const sm::Published& p,
 // Handlers, by family.
 void register_native(std::vector<Api::Route>& routes);
 void register_ufm(std::vector<Api::Route>& routes);
+void register_health(std::vector<Api::Route>& routes);  // health.cpp
 
 }  // namespace weft::rest

@@ -5,7 +5,9 @@
 #include <map>
 
 #include "handlers.hpp"
+#include "weft/sm/perf_manager.hpp"
 #include "weft/sm/sa_stats.hpp"
+#include "weft/sm/subnet_manager.hpp"
 
 namespace weft::rest {
 
@@ -42,6 +44,60 @@ struct Writer {
     sample(name, v);
   }
 };
+
+namespace perf = sm::perf;
+
+// The PerfMgr's series: one per port and counter, labelled with the node GUID, the port
+// GUID and the port number; totals since the port's series started (a restart is a
+// counter reset to Prometheus).
+void port_counters(Writer& w, const sm::Published& p) {
+  if (!p.perf) return;
+  const perf::PerfView& v = *p.perf;
+  const bool cas = !p.options || p.options->perf.metrics_ca_ports;
+  w.one("weft_perf_sweeps_total", "counter", "counter sweeps finished", double(v.sweeps));
+  w.one("weft_perf_last_sweep_seconds", "gauge", "the last counter sweep's duration",
+        v.last_sweep_ms / 1000);
+  w.one("weft_perf_mads_total", "counter", "PerfMgt MADs sent, retries included",
+        double(p.mad.gmps_sent));
+  w.one("weft_perf_unhealthy_ports", "gauge", "ports marked unhealthy", double(v.unhealthy.size()));
+  std::vector<std::pair<const perf::PortStats*, std::string>> ports;
+  for (const auto& st : v.ports)
+    if (st.read && !st.baseline && (cas || st.is_switch))
+      ports.push_back(
+          {&st, fmt::format("node_guid=\"0x{:016x}\",port_guid=\"0x{:016x}\",port=\"{}\"",
+                            st.node_guid, st.port_guid, st.port)});
+  w.family("weft_port_errors_total", "counter",
+           "a port's error counters since its series started, by counter");
+  for (const auto& [st, l] : ports)
+    for (size_t i = 0; i < perf::kCounters; ++i)
+      if (perf::info(perf::Counter(i)).error)
+        w.sample("weft_port_errors_total", double(st->totals[i]),
+                 fmt::format("{},counter=\"{}\"", l, perf::info(perf::Counter(i)).name));
+  auto data = [&](const char* name, const char* help, perf::Counter c, perf::ExtCounter e,
+                  double scale) {
+    w.family(name, "counter", help);
+    for (const auto& [st, l] : ports)
+      w.sample(name,
+               scale * double(st->has_ext ? st->ext_totals[size_t(e)] : st->totals[size_t(c)]), l);
+  };
+  data("weft_port_xmit_bytes_total", "bytes a port sent", perf::Counter::kXmitData,
+       perf::ExtCounter::kXmitData, 4);
+  data("weft_port_rcv_bytes_total", "bytes a port received", perf::Counter::kRcvData,
+       perf::ExtCounter::kRcvData, 4);
+  data("weft_port_xmit_packets_total", "packets a port sent", perf::Counter::kXmitPkts,
+       perf::ExtCounter::kXmitPkts, 1);
+  data("weft_port_rcv_packets_total", "packets a port received", perf::Counter::kRcvPkts,
+       perf::ExtCounter::kRcvPkts, 1);
+  w.family("weft_port_xmit_wait_total", "counter",
+           "ticks a port had data to send and no credit (PortXmitWait)");
+  for (const auto& [st, l] : ports)
+    w.sample("weft_port_xmit_wait_total", double(st->totals[size_t(perf::Counter::kXmitWait)]), l);
+  w.family("weft_port_unhealthy", "gauge", "1 for a port marked unhealthy, by counter");
+  for (const auto& [key, u] : v.unhealthy)
+    w.sample("weft_port_unhealthy", 1,
+             fmt::format("node_guid=\"0x{:016x}\",port=\"{}\",counter=\"{}\"", key.first,
+                         key.second, esc(u.counter)));
+}
 
 }  // namespace
 
@@ -115,6 +171,7 @@ std::string prometheus_text(const sm::Published& p,
         "the partition policy generation whose P_Key tables were written",
         double(p.partitions_applied));
   w.one("weft_events", "gauge", "the id of the newest event", double(events));
+  port_counters(w, p);
   w.family("weft_rest_requests_total", "counter", "REST requests by route and status");
   for (const auto& [k, n] : requests)
     w.sample("weft_rest_requests_total", double(n),

@@ -121,6 +121,14 @@ class SimBackend final : public rest::Backend {
     lk.unlock();
     done(r);
   }
+  void mark_healthy(Guid node, PortNum port,
+                    std::function<void(Result<sm::perf::Unhealthy>)> done) override {
+    std::unique_lock lk(mu_);
+    auto r = sm_.mark_healthy(node, port);
+    if (r) publish_locked();
+    lk.unlock();
+    done(r);
+  }
   sm::EventLog& events() override { return events_; }
 
   const sm::PartitionStore& store() const { return store_; }
@@ -163,11 +171,12 @@ class SimBackend final : public rest::Backend {
 struct RestRig {
   explicit RestRig(const std::string& topology = "ft2:leaves=2,spines=1,hosts=2",
                    std::optional<config::PartitionPolicy> file_policy = std::nullopt,
-                   bool bring_up = true)
+                   bool bring_up = true, std::function<void(sm::SmOptions&)> tweak = {})
       : sim(make(topology)), transport(sim, {}) {
     sm::SmOptions o;
     o.state_dir = dir.path();
     o.engine.timeout = std::chrono::milliseconds(100);
+    if (tweak) tweak(o);
     auto store = sm::PartitionStore::open(dir.path() + "/partitions.rest.conf", file_policy);
     EXPECT_TRUE(store) << (store ? "" : store.error().message);
     o.partitions = store->merged();
@@ -254,6 +263,13 @@ struct RestRig {
     auto j = nlohmann::json::parse(r.body, nullptr, false);
     EXPECT_FALSE(j.is_discarded()) << r.body;
     return j;
+  }
+  // A counter sweep (the PerfMgr's), run to its end.
+  void counter_sweep() {
+    std::optional<Result<sm::perf::PerfSweep>> got;
+    smgr->perf_sweep([&](Result<sm::perf::PerfSweep> r) { got = std::move(r); });
+    ASSERT_TRUE(smgr->engine().run_all());
+    ASSERT_TRUE(got && *got) << (got ? got->error().message : "not finished");
   }
   // Sweeps again, as the SM does after a change (the sweep the API asked for).
   void sweep() {

@@ -23,6 +23,7 @@
 #include "weft/result.hpp"
 #include "weft/sm/events.hpp"
 #include "weft/sm/partition_store.hpp"
+#include "weft/sm/perf_manager.hpp"
 #include "weft/sm/snapshot.hpp"
 
 namespace weft::rest {
@@ -76,6 +77,9 @@ class Backend {
   // Lets a switch port the SM keeps down (flap_policy down) come up; `done` runs once
   // that is on disk (or with why not).
   virtual void enable_port(Guid sw, PortNum port, std::function<void(Result<void>)> done) = 0;
+  // Clears a port's unhealthy mark; `done` runs once that is on disk, with the mark.
+  virtual void mark_healthy(Guid node, PortNum port,
+                            std::function<void(Result<sm::perf::Unhealthy>)> done) = 0;
   virtual sm::EventLog& events() = 0;
 };
 

@@ -61,6 +61,10 @@ class ServiceBackend final : public Backend {
   void enable_port(Guid sw, PortNum port, std::function<void(Result<void>)> done) override {
     s_.enable_port(sw, port, std::move(done));
   }
+  void mark_healthy(Guid node, PortNum port,
+                    std::function<void(Result<sm::perf::Unhealthy>)> done) override {
+    s_.mark_healthy(node, port, std::move(done));
+  }
   sm::EventLog& events() override { return s_.events(); }
 
  private:

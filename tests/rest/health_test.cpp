@@ -1,0 +1,292 @@
+// Counters and link health over REST: a port's counters as the PerfMgr read them from
+// the simulator's PMAs, /api/v1/health with a port past a threshold, the mark cleared
+// natively and through UFM's app/unhealthy_ports (the shape its REST API guide gives),
+// the per-port series on /metrics, and a fuzz of the routes that clear marks.
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include <fstream>
+#include <random>
+
+#include "../fuzz.hpp"
+#include "rest_fixture.hpp"
+
+using namespace weft;
+using namespace weft::testing;
+using nlohmann::json;
+namespace perf = weft::sm::perf;
+
+namespace {
+
+struct Uplink {
+  fabric::NodeIndex leaf;
+  PortNum port;
+  uint64_t guid;
+  uint64_t spine_guid;
+  PortNum spine_port;
+};
+
+Uplink uplink(const simulator::SimFabric& sim) {
+  const auto leaf = *sim.model().find_by_name("leaf0");
+  for (const auto& p : sim.model().node(leaf).ports)
+    if (p.num && p.linked() && sim.model().node(p.peer).is_switch())
+      return {leaf, p.num, sim.model().node(leaf).guid.value, sim.model().node(p.peer).guid.value,
+              p.peer_port};
+  ADD_FAILURE() << "leaf0 has no uplink";
+  return {};
+}
+
+std::function<void(sm::SmOptions&)> perfmgr(std::string policy = "report", bool cas = true) {
+  return [policy, cas](sm::SmOptions& o) {
+    o.perf.enabled = true;
+    o.perf.log_errors = false;
+    o.perf.unhealthy_policy = policy;
+    o.perf.metrics_ca_ports = cas;
+  };
+}
+
+std::string counters_path(uint64_t guid, PortNum port) {
+  return fmt::format("/api/v1/ports/0x{:016x}/{}/counters", guid, port);
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+}  // namespace
+
+TEST(Counters, APortsCountersAreServedWithDeltasTotalsAndRates) {
+  RestRig rig("ft2:leaves=2,spines=1,hosts=2", std::nullopt, true, perfmgr());
+  const Uplink u = uplink(rig.sim);
+  const std::string path = counters_path(u.guid, u.port);
+  auto none = rig.mon("GET", path);
+  EXPECT_EQ(none.status, 404) << none.body;
+  EXPECT_NE(none.body.find("not read yet"), std::string::npos) << none.body;
+
+  rig.counter_sweep();
+  auto base = RestRig::json_of(rig.mon("GET", path));
+  EXPECT_TRUE(base["baseline"].get<bool>()) << base.dump();
+  rig.sim.count(u.leaf, u.port, perf::Counter::kSymbolErrors, 3);
+  rig.sim.count(u.leaf, u.port, perf::Counter::kXmitWait, 40);
+  rig.sim.count(u.leaf, u.port, perf::ExtCounter::kXmitData, 250'000);
+  rig.counter_sweep();
+  auto r = rig.mon("GET", path);
+  ASSERT_EQ(r.status, 200) << r.body;
+  auto j = RestRig::json_of(r);
+  EXPECT_EQ(j["node_guid"], fmt::format("0x{:016x}", u.guid));
+  EXPECT_EQ(j["port"], u.port);
+  EXPECT_EQ(j["name"], "leaf0");
+  EXPECT_FALSE(j["baseline"].get<bool>());
+  EXPECT_TRUE(j["read"].get<bool>());
+  const json& sym = j["counters"]["SymbolErrorCounter"];
+  EXPECT_EQ(sym["delta"], 3) << j.dump(1);
+  EXPECT_EQ(sym["total"], 3);
+  EXPECT_EQ(sym["value"], 3);
+  EXPECT_FALSE(sym["saturated"].get<bool>());
+  EXPECT_GT(sym["rate"].get<double>(), 0);
+  EXPECT_EQ(j["counters"]["PortXmitWait"]["delta"], 40);
+  EXPECT_EQ(j["extended"]["PortXmitData"]["delta"], 250'000) << "64-bit data counters";
+  EXPECT_EQ(j["errors_in_window"]["SymbolErrorCounter"], 3);
+  EXPECT_GT(j["xmit_bytes_per_s"].get<double>(), 0);
+  EXPECT_TRUE(j["unhealthy"].is_null()) << "3 symbol errors are under the threshold (10)";
+  // Its peer counted nothing; the port GUID names the same port.
+  auto peer = RestRig::json_of(rig.mon("GET", counters_path(u.spine_guid, u.spine_port)));
+  EXPECT_EQ(peer["counters"]["SymbolErrorCounter"]["delta"], 0) << peer.dump();
+
+  EXPECT_EQ(rig.mon("GET", counters_path(u.guid, 99)).status, 404);
+  EXPECT_EQ(rig.mon("GET", counters_path(u.guid, 0)).status, 404);
+  EXPECT_EQ(rig.mon("GET", "/api/v1/ports/nosuch/1/counters").status, 400);
+  EXPECT_EQ(rig.mon("GET", counters_path(0x1234, 1)).status, 404);
+  EXPECT_EQ(rig.call("GET", path).status, 401);
+}
+
+TEST(Counters, AnSmWithoutThePerfMgrSaysSo) {
+  RestRig rig;
+  const Uplink u = uplink(rig.sim);
+  auto r = rig.mon("GET", counters_path(u.guid, u.port));
+  EXPECT_EQ(r.status, 404);
+  EXPECT_NE(r.body.find("perfmgr FALSE"), std::string::npos) << r.body;
+  auto h = RestRig::json_of(rig.mon("GET", "/api/v1/health"));
+  EXPECT_FALSE(h["perfmgr"].get<bool>());
+  EXPECT_EQ(h["counter_sweeps"], 0);
+  EXPECT_TRUE(h["unhealthy"].empty());
+}
+
+// A port past a threshold: on /api/v1/health first among the top by errors, on UFM's
+// app/unhealthy_ports with its peer, cleared (on disk) by UFM's PUT, and a port with
+// PortXmitWait past the threshold first by XmitWait.
+TEST(Health, AnUnhealthyPortIsListedAndClearedThroughUfmsShape) {
+  RestRig rig("ft2:leaves=2,spines=1,hosts=2", std::nullopt, true, perfmgr());
+  const Uplink u = uplink(rig.sim);
+  const auto h00 = *rig.sim.model().find_by_name("h0-0");
+  rig.counter_sweep();
+  rig.sim.count(u.leaf, u.port, perf::Counter::kSymbolErrors, 12);
+  rig.sim.count(h00, 1, perf::Counter::kRcvErrors, 2);
+  rig.sim.count(h00, 1, perf::Counter::kXmitWait, 1'000'000);
+  rig.counter_sweep();
+
+  auto h = RestRig::json_of(rig.mon("GET", "/api/v1/health?top=5"));
+  ASSERT_EQ(h["unhealthy"].size(), 1u) << h.dump(1);
+  const json& bad = h["unhealthy"][0];
+  EXPECT_EQ(bad["guid"], fmt::format("0x{:016x}", u.guid));
+  EXPECT_EQ(bad["port"], u.port);
+  EXPECT_EQ(bad["counter"], "SymbolErrorCounter");
+  EXPECT_NE(bad["reason"].get<std::string>().find("12"), std::string::npos) << bad.dump();
+  EXPECT_EQ(bad["policy"], "report");
+  EXPECT_EQ(bad["name"], "leaf0");
+  ASSERT_GE(h["top_errors"].size(), 2u);
+  EXPECT_EQ(h["top_errors"][0]["node_guid"], fmt::format("0x{:016x}", u.guid));
+  EXPECT_EQ(h["top_errors"][0]["errors_in_window"], 12);
+  EXPECT_EQ(h["top_errors"][1]["name"], "h0-0");
+  ASSERT_EQ(h["top_xmit_wait"].size(), 1u) << "only ports that waited";
+  EXPECT_EQ(h["top_xmit_wait"][0]["name"], "h0-0");
+  EXPECT_TRUE(h["top_xmit_wait"][0]["congested"].get<bool>());
+  EXPECT_EQ(h["congested"], 1);
+  EXPECT_EQ(h["counter_sweeps"], 2);
+  EXPECT_EQ(h["last_sweep"]["unread"], 0);
+  EXPECT_EQ(RestRig::json_of(rig.mon("GET", "/api/v1/health?top=1"))["top_errors"].size(), 1u);
+  EXPECT_EQ(rig.mon("GET", "/api/v1/health?top=x").status, 400);
+  EXPECT_EQ(rig.mon("GET", "/api/v1/health?top=-1").status, 400);
+
+  auto ufm = rig.mon("GET", "/ufmRest/app/unhealthy_ports");
+  ASSERT_EQ(ufm.status, 200) << ufm.body;
+  auto list = RestRig::json_of(ufm);
+  ASSERT_EQ(list.size(), 1u);
+  const json& e = list[0];
+  EXPECT_EQ(e["UnhealthyGUID"], fmt::format("{:016x}", u.guid));
+  EXPECT_EQ(e["UnhealthyPortNumber"], u.port);
+  EXPECT_EQ(e["UnhealthyNode"], "leaf0");
+  EXPECT_EQ(e["UnhealthyPort"], fmt::format("leaf0/{}", u.port));
+  EXPECT_EQ(e["UnhealthyNodeType"], "switch");
+  EXPECT_EQ(e["PeerGUID"], fmt::format("{:016x}", u.spine_guid));
+  EXPECT_EQ(e["PeerPortNumber"], u.spine_port);
+  EXPECT_EQ(e["Condition"], "SymbolErrorCounter");
+  EXPECT_TRUE(e.contains("StatusTime") && e.contains("PeerLID")) << e.dump();
+
+  const std::string marks = rig.dir.path() + "/unhealthy-ports";
+  EXPECT_NE(slurp(marks).find(fmt::format("0x{:016x}", u.guid)), std::string::npos) << slurp(marks);
+  const std::string body =
+      fmt::format(R"({{"ports": ["{:016x}_{}"], "ports_policy": "HEALTHY"}})", u.guid, u.port);
+  EXPECT_EQ(rig.mon("PUT", "/ufmRest/app/unhealthy_ports", body).status, 403) << "operators only";
+  EXPECT_EQ(rig.op("PUT", "/ufmRest/app/unhealthy_ports",
+                   R"({"ports": ["0002c90300001001_1"], "ports_policy": "UNHEALTHY"})")
+                .status,
+            400);
+  EXPECT_EQ(rig.op("PUT", "/ufmRest/app/unhealthy_ports",
+                   fmt::format(R"({{"ports": ["{:016x}_{}"], "ports_policy": "HEALTHY"}})",
+                               u.spine_guid, u.spine_port))
+                .status,
+            400)
+      << "not unhealthy";
+  EXPECT_EQ(rig.op("PUT", "/ufmRest/app/unhealthy_ports",
+                   R"({"ports": ["0002c90300001001"], "ports_policy": "HEALTHY"})")
+                .status,
+            400)
+      << "no _PORT";
+  auto put = rig.op("PUT", "/ufmRest/app/unhealthy_ports", body);
+  ASSERT_EQ(put.status, 200) << put.body;
+  EXPECT_EQ(slurp(marks).find(fmt::format("0x{:016x}", u.guid)), std::string::npos)
+      << "off disk before the answer: " << slurp(marks);
+  EXPECT_TRUE(RestRig::json_of(rig.mon("GET", "/ufmRest/app/unhealthy_ports")).empty());
+  EXPECT_TRUE(RestRig::json_of(rig.mon("GET", "/api/v1/health"))["unhealthy"].empty());
+  // The errors it was marked for do not mark it again at the next read.
+  rig.counter_sweep();
+  EXPECT_TRUE(RestRig::json_of(rig.mon("GET", "/api/v1/health"))["unhealthy"].empty());
+}
+
+TEST(Health, TheNativeRouteClearsAMarkOnceAndADeviceClearsAllItsPorts) {
+  RestRig rig("ft2:leaves=2,spines=1,hosts=2", std::nullopt, true, perfmgr());
+  const Uplink u = uplink(rig.sim);
+  rig.counter_sweep();
+  // Two ports of leaf0 past thresholds.
+  rig.sim.count(u.leaf, u.port, perf::Counter::kLinkDowned, 10);
+  rig.sim.count(u.leaf, 1, perf::Counter::kExcessiveBufferOverrunErrors, 10);
+  rig.counter_sweep();
+  ASSERT_EQ(RestRig::json_of(rig.mon("GET", "/api/v1/health"))["unhealthy"].size(), 2u);
+
+  const std::string route = fmt::format("/api/v1/ports/0x{:016x}/{}/healthy", u.guid, u.port);
+  EXPECT_EQ(rig.mon("POST", route).status, 403);
+  auto ok = rig.op("POST", route);
+  ASSERT_EQ(ok.status, 200) << ok.body;
+  EXPECT_EQ(
+      RestRig::json_of(ok)["was"].get<std::string>().find("LinkDownedCounter") != std::string::npos,
+      true)
+      << ok.body;
+  auto again = rig.op("POST", route);
+  EXPECT_EQ(again.status, 404) << again.body;
+  EXPECT_EQ(RestRig::json_of(rig.mon("GET", "/api/v1/health"))["unhealthy"].size(), 1u);
+
+  rig.sim.count(u.leaf, u.port, perf::Counter::kLinkDowned, 10);
+  rig.counter_sweep();
+  ASSERT_EQ(RestRig::json_of(rig.mon("GET", "/api/v1/health"))["unhealthy"].size(), 2u)
+      << "new errors mark it again";
+  auto dev =
+      rig.op("PUT", "/ufmRest/app/unhealthy_ports",
+             fmt::format(R"({{"devices": ["{:016x}"], "ports_policy": "HEALTHY"}})", u.guid));
+  ASSERT_EQ(dev.status, 200) << dev.body;
+  EXPECT_TRUE(RestRig::json_of(rig.mon("GET", "/api/v1/health"))["unhealthy"].empty());
+}
+
+TEST(Metrics, PortSeriesCarryGuidLabelsAndCaPortsCanBeLeftOut) {
+  for (const bool cas : {true, false}) {
+    RestRig rig("ft2:leaves=2,spines=1,hosts=2", std::nullopt, true, perfmgr("report", cas));
+    const Uplink u = uplink(rig.sim);
+    rig.counter_sweep();
+    rig.sim.count(u.leaf, u.port, perf::Counter::kSymbolErrors, 4);
+    rig.sim.count(u.leaf, u.port, perf::ExtCounter::kRcvData, 1000);
+    rig.counter_sweep();
+    auto m = rig.mon("GET", "/metrics");
+    ASSERT_EQ(m.status, 200);
+    const std::string labels = fmt::format(
+        "node_guid=\"0x{:016x}\",port_guid=\"0x{:016x}\",port=\"{}\"", u.guid, u.guid, u.port);
+    EXPECT_NE(
+        m.body.find("weft_port_errors_total{" + labels + ",counter=\"SymbolErrorCounter\"} 4"),
+        std::string::npos)
+        << m.body;
+    EXPECT_NE(m.body.find("weft_port_rcv_bytes_total{" + labels + "} 4000"), std::string::npos)
+        << "words of 4 bytes";
+    EXPECT_NE(m.body.find("weft_perf_sweeps_total 2"), std::string::npos);
+    EXPECT_NE(m.body.find("# TYPE weft_port_xmit_wait_total counter"), std::string::npos);
+    const auto h00 = rig.sim.model().node(*rig.sim.model().find_by_name("h0-0"));
+    const std::string ca = fmt::format("node_guid=\"0x{:016x}\"", h00.guid.value);
+    EXPECT_EQ(m.body.find(ca) != std::string::npos, cas) << "perfmgr_metrics_ca_ports " << cas;
+  }
+}
+
+TEST(Fuzz, HealthRoutesNeverBreak) {
+  RestRig rig("ft2:leaves=2,spines=1,hosts=2", std::nullopt, true, perfmgr());
+  const Uplink u = uplink(rig.sim);
+  rig.counter_sweep();
+  const std::vector<std::tuple<std::string, std::string, std::string>> seeds = {
+      {"PUT", "/ufmRest/app/unhealthy_ports",
+       fmt::format(
+           R"({{"ports": ["{:016x}_{}"], "devices": ["{:016x}"], "ports_policy": "HEALTHY"}})",
+           u.guid, u.port, u.guid)},
+      {"POST", fmt::format("/api/v1/ports/0x{:016x}/{}/healthy", u.guid, u.port), ""},
+      {"GET", counters_path(u.guid, u.port), ""},
+      {"GET", "/api/v1/health?top=3", ""},
+  };
+  const std::string alphabet = "{}[]\",:0123456789abcdefxX-_ \\/?=&\x01\xff";
+  std::mt19937 rng(20261203);
+  std::map<int, int> statuses;
+  for (int i = 0; i < 3000; ++i) {
+    if (i % 100 == 0) {  // marks to clear
+      rig.sim.count(u.leaf, u.port, perf::Counter::kSymbolErrors, 20);
+      rig.counter_sweep();
+    }
+    const auto& [m, t, b] = seeds[i % seeds.size()];
+    const bool path = (i / seeds.size()) % 3 == 0 || b.empty();
+    const std::string target = path ? mutate(t, alphabet, rng) : t;
+    const std::string body = path ? b : mutate(b, alphabet, rng);
+    auto r = rig.op(m, target.empty() ? "/" : target, body);
+    ++statuses[r.status];
+    ASSERT_NE(r.status, 500) << m << " " << target << " " << body << " -> " << r.body;
+    if (r.status >= 400) {
+      ASSERT_TRUE(RestRig::json_of(r).contains("error")) << r.body;
+    }
+  }
+  EXPECT_GT(statuses[200], 50);
+  EXPECT_GT(statuses[400] + statuses[404], 500);
+}
