@@ -99,6 +99,16 @@ std::string prometheus_text(const sm::Published& p,
 // Handlers, by family.
 void register_native(std::vector<Api::Route>& routes);
 void register_ufm(std::vector<Api::Route>& routes);
-void register_health(std::vector<Api::Route>& routes);  // health.cpp
+void register_health(std::vector<Api::Route>& routes);    // health.cpp
+void register_topology(std::vector<Api::Route>& routes);  // topology.cpp
+
+// Switch tiers for the topology page: 0 for a switch with a CA, then by hops from one.
+struct TopologyTiers {
+  std::vector<int> tier;  // by node; -1: a CA, or a switch no leaf reaches
+  int levels = 0;
+  bool tree = false;  // every switch reached, every switch link between adjacent tiers
+};
+TopologyTiers topology_tiers(const fabric::Fabric& f);
+nlohmann::json topology_json(const sm::Published& p);
 
 }  // namespace weft::rest

@@ -211,7 +211,8 @@ uint8_t link_mtu(const fabric::PortAttrs& a) {
   return a.neighbor_mtu ? a.neighbor_mtu : a.mtu_cap;
 }
 
-// A link's data rate from PortInfo's active width and speed.
+}  // namespace
+
 double link_gbps(const fabric::PortAttrs& a) {
   double lanes = 1;
   switch (a.width_active) {
@@ -252,6 +253,8 @@ double link_gbps(const fabric::PortAttrs& a) {
   }
   return lanes * lane;
 }
+
+namespace {
 
 struct Answer {
   uint16_t status = 0;

@@ -27,8 +27,8 @@ struct Uplink {
   PortNum spine_port;
 };
 
-Uplink uplink(const simulator::SimFabric& sim) {
-  const auto leaf = *sim.model().find_by_name("leaf0");
+Uplink uplink(const simulator::SimFabric& sim, const std::string& name = "leaf0") {
+  const auto leaf = *sim.model().find_by_name(name);
   for (const auto& p : sim.model().node(leaf).ports)
     if (p.num && p.linked() && sim.model().node(p.peer).is_switch())
       return {leaf, p.num, sim.model().node(leaf).guid.value, sim.model().node(p.peer).guid.value,
@@ -289,4 +289,92 @@ TEST(Fuzz, HealthRoutesNeverBreak) {
   }
   EXPECT_GT(statuses[200], 50);
   EXPECT_GT(statuses[400] + statuses[404], 500);
+}
+
+// The topology page's data: a 3-tier tree drawn by tiers (leaves 0, spines 2), a torus
+// by force; one entry per link, named "GUID/port-GUID/port" lower end first, as the
+// page's data-link; a link takes its health from a mark on either end.
+TEST(Topology, TiersForTreesForceOtherwiseAndLinksCarryHealth) {
+  RestRig rig("ft3:pods=2,leaves=2,aggs=2,cores=2,hosts=2", std::nullopt, true, perfmgr());
+  auto r = rig.mon("GET", "/api/v1/topology");
+  ASSERT_EQ(r.status, 200) << r.body;
+  auto t = RestRig::json_of(r);
+  EXPECT_EQ(t["layout"], "tiers") << t.dump().substr(0, 500);
+  EXPECT_EQ(t["levels"], 3);
+  const auto& f = rig.sim.model();
+  EXPECT_EQ(t["nodes"].size(), f.size());
+  EXPECT_EQ(t["links"].size(), f.links().size());
+  std::set<std::string> ids;
+  for (const auto& l : t["links"]) {
+    const std::string id = l["id"];
+    ids.insert(id);
+    const uint64_t a = std::stoull(l["a"].get<std::string>(), nullptr, 16);
+    const uint64_t b = std::stoull(l["b"].get<std::string>(), nullptr, 16);
+    const auto lo = std::min(std::pair(a, l["pa"].get<int>()), std::pair(b, l["pb"].get<int>()));
+    EXPECT_EQ(id.substr(0, id.find('-')), fmt::format("0x{:016x}/{}", lo.first, lo.second));
+    EXPECT_EQ(l["state"], "Active");
+    EXPECT_EQ(l["health"], "ok");
+  }
+  EXPECT_EQ(ids.size(), f.links().size()) << "ids are unique";
+  for (const auto& n : t["nodes"]) {
+    const auto idx = f.find(Guid{std::stoull(n["guid"].get<std::string>(), nullptr, 16)});
+    ASSERT_TRUE(idx);
+    const auto& nd = f.node(*idx);
+    if (!nd.is_switch()) {
+      EXPECT_EQ(n["type"], "ca");
+      EXPECT_EQ(n["leaf"], fmt::format("0x{:016x}", f.node(nd.ports[1].peer).guid.value));
+    } else {
+      const std::string name = nd.description;
+      const int want = name.rfind("leaf", 0) == 0 ? 0 : name.rfind("core", 0) == 0 ? 2 : 1;
+      EXPECT_EQ(n["tier"], want) << name;
+    }
+  }
+
+  // A mark on one end of leaf0-0's uplink: that link is unhealthy, with why.
+  const Uplink u = uplink(rig.sim, "leaf0-0");
+  rig.counter_sweep();
+  rig.sim.count(u.leaf, u.port, perf::Counter::kSymbolErrors, 50);
+  rig.sim.count(u.leaf, 1, perf::Counter::kSymbolErrors, 2);
+  rig.counter_sweep();
+  t = RestRig::json_of(rig.mon("GET", "/api/v1/topology"));
+  size_t unhealthy = 0, errors = 0;
+  for (const auto& l : t["links"]) {
+    unhealthy += l["health"] == "unhealthy";
+    errors += l["health"] == "errors";
+    if (l["health"] == "unhealthy") {
+      EXPECT_NE(l["why"].get<std::string>().find("SymbolErrorCounter"), std::string::npos) << l;
+    }
+  }
+  EXPECT_EQ(unhealthy, 1u);
+  EXPECT_EQ(errors, 1u) << "two errors on leaf0-0/1: under the threshold, shown as errors";
+
+  RestRig torus("torus:dims=3x3,hosts=1");
+  auto tt = RestRig::json_of(torus.mon("GET", "/api/v1/topology"));
+  EXPECT_EQ(tt["layout"], "force") << "a torus has no tiers";
+  EXPECT_EQ(torus.call("GET", "/api/v1/topology").status, 401);
+}
+
+TEST(Topology, ThePageAndItsAssetsAreServedWithoutCredentials) {
+  RestRig rig;
+  auto page = rig.call("GET", "/");
+  ASSERT_EQ(page.status, 200);
+  EXPECT_EQ(page.content_type.rfind("text/html", 0), 0u);
+  EXPECT_NE(page.body.find("/ui/topology.js"), std::string::npos);
+  auto js = rig.call("GET", "/ui/topology.js");
+  ASSERT_EQ(js.status, 200);
+  EXPECT_EQ(js.content_type.rfind("text/javascript", 0), 0u);
+  EXPECT_NE(js.body.find("data-link"), std::string::npos);
+  EXPECT_NE(js.body.find("/api/v1/events"), std::string::npos);
+  // Nothing fetched from elsewhere: no URL but SVG's namespace name.
+  for (std::string text : {js.body, page.body}) {
+    for (auto at = text.find("http://www.w3.org/2000/svg"); at != std::string::npos;
+         at = text.find("http://www.w3.org/2000/svg"))
+      text.erase(at, 26);
+    EXPECT_EQ(text.find("http://"), std::string::npos);
+    EXPECT_EQ(text.find("https://"), std::string::npos);
+    EXPECT_EQ(text.find("//cdn"), std::string::npos);
+  }
+  EXPECT_EQ(rig.call("GET", "/ui/topology.css").status, 200);
+  EXPECT_EQ(rig.call("GET", "/ui/nosuch.js").status, 404);
+  EXPECT_EQ(rig.call("GET", "/ui/..%2fetc%2fpasswd").status, 404);
 }

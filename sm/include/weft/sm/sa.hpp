@@ -38,6 +38,9 @@
 
 namespace weft::sm {
 
+// A link's signalling rate in Gb/s from PortInfo's active width and speed (4x EDR: 100).
+double link_gbps(const fabric::PortAttrs& a);
+
 constexpr uint8_t kClassSa = 0x03;
 constexpr uint8_t kMethodGetTable = 0x12;
 constexpr uint8_t kMethodGetTableResp = 0x92;

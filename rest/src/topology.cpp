@@ -1,0 +1,188 @@
+// The fabric as the topology page draws it: GET /api/v1/topology (every node with its
+// tier, every link with its state, health and load), and the page itself at / with its
+// assets under /ui/, compiled into weft (rest/www, embedded by CMake: it works offline
+// and needs no install step of its own).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <deque>
+#include <string_view>
+
+#include "handlers.hpp"
+#include "views.hpp"
+#include "weft/sm/perf_manager.hpp"
+#include "weft/sm/sa.hpp"
+#include "weft/sm/subnet_manager.hpp"
+#include "www_assets.hpp"
+
+namespace weft::rest {
+
+namespace {
+
+using nlohmann::json;
+namespace perf = sm::perf;
+using fabric::NodeIndex;
+
+std::string link_id(uint64_t ga, PortNum pa, uint64_t gb, PortNum pb) {
+  if (std::pair(gb, pb) < std::pair(ga, pa)) std::swap(ga, gb), std::swap(pa, pb);
+  return fmt::format("0x{:016x}/{}-0x{:016x}/{}", ga, pa, gb, pb);
+}
+
+}  // namespace
+
+// Switch tiers by distance from the leaves (switches with a CA; without any CA, every
+// switch is a leaf). A tree when every switch is reached and every switch-to-switch
+// link joins neighbouring tiers.
+TopologyTiers topology_tiers(const fabric::Fabric& f) {
+  TopologyTiers t;
+  t.tier.assign(f.size(), -1);
+  std::deque<NodeIndex> q;
+  bool any_ca = false;
+  for (NodeIndex n = 0; n < f.size(); ++n) any_ca |= !f.node(n).is_switch();
+  for (NodeIndex n = 0; n < f.size(); ++n) {
+    const auto& nd = f.node(n);
+    if (!nd.is_switch()) continue;
+    bool leaf = !any_ca;
+    for (const auto& p : nd.ports)
+      if (p.num && p.linked() && !f.node(p.peer).is_switch()) leaf = true;
+    if (leaf) t.tier[n] = 0, q.push_back(n);
+  }
+  while (!q.empty()) {
+    const NodeIndex n = q.front();
+    q.pop_front();
+    for (const auto& p : f.node(n).ports)
+      if (p.num && p.linked() && f.node(p.peer).is_switch() && t.tier[p.peer] < 0) {
+        t.tier[p.peer] = t.tier[n] + 1;
+        q.push_back(p.peer);
+      }
+  }
+  t.tree = true;
+  for (NodeIndex n = 0; n < f.size(); ++n) {
+    const auto& nd = f.node(n);
+    if (!nd.is_switch()) continue;
+    if (t.tier[n] < 0) {
+      t.tree = false;
+      continue;
+    }
+    t.levels = std::max(t.levels, t.tier[n] + 1);
+    for (const auto& p : nd.ports)
+      if (p.num && p.linked() && f.node(p.peer).is_switch() &&
+          std::abs(t.tier[p.peer] - t.tier[n]) != 1)
+        t.tree = false;
+  }
+  return t;
+}
+
+json topology_json(const sm::Published& p) {
+  const auto& s = *p.subnet;
+  const auto& f = s.fabric;
+  const auto tiers = topology_tiers(f);
+  const auto pv = p.perf;
+  json nodes = json::array();
+  for (NodeIndex n = 0; n < f.size(); ++n) {
+    const auto& nd = f.node(n);
+    json j = {{"guid", guid_hex(nd.guid.value)},
+              {"name", nd.description},
+              {"type", nd.is_switch()                         ? "switch"
+                       : nd.type == fabric::NodeType::kRouter ? "router"
+                                                              : "ca"},
+              {"ports", nd.num_ports}};
+    if (nd.is_switch()) {
+      j["lid"] = nd.ports[0].attrs.lid.value;
+      j["tier"] = tiers.tier[n];
+    } else {
+      for (PortNum q = 1; q <= nd.num_ports; ++q)
+        if (nd.ports[q].linked()) {
+          j["lid"] = nd.ports[q].attrs.lid.value;
+          j["leaf"] = guid_hex(f.node(nd.ports[q].peer).guid.value);
+          break;
+        }
+    }
+    nodes.push_back(std::move(j));
+  }
+  auto stats = [&](NodeIndex n, PortNum q) -> const perf::PortStats* {
+    return pv ? pv->find(f.node(n).guid.value, q) : nullptr;
+  };
+  auto unhealthy = [&](NodeIndex n, PortNum q) -> const perf::Unhealthy* {
+    if (!pv) return nullptr;
+    auto it = pv->unhealthy.find({f.node(n).guid.value, q});
+    return it == pv->unhealthy.end() ? nullptr : &it->second;
+  };
+  json links = json::array();
+  for (const auto& l : f.links()) {
+    const auto& a = f.node(l.a).ports[l.pa].attrs;
+    const double gbps = sm::link_gbps(a);
+    json j = {{"id", link_id(f.node(l.a).guid.value, l.pa, f.node(l.b).guid.value, l.pb)},
+              {"a", guid_hex(f.node(l.a).guid.value)},
+              {"pa", l.pa},
+              {"b", guid_hex(f.node(l.b).guid.value)},
+              {"pb", l.pb},
+              {"state", fabric::port_state_name(a.state)},
+              {"width", width_name(a)},
+              {"speed", speed_name(a)},
+              {"gbps", gbps}};
+    // Health: a mark on either end, congestion, errors counted within the window.
+    std::string health = "ok", why;
+    uint64_t errors = 0;
+    double bytes_s = 0;
+    for (const auto& [n, q] : {std::pair{l.a, l.pa}, std::pair{l.b, l.pb}}) {
+      if (const auto* u = unhealthy(n, q)) {
+        health = "unhealthy";
+        why = fabric::port_ref(f, n, q) + ": " + u->reason;
+      }
+      if (const auto* st = stats(n, q)) {
+        for (size_t i = 0; i < perf::kCounters; ++i)
+          if (perf::info(perf::Counter(i)).error) errors += st->window[i];
+        if (st->congested && health == "ok") health = "congested";
+        bytes_s = std::max(bytes_s, 4 * (st->has_ext ? st->rate(perf::ExtCounter::kXmitData)
+                                                     : st->rate(perf::Counter::kXmitData)));
+      }
+    }
+    if (health == "ok" && errors) health = "errors";
+    j["health"] = health;
+    if (!why.empty()) j["why"] = why;
+    j["errors"] = errors;
+    j["load"] = gbps > 0 ? std::min(1.0, bytes_s * 8 / (gbps * 1e9)) : 0.0;
+    links.push_back(std::move(j));
+  }
+  return {{"layout", tiers.tree ? "tiers" : "force"},
+          {"levels", tiers.levels},
+          {"sweeps", p.heavy_sweeps + p.light_sweeps},
+          {"counter_sweeps", pv ? pv->sweeps : 0},
+          {"nodes", std::move(nodes)},
+          {"links", std::move(links)}};
+}
+
+namespace {
+
+void get_topology(Ctx& c) {
+  auto p = c.backend.published();
+  if (!p->subnet) return c.fail({503, "no_fabric", "the SM has not finished a sweep yet"});
+  c.ok(topology_json(*p));
+}
+
+void serve_asset(Ctx& c, std::string_view name) {
+  const auto* a = find_asset(name);
+  if (!a) return c.fail({404, "not_found", "no asset " + std::string(name)});
+  Response r;
+  r.content_type = std::string(a->content_type);
+  r.body = std::string(a->data);
+  r.headers.push_back({"Cache-Control", "no-cache"});
+  c.reply(std::move(r));
+}
+
+}  // namespace
+
+void register_topology(std::vector<Api::Route>& r) {
+  add_route(r, "GET", "/api/v1/topology", Role::kMonitor,
+            "the fabric for the topology page: nodes with their switch tier, links with their "
+            "state, health (a mark, congestion, errors in the window) and load",
+            get_topology);
+  add_route(r, "GET", "/", std::nullopt,
+            "the topology page (its data comes from the API, with the caller's credentials)",
+            [](Ctx& c) { serve_asset(c, "index.html"); });
+  add_route(r, "GET", "/ui/{file}", std::nullopt, "the topology page's script and style",
+            [](Ctx& c) { serve_asset(c, c.param("file")); });
+}
+
+}  // namespace weft::rest
