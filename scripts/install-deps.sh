@@ -20,6 +20,9 @@ PKGS=(
   # `openssl passwd -6` writes them), promtool (prometheus) to check /metrics, wrk,
   # curl (make run prints curl lines, and its test runs them)
   openssl prometheus wrk curl
+  # the topology page's test and benchmark: headless Chromium, and a font for its
+  # screenshots
+  chromium fonts-dejavu-core
   # the Debian package and its checks (make deb; systemd-analyze verify, which looks
   # the units' Documentation= pages up with man, and ExecReload's /bin/kill)
   debhelper dpkg-dev fakeroot help2man systemd man-db procps

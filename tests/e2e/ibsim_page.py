@@ -1,0 +1,182 @@
+#!/usr/bin/env python3
+"""The topology page in headless Chromium, served by `weft sm` on ibsim.
+
+Checked against what infiniband-diags read from the fabric, not against weft:
+- one element per switch (data-guid) and one link element per link (data-link), the
+  same set of links ibnetdiscover finds;
+- the route the page traces between two hosts has the hops `ibtracert` follows;
+- a node's details on click;
+- ibsim's `Unlink` turns that link's colour within 2 s (live, from /api/v1/events);
+- no script error in the page.
+Screenshots (before and after the Unlink) stay in the test's output directory.
+Everything started is stopped by PID, also on failure."""
+import argparse
+import base64
+import json
+import os
+import re
+import shutil
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import ibsim_bringup as b  # noqa: E402
+from cdp import Browser, CdpError  # noqa: E402
+from ibsim_rest import Client, Daemon, check, expect, free_port  # noqa: E402
+
+TOPO = "ft2:leaves=4,spines=2,hosts=2"  # 6 switches, 8 CAs, 16 links
+
+
+def link_id(ga, pa, gb, pb):
+    a, b_ = (ga, pa), (gb, pb)
+    lo, hi = min(a, b_), max(a, b_)
+    return "0x%016x/%d-0x%016x/%d" % (lo[0], lo[1], hi[0], hi[1])
+
+
+def discover(work, sock):
+    """Switch GUIDs and link ids (node GUIDs, as the page names them) from ibnetdiscover."""
+    text = b.run(["ibnetdiscover"], work, sock).stdout
+    switches, links = set(), set()
+    cur = None
+    for line in text.splitlines():
+        m = re.match(r"switchguid=0x([0-9a-f]+)", line)
+        if m:
+            cur = int(m.group(1), 16)
+            switches.add(cur)
+            continue
+        if line.startswith("caguid="):
+            cur = None
+            continue
+        m = re.match(r'\[(\d+)\]\s+"[SH]-([0-9a-f]+)"\[(\d+)\]', line)
+        if m and cur is not None:
+            links.add(link_id(cur, int(m.group(1)), int(m.group(2), 16), int(m.group(3))))
+    return switches, links
+
+
+def tracert(work, sock, slid, dlid):
+    """ibtracert's switch hops: (node GUID, in port, out port)."""
+    text = b.run(["ibtracert", str(slid), str(dlid)], work, sock).stdout
+    hops, out = [], None
+    for line in text.splitlines():
+        m = re.match(r"\[(\d+)\] -> (\w+) port \{0x([0-9a-f]+)\}\[(\d+)\]", line)
+        if m:
+            if hops:
+                hops[-1][2] = int(m.group(1))
+            if m.group(2) == "switch":
+                hops.append([int(m.group(3), 16), int(m.group(4)), None])
+            out = m.group(2)
+    check(hops and out == "ca", "ibtracert %d %d ends at no CA:\n%s" % (slid, dlid, text))
+    return [tuple(h) for h in hops]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--weft", required=True)
+    ap.add_argument("--scratch", required=True)
+    a = ap.parse_args()
+    work = os.path.join(a.scratch, "page")
+    shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(work)
+    net = os.path.join(work, "ft.net")
+    b.run([a.weft, "topo", TOPO, "-o", net], work, "", preload=False)
+    sock = "weft-e2e-page-%d" % os.getpid()
+    state = os.path.join(work, "state")
+    log = os.path.join(work, "weft.log")
+    conf = os.path.join(work, "weft.conf")
+    with open(conf, "w") as f:
+        f.write("perfmgr TRUE\nperfmgr_sweep_time_s 1\n")
+    port = free_port()
+    d = None
+    with b.Ibsim(net, work, sock) as sim:
+        try:
+            d = Daemon(a.weft, work, sock, state, log, port, ["--config", conf]).start()
+            cl = Client(port)
+            pw = open(os.path.join(state, "rest-admin-password")).read().strip()[len("admin:"):]
+            auth = "Basic " + base64.b64encode(("admin:" + pw).encode()).decode()
+            switches, links = discover(work, sock)
+            check(len(switches) == 6 and len(links) == 16, "ibnetdiscover: %d switches, %d links" %
+                  (len(switches), len(links)))
+            st, text, hdr = cl.call("GET", "/")
+            expect(st, 200, text, "the page without credentials")
+            check(hdr.get("Content-Type", "").startswith("text/html") and "topology.js" in text, "/: " + text[:200])
+            st, text, _ = cl.call("GET", "/api/v1/topology", authz=auth)
+            expect(st, 200, text, "topology")
+            topo = json.loads(text)
+            lid = {n["name"]: n["lid"] for n in topo["nodes"]}
+            st, text, _ = cl.call("GET", "/api/v1/topology")
+            expect(st, 401, text, "the data without credentials")
+
+            with Browser(work) as br:
+                page = br.page(authorization=auth)
+                t0 = time.time()
+                page.goto("http://127.0.0.1:%d/?route=h0-0,h3-1" % port)
+                page.wait("document.body && document.body.dataset.rendered === '1'", 20)
+                print("page loaded and drawn in %.2f s (render %.1f ms)" %
+                      (time.time() - t0, page.eval("window.weftRendered.ms")))
+                drawn_sw = page.eval("[...document.querySelectorAll('[data-guid][data-type=switch]')]"
+                                     ".map(e => e.dataset.guid)")
+                check(sorted(int(g, 16) for g in drawn_sw) == sorted(switches),
+                      "switch elements %s, ibnetdiscover %s" % (drawn_sw, ["0x%x" % s for s in switches]))
+                drawn_links = page.eval("[...document.querySelectorAll('[data-link]')].map(e => e.dataset.link)")
+                check(len(drawn_links) == len(set(drawn_links)) == len(links) and set(drawn_links) == links,
+                      "link elements %s, ibnetdiscover %s" % (sorted(drawn_links), sorted(links)))
+                check(page.eval("document.querySelectorAll('[data-guid][data-type=ca]').length") == 8, "8 CAs")
+                print("page: %d switch elements, %d links = ibnetdiscover's" % (len(drawn_sw), len(drawn_links)))
+
+                # The traced route against ibtracert.
+                page.wait("document.querySelectorAll('#route-hops li').length > 0", 10)
+                hops = page.eval("[...document.querySelectorAll('#route-hops li')].map(li => "
+                                 "[li.dataset.guid, +li.dataset.in, +li.dataset.out])")
+                sw_hops = [(int(g, 16), i, o) for g, i, o in hops if int(g, 16) in switches]
+                want = tracert(work, sock, lid["h0-0"], lid["h3-1"])
+                check(sw_hops == want, "the page's route %s, ibtracert's %s" % (sw_hops, want))
+                check(page.eval("document.querySelectorAll('#route [data-route-link]').length") == len(want) + 1,
+                      "the route drawn over every link it takes")
+                print("route h0-0 -> h3-1: %d switch hops as ibtracert" % len(want))
+
+                # Details on click.
+                leaf0 = [n for n in topo["nodes"] if n["name"] == "leaf0"][0]["guid"]
+                page.eval("document.querySelector('[data-guid=\"%s\"]').dispatchEvent(new MouseEvent('click', "
+                          "{bubbles: true}))" % leaf0)
+                try:
+                    page.wait("document.querySelector('#details h2') && "
+                              "document.querySelector('#details h2').textContent === 'leaf0' && "
+                              "document.querySelectorAll('#details table').length === 2", 5)
+                except CdpError:
+                    raise b.Failure("no details of leaf0 on click: " + page.eval("document.querySelector('#details').innerText"))
+                page.screenshot(os.path.join(work, "topology.png"))
+
+                # Unlink leaf0/3 in ibsim: its link changes colour within 2 s.
+                target = [l for l in topo["links"] if (l["a"] == leaf0 and l["pa"] == 3) or
+                          (l["b"] == leaf0 and l["pb"] == 3)][0]["id"]
+                sel = "document.querySelector('[data-link=\"%s\"]')" % target
+                before = page.eval(sel + ".getAttribute('stroke')")
+                os.write(sim.fifo_fd, b'Unlink "leaf0"[3]\n')
+                t0 = time.time()
+                try:
+                    page.wait("%s.getAttribute('stroke') !== '%s'" % (sel, before), 2, step=0.02)
+                except CdpError:
+                    raise b.Failure("the link %s kept its colour %s 2 s after Unlink" % (target, before))
+                took = time.time() - t0
+                after = page.eval(sel + ".getAttribute('stroke')")
+                check(page.eval(sel + ".dataset.state") == "Down", "the link is not shown down")
+                print("Unlink \"leaf0\"[3]: %s -> %s in %.2f s" % (before, after, took))
+                page.wait("Number(document.body.dataset.refreshed || 0) > 0", 10)
+                check(page.eval(sel + ".dataset.state") == "Down", "a refresh brought the link back")
+                page.screenshot(os.path.join(work, "topology-unlinked.png"))
+                errors = page.console_errors()
+                check(not errors, "script errors in the page: %s" % errors)
+            print("screenshots: %s" % os.path.join(work, "topology*.png"))
+            print("PASS")
+        except (b.Failure, CdpError) as e:
+            print("FAIL:", e)
+            if d:
+                print(d.log_text()[-2000:])
+            sys.exit(1)
+        finally:
+            if d:
+                d.stop()
+
+
+if __name__ == "__main__":
+    main()
