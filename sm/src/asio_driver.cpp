@@ -101,6 +101,12 @@ void AsioDriver::pump() {
   }
   std::unique_lock rx(rx_mu_, std::try_to_lock);
   if (rx) {
+    // The reader waits for rx_mu_ meanwhile: the engine reads between its sends.
+    struct Receiving {
+      MadEngine& e;
+      explicit Receiving(MadEngine& eng) : e(eng) { e.receive_between_sends(true); }
+      ~Receiving() { e.receive_between_sends(false); }
+    } receiving(eng_);
     const auto t0 = std::chrono::steady_clock::now();
     size_t n = 0;
     while (true) {

@@ -148,8 +148,9 @@ void MadEngine::send_attempt(GmpEntry e) {
 Result<void> MadEngine::drain() {
   // Take in whatever already came back before sending more: a carrier whose send can
   // block while its receive side is full (umad2sim's socket to ibsim) would otherwise
-  // deadlock with a wide window. Pushed, a reader drains the transport on its own.
-  if (kick_) return {};
+  // deadlock with a wide window. Pushed, a reader drains the transport on its own,
+  // unless the caller holds it off (receive_between_sends).
+  if (kick_ && !receive_between_sends_) return {};
   while (true) {
     auto got = t_.receive(Duration{0});
     if (!got) return std::unexpected(got.error());

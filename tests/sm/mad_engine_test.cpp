@@ -311,3 +311,66 @@ TEST(MadEngine, MadsOfClassesItDoesNotServeAreDroppedAndCounted) {
   ASSERT_TRUE(done);
   EXPECT_FALSE(*done) << "the request timed out: no foreign MAD completed it";
 }
+
+namespace {
+
+// umad2sim's carrier, in small: every request is answered into a receive queue that
+// holds `cap` MADs, and a send while it is full would block (here: fails), as a
+// write to ibsim blocks while ibsim waits to write replies no one reads.
+class BoundedQueueTransport final : public Transport {
+ public:
+  explicit BoundedQueueTransport(size_t cap) : cap_(cap) {}
+  Result<void> send(const MadBuf& mad, const SendAddr&) override {
+    if (queue_.size() >= cap_) return fail(Errc::kIo, "would block: the receive queue is full");
+    auto g = decode_gmp(mad.data(), kMadSize);
+    if (!g) return fail(Errc::kInternal, "not a GMP");
+    g->method = kMethodGetResp;
+    InMad in;
+    in.mad = encode_gmp(*g);
+    in.len = kMadSize;
+    queue_.push_back(in);
+    max_queued = std::max(max_queued, queue_.size());
+    return {};
+  }
+  Result<void> send_long(std::span<const uint8_t>, const SendAddr&) override { return {}; }
+  Result<std::optional<InMad>> receive(Duration) override {
+    if (queue_.empty()) return std::optional<InMad>{};
+    InMad m = queue_.front();
+    queue_.pop_front();
+    return std::optional<InMad>(m);
+  }
+  Clock& clock() override { return clock_; }
+  LocalPort local_port() const override { return {}; }
+  Result<void> set_is_sm(bool) override { return {}; }
+  size_t max_queued = 0;
+
+ private:
+  size_t cap_;
+  std::deque<InMad> queue_;
+  ManualClock clock_;
+};
+
+}  // namespace
+
+// Pushed, with the receive side held off its reader (the daemon's pump), a window wider
+// than the carrier's queue reads between sends instead of blocking on a full one.
+TEST(MadEngine, AWideGmpWindowReadsBetweenSendsWhileTheCallerHoldsTheReceiveSide) {
+  BoundedQueueTransport t(16);
+  MadEngine eng(t, {.timeout = std::chrono::milliseconds(100), .retries = 0, .gmp_window = 500});
+  int kicks = 0;
+  eng.on_work([&] { ++kicks; });
+  eng.receive_between_sends(true);
+  int ok = 0, failed = 0;
+  for (int i = 0; i < 300; ++i) {
+    GmpRequest r;
+    r.mad.mgmt_class = 0x04;
+    r.mad.attr_id = 0x0012;
+    r.dlid = Lid{static_cast<uint16_t>(i + 1)};
+    eng.submit(std::move(r), [&](Result<Gmp> g) { (g ? ok : failed) += 1; });
+  }
+  ASSERT_TRUE(eng.service());
+  EXPECT_EQ(failed, 0) << "a send found the queue full";
+  EXPECT_EQ(ok, 300);
+  EXPECT_LE(t.max_queued, 1u) << "each reply read before the next send";
+  EXPECT_GE(kicks, 1);
+}

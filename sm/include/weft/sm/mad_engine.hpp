@@ -86,6 +86,11 @@ class MadEngine {
   // Pushed: `kick` is called when submit() leaves work for service() (once until
   // service() runs). Setting it hands the transport's receive side to the caller.
   void on_work(std::function<void()> kick);
+  // Pushed: while the caller holds the transport's receive side (its reader is kept
+  // out), service() may read too, between sends, so that a carrier whose send blocks
+  // while its receive side is full (umad2sim's socket to ibsim) cannot deadlock a
+  // wide window against a reader that waits for the caller.
+  void receive_between_sends(bool on) { receive_between_sends_ = on; }
   // A MAD read from the transport.
   void deliver(const InMad& in);
   // Expires what timed out and sends what the window allows. Fails only when the
@@ -156,6 +161,7 @@ class MadEngine {
   uint32_t take_tid();
   uint32_t next_tid_ = 0x10000;
   std::function<void()> kick_;  // set: pushed mode
+  bool receive_between_sends_ = false;
   KeySource* keys_ = nullptr;
   bool kicked_ = false;
 };
