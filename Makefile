@@ -8,7 +8,8 @@
 #               50,000 hosts; the REST API under wrk, idle and during sweeps, and what its
 #               load does to bring-up and the SA; failover (kill -9 of the master) weft
 #               beside weft and OpenSM beside OpenSM; reroute after a link cut (time, LFT
-#               blocks written). Every figure in README.md comes
+#               blocks written); counter sweeps (PerfMgr) beside OpenSM's and the topology
+#               page's load on the 444-switch tree. Every figure in README.md comes
 #               from here (about 60 min).
 #   make asan   the same tests under AddressSanitizer + UBSan
 #   make install  install weft, /etc/weft/weft.conf, the systemd units and weft.8
@@ -49,6 +50,7 @@ bench: build
 	  --watch $(abspath $(BUILD))/bench/weft_pkey_watch
 	python3 bench/bench_failover.py --weft $(abspath $(BUILD))/app/weft
 	python3 bench/bench_reroute.py --weft $(abspath $(BUILD))/app/weft --shim $(abspath $(BUILD))/bench/libweft_madcount.so
+	python3 bench/bench_perf.py --weft $(abspath $(BUILD))/app/weft --shim $(abspath $(BUILD))/bench/libweft_madcount.so
 
 install: build
 	cmake --install $(BUILD)

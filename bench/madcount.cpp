@@ -8,12 +8,15 @@
 // ib_user_mad header, then the MAD) whose MAD is a subnet management packet is
 // counted, then passed on unchanged. The counts live in the file WEFT_MADCOUNT names,
 // mapped shared, so a reader sees them at any moment without the program's help:
-// eight little-endian uint64 — SMPs sent, SMP Gets, SMP Sets, LFT block Sets
-// (LinearForwardingTable, 0x0019), PortInfo Sets, SwitchInfo Sets, other Sets, and
-// the writes that looked like neither.
+// little-endian uint64 — SMPs sent, SMP Gets, SMP Sets, LFT block Sets
+// (LinearForwardingTable, 0x0019), PortInfo Sets, SwitchInfo Sets, other Sets; then
+// the PerfMgt (class 0x04) requests sent and their bursts: a PerfMgt write 500 ms or
+// more after the one before starts a burst (a counter sweep), whose number, start,
+// last write (CLOCK_MONOTONIC ns) and MADs the next four slots hold.
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -25,7 +28,22 @@ namespace {
 
 using WriteFn = ssize_t (*)(int, const void*, size_t);
 
-enum Slot { kSmps, kGets, kSets, kLftSets, kPortInfoSets, kSwitchInfoSets, kOtherSets, kSlots };
+enum Slot {
+  kSmps,
+  kGets,
+  kSets,
+  kLftSets,
+  kPortInfoSets,
+  kSwitchInfoSets,
+  kOtherSets,
+  kPerfMads,
+  kPerfBursts,
+  kPerfBurstStartNs,
+  kPerfLastNs,
+  kPerfBurstMads,
+  kSlots
+};
+constexpr uint64_t kBurstGapNs = 500'000'000;
 
 constexpr size_t kUmadHeader = 64;  // struct ib_user_mad with the pkey_index header
 
@@ -47,9 +65,28 @@ std::atomic<uint64_t>* counts() {
   return table;
 }
 
+// A PerfMgt request: counted, and into the current burst or a new one. Writers are
+// the SM's threads; a burst boundary raced by two of them is off by one MAD at most.
+void count_perf() {
+  std::atomic<uint64_t>* c = counts();
+  if (!c) return;
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  const uint64_t now = uint64_t(ts.tv_sec) * 1'000'000'000ull + uint64_t(ts.tv_nsec);
+  const uint64_t last = c[kPerfLastNs].exchange(now, std::memory_order_relaxed);
+  if (last == 0 || now - last >= kBurstGapNs) {
+    c[kPerfBurstStartNs].store(now, std::memory_order_relaxed);
+    c[kPerfBurstMads].store(0, std::memory_order_relaxed);
+    c[kPerfBursts].fetch_add(1, std::memory_order_relaxed);
+  }
+  c[kPerfBurstMads].fetch_add(1, std::memory_order_relaxed);
+  c[kPerfMads].fetch_add(1, std::memory_order_relaxed);
+}
+
 void count(const void* buf, size_t len) {
   if (len < kUmadHeader + 24) return;
   const auto* mad = static_cast<const uint8_t*>(buf) + kUmadHeader;
+  if (mad[0] == 1 && mad[1] == 0x04 && !(mad[3] & 0x80)) return count_perf();
   // Common MAD header: BaseVersion 1, MgmtClass 0x01 (LID routed) or 0x81 (directed).
   if (mad[0] != 1 || (mad[1] != 0x01 && mad[1] != 0x81) || mad[2] != 1) return;
   std::atomic<uint64_t>* c = counts();
