@@ -15,14 +15,13 @@ import base64
 import json
 import os
 import re
-import shutil
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ibsim_bringup as b  # noqa: E402
 from cdp import Browser, CdpError  # noqa: E402
-from ibsim_rest import Client, Daemon, check, expect, free_port  # noqa: E402
+from ibsim_rest import Client, Daemon, admin_password, check, expect, fabric_scratch, free_port  # noqa: E402
 
 TOPO = "ft2:leaves=4,spines=2,hosts=2"  # 6 switches, 8 CAs, 16 links
 
@@ -74,14 +73,7 @@ def main():
     ap.add_argument("--weft", required=True)
     ap.add_argument("--scratch", required=True)
     a = ap.parse_args()
-    work = os.path.join(a.scratch, "page")
-    shutil.rmtree(work, ignore_errors=True)
-    os.makedirs(work)
-    net = os.path.join(work, "ft.net")
-    b.run([a.weft, "topo", TOPO, "-o", net], work, "", preload=False)
-    sock = "weft-e2e-page-%d" % os.getpid()
-    state = os.path.join(work, "state")
-    log = os.path.join(work, "weft.log")
+    work, net, sock, state, log = fabric_scratch(a.weft, a.scratch, "page", TOPO)
     conf = os.path.join(work, "weft.conf")
     with open(conf, "w") as f:
         f.write("perfmgr TRUE\nperfmgr_sweep_time_s 1\n")
@@ -91,7 +83,7 @@ def main():
         try:
             d = Daemon(a.weft, work, sock, state, log, port, ["--config", conf]).start()
             cl = Client(port)
-            pw = open(os.path.join(state, "rest-admin-password")).read().strip()[len("admin:"):]
+            pw = admin_password(state)
             auth = "Basic " + base64.b64encode(("admin:" + pw).encode()).decode()
             switches, links = discover(work, sock)
             check(len(switches) == 6 and len(links) == 16, "ibnetdiscover: %d switches, %d links" %

@@ -19,14 +19,13 @@ import argparse
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ibsim_bringup as b  # noqa: E402
-from ibsim_rest import Client, Daemon, check, expect, free_port  # noqa: E402
+from ibsim_rest import Client, Daemon, admin_password, check, expect, fabric_scratch, free_port  # noqa: E402
 
 TOPO = "ft2:leaves=4,spines=2,hosts=2"
 ERRORS = ("SymbolErrorCounter", "LinkErrorRecoveryCounter", "LinkDownedCounter", "PortRcvErrors",
@@ -96,14 +95,7 @@ def main():
     ap.add_argument("--weft", required=True)
     ap.add_argument("--scratch", required=True)
     a = ap.parse_args()
-    work = os.path.join(a.scratch, "perf")
-    shutil.rmtree(work, ignore_errors=True)
-    os.makedirs(work)
-    net = os.path.join(work, "ft.net")
-    b.run([a.weft, "topo", TOPO, "-o", net], work, "", preload=False)
-    sock = "weft-e2e-perf-%d" % os.getpid()
-    state = os.path.join(work, "state")
-    log = os.path.join(work, "weft.log")
+    work, net, sock, state, log = fabric_scratch(a.weft, a.scratch, "perf", TOPO)
     conf = os.path.join(work, "weft.conf")
     with open(conf, "w") as f:
         f.write("# OpenSM's names\nperfmgr TRUE\nperfmgr_sweep_time_s 1\nperfmgr_max_outstanding_queries 50\n")
@@ -113,8 +105,7 @@ def main():
         try:
             d = Daemon(a.weft, work, sock, state, log, port, ["--config", conf]).start()
             cl = Client(port)
-            pw = open(os.path.join(state, "rest-admin-password")).read().strip()
-            admin = {"user": "admin", "password": pw[len("admin:"):]}
+            admin = {"user": "admin", "password": admin_password(state)}
             h = wait_sweeps(cl, admin, 2)
             # 6 switches: 4 leaves with 2 hosts and 2 uplinks, 2 spines with 4 downlinks; 8 CAs.
             check(h["perfmgr"] and h["last_sweep"]["ports"] == 4 * 4 + 2 * 4 + 8 and h["last_sweep"]["unread"] == 0,

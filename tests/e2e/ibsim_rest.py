@@ -36,6 +36,26 @@ import ibsim_bringup as b  # noqa: E402
 TOPO = "ft2:leaves=4,spines=2,hosts=2"  # hosts h0-0 .. h3-1
 
 
+def fabric_scratch(weft, scratch, name, topo):
+    """A fresh scratch directory for one test with `weft topo`'s net file in it: its
+    path, the net file, an ibsim socket name of its own, the state dir and the log."""
+    work = os.path.join(scratch, name)
+    shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(work)
+    net = os.path.join(work, "ft.net")
+    b.run([weft, "topo", topo, "-o", net], work, "", preload=False)
+    sock = "weft-e2e-%s-%d" % (name, os.getpid())
+    return work, net, sock, os.path.join(work, "state"), os.path.join(work, "weft.log")
+
+
+def admin_password(state):
+    """The password weft generated for its REST user admin."""
+    line = open(os.path.join(state, "rest-admin-password")).read().strip()
+    if not line.startswith("admin:"):
+        raise b.Failure("rest-admin-password: " + line)
+    return line[len("admin:"):]
+
+
 def free_port():
     s = socket.socket()
     s.bind(("127.0.0.1", 0))
@@ -176,14 +196,7 @@ def main():
     ap.add_argument("--weft", required=True)
     ap.add_argument("--scratch", required=True)
     a = ap.parse_args()
-    work = os.path.join(a.scratch, "rest")
-    shutil.rmtree(work, ignore_errors=True)
-    os.makedirs(work)
-    net = os.path.join(work, "ft.net")
-    b.run([a.weft, "topo", TOPO, "-o", net], work, "", preload=False)
-    sock = "weft-e2e-rest-%d" % os.getpid()
-    state = os.path.join(work, "state")
-    log = os.path.join(work, "weft.log")
+    work, net, sock, state, log = fabric_scratch(a.weft, a.scratch, "rest", TOPO)
     parts = os.path.join(work, "partitions.conf")
     with open(parts, "w") as f:
         f.write("Default=0x7fff, ipoib : ALL=full ;\n")

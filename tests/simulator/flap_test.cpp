@@ -29,19 +29,8 @@ SmOptions flap_opts(const ScratchDir& d, const std::string& policy) {
   return o;
 }
 
-struct Link {
-  fabric::NodeIndex leaf, spine;
-  PortNum lp, sp;
-};
-
-Link uplink(const SimFabric& sim) {
-  const auto leaf = *sim.model().find_by_name("leaf0");
-  for (const auto& p : sim.model().node(leaf).ports)
-    if (p.num && p.linked() && sim.model().node(p.peer).is_switch())
-      return {leaf, p.peer, p.num, p.peer_port};
-  ADD_FAILURE() << "leaf0 has no uplink";
-  return {};
-}
+using Link = weft::testing::Uplink;
+using weft::testing::uplink;
 
 // Four link changes, a sweep after each: the threshold.
 void flap(SimFabric& sim, SubnetManager& sm, const Link& l) {

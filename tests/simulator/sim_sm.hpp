@@ -1,6 +1,6 @@
 // Test helpers for the SM on the in-process simulator: a scratch state directory
 // removed afterwards, the SM options the tests start from, a generated fabric, and
-// what the devices hold checked by walking their own LFTs.
+// what the devices hold checked by walking their own LFTs, a leaf's uplink.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -46,6 +46,20 @@ inline simulator::SimFabric sim_of(const std::string& spec) {
   auto f = simulator::make_fabric(spec);
   EXPECT_TRUE(f) << spec;
   return simulator::SimFabric(std::move(*f));
+}
+
+// A leaf's first link up to a switch, from both ends.
+struct Uplink {
+  fabric::NodeIndex leaf, spine;
+  PortNum lp, sp;
+};
+inline Uplink uplink(const simulator::SimFabric& sim, const std::string& leaf_name = "leaf0") {
+  const auto leaf = *sim.model().find_by_name(leaf_name);
+  for (const auto& p : sim.model().node(leaf).ports)
+    if (p.num && p.linked() && sim.model().node(p.peer).is_switch())
+      return {leaf, p.peer, p.num, p.peer_port};
+  ADD_FAILURE() << leaf_name << " has no uplink";
+  return {};
 }
 
 inline routing::VerifyReport readback(const simulator::SimFabric& sim) {
