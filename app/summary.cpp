@@ -57,9 +57,9 @@ void print_summary(const sm::SweepReport& r, const sm::EngineStats& s) {
       "total %.1f\n",
       r.ms_discovery, r.ms_lids, r.ms_routing, r.ms_program, r.ms_activate, r.ms_total);
   std::printf(
-      "  MADs     %llu retried, %llu timed out, %llu error status, %llu malformed, %llu "
-      "unmatched\n",
-      (unsigned long long)s.retried, (unsigned long long)s.timed_out,
+      "  MADs     %llu retried, %llu lost and resent, %llu timed out, %llu error status, %llu "
+      "malformed, %llu unmatched\n",
+      (unsigned long long)s.retried, (unsigned long long)s.lost, (unsigned long long)s.timed_out,
       (unsigned long long)s.error_status, (unsigned long long)s.malformed,
       (unsigned long long)s.unmatched);
   std::printf("  problems %zu\n", r.problems.size());

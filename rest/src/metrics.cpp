@@ -126,6 +126,8 @@ std::string prometheus_text(const sm::Published& p,
         double(p.mad.sent));
   w.one("weft_mad_retries_total", "counter", "SMP attempts that were retries",
         double(p.mad.retried));
+  w.one("weft_mad_lost_total", "counter", "MAD attempts the carrier reported lost, resent at once",
+        double(p.mad.lost));
   w.one("weft_mad_timeouts_total", "counter", "SMPs that failed after every retry",
         double(p.mad.timed_out));
   w.one("weft_mad_error_status_total", "counter", "SMP replies with an error status",

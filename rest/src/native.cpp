@@ -114,6 +114,7 @@ void get_sm(Ctx& c) {
              {{"sent", p->mad.sent},
               {"sets", p->mad.sets},
               {"retried", p->mad.retried},
+              {"lost", p->mad.lost},
               {"timed_out", p->mad.timed_out},
               {"error_status", p->mad.error_status},
               {"malformed", p->mad.malformed},

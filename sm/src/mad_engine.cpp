@@ -253,6 +253,7 @@ void MadEngine::handle(const InMad& in) {
     // The carrier gave up on one of ours: treat as an immediate timeout.
     auto it = wire_.find(tid);
     if (it == wire_.end()) return;
+    ++stats_.lost;
     Entry e = std::move(it->second);
     wire_.erase(it);
     no_reply(std::move(e), pending_, false);
@@ -309,7 +310,10 @@ void MadEngine::handle_gmp(const InMad& in) {
   }
   GmpEntry e = std::move(it->second);
   gwire_.erase(it);
-  if (in.send_timed_out) return no_reply(std::move(e), gpending_, false);
+  if (in.send_timed_out) {
+    ++stats_.lost;
+    return no_reply(std::move(e), gpending_, false);
+  }
   const Gmp& q = e.req.mad;
   const std::string w = what(e.req);
   if (g.mgmt_class != q.mgmt_class || g.method != kMethodGetResp || g.attr_id != q.attr_id ||

@@ -19,6 +19,17 @@ class ScriptedTransport final : public Transport {
     sent.push_back(mad);
     max_outstanding = std::max(max_outstanding, ++outstanding);
     if (fail_sends) return fail(Errc::kIo, "link gone");
+    if (lose > 0) {
+      // Lost on the way: the carrier hands the request back with its send timed out,
+      // as umad does (and ibsim at once, for a drop).
+      --lose;
+      InMad in;
+      in.mad = mad;
+      in.len = kMadSize;
+      in.send_timed_out = true;
+      queue.push_back(in);
+      return {};
+    }
     if (answer) {
       auto s = decode_smp(mad.data(), kMadSize);
       Smp r = *s;
@@ -58,6 +69,7 @@ class ScriptedTransport final : public Transport {
        fail_receive = false;
   uint16_t status = 0;
   int outstanding = 0, max_outstanding = 0;
+  int lose = 0;  // attempts to hand back as lost
 };
 
 }  // namespace
@@ -103,6 +115,40 @@ TEST(MadEngine, TimesOutAfterRetriesOnTheInjectedClock) {
   for (const auto& m : t.sent)
     tids.insert(static_cast<uint32_t>(decode_smp(m.data(), kMadSize)->tid));
   EXPECT_EQ(tids.size(), 4u);
+}
+
+// What the carrier reports lost is resent at once (no timeout waited for), counted as
+// lost and not as a retry after a timeout, and still bounded by the retries.
+TEST(MadEngine, LossesTheCarrierReportsAreResentAtOnceAndCounted) {
+  ScriptedTransport t;
+  t.lose = 3;
+  MadEngine eng(t, {.window = 4, .timeout = std::chrono::milliseconds(500), .retries = 3});
+  int ok = 0;
+  for (int i = 0; i < 10; ++i)
+    eng.submit(SmpRequest::get(kAttrNodeInfo, 0, DrPath{}.extended(static_cast<uint8_t>(i + 1))),
+               [&](Result<Smp> r) { ok += r.has_value(); });
+  const auto t0 = t.clock_.now();
+  ASSERT_TRUE(eng.run());
+  EXPECT_EQ(ok, 10);
+  EXPECT_EQ(eng.stats().lost, 3u);
+  EXPECT_EQ(eng.stats().retried, 0u);
+  EXPECT_EQ(eng.stats().sent, 13u);
+  EXPECT_LT(t.clock_.now() - t0, std::chrono::milliseconds(500)) << "a timeout was waited out";
+
+  // Lost on every attempt: the request fails after its retries, each loss counted.
+  ScriptedTransport always;
+  always.lose = 100;
+  MadEngine eng2(always, {.window = 4, .timeout = std::chrono::milliseconds(500), .retries = 2});
+  int failed = 0;
+  eng2.submit(SmpRequest::get(kAttrNodeInfo, 0, DrPath{}), [&](Result<Smp> r) {
+    ASSERT_FALSE(r);
+    EXPECT_EQ(r.error().code, Errc::kTimeout);
+    ++failed;
+  });
+  ASSERT_TRUE(eng2.run());
+  EXPECT_EQ(failed, 1);
+  EXPECT_EQ(eng2.stats().lost, 3u);
+  EXPECT_EQ(eng2.stats().timed_out, 1u);
 }
 
 TEST(MadEngine, ErrorStatusAndMismatchedRepliesFailTheRequest) {

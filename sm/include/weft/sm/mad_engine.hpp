@@ -38,9 +38,12 @@ struct EngineOptions {
 
 struct EngineStats {
   uint64_t submitted = 0;
-  uint64_t sets = 0;  // of them SubnSet requests: what changes a device (or another SM)
-  uint64_t sent = 0;  // MADs put on the wire, retries included
-  uint64_t retried = 0;
+  uint64_t sets = 0;     // of them SubnSet requests: what changes a device (or another SM)
+  uint64_t sent = 0;     // MADs put on the wire, retries included
+  uint64_t retried = 0;  // attempts resent after waiting out the timeout
+  // Attempts the carrier reported lost (umad's send timeout: ibsim hands its drops back
+  // at once), resent without waiting; they count toward the retries a request has.
+  uint64_t lost = 0;
   uint64_t completed_ok = 0;
   uint64_t timed_out = 0;     // requests that failed after every retry
   uint64_t error_status = 0;  // replies with a non-zero MAD status
