@@ -1,8 +1,11 @@
 #!/usr/bin/env python3
 """MAD loss on ibsim: `Error` drops of 1 %, 5 % and 10 %, at the SM's port and at
-every port of the fabric. `weft sm` must still bring the subnet up with correct tables
+every port of the fabric. ibsim hands a dropped MAD back at once with its send timed
+out (umad's ETIMEDOUT): weft must count those losses (they show that the drops took
+effect) and resend them. It must still bring the subnet up with correct tables
 (read back with dump_fts once the drops are cleared), within 3x the loss-free time
-plus the retry timeouts: each retried MAD's transaction_timeout, and the backoff
+plus 0.25 s (for the scheduling noise of a loaded machine on a 50 ms bring-up) plus
+the retry timeouts: each MAD retried after its transaction_timeout, and the backoff
 before a sweep that ended with failures is tried again (1 s, then 2 s, ...). A state
 change whose reply was lost, the case that used to fail (the resend is refused: the
 port already moved), is read back and carried on. Everything started is stopped by
@@ -23,6 +26,9 @@ TIMEOUT_MS = 100
 # At 10 % loss on every port a reply over 4 hops crosses ~10 lossy ports: 1 in 3 attempts
 # gets through, so a lossy fabric wants more attempts than the default 3.
 RETRIES = 20
+# The loss-free bring-up takes some 50 ms; CI runs this beside a compile, whose
+# scheduling can add tens of ms to any one run (seen: 0.16 s against a 0.15 s bound).
+NOISE_S = 0.25
 
 
 def nodes_of(net):
@@ -30,32 +36,48 @@ def nodes_of(net):
 
 
 def run_until_up(a, work, sock):
-    """The daemon until its first SUBNET UP: (seconds, MADs retried, sweeps that failed)."""
+    """The daemon until its first SUBNET UP: (seconds, MADs retried after a timeout, MADs
+    lost and resent, sweeps that failed).
+    The time is taken when the log says SUBNET UP; the retries come from the summary the
+    daemon prints to stdout after that sweep, waited for (it follows the log line: read at
+    once, it was often missing, every run counted 0 retries, and a run with retries could
+    fail its time bound by their timeouts)."""
     log = os.path.join(work, "weft.log")
+    out_path = os.path.join(work, "weft.out")
     env = dict(os.environ, IBSIM_SOCKNAME=sock, LD_PRELOAD=b.UMAD2SIM, ASAN_OPTIONS=b.ASAN_OPTIONS)
     t0 = time.time()
-    proc = subprocess.Popen([a.weft, "sm", "--rest", "off", "--state-dir", os.path.join(work, "state"),
-                             "--timeout", str(TIMEOUT_MS), "--retries", str(RETRIES), "--log-file", log], cwd=work, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, start_new_session=True)
+    with open(out_path, "w") as out:
+        proc = subprocess.Popen([a.weft, "sm", "--rest", "off", "--state-dir", os.path.join(work, "state"),
+                                 "--timeout", str(TIMEOUT_MS), "--retries", str(RETRIES), "--log-file", log],
+                                cwd=work, env=env, stdout=out, stderr=subprocess.DEVNULL, text=True,
+                                start_new_session=True)
     try:
         deadline = t0 + 120
+        took = None
+        summary = None
         while time.time() < deadline:
             text = open(log, errors="replace").read() if os.path.exists(log) else ""
-            if "SUBNET UP" in text:
-                break
+            if took is None and "SUBNET UP" in text:
+                took = time.time() - t0
+            if took is not None:
+                m = re.search(r"weft: SUBNET UP\n(?:.*\n)*?\s+MADs\s+(\d+) retried, (\d+) lost",
+                              open(out_path).read())
+                if m:
+                    summary = (int(m.group(1)), int(m.group(2)))
+                    break
             if proc.poll() is not None:
                 raise b.Failure("weft exited %d:\n%s" % (proc.returncode, text[-3000:]))
             time.sleep(0.01)
-        took = time.time() - t0
         text = open(log, errors="replace").read()
-        if "SUBNET UP" not in text:
+        if took is None:
             raise b.Failure("no SUBNET UP in 120 s:\n" + text[-3000:])
+        if summary is None:
+            raise b.Failure("SUBNET UP in the log, but no summary of that sweep on stdout in 120 s")
     finally:
         b.stop_process(proc)
-    out = proc.stdout.read()
-    retried = sum(int(x) for x in re.findall(r"MADs\s+(\d+) retried", out))
+    retried, lost = summary  # the engine's counts since the start: earlier sweeps' too
     failed = len(re.findall(r"subnet NOT up", text.split("SUBNET UP")[0]))
-    return took, retried, failed
+    return took, retried, lost, failed
 
 
 def one(a, net, scope, rate, base):
@@ -72,7 +94,7 @@ def one(a, net, scope, rate, base):
                 os.write(sim.fifo_fd, ('Error "%s" %d\n' % (n, rate)).encode())
             time.sleep(0.3)
         try:
-            took, retried, failed = run_until_up(a, work, sock)
+            took, retried, lost, failed = run_until_up(a, work, sock)
         except b.Failure as e:
             raise b.Failure("%s %d %%: %s" % (scope, rate, e))
         for n in targets:
@@ -85,14 +107,20 @@ def one(a, net, scope, rate, base):
         # sweep fails there only when a lost reply is counted as a failure.
         if scope == "sm-port" and failed:
             raise b.Failure("sm-port %d %%: %d sweeps ended with failures before SUBNET UP" % (rate, failed))
+        # Every port dropping 5 % or more of some 850 SMPs loses dozens: none counted
+        # means the drops did not take effect, or weft did not see them.
+        if scope == "every-port" and rate >= 5 and lost == 0:
+            raise b.Failure("every-port %d %%: no MAD counted lost" % rate)
+        if rate == 0 and lost:
+            raise b.Failure("no loss injected, yet %d MADs counted lost" % lost)
         if base is not None:
             backoff = sum(2 ** k for k in range(failed))  # 1 s, 2 s, 4 s ...
-            allowed = 3 * base + retried * TIMEOUT_MS / 1000.0 + backoff
+            allowed = 3 * base + NOISE_S + retried * TIMEOUT_MS / 1000.0 + backoff
             if took > allowed:
-                raise b.Failure("%s %d %%: %.2f s, over 3 x %.2f s + %d retries x %d ms + %d s of backoff = %.2f s" %
-                                (scope, rate, took, base, retried, TIMEOUT_MS, backoff, allowed))
-        print("%-10s %3d %% loss: SUBNET UP in %.2f s, %d MADs retried, %d sweeps retried, %d (switch, LID) pairs route"
-              % (scope, rate, took, retried, failed, pairs))
+                raise b.Failure("%s %d %%: %.2f s, over 3 x %.2f s + %.2f s + %d retries x %d ms + %d s of backoff "
+                                "= %.2f s" % (scope, rate, took, base, NOISE_S, retried, TIMEOUT_MS, backoff, allowed))
+        print("%-10s %3d %% loss: SUBNET UP in %.2f s, %d MADs lost and resent, %d retried after a timeout, "
+              "%d sweeps retried, %d (switch, LID) pairs route" % (scope, rate, took, lost, retried, failed, pairs))
         return took
 
 
