@@ -16,6 +16,7 @@
 #include "test_fabrics.hpp"
 #include "weft/routing/analysis.hpp"
 #include "weft/routing/lft_dump.hpp"
+#include "weft/routing/torus.hpp"
 #include "weft/routing/verify.hpp"
 #include "weft/simulator/whatif.hpp"
 
@@ -680,6 +681,7 @@ TEST(Dor, RoutesToriAndMeshesInDimensionOrderDeadlockFree) {
       {"torus:dims=6x4,hosts=1", {6, 4}, true, 2},
       {"torus:dims=3x3x3,hosts=1", {3, 3, 3}, true, 1},
       {"mesh:dims=4x5,hosts=1", {4, 5}, false, 1},
+      {"mesh:dims=2x3x4,hosts=1", {2, 3, 4}, false, 1},
       {"torus:dims=6,hosts=2", {6}, true, 2},
   };
   for (const auto& c : cases) {
@@ -762,6 +764,95 @@ TEST(Dor, RefusesWithAReason) {
   auto seed = dor->compute(f, o);
   ASSERT_FALSE(seed);
   EXPECT_EQ(seed.error().kind, Refusal::kInvalidInput);
+}
+
+// The generator's coordinates of a switch named sw<x>-<y>-<z>.
+std::vector<int> name_coords(const std::string& name) {
+  std::vector<int> v;
+  std::istringstream in(name.substr(2));
+  for (std::string part; std::getline(in, part, '-');) v.push_back(std::stoi(part));
+  return v;
+}
+
+TEST(DetectTorus, ReadsToriOfRadixFiveUpAndMeshesOffTheLinks) {
+  struct Case {
+    std::string spec;
+    std::vector<int> radix;  // longest first, as detect_torus orders them
+    bool wrap;
+  };
+  const Case cases[] = {
+      {"torus:dims=5x5,hosts=1", {5, 5}, true},      {"torus:dims=5x7x6,hosts=1", {7, 6, 5}, true},
+      {"torus:dims=9,hosts=2", {9}, true},           {"mesh:dims=4x5,hosts=1", {5, 4}, false},
+      {"mesh:dims=2x3x4,hosts=1", {4, 3, 2}, false}, {"mesh:dims=6,hosts=1", {6}, false},
+  };
+  for (const auto& c : cases) {
+    const Fabric f = with_lids(c.spec);
+    const auto spec = detect_torus(f);
+    ASSERT_TRUE(spec) << c.spec;
+    EXPECT_EQ(spec->radix, c.radix) << c.spec;
+    EXPECT_EQ(spec->wrap, c.wrap) << c.spec;
+    auto coords = torus_coordinates(f, *spec);
+    ASSERT_TRUE(coords) << c.spec << ": " << coords.error().message;
+    // The detected grid is the generator's up to the order and direction of its axes:
+    // each detected axis moves exactly one of the generator's, and the distance
+    // between any two switches along it is the same.
+    std::vector<NodeIndex> sws;
+    std::map<NodeIndex, std::vector<int>> gen;
+    std::vector<int> gen_radix(c.radix.size(), 0);
+    for (NodeIndex n = 0; n < f.size(); ++n)
+      if (f.node(n).is_switch()) {
+        sws.push_back(n);
+        gen[n] = name_coords(f.node(n).name);
+        for (size_t d = 0; d < gen_radix.size(); ++d)
+          gen_radix[d] = std::max(gen_radix[d], gen[n][d] + 1);
+      }
+    auto ring = [&](int x, int y, int k) {
+      const int d = std::abs(x - y);
+      return c.wrap ? std::min(d, k - d) : d;
+    };
+    for (NodeIndex a : sws)
+      for (NodeIndex b : sws) {
+        const auto &ga = gen[a], &gb = gen[b];
+        const auto &da = coords->of_node[a], &db = coords->of_node[b];
+        std::multiset<int> want, got;
+        for (size_t d = 0; d < ga.size(); ++d) {
+          want.insert(ring(ga[d], gb[d], gen_radix[d]));
+          got.insert(ring(da[d], db[d], spec->radix[d]));
+        }
+        ASSERT_EQ(want, got) << c.spec << " " << f.node(a).name << " " << f.node(b).name;
+      }
+  }
+  // Not grids read off the links: radix-3 and -4 rings (squares of their own), trees,
+  // random graphs, and a torus with a link taken out.
+  for (const std::string spec :
+       {"torus:dims=4x4,hosts=1", "torus:dims=3x5,hosts=1", "torus:dims=4x4x4,hosts=1",
+        "ft2:leaves=4,spines=2,hosts=2", "ft3:pods=2,leaves=2,aggs=2,cores=2,hosts=1",
+        "random:switches=25,degree=4,hosts=1,seed=1"})
+    EXPECT_FALSE(detect_torus(with_lids(spec))) << spec;
+  Fabric cut = with_lids("torus:dims=6x6,hosts=1");
+  const NodeIndex s = *cut.find_by_name("sw2-3");
+  for (const auto& p : cut.node(s).ports)
+    if (p.num && p.linked() && cut.node(p.peer).is_switch()) {
+      cut.disconnect(s, p.num);
+      break;
+    }
+  EXPECT_FALSE(detect_torus(cut));
+  EXPECT_TRUE(detect_torus(with_lids("torus:dims=6x6,hosts=1")));
+}
+
+TEST(TorusCoordinates, FollowTheDescriptionAndRefuseWhatDoesNotFit) {
+  const Fabric f = with_lids("torus:dims=4x3,hosts=1");
+  auto c = torus_coordinates(f, spec_of(f, {4, 3}, true));
+  ASSERT_TRUE(c) << c.error().message;
+  for (NodeIndex n = 0; n < f.size(); ++n)
+    if (f.node(n).is_switch()) {
+      EXPECT_EQ(c->of_node[n], name_coords(f.node(n).name));
+    }
+  auto wrong = torus_coordinates(f, spec_of(f, {4, 3}, false));
+  ASSERT_FALSE(wrong);
+  EXPECT_EQ(wrong.error().kind, Refusal::kTopology);
+  EXPECT_NE(wrong.error().message.find("not a 4x3 mesh"), std::string::npos)
+      << wrong.error().message;
 }
 
 TEST(TorusSpec, ReadsTheTorus2QosSubsetAndNamesBadLines) {

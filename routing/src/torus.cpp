@@ -1,0 +1,272 @@
+// Torus and mesh coordinates: the labelling dor routes by, and detection from the
+// switch graph alone (weft/routing/torus.hpp).
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <deque>
+
+#include "torus_labels.hpp"
+
+namespace weft::routing {
+
+using fabric::Fabric;
+using fabric::NodeIndex;
+
+namespace detail {
+
+std::expected<TorusLabels, Failure> label_torus(const Fabric& f, const Switches& sw,
+                                                const TorusSpec& T) {
+  constexpr uint32_t kNone = kNoSwitch;
+  const size_t ns = sw.nodes.size();
+  const size_t D = T.radix.size();
+  auto name_of = [&](uint32_t s) { return fabric::port_ref(f, sw.nodes[s], 0); };
+  size_t expected = 1;
+  for (int r : T.radix) expected *= size_t(r);
+  TorusLabels L;
+  L.shape = fmt::format("{} {}", fmt::join(T.radix, "x"), T.wrap ? "torus" : "mesh");
+  const std::string& shape = L.shape;
+  if (ns != expected)
+    return refuse(Refusal::kTopology, "dor: the fabric has " + std::to_string(ns) +
+                                          " switches; a " + shape + " has " +
+                                          std::to_string(expected));
+
+  // Distinct switch neighbours, and the ports to each.
+  auto& nbrs = L.nbrs;
+  auto& ports = L.ports;
+  nbrs.resize(ns);
+  ports.resize(ns);
+  for (uint32_t s = 0; s < ns; ++s)
+    for (const auto& p : f.node(sw.nodes[s]).ports)
+      if (p.num && p.linked() && f.node(p.peer).is_switch()) {
+        const uint32_t n = sw.of_node[p.peer];
+        ports[s].emplace_back(n, p.num);
+        if (std::find(nbrs[s].begin(), nbrs[s].end(), n) == nbrs[s].end()) nbrs[s].push_back(n);
+      }
+  auto adjacent = [&](uint32_t a, uint32_t b) {
+    return std::find(nbrs[a].begin(), nbrs[a].end(), b) != nbrs[a].end();
+  };
+  auto find_switch = [&](Guid g) -> uint32_t {
+    auto n = f.find(g);
+    return n && f.node(*n).is_switch() ? sw.of_node[*n] : kNone;
+  };
+  const uint32_t seed = L.seed = find_switch(T.seed);
+  if (seed == kNone)
+    return refuse(Refusal::kInvalidInput, "dor: the seed " + T.seed.str() + " is not a switch");
+
+  // lab[s][2d] = +d neighbour, lab[s][2d+1] = -d neighbour (kNone: none).
+  auto& lab = L.lab;
+  auto& coord = L.coord;
+  lab.assign(ns, std::vector<uint32_t>(2 * D, kNone));
+  coord.assign(ns, {});
+  auto fail_at = [&](uint32_t s, const std::string& why) {
+    return refuse(Refusal::kTopology, "dor: not a " + shape + " at " + name_of(s) + ": " + why);
+  };
+  for (size_t d = 0; d < D; ++d) {
+    const uint32_t p = find_switch(T.plus[d]);
+    if (p == kNone || !adjacent(seed, p))
+      return refuse(Refusal::kInvalidInput, "dor: " + std::string(1, char('x' + d)) +
+                                                "p_link: " + T.plus[d].str() +
+                                                " is not a switch linked to the seed");
+    lab[seed][2 * d] = p;
+  }
+  // The seed's - neighbours.
+  if (T.wrap) {
+    std::vector<uint32_t> free;
+    for (uint32_t n : nbrs[seed])
+      if (std::find(lab[seed].begin(), lab[seed].end(), n) == lab[seed].end()) free.push_back(n);
+    auto common = [&](uint32_t a, uint32_t b) {
+      size_t c = 0;
+      for (uint32_t x : nbrs[a]) c += adjacent(x, b);
+      return c;
+    };
+    auto take = [&](size_t d, auto&& ok) {
+      for (auto it = free.begin(); it != free.end(); ++it)
+        if (ok(*it)) {
+          lab[seed][2 * d + 1] = *it;
+          free.erase(it);
+          return true;
+        }
+      return false;
+    };
+    for (int pass = 0; pass < 2; ++pass)
+      for (size_t d = 0; d < D; ++d) {
+        const int k = T.radix[d];
+        const uint32_t p = lab[seed][2 * d];
+        if (k == 1) continue;
+        if (k == 2) {
+          lab[seed][2 * d + 1] = p;
+          continue;
+        }
+        if ((k == 4) != (pass == 1)) continue;  // radix 4 last: any free neighbour will do
+        const bool found = k == 3   ? take(d, [&](uint32_t n) { return adjacent(n, p); })
+                           : k == 4 ? take(d, [](uint32_t) { return true; })
+                                    : take(d, [&](uint32_t n) { return common(n, p) == 1; });
+        if (!found) return fail_at(seed, "no neighbour fits -" + std::string(1, char('x' + d)));
+      }
+  }
+  coord[seed].assign(D, 0);
+  std::deque<uint32_t> q{seed};
+  while (!q.empty()) {
+    const uint32_t u = q.front();
+    q.pop_front();
+    for (size_t a = 0; a < D; ++a)
+      for (int sg = 0; sg < 2; ++sg) {
+        const uint32_t v = lab[u][2 * a + sg];
+        if (v == kNone || !coord[v].empty()) continue;
+        const int k = T.radix[a];
+        auto& lv = lab[v];
+        lv[2 * a + (1 - sg)] = u;
+        if (k == 2 && T.wrap) lv[2 * a + sg] = u;  // a 2-ring: one neighbour both ways
+        for (size_t b = 0; b < D; ++b) {
+          if (b == a) continue;
+          for (int tg = 0; tg < 2; ++tg) {
+            const uint32_t w = lab[u][2 * b + tg];
+            if (w == kNone) continue;
+            if (w == v) return fail_at(u, "two dimensions lead to one neighbour");
+            uint32_t x = kNone;
+            for (uint32_t c : nbrs[v])
+              if (c != u && adjacent(c, w)) {
+                if (x != kNone && x != c) return fail_at(v, "a square closes twice");
+                x = c;
+              }
+            if (x == kNone) return fail_at(v, "no square with " + name_of(w));
+            lv[2 * b + tg] = x;
+          }
+        }
+        if (k >= 3) {
+          uint32_t ahead = kNone;
+          for (uint32_t c : nbrs[v])
+            if (std::find(lv.begin(), lv.end(), c) == lv.end()) {
+              if (ahead != kNone) return fail_at(v, "more neighbours than a " + shape + " has");
+              ahead = c;
+            }
+          lv[2 * a + sg] = ahead;
+        }
+        coord[v] = coord[u];
+        coord[v][a] = (coord[u][a] + (sg ? -1 : 1) + k) % k;
+        q.push_back(v);
+      }
+  }
+  // Check: everything labelled, coordinates unique and consistent, every link used.
+  std::vector<uint32_t> at(ns, kNone);
+  for (uint32_t s = 0; s < ns; ++s) {
+    if (coord[s].empty()) return fail_at(s, "not reached from the seed");
+    size_t idx = 0;
+    for (size_t d = D; d-- > 0;) idx = idx * size_t(T.radix[d]) + size_t(coord[s][d]);
+    if (at[idx] != kNone) return fail_at(s, "the same coordinates as " + name_of(at[idx]));
+    at[idx] = s;
+    for (uint32_t n : nbrs[s])
+      if (std::find(lab[s].begin(), lab[s].end(), n) == lab[s].end())
+        return fail_at(s, "a link to " + name_of(n) + " no dimension explains");
+    for (size_t d = 0; d < D; ++d)
+      for (int sg = 0; sg < 2; ++sg) {
+        const uint32_t n = lab[s][2 * d + sg];
+        if (n == kNone) continue;
+        const int k = T.radix[d];
+        if ((coord[s][d] + (sg ? -1 : 1) + k) % k != coord[n][d])
+          return fail_at(s, "neighbour " + name_of(n) + " is not where the shape puts it");
+        if (!T.wrap && ((sg == 0 && coord[s][d] == k - 1) || (sg == 1 && coord[s][d] == 0)))
+          return fail_at(s, "a mesh has no link across its edge");
+      }
+  }
+
+  return L;
+}
+
+}  // namespace detail
+
+std::expected<TorusCoordinates, Failure> torus_coordinates(const Fabric& f, const TorusSpec& spec) {
+  const detail::Switches sw = detail::index_switches(f);
+  auto labels = detail::label_torus(f, sw, spec);
+  if (!labels) return std::unexpected(std::move(labels.error()));
+  TorusCoordinates out;
+  out.spec = spec;
+  out.of_node.assign(f.size(), {});
+  for (size_t s = 0; s < sw.nodes.size(); ++s)
+    out.of_node[sw.nodes[s]] = std::move(labels->coord[s]);
+  return out;
+}
+
+std::optional<TorusSpec> detect_torus(const Fabric& f) {
+  constexpr uint32_t kNone = detail::kNoSwitch, kMany = kNone - 1;
+  const detail::Switches sw = detail::index_switches(f);
+  const size_t ns = sw.nodes.size();
+  if (ns < 4) return std::nullopt;
+  std::vector<std::vector<uint32_t>> nbrs(ns);
+  for (uint32_t s = 0; s < ns; ++s) {
+    for (const auto& p : f.node(sw.nodes[s]).ports)
+      if (p.num && p.linked() && f.node(p.peer).is_switch()) nbrs[s].push_back(sw.of_node[p.peer]);
+    std::sort(nbrs[s].begin(), nbrs[s].end());
+    nbrs[s].erase(std::unique(nbrs[s].begin(), nbrs[s].end()), nbrs[s].end());
+  }
+  auto adjacent = [&](uint32_t a, uint32_t b) {
+    return std::binary_search(nbrs[a].begin(), nbrs[a].end(), b);
+  };
+  // The neighbour of `cur` straight ahead of `prev`: the one that closes no square with
+  // it (kNone: none, the end of a mesh's line; kMany: more than one, no grid here).
+  auto ahead = [&](uint32_t prev, uint32_t cur) {
+    uint32_t found = kNone;
+    for (uint32_t c : nbrs[cur]) {
+      if (c == prev) continue;
+      bool square = false;
+      for (uint32_t x : nbrs[c]) square |= x != cur && adjacent(x, prev);
+      if (square) continue;
+      if (found != kNone) return kMany;
+      found = c;
+    }
+    return found;
+  };
+  size_t lo = SIZE_MAX, hi = 0;
+  for (const auto& n : nbrs) lo = std::min(lo, n.size()), hi = std::max(hi, n.size());
+  if (lo == 0) return std::nullopt;
+  uint32_t seed = kNone;
+  for (uint32_t s = 0; s < ns; ++s)
+    if (nbrs[s].size() == lo &&
+        (seed == kNone || f.node(sw.nodes[s]).guid < f.node(sw.nodes[seed]).guid))
+      seed = s;
+  const bool wrap = lo == hi;  // a mesh's corners have fewer neighbours than the rest
+  // One walk per neighbour of the seed: its length, and where it came back (a torus).
+  struct Walk {
+    uint32_t first, last;
+    int length;
+  };
+  std::vector<Walk> walks;
+  for (uint32_t first : nbrs[seed]) {
+    uint32_t prev = seed, cur = first;
+    int length = 2;
+    for (;; ++length) {
+      const uint32_t next = ahead(prev, cur);
+      if (next == kMany || length > int(ns)) return std::nullopt;
+      if (next == kNone || next == seed) {
+        if ((next == seed) != wrap) return std::nullopt;
+        break;
+      }
+      prev = cur, cur = next;
+    }
+    walks.push_back({first, wrap ? cur : kNone, length});
+  }
+  auto guid = [&](uint32_t s) { return f.node(sw.nodes[s]).guid; };
+  TorusSpec spec;
+  spec.wrap = wrap;
+  spec.seed = guid(seed);
+  std::vector<std::pair<int, uint32_t>> dims;  // (radix, + neighbour)
+  for (const Walk& w : walks) {
+    if (wrap && w.length < 5) return std::nullopt;
+    // A ring is walked both ways: keep the way that starts at the lower GUID.
+    if (wrap && guid(w.last) < guid(w.first)) continue;
+    dims.emplace_back(w.length, w.first);
+  }
+  if (dims.empty() || dims.size() > 3 || (wrap && dims.size() * 2 != walks.size()))
+    return std::nullopt;
+  // The longest dimension first (x across the page), then by GUID.
+  std::sort(dims.begin(), dims.end(), [&](const auto& a, const auto& b) {
+    return a.first != b.first ? a.first > b.first : guid(a.second) < guid(b.second);
+  });
+  for (auto [radix, plus] : dims) spec.radix.push_back(radix), spec.plus.push_back(guid(plus));
+  if (!detail::label_torus(f, sw, spec)) return std::nullopt;
+  return spec;
+}
+
+}  // namespace weft::routing

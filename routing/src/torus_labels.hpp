@@ -1,0 +1,32 @@
+// Internal to routing/: a torus or mesh labelled switch by switch, for dor's routes
+// and torus_coordinates (weft/routing/torus.hpp).
+#pragma once
+
+#include <cstdint>
+#include <expected>
+#include <limits>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "switch_graph.hpp"
+#include "weft/routing/torus.hpp"
+
+namespace weft::routing::detail {
+
+constexpr uint32_t kNoSwitch = std::numeric_limits<uint32_t>::max();
+
+struct TorusLabels {
+  std::vector<std::vector<uint32_t>> nbrs;                       // distinct switch neighbours
+  std::vector<std::vector<std::pair<uint32_t, PortNum>>> ports;  // (neighbour, port) per link
+  // lab[s][2d] = the +d neighbour, lab[s][2d+1] = the -d one (kNoSwitch: none).
+  std::vector<std::vector<uint32_t>> lab;
+  std::vector<std::vector<int>> coord;  // per switch number
+  uint32_t seed = kNoSwitch;
+  std::string shape;  // "5x5 torus"
+};
+
+std::expected<TorusLabels, Failure> label_torus(const fabric::Fabric& f, const Switches& sw,
+                                                const TorusSpec& T);
+
+}  // namespace weft::routing::detail
