@@ -109,6 +109,8 @@ struct TopologyTiers {
   bool tree = false;  // every switch reached, every switch link between adjacent tiers
 };
 TopologyTiers topology_tiers(const fabric::Fabric& f);
+// Trees by tier; tori and meshes on their grid ("grid": radix and wrap, and each
+// switch's "coord"); anything else by force.
 nlohmann::json topology_json(const sm::Published& p);
 
 }  // namespace weft::rest

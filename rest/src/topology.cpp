@@ -10,6 +10,7 @@
 
 #include "handlers.hpp"
 #include "views.hpp"
+#include "weft/routing/torus.hpp"
 #include "weft/sm/perf_manager.hpp"
 #include "weft/sm/sa.hpp"
 #include "weft/sm/subnet_manager.hpp"
@@ -73,10 +74,22 @@ TopologyTiers topology_tiers(const fabric::Fabric& f) {
   return t;
 }
 
+// Where each switch of a torus or mesh sits: by the SM's torus description (dor's
+// torus_config) when it fits the fabric, else as read off the links.
+std::optional<routing::TorusCoordinates> topology_grid(const sm::Published& p) {
+  const auto& f = p.subnet->fabric;
+  if (p.options && p.options->torus)
+    if (auto c = routing::torus_coordinates(f, *p.options->torus)) return std::move(*c);
+  if (auto spec = routing::detect_torus(f))
+    if (auto c = routing::torus_coordinates(f, *spec)) return std::move(*c);
+  return std::nullopt;
+}
+
 json topology_json(const sm::Published& p) {
   const auto& s = *p.subnet;
   const auto& f = s.fabric;
   const auto tiers = topology_tiers(f);
+  const auto grid = tiers.tree ? std::nullopt : topology_grid(p);
   const auto pv = p.perf;
   json nodes = json::array();
   for (NodeIndex n = 0; n < f.size(); ++n) {
@@ -90,6 +103,7 @@ json topology_json(const sm::Published& p) {
     if (nd.is_switch()) {
       j["lid"] = nd.ports[0].attrs.lid.value;
       j["tier"] = tiers.tier[n];
+      if (grid) j["coord"] = grid->of_node[n];
     } else {
       for (PortNum q = 1; q <= nd.num_ports; ++q)
         if (nd.ports[q].linked()) {
@@ -145,12 +159,16 @@ json topology_json(const sm::Published& p) {
     j["load"] = gbps > 0 ? std::min(1.0, bytes_s * 8 / (gbps * 1e9)) : 0.0;
     links.push_back(std::move(j));
   }
-  return {{"layout", tiers.tree ? "tiers" : "force"},
-          {"levels", tiers.levels},
-          {"sweeps", p.heavy_sweeps + p.light_sweeps},
-          {"counter_sweeps", pv ? pv->sweeps : 0},
-          {"nodes", std::move(nodes)},
-          {"links", std::move(links)}};
+  json out = {{"layout", tiers.tree ? "tiers"
+                         : grid     ? "grid"
+                                    : "force"},
+              {"levels", tiers.levels},
+              {"sweeps", p.heavy_sweeps + p.light_sweeps},
+              {"counter_sweeps", pv ? pv->sweeps : 0},
+              {"nodes", std::move(nodes)},
+              {"links", std::move(links)}};
+  if (grid) out["grid"] = {{"radix", grid->spec.radix}, {"wrap", grid->spec.wrap}};
+  return out;
 }
 
 namespace {

@@ -1,5 +1,6 @@
 // weft's topology page: the fabric from /api/v1/topology drawn in plain SVG, by switch
-// tier for trees and by a force layout otherwise; hosts folded per leaf on large
+// tier for trees, on their grid for tori and meshes (a 3-D one as its z planes side by
+// side, wrap-around links as arcs), and by a force layout otherwise; hosts folded per leaf on large
 // fabrics; links coloured by state, health and load; details on click; a route traced
 // through the programmed tables (/api/v1/routes); live updates from /api/v1/events.
 // Every node's element carries data-guid, every link's data-link
@@ -139,6 +140,47 @@
     }
   }
 
+  // Tori and meshes: each switch at its coordinates (x across, y down; the z planes
+  // side by side), its hosts (or their fold) in a block under it.
+  function gridLayout(t, switches, hosts) {
+    const rx = t.grid.radix[0];
+    const perSwitch = new Map();
+    for (const h of hosts) {
+      if (!perSwitch.has(h.leaf)) perSwitch.set(h.leaf, []);
+      perSwitch.get(h.leaf).push(h);
+    }
+    const most = Math.max(1, ...[...perSwitch.values()].map((v) => v.length));
+    const cols = state.fold ? 1 : Math.min(most, 4), rows = state.fold ? 1 : Math.ceil(most / cols);
+    const cell = Math.max(70, 14 * cols + 30, 16 * rows + 46);
+    state.gridCell = cell;
+    const at = (c) => ({x: 40 + (c[0] + (c[2] || 0) * (rx + 1)) * cell, y: 40 + (c[1] || 0) * cell});
+    for (const n of switches) if (n.coord) state.pos.set(n.guid, at(n.coord));
+    for (const [sw, hs] of perSwitch) {
+      const sp = state.pos.get(sw);
+      if (!sp) continue;
+      if (state.fold) {
+        state.pos.set("fold:" + sw, {x: sp.x + 12, y: sp.y + 22});
+        continue;
+      }
+      hs.sort((a, b) => (a.name || a.guid).localeCompare(b.name || b.guid, undefined, {numeric: true}));
+      const c = Math.min(cols, hs.length);
+      hs.forEach((h, i) => state.pos.set(h.guid, {x: sp.x + (i % c - (c - 1) / 2) * 14,
+                                                   y: sp.y + 22 + Math.floor(i / c) * 16}));
+    }
+  }
+
+  // A grid's wrap-around link (coordinates more than one apart): an arc beside its
+  // row (x), its column (y) or under the planes (z), not a line over the others.
+  function wrapArc(l, a, b) {
+    const ca = (state.coord.get(l.a) || []), cb = (state.coord.get(l.b) || []);
+    const d = ca.findIndex((v, i) => Math.abs(v - cb[i]) > 1);
+    if (d < 0) return null;
+    const bulge = 0.45 * (state.gridCell || 70);
+    const mx = (a.x + b.x) / 2, my = (a.y + b.y) / 2;
+    const c = d === 1 ? {x: mx - bulge, y: my} : {x: mx, y: my + (d === 0 ? -bulge : bulge)};
+    return `M ${a.x} ${a.y} Q ${c.x} ${c.y} ${b.x} ${b.y}`;
+  }
+
   // Anything else: Fruchterman-Reingold from a circle (deterministic), a bounded
   // number of rounds, a grid of cells for the repulsion on large fabrics.
   function forceLayout(nodes, edges) {
@@ -218,8 +260,11 @@
       const n = byGuid.get(g);
       return n && n.type !== "switch" && state.fold && n.leaf ? "fold:" + n.leaf : g;
     };
+    state.coord = new Map(switches.filter((n) => n.coord).map((n) => [n.guid, n.coord]));
     if (t.layout === "tiers") {
       tierLayout(t, t.nodes, adj, hosts);
+    } else if (t.layout === "grid" && t.grid) {
+      gridLayout(t, switches, hosts);
     } else {
       const keys = new Map();
       for (const n of t.nodes) keys.set(drawnKey(n.guid), {key: drawnKey(n.guid)});
@@ -244,7 +289,9 @@
         state.folds.get(key).links.push(l);
         continue;
       }
-      const e = el("line", {x1: a.x, y1: a.y, x2: b.x, y2: b.y, "stroke-width": 1.6}, gl);
+      const arc = t.layout === "grid" ? wrapArc(l, a, b) : null;
+      const e = arc ? el("path", {d: arc, fill: "none", "stroke-width": 1.6}, gl)
+                    : el("line", {x1: a.x, y1: a.y, x2: b.x, y2: b.y, "stroke-width": 1.6}, gl);
       const title = el("title", {}, e);
       title.textContent = `${name(l.a)}/${l.pa} — ${name(l.b)}/${l.pb}: ${l.state} ${l.width} ${l.speed}` +
         (l.why ? "\n" + l.why : "") + (l.errors ? `\n${l.errors} errors in the window` : "") +
@@ -376,7 +423,8 @@
     h.textContent = n.name || n.guid;
     d.appendChild(h);
     d.appendChild(table([["GUID", n.guid], ["type", n.type], ["LID", n.lid], ["ports", n.ports],
-                         ["tier", n.tier], ["leaf", n.leaf ? name(n.leaf) : undefined]]));
+                         n.coord ? ["coordinates", n.coord.join(", ")] : ["tier", n.tier],
+                         ["leaf", n.leaf ? name(n.leaf) : undefined]]));
     try {
       const full = await api("/api/v1/nodes/" + n.guid);
       const rows = [];
@@ -465,9 +513,12 @@
       const id = linkId(hop.guid, hop.out_port, next.guid, next.in_port);
       const e = state.links.get(id);
       if (!e) return;
-      const c = ["x1", "y1", "x2", "y2"].reduce((o, k) => (o[k] = e.el.getAttribute(k), o), {});
-      const seg = el("line", c, g);
+      // The link's own shape (a line, or a grid's wrap-around arc), drawn over it.
+      const seg = e.el.cloneNode(false);
+      for (const k of ["stroke", "stroke-width", "class", "data-link", "data-state", "data-health"])
+        seg.removeAttribute(k);
       seg.dataset.routeLink = id;
+      g.appendChild(seg);
     });
     out.appendChild(ol);
     out.dataset.complete = String(r.complete);

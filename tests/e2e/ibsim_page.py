@@ -8,7 +8,11 @@ Checked against what infiniband-diags read from the fabric, not against weft:
 - a node's details on click;
 - ibsim's `Unlink` turns that link's colour within 2 s (live, from /api/v1/events);
 - no script error in the page.
-Screenshots (before and after the Unlink) stay in the test's output directory.
+Then a 5x5 torus: drawn on its grid (coordinates read off the links), every link
+ibnetdiscover finds joining switches one step apart (round the ring for the wrap-around
+links, drawn as arcs), each switch where its coordinates put it, and a route across a
+wrap-around link traced as ibtracert follows it.
+Screenshots (before and after the Unlink, and the torus) stay in the test's output directory.
 Everything started is stopped by PID, also on failure."""
 import argparse
 import base64
@@ -24,6 +28,7 @@ from cdp import Browser, CdpError  # noqa: E402
 from ibsim_rest import Client, Daemon, admin_password, check, expect, fabric_scratch, free_port  # noqa: E402
 
 TOPO = "ft2:leaves=4,spines=2,hosts=2"  # 6 switches, 8 CAs, 16 links
+TORUS = "torus:dims=5x5,hosts=1"  # 25 switches, 25 CAs, 75 links
 
 
 def link_id(ga, pa, gb, pb):
@@ -66,6 +71,98 @@ def tracert(work, sock, slid, dlid):
             out = m.group(2)
     check(hops and out == "ca", "ibtracert %d %d ends at no CA:\n%s" % (slid, dlid, text))
     return [tuple(h) for h in hops]
+
+
+def page_route(page, switches):
+    """The switch hops of the route the page traced: (GUID, in port, out port)."""
+    page.wait("document.querySelectorAll('#route-hops li').length > 0", 10)
+    hops = page.eval("[...document.querySelectorAll('#route-hops li')].map(li => "
+                     "[li.dataset.guid, +li.dataset.in, +li.dataset.out])")
+    return [(int(g, 16), i, o) for g, i, o in hops if int(g, 16) in switches]
+
+
+def torus_page(a):
+    """A 5x5 torus on its grid, checked against ibnetdiscover's links and ibtracert."""
+    work, net, sock, state, log = fabric_scratch(a.weft, a.scratch, "page-torus", TORUS)
+    port = free_port()
+    d = None
+    with b.Ibsim(net, work, sock):
+        try:
+            d = Daemon(a.weft, work, sock, state, log, port).start()
+            auth = "Basic " + base64.b64encode(("admin:" + admin_password(state)).encode()).decode()
+            switches, links = discover(work, sock)
+            check(len(switches) == 25 and len(links) == 75, "ibnetdiscover: %d switches, %d links" %
+                  (len(switches), len(links)))
+            st, text, _ = Client(port).call("GET", "/api/v1/topology", authz=auth)
+            expect(st, 200, text, "topology")
+            topo = json.loads(text)
+            lid = {n["name"]: n["lid"] for n in topo["nodes"]}
+            check(topo["layout"] == "grid" and topo["grid"] == {"radix": [5, 5], "wrap": True},
+                  "layout %s, grid %s" % (topo["layout"], topo.get("grid")))
+            coord = {int(n["guid"], 16): n["coord"] for n in topo["nodes"] if n["type"] == "switch"}
+            # Every switch link ibnetdiscover finds: one step in one dimension.
+            wraps = set()
+            for l in links:
+                ga, gb = (int(x.split("/")[0], 16) for x in l.split("-"))
+                if ga not in coord or gb not in coord:
+                    continue
+                steps = [abs(x - y) for x, y in zip(coord[ga], coord[gb])]
+                check(sorted(steps) in ([0, 1], [0, 4]), "link %s joins %s and %s" % (l, coord[ga], coord[gb]))
+                if 4 in steps:
+                    wraps.add(l)
+            check(len(wraps) == 10, "%d wrap-around links, a 5x5 torus has 10" % len(wraps))
+            # The route between the hosts of two switches 4 apart along one ring.
+            sa, sb = (int(x.split("/")[0], 16) for x in sorted(wraps)[0].split("-"))
+            host = {}
+            for n in topo["nodes"]:
+                if n["type"] != "switch":
+                    host[int(n["leaf"], 16)] = n["name"]
+            src, dst = host[sa], host[sb]
+            with Browser(work) as br:
+                page = br.page(authorization=auth)
+                page.goto("http://127.0.0.1:%d/?route=%s,%s" % (port, src, dst))
+                page.wait("document.body && document.body.dataset.rendered === '1'", 20)
+                check(page.eval("window.weftRendered.layout") == "grid", "the page's layout is not the grid")
+                drawn_links = page.eval("[...document.querySelectorAll('#links [data-link]')].map(e => e.dataset.link)")
+                check(set(drawn_links) == links and len(drawn_links) == len(links),
+                      "%d link elements, ibnetdiscover %d" % (len(drawn_links), len(links)))
+                arcs = page.eval("[...document.querySelectorAll('#links path[data-link]')].map(e => e.dataset.link)")
+                check(set(arcs) == wraps, "arcs %s, wrap-around links %s" % (sorted(arcs), sorted(wraps)))
+                pos = page.eval("Object.fromEntries([...document.querySelectorAll('[data-guid][data-type=switch]')]"
+                                ".map(e => [e.dataset.guid, e.getAttribute('transform')]))")
+                xy = {}
+                for g, tr in pos.items():
+                    m = re.match(r"translate\(([-\d.e]+),([-\d.e]+)\)", tr)
+                    check(m, "switch %s at %s" % (g, tr))
+                    xy[int(g, 16)] = (float(m.group(1)), float(m.group(2)))
+                check(set(xy) == switches, "switch elements != ibnetdiscover's switches")
+                origin = [g for g, c in coord.items() if c == [0, 0]][0]
+                step = [g for g, c in coord.items() if c == [1, 0]][0]
+                cell = xy[step][0] - xy[origin][0]
+                check(cell > 0, "x does not grow with the first coordinate")
+                for g, c in coord.items():
+                    want = (xy[origin][0] + cell * c[0], xy[origin][1] + cell * c[1])
+                    check(abs(xy[g][0] - want[0]) < 0.5 and abs(xy[g][1] - want[1]) < 0.5,
+                          "switch at %s drawn at %s, not on the grid (%s)" % (c, xy[g], want))
+                got = page_route(page, switches)
+                want = tracert(work, sock, lid[src], lid[dst])
+                check(got == want, "the page's route %s, ibtracert's %s" % (got, want))
+                check(len(want) == 2, "%s -> %s takes %d switch hops, not the wrap-around link" % (src, dst, len(want)))
+                check(page.eval("document.querySelectorAll('#route path[data-route-link]').length") == 1,
+                      "the route across the wrap-around link is not drawn along its arc")
+                page.screenshot(os.path.join(work, "topology-torus.png"))
+                errors = page.console_errors()
+                check(not errors, "script errors in the page: %s" % errors)
+            print("torus: grid of 25 switches as ibnetdiscover links them, 10 wrap-around arcs; "
+                  "route %s -> %s across one as ibtracert" % (src, dst))
+        except (b.Failure, CdpError) as e:
+            print("FAIL:", e)
+            if d:
+                print(d.log_text()[-2000:])
+            sys.exit(1)
+        finally:
+            if d:
+                d.stop()
 
 
 def main():
@@ -116,10 +213,7 @@ def main():
                 print("page: %d switch elements, %d links = ibnetdiscover's" % (len(drawn_sw), len(drawn_links)))
 
                 # The traced route against ibtracert.
-                page.wait("document.querySelectorAll('#route-hops li').length > 0", 10)
-                hops = page.eval("[...document.querySelectorAll('#route-hops li')].map(li => "
-                                 "[li.dataset.guid, +li.dataset.in, +li.dataset.out])")
-                sw_hops = [(int(g, 16), i, o) for g, i, o in hops if int(g, 16) in switches]
+                sw_hops = page_route(page, switches)
                 want = tracert(work, sock, lid["h0-0"], lid["h3-1"])
                 check(sw_hops == want, "the page's route %s, ibtracert's %s" % (sw_hops, want))
                 check(page.eval("document.querySelectorAll('#route [data-route-link]').length") == len(want) + 1,
@@ -159,7 +253,6 @@ def main():
                 errors = page.console_errors()
                 check(not errors, "script errors in the page: %s" % errors)
             print("screenshots: %s" % os.path.join(work, "topology*.png"))
-            print("PASS")
         except (b.Failure, CdpError) as e:
             print("FAIL:", e)
             if d:
@@ -168,6 +261,8 @@ def main():
         finally:
             if d:
                 d.stop()
+    torus_page(a)
+    print("PASS")
 
 
 if __name__ == "__main__":

@@ -7,10 +7,13 @@
 #include <fmt/format.h>
 
 #include <fstream>
+#include <map>
 #include <random>
+#include <set>
 
 #include "../fuzz.hpp"
 #include "rest_fixture.hpp"
+#include "weft/routing/torus.hpp"
 
 using namespace weft;
 using namespace weft::testing;
@@ -348,10 +351,82 @@ TEST(Topology, TiersForTreesForceOtherwiseAndLinksCarryHealth) {
   EXPECT_EQ(unhealthy, 1u);
   EXPECT_EQ(errors, 1u) << "two errors on leaf0-0/1: under the threshold, shown as errors";
 
-  RestRig torus("torus:dims=3x3,hosts=1");
-  auto tt = RestRig::json_of(torus.mon("GET", "/api/v1/topology"));
-  EXPECT_EQ(tt["layout"], "force") << "a torus has no tiers";
-  EXPECT_EQ(torus.call("GET", "/api/v1/topology").status, 401);
+  RestRig random("random:switches=12,degree=3,hosts=1,seed=2");
+  auto rt = RestRig::json_of(random.mon("GET", "/api/v1/topology"));
+  EXPECT_EQ(rt["layout"], "force") << "neither a tree nor a grid";
+  EXPECT_FALSE(rt.contains("grid"));
+  EXPECT_EQ(random.call("GET", "/api/v1/topology").status, 401);
+}
+
+namespace {
+
+// Every switch link of the topology JSON joins coordinates one step apart in one
+// dimension (round the ring where it wraps); returns the links that wrap.
+size_t check_grid(const json& t) {
+  std::map<std::string, std::vector<int>> at;
+  std::set<std::vector<int>> seen;
+  for (const auto& n : t["nodes"])
+    if (n["type"] == "switch") {
+      EXPECT_TRUE(n.contains("coord")) << n;
+      at[n["guid"]] = n["coord"].get<std::vector<int>>();
+      EXPECT_TRUE(seen.insert(at[n["guid"]]).second) << "two switches at one place: " << n;
+    }
+  const auto radix = t["grid"]["radix"].get<std::vector<int>>();
+  const bool wrap = t["grid"]["wrap"];
+  size_t wraps = 0;
+  for (const auto& l : t["links"]) {
+    if (!at.count(l["a"]) || !at.count(l["b"])) continue;
+    const auto &a = at[l["a"]], &b = at[l["b"]];
+    int moved = 0;
+    for (size_t d = 0; d < radix.size(); ++d) {
+      const int step = std::abs(a[d] - b[d]);
+      if (step == 0) continue;
+      ++moved;
+      if (step != 1) {
+        EXPECT_TRUE(wrap && step == radix[d] - 1) << l;
+        ++wraps;
+      }
+    }
+    EXPECT_EQ(moved, 1) << l;
+  }
+  return wraps;
+}
+
+}  // namespace
+
+// Tori and meshes are drawn on their grid: read off the links when every ring has
+// radix 5 or more (or a mesh), by the SM's torus_config otherwise.
+TEST(Topology, ToriAndMeshesOnTheirGrid) {
+  RestRig torus("torus:dims=6x5,hosts=2");
+  auto t = RestRig::json_of(torus.mon("GET", "/api/v1/topology"));
+  ASSERT_EQ(t["layout"], "grid") << t.dump().substr(0, 300);
+  EXPECT_EQ(t["grid"]["radix"], json({6, 5}));
+  EXPECT_EQ(t["grid"]["wrap"], true);
+  EXPECT_EQ(check_grid(t), 5u + 6u) << "one wrap link per ring: 5 along x, 6 along y";
+
+  RestRig mesh("mesh:dims=4x3x2,hosts=1");
+  t = RestRig::json_of(mesh.mon("GET", "/api/v1/topology"));
+  ASSERT_EQ(t["layout"], "grid");
+  EXPECT_EQ(t["grid"]["radix"], json({4, 3, 2}));
+  EXPECT_EQ(t["grid"]["wrap"], false);
+  EXPECT_EQ(check_grid(t), 0u);
+
+  // A 3x3 torus closes squares along its rings: not read off the links, but drawn on
+  // its grid when the SM has its description.
+  RestRig small("torus:dims=3x3,hosts=1");
+  EXPECT_EQ(RestRig::json_of(small.mon("GET", "/api/v1/topology"))["layout"], "force");
+  const auto f = *simulator::make_fabric("torus:dims=3x3,hosts=1");
+  routing::TorusSpec spec{{3, 3}, true, f.node(*f.find_by_name("sw0-0")).guid, {}};
+  spec.plus = {f.node(*f.find_by_name("sw1-0")).guid, f.node(*f.find_by_name("sw0-1")).guid};
+  RestRig described("torus:dims=3x3,hosts=1", std::nullopt, true,
+                    [&](sm::SmOptions& o) { o.torus = spec; });
+  t = RestRig::json_of(described.mon("GET", "/api/v1/topology"));
+  ASSERT_EQ(t["layout"], "grid");
+  EXPECT_EQ(check_grid(t), 3u + 3u);
+  for (const auto& n : t["nodes"])
+    if (n["name"] == "sw1-2") {
+      EXPECT_EQ(n["coord"], json({1, 2}));
+    }
 }
 
 TEST(Topology, ThePageAndItsAssetsAreServedWithoutCredentials) {
