@@ -10,7 +10,7 @@ PKGS=(
   build-essential cmake pkg-config libibumad-dev libibmad-dev libboost-dev
   libboost-graph-dev libboost-program-options-dev nlohmann-json3-dev libfmt-dev
   libgtest-dev libgmock-dev libyaml-dev libhiredis-dev librestinio-dev libhttp-parser-dev
-  libssl-dev libcrypt-dev
+  libssl-dev libcrypt-dev libcurl4-openssl-dev
   # tests: ibsim and the diags that read back what weft programmed, OpenSM (its
   # `opensm -c` config and, in make bench, the SM weft is measured against), redis for
   # the RoCE CONFIG_DB tests, the format check
@@ -20,6 +20,9 @@ PKGS=(
   # `openssl passwd -6` writes them), promtool (prometheus) to check /metrics, wrk,
   # curl (make run prints curl lines, and its test runs them)
   openssl prometheus wrk curl
+  # the etcd state store's tests and benchmark: a local etcd on loopback, and etcdctl
+  # to read back what weft wrote
+  etcd-server etcd-client
   # the topology page's test and benchmark: headless Chromium, and a font for its
   # screenshots
   chromium fonts-dejavu-core

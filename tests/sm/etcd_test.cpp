@@ -1,0 +1,356 @@
+// The etcd client and the state store against a real etcd (Debian's etcd-server, started
+// on loopback for each test): the JSON gateway's calls, a watch, endpoints tried in
+// turn; a master's writes fenced by its lease, a standby's copy kept by the watch, a
+// master whose lease expired refused, and what a master wrote while etcd was away
+// written back when it returns.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "local_etcd.hpp"
+#include "weft/sm/state_store.hpp"
+#include "weft/text_file.hpp"
+
+using namespace weft;
+using namespace weft::sm;
+using nlohmann::json;
+using weft::testing::LocalEtcd;
+
+namespace {
+
+template <class Pred>
+bool wait_until(Pred p, std::chrono::milliseconds limit, std::function<void()> each = {}) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (each) each();
+    if (p()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return p();
+}
+
+struct Scratch {
+  std::string path;
+  Scratch() {
+    char tmpl[] = "/tmp/weft-store-XXXXXX";
+    path = ::mkdtemp(tmpl) ? tmpl : "/tmp/weft-store-failed";
+  }
+  ~Scratch() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+};
+
+std::shared_ptr<StateStore> store(const LocalEtcd& etcd, const std::string& dir,
+                                  const std::string& self, int lease_s = 3) {
+  StateStoreOptions o;
+  o.lease_s = lease_s;
+  o.self = self;
+  auto s = make_state_store(etcd.url("/weft/test"), dir, o);
+  EXPECT_TRUE(s) << (s ? "" : s.error().message);
+  return s ? *s : nullptr;
+}
+
+bool holds(const StateStore& s) {
+  return s.status().detail.value("holds_master_key", false);
+}
+
+// What etcd holds for a document: its generation and text.
+std::pair<uint64_t, std::string> in_etcd(EtcdClient& c, const std::string& name) {
+  auto r = c.range("/weft/test/state/" + name);
+  if (!r || r->kvs.empty()) return {0, ""};
+  json j = json::parse(r->kvs[0].value);
+  return {j["generation"].get<uint64_t>(), j["text"].get<std::string>()};
+}
+
+}  // namespace
+
+TEST(EtcdUrl, ReadsEndpointsAndPrefixAndNamesWhatIsWrong) {
+  auto c = parse_etcd_url("etcd://10.0.0.5:2379,etcd-b:2380/weft/fabric-a");
+  ASSERT_TRUE(c) << c.error().message;
+  EXPECT_EQ(c->endpoints, (std::vector<std::string>{"10.0.0.5:2379", "etcd-b:2380"}));
+  EXPECT_EQ(c->prefix, "/weft/fabric-a/");
+  EXPECT_FALSE(c->tls());
+  for (const char* bad : {"http://h:1/p", "etcd://h:1", "etcd://h:1/", "etcd://h/p", "etcd://h:0/p",
+                          "etcd://h:99999/p", "etcd://:1/p", "etcd://h:1,/p", "etcd://h:x1/p"}) {
+    auto r = parse_etcd_url(bad);
+    ASSERT_FALSE(r) << bad;
+    EXPECT_NE(r.error().message.find("etcd://HOST:PORT"), std::string::npos) << r.error().message;
+  }
+  auto s = make_state_store("redis://h:1/p", "/tmp", {});
+  ASSERT_FALSE(s);
+  EXPECT_NE(s.error().message.find("state_store"), std::string::npos);
+  StateStoreOptions shortlease;
+  shortlease.lease_s = 1;
+  EXPECT_FALSE(make_state_store("etcd://h:1/p", "/tmp", shortlease));
+}
+
+TEST(EtcdClient, Base64AsTheGatewayWritesIt) {
+  for (std::string raw : {std::string(), std::string("a"), std::string("ab"), std::string("abc"),
+                          std::string("\0\xff\x10 binary", 10)}) {
+    auto back = EtcdClient::unb64(EtcdClient::b64(raw));
+    ASSERT_TRUE(back);
+    EXPECT_EQ(*back, raw);
+  }
+  EXPECT_EQ(EtcdClient::b64("foo"), "Zm9v");
+  EXPECT_FALSE(EtcdClient::unb64("Zm9"));
+  EXPECT_FALSE(EtcdClient::unb64("Z!!v"));
+}
+
+TEST(EtcdClient, TransactionsRangesAndLeasesOnARealEtcd) {
+  LocalEtcd etcd;
+  EtcdClient c(etcd.config("/t/"));
+  // Create-if-absent: once.
+  auto first = c.txn({EtcdCompare::absent("/t/a")}, {EtcdOp::put("/t/a", "one")});
+  ASSERT_TRUE(first) << first.error().message;
+  EXPECT_TRUE(first->succeeded);
+  auto again = c.txn({EtcdCompare::absent("/t/a")}, {EtcdOp::put("/t/a", "two")});
+  ASSERT_TRUE(again);
+  EXPECT_FALSE(again->succeeded);
+  EXPECT_TRUE(c.txn({EtcdCompare::value_is("/t/a", "one")},
+                    {EtcdOp::put("/t/b", std::string("\0\x01z", 3))})
+                  ->succeeded);
+  auto all = c.range("/t/", true);
+  ASSERT_TRUE(all);
+  ASSERT_EQ(all->kvs.size(), 2u);
+  EXPECT_EQ(all->kvs[0].value, "one");
+  EXPECT_EQ(all->kvs[1].value, std::string("\0\x01z", 3));
+  EXPECT_GE(all->revision, first->revision);
+  EXPECT_TRUE(c.range("/t/none")->kvs.empty());
+
+  // A key on a lease: there while the lease lives, gone once it is revoked; a compare on
+  // the lease holds only for that lease.
+  auto lease = c.grant(30);
+  ASSERT_TRUE(lease) << lease.error().message;
+  ASSERT_TRUE(c.txn({}, {EtcdOp::put("/t/held", "x", *lease)})->succeeded);
+  EXPECT_TRUE(c.txn({EtcdCompare::lease_is("/t/held", *lease)}, {})->succeeded);
+  EXPECT_FALSE(c.txn({EtcdCompare::lease_is("/t/held", *lease + 1)}, {})->succeeded);
+  auto ttl = c.keepalive(*lease);
+  ASSERT_TRUE(ttl);
+  EXPECT_GT(*ttl, 20);
+  ASSERT_TRUE(c.revoke(*lease));
+  EXPECT_TRUE(c.range("/t/held")->kvs.empty());
+  EXPECT_EQ(*c.keepalive(*lease), 0) << "a revoked lease has no TTL left";
+  EXPECT_FALSE(c.txn({EtcdCompare::lease_is("/t/held", *lease)}, {})->succeeded);
+  EXPECT_TRUE(c.revoke(*lease)) << "revoking what is gone is no error";
+}
+
+TEST(EtcdClient, AWatchDeliversEachChangeAndStopsWhenAsked) {
+  LocalEtcd etcd;
+  EtcdClient c(etcd.config("/w/"));
+  auto start = c.range("/w/", true);
+  ASSERT_TRUE(start);
+  std::mutex mu;
+  std::vector<std::string> seen;
+  std::atomic<bool> created{false};
+  std::stop_source stop;
+  Result<void> ended;
+  std::thread t([&] {
+    ended = c.watch(
+        "/w/", start->revision + 1,
+        [&](const std::vector<EtcdEvent>& evs, int64_t) {
+          created = true;
+          std::lock_guard lk(mu);
+          for (const auto& e : evs)
+            seen.push_back((e.deleted ? "-" : "+") + e.kv.key + "=" + e.kv.value);
+        },
+        stop.get_token());
+  });
+  ASSERT_TRUE(wait_until([&] { return created.load(); }, std::chrono::seconds(10)));
+  for (int i = 0; i < 5; ++i)
+    ASSERT_TRUE(c.txn({}, {EtcdOp::put("/w/k" + std::to_string(i), std::to_string(i))}));
+  ASSERT_TRUE(c.txn({}, {EtcdOp::remove("/w/k0")}));
+  ASSERT_TRUE(c.txn({}, {EtcdOp::put("/other/x", "not watched")}));
+  EXPECT_TRUE(wait_until(
+      [&] {
+        std::lock_guard lk(mu);
+        return seen.size() >= 6;
+      },
+      std::chrono::seconds(10)));
+  stop.request_stop();
+  t.join();
+  EXPECT_TRUE(ended) << ended.error().message;
+  std::lock_guard lk(mu);
+  EXPECT_EQ(seen, (std::vector<std::string>{"+/w/k0=0", "+/w/k1=1", "+/w/k2=2", "+/w/k3=3",
+                                            "+/w/k4=4", "-/w/k0="}));
+}
+
+TEST(EtcdClient, TriesTheNextEndpointAndNamesOnesThatDoNotAnswer) {
+  LocalEtcd etcd;
+  EtcdConfig cfg = etcd.config("/e/");
+  cfg.endpoints.insert(cfg.endpoints.begin(), "127.0.0.1:1");  // nothing listens there
+  EtcdClient c(cfg);
+  ASSERT_TRUE(c.range("/e/x")) << "the second endpoint answers";
+  EXPECT_EQ(c.endpoint(), etcd.endpoint());
+  EtcdConfig dead;
+  dead.endpoints = {"127.0.0.1:1"};
+  dead.prefix = "/e/";
+  EtcdClient d(dead);
+  auto r = d.range("/e/x");
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, Errc::kUnreachable);
+  EXPECT_NE(r.error().message.find("127.0.0.1:1"), std::string::npos) << r.error().message;
+}
+
+TEST(StateStore, TheDirectoryStoreWritesTheFileWithItsMode) {
+  Scratch s;
+  StateStoreOptions o;
+  o.paths["partitions.rest.conf"] = s.path + "/elsewhere.conf";
+  auto st = make_state_store("", s.path, o);
+  ASSERT_TRUE(st);
+  ASSERT_TRUE((*st)->write("guid2mkey", "0x1 0x2\n"));
+  EXPECT_EQ(*read_text_file(s.path + "/guid2mkey"), "0x1 0x2\n");
+  EXPECT_EQ(
+      std::filesystem::status(s.path + "/guid2mkey").permissions() & std::filesystem::perms::all,
+      std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+  EXPECT_EQ((*st)->path("partitions.rest.conf"), s.path + "/elsewhere.conf");
+  EXPECT_EQ((*st)->status().kind, "directory");
+  EXPECT_FALSE((*st)->status().degraded);
+}
+
+TEST(StateStore, TheMastersWritesReachEtcdAndAStandbysCopy) {
+  LocalEtcd etcd;
+  Scratch a, b;
+  std::mutex mu;  // before the stores: their threads call back until they go
+  std::set<std::string> changed;
+  auto master = store(etcd, a.path, "A");
+  auto standby = store(etcd, b.path, "B");
+  standby->on_changed([&](const std::vector<std::string>& names) {
+    std::lock_guard lk(mu);
+    changed.insert(names.begin(), names.end());
+  });
+  master->set_master(true);
+  master->start();
+  standby->start();
+  ASSERT_TRUE(wait_until([&] { return holds(*master); }, std::chrono::seconds(10)));
+  EtcdClient c(etcd.config("/weft/test/"));
+  EXPECT_EQ(c.range("/weft/test/master")->kvs.at(0).value, "A");
+
+  ASSERT_TRUE(master->write("guid2lid", "0x10 1 1\n"));
+  ASSERT_TRUE(master->write("guid2lid", "0x10 1 1\n0x11 2 2\n"));
+  EXPECT_EQ(in_etcd(c, "guid2lid"), (std::pair<uint64_t, std::string>{2, "0x10 1 1\n0x11 2 2\n"}));
+  EXPECT_EQ(*read_text_file(a.path + "/guid2lid"), "0x10 1 1\n0x11 2 2\n");
+  ASSERT_TRUE(master->write("rest-tokens", "tok\n"));
+  ASSERT_TRUE(wait_until(
+      [&] {
+        auto t = read_text_file(b.path + "/guid2lid");
+        auto k = read_text_file(b.path + "/rest-tokens");
+        std::lock_guard lk(mu);
+        return t && *t == "0x10 1 1\n0x11 2 2\n" && k && *k == "tok\n" &&
+               changed.count("guid2lid") && changed.count("rest-tokens");
+      },
+      std::chrono::seconds(10)))
+      << "the standby's copy, and its on_changed for both";
+  EXPECT_EQ(
+      std::filesystem::status(b.path + "/rest-tokens").permissions() & std::filesystem::perms::all,
+      std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+  auto st = standby->status();
+  EXPECT_FALSE(st.degraded) << st.detail.dump();
+  EXPECT_EQ(st.detail["documents"]["guid2lid"]["generation"], 2);
+
+  // A standby writes nothing.
+  auto refused = standby->write("guid2lid", "0x99 9 9\n");
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code, Errc::kUnsupported);
+  EXPECT_EQ(in_etcd(c, "guid2lid").first, 2u);
+
+  // What etcd holds that weft did not write is left alone, and the copy stays.
+  ASSERT_TRUE(c.txn({}, {EtcdOp::put("/weft/test/state/guid2lid", "{not json")}));
+  ASSERT_TRUE(
+      c.txn({}, {EtcdOp::put("/weft/test/state/nosuchdoc", R"({"generation":1,"text":"x"})")}));
+  ASSERT_TRUE(
+      c.txn({}, {EtcdOp::put("/weft/test/state/ports-down", R"({"generation":"1","text":7})")}));
+  ASSERT_TRUE(master->write("unhealthy-ports", "0x1 1 1 why\n"));
+  ASSERT_TRUE(wait_until([&] { return read_text_file(b.path + "/unhealthy-ports").has_value(); },
+                         std::chrono::seconds(10)));
+  EXPECT_EQ(*read_text_file(b.path + "/guid2lid"), "0x10 1 1\n0x11 2 2\n");
+  EXPECT_FALSE(std::filesystem::exists(b.path + "/nosuchdoc"));
+  EXPECT_FALSE(std::filesystem::exists(b.path + "/ports-down"));
+}
+
+TEST(StateStore, AMasterWhoseLeaseExpiredIsRefusedAndItsSuccessorWrites) {
+  LocalEtcd etcd;
+  Scratch a, b;
+  auto old_master = store(etcd, a.path, "A", 2);
+  auto next = store(etcd, b.path, "B", 2);
+  old_master->set_master(true);
+  old_master->start();
+  next->start();
+  ASSERT_TRUE(wait_until([&] { return holds(*old_master); }, std::chrono::seconds(10)));
+  ASSERT_TRUE(old_master->write("partitions.rest.conf", "before\n"));
+  EtcdClient c(etcd.config("/weft/test/"));
+  // A no longer reaches its fabric (no fabric_contact): it stops renewing, and after
+  // the lease's 2 s etcd drops the master key. B, master now, takes it.
+  next->set_master(true);
+  ASSERT_TRUE(wait_until([&] { return holds(*next); }, std::chrono::seconds(15),
+                         [&] { next->fabric_contact(); }))
+      << next->status().detail.dump();
+  EXPECT_EQ(c.range("/weft/test/master")->kvs.at(0).value, "B");
+  ASSERT_TRUE(next->write("partitions.rest.conf", "from B\n"));
+  // A still thinks it is master: its write is refused, locally too, and etcd keeps B's.
+  auto r = old_master->write("partitions.rest.conf", "from A after its lease\n");
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, Errc::kUnsupported);
+  EXPECT_NE(r.error().message.find("refused"), std::string::npos) << r.error().message;
+  EXPECT_EQ(in_etcd(c, "partitions.rest.conf").second, "from B\n");
+  EXPECT_EQ(*read_text_file(a.path + "/partitions.rest.conf"), "before\n");
+  // Nor does A take the key back without reaching its fabric, and B keeps it.
+  std::this_thread::sleep_for(std::chrono::seconds(3));
+  next->fabric_contact();
+  EXPECT_FALSE(holds(*old_master));
+  EXPECT_EQ(c.range("/weft/test/master")->kvs.at(0).value, "B");
+  ASSERT_TRUE(next->write("partitions.rest.conf", "B again\n"));
+  EXPECT_EQ(in_etcd(c, "partitions.rest.conf").second, "B again\n");
+}
+
+TEST(StateStore, WhatTheMasterWroteWhileEtcdWasAwayIsWrittenBackWhenItReturns) {
+  LocalEtcd etcd;
+  Scratch a, b;
+  auto master = store(etcd, a.path, "A", 3);
+  master->set_master(true);
+  master->start();
+  auto contact = [&] { master->fabric_contact(); };
+  ASSERT_TRUE(wait_until([&] { return holds(*master); }, std::chrono::seconds(10), contact));
+  ASSERT_TRUE(master->write("guid2lid", "one\n"));
+
+  etcd.kill();
+  ASSERT_TRUE(master->write("guid2lid", "two\n")) << "the master goes on with its local copy";
+  ASSERT_TRUE(master->write("ports-down", "0x5 3 100 flapping\n"));
+  EXPECT_EQ(*read_text_file(a.path + "/guid2lid"), "two\n");
+  auto down = master->status();
+  EXPECT_TRUE(down.degraded);
+  EXPECT_EQ(down.detail["etcd"], "unreachable") << down.detail.dump();
+  EXPECT_EQ(down.detail["unsynced"], 2);
+  EXPECT_NE(down.detail.value("note", "").find("local copy"), std::string::npos);
+  // The store's own record survives a restart of the SM.
+  EXPECT_NE(read_text_file(a.path + "/state-store.meta")->find("guid2lid 2 0"), std::string::npos);
+
+  ASSERT_TRUE(etcd.start());
+  ASSERT_TRUE(
+      wait_until([&] { return !master->status().degraded; }, std::chrono::seconds(20), contact))
+      << master->status().detail.dump();
+  EtcdClient c(etcd.config("/weft/test/"));
+  EXPECT_EQ(in_etcd(c, "guid2lid"), (std::pair<uint64_t, std::string>{2, "two\n"}));
+  EXPECT_EQ(in_etcd(c, "ports-down").second, "0x5 3 100 flapping\n");
+
+  // A standby that starts now gets all of it.
+  auto standby = store(etcd, b.path, "B", 3);
+  standby->start();
+  EXPECT_TRUE(wait_until(
+      [&] {
+        auto t = read_text_file(b.path + "/guid2lid");
+        return t && *t == "two\n";
+      },
+      std::chrono::seconds(10)));
+  // And one whose etcd goes away says its copy is stale.
+  etcd.kill();
+  EXPECT_TRUE(wait_until([&] { return standby->status().degraded; }, std::chrono::seconds(10)));
+  EXPECT_TRUE(standby->status().detail["stale"].get<bool>());
+}

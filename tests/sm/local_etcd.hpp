@@ -1,0 +1,142 @@
+// Test helper: a private etcd (Debian's etcd-server) on loopback ports of its own, with
+// a scratch data directory; stopped by PID when the test ends, failed or not, and
+// restartable on the same ports and data (an outage and its end).
+//
+//   LocalEtcd etcd;                       // started; ASSERTs in the caller on failure
+//   EtcdClient c(etcd.config("/weft/"));  // etcd.url("/weft") for state_store
+//   etcd.kill();  etcd.start();           // down, then back with what it had
+#pragma once
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "weft/sm/etcd.hpp"
+
+extern char** environ;
+
+namespace weft::testing {
+
+class LocalEtcd {
+ public:
+  LocalEtcd() {
+    char tmpl[] = "/tmp/weft-etcd-XXXXXX";
+    dir_ = ::mkdtemp(tmpl) ? tmpl : "";
+    client_port_ = free_port();
+    peer_port_ = free_port();
+    start();
+  }
+  ~LocalEtcd() {
+    kill(SIGKILL);
+    std::error_code ec;
+    if (!dir_.empty()) std::filesystem::remove_all(dir_, ec);
+  }
+  LocalEtcd(const LocalEtcd&) = delete;
+  LocalEtcd& operator=(const LocalEtcd&) = delete;
+
+  // Starts etcd and waits (up to 20 s) until it answers; false (and a test failure
+  // naming its log) when it does not.
+  bool start() {
+    const std::string client = "http://127.0.0.1:" + std::to_string(client_port_);
+    const std::string peer = "http://127.0.0.1:" + std::to_string(peer_port_);
+    std::vector<std::string> args = {"etcd",
+                                     "--name",
+                                     "weft-test",
+                                     "--data-dir",
+                                     dir_ + "/data",
+                                     "--listen-client-urls",
+                                     client,
+                                     "--advertise-client-urls",
+                                     client,
+                                     "--listen-peer-urls",
+                                     peer,
+                                     "--initial-advertise-peer-urls",
+                                     peer,
+                                     "--initial-cluster",
+                                     "weft-test=" + peer,
+                                     "--logger",
+                                     "zap"};
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 1, (dir_ + "/etcd.out").c_str(),
+                                     O_WRONLY | O_CREAT | O_APPEND, 0644);
+    posix_spawn_file_actions_adddup2(&fa, 1, 2);
+    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    const int rc = posix_spawnp(&pid_, "etcd", &fa, nullptr, argv.data(), environ);
+    posix_spawn_file_actions_destroy(&fa);
+    if (rc != 0) {
+      ADD_FAILURE() << "cannot start etcd (Debian's etcd-server): " << std::strerror(rc);
+      pid_ = 0;
+      return false;
+    }
+    sm::EtcdClient c(config("/"));
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (std::chrono::steady_clock::now() < deadline) {
+      if (c.range("/weft-test-ping")) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    ADD_FAILURE() << "etcd did not answer in 20 s; see " << dir_ << "/etcd.out";
+    return false;
+  }
+
+  // Stops it by PID (SIGKILL: as a crash; SIGTERM: as an admin would).
+  void kill(int sig = SIGKILL) {
+    if (pid_ <= 0) return;
+    ::kill(pid_, sig);
+    int status = 0;
+    for (int i = 0; i < 500 && ::waitpid(pid_, &status, WNOHANG) == 0; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    if (::waitpid(pid_, &status, WNOHANG) == 0) {
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, &status, 0);
+    }
+    pid_ = 0;
+  }
+
+  std::string endpoint() const { return "127.0.0.1:" + std::to_string(client_port_); }
+  std::string url(const std::string& prefix) const { return "etcd://" + endpoint() + prefix; }
+  sm::EtcdConfig config(const std::string& prefix) const {
+    sm::EtcdConfig c;
+    c.endpoints = {endpoint()};
+    c.prefix = prefix;
+    return c;
+  }
+  const std::string& dir() const { return dir_; }
+
+ private:
+  static int free_port() {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = 0;
+    socklen_t len = sizeof a;
+    int port = 0;
+    if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
+        ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0)
+      port = ntohs(a.sin_port);
+    ::close(fd);
+    return port;
+  }
+
+  std::string dir_;
+  int client_port_ = 0, peer_port_ = 0;
+  pid_t pid_ = 0;
+};
+
+}  // namespace weft::testing
