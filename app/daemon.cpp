@@ -1,6 +1,8 @@
 // weft sm: the subnet manager on an HCA port, as a daemon or for one bring-up.
 #include <signal.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <boost/asio/signal_set.hpp>
 #include <chrono>
 #include <cstdio>
@@ -162,7 +164,15 @@ int cmd_sm(int argc, char** argv) {
   if (!so) return die(so.error().message);
   std::string rest_file = v->get_str("rest_partition_file");
   if (rest_file.empty()) rest_file = state_dir + "/partitions.rest.conf";
-  auto store = sm::PartitionStore::open(rest_file, so->partitions);
+  // Where the master's state lives (state_store): this SM named by its port and process.
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  const std::string self =
+      (*t)->local_port().port_guid.str() + " " + host + " pid " + std::to_string(::getpid());
+  auto shared = state_store(*v, self, rest_file);
+  if (!shared) return die(shared.error().message);
+  so->store = *shared;
+  auto store = sm::PartitionStore::open(*shared, so->partitions);
   if (!store) return die(store.error().message);
   sm::EventLog events(4096);
   sm::ServiceOptions svo;
@@ -176,6 +186,15 @@ int cmd_sm(int argc, char** argv) {
       if (auto d = dump_model(vm, svc_ptr->published()->subnet.get()); !d)
         WEFT_LOG(Error, "APP-0003") << d.error().message;
     first = false;
+  };
+  rest::RestServer* server_ptr = nullptr;
+  svo.on_state_changed = [&server_ptr](const std::vector<std::string>& names) {
+    if (!server_ptr || std::find(names.begin(), names.end(), "rest-tokens") == names.end()) return;
+    if (auto n = server_ptr->auth().reload_tokens(); n)
+      WEFT_LOG(Info, "REST-0012") << *n << " REST tokens from the state store";
+    else
+      WEFT_LOG(Error, "REST-0013")
+          << "REST tokens from the state store not read: " << n.error().message;
   };
   sm::SmService svc(**t, std::move(*so), std::move(*store), events, std::move(svo));
   svc_ptr = &svc;
@@ -198,6 +217,7 @@ int cmd_sm(int argc, char** argv) {
     ro.auth.users_file =
         vm.count("rest-users") ? vm["rest-users"].as<std::string>() : v->get_str("rest_users_file");
     ro.auth.state_dir = state_dir;
+    ro.auth.store = *shared;
     ro.auth.token_ttl = std::chrono::seconds(v->get_int("rest_token_ttl"));
     ro.max_body = size_t(v->get_int("rest_max_body"));
     ro.max_connections = size_t(v->get_int("rest_max_connections"));
@@ -205,6 +225,7 @@ int cmd_sm(int argc, char** argv) {
     auto srv = rest::RestServer::start(std::move(ro), backend);
     if (!srv) return die(srv.error().message, 1);
     server = std::move(*srv);
+    server_ptr = server.get();
   }
 
   // SIGINT and SIGTERM stop the SM; SIGHUP reloads the configuration.
@@ -230,7 +251,9 @@ int cmd_sm(int argc, char** argv) {
     });
   };
   wait_signal();
+  (*shared)->start();
   const int rc = svc.run();
+  (*shared)->stop();  // its threads call into the service: stopped while it is there
   if (server) server->stop();
   WEFT_LOG(Info, "APP-0002") << "stopped";
   return rc;

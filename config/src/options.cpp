@@ -139,6 +139,22 @@ std::vector<OptionSpec> build_table() {
       {"rest_timeout_ms", Type::kInt, "30000", 100, 3600000, false,
        "ms to read a REST request, to handle it and to write its answer"},
       {"rest_token_ttl", Type::kInt, "604800", 60, 315360000, false, "seconds a REST token lasts"},
+      {"state_store", Type::kString, "dir", 0, 0, false,
+       "where the master's state lives (guid2lid, guid2mkey, neighbors, REST partitions and "
+       "tokens, unhealthy and kept-down ports): dir (STATE_DIR) or "
+       "etcd://HOST:PORT[,HOST:PORT...]/PREFIX (written by the master only, fenced by its "
+       "lease; standbys watch it; STATE_DIR keeps the local copy)"},
+      {"state_store_lease_s", Type::kInt, "0", 0, 3600, false,
+       "seconds of the etcd lease on PREFIX/master, renewed while the master reaches its "
+       "fabric (0: 2 x sweep_interval + 5, at least 10)"},
+      {"etcd_cacert", Type::kString, "", 0, 0, false,
+       "CA bundle to verify etcd's certificate (as etcdctl --cacert; any TLS option: https)"},
+      {"etcd_cert", Type::kString, "", 0, 0, false, "client certificate for etcd (--cert)"},
+      {"etcd_key", Type::kString, "", 0, 0, false, "client key for etcd (--key)"},
+      {"etcd_user", Type::kString, "", 0, 0, false,
+       "etcd user, NAME or NAME:PASSWORD (as etcdctl --user)"},
+      {"etcd_password", Type::kString, "", 0, 0, false,
+       "etcd password when etcd_user has none (as etcdctl --password)"},
   };
   // OpenSM's QoS option family: qos_<type>max_vls, high_limit, vlarb_high, vlarb_low, sl2vl.
   static std::vector<std::string> names;  // string_views in the table point into these

@@ -183,7 +183,8 @@ Result<std::string> Auth::hash_password(const std::string& password) {
 Result<std::unique_ptr<Auth>> Auth::open(AuthOptions o) {
   std::unique_ptr<Auth> a(new Auth());
   a->ttl_ = o.token_ttl;
-  a->tokens_file_ = o.state_dir + "/rest-tokens";
+  a->store_ = o.store;
+  a->tokens_file_ = o.store ? o.store->path("rest-tokens") : o.state_dir + "/rest-tokens";
   a->users_file_ = o.users_file.empty() ? o.state_dir + "/rest-users" : o.users_file;
   std::error_code ec;
   if (o.users_file.empty() && !std::filesystem::exists(a->users_file_, ec)) {
@@ -220,32 +221,49 @@ Result<std::unique_ptr<Auth>> Auth::open(AuthOptions o) {
   if (!users) return std::unexpected(users.error());
   if (users->empty()) return fail(Errc::kInvalidInput, a->users_file_ + ": no users");
   a->users_ = std::move(*users);
-  if (std::filesystem::exists(a->tokens_file_, ec)) {
-    auto t = read_text_file(a->tokens_file_);
-    if (!t) return std::unexpected(t.error());
-    std::istringstream in(*t);
-    std::string line;
-    int no = 0;
-    while (std::getline(in, line)) {
-      ++no;
-      if (line.empty()) continue;
-      try {
-        auto j = nlohmann::json::parse(line);
-        TokenInfo ti;
-        ti.id = j.at("id").get<std::string>();
-        ti.user = j.at("user").get<std::string>();
-        ti.role = parse_role(j.at("role").get<std::string>()).value_or(Role::kMonitor);
-        ti.created_s = j.at("created_s").get<int64_t>();
-        ti.expires_s = j.at("expires_s").get<int64_t>();
-        ti.revoked = j.at("revoked").get<bool>();
-        a->tokens_[j.at("sha256").get<std::string>()] = ti;
-      } catch (const std::exception& e) {
-        return fail(Errc::kInvalidInput, a->tokens_file_ + ":" + std::to_string(no) +
-                                             ": not a token record: " + e.what());
-      }
+  auto tokens = read_tokens(a->tokens_file_);
+  if (!tokens) return std::unexpected(tokens.error());
+  a->tokens_ = std::move(*tokens);
+  return a;
+}
+
+Result<std::map<std::string, TokenInfo>> Auth::read_tokens(const std::string& path) {
+  std::map<std::string, TokenInfo> out;
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) return out;
+  auto t = read_text_file(path);
+  if (!t) return std::unexpected(t.error());
+  std::istringstream in(*t);
+  std::string line;
+  int no = 0;
+  while (std::getline(in, line)) {
+    ++no;
+    if (line.empty()) continue;
+    try {
+      auto j = nlohmann::json::parse(line);
+      TokenInfo ti;
+      ti.id = j.at("id").get<std::string>();
+      ti.user = j.at("user").get<std::string>();
+      ti.role = parse_role(j.at("role").get<std::string>()).value_or(Role::kMonitor);
+      ti.created_s = j.at("created_s").get<int64_t>();
+      ti.expires_s = j.at("expires_s").get<int64_t>();
+      ti.revoked = j.at("revoked").get<bool>();
+      out[j.at("sha256").get<std::string>()] = ti;
+    } catch (const std::exception& e) {
+      return fail(Errc::kInvalidInput,
+                  path + ":" + std::to_string(no) + ": not a token record: " + e.what());
     }
   }
-  return a;
+  return out;
+}
+
+Result<size_t> Auth::reload_tokens() {
+  auto tokens = read_tokens(tokens_file_);
+  if (!tokens) return std::unexpected(tokens.error());
+  std::lock_guard lk(mu_);
+  tokens_ = std::move(*tokens);
+  verified_.clear();  // a token revoked elsewhere is not taken from the cache
+  return tokens_.size();
 }
 
 Result<void> Auth::save_tokens() {
@@ -253,6 +271,7 @@ Result<void> Auth::save_tokens() {
   const int64_t now = now_s();
   for (const auto& [hash, t] : tokens_)
     if (t.expires_s > now) text += token_json(hash, t).dump() + "\n";  // expired ones go
+  if (store_) return store_->write("rest-tokens", text);
   return write_file_durably(tokens_file_, text, 0600);
 }
 

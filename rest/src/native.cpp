@@ -121,6 +121,14 @@ void get_sm(Ctx& c) {
               {"unmatched", p->mad.unmatched},
               {"unserved_dropped", p->mad.unserved}}}};
   if (p->options) j["routing_engine"] = p->options->routing_engine;
+  if (p->options && p->options->store) {
+    // Where the master's state lives, and whether this SM runs on its local copy only.
+    const auto st = p->options->store->status();
+    json s = st.detail;
+    s["kind"] = st.kind;
+    s["degraded"] = st.degraded;
+    j["state_store"] = std::move(s);
+  }
   j["master"] = p->master_guid.value ? json{{"guid", guid_hex(p->master_guid.value)},
                                             {"lid", p->master_lid.value},
                                             {"name", p->master_name},

@@ -71,14 +71,18 @@ Result<std::vector<std::string>> Guid2Lid::load(const std::string& path) {
   return warnings;
 }
 
-Result<void> Guid2Lid::save(const std::string& path) const {
+std::string Guid2Lid::text() const {
   std::string text;
   for (const auto& [g, l] : map_) {
     char buf[64];
     std::snprintf(buf, sizeof buf, "%s 0x%04x 0x%04x\n", g.str().c_str(), l.value, l.value);
     text += buf;
   }
-  return write_file_durably(path, text);
+  return text;
+}
+
+Result<void> Guid2Lid::save(const std::string& path) const {
+  return write_file_durably(path, text());
 }
 
 Result<LidAssignment> assign_lids(fabric::Fabric& f, Guid2Lid& db, uint8_t lmc, bool fabric_first) {

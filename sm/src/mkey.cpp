@@ -191,10 +191,14 @@ Result<std::vector<std::string>> MKeyBook::load(const std::string& dir) {
 }
 
 Result<void> MKeyBook::save(const std::string& dir) {
+  return save(*directory_store(dir));
+}
+
+Result<void> MKeyBook::save(StateStore& store) {
   if (dirty_keys_) {
     std::string text;
     for (const auto& [g, k] : g2m_) text += hex16(g) + " " + hex16(k) + "\n";
-    if (auto r = write_file_durably(dir + "/guid2mkey", text, 0600); !r) return r;
+    if (auto r = store.write("guid2mkey", text); !r) return r;
     dirty_keys_ = false;
   }
   if (dirty_links_) {
@@ -202,7 +206,7 @@ Result<void> MKeyBook::save(const std::string& dir) {
     for (const auto& [a, b] : neighbors_)
       text += hex16(a.first) + ":" + std::to_string(a.second) + " " + hex16(b.first) + ":" +
               std::to_string(b.second) + "\n";
-    if (auto r = write_file_durably(dir + "/neighbors", text); !r) return r;
+    if (auto r = store.write("neighbors", text); !r) return r;
     dirty_links_ = false;
   }
   return {};

@@ -126,21 +126,39 @@ Result<RestPartitions> PartitionStore::parse(std::string_view text, const std::s
 
 Result<PartitionStore> PartitionStore::open(std::string path,
                                             std::optional<config::PartitionPolicy> file) {
-  PartitionStore s(std::move(path), std::move(file));
-  std::error_code ec;
-  if (!std::filesystem::exists(s.path_, ec)) return s;
-  auto text = read_text_file(s.path_);
-  if (!text) return std::unexpected(text.error());
-  auto parts = parse(*text, s.path_);
-  if (!parts) return std::unexpected(parts.error());
-  s.rest_ = std::move(*parts);
-  if (auto at = text->find(kGenerationTag); at != std::string::npos) {
-    uint64_t g = 0;
-    const char* b = text->data() + at + kGenerationTag.size();
-    std::from_chars(b, text->data() + text->size(), g);
-    if (g > 0) s.generation_ = g;
-  }
+  const auto dir = std::filesystem::path(path).parent_path().string();
+  return open(directory_store(dir, {{"partitions.rest.conf", path}}), std::move(file));
+}
+
+Result<PartitionStore> PartitionStore::open(std::shared_ptr<StateStore> store,
+                                            std::optional<config::PartitionPolicy> file) {
+  PartitionStore s(store->path("partitions.rest.conf"), std::move(file));
+  s.store_ = std::move(store);
+  if (auto r = s.reload(); !r) return std::unexpected(r.error());
   return s;
+}
+
+Result<bool> PartitionStore::reload() {
+  std::error_code ec;
+  RestPartitions parts;
+  uint64_t gen = 1;
+  if (std::filesystem::exists(path_, ec)) {
+    auto text = read_text_file(path_);
+    if (!text) return std::unexpected(text.error());
+    auto p = parse(*text, path_);
+    if (!p) return std::unexpected(p.error());
+    parts = std::move(*p);
+    if (auto at = text->find(kGenerationTag); at != std::string::npos) {
+      uint64_t g = 0;
+      const char* b = text->data() + at + kGenerationTag.size();
+      std::from_chars(b, text->data() + text->size(), g);
+      if (g > 0) gen = g;
+    }
+  }
+  const bool changed = parts != rest_ || gen != generation_;
+  rest_ = std::move(parts);
+  generation_ = gen;
+  return changed;
 }
 
 std::optional<std::string> PartitionStore::defined_by_file(uint16_t pkey) const {
@@ -167,7 +185,7 @@ Result<uint64_t> PartitionStore::commit(RestPartitions next) {
   auto back = parse(text, path_);
   if (!back || *back != next)
     return fail(Errc::kInternal, "the REST partitions do not read back as written");
-  if (auto r = write_file_durably(path_, text, 0640); !r) return std::unexpected(r.error());
+  if (auto r = store_->write("partitions.rest.conf", text); !r) return std::unexpected(r.error());
   rest_ = std::move(next);
   generation_ = gen;
   return gen;

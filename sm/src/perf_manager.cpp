@@ -117,11 +117,18 @@ struct PerfManager::Sweep {
   PerfSweep out;
 };
 
-PerfManager::PerfManager(MadEngine& eng, PerfOptions o, std::string state_file)
-    : eng_(eng), opts_(std::move(o)), state_file_(std::move(state_file)) {
-  if (state_file_.empty()) return;
+PerfManager::PerfManager(MadEngine& eng, PerfOptions o, std::shared_ptr<StateStore> store)
+    : eng_(eng), opts_(std::move(o)), store_(std::move(store)) {
+  reload();
+}
+
+void PerfManager::reload() {
+  if (!store_) return;
+  unhealthy_.clear();
+  load_error_.clear();
+  const std::string path = store_->path("unhealthy-ports");
   auto r =
-      for_each_state_line(state_file_, [this](const std::string& line, const std::string& where) {
+      for_each_state_line(path, [this](const std::string& line, const std::string& where) {
         std::istringstream ss(line);
         std::string g, policy, counter;
         unsigned port = 0;
@@ -142,16 +149,15 @@ PerfManager::PerfManager(MadEngine& eng, PerfOptions o, std::string state_file)
     load_error_ = r.error().message;
     WEFT_LOG(Error, "PERF-0007") << "unhealthy port marks not read: " << load_error_;
   } else if (!unhealthy_.empty()) {
-    WEFT_LOG(Info, "PERF-0008") << state_file_ << ": " << unhealthy_.size()
-                                << " ports marked unhealthy";
+    WEFT_LOG(Info, "PERF-0008") << path << ": " << unhealthy_.size() << " ports marked unhealthy";
   }
-  auto v = std::make_shared<PerfView>();
+  auto v = view_ ? std::make_shared<PerfView>(*view_) : std::make_shared<PerfView>();
   v->unhealthy = unhealthy_;
   view_ = v;
 }
 
 Result<void> PerfManager::save() const {
-  if (state_file_.empty()) return {};
+  if (!store_) return {};
   std::string text =
       "# ports weft's PerfMgr marked unhealthy: 0xNODEGUID PORT SINCE(unix s) POLICY COUNTER "
       "REASON\n";
@@ -163,7 +169,7 @@ Result<void> PerfManager::save() const {
             std::to_string(u.since_unix_s) + " " + u.policy + " " +
             (u.counter.empty() ? "-" : u.counter) + " " + reason + "\n";
   }
-  return write_file_durably(state_file_, text);
+  return store_->write("unhealthy-ports", text);
 }
 
 Result<Unhealthy> PerfManager::mark_healthy(uint64_t node_guid, PortNum port) {

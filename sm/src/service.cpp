@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <boost/asio/post.hpp>
 
+#include <algorithm>
+
 #include "weft/log.hpp"
 
 namespace weft::sm {
@@ -29,10 +31,41 @@ SmService::SmService(Transport& t, SmOptions o, PartitionStore store, EventLog& 
   sm_.set_driver(driver_);
   sm_.on_event([this](const SmEvent& e) { on_sm_event(e); });
   publish_partitions();
+  const auto& st = sm_.options().store;
+  st->on_changed([this](const std::vector<std::string>& names) {
+    asio::post(io_, [this, names] { state_changed(names); });
+  });
+  st->on_note([this](const nlohmann::json& j) { events_.append("state_store", j); });
 }
 
 SmService::~SmService() {
+  const auto& st = sm_.options().store;
+  st->on_changed({});
+  st->on_note({});
   driver_.stop();
+}
+
+void SmService::state_changed(const std::vector<std::string>& names) {
+  sm_.state_changed(names);
+  if (std::find(names.begin(), names.end(), "partitions.rest.conf") != names.end()) {
+    auto r = store_.reload();
+    if (!r) {
+      WEFT_LOG(Error, "PRT-0102") << "REST partitions from the state store not read: "
+                                  << r.error().message;
+    } else if (*r) {
+      WEFT_LOG(Info, "PRT-0103") << store_.path() << ": REST partitions at generation "
+                                 << store_.generation() << " from the state store";
+      publish_partitions();
+      SmOptions o = sm_.options();
+      o.partitions = store_.merged();
+      o.partitions_generation = store_.generation();
+      if (sm_.sweeping())
+        pending_reload_.emplace(std::move(o), opts_.sweep_interval);
+      else
+        apply_options(std::move(o));
+    }
+  }
+  if (opts_.on_state_changed) opts_.on_state_changed(names);
 }
 
 void SmService::publish_partitions() {

@@ -511,11 +511,16 @@ class EtcdStateStore final : public DirStateStore {
 
 }  // namespace
 
+std::shared_ptr<StateStore> directory_store(const std::string& state_dir,
+                                            std::map<std::string, std::string> paths) {
+  return std::make_shared<DirStateStore>(state_dir, std::move(paths));
+}
+
 Result<std::shared_ptr<StateStore>> make_state_store(const std::string& url,
                                                      const std::string& state_dir,
                                                      StateStoreOptions o) {
   if (url.empty() || url == "dir" || url == "file://" + state_dir)
-    return std::shared_ptr<StateStore>(std::make_shared<DirStateStore>(state_dir, o.paths));
+    return directory_store(state_dir, std::move(o.paths));
   if (url.rfind("etcd://", 0) != 0)
     return fail(Errc::kInvalidInput,
                 "state_store: expected \"dir\" or "

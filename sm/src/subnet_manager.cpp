@@ -94,8 +94,9 @@ SubnetManager::SubnetManager(Transport& t, SmOptions o)
       lfts_(std::make_unique<LftProgrammer>(eng_)),
       tables_(std::make_unique<DeviceTables>(eng_, opts_, *ports_, *lfts_)),
       mc_(std::make_unique<MulticastProgrammer>(eng_)),
-      perf_(std::make_unique<perf::PerfManager>(eng_, opts_.perf,
-                                                opts_.state_dir + "/unhealthy-ports")),
+      perf_(std::make_unique<perf::PerfManager>(
+          eng_, opts_.perf,
+          opts_.store ? opts_.store : (opts_.store = directory_store(opts_.state_dir)))),
       keys_(opts_.mkey),
       role_(SmRole::Config{opts_.sm_key, opts_.sm_priority, t.local_port().port_guid}) {
   keys_.set_local_port(t.local_port().port_guid);
@@ -116,7 +117,8 @@ const McDb& SubnetManager::multicast() const {
 }
 
 void SubnetManager::set_options(SmOptions o) {
-  opts_ = std::move(o);  // the programmers hold a reference to opts_
+  o.store = opts_.store;  // chosen at start (state_store is not reloaded)
+  opts_ = std::move(o);   // the programmers hold a reference to opts_
   eng_.set_options(opts_.engine);
   keys_.set_options(opts_.mkey);
   perf_->set_options(opts_.perf);
@@ -281,7 +283,7 @@ void SubnetManager::phase_discover() {
   dirty_lids_.clear();
   run.updating = false;
   run.partition_generation = opts_.partitions_generation;
-  const std::string db_path = opts_.state_dir + "/guid2lid";
+  const std::string db_path = opts_.store->path("guid2lid");
   if (!db_loaded_) {
     auto w = db_.load(db_path);
     if (!w) return finish_run(std::unexpected(w.error()));
@@ -448,6 +450,7 @@ void SubnetManager::phase_role(Result<void> pumped) {
       break;
   }
   if (was != SmState::kMaster) WEFT_LOG(Info, "SM-0045") << "entering MASTER state: " << dec.why;
+  opts_.store->set_master(true);  // before the LIDs are written
   phase_assign_lids();
 }
 
@@ -467,6 +470,7 @@ void SubnetManager::phase_handover(Result<void> pumped) {
 
 void SubnetManager::finish_standby(const std::string& why) {
   model_.reset();
+  opts_.store->set_master(false);
   SweepRun& run = *run_;
   SweepReport& rep = run.rep;
   rep.sm_state = role_.state();
@@ -540,7 +544,7 @@ void SubnetManager::phase_assign_lids() {
   rep.lid_assignment = *la;
   rep.top_lid = la->top;
   keys_.learn(run.target);  // the LIDs LID-routed SMPs go to from now on
-  if (auto r = db_.save(opts_.state_dir + "/guid2lid"); !r)
+  if (auto r = opts_.store->write("guid2lid", db_.text()); !r)
     add_problem(rep, "LIDs not persisted: " + r.error().message + " (a restart may renumber ports)",
                 "LID-0003");
   const auto& tn = run.target.node(d.local_node);
@@ -952,7 +956,7 @@ void SubnetManager::note_flaps(
 
 Result<void> SubnetManager::load_down() {
   down_.clear();
-  const std::string path = opts_.state_dir + "/ports-down";
+  const std::string path = opts_.store->path("ports-down");
   auto r = for_each_state_line(path, [this](const std::string& line, const std::string& where) {
     std::istringstream ss(line);
     std::string g;
@@ -980,7 +984,7 @@ Result<void> SubnetManager::save_down() const {
   for (const auto& [key, d] : down_)
     text += hex_guid(key.first) + " " + std::to_string(key.second) + " " +
             std::to_string(d.since_unix_s) + " " + d.reason + "\n";
-  return write_file_durably(opts_.state_dir + "/ports-down", text);
+  return opts_.store->write("ports-down", text);
 }
 
 void SubnetManager::perf_sweep(std::function<void(Result<perf::PerfSweep>)> done) {
@@ -1089,6 +1093,15 @@ void SubnetManager::publish() {
     p->multicast = std::make_shared<const std::vector<McGroup>>(std::move(groups));
   p->state = role_.state();
   p->priority = opts_.sm_priority;
+  // The store follows the role; a master's MADs answered (or another SM's polls) since
+  // the last publish are fabric contact, which keeps its claim on a shared store.
+  opts_.store->set_master(p->state == SmState::kMaster);
+  const auto& es = eng_.stats();
+  const uint64_t heard = es.completed_ok + es.error_status + es.unsolicited + es.gmps_ok;
+  if (heard != contact_mads_) {
+    contact_mads_ = heard;
+    opts_.store->fabric_contact();
+  }
   p->guid = sm_guid_;
   p->lid = sm_lid_;
   p->act_count = act_count();
@@ -1131,6 +1144,14 @@ void SubnetManager::publish() {
 
 void SubnetManager::publish_stats() {
   publish();
+}
+
+void SubnetManager::state_changed(const std::vector<std::string>& names) {
+  for (const auto& n : names) {
+    if (n == "guid2lid" || n == "guid2mkey" || n == "neighbors" || n == "ports-down")
+      db_loaded_ = false;  // all four are read together, at the next discovery
+    if (n == "unhealthy-ports") perf_->reload();
+  }
 }
 
 // ---- between sweeps: SMInfo, traps, the SA --------------------------------------------
@@ -1265,7 +1286,7 @@ void SubnetManager::on_trap(const Trap& t, const InMad& in) {
 
 void SubnetManager::save_keys(SweepReport& rep) {
   if (!keys_.dirty()) return;
-  if (auto r = keys_.save(opts_.state_dir); !r)
+  if (auto r = keys_.save(*opts_.store); !r)
     add_problem(rep,
                 "M_Keys not persisted: " + r.error().message +
                     " (after a restart, ports keyed since are reached once their lease runs out)",

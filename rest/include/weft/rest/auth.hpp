@@ -23,6 +23,7 @@
 
 #include "weft/rest/api.hpp"
 #include "weft/result.hpp"
+#include "weft/sm/state_store.hpp"
 
 namespace weft::rest {
 
@@ -35,6 +36,9 @@ struct Identity {
 struct AuthOptions {
   std::string users_file;  // empty: STATE_DIR/rest-users (made when missing)
   std::string state_dir;
+  // Where tokens are written (the SM's state store: shared with standbys through
+  // etcd); null: STATE_DIR/rest-tokens.
+  std::shared_ptr<sm::StateStore> store = nullptr;
   std::chrono::seconds token_ttl{std::chrono::hours(24 * 7)};
 };
 
@@ -63,6 +67,8 @@ class Auth {
   // Reads the users file again (SIGHUP): on success the users in it are the only ones,
   // with the roles it gives, tokens included; on an error the users stay as they were.
   [[nodiscard]] Result<size_t> reload_users();
+  // Reads the tokens again (another master's, from the state store): how many.
+  [[nodiscard]] Result<size_t> reload_tokens();
   const std::string& users_file() const { return users_file_; }
   // Where the generated admin password is, when weft made the users file.
   const std::string& generated_password_file() const { return generated_; }
@@ -80,11 +86,13 @@ class Auth {
  private:
   Auth() = default;
   Result<void> save_tokens();
+  static Result<std::map<std::string, TokenInfo>> read_tokens(const std::string& path);
   std::optional<Identity> password(std::string_view user, std::string_view pass,
                                    const std::string& cache_key);
   std::optional<Identity> token(std::string_view tok);
 
   std::string users_file_, tokens_file_, generated_;
+  std::shared_ptr<sm::StateStore> store_;
   std::chrono::seconds ttl_{0};
   mutable std::mutex mu_;
   std::vector<User> users_;

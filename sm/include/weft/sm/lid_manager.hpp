@@ -29,6 +29,7 @@ class Guid2Lid {
   // skipped and returned as "file:line: what" warnings; duplicate LIDs too.
   Result<std::vector<std::string>> load(const std::string& path);
   Result<void> save(const std::string& path) const;
+  std::string text() const;  // what save() writes
   const std::map<Guid, Lid>& entries() const { return map_; }
   void set(Guid g, Lid l) { map_[g] = l; }
 

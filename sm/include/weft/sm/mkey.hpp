@@ -29,6 +29,7 @@
 
 #include "weft/sm/mad.hpp"
 #include "weft/sm/mad_engine.hpp"
+#include "weft/sm/state_store.hpp"
 
 namespace weft::sm {
 
@@ -69,7 +70,9 @@ class MKeyBook final : public KeySource {
   // STATE_DIR/guid2mkey and STATE_DIR/neighbors; missing files are empty. Malformed
   // lines are skipped and returned as "file:line: what" warnings.
   Result<std::vector<std::string>> load(const std::string& dir);
-  // Both files, written durably (guid2mkey mode 0600: it holds keys), when changed.
+  // Both files, written durably (guid2mkey mode 0600: it holds keys), when changed;
+  // through the SM's state store, or to a directory.
+  Result<void> save(StateStore& store);
   Result<void> save(const std::string& dir);
   bool dirty() const { return dirty_keys_ || dirty_links_; }
 

@@ -20,6 +20,7 @@
 
 #include "weft/config/partitions.hpp"
 #include "weft/result.hpp"
+#include "weft/sm/state_store.hpp"
 
 namespace weft::sm {
 
@@ -49,6 +50,13 @@ class PartitionStore {
   // Reads `path` (missing: none yet). `file` is partition_config_file's policy, if any.
   [[nodiscard]] static Result<PartitionStore> open(std::string path,
                                                    std::optional<config::PartitionPolicy> file);
+  // The same through the SM's state store (its "partitions.rest.conf"), which commit()
+  // writes through: on a shared store, fenced and in etcd before it returns.
+  [[nodiscard]] static Result<PartitionStore> open(std::shared_ptr<StateStore> store,
+                                                   std::optional<config::PartitionPolicy> file);
+  // The file read again (another master's partitions, from a shared store): whether
+  // the partitions or their generation changed.
+  [[nodiscard]] Result<bool> reload();
   const std::string& path() const { return path_; }
   const RestPartitions& partitions() const { return rest_; }
   const std::optional<config::PartitionPolicy>& file_policy() const { return file_; }
@@ -74,6 +82,7 @@ class PartitionStore {
       : path_(std::move(path)), file_(std::move(file)) {}
   std::string path_;
   std::optional<config::PartitionPolicy> file_;
+  std::shared_ptr<StateStore> store_;
   RestPartitions rest_;
   uint64_t generation_ = 1;
 };

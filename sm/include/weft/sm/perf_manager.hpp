@@ -24,6 +24,7 @@
 #include "weft/sm/mad_engine.hpp"
 #include "weft/sm/perf_counters.hpp"
 #include "weft/sm/snapshot.hpp"
+#include "weft/sm/state_store.hpp"
 
 namespace weft::sm::perf {
 
@@ -119,8 +120,11 @@ struct PerfSweep {
 
 class PerfManager {
  public:
-  // `state_file`: where the unhealthy marks live (STATE_DIR/unhealthy-ports); read now.
-  PerfManager(MadEngine& eng, PerfOptions o, std::string state_file);
+  // The unhealthy marks live in `store`'s "unhealthy-ports" (STATE_DIR/unhealthy-ports),
+  // read now (null: kept in memory only).
+  PerfManager(MadEngine& eng, PerfOptions o, std::shared_ptr<StateStore> store);
+  // The marks read again (another SM's, from a shared state store).
+  void reload();
   void set_options(PerfOptions o) { opts_ = std::move(o); }
   const PerfOptions& options() const { return opts_; }
   // Reads every port of `snap` once; `done` runs when the last reply (or timeout) is
@@ -159,7 +163,7 @@ class PerfManager {
 
   MadEngine& eng_;
   PerfOptions opts_;
-  std::string state_file_;
+  std::shared_ptr<StateStore> store_;
   std::string load_error_;
   std::map<PortKey, PortState> ports_;
   std::map<uint64_t, PmaCapabilities> caps_;  // by node GUID, asked once per appearance

@@ -31,6 +31,9 @@ struct ServiceOptions {
   bool once = false;                        // one bring-up, then stop
   // After each heavy sweep (the daemon prints its summary).
   std::function<void(const SweepReport&, const EngineStats&)> on_heavy_sweep;
+  // Documents of the state store that another master changed (on the loop, after the
+  // SM and the partitions took them): the daemon reloads the REST tokens.
+  std::function<void(const std::vector<std::string>&)> on_state_changed;
 };
 
 class SmService {
@@ -75,6 +78,7 @@ class SmService {
   void arm_poll(std::chrono::milliseconds after);
   void apply_options(SmOptions o);
   void publish_partitions();
+  void state_changed(const std::vector<std::string>& names);
 
   boost::asio::io_context io_;
   SubnetManager sm_;

@@ -85,6 +85,10 @@ struct StateStoreOptions {
   std::map<std::string, std::string> paths;  // documents kept outside the state dir
 };
 
+// The state directory as a store (what an SM without state_store uses).
+std::shared_ptr<StateStore> directory_store(const std::string& state_dir,
+                                            std::map<std::string, std::string> paths = {});
+
 // "" or "dir" (or a path's "file://"): the state directory; "etcd://...": etcd with
 // the state directory as its local copy. Errors name what is wrong with `url`.
 [[nodiscard]] Result<std::shared_ptr<StateStore>> make_state_store(const std::string& url,

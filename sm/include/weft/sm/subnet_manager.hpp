@@ -42,6 +42,7 @@
 #include "weft/sm/sa.hpp"
 #include "weft/sm/sm_role.hpp"
 #include "weft/sm/snapshot.hpp"
+#include "weft/sm/state_store.hpp"
 #include "weft/sm/traps.hpp"
 
 namespace weft::sm {
@@ -49,6 +50,9 @@ namespace weft::sm {
 struct SmOptions {
   EngineOptions engine;
   std::string state_dir = "/var/lib/weft";  // holds guid2lid, guid2mkey, neighbors
+  // Where the state is written (state_store): null, the state directory itself; etcd's
+  // store keeps its local copy there. The SM tells it its role and fabric contact.
+  std::shared_ptr<StateStore> store = nullptr;
   uint8_t lmc = 0;
   std::string routing_engine = "minhop";    // a chain: "ftree,updn,minhop"
   std::vector<Guid> roots;                  // updn/dnup roots (root_guid_file); empty = detect
@@ -170,6 +174,10 @@ class SubnetManager {
   std::shared_ptr<const Published> published() const { return published_.load(); }
   // Publishes again with the engine's current counters (the daemon does so each second).
   void publish_stats();
+  // Documents of the state store that changed under this SM (another master's, from
+  // etcd): read again before they are used (LIDs, keys and kept-down ports at the next
+  // sweep's discovery, unhealthy marks now).
+  void state_changed(const std::vector<std::string>& names);
 
  private:
   // The phases of a heavy sweep, in order; each waits for the previous one's MADs.
@@ -226,6 +234,7 @@ class SubnetManager {
   void apply_unhealthy(const perf::PortKey& key, const perf::Unhealthy& u);
   Guid2Lid db_;
   bool db_loaded_ = false;
+  uint64_t contact_mads_ = 0;  // MADs answered or received when the store last heard of it
   MKeyBook keys_;
   bool trap_seen_ = false;
   // Switch LIDs whose trap 128 asked for a sweep: read again on the last model when
