@@ -284,11 +284,16 @@ void commit(Ctx& c, PartitionOp op, int status, std::function<json(uint64_t)> bo
         if (*err) return reply(error_response((*err)->status, (*err)->code, (*err)->message));
         if (!gen) {
           const Errc e = gen.error().code;
-          const int code = e == Errc::kIo ? 503 : e == Errc::kInvalidInput ? 422 : 500;
+          // kUnsupported: the state store would not take it (a standby, or a master that
+          // lost the store's key): ask the master.
+          const int code = e == Errc::kIo || e == Errc::kUnsupported ? 503
+                           : e == Errc::kInvalidInput                ? 422
+                                                                     : 500;
           return reply(error_response(code,
-                                      code == 503   ? "not_saved"
-                                      : code == 422 ? "rejected"
-                                                    : "internal",
+                                      e == Errc::kUnsupported ? "not_master"
+                                      : code == 503           ? "not_saved"
+                                      : code == 422           ? "rejected"
+                                                              : "internal",
                                       gen.error().message));
         }
         reply(json_response(status, body(*gen)));

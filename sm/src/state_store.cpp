@@ -99,6 +99,7 @@ class EtcdStateStore final : public DirStateStore {
     std::lock_guard lk(mu_);
     if (master_ == master) return;
     master_ = master;
+    fenced_ = false;  // a new term: a master waiting for the key writes locally meanwhile
     if (master) last_contact_ = Clock::now();
     kick();
   }
@@ -123,6 +124,10 @@ class EtcdStateStore final : public DirStateStore {
       return fail(Errc::kUnsupported,
                   "state store: this SM is not the master; the master writes the shared state (" +
                       o_.etcd.prefix + ")");
+    if (fenced_)
+      return fail(Errc::kUnsupported,
+                  "state store: this SM lost " + master_key_ +
+                      " (its lease expired: another SM may be master); nothing was changed");
     Meta& m = meta_[std::string(name)];
     const uint64_t gen = m.generation + 1;
     const std::string value = value_of(gen, text);
@@ -174,8 +179,10 @@ class EtcdStateStore final : public DirStateStore {
     if (master_) {
       if (!holder_.empty() && !holding_) s.detail["held_by"] = holder_;
       s.degraded = !etcd_ok_ || !holding_ || owed;
+      s.detail["fenced"] = fenced_;
       if (s.degraded)
-        s.detail["note"] = !etcd_ok_   ? "etcd unreachable: running on the local copy"
+        s.detail["note"] = fenced_     ? "lost the master key: writes are refused"
+                           : !etcd_ok_ ? "etcd unreachable: running on the local copy"
                            : !holding_ ? "waiting for the master key: writes are local until then"
                                        : "writing back what changed while etcd was away";
     } else {
@@ -262,6 +269,7 @@ class EtcdStateStore final : public DirStateStore {
 
   void lost_key(std::unique_lock<std::mutex>& lk, const std::string& why) {
     holding_ = false;
+    fenced_ = true;  // no writes, not even local ones, until it holds the key again
     lease_ = 0;
     WEFT_LOG(Error, "STO-0004") << "lost " << master_key_ << " (" << why
                                 << "): this SM's writes to etcd are refused from now on";
@@ -303,6 +311,7 @@ class EtcdStateStore final : public DirStateStore {
         }
       }
       holding_ = true;
+      fenced_ = false;
       holder_.clear();
       WEFT_LOG(Info, "STO-0006") << "holds " << master_key_ << " (lease " << lease_ << ", "
                                  << o_.lease_s << " s)";
@@ -501,6 +510,7 @@ class EtcdStateStore final : public DirStateStore {
   std::map<std::string, Meta> meta_;
   bool master_ = false, holding_ = false, etcd_ok_ = true, stale_ = true, not_renewing_ = false;
   bool kicked_ = false;
+  bool fenced_ = false;  // this master lost the key: it writes nothing until it has it back
   int64_t lease_ = 0, watch_revision_ = 0, since_unix_s_ = 0;
   std::string last_error_, holder_;
   Clock::time_point last_contact_ = Clock::now();

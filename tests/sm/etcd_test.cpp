@@ -301,6 +301,13 @@ TEST(StateStore, AMasterWhoseLeaseExpiredIsRefusedAndItsSuccessorWrites) {
   EXPECT_NE(r.error().message.find("refused"), std::string::npos) << r.error().message;
   EXPECT_EQ(in_etcd(c, "partitions.rest.conf").second, "from B\n");
   EXPECT_EQ(*read_text_file(a.path + "/partitions.rest.conf"), "before\n");
+  // Fenced: A's next write is refused before it reaches etcd, not kept locally to be
+  // written back later.
+  auto again = old_master->write("guid2lid", "A's LIDs after its lease\n");
+  ASSERT_FALSE(again);
+  EXPECT_NE(again.error().message.find("lost"), std::string::npos) << again.error().message;
+  EXPECT_FALSE(std::filesystem::exists(a.path + "/guid2lid"));
+  EXPECT_TRUE(old_master->status().detail["fenced"].get<bool>());
   // Nor does A take the key back without reaching its fabric, and B keeps it.
   std::this_thread::sleep_for(std::chrono::seconds(3));
   next->fabric_contact();

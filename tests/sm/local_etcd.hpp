@@ -11,7 +11,7 @@
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <signal.h>
-#include <spawn.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -24,8 +24,6 @@
 #include <vector>
 
 #include "weft/sm/etcd.hpp"
-
-extern char** environ;
 
 namespace weft::testing {
 
@@ -71,16 +69,24 @@ class LocalEtcd {
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 1, (dir_ + "/etcd.out").c_str(),
-                                     O_WRONLY | O_CREAT | O_APPEND, 0644);
-    posix_spawn_file_actions_adddup2(&fa, 1, 2);
-    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-    const int rc = posix_spawnp(&pid_, "etcd", &fa, nullptr, argv.data(), environ);
-    posix_spawn_file_actions_destroy(&fa);
-    if (rc != 0) {
-      ADD_FAILURE() << "cannot start etcd (Debian's etcd-server): " << std::strerror(rc);
+    const std::string out = dir_ + "/etcd.out";
+    const pid_t parent = ::getpid();
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      // Killed with the test, even one that crashes before its destructors run.
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (::getppid() != parent) ::_exit(127);
+      const int fd = ::open(out.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+      const int null = ::open("/dev/null", O_RDONLY);
+      if (fd < 0 || null < 0) ::_exit(127);
+      ::dup2(null, 0);
+      ::dup2(fd, 1);
+      ::dup2(fd, 2);
+      ::execvp("etcd", argv.data());
+      ::_exit(127);
+    }
+    if (pid_ < 0) {
+      ADD_FAILURE() << "cannot start etcd: fork: " << std::strerror(errno);
       pid_ = 0;
       return false;
     }
@@ -88,6 +94,13 @@ class LocalEtcd {
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
     while (std::chrono::steady_clock::now() < deadline) {
       if (c.range("/weft-test-ping")) return true;
+      int status = 0;
+      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+        pid_ = 0;
+        ADD_FAILURE() << "etcd exited at once (status " << status
+                      << "; is Debian's etcd-server installed?); see " << out;
+        return false;
+      }
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
     ADD_FAILURE() << "etcd did not answer in 20 s; see " << dir_ << "/etcd.out";
