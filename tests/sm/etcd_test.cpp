@@ -361,3 +361,94 @@ TEST(StateStore, WhatTheMasterWroteWhileEtcdWasAwayIsWrittenBackWhenItReturns) {
   EXPECT_TRUE(wait_until([&] { return standby->status().degraded; }, std::chrono::seconds(10)));
   EXPECT_TRUE(standby->status().detail["stale"].get<bool>());
 }
+
+TEST(EtcdClient, SpeaksTlsWithTheCertificatesEtcdctlTakes) {
+  LocalEtcd etcd(LocalEtcd::kTls);
+  EtcdConfig cfg = etcd.config("/tls/");
+  ASSERT_TRUE(cfg.tls());
+  // etcd asks for a client certificate: without one, no answer.
+  EtcdClient anonymous(cfg);
+  auto refused = anonymous.range("/tls/x");
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.error().message.find(etcd.endpoint()), std::string::npos);
+  cfg.cert = etcd.client_cert();
+  cfg.key = etcd.client_key();
+  EtcdClient c(cfg);
+  auto t = c.txn({EtcdCompare::absent("/tls/x")}, {EtcdOp::put("/tls/x", "over TLS")});
+  ASSERT_TRUE(t) << t.error().message;
+  EXPECT_TRUE(t->succeeded);
+  EXPECT_EQ(c.range("/tls/x")->kvs.at(0).value, "over TLS");
+  // A CA that did not sign etcd's certificate: refused, naming the endpoint.
+  EtcdConfig wrong = cfg;
+  wrong.cacert = etcd.client_cert();
+  auto bad = EtcdClient(wrong).range("/tls/x");
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().code, Errc::kUnreachable);
+
+  // The state store over TLS: the master's write lands, fenced as ever.
+  Scratch d;
+  StateStoreOptions o;
+  o.lease_s = 3;
+  o.self = "tls-master";
+  o.etcd.cacert = etcd.cacert();
+  o.etcd.cert = etcd.client_cert();
+  o.etcd.key = etcd.client_key();
+  auto st = make_state_store(etcd.url("/tls"), d.path, o);
+  ASSERT_TRUE(st) << st.error().message;
+  (*st)->set_master(true);
+  (*st)->start();
+  ASSERT_TRUE(wait_until([&] { return holds(**st); }, std::chrono::seconds(10)))
+      << (*st)->status().detail.dump();
+  ASSERT_TRUE((*st)->write("guid2lid", "0x1 0x1 0x1\n"));
+  auto r = c.range("/tls/state/guid2lid");
+  ASSERT_TRUE(r && r->kvs.size() == 1);
+  EXPECT_EQ(json::parse(r->kvs[0].value)["text"], "0x1 0x1 0x1\n");
+}
+
+TEST(EtcdClient, AuthenticatesAsEtcdctlDoesAndKeepsToItsPrefix) {
+  LocalEtcd etcd;
+  const std::string ctl = "ETCDCTL_API=3 etcdctl --endpoints " + etcd.endpoint() + " ";
+  const std::string setup = "set -e; exec >'" + etcd.dir() + "/auth.log' 2>&1; " + ctl +
+                            "user add root:rootpw; " + ctl + "user grant-role root root; " + ctl +
+                            "user add weft:weftpw; " + ctl + "role add weft; " + ctl +
+                            "role grant-permission weft --prefix=true readwrite /weft/; " + ctl +
+                            "user grant-role weft weft; " + ctl + "auth enable";
+  ASSERT_EQ(std::system(setup.c_str()), 0) << "etcdctl: see " << etcd.dir() << "/auth.log";
+  EtcdConfig cfg = etcd.config("/weft/");
+  EtcdClient nobody(cfg);
+  EXPECT_FALSE(nobody.txn({}, {EtcdOp::put("/weft/x", "1")})) << "auth is on";
+  cfg.user = "weft";
+  cfg.password = "nope";
+  auto wrong = EtcdClient(cfg).range("/weft/x");
+  ASSERT_FALSE(wrong);
+  EXPECT_NE(wrong.error().message.find("authentication failed"), std::string::npos)
+      << wrong.error().message;
+  cfg.password = "weftpw";
+  EtcdClient c(cfg);
+  auto put = c.txn({}, {EtcdOp::put("/weft/x", "1")});
+  ASSERT_TRUE(put) << put.error().message;
+  EXPECT_TRUE(put->succeeded);
+  auto lease = c.grant(10);
+  ASSERT_TRUE(lease) << lease.error().message;
+  EXPECT_GT(*c.keepalive(*lease), 0);
+  auto outside = c.txn({}, {EtcdOp::put("/other", "1")});
+  ASSERT_FALSE(outside);
+  EXPECT_NE(outside.error().message.find("permission denied"), std::string::npos)
+      << outside.error().message;
+
+  // etcd_user NAME:PASSWORD, as the store takes it from the config.
+  Scratch d;
+  StateStoreOptions o;
+  o.lease_s = 3;
+  o.self = "authed";
+  o.etcd.user = "weft";
+  o.etcd.password = "weftpw";
+  auto st = make_state_store(etcd.url("/weft/auth"), d.path, o);
+  ASSERT_TRUE(st);
+  (*st)->set_master(true);
+  (*st)->start();
+  ASSERT_TRUE(wait_until([&] { return holds(**st); }, std::chrono::seconds(10)))
+      << (*st)->status().detail.dump();
+  ASSERT_TRUE((*st)->write("rest-tokens", "t\n"));
+  EXPECT_EQ(c.range("/weft/auth/master")->kvs.at(0).value, "authed");
+}

@@ -5,6 +5,8 @@
 //   LocalEtcd etcd;                       // started; ASSERTs in the caller on failure
 //   EtcdClient c(etcd.config("/weft/"));  // etcd.url("/weft") for state_store
 //   etcd.kill();  etcd.start();           // down, then back with what it had
+//   LocalEtcd tls(LocalEtcd::kTls);       // https, client certificates required
+//                                         // (tls.cacert(), client_cert(), client_key())
 #pragma once
 
 #include <fcntl.h>
@@ -17,6 +19,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <string>
@@ -29,17 +32,19 @@ namespace weft::testing {
 
 class LocalEtcd {
  public:
-  LocalEtcd() {
+  enum Mode { kPlain, kTls };
+  explicit LocalEtcd(Mode mode = kPlain) : tls_(mode == kTls) {
     char tmpl[] = "/tmp/weft-etcd-XXXXXX";
     dir_ = ::mkdtemp(tmpl) ? tmpl : "";
     client_port_ = free_port();
     peer_port_ = free_port();
+    if (tls_ && !make_certs()) return;
     start();
   }
   ~LocalEtcd() {
     kill(SIGKILL);
     std::error_code ec;
-    if (!dir_.empty()) std::filesystem::remove_all(dir_, ec);
+    if (!dir_.empty() && !std::getenv("WEFT_KEEP")) std::filesystem::remove_all(dir_, ec);
   }
   LocalEtcd(const LocalEtcd&) = delete;
   LocalEtcd& operator=(const LocalEtcd&) = delete;
@@ -47,7 +52,8 @@ class LocalEtcd {
   // Starts etcd and waits (up to 20 s) until it answers; false (and a test failure
   // naming its log) when it does not.
   bool start() {
-    const std::string client = "http://127.0.0.1:" + std::to_string(client_port_);
+    const std::string client =
+        (tls_ ? "https://127.0.0.1:" : "http://127.0.0.1:") + std::to_string(client_port_);
     const std::string peer = "http://127.0.0.1:" + std::to_string(peer_port_);
     std::vector<std::string> args = {"etcd",
                                      "--name",
@@ -66,6 +72,10 @@ class LocalEtcd {
                                      "weft-test=" + peer,
                                      "--logger",
                                      "zap"};
+    if (tls_)
+      args.insert(args.end(),
+                  {"--cert-file", dir_ + "/server.pem", "--key-file", dir_ + "/server.key",
+                   "--trusted-ca-file", cacert(), "--client-cert-auth"});
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
@@ -90,7 +100,12 @@ class LocalEtcd {
       pid_ = 0;
       return false;
     }
-    sm::EtcdClient c(config("/"));
+    sm::EtcdConfig probe = config("/");
+    if (tls_) {
+      probe.cert = client_cert();
+      probe.key = client_key();
+    }
+    sm::EtcdClient c(probe);
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
     while (std::chrono::steady_clock::now() < deadline) {
       if (c.range("/weft-test-ping")) return true;
@@ -123,12 +138,17 @@ class LocalEtcd {
 
   std::string endpoint() const { return "127.0.0.1:" + std::to_string(client_port_); }
   std::string url(const std::string& prefix) const { return "etcd://" + endpoint() + prefix; }
+  // A client's configuration: for kTls, with the CA but no client certificate.
   sm::EtcdConfig config(const std::string& prefix) const {
     sm::EtcdConfig c;
     c.endpoints = {endpoint()};
     c.prefix = prefix;
+    if (tls_) c.cacert = cacert();
     return c;
   }
+  std::string cacert() const { return dir_ + "/ca.pem"; }
+  std::string client_cert() const { return dir_ + "/client.pem"; }
+  std::string client_key() const { return dir_ + "/client.key"; }
   const std::string& dir() const { return dir_; }
 
  private:
@@ -147,6 +167,34 @@ class LocalEtcd {
     return port;
   }
 
+  // A CA, a server certificate for 127.0.0.1 and a client certificate, by openssl(1).
+  // The server's is for client authentication too: etcd 3.4's JSON gateway dials etcd's
+  // own gRPC port with it.
+  bool make_certs() {
+    const std::string d = dir_;
+    const std::string cmd =
+        "set -e; cd '" + d +
+        "'; exec >certs.log 2>&1; "
+        "openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=weft-test-ca "
+        "-keyout ca.key -out ca.pem; "
+        "printf 'subjectAltName=IP:127.0.0.1\\nextendedKeyUsage=serverAuth,clientAuth\\n' > "
+        "server.ext; "
+        "openssl req -newkey rsa:2048 -nodes -subj /CN=127.0.0.1 -keyout server.key -out "
+        "server.csr; "
+        "openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 "
+        "-extfile server.ext -out server.pem; "
+        "printf 'extendedKeyUsage=clientAuth\\n' > client.ext; "
+        "openssl req -newkey rsa:2048 -nodes -subj /CN=weft -keyout client.key -out client.csr; "
+        "openssl x509 -req -in client.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 "
+        "-extfile client.ext -out client.pem";
+    if (std::system(cmd.c_str()) != 0) {
+      ADD_FAILURE() << "openssl could not make the test certificates; see " << d << "/certs.log";
+      return false;
+    }
+    return true;
+  }
+
+  bool tls_ = false;
   std::string dir_;
   int client_port_ = 0, peer_port_ = 0;
   pid_t pid_ = 0;
