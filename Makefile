@@ -9,7 +9,8 @@
 #               load does to bring-up and the SA; failover (kill -9 of the master) weft
 #               beside weft and OpenSM beside OpenSM; reroute after a link cut (time, LFT
 #               blocks written); counter sweeps (PerfMgr) beside OpenSM's and the topology
-#               page's load on the 444-switch tree. Every figure in README.md comes
+#               page's load on the 444-switch tree; failover and REST partition changes
+#               with the state directory and with etcd as the state store. Every figure in README.md comes
 #               from here (about 60 min).
 #   make asan   the same tests under AddressSanitizer + UBSan
 #   make install  install weft, /etc/weft/weft.conf, the systemd units and weft.8
@@ -51,6 +52,7 @@ bench: build
 	python3 bench/bench_failover.py --weft $(abspath $(BUILD))/app/weft
 	python3 bench/bench_reroute.py --weft $(abspath $(BUILD))/app/weft --shim $(abspath $(BUILD))/bench/libweft_madcount.so
 	python3 bench/bench_perf.py --weft $(abspath $(BUILD))/app/weft --shim $(abspath $(BUILD))/bench/libweft_madcount.so
+	python3 bench/bench_state_store.py --weft $(abspath $(BUILD))/app/weft
 
 install: build
 	cmake --install $(BUILD)

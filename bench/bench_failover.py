@@ -38,6 +38,22 @@ def last_host(net):
     return hosts(net)[-1]
 
 
+def kill_and_take_over(master, standby, kind):
+    """kill -9 of the master: the seconds to the standby's next SUBNET UP in its log
+    (polled every 20 ms), at most 600."""
+    ups = len(re.findall(r"SUBNET UP", standby.text()))
+    t0 = time.time()
+    master.kill9()
+    while time.time() < t0 + 600 and len(re.findall(r"SUBNET UP", standby.text())) <= ups:
+        if standby.proc.poll() is not None:
+            raise b.Failure("the %s standby exited" % kind)
+        time.sleep(0.02)
+    took = time.time() - t0
+    if took >= 600:
+        raise b.Failure("the %s standby did not take over in 600 s" % kind)
+    return took
+
+
 def one_run(a, net, sargs, kind, k):
     work = os.path.join(a.scratch, "%s-%d" % (kind, k))
     shutil.rmtree(work, ignore_errors=True)
@@ -54,17 +70,7 @@ def one_run(a, net, sargs, kind, k):
             standby.start()
             standby.wait(r"STANDBY" if kind == "weft" else r"Entering STANDBY state", 1, 300)
             time.sleep(2)
-            ups = len(re.findall(r"SUBNET UP", standby.text()))
-            t0 = time.time()
-            master.kill9()
-            deadline = t0 + 600
-            while time.time() < deadline and len(re.findall(r"SUBNET UP", standby.text())) <= ups:
-                if standby.proc.poll() is not None:
-                    raise b.Failure("the %s standby exited" % kind)
-                time.sleep(0.02)
-            took = time.time() - t0
-            if took >= 600:
-                raise b.Failure("the %s standby did not take over in 600 s" % kind)
+            took = kill_and_take_over(master, standby, kind)
             info = b.run(["sminfo"], work, sock, env={"SIM_HOST": hosts(net)[1]}).stdout
             g = sb.port_guid_of(work, sock, last_host(net))
             m = re.search(r"sm guid 0x([0-9a-f]+).*SMINFO_MASTER", info)

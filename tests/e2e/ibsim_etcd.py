@@ -182,6 +182,22 @@ def wait_applied(sm, gen):
     sm.wait("partition generation %d applied" % gen, lambda: sm.sm(ADMIN)["partitions"]["applied"] >= gen)
 
 
+def start_pair(a, work, sock, conf, users, sms, prios):
+    """The first SM (at h0-0) up as master and holding the key, the second (at h3-1)
+    standing by; both appended to `sms` as they start (stopped by the caller)."""
+    first = Sm(a, work, sock, "sm1", "h0-0", prios[0], conf, users).start()
+    sms.append(first)
+    first.wait("SUBNET UP", lambda: "SUBNET UP" in first.text())
+    second = Sm(a, work, sock, "sm2", "h3-1", prios[1], conf, users).start()
+    sms.append(second)
+    second.wait("STANDBY", lambda: second.sm(ADMIN)["state"] == "STANDBY")
+    first.wait("holding the master key", lambda: first.store(ADMIN)["holds_master_key"])
+    st, text, _ = first.cl.call("GET", "/ufmRest/resources/ports", **ADMIN)
+    expect(st, 200, text, "ports")
+    guids = {p["system_name"]: int(p["guid"], 16) for p in json.loads(text) if p["system_name"][0] == "h"}
+    return first, second, guids
+
+
 def failover(a):
     work, net, users, sock = setup(a, "etcd-failover")
     etcd = Etcd(work).start()
@@ -189,18 +205,9 @@ def failover(a):
     sms = []
     try:
         with b.Ibsim(net, work, sock):
-            sm1 = Sm(a, work, sock, "sm1", "h0-0", 5, conf, users).start()
-            sms.append(sm1)
-            sm1.wait("SUBNET UP", lambda: "SUBNET UP" in sm1.text())
-            sm2 = Sm(a, work, sock, "sm2", "h3-1", 1, conf, users).start()
-            sms.append(sm2)
-            sm2.wait("STANDBY", lambda: sm2.sm(ADMIN)["state"] == "STANDBY")
-            sm1.wait("holding the master key", lambda: sm1.store(ADMIN)["holds_master_key"])
+            sm1, sm2, guids = start_pair(a, work, sock, conf, users, sms, (5, 1))
             check(etcd.ctl("get", "--print-value-only", PREFIX + "/master").stdout.startswith(
                 "0x%016x" % int(sm1.sm(ADMIN)["guid"], 16)), "PREFIX/master does not name sm1")
-            st, text, _ = sm1.cl.call("GET", "/ufmRest/resources/ports", **ADMIN)
-            expect(st, 200, text, "ports")
-            guids = {p["system_name"]: int(p["guid"], 16) for p in json.loads(text) if p["system_name"][0] == "h"}
 
             # A token from the master, and a partition.
             st, text, _ = sm1.cl.call("POST", "/api/v1/tokens", body={"ttl_s": 3600}, **ADMIN)
@@ -277,15 +284,7 @@ def fencing(a):
     sms = []
     try:
         with b.Ibsim(net, work, sock):
-            old = Sm(a, work, sock, "old", "h0-0", 1, conf, users).start()
-            sms.append(old)
-            old.wait("SUBNET UP", lambda: "SUBNET UP" in old.text())
-            new = Sm(a, work, sock, "new", "h3-1", 1, conf, users).start()
-            sms.append(new)
-            new.wait("STANDBY", lambda: new.sm(ADMIN)["state"] == "STANDBY")
-            old.wait("holding the master key", lambda: old.store(ADMIN)["holds_master_key"])
-            st, text, _ = old.cl.call("GET", "/ufmRest/resources/ports", **ADMIN)
-            guids = {p["system_name"]: int(p["guid"], 16) for p in json.loads(text) if p["system_name"][0] == "h"}
+            old, new, guids = start_pair(a, work, sock, conf, users, sms, (1, 1))
             before = etcd.doc("partitions.rest.conf")
             os.kill(old.proc.pid, signal.SIGSTOP)
             t0 = time.time()
