@@ -360,8 +360,10 @@ class EtcdStateStore final : public DirStateStore {
     }
   }
 
-  // A document from etcd into the local copy. A standby takes whatever the master
-  // wrote; a master taking over keeps what it wrote itself and etcd lacks.
+  // A document from etcd into the local copy. A standby takes what the master wrote,
+  // unless its own copy is one it wrote as master that etcd never got and nothing
+  // newer has come since (owed across a restart: written back when it is master
+  // again); a master taking over keeps what it wrote itself and etcd lacks.
   void apply(const EtcdKv& kv, bool as_master, std::vector<std::string>& changed) {
     const std::string name = kv.key.substr(state_prefix_.size());
     if (!known_doc(name)) return;
@@ -378,6 +380,7 @@ class EtcdStateStore final : public DirStateStore {
       return;
     }
     if (m.synced && m.generation == gen) return;
+    if (!m.synced && m.generation > gen) return;  // owed
     if (as_master && gen < m.generation) return;
     const std::string text = j["text"].get<std::string>();
     if (auto r = write_file_durably(path(name), text, mode_of(name)); !r) {

@@ -347,13 +347,33 @@ TEST(StateStore, WhatTheMasterWroteWhileEtcdWasAwayIsWrittenBackWhenItReturns) {
   EXPECT_EQ(in_etcd(c, "guid2lid"), (std::pair<uint64_t, std::string>{2, "two\n"}));
   EXPECT_EQ(in_etcd(c, "ports-down").second, "0x5 3 100 flapping\n");
 
+  // Owed across a restart: the master writes while etcd is away and goes; a new
+  // process on the same state directory keeps that copy as a standby, and writes it
+  // back once it is master.
+  etcd.kill();
+  ASSERT_TRUE(master->write("guid2lid", "three\n"));
+  master->stop();
+  master.reset();
+  ASSERT_TRUE(etcd.start());
+  auto restarted = store(etcd, a.path, "A again", 3);
+  restarted->start();
+  std::this_thread::sleep_for(std::chrono::seconds(1));  // its watch has read etcd by now
+  EXPECT_EQ(*read_text_file(a.path + "/guid2lid"), "three\n") << "a standby kept what it owes";
+  EXPECT_EQ(in_etcd(c, "guid2lid").second, "two\n");
+  restarted->set_master(true);
+  ASSERT_TRUE(wait_until([&] { return in_etcd(c, "guid2lid").second == "three\n"; },
+                         std::chrono::seconds(20), [&] { restarted->fabric_contact(); }))
+      << restarted->status().detail.dump();
+  restarted->set_master(false);
+  ASSERT_TRUE(wait_until([&] { return !holds(*restarted); }, std::chrono::seconds(10)));
+
   // A standby that starts now gets all of it.
   auto standby = store(etcd, b.path, "B", 3);
   standby->start();
   EXPECT_TRUE(wait_until(
       [&] {
         auto t = read_text_file(b.path + "/guid2lid");
-        return t && *t == "two\n";
+        return t && *t == "three\n";
       },
       std::chrono::seconds(10)));
   // And one whose etcd goes away says its copy is stale.
