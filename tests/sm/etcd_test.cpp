@@ -9,11 +9,13 @@
 #include <chrono>
 #include <filesystem>
 #include <mutex>
+#include <random>
 #include <set>
 #include <thread>
 
 #include <nlohmann/json.hpp>
 
+#include "../fuzz.hpp"
 #include "local_etcd.hpp"
 #include "weft/sm/state_store.hpp"
 #include "weft/text_file.hpp"
@@ -471,4 +473,50 @@ TEST(EtcdClient, AuthenticatesAsEtcdctlDoesAndKeepsToItsPrefix) {
       << (*st)->status().detail.dump();
   ASSERT_TRUE((*st)->write("rest-tokens", "t\n"));
   EXPECT_EQ(c.range("/weft/auth/master")->kvs.at(0).value, "authed");
+}
+
+TEST(Fuzz, EtcdUrlsAndBase64NeverBreak) {
+  std::mt19937 rng(17);
+  const std::string base = "etcd://10.0.0.5:2379,etcd-b:2380/weft/fabric-a";
+  for (int i = 0; i < 3000; ++i) {
+    const std::string u = weft::testing::mutate(base, "etcd:/,.:0123456789abc \t%[]", rng);
+    auto c = parse_etcd_url(u);
+    if (c) {
+      EXPECT_FALSE(c->endpoints.empty()) << u;
+      EXPECT_EQ(c->prefix.back(), '/') << u;
+    } else {
+      EXPECT_NE(c.error().message.find("etcd://HOST:PORT"), std::string::npos) << u;
+    }
+    const std::string text = weft::testing::mutate("Zm9vYmFyYmF6", "A=+/z9", rng);
+    auto d = EtcdClient::unb64(text);
+    EXPECT_LE(d.value_or("").size(), 3 * text.size() / 4) << text;
+  }
+}
+
+// What lands under PREFIX/state/ is read by every standby: mangled documents are
+// ignored or taken as text (their readers check each line), never a crash, and the
+// watch goes on.
+TEST(Fuzz, MangledDocumentsInEtcdLeaveAStandbyStanding) {
+  LocalEtcd etcd;
+  Scratch d;
+  auto standby = store(etcd, d.path, "B");
+  standby->start();
+  EtcdClient c(etcd.config("/weft/test/"));
+  std::mt19937 rng(5);
+  const std::string good = R"({"generation": 7, "writer": "A", "text": "0x10 0x1 0x1\n"})";
+  for (int i = 0; i < 300; ++i) {
+    const std::string v = weft::testing::mutate(good, "{}[]\":,0123456789aex\\ \n", rng);
+    const char* doc = kStateDocs[i % std::size(kStateDocs)].name;
+    ASSERT_TRUE(c.txn({}, {EtcdOp::put(std::string("/weft/test/state/") + doc, v)}));
+  }
+  ASSERT_TRUE(c.txn({}, {EtcdOp::put("/weft/test/state/guid2lid",
+                                     R"({"generation": 900, "writer": "A", "text": "last\n"})")}));
+  EXPECT_TRUE(wait_until(
+      [&] {
+        auto t = read_text_file(d.path + "/guid2lid");
+        return t && *t == "last\n";
+      },
+      std::chrono::seconds(20)))
+      << "the watch stopped following: " << standby->status().detail.dump();
+  EXPECT_FALSE(standby->status().degraded) << standby->status().detail.dump();
 }
