@@ -120,6 +120,21 @@ int cmd_config(int argc, char** argv) {
                     name, qos::sl2vl_str(c->sl2vl).c_str(), c->high_limit, c->high.size(),
                     c->low.size());
     }
+    // The state store as the daemon would open it (nothing is contacted).
+    auto st = state_store(v, "weft config check", v.get_str("state_dir") + "/partitions.rest.conf");
+    if (!st) {
+      ++errors;
+      std::printf("error: %s\n", st.error().message.c_str());
+    } else {
+      const auto s = (*st)->status();
+      if (s.kind == "etcd")
+        std::printf(
+            "state store: etcd %s, prefix %s, lease %d s%s\n", s.detail["endpoints"].dump().c_str(),
+            s.detail["prefix"].get<std::string>().c_str(), s.detail["lease_s"].get<int>(),
+            v.get_str("etcd_cacert").empty() && v.get_str("etcd_cert").empty() ? "" : ", TLS");
+      else
+        std::printf("state store: the state directory %s\n", v.get_str("state_dir").c_str());
+    }
   }
   if (errors) return 1;
   return vm.count("strict") && warnings ? 1 : 0;

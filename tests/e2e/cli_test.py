@@ -68,6 +68,12 @@ def main():
     open(uncommented, "w").write(re.sub(r"(?m)^#([a-z_]+ )", r"\1", text))
     check("config template, every default set, checks clean", ["config", "check", uncommented, "--strict"], 0,
           r": [1-9]\d+ options weft implements, 0 OpenSM options at OpenSM's default, 0 not implemented", W, w)
+    open(os.path.join(w, "etcd.conf"), "w").write("state_store etcd://10.0.0.5:2379,10.0.0.6:2379/weft/a\n")
+    check("config: the etcd state store", ["config", "check", os.path.join(w, "etcd.conf")], 0,
+          r'state store: etcd \["10\.0\.0\.5:2379","10\.0\.0\.6:2379"\], prefix /weft/a/, lease 25 s', W, w)  # 2 x sweep_interval 10 + 5
+    open(os.path.join(w, "etcd-bad.conf"), "w").write("state_store etcd://10.0.0.5/weft\n")
+    check("config: a bad state_store names the file", ["config", "check", os.path.join(w, "etcd-bad.conf")], 1,
+          r'error: .*etcd-bad\.conf.*state_store: .*expected etcd://HOST:PORT', W, w)
     check("unknown command", ["frobnicate"], 2, r'unknown command "frobnicate"', W, w)
     check("sim needs a topology", ["sim"], 2, r"--topology is required", W, w)
     check("sim brings up a fat tree", ["sim", "--topology", "ft2:leaves=4,spines=2,hosts=2"], 0,
