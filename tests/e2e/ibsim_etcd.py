@@ -16,7 +16,7 @@ taken over and holds the key; thawed, its partition change is refused (503
 not_master) and etcd never shows it.
 Everything started is stopped by PID, also on failure."""
 import argparse
-import base64
+import contextlib
 import json
 import os
 import re
@@ -198,112 +198,113 @@ def start_pair(a, work, sock, conf, users, sms, prios):
     return first, second, guids
 
 
-def failover(a):
-    work, net, users, sock = setup(a, "etcd-failover")
+@contextlib.contextmanager
+def scenario(a, name):
+    """A fresh fabric on ibsim, its etcd and the SMs' config: yields (work, sock, etcd,
+    conf, users, sms); the SMs put in `sms`, ibsim and etcd stopped by PID on the way out."""
+    work, net, users, sock = setup(a, name)
     etcd = Etcd(work).start()
     conf = write_conf(work, etcd)
     sms = []
     try:
         with b.Ibsim(net, work, sock):
-            sm1, sm2, guids = start_pair(a, work, sock, conf, users, sms, (5, 1))
-            check(etcd.ctl("get", "--print-value-only", PREFIX + "/master").stdout.startswith(
-                "0x%016x" % int(sm1.sm(ADMIN)["guid"], 16)), "PREFIX/master does not name sm1")
-
-            # A token from the master, and a partition.
-            st, text, _ = sm1.cl.call("POST", "/api/v1/tokens", body={"ttl_s": 3600}, **ADMIN)
-            expect(st, 201, text, "token")
-            token = json.loads(text)["token"]
-            bearer = {"authz": "Bearer " + token}
-            st, text, _ = add_pkey(sm1, 0x0A12, [guids["h1-0"], guids["h2-0"]])
-            expect(st, 200, text, "AddGuidsToPKey 0x0a12")
-            wait_applied(sm1, json.loads(text)["generation"])
-            gen, doc = etcd.doc("partitions.rest.conf")
-            check("0x0a12" in doc.lower() and ("%016x" % guids["h2-0"]) in doc.lower(),
-                  "etcd's partitions.rest.conf lacks 0x0a12: %r" % doc)
-            check(etcd.doc("rest-tokens")[0] >= 1 and etcd.doc("guid2lid")[0] >= 1,
-                  "etcd lacks the tokens or guid2lid")
-            print("master: token and partition 0x0a12 in etcd (partitions generation %d)" % gen)
-
-            # etcd stopped under the running master: it answers from its local copy, says
-            # so, and writes back when etcd returns.
-            etcd.stop()
-            t_down = time.time()
-            st, text, _ = add_pkey(sm1, 0x0B34, [guids["h1-1"], guids["h2-1"]])
-            expect(st, 200, text, "AddGuidsToPKey 0x0b34 with etcd down")
-            wait_applied(sm1, json.loads(text)["generation"])
-            s = sm1.wait("degraded", lambda: (lambda x: x if x["degraded"] and x["etcd"] == "unreachable"
-                                             else None)(sm1.store(ADMIN)))
-            check(s["unsynced"] >= 1 and "local copy" in s.get("note", ""), "the store says %s" % s)
-            check("STO-0002" in sm1.text(), "sm1's log does not say etcd is unreachable")
-            st, text, _ = sm1.cl.call("GET", "/api/v1/events?since=0", **ADMIN)
-            check(st == 200 and '"state_store"' in text and "unreachable" in text,
-                  "no state_store event: %s" % text[-500:])
-            etcd.start()
-            sm1.wait("written back", lambda: not sm1.store(ADMIN)["degraded"], timeout=30)
-            gen2, doc = etcd.doc("partitions.rest.conf")
-            check(gen2 > gen and "0x0b34" in doc.lower(), "0x0b34 not written back: %d %r" % (gen2, doc))
-            check(re.search(r"STO-0003 etcd reachable again", sm1.text()) and
-                  re.search(r"STO-0009 wrote back partitions.rest.conf", sm1.text()),
-                  "sm1's log does not tell the write-back:\n" + sm1.text()[-2000:])
-            print("etcd stopped %.1f s under the master: 0x0b34 answered from the local copy, written back "
-                  "(generation %d)" % (time.time() - t_down, gen2))
-            sm2.wait("the standby's copy current",
-                     lambda: sm2.store(ADMIN)["documents"]["partitions.rest.conf"]["generation"] == gen2 and
-                     not sm2.store(ADMIN)["degraded"], timeout=30)
-
-            lids_before = lids(work, sock)
-            g2 = int(sm2.sm(ADMIN)["guid"], 16)
-            sm1.proc.send_signal(signal.SIGKILL)
-            sm1.proc.wait(timeout=10)
-            t0 = time.time()
-            sm2.wait("master", lambda: master_from(work, sock) == g2 and "SUBNET UP" in sm2.text(), timeout=40)
-            took = time.time() - t0
-            check(lids(work, sock) == lids_before, "LIDs changed in the takeover")
-            for h, want in (("h1-0", 0x8A12), ("h2-0", 0x8A12), ("h1-1", 0x8B34), ("h2-1", 0x8B34)):
-                sm2.wait("%s holding 0x%04x" % (h, want), lambda: want in held_pkeys(work, sock, guids[h]))
-            for h in ("h0-0", "h0-1"):
-                check(not ({0x8A12, 0x8B34} & set(held_pkeys(work, sock, guids[h]))), "%s holds a REST P_Key" % h)
-            st, text, _ = sm2.cl.call("GET", "/api/v1/sm", **bearer)
-            expect(st, 200, text, "the old master's token on the new one")
-            sm2.wait("holding the master key", lambda: sm2.store(ADMIN)["holds_master_key"], timeout=LEASE_S + 10)
-            st, text, _ = add_pkey(sm2, 0x0C56, [guids["h3-0"]])
-            expect(st, 200, text, "a partition on the new master")
-            check(etcd.doc("partitions.rest.conf")[0] > gen2, "the new master's change is not in etcd")
-            print("kill -9 of the master: sm2 master in %.1f s, every LID kept, 0x0a12 and 0x0b34 on their "
-                  "ports, the old token accepted, the key held and written" % took)
+            try:
+                yield work, sock, etcd, conf, users, sms
+            finally:
+                for s in sms:
+                    s.stop()
     finally:
-        for s in sms:
-            s.stop()
         etcd.stop(signal.SIGKILL)
+
+
+def failover(a):
+    with scenario(a, "etcd-failover") as (work, sock, etcd, conf, users, sms):
+        sm1, sm2, guids = start_pair(a, work, sock, conf, users, sms, (5, 1))
+        check(etcd.ctl("get", "--print-value-only", PREFIX + "/master").stdout.startswith(
+            "0x%016x" % int(sm1.sm(ADMIN)["guid"], 16)), "PREFIX/master does not name sm1")
+
+        # A token from the master, and a partition.
+        st, text, _ = sm1.cl.call("POST", "/api/v1/tokens", body={"ttl_s": 3600}, **ADMIN)
+        expect(st, 201, text, "token")
+        token = json.loads(text)["token"]
+        bearer = {"authz": "Bearer " + token}
+        st, text, _ = add_pkey(sm1, 0x0A12, [guids["h1-0"], guids["h2-0"]])
+        expect(st, 200, text, "AddGuidsToPKey 0x0a12")
+        wait_applied(sm1, json.loads(text)["generation"])
+        gen, doc = etcd.doc("partitions.rest.conf")
+        check("0x0a12" in doc.lower() and ("%016x" % guids["h2-0"]) in doc.lower(),
+              "etcd's partitions.rest.conf lacks 0x0a12: %r" % doc)
+        check(etcd.doc("rest-tokens")[0] >= 1 and etcd.doc("guid2lid")[0] >= 1,
+              "etcd lacks the tokens or guid2lid")
+        print("master: token and partition 0x0a12 in etcd (partitions generation %d)" % gen)
+
+        # etcd stopped under the running master: it answers from its local copy, says
+        # so, and writes back when etcd returns.
+        etcd.stop()
+        t_down = time.time()
+        st, text, _ = add_pkey(sm1, 0x0B34, [guids["h1-1"], guids["h2-1"]])
+        expect(st, 200, text, "AddGuidsToPKey 0x0b34 with etcd down")
+        wait_applied(sm1, json.loads(text)["generation"])
+        s = sm1.wait("degraded", lambda: (lambda x: x if x["degraded"] and x["etcd"] == "unreachable"
+                                         else None)(sm1.store(ADMIN)))
+        check(s["unsynced"] >= 1 and "local copy" in s.get("note", ""), "the store says %s" % s)
+        check("STO-0002" in sm1.text(), "sm1's log does not say etcd is unreachable")
+        st, text, _ = sm1.cl.call("GET", "/api/v1/events?since=0", **ADMIN)
+        check(st == 200 and '"state_store"' in text and "unreachable" in text,
+              "no state_store event: %s" % text[-500:])
+        etcd.start()
+        sm1.wait("written back", lambda: not sm1.store(ADMIN)["degraded"], timeout=30)
+        gen2, doc = etcd.doc("partitions.rest.conf")
+        check(gen2 > gen and "0x0b34" in doc.lower(), "0x0b34 not written back: %d %r" % (gen2, doc))
+        check(re.search(r"STO-0003 etcd reachable again", sm1.text()) and
+              re.search(r"STO-0009 wrote back partitions.rest.conf", sm1.text()),
+              "sm1's log does not tell the write-back:\n" + sm1.text()[-2000:])
+        print("etcd stopped %.1f s under the master: 0x0b34 answered from the local copy, written back "
+              "(generation %d)" % (time.time() - t_down, gen2))
+        sm2.wait("the standby's copy current",
+                 lambda: sm2.store(ADMIN)["documents"]["partitions.rest.conf"]["generation"] == gen2 and
+                 not sm2.store(ADMIN)["degraded"], timeout=30)
+
+        lids_before = lids(work, sock)
+        g2 = int(sm2.sm(ADMIN)["guid"], 16)
+        sm1.proc.send_signal(signal.SIGKILL)
+        sm1.proc.wait(timeout=10)
+        t0 = time.time()
+        sm2.wait("master", lambda: master_from(work, sock) == g2 and "SUBNET UP" in sm2.text(), timeout=40)
+        took = time.time() - t0
+        check(lids(work, sock) == lids_before, "LIDs changed in the takeover")
+        for h, want in (("h1-0", 0x8A12), ("h2-0", 0x8A12), ("h1-1", 0x8B34), ("h2-1", 0x8B34)):
+            sm2.wait("%s holding 0x%04x" % (h, want), lambda: want in held_pkeys(work, sock, guids[h]))
+        for h in ("h0-0", "h0-1"):
+            check(not ({0x8A12, 0x8B34} & set(held_pkeys(work, sock, guids[h]))), "%s holds a REST P_Key" % h)
+        st, text, _ = sm2.cl.call("GET", "/api/v1/sm", **bearer)
+        expect(st, 200, text, "the old master's token on the new one")
+        sm2.wait("holding the master key", lambda: sm2.store(ADMIN)["holds_master_key"], timeout=LEASE_S + 10)
+        st, text, _ = add_pkey(sm2, 0x0C56, [guids["h3-0"]])
+        expect(st, 200, text, "a partition on the new master")
+        check(etcd.doc("partitions.rest.conf")[0] > gen2, "the new master's change is not in etcd")
+        print("kill -9 of the master: sm2 master in %.1f s, every LID kept, 0x0a12 and 0x0b34 on their "
+              "ports, the old token accepted, the key held and written" % took)
 
 
 def fencing(a):
-    work, net, users, sock = setup(a, "etcd-fencing")
-    etcd = Etcd(work).start()
-    conf = write_conf(work, etcd)
-    sms = []
-    try:
-        with b.Ibsim(net, work, sock):
-            old, new, guids = start_pair(a, work, sock, conf, users, sms, (1, 1))
-            before = etcd.doc("partitions.rest.conf")
-            os.kill(old.proc.pid, signal.SIGSTOP)
-            t0 = time.time()
-            new.wait("master holding the key", lambda: new.store(ADMIN)["holds_master_key"], timeout=40)
-            print("old master frozen: the standby holds the key after %.1f s" % (time.time() - t0))
-            os.kill(old.proc.pid, signal.SIGCONT)
-            st, text, _ = add_pkey(old, 0x0D78, [guids["h1-0"]])
-            check(st == 503 and "not_master" in text, "the thawed master's change: HTTP %d %s" % (st, text[:300]))
-            time.sleep(LEASE_S + 1)
-            gen, doc = etcd.doc("partitions.rest.conf")
-            check("0x0d78" not in doc.lower(), "etcd shows the fenced master's change: %r" % doc)
-            check((gen, doc) == before or gen > before[0], "etcd's partitions went back")
-            check("STO-0004" in old.text() or "lost" in text, "the old master's log does not say it lost the key")
-            print("thawed old master: its change refused (503 not_master: %s), etcd never shows it" %
-                  json.loads(text)["error"]["message"][:80])
-    finally:
-        for s in sms:
-            s.stop()
-        etcd.stop(signal.SIGKILL)
+    with scenario(a, "etcd-fencing") as (work, sock, etcd, conf, users, sms):
+        old, new, guids = start_pair(a, work, sock, conf, users, sms, (1, 1))
+        before = etcd.doc("partitions.rest.conf")
+        os.kill(old.proc.pid, signal.SIGSTOP)
+        t0 = time.time()
+        new.wait("master holding the key", lambda: new.store(ADMIN)["holds_master_key"], timeout=40)
+        print("old master frozen: the standby holds the key after %.1f s" % (time.time() - t0))
+        os.kill(old.proc.pid, signal.SIGCONT)
+        st, text, _ = add_pkey(old, 0x0D78, [guids["h1-0"]])
+        check(st == 503 and "not_master" in text, "the thawed master's change: HTTP %d %s" % (st, text[:300]))
+        time.sleep(LEASE_S + 1)
+        gen, doc = etcd.doc("partitions.rest.conf")
+        check("0x0d78" not in doc.lower(), "etcd shows the fenced master's change: %r" % doc)
+        check((gen, doc) == before or gen > before[0], "etcd's partitions went back")
+        check("STO-0004" in old.text() or "lost" in text, "the old master's log does not say it lost the key")
+        print("thawed old master: its change refused (503 not_master: %s), etcd never shows it" %
+              json.loads(text)["error"]["message"][:80])
 
 
 def main():
