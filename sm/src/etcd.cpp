@@ -77,6 +77,29 @@ bool unavailable_message(const std::string& m) {
   return false;
 }
 
+// One POST of `body` to /v3/PATH at `ep` on `h`, as every call and the watch make it:
+// JSON, the token when there is one, a connect timeout, no proxy from the environment,
+// TLS as configured. The returned header list is the caller's to free after the call.
+curl_slist* prepare(CURL* h, const EtcdConfig& cfg, const std::string& ep, const std::string& path,
+                    const std::string& body, const std::string& token) {
+  curl_easy_reset(h);
+  const std::string url = (cfg.tls() ? "https://" : "http://") + ep + "/v3/" + path;
+  curl_slist* headers = curl_slist_append(nullptr, "Content-Type: application/json");
+  if (!token.empty()) headers = curl_slist_append(headers, ("Authorization: " + token).c_str());
+  curl_easy_setopt(h, CURLOPT_URL, url.c_str());  // libcurl copies the URL
+  curl_easy_setopt(h, CURLOPT_POST, 1L);
+  curl_easy_setopt(h, CURLOPT_POSTFIELDS, body.data());
+  curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, static_cast<long>(body.size()));
+  curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);
+  curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(cfg.connect_timeout.count()));
+  curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(h, CURLOPT_NOPROXY, "*");
+  if (!cfg.cacert.empty()) curl_easy_setopt(h, CURLOPT_CAINFO, cfg.cacert.c_str());
+  if (!cfg.cert.empty()) curl_easy_setopt(h, CURLOPT_SSLCERT, cfg.cert.c_str());
+  if (!cfg.key.empty()) curl_easy_setopt(h, CURLOPT_SSLKEY, cfg.key.c_str());
+  return headers;
+}
+
 }  // namespace
 
 struct EtcdClient::Http {
@@ -158,28 +181,14 @@ Result<std::string> EtcdClient::unb64(std::string_view text) {
 
 Result<std::string> EtcdClient::call_once(const std::string& path, const std::string& body) {
   const std::string& ep = cfg_.endpoints[current_];
-  const std::string url = (cfg_.tls() ? "https://" : "http://") + ep + "/v3/" + path;
   CURL* h = http_->h;
   if (!h) return fail(Errc::kInternal, "etcd: no curl handle");
-  curl_easy_reset(h);
   std::string out;
-  curl_slist* headers = curl_slist_append(nullptr, "Content-Type: application/json");
-  if (!token_.empty() && path != "auth/authenticate")
-    headers = curl_slist_append(headers, ("Authorization: " + token_).c_str());
-  curl_easy_setopt(h, CURLOPT_URL, url.c_str());
-  curl_easy_setopt(h, CURLOPT_POST, 1L);
-  curl_easy_setopt(h, CURLOPT_POSTFIELDS, body.data());
-  curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, static_cast<long>(body.size()));
-  curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);
+  curl_slist* headers =
+      prepare(h, cfg_, ep, path, body, path == "auth/authenticate" ? std::string() : token_);
   curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, append_body);
   curl_easy_setopt(h, CURLOPT_WRITEDATA, &out);
-  curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(cfg_.connect_timeout.count()));
   curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, static_cast<long>(cfg_.timeout.count()));
-  curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(h, CURLOPT_NOPROXY, "*");
-  if (!cfg_.cacert.empty()) curl_easy_setopt(h, CURLOPT_CAINFO, cfg_.cacert.c_str());
-  if (!cfg_.cert.empty()) curl_easy_setopt(h, CURLOPT_SSLCERT, cfg_.cert.c_str());
-  if (!cfg_.key.empty()) curl_easy_setopt(h, CURLOPT_SSLKEY, cfg_.key.c_str());
   const CURLcode rc = curl_easy_perform(h);
   curl_slist_free_all(headers);
   const std::string where = "etcd at " + ep;
@@ -406,34 +415,21 @@ Result<void> EtcdClient::watch(const std::string& prefix, int64_t from_revision,
   json req = {{"key", b64(prefix)}, {"range_end", b64(prefix_end(prefix))}};
   if (from_revision > 0) req["start_revision"] = std::to_string(from_revision);
   const std::string body = json{{"create_request", req}}.dump();
-  const std::string url = (cfg_.tls() ? "https://" : "http://") + ep + "/v3/watch";
   Http http;
   if (!http.h) return fail(Errc::kInternal, "etcd: no curl handle");
   WatchState w;
   w.on = &on;
   w.stop = stop;
-  curl_slist* headers = curl_slist_append(nullptr, "Content-Type: application/json");
-  if (!token.empty()) headers = curl_slist_append(headers, ("Authorization: " + token).c_str());
   CURL* h = http.h;
-  curl_easy_setopt(h, CURLOPT_URL, url.c_str());
-  curl_easy_setopt(h, CURLOPT_POST, 1L);
-  curl_easy_setopt(h, CURLOPT_POSTFIELDS, body.data());
-  curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, static_cast<long>(body.size()));
-  curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);
+  curl_slist* headers = prepare(h, cfg_, ep, "watch", body, token);
   curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, watch_body);
   curl_easy_setopt(h, CURLOPT_WRITEDATA, &w);
   curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
   curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, watch_progress);
   curl_easy_setopt(h, CURLOPT_XFERINFODATA, &w);
-  curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(cfg_.connect_timeout.count()));
-  curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(h, CURLOPT_NOPROXY, "*");
   curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
   curl_easy_setopt(h, CURLOPT_TCP_KEEPIDLE, 5L);
   curl_easy_setopt(h, CURLOPT_TCP_KEEPINTVL, 2L);
-  if (!cfg_.cacert.empty()) curl_easy_setopt(h, CURLOPT_CAINFO, cfg_.cacert.c_str());
-  if (!cfg_.cert.empty()) curl_easy_setopt(h, CURLOPT_SSLCERT, cfg_.cert.c_str());
-  if (!cfg_.key.empty()) curl_easy_setopt(h, CURLOPT_SSLKEY, cfg_.key.c_str());
   const CURLcode rc = curl_easy_perform(h);
   curl_slist_free_all(headers);
   if (stop.stop_requested()) return {};
