@@ -3,6 +3,9 @@
 #include "sweep_parts.hpp"
 
 #include <algorithm>
+#include <memory>
+
+#include "weft/log.hpp"
 
 namespace weft::sm {
 
@@ -17,6 +20,110 @@ void LftProgrammer::remember_block(Guid sw, size_t block, const LftBlock& blk) {
 bool LftProgrammer::steady(Guid sw, uint16_t lft_top_now) const {
   auto it = tops_.find(sw.value);
   return it != tops_.end() && it->second != 0 && it->second == lft_top_now;
+}
+
+std::optional<std::pair<size_t, LftBlock>> LftProgrammer::spot_block(Guid sw,
+                                                                     uint64_t round) const {
+  auto it = cache_.find(sw);
+  if (it == cache_.end() || it->second.size() < 64) return std::nullopt;
+  const size_t blocks = it->second.size() / 64;
+  // Switches check different blocks in one round (spread by GUID), each its every block
+  // over `blocks` rounds.
+  const size_t b = size_t((round + sw.value % 997) % blocks);
+  LftBlock blk;
+  std::copy(it->second.begin() + b * 64, it->second.begin() + (b + 1) * 64, blk.begin());
+  return std::pair(b, blk);
+}
+
+bool LftProgrammer::was_reset(const SweepRun& run, NodeIndex n) const {
+  // A port state change, or a linked port not ACTIVE (weft left them all ACTIVE; a
+  // reboot retrains every link; links weft leaves down are not in the target).
+  const Discovered& d = run.d;
+  const auto& nd = run.target.node(n);
+  bool reset = d.switch_info[n].port_state_change;
+  for (PortNum p = 1; p <= nd.num_ports && !reset; ++p)
+    reset = nd.ports[p].linked() && d.port_read[n][p] &&
+            d.port_info[n][p].attrs.state != fabric::PortState::kActive;
+  return reset;
+}
+
+bool LftProgrammer::trusted(const SweepRun& run, NodeIndex n) const {
+  // What weft believes a switch holds is valid only while it still holds the top weft
+  // left it with (a reboot that zeroed it, another SM's or client's writes move it),
+  // and shows no sign of having lost state since.
+  const Guid g = run.target.node(n).guid;
+  auto cached = cache_.find(g);
+  auto left = tops_.find(g.value);
+  const uint16_t top = run.d.switch_info[n].lft_top;
+  return cached != cache_.end() && left != tops_.end() && left->second == top &&
+         cached->second.size() / 64 == size_t(top) / 64 + 1 && !was_reset(run, n);
+}
+
+void LftProgrammer::spot_check(SweepRun& run) {
+  const Discovered& d = run.d;
+  ++round_;
+  for (NodeIndex n = 0; n < run.target.size(); ++n) {
+    const auto& nd = run.target.node(n);
+    if (!nd.is_switch() || !trusted(run, n)) continue;
+    auto spot = spot_block(nd.guid, round_);
+    if (!spot) continue;
+    // By directed route: the LID routes go through the tables being checked.
+    eng_.submit(SmpRequest::get(kAttrLft, static_cast<uint32_t>(spot->first), d.paths[n]),
+                [this, &run, n, g = nd.guid, spot = *spot](Result<Smp> r) {
+                  ++run.rep.lft_blocks_checked;
+                  if (!r || decode_lft_block(r->data) == spot.second) return;
+                  ++run.rep.lft_switches_changed;
+                  WEFT_LOG(Warn, "SM-0055")
+                      << "switch " << fabric::port_ref(run.target, n, 0) << ": LFT block "
+                      << spot.first
+                      << " is not what weft wrote (another writer, LinearFDBTop unchanged): "
+                         "reading its tables back whole";
+                  forget(g);
+                });
+  }
+}
+
+void LftProgrammer::forget(Guid sw) {
+  cache_.erase(sw);
+  tops_.erase(sw.value);
+}
+
+void LftProgrammer::forget_all() {
+  cache_.clear();
+  tops_.clear();
+}
+
+void LftProgrammer::write_block(SweepRun& run, NodeIndex n, const DrPath& path, size_t b,
+                                const LftBlock& blk) {
+  const Guid g = run.target.node(n).guid;
+  eng_.submit(
+      to_switch(run, n,
+                SmpRequest::set(kAttrLft, static_cast<uint32_t>(b), path, encode_lft_block(blk))),
+      [this, &run, n, b, g, blk](Result<Smp> r) {
+        if (r) {
+          ++run.rep.lft_blocks_written;
+          remember_block(g, b, blk);
+          return;
+        }
+        ++run.rep.lft_failures;
+        add_problem(run.rep, "LFT block " + std::to_string(b) + " on " +
+                                 fabric::port_ref(run.target, n, 0) + ": " + r.error().message);
+        cache_.erase(g);
+      });
+}
+
+void LftProgrammer::read_then_write(SweepRun& run, NodeIndex n, const DrPath& path, size_t b,
+                                    const LftBlock& blk) {
+  const Guid g = run.target.node(n).guid;
+  eng_.submit(to_switch(run, n, SmpRequest::get(kAttrLft, static_cast<uint32_t>(b), path)),
+              [this, &run, n, path, b, blk, g](Result<Smp> r) {
+                ++run.rep.lft_blocks_read;
+                if (r && decode_lft_block(r->data) == blk) {
+                  remember_block(g, b, blk);
+                  return;
+                }
+                write_block(run, n, path, b, blk);
+              });
 }
 
 size_t plan_lid_routes(SweepRun& run, const SubnetSnapshot& before, Lid sm_lid) {
@@ -114,65 +221,36 @@ void LftProgrammer::write_blocks(SweepRun& run) {
     std::copy(t.lft[n].begin(), t.lft[n].begin() + std::min(t.lft[n].size(), want.size()),
               want.begin());
     const Guid g = nd.guid;
-    auto cached = cache_.find(g);
-    // A cache is valid only while the switch still holds the top we left it with, and
-    // shows no sign of having lost state since: a port state change, or a linked port
-    // not ACTIVE (weft left them all ACTIVE; a reboot retrains every link). Then its
-    // blocks are read back and rewritten where they differ.
-    bool reset = si.port_state_change;
-    for (PortNum p = 1; p <= nd.num_ports && !reset; ++p)
-      reset = nd.ports[p].linked() && d.port_read[n][p] &&
-              d.port_info[n][p].attrs.state != fabric::PortState::kActive;
-    // A LinearFDBTop other than the one weft left (a reboot that zeroed it, another
-    // SM's or client's writes) voids the cache too.
-    auto left = tops_.find(g.value);
-    const bool top_moved = left == tops_.end() || left->second != si.lft_top;
-    if (cached != cache_.end() &&
-        (reset || top_moved || cached->second.size() / 64 != size_t(si.lft_top) / 64 + 1))
-      cache_.erase(cached), cached = cache_.end();
+    const bool reset = was_reset(run, n);
+    if (!trusted(run, n)) cache_.erase(g);
     if (reset) tops_.erase(g.value);
+    auto cached = cache_.find(g);
     const bool fresh = cached == cache_.end();
     // No completion runs while this loop submits, so the row stays put.
     const std::vector<uint8_t>* held = fresh ? nullptr : &cached->second;
     const DrPath path = d.paths[n];
     topped_.push_back(n);
-    auto write_block = [this, &run, n, path, g](size_t b, const LftBlock& blk) {
-      eng_.submit(
-          to_switch(
-              run, n,
-              SmpRequest::set(kAttrLft, static_cast<uint32_t>(b), path, encode_lft_block(blk))),
-          [this, &run, n, b, g, blk](Result<Smp> r) {
-            if (r) {
-              ++run.rep.lft_blocks_written;
-              remember_block(g, b, blk);
-              return;
-            }
-            ++run.rep.lft_failures;
-            add_problem(run.rep, "LFT block " + std::to_string(b) + " on " +
-                                     fabric::port_ref(run.target, n, 0) + ": " + r.error().message);
-            cache_.erase(g);
-          });
-    };
     const size_t device_blocks = si.lft_top == 0 ? 0 : size_t(si.lft_top) / 64 + 1;
-    for (size_t b = 0; b < writable; ++b) {
+    auto block_of = [&want](size_t b) {
       LftBlock blk;
       std::copy(want.begin() + b * 64, want.begin() + (b + 1) * 64, blk.begin());
+      return blk;
+    };
+    // A spot check of what weft believes this switch holds: one block read back. Another
+    // writer that left LinearFDBTop as it was (another SM, a tool) shows here: the switch
+    // is then believed in nothing and read back whole, block by block, each rewritten
+    // where it differs from what weft wants.
+    for (size_t b = 0; b < writable; ++b) {
+      const LftBlock blk = block_of(b);
       if (!fresh && held->size() >= (b + 1) * 64) {
-        if (!std::equal(blk.begin(), blk.end(), held->begin() + b * 64)) write_block(b, blk);
+        if (!std::equal(blk.begin(), blk.end(), held->begin() + b * 64))
+          write_block(run, n, path, b, blk);
       } else if (fresh && b < device_blocks) {
         // Unknown content below the switch's current top (another SM, or our restart):
         // read first.
-        eng_.submit(to_switch(run, n, SmpRequest::get(kAttrLft, static_cast<uint32_t>(b), path)),
-                    [this, &run, b, blk, g, write_block](Result<Smp> r) {
-                      ++run.rep.lft_blocks_read;
-                      if (r && decode_lft_block(r->data) == blk) {
-                        remember_block(g, b, blk);
-                        return;
-                      }
-                      write_block(b, blk);
-                    });
+        read_then_write(run, n, path, b, blk);
       } else {
-        write_block(b, blk);
+        write_block(run, n, path, b, blk);
       }
     }
   }

@@ -168,6 +168,19 @@ void MulticastProgrammer::route_all(std::shared_ptr<const SubnetSnapshot> snap,
     auto b = route_mlid(mlid);
     blocks.insert(blocks.end(), b.begin(), b.end());
   }
+  // A new master term: every block up to the highest MLID in use, on every switch, is
+  // read and made what weft wants (another SM's groups in them cleared).
+  if (std::exchange(reread_all_, false) && !mc_.groups().empty() &&
+      std::prev(mc_.groups().end())->first >= kMlidBase) {
+    const uint32_t last = uint32_t(std::prev(mc_.groups().end())->first - kMlidBase) / 32;
+    const fabric::Fabric& f = snap_->fabric;
+    for (NodeIndex sw = 0; sw < f.size(); ++sw) {
+      if (!f.node(sw).is_switch()) continue;
+      const uint32_t positions = (uint32_t(f.node(sw).num_ports) + 1 + 15) / 16;
+      for (uint32_t pos = 0; pos < positions; ++pos)
+        for (uint32_t b = 0; b <= last; ++b) blocks.push_back({sw, pos << 28 | b});
+    }
+  }
   // Blocks a switch holds with a group in them that no tree wants now: cleared.
   for (const auto& [key, held] : held_)
     if (auto n = snap_->fabric.find(Guid{key.first}))

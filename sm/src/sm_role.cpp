@@ -68,13 +68,13 @@ SmRole::Decision SmRole::after_discovery(const std::vector<RemoteSm>& sms) {
       d.why = master ? "a master SM runs at " + follow->name
                      : "SM " + follow->name + " (priority " +
                            std::to_string(follow->info.priority) + ") outranks this one";
-      state_ = SmState::kStandby;
+      set_state(SmState::kStandby);
       polled_ = *follow;
       failed_ = 0;
       return d;
     }
     out_of_standby_ = out_of_standby_ || state_ == SmState::kStandby;
-    state_ = SmState::kMaster;
+    set_state(SmState::kMaster);
     polled_.reset();
     d.kind = Decision::kMaster;
     d.why = sms.empty() ? "no other SM" : "no other SM outranks this one";
@@ -93,6 +93,7 @@ SmRole::Decision SmRole::after_discovery(const std::vector<RemoteSm>& sms) {
     d.peer = *master;
     d.why = "another master runs at " + master->name + " (priority " +
             std::to_string(master->info.priority) + "); waiting for its HANDOVER";
+    ++epoch_;  // it programs the fabric meanwhile
     polled_ = *master;
     failed_ = 0;
     return d;
@@ -104,13 +105,13 @@ SmRole::Decision SmRole::after_discovery(const std::vector<RemoteSm>& sms) {
 }
 
 void SmRole::handover_sent(const RemoteSm& to) {
-  state_ = SmState::kStandby;
+  set_state(SmState::kStandby);
   polled_ = to;
   failed_ = 0;
 }
 
 void SmRole::become_master() {
-  state_ = SmState::kMaster;
+  set_state(SmState::kMaster);
   polled_.reset();
 }
 
@@ -157,7 +158,7 @@ SmRole::Answer SmRole::on_request(uint8_t method, uint32_t attr_mod, const SmInf
     case SmState::kStandby:
       switch (ctl) {
         case SmControl::kHandover:
-          state_ = SmState::kMaster;
+          set_state(SmState::kMaster);
           out_of_standby_ = true;
           polled_.reset();
           a.sweep = true;
@@ -166,13 +167,13 @@ SmRole::Answer SmRole::on_request(uint8_t method, uint32_t attr_mod, const SmInf
         case SmControl::kAcknowledge:
           break;
         case SmControl::kDiscover:
-          state_ = SmState::kDiscovering;
+          set_state(SmState::kDiscovering);
           out_of_standby_ = true;
           polled_.reset();
           a.sweep = true;
           break;
         case SmControl::kDisable:
-          state_ = SmState::kNotActive;
+          set_state(SmState::kNotActive);
           polled_.reset();
           break;
         case SmControl::kStandby:
@@ -182,12 +183,14 @@ SmRole::Answer SmRole::on_request(uint8_t method, uint32_t attr_mod, const SmInf
     case SmState::kNotActive:
       if (ctl != SmControl::kStandby) return refuse("only STANDBY wakes a NOTACTIVE SM");
       // Standby again; a sweep (reads only) finds the master to poll.
-      state_ = SmState::kDiscovering;
+      set_state(SmState::kDiscovering);
       a.sweep = true;
       break;
     case SmState::kMaster:
       if (ctl != SmControl::kHandover) return refuse("a master takes only HANDOVER");
-      // Another master yields to this one: stop waiting, sweep and program.
+      // Another master yields to this one: stop waiting, sweep and program (what it
+      // programmed meanwhile is not what this SM remembers).
+      ++epoch_;
       polled_.reset();
       a.sweep = true;
       break;
@@ -223,7 +226,7 @@ bool SmRole::poll_result(const std::optional<SmInfo>& info, int retries) {
   }
   if (++failed_ <= retries) return false;
   if (state_ == SmState::kStandby) {
-    state_ = SmState::kDiscovering;
+    set_state(SmState::kDiscovering);
     out_of_standby_ = true;
   }
   polled_.reset();

@@ -154,14 +154,15 @@ void SubnetManager::start_sweep(bool heavy, SweepDone done) {
   // A bring-up that did not complete is retried in full: nothing may have changed that
   // a switch would report, yet ports are not ACTIVE or tables not written. Only a
   // master sweeps light; any other state reads the fabric and its SMs.
+  const bool same_term = programmed_epoch_ == role_.epoch();
   light_ = !heavy && snapshot_ && model_ && !trap_seen_ && !deferred_heavy_ && last_report_ &&
-           last_report_->subnet_up && role_.state() == SmState::kMaster;
+           last_report_->subnet_up && role_.state() == SmState::kMaster && same_term;
   publish();
   if (light_) return phase_light_check();
   // Only trap 128s asked (links changed at known switches): read those switches again.
   std::vector<NodeIndex> dirty;
   if (model_ && !trap_seen_ && !deferred_heavy_ && !dirty_lids_.empty() && last_report_ &&
-      last_report_->subnet_up && role_.state() == SmState::kMaster) {
+      last_report_->subnet_up && role_.state() == SmState::kMaster && same_term) {
     const auto& f = model_->fabric;
     for (NodeIndex n = 0; n < f.size(); ++n)
       if (f.node(n).is_switch() && dirty_lids_.count(f.node(n).ports[0].attrs.lid.value))
@@ -226,6 +227,28 @@ void SubnetManager::phase_light_check() {
                     if (si.port_state_change || si.lft_top != model_->switch_info[n].lft_top)
                       psc->push_back(n);
                   });
+  // A spot check of one LFT block per switch (rotating): another writer that kept
+  // LinearFDBTop (another SM, a tool) shows as a block that is not what weft wrote; the
+  // switch is then believed in nothing and read again, its tables read back whole.
+  const uint64_t round = heavy_sweeps_ + light_sweeps_;
+  for (NodeIndex n = 0; n < model_->fabric.size(); ++n) {
+    const auto& nd = model_->fabric.node(n);
+    if (!nd.is_switch()) continue;
+    auto spot = lfts_->spot_block(nd.guid, round);
+    if (!spot) continue;
+    eng_.submit(SmpRequest::get(kAttrLft, uint32_t(spot->first), model_->paths[n]),
+                [this, psc, n, g = nd.guid, spot = *spot](Result<Smp> r) {
+                  if (!r || decode_lft_block(r->data) == spot.second) return;
+                  WEFT_LOG(Warn, "SM-0055")
+                      << "switch " << fabric::port_ref(model_->fabric, n, 0) << ": LFT block "
+                      << spot.first
+                      << " is not what weft wrote (another writer, LinearFDBTop unchanged): "
+                         "reading its tables back whole";
+                  lfts_->forget(g);
+                  ++run_->rep.lft_switches_changed;
+                  psc->push_back(n);
+                });
+  }
   // The other SMs, as OpenSM's light sweep polls them: one that became master, or now
   // outranks this one, calls for a heavy sweep (a handover either way).
   auto seen = std::make_shared<std::vector<RemoteSm>>(sms_);
@@ -260,6 +283,7 @@ void SubnetManager::phase_light_check() {
           light_ = false;
           psc->insert(psc->end(), silent->begin(), silent->end());
           std::sort(psc->begin(), psc->end());
+          psc->erase(std::unique(psc->begin(), psc->end()), psc->end());
           return phase_update(std::move(*psc), "PortStateChange or LinearFDBTop");
         }
         if (*changed) {
@@ -450,6 +474,19 @@ void SubnetManager::phase_role(Result<void> pumped) {
       break;
   }
   if (was != SmState::kMaster) WEFT_LOG(Info, "SM-0045") << "entering MASTER state: " << dec.why;
+  if (programmed_epoch_ != role_.epoch()) {
+    // A new master term: another SM (OpenSM, another weft) may have programmed the
+    // fabric since this SM's last sweep as master, leaving LinearFDBTop as it was. What
+    // weft believes any device holds is void: LFTs, MFTs, P_Key, SL2VL and VLArb tables
+    // are read back and written where they differ, and routing starts from nothing.
+    if (programmed_epoch_)
+      WEFT_LOG(Info, "SM-0056") << "new master term: every table the devices hold is read back";
+    lfts_->forget_all();
+    tables_->forget_all();
+    mc_->forget_held();
+    programmed_epoch_ = role_.epoch();
+    run_->rep.new_term = true;
+  }
   opts_.store->set_master(true);  // before the LIDs are written
   phase_assign_lids();
 }
@@ -571,9 +608,11 @@ void SubnetManager::phase_route() {
   ro.max_vls = qos::data_vls(opts_.max_op_vls);
   // The last snapshot's tables, for an engine that repairs rather than recomputes when
   // only links went away (minhop): a failure then rewrites only what it touched.
-  std::shared_ptr<const SubnetSnapshot> before =
-      last_report_ && last_report_->subnet_up && role_.state() == SmState::kMaster ? snapshot_
-                                                                                   : nullptr;
+  std::shared_ptr<const SubnetSnapshot> before = last_report_ && last_report_->subnet_up &&
+                                                         role_.state() == SmState::kMaster &&
+                                                         !run.rep.new_term
+                                                     ? snapshot_
+                                                     : nullptr;
   if (before) ro.previous = {&before->fabric, &before->tables, last_report_->routing_engine};
   // Pure computation on the run's own copy of the fabric: off the loop, so SMInfo and
   // the SA keep being answered meanwhile.
@@ -617,10 +656,22 @@ void SubnetManager::phase_program() {
   run.phase_start = std::chrono::steady_clock::now();
   run.sent_at_phase = eng_.stats().sent;
   run.after = run.d.port_info;
+  // Whether the switches still hold what weft believes, before anything is sent by LID
+  // through their tables.
+  lfts_->spot_check(run);
+  next_phase(&SubnetManager::phase_program_lfts);
+}
+
+void SubnetManager::phase_program_lfts(Result<void> pumped) {
+  SweepRun& run = *run_;
+  if (!pumped)
+    add_problem(run.rep, "transport failed while checking LFTs: " + pumped.error().message);
   // After the first bring-up, switches whose route there and back stays as it is are
-  // programmed over their LIDs.
+  // programmed over their LIDs; not when a switch's tables were found changed by
+  // another writer (the routes there may cross it).
   run.by_lid.clear();
-  if (snapshot_ && last_report_ && last_report_->subnet_up && role_.state() == SmState::kMaster) {
+  if (snapshot_ && last_report_ && last_report_->subnet_up && role_.state() == SmState::kMaster &&
+      !run.rep.new_term && run.rep.lft_switches_changed == 0) {
     run.rep.switches_by_lid = plan_lid_routes(run, *snapshot_, sm_lid_);
     if (run.rep.switches_by_lid)
       WEFT_LOG(Info, "SM-0037") << "programming " << run.rep.switches_by_lid << " of "

@@ -111,19 +111,43 @@ class PortProgrammer {
 class LftProgrammer {
  public:
   explicit LftProgrammer(MadEngine& eng) : eng_(eng) {}
+  // Before programming (nothing else in flight): one block of every switch weft
+  // believes it knows, read back by directed route and compared (the block rotates
+  // sweep by sweep). A switch whose block differs (another writer that kept
+  // LinearFDBTop) is believed in nothing from then on: read back whole when written.
+  // Counted in the report (lft_blocks_checked, lft_switches_changed).
+  void spot_check(SweepRun& run);
   // Phase 1: every block that differs. Phase 2 (after the blocks): LinearFDBTop.
   void write_blocks(SweepRun& run);
   void write_tops(SweepRun& run);
   // A switch still holds what weft left it with: the LinearFDBTop it was set to. (A
   // switch that rebooted comes back with another.)
   bool steady(Guid sw, uint16_t lft_top_now) const;
+  // One block of what weft believes switch `sw` holds, to read back and compare (a
+  // spot check: the block rotates with `round`); nullopt where nothing is believed.
+  std::optional<std::pair<size_t, LftBlock>> spot_block(Guid sw, uint64_t round) const;
+  // Believe nothing of switch `sw` (its blocks are read back whole at its next
+  // programming), or of any switch (a new master term).
+  void forget(Guid sw);
+  void forget_all();
 
  private:
   void remember_block(Guid sw, size_t block, const LftBlock& blk);
+  // Switch n shows signs of having lost its state (a port state change, a linked port
+  // not ACTIVE); what weft believes of it holds (trusted) only without them and while it
+  // keeps the LinearFDBTop weft left it with.
+  bool was_reset(const SweepRun& run, fabric::NodeIndex n) const;
+  bool trusted(const SweepRun& run, fabric::NodeIndex n) const;
+  // Reads block b of switch n and writes `blk` if the switch holds anything else.
+  void read_then_write(SweepRun& run, fabric::NodeIndex n, const DrPath& path, size_t b,
+                       const LftBlock& blk);
+  void write_block(SweepRun& run, fabric::NodeIndex n, const DrPath& path, size_t b,
+                   const LftBlock& blk);
   MadEngine& eng_;
   std::map<Guid, std::vector<uint8_t>> cache_;   // what each switch holds, as written or read
   std::unordered_map<uint64_t, uint16_t> tops_;  // LinearFDBTop each switch was left with
   std::vector<fabric::NodeIndex> topped_;        // this sweep: switches whose top to write
+  uint64_t round_ = 0;                           // spot_check calls: which block each checks
 };
 
 // P_Key, SL2VL and VL arbitration tables: each read where weft does not know what the
@@ -139,6 +163,8 @@ class DeviceTables {
   void read(SweepRun& run);
   void write(SweepRun& run);
   void settle(SweepRun& run);
+  // A new master term: believe nothing any port was seen to hold.
+  void forget_all() { cache_.clear(); }
   // [node][port]: the P_Key table each port holds as weft laid it out, for the snapshot.
   std::vector<std::vector<std::vector<uint16_t>>> take_pkey_tables() {
     return std::exchange(pkey_tables_, {});
@@ -213,6 +239,13 @@ class MulticastProgrammer {
                  SweepReport& rep);
   // Joins and leaves between sweeps: those groups' trees on the current snapshot.
   void route_changed(const std::vector<uint16_t>& mlids);
+  // A new master term: believe nothing a switch was seen to hold; the next route_all
+  // reads every block up to the highest MLID weft uses on every switch (another SM's
+  // groups there cleared).
+  void forget_held() {
+    held_.clear();
+    reread_all_ = true;
+  }
 
  private:
   std::vector<std::pair<fabric::NodeIndex, uint32_t>> route_mlid(uint16_t mlid);
@@ -226,6 +259,7 @@ class MulticastProgrammer {
   std::map<fabric::NodeIndex, std::map<uint32_t, MftBlock>> want_;
   std::map<std::pair<uint64_t, uint32_t>, MftBlock> held_;
   std::map<uint16_t, std::vector<fabric::NodeIndex>> mlid_switches_;
+  bool reread_all_ = false;
 };
 
 }  // namespace weft::sm

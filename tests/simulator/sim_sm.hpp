@@ -90,4 +90,41 @@ inline void inject_switch_trap(simulator::SimTransport& t, uint16_t number, uint
   t.inject(in);
 }
 
+// A scripted SM: answers SMInfo Gets with its state, takes HANDOVER when standby,
+// records every Set and trap that reaches it, and can die.
+struct PeerSm {
+  Guid guid;
+  sm::SmState state = sm::SmState::kMaster;
+  uint8_t priority = 0;
+  uint64_t key = 0xfeed;
+  bool alive = true;
+  std::vector<std::pair<uint32_t, sm::SmInfo>> sets;  // attribute modifier, payload
+  std::vector<unsigned> traps;
+
+  simulator::SimFabric::SmAgent agent() {
+    return [this](const sm::Smp& req) -> std::optional<simulator::SimFabric::AgentReply> {
+      if (!alive) return std::nullopt;
+      if (req.method == sm::kMethodTrap) {
+        traps.push_back(unsigned(req.data[4]) << 8 | req.data[5]);
+        return std::nullopt;
+      }
+      simulator::SimFabric::AgentReply r;
+      if (req.method == sm::kMethodSet) {
+        const sm::SmInfo in = sm::decode_sm_info(req.data);
+        sets.push_back({req.attr_mod, in});
+        if (req.attr_mod == 1 && state == sm::SmState::kStandby && in.sm_key == key)
+          state = sm::SmState::kMaster;
+      }
+      sm::SmInfo me;
+      me.guid = guid;
+      me.sm_key = key;
+      me.priority = priority;
+      me.state = state;
+      me.act_count = 42;
+      r.data = sm::encode_sm_info(me);
+      return r;
+    };
+  }
+};
+
 }  // namespace weft::testing

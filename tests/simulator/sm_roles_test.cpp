@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "sim_sm.hpp"
 #include "weft/simulator/generators.hpp"
 #include "weft/simulator/sim_transport.hpp"
 #include "weft/sm/subnet_manager.hpp"
@@ -14,6 +15,7 @@
 using namespace weft;
 using namespace weft::simulator;
 using namespace weft::sm;
+using weft::testing::PeerSm;
 
 namespace {
 
@@ -44,43 +46,6 @@ SmOptions opts(const ScratchDir& d, uint8_t prio) {
   o.polling_retry_number = 2;
   return o;
 }
-
-// A scripted SM: answers SMInfo Gets with its state, takes HANDOVER when standby,
-// records every Set and trap that reaches it, and can die.
-struct PeerSm {
-  Guid guid;
-  SmState state = SmState::kMaster;
-  uint8_t priority = 0;
-  uint64_t key = 0xfeed;
-  bool alive = true;
-  std::vector<std::pair<uint32_t, SmInfo>> sets;  // attribute modifier, payload
-  std::vector<unsigned> traps;
-
-  SimFabric::SmAgent agent() {
-    return [this](const Smp& req) -> std::optional<SimFabric::AgentReply> {
-      if (!alive) return std::nullopt;
-      if (req.method == kMethodTrap) {
-        traps.push_back(unsigned(req.data[4]) << 8 | req.data[5]);
-        return std::nullopt;
-      }
-      SimFabric::AgentReply r;
-      if (req.method == kMethodSet) {
-        const SmInfo in = decode_sm_info(req.data);
-        sets.push_back({req.attr_mod, in});
-        if (req.attr_mod == 1 && state == SmState::kStandby && in.sm_key == key)
-          state = SmState::kMaster;
-      }
-      SmInfo me;
-      me.guid = guid;
-      me.sm_key = key;
-      me.priority = priority;
-      me.state = state;
-      me.act_count = 42;
-      r.data = encode_sm_info(me);
-      return r;
-    };
-  }
-};
 
 SimFabric sim_of(const std::string& spec) {
   auto f = make_fabric(spec);

@@ -239,3 +239,33 @@ TEST(SmRole, AStandbyMasterThatDropsBelowUsCountsAsGone) {
             SmRole::Decision::kStandby);
   for (int i = 0; i < 5; ++i) EXPECT_FALSE(r2.poll_result(info_of(SmState::kStandby, 9, 0x10), 1));
 }
+
+TEST(SmRole, TheEpochMovesWheneverAnotherSmMayHaveProgrammed) {
+  auto r = role(5);
+  r.after_discovery({});
+  const uint64_t master = r.epoch();
+  // Sweep after sweep as the only master: one epoch.
+  r.after_discovery({});
+  r.after_discovery({remote(SmState::kStandby, 1, 0x99)});
+  EXPECT_EQ(r.epoch(), master);
+  // A lower master still runs: it programs while this one waits for its HANDOVER.
+  auto d = r.after_discovery({remote(SmState::kMaster, 1, 0x99)});
+  ASSERT_EQ(d.kind, SmRole::Decision::kWaitForHandover);
+  const uint64_t waited = r.epoch();
+  EXPECT_NE(waited, master);
+  // It hands over: another epoch again, though the state stayed MASTER throughout.
+  auto a = r.on_request(kMethodSet, uint32_t(SmControl::kHandover),
+                        info_of(SmState::kMaster, 1, 0x99), 1);
+  ASSERT_EQ(a.status, 0);
+  EXPECT_EQ(r.state(), SmState::kMaster);
+  EXPECT_NE(r.epoch(), waited);
+  // Master, standby, master: a new epoch.
+  const uint64_t before = r.epoch();
+  r.handover_sent(remote(SmState::kStandby, 9, 0x98));
+  EXPECT_EQ(r.state(), SmState::kStandby);
+  a = r.on_request(kMethodSet, uint32_t(SmControl::kHandover), info_of(SmState::kMaster, 9, 0x98),
+                   1);
+  ASSERT_EQ(a.status, 0);
+  EXPECT_EQ(r.state(), SmState::kMaster);
+  EXPECT_NE(r.epoch(), before);
+}

@@ -60,6 +60,11 @@ class SmRole {
   // Set when the state has left STANDBY for a takeover: LIDs come from the fabric.
   bool coming_out_of_standby() const { return out_of_standby_; }
   void clear_coming_out_of_standby() { out_of_standby_ = false; }
+  // Changes whenever another SM may have programmed the fabric since: each change of
+  // state, a master that waits for a lower master's HANDOVER, and a HANDOVER taken from
+  // another master. What this SM knows of the devices' contents holds only within one
+  // epoch as master (a new master trusts nothing it cached).
+  uint64_t epoch() const { return epoch_; }
 
   struct Decision {
     enum Kind {
@@ -100,7 +105,12 @@ class SmRole {
 
  private:
   Config c_;
+  void set_state(SmState s) {
+    if (s != state_) ++epoch_;
+    state_ = s;
+  }
   SmState state_ = SmState::kDiscovering;
+  uint64_t epoch_ = 0;
   std::optional<RemoteSm> polled_;
   int failed_ = 0;
   bool out_of_standby_ = false;

@@ -37,6 +37,13 @@ struct SweepReport {
   LidAssignment lid_assignment;
   uint64_t smps_discovery = 0, smps_program = 0, smps_activate = 0;
   uint64_t lft_blocks_read = 0, lft_blocks_written = 0, portinfo_sets = 0, switchinfo_sets = 0;
+  // One LFT block per switch weft believes it knows, read back to check (spot checks),
+  // and the switches whose block differed: another writer changed them unannounced,
+  // so they were read back whole and rewritten where they differ.
+  uint64_t lft_blocks_checked = 0, lft_switches_changed = 0;
+  // A new master term (weft was not the only SM programming since its last sweep as
+  // master, or this process is new): every cache of device contents was voided.
+  bool new_term = false;
   uint64_t ports_activated = 0;
   uint64_t ports_disabled = 0, ports_enabled = 0;  // PhysState Sets (flap_policy down)
   uint64_t switches_by_lid = 0;  // whose LFT blocks and top went by LID-routed SMPs

@@ -191,6 +191,7 @@ class SubnetManager {
   void phase_assign_lids();
   void phase_route();
   void phase_program();
+  void phase_program_lfts(Result<void> pumped);
   void phase_tables(Result<void> pumped);
   void phase_write_tables(Result<void> pumped);
   void phase_activate(Result<void> pumped);
@@ -266,6 +267,9 @@ class SubnetManager {
   std::shared_ptr<SweepRun> run_;
   SweepDone done_;
   bool light_ = false;
+  // The SmRole epoch whose sweeps as master filled the programmers' caches of device
+  // contents: another epoch (another SM may have programmed since) voids them all.
+  std::optional<uint64_t> programmed_epoch_;
   uint64_t heavy_sweeps_ = 0, light_sweeps_ = 0;
   std::array<uint64_t, std::size(Published::kSweepBuckets)> sweep_le_{};
   double sweep_seconds_ = 0;
