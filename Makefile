@@ -2,6 +2,8 @@
 #   make run    install missing Debian packages, build, bring up a fat tree on ibsim
 #   make run-sim the same on weft's in-process simulator
 #   make test   install missing Debian packages, build, run every test (ibsim ones too)
+#   make check  build and run the in-process tests only (ctest label unit): the loop
+#               while working; make test is what CI runs
 #   make bench  weft vs OpenSM on ibsim fabrics: bring-up (the radix-56 tree too, and
 #               weft's SMP windows), routing quality, routing at scale (radix-56 tree,
 #               OpenSM's minhop beside it), SA; weft roce check on 2,000 switches and
@@ -23,7 +25,7 @@ CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=RelWithDebInfo
 # chosen when CMake configures).
 PREFIX ?= /usr/local
 
-.PHONY: deps build run run-sim test bench asan install deb format clean
+.PHONY: deps build run run-sim test check bench asan install deb format clean
 deps:
 	@scripts/install-deps.sh
 
@@ -39,6 +41,9 @@ run-sim: build
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 600
+
+check: build
+	cd $(BUILD) && ctest -L unit --output-on-failure -j $(JOBS) --timeout 600
 
 bench: build
 	bench/bench_bringup.sh $(BUILD)/app/weft --huge --window-sweep

@@ -11,6 +11,11 @@ PKGS=(
   libboost-graph-dev libboost-program-options-dev nlohmann-json3-dev libfmt-dev
   libgtest-dev libgmock-dev libyaml-dev libhiredis-dev librestinio-dev libhttp-parser-dev
   libssl-dev libcrypt-dev libcurl4-openssl-dev
+  # ccache: rebuilds, fresh clones on the same machine and the package build reuse what
+  # was compiled before (CMakeLists.txt compiles through it when it is installed)
+  ccache
+  # scripts/devloop.sh times builds in clones of the repository
+  git
   # tests: ibsim and the diags that read back what weft programmed, OpenSM (its
   # `opensm -c` config and, in make bench, the SM weft is measured against), redis for
   # the RoCE CONFIG_DB tests, the format check

@@ -266,19 +266,36 @@ def make_recipes(path):
 SYSTEM_BIN = ("/usr/sbin", "/usr/bin", "/sbin", "/bin")
 
 
-def owners(exe):
-    """The Debian packages that ship `exe` in a system bin directory (whatever else on
-    PATH, a pyenv's python3 say, may shadow it here)."""
-    pkgs = set()
-    for d in SYSTEM_BIN:
-        path = os.path.join(d, exe)
-        r = subprocess.run(["dpkg-query", "-S", path], capture_output=True, text=True)
-        if r.returncode and os.path.exists(path):  # an alternative: /usr/bin/awk -> mawk
-            r = subprocess.run(["dpkg-query", "-S", os.path.realpath(path)], capture_output=True, text=True)
-        if r.returncode == 0:
-            for line in r.stdout.splitlines():
-                pkgs.update(p.strip().split(":")[0] for p in line.split(":")[0].split(","))
-    return pkgs
+def dpkg_owners(paths):
+    """path -> the packages that ship it, for every path dpkg knows, in one dpkg-query
+    call (one call per path made this test take minutes)."""
+    out = {}
+    if not paths:
+        return out
+    r = subprocess.run(["dpkg-query", "-S"] + sorted(paths), capture_output=True, text=True)
+    for line in r.stdout.splitlines():
+        pkgs, _, path = line.partition(": ")
+        if path in paths:
+            out.setdefault(path, set()).update(p.strip().split(":")[0] for p in pkgs.split(","))
+    return out
+
+
+def owners_of(exes):
+    """exe -> the Debian packages that ship it in a system bin directory (whatever else
+    on PATH, a pyenv's python3 say, may shadow it here); an alternative (/usr/bin/awk ->
+    mawk) by the file it resolves to."""
+    direct = {os.path.join(d, e) for e in exes for d in SYSTEM_BIN}
+    found = dpkg_owners(direct)
+    resolved = {p: os.path.realpath(p) for p in direct if p not in found and os.path.exists(p)}
+    found_real = dpkg_owners(set(resolved.values()))
+    out = {}
+    for e in exes:
+        pkgs = set()
+        for d in SYSTEM_BIN:
+            path = os.path.join(d, e)
+            pkgs |= found.get(path, set()) | found_real.get(resolved.get(path, ""), set())
+        out[e] = pkgs
+    return out
 
 
 def installed_closure(roots):
@@ -347,11 +364,14 @@ def main():
     by_exe = {}
     for exe, where in calls:
         by_exe.setdefault(exe, []).append(where)
-    unknown = [p for p in installs if subprocess.run(["apt-cache", "show", p], capture_output=True).returncode]
+    known = set(subprocess.run(["apt-cache", "pkgnames"], capture_output=True, text=True,
+                               check=True).stdout.split())
+    unknown = [p for p in installs if p not in known]
     closure = installed_closure(installs)
     problems = ["install-deps.sh lists %s, which is no Debian package" % p for p in sorted(unknown)]
+    owners = owners_of(set(by_exe))
     for exe in sorted(by_exe):
-        pkgs = owners(exe)
+        pkgs = owners[exe]
         where = ", ".join(sorted(set(by_exe[exe]))[:3])
         good = sorted(pkgs & closure)
         if not pkgs:
