@@ -6,6 +6,7 @@
 #include <random>
 #include <sstream>
 
+#include "test_data.hpp"
 #include "weft/fabric/topology_file.hpp"
 
 using namespace weft;

@@ -8,6 +8,7 @@
 #include <functional>
 #include <map>
 
+#include "test_data.hpp"
 #include "weft/config/roce_profile.hpp"
 #include "weft/qos/roce_report.hpp"
 #include "weft/text_file.hpp"

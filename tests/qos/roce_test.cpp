@@ -4,6 +4,7 @@
 #include <random>
 
 #include "../fuzz.hpp"
+#include "test_data.hpp"
 #include "weft/config/roce_fabric.hpp"
 #include "weft/config/roce_profile.hpp"
 #include "weft/qos/roce_check.hpp"
@@ -22,7 +23,7 @@ using nlohmann::json;
 // The fabric the e2e test uses too: two leaves under one spine, one 300 m uplink.
 const std::string& fabric_text() {
   static const std::string text = [] {
-    auto t = read_text_file(WEFT_TEST_DATA "/roce_fabric.yaml");
+    auto t = read_text_file(std::string(WEFT_TEST_DATA) + "/roce_fabric.yaml");
     return t ? *t : std::string("unreadable test data");
   }();
   return text;

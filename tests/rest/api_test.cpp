@@ -10,6 +10,7 @@
 
 #include "../fuzz.hpp"
 #include "rest_fixture.hpp"
+#include "test_data.hpp"
 #include "weft/rest/hostlist.hpp"
 #include "weft/text_file.hpp"
 

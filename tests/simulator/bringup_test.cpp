@@ -5,6 +5,7 @@
 #include <random>
 
 #include "sim_sm.hpp"
+#include "test_data.hpp"
 #include "weft/routing/verify.hpp"
 #include "weft/simulator/generators.hpp"
 #include "weft/simulator/sim_transport.hpp"
