@@ -68,29 +68,12 @@ class Sm(sb.Sm):
     shim in front of umad2sim and weft's stdout (its sweep summaries) in a file."""
 
     def __init__(self, kind, name, host, prio, work, sock, a, engine):
-        super().__init__(kind, name, host, prio, work, sock, a.weft, a.users)
-        self.engine, self.shim = engine, a.shim
+        super().__init__(kind, name, host, prio, work, sock, a.weft, a.users, engine)
         self.counts = os.path.join(self.dir, "counts")
-        self.out = os.path.join(self.dir, "stdout")
+        self.preload = a.shim + " " + b.UMAD2SIM
+        self.env = {"WEFT_MADCOUNT": self.counts}
         i = self.cmd.index("--sweep-interval" if kind == "weft" else "-s")
         self.cmd[i + 1] = str(SWEEP_S)
-        if kind == "weft":
-            self.cmd += ["--routing-engine", engine]
-        else:
-            with open(os.path.join(self.dir, "opensm.conf"), "a") as f:
-                f.write("routing_engine %s\n" % engine)
-
-    def start(self):
-        env = dict(os.environ, IBSIM_SOCKNAME=self.sock, LD_PRELOAD=self.shim + " " + b.UMAD2SIM,
-                   ASAN_OPTIONS=b.ASAN_OPTIONS, SIM_HOST=self.host, WEFT_MADCOUNT=self.counts,
-                   OSM_TMP_DIR=self.dir, OSM_CACHE_DIR=self.dir)
-        with open(self.out, "w") as out:
-            self.proc = subprocess.Popen(self.cmd, cwd=self.dir, env=env, stdout=out, stderr=subprocess.STDOUT,
-                                         start_new_session=True)
-        return self
-
-    def stdout(self):
-        return open(self.out, errors="replace").read() if os.path.exists(self.out) else ""
 
     def ups(self):
         return len(re.findall(r"SUBNET UP", self.text()))

@@ -51,12 +51,16 @@ def check(cond, what):
 class Sm:
     """One SM process under umad2sim at node `host`; stopped by PID."""
 
-    def __init__(self, kind, name, host, prio, work, sock, weft=None, users=None):
+    def __init__(self, kind, name, host, prio, work, sock, weft=None, users=None, engine=None):
         self.kind, self.name, self.host, self.prio = kind, name, host, prio
         self.dir = os.path.join(work, name)
         os.makedirs(self.dir, exist_ok=True)
         self.log = os.path.join(self.dir, "log")
+        self.out = os.path.join(self.dir, "stdout")  # weft prints each heavy sweep's summary here
         self.sock, self.proc, self.port = sock, None, None
+        # What start() preloads (a subclass may put a shim in front of umad2sim) and
+        # adds to the environment.
+        self.preload, self.env = b.UMAD2SIM, {}
         if kind == "weft":
             self.port = free_port()
             self.cmd = [weft, "sm", "--state-dir", os.path.join(self.dir, "state"), "--log-file", self.log,
@@ -68,13 +72,27 @@ class Sm:
             with open(conf, "w") as f:
                 f.write("sminfo_polling_timeout %d\npolling_retry_number %d\nsm_priority %d\n" % (POLL_MS, RETRIES, prio))
             self.cmd = ["opensm", "-F", conf, "-f", self.log, "-d", "2", "-s", "1"]
+        if engine:
+            self.set_option("routing_engine", engine)
+
+    def set_option(self, name, value):
+        """An option in weft's spelling (--routing-engine) or opensm.conf's."""
+        if self.kind == "weft":
+            self.cmd += ["--" + name.replace("_", "-"), value]
+        else:
+            with open(os.path.join(self.dir, "opensm.conf"), "a") as f:
+                f.write("%s %s\n" % (name, value))
 
     def start(self):
-        env = dict(os.environ, IBSIM_SOCKNAME=self.sock, LD_PRELOAD=b.UMAD2SIM, ASAN_OPTIONS=b.ASAN_OPTIONS,
-                   SIM_HOST=self.host, OSM_TMP_DIR=self.dir, OSM_CACHE_DIR=self.dir)
-        self.proc = subprocess.Popen(self.cmd, cwd=self.dir, env=env, stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.DEVNULL, start_new_session=True)
+        env = dict(os.environ, IBSIM_SOCKNAME=self.sock, LD_PRELOAD=self.preload, ASAN_OPTIONS=b.ASAN_OPTIONS,
+                   SIM_HOST=self.host, OSM_TMP_DIR=self.dir, OSM_CACHE_DIR=self.dir, **self.env)
+        with open(self.out, "w") as out:
+            self.proc = subprocess.Popen(self.cmd, cwd=self.dir, env=env, stdout=out, stderr=subprocess.STDOUT,
+                                         start_new_session=True)
         return self
+
+    def stdout(self):
+        return open(self.out, errors="replace").read() if os.path.exists(self.out) else ""
 
     def text(self):
         return open(self.log, errors="replace").read() if os.path.exists(self.log) else ""
@@ -121,10 +139,9 @@ def write_users(path):
     return path
 
 
-def fabric_state(work, sock):
-    """(LID of every port GUID, the LFTs, routing problems) as the tools read them."""
-    text = b.run(["ibnetdiscover"], work, sock, env={"SIM_HOST": "h1-0"}).stdout
-    nodes = b.parse_ibnetdiscover(text)
+def lids_of(nodes):
+    """The LID of every switch (by GUID) and CA port (by GUID and port), as parsed from
+    ibnetdiscover."""
     lids = {}
     for guid, n in nodes.items():
         if n["type"] == "Switch":
@@ -132,6 +149,14 @@ def fabric_state(work, sock):
         else:
             for port, (_, _, lid) in n["ports"].items():
                 lids[(guid, port)] = lid
+    return lids
+
+
+def fabric_state(work, sock):
+    """(LID of every port GUID, the LFTs, routing problems) as the tools read them."""
+    text = b.run(["ibnetdiscover"], work, sock, env={"SIM_HOST": "h1-0"}).stdout
+    nodes = b.parse_ibnetdiscover(text)
+    lids = lids_of(nodes)
     lfts = b.parse_dump_fts(b.run(["dump_fts", "-n"], work, sock, env={"SIM_HOST": "h1-0"}).stdout)
     pairs, problems = b.check_routes(nodes, lfts)
     return lids, lfts, pairs, problems

@@ -50,30 +50,12 @@ class Stuck(b.Failure):
 
 
 class Sm(sb.Sm):
-    """ibsim_standby's SM with a routing engine and its stdout in a file (weft prints
-    a summary of every heavy sweep there)."""
+    """ibsim_standby's SM with OpenSM's updn roots, and a check that it still runs."""
 
     def __init__(self, kind, name, host, prio, work, sock, weft, users, engine, root_file=None):
-        super().__init__(kind, name, host, prio, work, sock, weft, users)
-        self.out = os.path.join(self.dir, "stdout")
-        if kind == "weft":
-            self.cmd += ["--routing-engine", engine]
-        else:
-            with open(os.path.join(self.dir, "opensm.conf"), "a") as f:
-                f.write("routing_engine %s\n" % engine)
-                if root_file:
-                    f.write("root_guid_file %s\n" % root_file)
-
-    def start(self):
-        env = dict(os.environ, IBSIM_SOCKNAME=self.sock, LD_PRELOAD=b.UMAD2SIM, ASAN_OPTIONS=b.ASAN_OPTIONS,
-                   SIM_HOST=self.host, OSM_TMP_DIR=self.dir, OSM_CACHE_DIR=self.dir)
-        with open(self.out, "w") as out:
-            self.proc = subprocess.Popen(self.cmd, cwd=self.dir, env=env, stdout=out, stderr=subprocess.STDOUT,
-                                         start_new_session=True)
-        return self
-
-    def stdout(self):
-        return open(self.out, errors="replace").read() if os.path.exists(self.out) else ""
+        super().__init__(kind, name, host, prio, work, sock, weft, users, engine)
+        if root_file and kind == "opensm":
+            self.set_option("root_guid_file", root_file)
 
     def alive(self):
         if self.proc.poll() is not None:
@@ -107,17 +89,6 @@ def differing(lfts, tables):
             if lid > 0 and got.get(lid) != want.get(lid):
                 out.append((guid, lid, got.get(lid), want.get(lid)))
     return out
-
-
-def lids_of(nodes):
-    lids = {}
-    for guid, n in nodes.items():
-        if n["type"] == "Switch":
-            lids[guid] = n["lid"]
-        else:
-            for port, (_, _, lid) in n["ports"].items():
-                lids[(guid, port)] = lid
-    return lids
 
 
 def show(diffs, names, k=5):
@@ -229,7 +200,7 @@ def one_run(a, users, attempt):
             nodes, lfts0, pairs, problems = b.read_routes(work, sock)
             names = {g: n["name"] for g, n in nodes.items()}
             switches = sorted(g for g, n in nodes.items() if n["type"] == "Switch")
-            lids0 = lids_of(nodes)
+            lids0 = sb.lids_of(nodes)
             links0 = st["last_sweep"]["links"]
             if problems:
                 raise b.Failure("weft's bring-up: %d of %d routes wrong: %s" % (len(problems), pairs, problems[:3]))
@@ -254,7 +225,7 @@ def one_run(a, users, attempt):
                     raise b.Failure("weft is not STANDBY under OpenSM: %s" % weft.try_api())
                 time.sleep(0.2)
             nodes, theirs, pairs, problems = b.read_routes(work, sock)
-            if lids_of(nodes) != lids0:
+            if sb.lids_of(nodes) != lids0:
                 raise b.Failure("LIDs changed when OpenSM took the fabric")
             before = differing(theirs, own)
             if not before:
@@ -277,7 +248,7 @@ def one_run(a, users, attempt):
 
             # 4. The switches hold weft's tables, every entry.
             nodes, back, pairs, problems = b.read_routes(work, sock)
-            if lids_of(nodes) != lids0:
+            if sb.lids_of(nodes) != lids0:
                 raise b.Failure("LIDs changed in the takeover")
             mine = weft_tables(weft, switches)
             after = differing(back, mine)
@@ -304,7 +275,7 @@ def one_run(a, users, attempt):
             os.write(sim.fifo_fd, ('Unlink "%s"[%d]\n' % cut).encode())
             weft_swept(weft, heavy1, lambda s: s["last_sweep"]["links"] == links0 - 1, "after the Unlink")
             nodes, lfts5, pairs, problems = b.read_routes(work, sock)
-            if lids_of(nodes) != lids0:
+            if sb.lids_of(nodes) != lids0:
                 raise b.Failure("LIDs changed after the Unlink")
             if problems:
                 failures.append("after Unlink %s[%d]: %d of %d (switch, LID) pairs route wrong: %s"
