@@ -66,7 +66,9 @@ def main():
             print("re-sweep after Unlink: SUBNET UP again within %.2f s" % (time.time() - t0))
             # The sweep reads the switches that trapped again (an update; a far end that
             # did not trap is read when the light sweep finds its PortStateChange), routes
-            # again only what crossed the link, and no full discovery follows.
+            # again only what crossed the link, and no full discovery follows (a thing that
+            # must not happen: the window is the light sweep that would find the far end).
+            text = wait_for(log, r"SM-0007 routing: minhop: only links went away", 1, 30, proc)
             time.sleep(1.5)
             text = open(log).read()
             if not re.search(r"SM-0034 update: \d switches read again, 1 links gone, 0 links found", text):

@@ -184,16 +184,27 @@ def multicast_checks(client, work, sock, nodes):
     for h in ("h0-1", "h1-0", "h1-2"):
         join(h)
     join("h0-2", state="sendonly")
-    time.sleep(0.3)
     switches = {g: n for g, n in nodes.items() if n["type"] == "Switch"}
-    tables = mfts(work, sock, switches)
     receivers = {names["h0-1"], names["h1-0"], names["h1-2"]}
-    for h in ("h0-1", "h1-0", "h1-2", "h0-2"):
-        got = deliveries(nodes, tables, 0xC000, names[h])
-        want = receivers - {names[h]}
-        if got != want:
-            raise Failure("a packet to 0xC000 from %s reaches %s, want %s (MFTs %s)"
-                          % (h, sorted(map(hex, got)), sorted(map(hex, want)), tables))
+
+    def wrong_deliveries():
+        tables = mfts(work, sock, switches)
+        for h in ("h0-1", "h1-0", "h1-2", "h0-2"):
+            got = deliveries(nodes, tables, 0xC000, names[h])
+            want = receivers - {names[h]}
+            if got != want:
+                return "a packet to 0xC000 from %s reaches %s, want %s (MFTs %s)" % (
+                    h, sorted(map(hex, got)), sorted(map(hex, want)), tables)
+        return None
+
+    # The SM programs the MFTs after it answers the joins: wait for the state.
+    deadline = time.time() + 30
+    wrong = wrong_deliveries()
+    while wrong and time.time() < deadline:
+        time.sleep(0.2)
+        wrong = wrong_deliveries()
+    if wrong:
+        raise Failure(wrong)
     # saquery reads each member back (one MCMemberRecord per port GID asked).
     for h in ("h0-1", "h1-0", "h1-2", "h0-2"):
         port_guid = nodes[names[h]]["port_guids"].get(1, names[h])
@@ -203,9 +214,11 @@ def multicast_checks(client, work, sock, nodes):
         if mr.returncode != 0 or "0xc000" not in out or bcast not in out or gid not in out:
             raise Failure("saquery MCMR --gid %s (%s): rc %d\n%s%s" % (gid, h, mr.returncode, mr.stdout, mr.stderr[-300:]))
     join("h1-2", op="leave")
-    time.sleep(0.3)
-    tables = mfts(work, sock, switches)
-    got = deliveries(nodes, tables, 0xC000, names["h0-1"])
+    deadline = time.time() + 30
+    got = deliveries(nodes, mfts(work, sock, switches), 0xC000, names["h0-1"])
+    while got != {names["h1-0"]} and time.time() < deadline:
+        time.sleep(0.2)
+        got = deliveries(nodes, mfts(work, sock, switches), 0xC000, names["h0-1"])
     if got != {names["h1-0"]}:
         raise Failure("after h1-2 left, a packet from h0-1 reaches %s" % sorted(map(hex, got)))
     print("multicast: joins from 3 hosts (+1 send-only), each read back with saquery MCMR --gid; the MFTs "

@@ -310,7 +310,8 @@ TEST(StateStore, AMasterWhoseLeaseExpiredIsRefusedAndItsSuccessorWrites) {
   EXPECT_NE(again.error().message.find("lost"), std::string::npos) << again.error().message;
   EXPECT_FALSE(std::filesystem::exists(a.path + "/guid2lid"));
   EXPECT_TRUE(old_master->status().detail["fenced"].get<bool>());
-  // Nor does A take the key back without reaching its fabric, and B keeps it.
+  // Nor does A take the key back without reaching its fabric, and B keeps it: a thing
+  // that must not happen has no state to wait for, so this watches one lease and more.
   std::this_thread::sleep_for(std::chrono::seconds(3));
   next->fabric_contact();
   EXPECT_FALSE(holds(*old_master));
@@ -359,7 +360,10 @@ TEST(StateStore, WhatTheMasterWroteWhileEtcdWasAwayIsWrittenBackWhenItReturns) {
   ASSERT_TRUE(etcd.start());
   auto restarted = store(etcd, a.path, "A again", 3);
   restarted->start();
-  std::this_thread::sleep_for(std::chrono::seconds(1));  // its watch has read etcd by now
+  // Its watch has read etcd once it reports the revision it read at.
+  ASSERT_TRUE(wait_until([&] { return restarted->status().detail.contains("revision"); },
+                         std::chrono::seconds(20)))
+      << restarted->status().detail.dump();
   EXPECT_EQ(*read_text_file(a.path + "/guid2lid"), "three\n") << "a standby kept what it owes";
   EXPECT_EQ(in_etcd(c, "guid2lid").second, "two\n");
   restarted->set_master(true);
