@@ -13,10 +13,10 @@
 #include "sm_config.hpp"
 #include "summary.hpp"
 #include "weft/log.hpp"
+#include "weft/mad/umad_transport.hpp"
 #include "weft/rest/server.hpp"
 #include "weft/sm/service.hpp"
 #include "weft/sm/state_dir.hpp"
-#include "weft/sm/umad_transport.hpp"
 
 namespace weft::app {
 
@@ -154,11 +154,11 @@ int cmd_sm(int argc, char** argv) {
   const std::string state_dir = v->get_str("state_dir");
   auto state = sm::StateDir::acquire(state_dir);
   if (!state) return die(state.error().message, 1);
-  sm::UmadPortSpec spec;
+  mad::UmadPortSpec spec;
   if (vm.count("ca")) spec.ca = vm["ca"].as<std::string>();
   spec.port = vm["port"].as<int>();
   spec.guid = std::strtoull(v->get_str("guid").c_str(), nullptr, 0);
-  auto t = sm::UmadTransport::open(spec);
+  auto t = mad::UmadTransport::open(spec);
   if (!t) return die(t.error().message, 1);
   auto so = sm_opts(*v);
   if (!so) return die(so.error().message);
@@ -180,7 +180,7 @@ int cmd_sm(int argc, char** argv) {
   svo.once = once;
   bool first = true;
   sm::SmService* svc_ptr = nullptr;
-  svo.on_heavy_sweep = [&](const sm::SweepReport& r, const sm::EngineStats& s) {
+  svo.on_heavy_sweep = [&](const sm::SweepReport& r, const mad::EngineStats& s) {
     print_summary(r, s);
     if (first && svc_ptr)
       if (auto d = dump_model(vm, svc_ptr->published()->subnet.get()); !d)

@@ -8,15 +8,15 @@ namespace weft::app {
 
 namespace po = boost::program_options;
 
-void print_summary(const sm::SweepReport& r, const sm::EngineStats& s) {
-  if (r.sm_state != sm::SmState::kMaster) {
+void print_summary(const sm::SweepReport& r, const mad::EngineStats& s) {
+  if (r.sm_state != mad::SmState::kMaster) {
     // Not master: it read the fabric and the other SMs, and wrote nothing.
     std::printf("weft: %s\n", r.reason.c_str());
     std::printf("  fabric   %zu switches, %zu CAs, %zu routers, %zu links\n", r.switches, r.cas,
                 r.routers, r.links);
     for (const auto& o : r.sms)
       std::printf("  SM       %s %s%s\n", o.name.c_str(),
-                  o.answered ? sm::sm_state_name(o.info.state) : "(no answer)",
+                  o.answered ? mad::sm_state_name(o.info.state) : "(no answer)",
                   o.answered ? (", priority " + std::to_string(o.info.priority) +
                                 (o.key_ok ? "" : ", another SM_Key: ignored"))
                                    .c_str()
@@ -26,7 +26,7 @@ void print_summary(const sm::SweepReport& r, const sm::EngineStats& s) {
   std::printf("weft: %s\n", r.subnet_up ? "SUBNET UP" : ("subnet NOT up: " + r.reason).c_str());
   for (const auto& o : r.sms)
     std::printf("  SM       %s %s, priority %d (this SM is master)\n", o.name.c_str(),
-                o.answered ? sm::sm_state_name(o.info.state) : "(no answer)",
+                o.answered ? mad::sm_state_name(o.info.state) : "(no answer)",
                 o.answered ? int(o.info.priority) : 0);
   std::printf("  fabric   %zu switches, %zu CAs, %zu routers, %zu links, %zu LIDs (top %u)\n",
               r.switches, r.cas, r.routers, r.links, r.lids, r.top_lid);

@@ -9,7 +9,7 @@
 
 namespace weft::app {
 
-void print_summary(const sm::SweepReport& r, const sm::EngineStats& s);
+void print_summary(const sm::SweepReport& r, const mad::EngineStats& s);
 std::string model_text(const fabric::Fabric& f);
 // Writes model_text to --dump-model's file, when given.
 Result<void> dump_model(const boost::program_options::variables_map& vm,

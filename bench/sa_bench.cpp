@@ -54,7 +54,7 @@ int main(int argc, char** argv) {
   req[0] = 1;
   req[1] = sm::kClassSa;
   req[2] = 2;
-  req[3] = sm::kMethodGet;
+  req[3] = mad::kMethodGet;
   req[17] = sm::kSaPathRecord & 0xff;
   req[16] = sm::kSaPathRecord >> 8;
   req[55] = 0x30;  // component mask (bytes 48-55): DLID (bit 4) and SLID (bit 5)

@@ -106,10 +106,10 @@ std::string prometheus_text(const sm::Published& p,
                             uint64_t events) {
   Writer w;
   w.family("weft_sm_state", "gauge", "1 for the SM's SMInfo state");
-  for (auto s : {sm::SmState::kNotActive, sm::SmState::kDiscovering, sm::SmState::kStandby,
-                 sm::SmState::kMaster})
+  for (auto s : {mad::SmState::kNotActive, mad::SmState::kDiscovering, mad::SmState::kStandby,
+                 mad::SmState::kMaster})
     w.sample("weft_sm_state", p.state == s ? 1 : 0,
-             fmt::format("state=\"{}\"", sm::sm_state_name(s)));
+             fmt::format("state=\"{}\"", mad::sm_state_name(s)));
   w.one("weft_subnet_up", "gauge", "1 when the last heavy sweep brought the subnet up",
         p.report && p.report->subnet_up ? 1 : 0);
   w.family("weft_sweeps_total", "counter", "sweeps finished, by kind");

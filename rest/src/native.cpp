@@ -92,7 +92,7 @@ json report_json(const sm::SweepReport& r) {
 
 void get_sm(Ctx& c) {
   auto p = c.backend.published();
-  json j = {{"state", sm::sm_state_name(p->state)},
+  json j = {{"state", mad::sm_state_name(p->state)},
             {"priority", p->priority},
             {"guid", guid_hex(p->guid.value)},
             {"lid", p->lid.value},
@@ -142,7 +142,7 @@ void get_sm(Ctx& c) {
                 {"answered", r.answered},
                 {"sm_key_matches", r.key_ok}};
     if (r.answered) {
-      one["state"] = sm::sm_state_name(r.info.state);
+      one["state"] = mad::sm_state_name(r.info.state);
       one["priority"] = r.info.priority;
       one["act_count"] = r.info.act_count;
     } else {
@@ -847,8 +847,8 @@ void register_native(std::vector<Api::Route>& r) {
             "200 when weft is the master SM and the subnet is up, else 503 with why", [](Ctx& c) {
               auto p = c.backend.published();
               std::string why;
-              if (p->state != sm::SmState::kMaster)
-                why = std::string("the SM is ") + sm::sm_state_name(p->state);
+              if (p->state != mad::SmState::kMaster)
+                why = std::string("the SM is ") + mad::sm_state_name(p->state);
               else if (!p->report || !p->report->subnet_up)
                 why =
                     "the subnet is not up" + (p->report ? ": " + p->report->reason : std::string());

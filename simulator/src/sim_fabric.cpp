@@ -8,6 +8,7 @@ namespace weft::simulator {
 using fabric::NodeIndex;
 using fabric::NodeType;
 using fabric::PortState;
+using namespace weft::mad;
 using namespace weft::sm;
 
 namespace {
@@ -434,7 +435,7 @@ SimFabric::Outcome SimFabric::process_gmp(const MadBuf& req, NodeIndex sm_node, 
 bool SimFabric::mkey_check(const Smp& s, NodeIndex n, PortNum in_port, bool& hide) {
   const auto& nd = f_.node(n);
   MKeyState& m = mkey_[n][nd.is_switch() ? 0 : in_port];
-  const sm::TimePoint now = clock_ ? clock_->now() : sm::TimePoint{0};
+  const mad::TimePoint now = clock_ ? clock_->now() : mad::TimePoint{0};
   if (m.deadline && now >= *m.deadline) {  // the lease ran out: protection off
     m.deadline.reset();
     m.protect = 0;

@@ -1,10 +1,11 @@
 #include "weft/simulator/sim_transport.hpp"
 
-#include "weft/sm/rmpp.hpp"
+#include "weft/mad/rmpp.hpp"
 #include "weft/sm/sa.hpp"
 
 namespace weft::simulator {
 
+using namespace weft::mad;
 using namespace weft::sm;
 
 SimTransport::SimTransport(SimFabric& sim, SimTransportOptions o) : sim_(sim), o_(o), rng_(o.seed) {

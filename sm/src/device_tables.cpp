@@ -39,8 +39,8 @@ DeviceTables::Key DeviceTables::key(const Discovered& d, NodeIndex n, PortNum p,
   return {nd.is_switch() ? nd.guid.value : nd.ports[p].guid.value, mod, attr, p};
 }
 
-const SmpData* DeviceTables::held(const Discovered& d, NodeIndex n, PortNum p, uint16_t attr,
-                                  uint32_t mod) const {
+const mad::SmpData* DeviceTables::held(const Discovered& d, NodeIndex n, PortNum p, uint16_t attr,
+                                       uint32_t mod) const {
   if (!steady(d, n, p)) return nullptr;
   auto it = cache_.find(key(d, n, p, attr, mod));
   return it == cache_.end() ? nullptr : &it->second;
@@ -50,13 +50,13 @@ void DeviceTables::read_one(SweepRun& run, NodeIndex n, PortNum p, uint16_t attr
   if (held(run.d, n, p, attr, mod)) return;
   const Key k = key(run.d, n, p, attr, mod);
   cache_.erase(k);  // what a reset port held before says nothing now
-  eng_.submit(SmpRequest::get(attr, mod, dr_path_to(run.d, n, p)),
-              [this, &run, attr, k](Result<Smp> r) {
+  eng_.submit(mad::SmpRequest::get(attr, mod, dr_path_to(run.d, n, p)),
+              [this, &run, attr, k](Result<mad::Smp> r) {
                 switch (attr) {
-                  case kAttrPkeyTable:
+                  case mad::kAttrPkeyTable:
                     ++run.rep.pkey_blocks_read;
                     break;
-                  case kAttrSl2Vl:
+                  case mad::kAttrSl2Vl:
                     ++run.rep.sl2vl_read;
                     break;
                   default:
@@ -81,7 +81,7 @@ void DeviceTables::read(SweepRun& run) {
   plan_vlarb(run);
   for (const PkeyJob& j : pkey_jobs_)
     for (size_t b = 0; b < (j.cap + 31) / 32; ++b)
-      read_one(run, j.n, j.p, kAttrPkeyTable, j.mod_base | uint32_t(b));
+      read_one(run, j.n, j.p, mad::kAttrPkeyTable, j.mod_base | uint32_t(b));
   for (const Want& w : wants_) read_one(run, w.n, w.p, w.attr, w.mod);
 }
 
@@ -120,7 +120,7 @@ void DeviceTables::plan_pkeys(SweepRun& run) {
       const auto& port = nd.ports[p];
       if (!port.linked() || target.node(port.peer).is_switch()) continue;
       const auto& keys = plan.pkeys[port.peer][port.peer_port];
-      const SwitchInfo& si = d.switch_info[n];
+      const mad::SwitchInfo& si = d.switch_info[n];
       if (ports_.enforces(run, n, p)) {
         ++run.rep.ports_enforcing;
         job(n, p, uint32_t(p) << 16, si.partition_enforce_cap, keys);
@@ -157,28 +157,28 @@ void DeviceTables::plan_sl2vl(SweepRun& run) {
     if (!nd.is_switch()) {
       for (PortNum p = 1; p <= nd.num_ports; ++p) {
         if (!nd.ports[p].linked() || !d.port_read[n][p]) continue;
-        if (!(d.port_info[n][p].attrs.capability_mask & kCapSlMap)) continue;
+        if (!(d.port_info[n][p].attrs.capability_mask & mad::kCapSlMap)) continue;
         const uint8_t oper = run.after[n][p].attrs.oper_vls;
         check_vls(n, p, oper);
-        wants_.push_back({n, p, kAttrSl2Vl, 0,
-                          encode_sl2vl(qos::port_sl2vl(ports_.qos_for(target, n, p), oper, layers)),
-                          8});
+        wants_.push_back(
+            {n, p, mad::kAttrSl2Vl, 0,
+             mad::encode_sl2vl(qos::port_sl2vl(ports_.qos_for(target, n, p), oper, layers)), 8});
       }
       continue;
     }
-    if (!d.port_read[n][0] || !(d.port_info[n][0].attrs.capability_mask & kCapSlMap)) continue;
+    if (!d.port_read[n][0] || !(d.port_info[n][0].attrs.capability_mask & mad::kCapSlMap)) continue;
     for (PortNum out = d.switch_info[n].enhanced_port0 ? 0 : 1; out <= nd.num_ports; ++out) {
       if (out != 0 && (!nd.ports[out].linked() || !d.port_read[n][out])) continue;
       const uint8_t oper = run.after[n][out].attrs.oper_vls;
       if (out != 0) check_vls(n, out, oper);
-      const SmpData want =
-          encode_sl2vl(qos::port_sl2vl(ports_.qos_for(target, n, out), oper, layers));
-      if (const SmpData* h = held(d, n, out, kAttrSl2Vl, kAllInputs);
+      const mad::SmpData want =
+          mad::encode_sl2vl(qos::port_sl2vl(ports_.qos_for(target, n, out), oper, layers));
+      if (const mad::SmpData* h = held(d, n, out, mad::kAttrSl2Vl, kAllInputs);
           h && std::equal(h->begin(), h->begin() + 8, want.begin()))
         continue;
       for (PortNum in = 0; in <= nd.num_ports; ++in)
         if (in == 0 || nd.ports[in].linked())
-          wants_.push_back({n, out, kAttrSl2Vl, uint32_t(in) << 8 | out, want, 8});
+          wants_.push_back({n, out, mad::kAttrSl2Vl, uint32_t(in) << 8 | out, want, 8});
     }
   }
 }
@@ -194,7 +194,7 @@ void DeviceTables::plan_vlarb(SweepRun& run) {
       if (!d.port_read[n][p]) continue;
       if (p == 0 && !(nd.is_switch() && d.switch_info[n].enhanced_port0)) continue;
       if (p != 0 && !nd.ports[p].linked()) continue;
-      const PortInfo& pi = d.port_info[n][p];
+      const mad::PortInfo& pi = d.port_info[n][p];
       const auto& cfg = ports_.qos_for(target, n, p);
       const uint8_t oper = run.after[n][p].attrs.oper_vls;
       const uint32_t port_mod = nd.is_switch() ? p : 0;
@@ -203,8 +203,8 @@ void DeviceTables::plan_vlarb(SweepRun& run) {
             std::tuple{&cfg.high, size_t(pi.vl_arb_high_cap), 3u}}) {
         for (size_t bi = 0; bi < 2 && bi * 32 < cap; ++bi) {
           const size_t len = std::min<size_t>(32, cap - bi * 32);
-          wants_.push_back({n, p, kAttrVlArb, (first_block + uint32_t(bi)) << 16 | port_mod,
-                            encode_vlarb(qos::vlarb_block(*list, bi, cap, oper)), 2 * len});
+          wants_.push_back({n, p, mad::kAttrVlArb, (first_block + uint32_t(bi)) << 16 | port_mod,
+                            mad::encode_vlarb(qos::vlarb_block(*list, bi, cap, oper)), 2 * len});
         }
       }
     }
@@ -216,9 +216,9 @@ void DeviceTables::write_pkeys(SweepRun& run, const PkeyJob& j) {
   const size_t blocks = (j.cap + 31) / 32;
   std::vector<uint16_t> have(blocks * 32, 0);
   for (size_t b = 0; b < blocks; ++b) {
-    auto it = cache_.find(key(d, j.n, j.p, kAttrPkeyTable, j.mod_base | uint32_t(b)));
+    auto it = cache_.find(key(d, j.n, j.p, mad::kAttrPkeyTable, j.mod_base | uint32_t(b)));
     if (it == cache_.end()) return;  // the read failed (a problem says so)
-    const PkeyBlock blk = decode_pkey_block(it->second);
+    const mad::PkeyBlock blk = mad::decode_pkey_block(it->second);
     std::copy(blk.begin(), blk.end(), have.begin() + b * 32);
   }
   have.resize(j.cap);
@@ -232,19 +232,19 @@ void DeviceTables::write_pkeys(SweepRun& run, const PkeyJob& j) {
                 "PRT-0003");
   lay.table.resize(blocks * 32, 0);
   have.resize(blocks * 32, 0);
-  const DrPath path = dr_path_to(d, j.n, j.p);
+  const mad::DrPath path = dr_path_to(d, j.n, j.p);
   for (size_t w = 0; w < blocks; ++w) {
     if (std::equal(lay.table.begin() + w * 32, lay.table.begin() + (w + 1) * 32,
                    have.begin() + w * 32))
       continue;
-    PkeyBlock out{};
+    mad::PkeyBlock out{};
     std::copy(lay.table.begin() + w * 32, lay.table.begin() + (w + 1) * 32, out.begin());
     const uint32_t mod = j.mod_base | static_cast<uint32_t>(w);
-    const Key k = key(d, j.n, j.p, kAttrPkeyTable, mod);
+    const Key k = key(d, j.n, j.p, mad::kAttrPkeyTable, mod);
     const NodeIndex n = j.n;
     const PortNum p = j.p;
-    eng_.submit(SmpRequest::set(kAttrPkeyTable, mod, path, encode_pkey_block(out)),
-                [this, &run, n, p, k](Result<Smp> r) {
+    eng_.submit(mad::SmpRequest::set(mad::kAttrPkeyTable, mod, path, mad::encode_pkey_block(out)),
+                [this, &run, n, p, k](Result<mad::Smp> r) {
                   if (r) {
                     ++run.rep.pkey_blocks_written;
                     cache_[k] = r->data;
@@ -264,7 +264,7 @@ void DeviceTables::write(SweepRun& run) {
   for (const PkeyJob& j : pkey_jobs_) {
     const std::string* failed = nullptr;
     for (size_t b = 0; b < (j.cap + 31) / 32 && !failed; ++b) {
-      const Key k = key(d, j.n, j.p, kAttrPkeyTable, j.mod_base | uint32_t(b));
+      const Key k = key(d, j.n, j.p, mad::kAttrPkeyTable, j.mod_base | uint32_t(b));
       if (!cache_.count(k)) {
         static const std::string unknown = "no reply";
         auto e = read_errors_.find(k);
@@ -286,16 +286,16 @@ void DeviceTables::write(SweepRun& run) {
     if (it != cache_.end() &&
         std::equal(it->second.begin(), it->second.begin() + w.compare_bytes, w.data.begin()))
       continue;
-    eng_.submit(SmpRequest::set(w.attr, w.mod, dr_path_to(d, w.n, w.p), w.data),
-                [this, &run, w, k](Result<Smp> r) {
+    eng_.submit(mad::SmpRequest::set(w.attr, w.mod, dr_path_to(d, w.n, w.p), w.data),
+                [this, &run, w, k](Result<mad::Smp> r) {
                   if (r) {
-                    ++(w.attr == kAttrSl2Vl ? run.rep.sl2vl_written : run.rep.vlarb_written);
+                    ++(w.attr == mad::kAttrSl2Vl ? run.rep.sl2vl_written : run.rep.vlarb_written);
                     cache_[k] = r->data;
                     return;
                   }
                   cache_.erase(k);
                   ++run.rep.table_failures;
-                  add_problem(run.rep, std::string(attr_name(w.attr)) + " Set (modifier 0x" +
+                  add_problem(run.rep, std::string(mad::attr_name(w.attr)) + " Set (modifier 0x" +
                                            hex(w.mod) + ") on " +
                                            fabric::port_ref(run.target, w.n, w.p) + ": " +
                                            r.error().message);
@@ -311,9 +311,9 @@ void DeviceTables::settle(SweepRun& run) {
     const Want& first = wants_[i];
     size_t end = i;
     bool all = true;
-    while (end < wants_.size() && wants_[end].attr == kAttrSl2Vl && wants_[end].n == first.n &&
+    while (end < wants_.size() && wants_[end].attr == mad::kAttrSl2Vl && wants_[end].n == first.n &&
            wants_[end].p == first.p && d.fabric.node(first.n).is_switch()) {
-      auto it = cache_.find(key(d, first.n, first.p, kAttrSl2Vl, wants_[end].mod));
+      auto it = cache_.find(key(d, first.n, first.p, mad::kAttrSl2Vl, wants_[end].mod));
       all &= it != cache_.end() &&
              std::equal(it->second.begin(), it->second.begin() + 8, wants_[end].data.begin());
       ++end;
@@ -322,7 +322,7 @@ void DeviceTables::settle(SweepRun& run) {
       ++i;
       continue;
     }
-    const Key all_key = key(d, first.n, first.p, kAttrSl2Vl, kAllInputs);
+    const Key all_key = key(d, first.n, first.p, mad::kAttrSl2Vl, kAllInputs);
     if (all)
       cache_[all_key] = first.data;
     else

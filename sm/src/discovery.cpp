@@ -15,10 +15,10 @@ namespace {
 
 struct Raw {
   Fabric f;
-  std::vector<DrPath> paths;
-  std::vector<std::vector<PortInfo>> pi;
+  std::vector<mad::DrPath> paths;
+  std::vector<std::vector<mad::PortInfo>> pi;
   std::vector<std::vector<bool>> pi_read;
-  std::vector<SwitchInfo> si;
+  std::vector<mad::SwitchInfo> si;
   std::vector<std::string> problems;
   size_t unexplored = 0;
   NodeIndex local = fabric::kNoNode;
@@ -27,28 +27,29 @@ struct Raw {
 
 class Walker {
  public:
-  Walker(MadEngine& e, const DiscoveryOptions& o) : eng_(e), opts_(o) {}
+  Walker(mad::MadEngine& e, const DiscoveryOptions& o) : eng_(e), opts_(o) {}
 
   void start() {
-    eng_.submit(SmpRequest::get(kAttrNodeInfo, 0, DrPath{}), [this](Result<Smp> r) {
-      if (!r) {
-        local_error_ = r.error();
-        return;
-      }
-      auto ni = decode_node_info(r->data);
-      if (!ni) {
-        local_error_ = ni.error();
-        return;
-      }
-      auto idx = add(*ni, DrPath{});
-      if (!idx) {
-        local_error_ = idx.error();
-        return;
-      }
-      raw_.local = *idx;
-      raw_.local_port = ni->local_port;
-      explore(*idx, ni->local_port);
-    });
+    eng_.submit(mad::SmpRequest::get(mad::kAttrNodeInfo, 0, mad::DrPath{}),
+                [this](Result<mad::Smp> r) {
+                  if (!r) {
+                    local_error_ = r.error();
+                    return;
+                  }
+                  auto ni = mad::decode_node_info(r->data);
+                  if (!ni) {
+                    local_error_ = ni.error();
+                    return;
+                  }
+                  auto idx = add(*ni, mad::DrPath{});
+                  if (!idx) {
+                    local_error_ = idx.error();
+                    return;
+                  }
+                  raw_.local = *idx;
+                  raw_.local_port = ni->local_port;
+                  explore(*idx, ni->local_port);
+                });
   }
 
   // An update of a model this walker did not read: `prev` as the devices were left,
@@ -76,8 +77,8 @@ class Walker {
     std::vector<uint8_t> seen(raw_.f.size(), 0);
     std::deque<NodeIndex> q{raw_.local};
     seen[raw_.local] = 1;
-    std::vector<DrPath> around = raw_.paths;
-    around[raw_.local] = DrPath{};
+    std::vector<mad::DrPath> around = raw_.paths;
+    around[raw_.local] = mad::DrPath{};
     while (!q.empty()) {
       const NodeIndex n = q.front();
       q.pop_front();
@@ -97,16 +98,19 @@ class Walker {
       if (seen[n]) raw_.paths[n] = around[n];
     for (NodeIndex n : dirty) {
       if (n >= raw_.f.size() || !raw_.f.node(n).is_switch()) continue;
-      const DrPath path = raw_.paths[n];
-      eng_.submit(SmpRequest::get(kAttrSwitchInfo, 0, path), [this, n](Result<Smp> r) {
-        if (!r) return update_failed("SwitchInfo of " + raw_.f.node(n).guid.str(), r.error());
-        raw_.si[n] = decode_switch_info(r->data);
-        raw_.f.node(n).sw.lft_top = raw_.si[n].lft_top;
-      });
+      const mad::DrPath path = raw_.paths[n];
+      eng_.submit(mad::SmpRequest::get(mad::kAttrSwitchInfo, 0, path),
+                  [this, n](Result<mad::Smp> r) {
+                    if (!r)
+                      return update_failed("SwitchInfo of " + raw_.f.node(n).guid.str(), r.error());
+                    raw_.si[n] = mad::decode_switch_info(r->data);
+                    raw_.f.node(n).sw.lft_top = raw_.si[n].lft_top;
+                  });
       for (PortNum p = 0; p <= raw_.f.node(n).num_ports; ++p)
-        eng_.submit(SmpRequest::get(kAttrPortInfo, p, path), [this, n, p, path](Result<Smp> r) {
+        eng_.submit(mad::SmpRequest::get(mad::kAttrPortInfo, p, path), [this, n, p,
+                                                                        path](Result<mad::Smp> r) {
           if (!r) return update_failed("PortInfo " + fabric::port_ref(raw_.f, n, p), r.error());
-          PortInfo pi = decode_port_info(r->data);
+          mad::PortInfo pi = mad::decode_port_info(r->data);
           auto& port = raw_.f.node(n).ports[p];
           raw_.pi[n][p] = pi;
           raw_.pi_read[n][p] = true;
@@ -151,7 +155,7 @@ class Walker {
     if (!update_error_) update_error_ = Error{why.code, what + ": " + why.message};
   }
 
-  Result<NodeIndex> add(const NodeInfo& ni, const DrPath& path) {
+  Result<NodeIndex> add(const mad::NodeInfo& ni, const mad::DrPath& path) {
     fabric::Node n;
     n.type = ni.type;
     n.guid = ni.node_guid;
@@ -177,44 +181,45 @@ class Walker {
 
   // Reads what a newly found node holds; `entry` is the port we reached it through.
   void explore(NodeIndex n, PortNum entry) {
-    const DrPath path = raw_.paths[n];
-    eng_.submit(SmpRequest::get(kAttrNodeDesc, 0, path), [this, n](Result<Smp> r) {
+    const mad::DrPath path = raw_.paths[n];
+    eng_.submit(mad::SmpRequest::get(mad::kAttrNodeDesc, 0, path), [this, n](Result<mad::Smp> r) {
       if (r)
-        raw_.f.node(n).description = decode_node_desc(r->data);
+        raw_.f.node(n).description = mad::decode_node_desc(r->data);
       else
         problem("NodeDescription of " + raw_.f.node(n).guid.str() + ": " + r.error().message);
     });
     const auto& nd = raw_.f.node(n);
     if (nd.is_switch()) {
-      eng_.submit(SmpRequest::get(kAttrSwitchInfo, 0, path), [this, n](Result<Smp> r) {
-        if (r) {
-          raw_.si[n] = decode_switch_info(r->data);
-          auto& sw = raw_.f.node(n).sw;
-          sw.lft_cap = raw_.si[n].lft_cap;
-          sw.mft_cap = raw_.si[n].mft_cap;
-          sw.lft_top = raw_.si[n].lft_top;
-          sw.lifetime = raw_.si[n].lifetime;
-          sw.enhanced_port0 = raw_.si[n].enhanced_port0;
-        } else {
-          problem("SwitchInfo of " + raw_.f.node(n).guid.str() + ": " + r.error().message);
-        }
-      });
+      eng_.submit(
+          mad::SmpRequest::get(mad::kAttrSwitchInfo, 0, path), [this, n](Result<mad::Smp> r) {
+            if (r) {
+              raw_.si[n] = mad::decode_switch_info(r->data);
+              auto& sw = raw_.f.node(n).sw;
+              sw.lft_cap = raw_.si[n].lft_cap;
+              sw.mft_cap = raw_.si[n].mft_cap;
+              sw.lft_top = raw_.si[n].lft_top;
+              sw.lifetime = raw_.si[n].lifetime;
+              sw.enhanced_port0 = raw_.si[n].enhanced_port0;
+            } else {
+              problem("SwitchInfo of " + raw_.f.node(n).guid.str() + ": " + r.error().message);
+            }
+          });
       for (PortNum p = 0; p <= nd.num_ports; ++p) read_port(n, p, path, true);
     } else {
       read_port(n, entry, path, n == raw_.local);
     }
   }
 
-  void read_port(NodeIndex n, PortNum p, const DrPath& path, bool probe_beyond) {
-    eng_.submit(SmpRequest::get(kAttrPortInfo, p, path),
-                [this, n, p, path, probe_beyond](Result<Smp> r) {
+  void read_port(NodeIndex n, PortNum p, const mad::DrPath& path, bool probe_beyond) {
+    eng_.submit(mad::SmpRequest::get(mad::kAttrPortInfo, p, path),
+                [this, n, p, path, probe_beyond](Result<mad::Smp> r) {
                   auto& nd = raw_.f.node(n);
                   if (!r) {
                     problem("PortInfo " + fabric::port_ref(raw_.f, n, p) + " via DR " + path.str() +
                             ": " + r.error().message);
                     return;
                   }
-                  PortInfo pi = decode_port_info(r->data);
+                  mad::PortInfo pi = mad::decode_port_info(r->data);
                   raw_.pi[n][p] = pi;
                   raw_.pi_read[n][p] = true;
                   nd.ports[p].attrs = pi.attrs;
@@ -230,86 +235,86 @@ class Walker {
                 });
   }
 
-  void probe(NodeIndex from, PortNum from_port, const DrPath& path) {
-    eng_.submit(
-        SmpRequest::get(kAttrNodeInfo, 0, path), [this, from, from_port, path](Result<Smp> r) {
-          if (!r) {
-            ++raw_.unexplored;
-            problem("NodeInfo beyond " + fabric::port_ref(raw_.f, from, from_port) + ": " +
-                    r.error().message);
-            return;
-          }
-          auto ni = decode_node_info(r->data);
-          if (!ni) {
-            ++raw_.unexplored;
-            problem("NodeInfo beyond " + fabric::port_ref(raw_.f, from, from_port) + ": " +
-                    ni.error().message);
-            return;
-          }
-          if (ni->local_port == 0 && ni->type != NodeType::kSwitch) {
-            problem("NodeInfo beyond " + fabric::port_ref(raw_.f, from, from_port) +
-                    ": a CA reports LocalPortNum 0");
-            return;
-          }
-          NodeIndex to;
-          bool fresh = false;
-          if (auto known = raw_.f.find(ni->node_guid)) {
-            to = *known;
-            const auto& nd = raw_.f.node(to);
-            if (nd.type != ni->type || nd.num_ports != ni->num_ports) {
-              problem("duplicate GUID " + ni->node_guid.str() + ": seen as " +
-                      fabric::node_type_name(nd.type) + " with " + std::to_string(nd.num_ports) +
-                      " ports and beyond " + fabric::port_ref(raw_.f, from, from_port) + " as " +
-                      fabric::node_type_name(ni->type) + " with " + std::to_string(ni->num_ports) +
-                      "; link ignored");
-              return;
-            }
-          } else {
-            auto idx = add(*ni, path);
-            if (!idx) {
-              problem(idx.error().message);
-              return;
-            }
-            to = *idx;
-            fresh = true;
-          }
-          PortNum q = ni->local_port;
-          if (q == 0) {
-            problem("switch " + ni->node_guid.str() + " reports LocalPortNum 0 on a link");
-            return;
-          }
-          if (updating_) {
-            // The far port can hold only this cable: a link the model still gives it is
-            // gone (or is this one, found first from the other side).
-            const auto& far = raw_.f.node(to).ports[q];
-            if (far.linked() && (far.peer != from || far.peer_port != from_port)) {
-              ++update_links_lost_;
-              raw_.f.disconnect(to, q);
-            }
-            if (!raw_.f.node(from).ports[from_port].linked()) {
-              if (auto c = raw_.f.connect(from, from_port, to, q); !c)
-                return problem("inconsistent link: " + c.error().message);
-              ++update_links_found_;
-            }
-            if (fresh) return explore(to, q);
-            if (!raw_.f.node(to).is_switch()) raw_.f.node(to).ports[q].guid = ni->port_guid;
-            return read_port(to, q, path, false);
-          }
-          auto c = raw_.f.connect(from, from_port, to, q);
-          if (!c) {
-            problem("inconsistent link: " + c.error().message);
-            return;
-          }
-          auto& nd = raw_.f.node(to);
-          if (!nd.is_switch()) nd.ports[q].guid = ni->port_guid;
-          if (fresh)
-            explore(to, q);
-          else if (!nd.is_switch() && !raw_.pi_read[to][q])
-            read_port(to, q, path, false);
-        });
+  void probe(NodeIndex from, PortNum from_port, const mad::DrPath& path) {
+    eng_.submit(mad::SmpRequest::get(mad::kAttrNodeInfo, 0, path), [this, from, from_port,
+                                                                    path](Result<mad::Smp> r) {
+      if (!r) {
+        ++raw_.unexplored;
+        problem("NodeInfo beyond " + fabric::port_ref(raw_.f, from, from_port) + ": " +
+                r.error().message);
+        return;
+      }
+      auto ni = mad::decode_node_info(r->data);
+      if (!ni) {
+        ++raw_.unexplored;
+        problem("NodeInfo beyond " + fabric::port_ref(raw_.f, from, from_port) + ": " +
+                ni.error().message);
+        return;
+      }
+      if (ni->local_port == 0 && ni->type != NodeType::kSwitch) {
+        problem("NodeInfo beyond " + fabric::port_ref(raw_.f, from, from_port) +
+                ": a CA reports LocalPortNum 0");
+        return;
+      }
+      NodeIndex to;
+      bool fresh = false;
+      if (auto known = raw_.f.find(ni->node_guid)) {
+        to = *known;
+        const auto& nd = raw_.f.node(to);
+        if (nd.type != ni->type || nd.num_ports != ni->num_ports) {
+          problem("duplicate GUID " + ni->node_guid.str() + ": seen as " +
+                  fabric::node_type_name(nd.type) + " with " + std::to_string(nd.num_ports) +
+                  " ports and beyond " + fabric::port_ref(raw_.f, from, from_port) + " as " +
+                  fabric::node_type_name(ni->type) + " with " + std::to_string(ni->num_ports) +
+                  "; link ignored");
+          return;
+        }
+      } else {
+        auto idx = add(*ni, path);
+        if (!idx) {
+          problem(idx.error().message);
+          return;
+        }
+        to = *idx;
+        fresh = true;
+      }
+      PortNum q = ni->local_port;
+      if (q == 0) {
+        problem("switch " + ni->node_guid.str() + " reports LocalPortNum 0 on a link");
+        return;
+      }
+      if (updating_) {
+        // The far port can hold only this cable: a link the model still gives it is
+        // gone (or is this one, found first from the other side).
+        const auto& far = raw_.f.node(to).ports[q];
+        if (far.linked() && (far.peer != from || far.peer_port != from_port)) {
+          ++update_links_lost_;
+          raw_.f.disconnect(to, q);
+        }
+        if (!raw_.f.node(from).ports[from_port].linked()) {
+          if (auto c = raw_.f.connect(from, from_port, to, q); !c)
+            return problem("inconsistent link: " + c.error().message);
+          ++update_links_found_;
+        }
+        if (fresh) return explore(to, q);
+        if (!raw_.f.node(to).is_switch()) raw_.f.node(to).ports[q].guid = ni->port_guid;
+        return read_port(to, q, path, false);
+      }
+      auto c = raw_.f.connect(from, from_port, to, q);
+      if (!c) {
+        problem("inconsistent link: " + c.error().message);
+        return;
+      }
+      auto& nd = raw_.f.node(to);
+      if (!nd.is_switch()) nd.ports[q].guid = ni->port_guid;
+      if (fresh)
+        explore(to, q);
+      else if (!nd.is_switch() && !raw_.pi_read[to][q])
+        read_port(to, q, path, false);
+    });
   }
 
-  MadEngine& eng_;
+  mad::MadEngine& eng_;
   DiscoveryOptions opts_;
   Raw raw_;
   std::optional<Error> local_error_;
@@ -323,15 +328,15 @@ Discovered canonicalise(Raw&& raw) {
   const Fabric& f = raw.f;
   std::vector<NodeIndex> order;
   std::vector<NodeIndex> new_index(f.size(), fabric::kNoNode);
-  std::vector<DrPath> path(f.size());
+  std::vector<mad::DrPath> path(f.size());
   std::deque<NodeIndex> q;
-  auto visit = [&](NodeIndex n, const DrPath& p) {
+  auto visit = [&](NodeIndex n, const mad::DrPath& p) {
     new_index[n] = static_cast<NodeIndex>(order.size());
     order.push_back(n);
     path[n] = p;
     q.push_back(n);
   };
-  visit(raw.local, DrPath{});
+  visit(raw.local, mad::DrPath{});
   while (!q.empty()) {
     NodeIndex n = q.front();
     q.pop_front();
@@ -373,12 +378,12 @@ Discovered canonicalise(Raw&& raw) {
 
 }  // namespace
 
-DrPath dr_path_to(const Discovered& d, NodeIndex node, PortNum port) {
+mad::DrPath dr_path_to(const Discovered& d, NodeIndex node, PortNum port) {
   const auto& nd = d.fabric.node(node);
   if (nd.is_switch()) return d.paths[node];
   // The SM's own port is reached with an empty path; any other CA port (including a
   // second port of the SM's own HCA) only through the switch it is cabled to.
-  if (node == d.local_node && port == d.local_port) return DrPath{};
+  if (node == d.local_node && port == d.local_port) return mad::DrPath{};
   const auto& p = nd.ports[port];
   if (!p.linked() || !d.fabric.node(p.peer).is_switch()) return d.paths[node];
   return d.paths[p.peer].extended(p.peer_port);
@@ -388,7 +393,7 @@ struct Discovery::Walk {
   Walker walker;
 };
 
-Discovery::Discovery(MadEngine& eng, const DiscoveryOptions& opts)
+Discovery::Discovery(mad::MadEngine& eng, const DiscoveryOptions& opts)
     : eng_(eng), walk_(std::make_unique<Walk>(Walk{Walker(eng, opts)})) {}
 
 Discovery::~Discovery() = default;
@@ -418,7 +423,7 @@ Result<Discovered> Discovery::finish(const Result<void>& pumped) {
   return d;
 }
 
-Result<Discovered> discover(MadEngine& eng, const DiscoveryOptions& opts) {
+Result<Discovered> discover(mad::MadEngine& eng, const DiscoveryOptions& opts) {
   Discovery disc(eng, opts);
   disc.start();
   return disc.finish(eng.run());

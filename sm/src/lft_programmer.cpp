@@ -11,7 +11,7 @@ namespace weft::sm {
 
 using fabric::NodeIndex;
 
-void LftProgrammer::remember_block(Guid sw, size_t block, const LftBlock& blk) {
+void LftProgrammer::remember_block(Guid sw, size_t block, const mad::LftBlock& blk) {
   auto& h = cache_[sw];
   if (h.size() < (block + 1) * 64) h.resize((block + 1) * 64, kDropPort);
   std::copy(blk.begin(), blk.end(), h.begin() + block * 64);
@@ -22,15 +22,15 @@ bool LftProgrammer::steady(Guid sw, uint16_t lft_top_now) const {
   return it != tops_.end() && it->second != 0 && it->second == lft_top_now;
 }
 
-std::optional<std::pair<size_t, LftBlock>> LftProgrammer::spot_block(Guid sw,
-                                                                     uint64_t round) const {
+std::optional<std::pair<size_t, mad::LftBlock>> LftProgrammer::spot_block(Guid sw,
+                                                                          uint64_t round) const {
   auto it = cache_.find(sw);
   if (it == cache_.end() || it->second.size() < 64) return std::nullopt;
   const size_t blocks = it->second.size() / 64;
   // Switches check different blocks in one round (spread by GUID), each its every block
   // over `blocks` rounds.
   const size_t b = size_t((round + sw.value % 997) % blocks);
-  LftBlock blk;
+  mad::LftBlock blk;
   std::copy(it->second.begin() + b * 64, it->second.begin() + (b + 1) * 64, blk.begin());
   return std::pair(b, blk);
 }
@@ -68,10 +68,10 @@ void LftProgrammer::spot_check(SweepRun& run) {
     auto spot = spot_block(nd.guid, round_);
     if (!spot) continue;
     // By directed route: the LID routes go through the tables being checked.
-    eng_.submit(SmpRequest::get(kAttrLft, static_cast<uint32_t>(spot->first), d.paths[n]),
-                [this, &run, n, g = nd.guid, spot = *spot](Result<Smp> r) {
+    eng_.submit(mad::SmpRequest::get(mad::kAttrLft, static_cast<uint32_t>(spot->first), d.paths[n]),
+                [this, &run, n, g = nd.guid, spot = *spot](Result<mad::Smp> r) {
                   ++run.rep.lft_blocks_checked;
-                  if (!r || decode_lft_block(r->data) == spot.second) return;
+                  if (!r || mad::decode_lft_block(r->data) == spot.second) return;
                   ++run.rep.lft_switches_changed;
                   WEFT_LOG(Warn, "SM-0055")
                       << "switch " << fabric::port_ref(run.target, n, 0) << ": LFT block "
@@ -93,37 +93,39 @@ void LftProgrammer::forget_all() {
   tops_.clear();
 }
 
-void LftProgrammer::write_block(SweepRun& run, NodeIndex n, const DrPath& path, size_t b,
-                                const LftBlock& blk) {
+void LftProgrammer::write_block(SweepRun& run, NodeIndex n, const mad::DrPath& path, size_t b,
+                                const mad::LftBlock& blk) {
   const Guid g = run.target.node(n).guid;
-  eng_.submit(
-      to_switch(run, n,
-                SmpRequest::set(kAttrLft, static_cast<uint32_t>(b), path, encode_lft_block(blk))),
-      [this, &run, n, b, g, blk](Result<Smp> r) {
-        if (r) {
-          ++run.rep.lft_blocks_written;
-          remember_block(g, b, blk);
-          return;
-        }
-        ++run.rep.lft_failures;
-        add_problem(run.rep, "LFT block " + std::to_string(b) + " on " +
-                                 fabric::port_ref(run.target, n, 0) + ": " + r.error().message);
-        cache_.erase(g);
-      });
-}
-
-void LftProgrammer::read_then_write(SweepRun& run, NodeIndex n, const DrPath& path, size_t b,
-                                    const LftBlock& blk) {
-  const Guid g = run.target.node(n).guid;
-  eng_.submit(to_switch(run, n, SmpRequest::get(kAttrLft, static_cast<uint32_t>(b), path)),
-              [this, &run, n, path, b, blk, g](Result<Smp> r) {
-                ++run.rep.lft_blocks_read;
-                if (r && decode_lft_block(r->data) == blk) {
+  eng_.submit(to_switch(run, n,
+                        mad::SmpRequest::set(mad::kAttrLft, static_cast<uint32_t>(b), path,
+                                             mad::encode_lft_block(blk))),
+              [this, &run, n, b, g, blk](Result<mad::Smp> r) {
+                if (r) {
+                  ++run.rep.lft_blocks_written;
                   remember_block(g, b, blk);
                   return;
                 }
-                write_block(run, n, path, b, blk);
+                ++run.rep.lft_failures;
+                add_problem(run.rep, "LFT block " + std::to_string(b) + " on " +
+                                         fabric::port_ref(run.target, n, 0) + ": " +
+                                         r.error().message);
+                cache_.erase(g);
               });
+}
+
+void LftProgrammer::read_then_write(SweepRun& run, NodeIndex n, const mad::DrPath& path, size_t b,
+                                    const mad::LftBlock& blk) {
+  const Guid g = run.target.node(n).guid;
+  eng_.submit(
+      to_switch(run, n, mad::SmpRequest::get(mad::kAttrLft, static_cast<uint32_t>(b), path)),
+      [this, &run, n, path, b, blk, g](Result<mad::Smp> r) {
+        ++run.rep.lft_blocks_read;
+        if (r && mad::decode_lft_block(r->data) == blk) {
+          remember_block(g, b, blk);
+          return;
+        }
+        write_block(run, n, path, b, blk);
+      });
 }
 
 size_t plan_lid_routes(SweepRun& run, const SubnetSnapshot& before, Lid sm_lid) {
@@ -203,7 +205,7 @@ void LftProgrammer::write_blocks(SweepRun& run) {
   for (NodeIndex n = 0; n < target.size(); ++n) {
     const auto& nd = target.node(n);
     if (!nd.is_switch()) continue;
-    const SwitchInfo& si = d.switch_info[n];
+    const mad::SwitchInfo& si = d.switch_info[n];
     if (si.lft_cap == 0) {
       ++run.rep.lft_failures;
       add_problem(run.rep, "switch " + fabric::port_ref(target, n, 0) +
@@ -228,11 +230,11 @@ void LftProgrammer::write_blocks(SweepRun& run) {
     const bool fresh = cached == cache_.end();
     // No completion runs while this loop submits, so the row stays put.
     const std::vector<uint8_t>* held = fresh ? nullptr : &cached->second;
-    const DrPath path = d.paths[n];
+    const mad::DrPath path = d.paths[n];
     topped_.push_back(n);
     const size_t device_blocks = si.lft_top == 0 ? 0 : size_t(si.lft_top) / 64 + 1;
     auto block_of = [&want](size_t b) {
-      LftBlock blk;
+      mad::LftBlock blk;
       std::copy(want.begin() + b * 64, want.begin() + (b + 1) * 64, blk.begin());
       return blk;
     };
@@ -241,7 +243,7 @@ void LftProgrammer::write_blocks(SweepRun& run) {
     // is then believed in nothing and read back whole, block by block, each rewritten
     // where it differs from what weft wants.
     for (size_t b = 0; b < writable; ++b) {
-      const LftBlock blk = block_of(b);
+      const mad::LftBlock blk = block_of(b);
       if (!fresh && held->size() >= (b + 1) * 64) {
         if (!std::equal(blk.begin(), blk.end(), held->begin() + b * 64))
           write_block(run, n, path, b, blk);
@@ -259,28 +261,28 @@ void LftProgrammer::write_blocks(SweepRun& run) {
 void LftProgrammer::write_tops(SweepRun& run) {
   const uint16_t top = run.tables.top_lid;
   for (NodeIndex n : topped_) {
-    const SwitchInfo& si = run.d.switch_info[n];
+    const mad::SwitchInfo& si = run.d.switch_info[n];
     const Guid g = run.target.node(n).guid;
     if (si.lft_top == top && !si.port_state_change) {
       tops_[g.value] = top;
       continue;
     }
-    SwitchInfo set = si;
+    mad::SwitchInfo set = si;
     set.lft_top = top;
     set.port_state_change = true;  // writing 1 clears it
-    eng_.submit(
-        to_switch(run, n,
-                  SmpRequest::set(kAttrSwitchInfo, 0, run.d.paths[n], encode_switch_info(set))),
-        [this, &run, n, g, top](Result<Smp> r) {
-          if (r) {
-            ++run.rep.switchinfo_sets;
-            tops_[g.value] = top;
-            return;
-          }
-          ++run.rep.lft_failures;
-          add_problem(run.rep, "SwitchInfo Set on " + fabric::port_ref(run.target, n, 0) + ": " +
-                                   r.error().message);
-        });
+    eng_.submit(to_switch(run, n,
+                          mad::SmpRequest::set(mad::kAttrSwitchInfo, 0, run.d.paths[n],
+                                               mad::encode_switch_info(set))),
+                [this, &run, n, g, top](Result<mad::Smp> r) {
+                  if (r) {
+                    ++run.rep.switchinfo_sets;
+                    tops_[g.value] = top;
+                    return;
+                  }
+                  ++run.rep.lft_failures;
+                  add_problem(run.rep, "SwitchInfo Set on " + fabric::port_ref(run.target, n, 0) +
+                                           ": " + r.error().message);
+                });
   }
   topped_.clear();
 }

@@ -86,18 +86,18 @@ uint64_t MKeyBook::held(Guid port) const {
   return it != g2m_.end() ? it->second : wanted(port);
 }
 
-std::string MKeyBook::path_key(const DrPath& p, uint8_t hops) {
+std::string MKeyBook::path_key(const mad::DrPath& p, uint8_t hops) {
   return std::string(reinterpret_cast<const char*>(p.ports.data()) + 1, hops);
 }
 
-uint64_t MKeyBook::key_for(const SmpRequest& req) const {
+uint64_t MKeyBook::key_for(const mad::SmpRequest& req) const {
   if (!keyed()) return 0;
   if (!o_.lookup) return o_.m_key;
   if (!req.directed) {
     auto it = at_lid_.find(req.dlid.value);
     return it != at_lid_.end() ? held(Guid{it->second}) : o_.m_key;
   }
-  const DrPath& p = req.path;
+  const mad::DrPath& p = req.path;
   if (auto it = at_path_.find(path_key(p, p.hops)); it != at_path_.end())
     return held(Guid{it->second.guid});
   if (p.hops == 0 && local_) return held(Guid{local_});
@@ -111,22 +111,22 @@ uint64_t MKeyBook::key_for(const SmpRequest& req) const {
   return o_.m_key;
 }
 
-void MKeyBook::observe(const SmpRequest& req, const Smp& reply) {
+void MKeyBook::observe(const mad::SmpRequest& req, const mad::Smp& reply) {
   // Without keys there is nothing to learn: every port then holds 0 and takes any key.
   if (!req.directed || !keyed()) return;
   const std::string at = path_key(req.path, req.path.hops);
-  if (req.attr_id == kAttrNodeInfo && req.method == kMethodGet) {
-    if (auto ni = decode_node_info(reply.data))
+  if (req.attr_id == mad::kAttrNodeInfo && req.method == mad::kMethodGet) {
+    if (auto ni = mad::decode_node_info(reply.data))
       at_path_[at] = {ni->port_guid.value, ni->type == fabric::NodeType::kSwitch};
     return;
   }
   // PortInfo, a Get or a Set (whose answer shows what the port now holds).
-  if (req.attr_id != kAttrPortInfo) return;
+  if (req.attr_id != mad::kAttrPortInfo) return;
   auto it = at_path_.find(at);
   if (it == at_path_.end()) return;
   // A switch's key is port 0's; a CA port's is its own (the one the SMP reached).
   if (it->second.is_switch && req.attr_mod != 0) return;
-  const PortInfo pi = decode_port_info(reply.data);
+  const mad::PortInfo pi = mad::decode_port_info(reply.data);
   // A key of 0 under protection is a hidden key, not the one held (as OpenSM reads it).
   if (pi.m_key == 0 && pi.m_key_protect != 0) return;
   note_held(Guid{it->second.guid}, pi.m_key);

@@ -118,12 +118,12 @@ void MulticastProgrammer::write_mfts(std::vector<std::pair<NodeIndex, uint32_t>>
   for (auto [sw, key] : blocks) {
     if (sw >= snap_->node_paths.size()) continue;
     const uint64_t guid = f.node(sw).guid.value;
-    const MftBlock want = want_[sw][key];
-    const DrPath path = snap_->node_paths[sw];
+    const mad::MftBlock want = want_[sw][key];
+    const mad::DrPath path = snap_->node_paths[sw];
     const std::string where = fabric::port_ref(f, sw, 0);
     auto write = [this, rep, guid, key, want, path, where]() {
-      eng_.submit(SmpRequest::set(kAttrMft, key, path, encode_mft_block(want)),
-                  [this, rep, guid, key, want, where](Result<Smp> r) {
+      eng_.submit(mad::SmpRequest::set(mad::kAttrMft, key, path, mad::encode_mft_block(want)),
+                  [this, rep, guid, key, want, where](Result<mad::Smp> r) {
                     if (r) {
                       held_[{guid, key}] = want;
                       if (rep) ++rep->mft_blocks_written;
@@ -144,11 +144,11 @@ void MulticastProgrammer::write_mfts(std::vector<std::pair<NodeIndex, uint32_t>>
       if (held->second != want) write();
       continue;
     }
-    eng_.submit(SmpRequest::get(kAttrMft, key, path),
-                [this, rep, guid, key, want, write](Result<Smp> r) {
+    eng_.submit(mad::SmpRequest::get(mad::kAttrMft, key, path),
+                [this, rep, guid, key, want, write](Result<mad::Smp> r) {
                   if (rep) ++rep->mft_blocks_read;
                   if (r) {
-                    const MftBlock have = decode_mft_block(r->data);
+                    const mad::MftBlock have = mad::decode_mft_block(r->data);
                     held_[{guid, key}] = have;
                     if (have == want) return;
                   }

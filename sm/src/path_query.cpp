@@ -73,7 +73,7 @@ std::optional<PathInfo> path_record(const SaContext& ctx, EndPort src, EndPort d
     return nd.ports[nd.is_switch() ? 0 : e.second].attrs.lid.value;
   };
   // A SubnAdm Get(PathRecord) by SLID and DLID, as a host would send it.
-  std::vector<uint8_t> req(kMadSize, 0);
+  std::vector<uint8_t> req(mad::kMadSize, 0);
   req[0] = 1;  // base version
   req[1] = kClassSa;
   req[2] = 2;     // class version

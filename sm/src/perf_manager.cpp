@@ -30,18 +30,18 @@ std::string port_name(const PortStats& s) {
 }
 
 // A PerfMgt GMP whose PMA data area is `data`.
-Gmp pma_mad(uint8_t method, uint16_t attr, const PmaData& data) {
-  Gmp g;
+mad::Gmp pma_mad(uint8_t method, uint16_t attr, const PmaData& data) {
+  mad::Gmp g;
   g.mgmt_class = kClassPerf;
   g.method = method;
   g.attr_id = attr;
-  std::copy(data.begin(), data.end(), g.payload.begin() + (kPmaDataOffset - kMadHeaderSize));
+  std::copy(data.begin(), data.end(), g.payload.begin() + (kPmaDataOffset - mad::kMadHeaderSize));
   return g;
 }
 
-PmaData pma_data(const Gmp& g) {
+PmaData pma_data(const mad::Gmp& g) {
   PmaData d;
-  std::copy_n(g.payload.begin() + (kPmaDataOffset - kMadHeaderSize), d.size(), d.begin());
+  std::copy_n(g.payload.begin() + (kPmaDataOffset - mad::kMadHeaderSize), d.size(), d.begin());
   return d;
 }
 
@@ -117,7 +117,7 @@ struct PerfManager::Sweep {
   PerfSweep out;
 };
 
-PerfManager::PerfManager(MadEngine& eng, PerfOptions o, std::shared_ptr<StateStore> store)
+PerfManager::PerfManager(mad::MadEngine& eng, PerfOptions o, std::shared_ptr<StateStore> store)
     : eng_(eng), opts_(std::move(o)), store_(std::move(store)) {
   reload();
 }
@@ -262,8 +262,8 @@ void PerfManager::query_node(const std::shared_ptr<Sweep>& sw, size_t node) {
   if (caps_.count(guid)) return go();
   // ClassPortInfo first, once per node: whether to ask for PortCountersExtended.
   ++sw->outstanding;
-  GmpRequest req{pma_mad(kMethodGet, kAttrClassPortInfo, {}), ports.front().second};
-  eng_.submit(std::move(req), [this, sw, guid, go](Result<Gmp> r) {
+  mad::GmpRequest req{pma_mad(mad::kMethodGet, kAttrClassPortInfo, {}), ports.front().second};
+  eng_.submit(std::move(req), [this, sw, guid, go](Result<mad::Gmp> r) {
     if (r) {
       caps_[guid] = decode_class_port_info(pma_data(*r));
       for (auto it = ports_.lower_bound({guid, 0}); it != ports_.end() && it->first.first == guid;
@@ -285,8 +285,8 @@ void PerfManager::query_port(const std::shared_ptr<Sweep>& sw, PortKey key, Lid 
   PmaData data{};
   encode_port_counters(sel, data);
   sw->outstanding += ext ? 2 : 1;
-  eng_.submit(GmpRequest{pma_mad(kMethodGet, kAttrPortCounters, data), lid},
-              [this, sw, key](Result<Gmp> r) {
+  eng_.submit(mad::GmpRequest{pma_mad(mad::kMethodGet, kAttrPortCounters, data), lid},
+              [this, sw, key](Result<mad::Gmp> r) {
                 on_counters(*sw, key, std::move(r));
                 release(sw);
               });
@@ -294,14 +294,14 @@ void PerfManager::query_port(const std::shared_ptr<Sweep>& sw, PortKey key, Lid 
   PortCountersExt esel;
   esel.port_select = key.second;
   encode_port_counters_ext(esel, data);
-  eng_.submit(GmpRequest{pma_mad(kMethodGet, kAttrPortCountersExt, data), lid},
-              [this, sw, key](Result<Gmp> r) {
+  eng_.submit(mad::GmpRequest{pma_mad(mad::kMethodGet, kAttrPortCountersExt, data), lid},
+              [this, sw, key](Result<mad::Gmp> r) {
                 on_ext(key, std::move(r));
                 release(sw);
               });
 }
 
-void PerfManager::on_counters(Sweep& sw, PortKey key, Result<Gmp> r) {
+void PerfManager::on_counters(Sweep& sw, PortKey key, Result<mad::Gmp> r) {
   auto it = ports_.find(key);
   if (it == ports_.end()) return;
   PortState& ps = it->second;
@@ -320,7 +320,7 @@ void PerfManager::on_counters(Sweep& sw, PortKey key, Result<Gmp> r) {
     ++sw.out.failed;
     return;
   }
-  const TimePoint now = eng_.transport().clock().now();
+  const mad::TimePoint now = eng_.transport().clock().now();
   st.read = true;
   st.error.clear();
   st.delta = ps.pc.add(pc, ps.cleared);
@@ -345,8 +345,9 @@ void PerfManager::on_counters(Sweep& sw, PortKey key, Result<Gmp> r) {
     ++sw.outstanding;
     auto keep = sweep_;
     eng_.submit(
-        GmpRequest{pma_mad(kMethodSet, kAttrPortCounters, clear_request(key.second, due)), st.lid},
-        [this, keep, key, due](Result<Gmp> c) {
+        mad::GmpRequest{pma_mad(mad::kMethodSet, kAttrPortCounters, clear_request(key.second, due)),
+                        st.lid},
+        [this, keep, key, due](Result<mad::Gmp> c) {
           if (auto p = ports_.find(key); p != ports_.end()) {
             if (c) {
               p->second.cleared |= due;
@@ -362,7 +363,7 @@ void PerfManager::on_counters(Sweep& sw, PortKey key, Result<Gmp> r) {
   }
 }
 
-void PerfManager::on_ext(PortKey key, Result<Gmp> r) {
+void PerfManager::on_ext(PortKey key, Result<mad::Gmp> r) {
   auto it = ports_.find(key);
   if (it == ports_.end() || !r) return;
   PortState& ps = it->second;
@@ -374,7 +375,7 @@ void PerfManager::on_ext(PortKey key, Result<Gmp> r) {
   ps.stats.ext_totals = ps.ext.totals();
 }
 
-void PerfManager::check_health(Sweep& sw, PortKey key, PortState& ps, TimePoint now) {
+void PerfManager::check_health(Sweep& sw, PortKey key, PortState& ps, mad::TimePoint now) {
   PortStats& st = ps.stats;
   ps.window.emplace_back(now, st.delta.counted);
   while (!ps.window.empty() && now - ps.window.front().first > opts_.health_window)

@@ -26,7 +26,7 @@ bool PortProgrammer::enforces(const SweepRun& run, NodeIndex n, PortNum p) const
   if (!nd.is_switch() || p == 0 || !nd.ports[p].linked()) return false;
   const auto& port = nd.ports[p];
   if (f.node(port.peer).is_switch()) return false;
-  const SwitchInfo& si = run.d.switch_info[n];
+  const mad::SwitchInfo& si = run.d.switch_info[n];
   const bool can = (si.inbound_enforce_cap && opts_.part_enforce != "out") ||
                    (si.outbound_enforce_cap && opts_.part_enforce != "in");
   return can && si.partition_enforce_cap > 0 &&
@@ -51,8 +51,8 @@ void PortProgrammer::configure(SweepRun& run, Lid sm_lid) {
       const bool mgmt = nd.is_switch() && p == 0;
       if (nd.is_switch() && p != 0 && set_phys_state(run, n, p)) continue;
       if (!mgmt && !port.linked()) continue;
-      const PortInfo& cur = d.port_info[n][p];
-      PortInfo want = cur;
+      const mad::PortInfo& cur = d.port_info[n][p];
+      mad::PortInfo want = cur;
       bool change = false;
       if (mgmt || !nd.is_switch()) {
         want.attrs.lid = port.attrs.lid;
@@ -116,14 +116,15 @@ void PortProgrammer::configure(SweepRun& run, Lid sm_lid) {
       want.attrs.phys_state = 0;     // no change
       want.attrs.width_enabled = 0;  // no change
       want.attrs.speed_enabled = 0;  // no change
-      eng_.submit(SmpRequest::set(kAttrPortInfo, p, dr_path_to(d, n, p), encode_port_info(want)),
-                  [this, &run, n, p, want, pkey](Result<Smp> r) {
-                    auto ok = [this, &run, n, p, want, pkey](const PortInfo& got) {
+      eng_.submit(mad::SmpRequest::set(mad::kAttrPortInfo, p, dr_path_to(d, n, p),
+                                       mad::encode_port_info(want)),
+                  [this, &run, n, p, want, pkey](Result<mad::Smp> r) {
+                    auto ok = [this, &run, n, p, want, pkey](const mad::PortInfo& got) {
                       ++run.rep.portinfo_sets;
                       run.after[n][p] = got;
                       note_ignored(run.target, n, p, pkey, want, got, run.rep);
                     };
-                    if (r) return ok(decode_port_info(r->data));
+                    if (r) return ok(mad::decode_port_info(r->data));
                     confirm(run, n, p, want, r.error(), "PortInfo Set", ok);
                   });
     }
@@ -133,7 +134,7 @@ void PortProgrammer::configure(SweepRun& run, Lid sm_lid) {
 bool PortProgrammer::set_phys_state(SweepRun& run, NodeIndex n, PortNum p) {
   const auto& nd = run.target.node(n);
   const std::pair<uint64_t, PortNum> key{nd.guid.value, p};
-  const PortInfo& cur = run.d.port_info[n][p];
+  const mad::PortInfo& cur = run.d.port_info[n][p];
   uint8_t phys = 0;
   if (run.leave_down.count(key))
     phys = cur.attrs.phys_state == kPhysDisabled ? 0 : kPhysDisabled;
@@ -142,7 +143,7 @@ bool PortProgrammer::set_phys_state(SweepRun& run, NodeIndex n, PortNum p) {
   else
     return false;
   if (phys == 0) return true;  // down already: nothing else to tell it
-  PortInfo want = cur;
+  mad::PortInfo want = cur;
   want.attrs.state = PortState::kNoChange;
   want.attrs.phys_state = phys;
   want.attrs.width_enabled = 0;
@@ -150,15 +151,16 @@ bool PortProgrammer::set_phys_state(SweepRun& run, NodeIndex n, PortNum p) {
   const std::string port = fabric::port_ref(run.target, n, p);
   auto why = run.leave_down.find(key);
   std::string reason = why == run.leave_down.end() ? std::string() : why->second;
-  eng_.submit(SmpRequest::set(kAttrPortInfo, p, dr_path_to(run.d, n, p), encode_port_info(want)),
-              [&run, n, p, phys, port, reason](Result<Smp> r) {
+  eng_.submit(mad::SmpRequest::set(mad::kAttrPortInfo, p, dr_path_to(run.d, n, p),
+                                   mad::encode_port_info(want)),
+              [&run, n, p, phys, port, reason](Result<mad::Smp> r) {
                 if (!r)
                   return add_problem(
                       run.rep,
                       std::string(phys == kPhysDisabled ? "disabling " : "enabling ") + port +
                           ": " + r.error().message,
                       "SM-0035");
-                run.after[n][p] = decode_port_info(r->data);
+                run.after[n][p] = mad::decode_port_info(r->data);
                 if (phys == kPhysDisabled) {
                   ++run.rep.ports_disabled;
                   WEFT_LOG(Info, "SM-0036") << port << " disabled (" << reason << ")";
@@ -173,7 +175,7 @@ bool PortProgrammer::set_phys_state(SweepRun& run, NodeIndex n, PortNum p) {
 // Did the port take the Set whose answer failed? A reply lost on the way back leaves
 // the port moved (ibsim then refuses the resend: the port is already there, status
 // 0x1C). So read it back: what the Set asked for is what it holds, or it is not.
-bool PortProgrammer::took(const PortInfo& want, const PortInfo& got) {
+bool PortProgrammer::took(const mad::PortInfo& want, const mad::PortInfo& got) {
   const auto& w = want.attrs;
   const auto& g = got.attrs;
   if (w.state == PortState::kArmed && g.state != PortState::kArmed && g.state != PortState::kActive)
@@ -184,16 +186,16 @@ bool PortProgrammer::took(const PortInfo& want, const PortInfo& got) {
   return g.lid == w.lid && g.sm_lid == w.sm_lid && g.lmc == w.lmc;
 }
 
-void PortProgrammer::confirm(SweepRun& run, NodeIndex n, PortNum p, const PortInfo& want,
+void PortProgrammer::confirm(SweepRun& run, NodeIndex n, PortNum p, const mad::PortInfo& want,
                              const Error& why, const char* what,
-                             std::function<void(const PortInfo&)> ok) {
-  eng_.submit(SmpRequest::get(kAttrPortInfo, p, dr_path_to(run.d, n, p)),
-              [this, &run, n, p, want, why, what, ok = std::move(ok)](Result<Smp> r) {
+                             std::function<void(const mad::PortInfo&)> ok) {
+  eng_.submit(mad::SmpRequest::get(mad::kAttrPortInfo, p, dr_path_to(run.d, n, p)),
+              [this, &run, n, p, want, why, what, ok = std::move(ok)](Result<mad::Smp> r) {
                 const std::string port = fabric::port_ref(run.target, n, p);
                 if (r) {
-                  PortInfo got = decode_port_info(r->data);
+                  mad::PortInfo got = mad::decode_port_info(r->data);
                   // A switch port's LID fields are port 0's: only state and link fields count.
-                  PortInfo cmp = want;
+                  mad::PortInfo cmp = want;
                   if (run.target.node(n).is_switch() && p != 0) {
                     cmp.attrs.lid = got.attrs.lid;
                     cmp.attrs.sm_lid = got.attrs.sm_lid;
@@ -212,7 +214,8 @@ void PortProgrammer::confirm(SweepRun& run, NodeIndex n, PortNum p, const PortIn
 }
 
 void PortProgrammer::note_ignored(const fabric::Fabric& f, NodeIndex n, PortNum p, uint64_t key,
-                                  const PortInfo& want, const PortInfo& got, SweepReport& rep) {
+                                  const mad::PortInfo& want, const mad::PortInfo& got,
+                                  SweepReport& rep) {
   uint8_t bits = 0;
   if (want.part_enf_in != got.part_enf_in || want.part_enf_out != got.part_enf_out)
     bits |= kIgnoresEnforcement;
@@ -250,21 +253,21 @@ void PortProgrammer::activate(SweepRun& run) {
     for (PortNum p = 1; p <= nd.num_ports; ++p) {
       if (!nd.ports[p].linked() || !run.d.port_read[n][p]) continue;
       if (run.after[n][p].attrs.state != PortState::kArmed) continue;
-      PortInfo want = run.after[n][p];
+      mad::PortInfo want = run.after[n][p];
       want.attrs.state = PortState::kActive;
       want.attrs.phys_state = 0;
       want.attrs.width_enabled = 0;
       want.attrs.speed_enabled = 0;
-      eng_.submit(
-          SmpRequest::set(kAttrPortInfo, p, dr_path_to(run.d, n, p), encode_port_info(want)),
-          [this, &run, n, p, want](Result<Smp> r) {
-            auto ok = [&run, n, p](const PortInfo& got) {
-              ++run.rep.ports_activated;
-              run.after[n][p] = got;
-            };
-            if (r) return ok(decode_port_info(r->data));
-            confirm(run, n, p, want, r.error(), "PortInfo Set ACTIVE", ok);
-          });
+      eng_.submit(mad::SmpRequest::set(mad::kAttrPortInfo, p, dr_path_to(run.d, n, p),
+                                       mad::encode_port_info(want)),
+                  [this, &run, n, p, want](Result<mad::Smp> r) {
+                    auto ok = [&run, n, p](const mad::PortInfo& got) {
+                      ++run.rep.ports_activated;
+                      run.after[n][p] = got;
+                    };
+                    if (r) return ok(mad::decode_port_info(r->data));
+                    confirm(run, n, p, want, r.error(), "PortInfo Set ACTIVE", ok);
+                  });
     }
   }
 }

@@ -368,7 +368,7 @@ void port_info_records(const Query& q, Answer& a) {
     for (PortNum p = 0; p < nd.ports.size(); ++p) {
       if (!nd.is_switch() && (p == 0 || q.idx.lid_of[n][p] != lid)) continue;
       const auto& port = nd.ports[p];
-      PortInfo pi;
+      mad::PortInfo pi;
       pi.attrs = port.attrs;
       if (nd.is_switch()) {
         pi.attrs.lid = nd.ports[0].attrs.lid;
@@ -378,12 +378,13 @@ void port_info_records(const Query& q, Answer& a) {
       pi.local_port = nd.is_switch() ? 0 : p;
       pi.gid_prefix = q.ctx.subnet_prefix;
       if (nd.ports[0].guid == q.ctx.sm_guid || port.guid == q.ctx.sm_guid)
-        pi.attrs.capability_mask |= (!nd.is_switch() || p == 0) ? kCapIsSm : 0;
+        pi.attrs.capability_mask |= (!nd.is_switch() || p == 0) ? mad::kCapIsSm : 0;
       if ((pi.attrs.capability_mask & want_cap) != want_cap) continue;
       std::array<uint8_t, 72> r{};
       put16(r.data(), lid);
       r[2] = p;
-      const SmpData d = encode_port_info(pi);  // 64 bytes at kPiBase; the record pads to 72
+      const mad::SmpData d =
+          mad::encode_port_info(pi);  // 64 bytes at kPiBase; the record pads to 72
       std::memcpy(r.data() + kPiBase, d.data(), 64);
       if (add(a, l, r.data(), eq) && a.status) return;
     }
@@ -404,12 +405,12 @@ void port_info_records(const Query& q, Answer& a) {
 void sm_info_records(const Query& q, Answer& a) {
   std::array<uint8_t, 32> r{};
   put16(r.data(), q.ctx.snap->sm_lid.value);
-  SmInfo si;
+  mad::SmInfo si;
   si.guid = q.ctx.sm_guid;
   si.act_count = q.ctx.sm_act_count;
   si.priority = q.ctx.sm_priority;
-  si.state = SmState::kMaster;
-  const SmpData d = encode_sm_info(si);
+  si.state = mad::SmState::kMaster;
+  const mad::SmpData d = mad::encode_sm_info(si);
   std::memcpy(r.data() + 4, d.data(), 24);
   add(a, sm_info_record(), r.data(), q);
 }
@@ -492,7 +493,7 @@ void each_switch(const Query& q, F&& f) {
 void switch_info_records(const Query& q, Answer& a) {
   each_switch(q, [&](NodeIndex n, uint16_t lid) {
     const auto& sw = q.ctx.snap->fabric.node(n).sw;
-    SwitchInfo si;
+    mad::SwitchInfo si;
     si.lft_cap = sw.lft_cap;
     si.mft_cap = sw.mft_cap;
     si.lft_top = n < q.ctx.snap->tables.lft.size() ? q.ctx.snap->tables.top_lid : sw.lft_top;
@@ -500,7 +501,7 @@ void switch_info_records(const Query& q, Answer& a) {
     si.enhanced_port0 = sw.enhanced_port0;
     std::array<uint8_t, 24> r{};
     put16(r.data(), lid);
-    const SmpData d = encode_switch_info(si);
+    const mad::SmpData d = mad::encode_switch_info(si);
     std::memcpy(r.data() + 4, d.data(), 20);
     add(a, switch_info_record(), r.data(), q);
   });
@@ -541,7 +542,7 @@ void sl2vl_records(const Query& q, Answer& a) {
       put16(r.data(), lid);
       r[2] = in;
       r[3] = out;
-      const SmpData d = encode_sl2vl(t);
+      const mad::SmpData d = mad::encode_sl2vl(t);
       std::memcpy(r.data() + 8, d.data(), 8);
       add(a, sl2vl_record(), r.data(), q);
     };
@@ -585,8 +586,8 @@ void vlarb_records(const Query& q, Answer& a) {
           put16(r.data(), lid);
           r[2] = p;
           r[3] = uint8_t(first + bi);
-          const SmpData d =
-              encode_vlarb(qos::vlarb_block(*list, bi, cap, nd.ports[p].attrs.oper_vls));
+          const mad::SmpData d =
+              mad::encode_vlarb(qos::vlarb_block(*list, bi, cap, nd.ports[p].attrs.oper_vls));
           std::memcpy(r.data() + 8, d.data(), 64);
           add(a, vlarb_record(), r.data(), q);
         }
@@ -1228,7 +1229,7 @@ void service_request(const Query& q, Answer& a, uint8_t method,
     const auto& keys = mine[requester->first][requester->second];
     return std::any_of(keys.begin(), keys.end(), [&](uint16_t m) { return (m & 0x7fff) == k; });
   };
-  if (method != kMethodSet && method != kMethodDelete) {
+  if (method != mad::kMethodSet && method != kMethodDelete) {
     for (const auto& sv : services)
       if (shares(sv.rec.data())) add(a, service_record(), sv.rec.data(), q);
     return;
@@ -1389,7 +1390,7 @@ std::optional<std::vector<uint8_t>> SaAgent::answer(std::span<const uint8_t> req
     return std::nullopt;
   }
   ++stats_.requests;
-  std::array<uint8_t, kMadSize> hdr{};
+  std::array<uint8_t, mad::kMadSize> hdr{};
   std::memcpy(hdr.data(), req.data(), std::min(req.size(), hdr.size()));
   const uint8_t method = hdr[3];
   const uint16_t attr = be16(hdr.data() + 16);
@@ -1413,7 +1414,7 @@ std::optional<std::vector<uint8_t>> SaAgent::answer(std::span<const uint8_t> req
       mad_set_field(out.data(), 0, IB_SA_RMPP_FLAGS_F, 1 | 2 | 4);
       mad_set_field(out.data(), 0, IB_SA_RMPP_SEGNUM_F, 1);
       mad_set_field(out.data(), 0, IB_SA_RMPP_LEN_F,
-                    uint32_t(std::min<size_t>(a.records.size() + 20, kMadSize - 36)));
+                    uint32_t(std::min<size_t>(a.records.size() + 20, mad::kMadSize - 36)));
     }
     if (!a.status) std::copy(a.records.begin(), a.records.end(), out.begin() + kSaHeader);
     if (a.status)
@@ -1430,23 +1431,24 @@ std::optional<std::vector<uint8_t>> SaAgent::answer(std::span<const uint8_t> req
   // The requests that change SA state: joins and leaves, service registrations,
   // subscriptions.
   const bool changes = ((attr == kSaMcMemberRecord || attr == kSaServiceRecord) &&
-                        (method == kMethodSet || method == kMethodDelete)) ||
-                       (attr == kSaInformInfo && method == kMethodSet);
+                        (method == mad::kMethodSet || method == kMethodDelete)) ||
+                       (attr == kSaInformInfo && method == mad::kMethodSet);
   // GetMulti is MultiPathRecord's method, and MultiPathRecord has no other.
   if ((method == kMethodGetMulti) != (attr == kSaMultiPathRecord) &&
-      (method == kMethodGetMulti || method == kMethodGet || method == kMethodGetTable)) {
+      (method == kMethodGetMulti || method == mad::kMethodGet || method == kMethodGetTable)) {
     a.status = kStatusBadMethodAttr;
     return respond(uint8_t(method | 0x80));
   }
-  if (method != kMethodGet && method != kMethodGetTable && method != kMethodGetMulti && !changes) {
-    a.status =
-        (method == kMethodSet || method == kMethodDelete) ? kStatusBadMethodAttr : kStatusBadMethod;
+  if (method != mad::kMethodGet && method != kMethodGetTable && method != kMethodGetMulti &&
+      !changes) {
+    a.status = (method == mad::kMethodSet || method == kMethodDelete) ? kStatusBadMethodAttr
+                                                                      : kStatusBadMethod;
     return respond(uint8_t(method | 0x80));
   }
   const uint8_t resp = method == kMethodGetTable   ? kMethodGetTableResp
                        : method == kMethodGetMulti ? kMethodGetMultiResp
                        : method == kMethodDelete   ? kMethodDeleteResp
-                                                   : kMethodGetResp;
+                                                   : mad::kMethodGetResp;
   if (req.size() < kSaHeader) {
     a.status = kSaStatusReqInvalid;
     return respond(resp);
@@ -1455,7 +1457,7 @@ std::optional<std::vector<uint8_t>> SaAgent::answer(std::span<const uint8_t> req
     a.status = kSaStatusNoResources;
     return respond(resp);
   }
-  std::array<uint8_t, kMadSize - kSaHeader> rec{};
+  std::array<uint8_t, mad::kMadSize - kSaHeader> rec{};
   if (req.size() > kSaHeader)
     std::memcpy(rec.data(), req.data() + kSaHeader, std::min(rec.size(), req.size() - kSaHeader));
   const Index& idx = index(ctx);
@@ -1467,7 +1469,7 @@ std::optional<std::vector<uint8_t>> SaAgent::answer(std::span<const uint8_t> req
   if (!fill) {
     switch (attr) {
       case kSaClassPortInfo: {
-        if (method != kMethodGet) {
+        if (method != mad::kMethodGet) {
           a.status = kStatusBadMethodAttr;
           return respond(resp);
         }
@@ -1490,7 +1492,7 @@ std::optional<std::vector<uint8_t>> SaAgent::answer(std::span<const uint8_t> req
         layout = &inform_info_record();
         break;
       case kSaInformInfo:
-        if (method != kMethodSet) {
+        if (method != mad::kMethodSet) {
           a.status = kStatusBadMethodAttr;
           return respond(resp);
         }
@@ -1540,8 +1542,8 @@ std::optional<std::vector<uint8_t>> SaAgent::answer(std::span<const uint8_t> req
         break;
       case kSaMcMemberRecord:
         if (changes) {
-          auto r = method == kMethodSet ? mc_join(q, a, *ctx.mc, changed_)
-                                        : mc_leave(q, a, *ctx.mc, changed_);
+          auto r = method == mad::kMethodSet ? mc_join(q, a, *ctx.mc, changed_)
+                                             : mc_leave(q, a, *ctx.mc, changed_);
           if (r) {
             a.records.assign(r->begin(), r->end());
             a.count = 1;

@@ -11,7 +11,7 @@ namespace weft::sm {
 
 namespace asio = boost::asio;
 
-SmService::SmService(Transport& t, SmOptions o, PartitionStore store, EventLog& events,
+SmService::SmService(mad::Transport& t, SmOptions o, PartitionStore store, EventLog& events,
                      ServiceOptions so)
     : sm_(t,
           [&] {
@@ -165,8 +165,8 @@ void SmService::arm_perf(std::chrono::steady_clock::duration after) {
     if (ec || stopping_) return;
     const auto period = sm_.options().perf.sweep_time;
     // Off, not master yet, or the last one still reading: try again a period later.
-    if (!sm_.options().perf.enabled || sm_.perf_sweeping() || sm_.sm_state() != SmState::kMaster ||
-        !sm_.snapshot())
+    if (!sm_.options().perf.enabled || sm_.perf_sweeping() ||
+        sm_.sm_state() != mad::SmState::kMaster || !sm_.snapshot())
       return arm_perf(period);
     const auto started = std::chrono::steady_clock::now();
     sm_.perf_sweep([this, period, started](Result<perf::PerfSweep> r) {
@@ -208,7 +208,7 @@ void SmService::sweep_now(bool heavy) {
       return stop();
     }
     if (r->heavy && opts_.on_heavy_sweep) opts_.on_heavy_sweep(*r, sm_.mad_stats());
-    const bool master = r->sm_state == SmState::kMaster && !sm_.polling();
+    const bool master = r->sm_state == mad::SmState::kMaster && !sm_.polling();
     if (opts_.once) {
       exit_ = r->subnet_up || !master ? 0 : 1;
       return stop();

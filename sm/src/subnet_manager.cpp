@@ -41,12 +41,12 @@ void route_paths_over(Discovered& d, const fabric::Fabric& f) {
   std::deque<NodeIndex> todo;
   const auto& local = f.node(d.local_node);
   if (local.is_switch()) {
-    d.paths[d.local_node] = DrPath{};
+    d.paths[d.local_node] = mad::DrPath{};
     seen[d.local_node] = 1;
     todo.push_back(d.local_node);
   } else if (local.ports[d.local_port].linked()) {
     const NodeIndex sw = local.ports[d.local_port].peer;
-    d.paths[sw] = DrPath{}.extended(d.local_port);
+    d.paths[sw] = mad::DrPath{}.extended(d.local_port);
     seen[sw] = 1;
     todo.push_back(sw);
   }
@@ -84,7 +84,7 @@ void add_problem(SweepReport& rep, std::string s, const char* id) {
   rep.problems.push_back(std::move(s));
 }
 
-SubnetManager::SubnetManager(Transport& t, SmOptions o)
+SubnetManager::SubnetManager(mad::Transport& t, SmOptions o)
     : t_(t),
       opts_(std::move(o)),
       eng_(t, opts_.engine),
@@ -101,8 +101,8 @@ SubnetManager::SubnetManager(Transport& t, SmOptions o)
       role_(SmRole::Config{opts_.sm_key, opts_.sm_priority, t.local_port().port_guid}) {
   keys_.set_local_port(t.local_port().port_guid);
   eng_.set_keys(&keys_);
-  eng_.on_unsolicited([this](const Smp& s, const InMad& in) { on_unsolicited(s, in); });
-  eng_.on_sa([this](const InMad& in) { serve_sa(in); });
+  eng_.on_unsolicited([this](const mad::Smp& s, const mad::InMad& in) { on_unsolicited(s, in); });
+  eng_.on_sa([this](const mad::InMad& in) { serve_sa(in); });
   started_unix_s_ = std::chrono::duration_cast<std::chrono::seconds>(
                         std::chrono::system_clock::now().time_since_epoch())
                         .count();
@@ -138,12 +138,12 @@ void SubnetManager::start_sweep(bool heavy, SweepDone done) {
     done(fail(Errc::kUnsupported, "a sweep is already under way"));
     return;
   }
-  if (role_.state() == SmState::kNotActive) {
+  if (role_.state() == mad::SmState::kNotActive) {
     // Nothing to do until a master's STANDBY; what asked for this sweep is spent.
     trap_seen_ = false;
     deferred_heavy_ = false;
     SweepReport rep;
-    rep.sm_state = SmState::kNotActive;
+    rep.sm_state = mad::SmState::kNotActive;
     rep.reason = "NOTACTIVE: a master's SMInfo DISABLE stopped this SM (a STANDBY wakes it)";
     done(rep);
     return;
@@ -156,13 +156,13 @@ void SubnetManager::start_sweep(bool heavy, SweepDone done) {
   // master sweeps light; any other state reads the fabric and its SMs.
   const bool same_term = programmed_epoch_ == role_.epoch();
   light_ = !heavy && snapshot_ && model_ && !trap_seen_ && !deferred_heavy_ && last_report_ &&
-           last_report_->subnet_up && role_.state() == SmState::kMaster && same_term;
+           last_report_->subnet_up && role_.state() == mad::SmState::kMaster && same_term;
   publish();
   if (light_) return phase_light_check();
   // Only trap 128s asked (links changed at known switches): read those switches again.
   std::vector<NodeIndex> dirty;
   if (model_ && !trap_seen_ && !deferred_heavy_ && !dirty_lids_.empty() && last_report_ &&
-      last_report_->subnet_up && role_.state() == SmState::kMaster && same_term) {
+      last_report_->subnet_up && role_.state() == mad::SmState::kMaster && same_term) {
     const auto& f = model_->fabric;
     for (NodeIndex n = 0; n < f.size(); ++n)
       if (f.node(n).is_switch() && dirty_lids_.count(f.node(n).ports[0].attrs.lid.value))
@@ -198,7 +198,7 @@ Result<SweepReport> SubnetManager::light_sweep() {
   return std::move(*out);
 }
 
-Result<void> SubnetManager::serve_for(Duration d) {
+Result<void> SubnetManager::serve_for(mad::Duration d) {
   return eng_.poll_for(d);
 }
 
@@ -213,8 +213,8 @@ void SubnetManager::phase_light_check() {
   // as master.
   for (NodeIndex n = 0; n < model_->fabric.size(); ++n)
     if (model_->fabric.node(n).is_switch())
-      eng_.submit(SmpRequest::get(kAttrSwitchInfo, 0, model_->paths[n]),
-                  [this, changed, psc, silent, n](Result<Smp> r) {
+      eng_.submit(mad::SmpRequest::get(mad::kAttrSwitchInfo, 0, model_->paths[n]),
+                  [this, changed, psc, silent, n](Result<mad::Smp> r) {
                     if (!r) {
                       *changed = true;
                       silent->push_back(n);
@@ -223,7 +223,7 @@ void SubnetManager::phase_light_check() {
                     // A port change, or a LinearFDBTop other than the one this SM
                     // left (a reboot, another SM's writes): read that switch again,
                     // and its tables are read back and rewritten.
-                    const SwitchInfo si = decode_switch_info(r->data);
+                    const mad::SwitchInfo si = mad::decode_switch_info(r->data);
                     if (si.port_state_change || si.lft_top != model_->switch_info[n].lft_top)
                       psc->push_back(n);
                   });
@@ -236,9 +236,9 @@ void SubnetManager::phase_light_check() {
     if (!nd.is_switch()) continue;
     auto spot = lfts_->spot_block(nd.guid, round);
     if (!spot) continue;
-    eng_.submit(SmpRequest::get(kAttrLft, uint32_t(spot->first), model_->paths[n]),
-                [this, psc, n, g = nd.guid, spot = *spot](Result<Smp> r) {
-                  if (!r || decode_lft_block(r->data) == spot.second) return;
+    eng_.submit(mad::SmpRequest::get(mad::kAttrLft, uint32_t(spot->first), model_->paths[n]),
+                [this, psc, n, g = nd.guid, spot = *spot](Result<mad::Smp> r) {
+                  if (!r || mad::decode_lft_block(r->data) == spot.second) return;
                   WEFT_LOG(Warn, "SM-0055")
                       << "switch " << fabric::port_ref(model_->fabric, n, 0) << ": LFT block "
                       << spot.first
@@ -253,9 +253,9 @@ void SubnetManager::phase_light_check() {
   // outranks this one, calls for a heavy sweep (a handover either way).
   auto seen = std::make_shared<std::vector<RemoteSm>>(sms_);
   for (size_t i = 0; i < seen->size(); ++i) {
-    SmpRequest req = sm_info_get((*seen)[i].path);
+    mad::SmpRequest req = sm_info_get((*seen)[i].path);
     req.retries = 0;
-    eng_.submit(req, [this, seen, i, changed, sm_changed](Result<Smp> r) {
+    eng_.submit(req, [this, seen, i, changed, sm_changed](Result<mad::Smp> r) {
       RemoteSm& sm = (*seen)[i];
       const bool was = sm.answered && sm.key_ok;
       sm.answered = r.has_value();
@@ -263,10 +263,10 @@ void SubnetManager::phase_light_check() {
         sm.error = r.error().message;
         return;
       }
-      sm.info = decode_sm_info(r->data);
+      sm.info = mad::decode_sm_info(r->data);
       sm.key_ok = key_matches(sm.info);
       if (sm.key_ok && sm.info.guid == sm.guid &&
-          (sm.info.state == SmState::kMaster ||
+          (sm.info.state == mad::SmState::kMaster ||
            sm_outranks(sm.info.priority, sm.guid, opts_.sm_priority, sm_guid_) || !was))
         *changed = *sm_changed = true;
     });
@@ -400,7 +400,7 @@ void SubnetManager::phase_lids(Result<void> pumped) {
     for (PortNum p = nd.is_switch() ? 0 : 1; p <= (nd.is_switch() ? 0 : nd.num_ports); ++p) {
       if (p >= d.port_read[n].size() || !d.port_read[n][p]) continue;
       const auto& port = nd.ports[p];
-      if (!(port.attrs.capability_mask & kCapIsSm) || port.guid == sm_guid_) continue;
+      if (!(port.attrs.capability_mask & mad::kCapIsSm) || port.guid == sm_guid_) continue;
       if (!nd.is_switch() && !port.linked()) continue;
       RemoteSm r;
       r.guid = port.guid;
@@ -412,14 +412,14 @@ void SubnetManager::phase_lids(Result<void> pumped) {
   }
   for (size_t i = 0; i < run.sms.size(); ++i) {
     auto keep = run_;
-    eng_.submit(sm_info_get(run.sms[i].path), [this, keep, i](Result<Smp> r) {
+    eng_.submit(sm_info_get(run.sms[i].path), [this, keep, i](Result<mad::Smp> r) {
       RemoteSm& sm = keep->sms[i];
       if (!r) {
         sm.error = r.error().message;
         return;
       }
       sm.answered = true;
-      sm.info = decode_sm_info(r->data);
+      sm.info = mad::decode_sm_info(r->data);
       sm.key_ok = key_matches(sm.info);
       if (sm.info.guid != sm.guid) {
         sm.answered = false;
@@ -443,24 +443,25 @@ void SubnetManager::phase_role(Result<void> pumped) {
                                 << ", not ours: ignored";
     else
       WEFT_LOG(Info, "SM-0042") << "SM " << sm.name << " (" << hex_guid(sm.guid.value)
-                                << "): " << sm_state_name(sm.info.state) << ", priority "
+                                << "): " << mad::sm_state_name(sm.info.state) << ", priority "
                                 << int(sm.info.priority) << ", ActCount " << sm.info.act_count;
   }
   sms_ = run.sms;
   run.rep.sms = run.sms;
-  const SmState was = role_.state();
+  const mad::SmState was = role_.state();
   run.decision = role_.after_discovery(run.sms);
   const auto& dec = run.decision;
   switch (dec.kind) {
     case SmRole::Decision::kStandby:
-      if (was != SmState::kStandby) send_trap144(*dec.peer);
+      if (was != mad::SmState::kStandby) send_trap144(*dec.peer);
       return finish_standby(dec.why);
     case SmRole::Decision::kHandover: {
       WEFT_LOG(Info, "SM-0043") << "handing mastership over: " << dec.why;
-      SmpRequest req = SmpRequest::set(kAttrSmInfo, uint32_t(SmControl::kHandover), dec.peer->path,
-                                       encode_sm_info(role_.self(act_count(), true)));
+      mad::SmpRequest req =
+          mad::SmpRequest::set(mad::kAttrSmInfo, uint32_t(SmControl::kHandover), dec.peer->path,
+                               mad::encode_sm_info(role_.self(act_count(), true)));
       auto ok = std::make_shared<std::optional<Error>>();
-      eng_.submit(req, [ok](Result<Smp> r) {
+      eng_.submit(req, [ok](Result<mad::Smp> r) {
         if (!r) *ok = r.error();
       });
       run.handover_error = ok;
@@ -473,7 +474,8 @@ void SubnetManager::phase_role(Result<void> pumped) {
     case SmRole::Decision::kMaster:
       break;
   }
-  if (was != SmState::kMaster) WEFT_LOG(Info, "SM-0045") << "entering MASTER state: " << dec.why;
+  if (was != mad::SmState::kMaster)
+    WEFT_LOG(Info, "SM-0045") << "entering MASTER state: " << dec.why;
   if (programmed_epoch_ != role_.epoch()) {
     // A new master term: another SM (OpenSM, another weft) may have programmed the
     // fabric since this SM's last sweep as master, leaving LinearFDBTop as it was. What
@@ -511,7 +513,7 @@ void SubnetManager::finish_standby(const std::string& why) {
   SweepRun& run = *run_;
   SweepReport& rep = run.rep;
   rep.sm_state = role_.state();
-  rep.reason = std::string(sm_state_name(role_.state())) + ": " + why;
+  rep.reason = std::string(mad::sm_state_name(role_.state())) + ": " + why;
   rep.subnet_up = false;
   rep.ms_total = ms_since(run.t0);
   WEFT_LOG(Info, "SM-0047") << rep.reason << "; this SM programs nothing";
@@ -520,7 +522,7 @@ void SubnetManager::finish_standby(const std::string& why) {
   emit("sweep_finished", {{"heavy", true},
                           {"subnet_up", false},
                           {"ms", rep.ms_total},
-                          {"sm_state", sm_state_name(role_.state())},
+                          {"sm_state", mad::sm_state_name(role_.state())},
                           {"problems", rep.problems.size()}});
   finish_run(rep);
 }
@@ -609,7 +611,7 @@ void SubnetManager::phase_route() {
   // The last snapshot's tables, for an engine that repairs rather than recomputes when
   // only links went away (minhop): a failure then rewrites only what it touched.
   std::shared_ptr<const SubnetSnapshot> before = last_report_ && last_report_->subnet_up &&
-                                                         role_.state() == SmState::kMaster &&
+                                                         role_.state() == mad::SmState::kMaster &&
                                                          !run.rep.new_term
                                                      ? snapshot_
                                                      : nullptr;
@@ -670,8 +672,9 @@ void SubnetManager::phase_program_lfts(Result<void> pumped) {
   // programmed over their LIDs; not when a switch's tables were found changed by
   // another writer (the routes there may cross it).
   run.by_lid.clear();
-  if (snapshot_ && last_report_ && last_report_->subnet_up && role_.state() == SmState::kMaster &&
-      !run.rep.new_term && run.rep.lft_switches_changed == 0) {
+  if (snapshot_ && last_report_ && last_report_->subnet_up &&
+      role_.state() == mad::SmState::kMaster && !run.rep.new_term &&
+      run.rep.lft_switches_changed == 0) {
     run.rep.switches_by_lid = plan_lid_routes(run, *snapshot_, sm_lid_);
     if (run.rep.switches_by_lid)
       WEFT_LOG(Info, "SM-0037") << "programming " << run.rep.switches_by_lid << " of "
@@ -836,7 +839,7 @@ void SubnetManager::phase_finish(Result<void> pumped) {
   for (size_t i = 0; i < sweep_le_.size(); ++i)
     sweep_le_[i] += rep.ms_total / 1000 <= Published::kSweepBuckets[i];
   last_report_ = std::make_shared<const SweepReport>(rep);
-  if (rep.subnet_up && rep.sm_state == SmState::kMaster)
+  if (rep.subnet_up && rep.sm_state == mad::SmState::kMaster)
     model_ = std::move(run.model);
   else
     model_.reset();
@@ -964,7 +967,7 @@ void SubnetManager::note_flaps(
   for (const auto& [guid, port, name] : changed) {
     auto& times = flaps_[{guid, port}];
     times.push_back(now);
-    std::erase_if(times, [&](TimePoint t) { return now - t > opts_.flap_window; });
+    std::erase_if(times, [&](mad::TimePoint t) { return now - t > opts_.flap_window; });
     if (int(times.size()) >= opts_.flap_threshold && flapping_.insert({guid, port}).second) {
       WEFT_LOG(Warn, "SM-0024")
           << "port " << name << " is flapping: " << times.size() << " link changes within "
@@ -995,7 +998,7 @@ void SubnetManager::note_flaps(
   // Ports that calmed down: no change within the window.
   for (auto it = flapping_.begin(); it != flapping_.end();) {
     auto& times = flaps_[*it];
-    std::erase_if(times, [&](TimePoint t) { return now - t > opts_.flap_window; });
+    std::erase_if(times, [&](mad::TimePoint t) { return now - t > opts_.flap_window; });
     if (times.empty()) {
       emit("port_stable", {{"guid", hex_guid(it->first)}, {"port", it->second}});
       it = flapping_.erase(it);
@@ -1039,7 +1042,7 @@ Result<void> SubnetManager::save_down() const {
 }
 
 void SubnetManager::perf_sweep(std::function<void(Result<perf::PerfSweep>)> done) {
-  if (role_.state() != SmState::kMaster || !snapshot_)
+  if (role_.state() != mad::SmState::kMaster || !snapshot_)
     return done(fail(Errc::kUnsupported, "counters are read by the master, once the subnet is up"));
   perf_->start(snapshot_, [this, done = std::move(done)](Result<perf::PerfSweep> r) {
     if (r) {
@@ -1146,7 +1149,7 @@ void SubnetManager::publish() {
   p->priority = opts_.sm_priority;
   // The store follows the role; a master's MADs answered (or another SM's polls) since
   // the last publish are fabric contact, which keeps its claim on a shared store.
-  opts_.store->set_master(p->state == SmState::kMaster);
+  opts_.store->set_master(p->state == mad::SmState::kMaster);
   const auto& es = eng_.stats();
   const uint64_t heard = es.completed_ok + es.error_status + es.unsolicited + es.gmps_ok;
   if (heard != contact_mads_) {
@@ -1156,7 +1159,7 @@ void SubnetManager::publish() {
   p->guid = sm_guid_;
   p->lid = sm_lid_;
   p->act_count = act_count();
-  if (role_.state() == SmState::kMaster && !role_.polled()) {
+  if (role_.state() == mad::SmState::kMaster && !role_.polled()) {
     p->master_guid = sm_guid_;
     p->master_lid = sm_lid_;
     p->master_name = "this SM";
@@ -1187,7 +1190,8 @@ void SubnetManager::publish() {
     versions_.multicast += p->multicast != old->multicast;
     versions_.sm += p->state != old->state || p->priority != old->priority || p->lid != old->lid;
     if (p->state != old->state)
-      emit("sm_state", {{"state", sm_state_name(p->state)}, {"was", sm_state_name(old->state)}});
+      emit("sm_state",
+           {{"state", mad::sm_state_name(p->state)}, {"was", mad::sm_state_name(old->state)}});
   }
   p->versions = versions_;
   published_.store(std::move(p));
@@ -1209,13 +1213,13 @@ void SubnetManager::state_changed(const std::vector<std::string>& names) {
 
 void SubnetManager::send_reports(uint16_t trap, const Gid& gid) {
   for (auto& r : sa_.reports(trap, gid, sm_lid_, sm_guid_, kDefaultSubnetPrefix)) {
-    if (auto res = t_.send_long(r.mad, SendAddr::gsi(r.lid, r.qpn, r.pkey_index, r.sl)); !res)
+    if (auto res = t_.send_long(r.mad, mad::SendAddr::gsi(r.lid, r.qpn, r.pkey_index, r.sl)); !res)
       WEFT_LOG(Warn, "SA-0004") << "Report of trap " << trap << " to LID " << r.lid.value
                                 << " failed: " << res.error().message;
   }
 }
 
-void SubnetManager::serve_sa(const InMad& in) {
+void SubnetManager::serve_sa(const mad::InMad& in) {
   SaContext ctx;
   ctx.snap = snapshot_;
   ctx.mc = &mc_->groups();
@@ -1234,7 +1238,7 @@ void SubnetManager::serve_sa(const InMad& in) {
   ctx.qos = opts_.qos.enabled;
   auto ans = sa_.answer(std::span<const uint8_t>(in.mad.data(), in.len), ctx);
   if (!ans) return;
-  if (auto r = t_.send_long(*ans, SendAddr::gsi(in.slid, in.sqpn, in.pkey_index, in.sl)); !r)
+  if (auto r = t_.send_long(*ans, mad::SendAddr::gsi(in.slid, in.sqpn, in.pkey_index, in.sl)); !r)
     WEFT_LOG(Warn, "SA-0001") << "answer to LID " << in.slid.value << " QP " << in.sqpn
                               << " failed: " << r.error().message;
   // Groups that came or went: traps 66 and 67 to subscribers.
@@ -1253,28 +1257,29 @@ void SubnetManager::serve_sa(const InMad& in) {
   if (changed || !mlids.empty()) publish();
 }
 
-void SubnetManager::on_unsolicited(const Smp& s, const InMad& in) {
-  if (s.method == kMethodTrap) {
+void SubnetManager::on_unsolicited(const mad::Smp& s, const mad::InMad& in) {
+  if (s.method == mad::kMethodTrap) {
     // Repressed first, whatever it says (IBTA 13.4.8.2): else the SMA repeats it.
-    Smp repress = s;
-    repress.method = kMethodTrapRepress;
+    mad::Smp repress = s;
+    repress.method = mad::kMethodTrapRepress;
     repress.status = 0;
-    if (in.slid.is_unicast()) (void)t_.send(encode_smp(repress), SendAddr::lid(in.slid));
+    if (in.slid.is_unicast()) (void)t_.send(mad::encode_smp(repress), mad::SendAddr::lid(in.slid));
     return on_trap(decode_trap(s.data), in);
   }
-  if (s.method != kMethodGet && s.method != kMethodSet) return;  // nothing else is for us
-  if (s.attr_id == kAttrSmInfo) return on_sm_info(s, in);
-  Smp resp = s;
-  resp.method = kMethodGetResp;
+  if (s.method != mad::kMethodGet && s.method != mad::kMethodSet) return;  // nothing else is for us
+  if (s.attr_id == mad::kAttrSmInfo) return on_sm_info(s, in);
+  mad::Smp resp = s;
+  resp.method = mad::kMethodGetResp;
   resp.direction = true;
   resp.status = 0x000C;  // method/attribute combination not supported
-  SendAddr to = s.mgmt_class == kClassSmiDirect ? SendAddr::directed() : SendAddr::lid(in.slid);
-  if (auto r = t_.send(encode_smp(resp), to); !r)
-    WEFT_LOG(Warn, "SM-0021") << "answer to " << attr_name(s.attr_id)
+  mad::SendAddr to = s.mgmt_class == mad::kClassSmiDirect ? mad::SendAddr::directed()
+                                                          : mad::SendAddr::lid(in.slid);
+  if (auto r = t_.send(mad::encode_smp(resp), to); !r)
+    WEFT_LOG(Warn, "SM-0021") << "answer to " << mad::attr_name(s.attr_id)
                               << " query failed: " << r.error().message;
 }
 
-void SubnetManager::on_trap(const Trap& t, const InMad& in) {
+void SubnetManager::on_trap(const Trap& t, const mad::InMad& in) {
   ++trap_counts_[t.generic ? t.number : 0];
   nlohmann::json ev = t.to_json();
   ev["from_lid"] = in.slid.value;
@@ -1310,7 +1315,7 @@ void SubnetManager::on_trap(const Trap& t, const InMad& in) {
     }
     return false;
   }();
-  const Duration holdoff =
+  const mad::Duration holdoff =
       flapping_here ? std::max(opts_.trap_holdoff, opts_.flap_holdoff) : opts_.trap_holdoff;
   const bool held = last.count() != 0 && now - last < holdoff;
   if (held) {
@@ -1347,7 +1352,7 @@ void SubnetManager::save_keys(SweepReport& rep) {
 void SubnetManager::touch_port(Lid lid) {
   // Someone without the key tried the port, and its lease timer runs: an SMP with the
   // right key stops it before the port drops its protection. Read its PortInfo.
-  if (!model_ || role_.state() != SmState::kMaster) return;
+  if (!model_ || role_.state() != mad::SmState::kMaster) return;
   const Discovered& d = *model_;
   for (NodeIndex n = 0; n < d.fabric.size(); ++n) {
     const auto& nd = d.fabric.node(n);
@@ -1355,24 +1360,24 @@ void SubnetManager::touch_port(Lid lid) {
       if (nd.is_switch() ? p.num != 0 : (p.num == 0 || !p.linked())) continue;
       if (p.attrs.lid != lid) continue;
       const std::string port = fabric::port_ref(d.fabric, n, p.num);
-      eng_.submit(
-          SmpRequest::get(kAttrPortInfo, p.num, dr_path_to(d, n, p.num)), [port](Result<Smp> r) {
-            if (r)
-              WEFT_LOG(Info, "MKY-0004")
-                  << "bad M_Key at " << port << ": read with its key, its lease timer stopped";
-            else
-              WEFT_LOG(Warn, "MKY-0005")
-                  << "bad M_Key at " << port
-                  << ": reading it with its key failed: " << r.error().message;
-          });
+      eng_.submit(mad::SmpRequest::get(mad::kAttrPortInfo, p.num, dr_path_to(d, n, p.num)),
+                  [port](Result<mad::Smp> r) {
+                    if (r)
+                      WEFT_LOG(Info, "MKY-0004") << "bad M_Key at " << port
+                                                 << ": read with its key, its lease timer stopped";
+                    else
+                      WEFT_LOG(Warn, "MKY-0005")
+                          << "bad M_Key at " << port
+                          << ": reading it with its key failed: " << r.error().message;
+                  });
       return;
     }
   }
 }
 
-void SubnetManager::on_sm_info(const Smp& s, const InMad& in) {
-  const SmInfo req = decode_sm_info(s.data);
-  const SmState was = role_.state();
+void SubnetManager::on_sm_info(const mad::Smp& s, const mad::InMad& in) {
+  const mad::SmInfo req = mad::decode_sm_info(s.data);
+  const mad::SmState was = role_.state();
   auto a = role_.on_request(s.method, s.attr_mod, req, act_count());
   if (!a.log.empty()) {
     if (a.status)
@@ -1380,34 +1385,36 @@ void SubnetManager::on_sm_info(const Smp& s, const InMad& in) {
     else
       WEFT_LOG(Info, "SM-0049") << a.log;
   }
-  Smp resp = s;
-  resp.method = kMethodGetResp;
+  mad::Smp resp = s;
+  resp.method = mad::kMethodGetResp;
   resp.direction = true;
   resp.status = a.status;
-  resp.data = encode_sm_info(a.info);
-  SendAddr to = s.mgmt_class == kClassSmiDirect ? SendAddr::directed() : SendAddr::lid(in.slid);
-  if (auto r = t_.send(encode_smp(resp), to); !r)
-    WEFT_LOG(Warn, "SM-0021") << "answer to SMInfo " << (s.method == kMethodSet ? "Set" : "Get")
+  resp.data = mad::encode_sm_info(a.info);
+  mad::SendAddr to = s.mgmt_class == mad::kClassSmiDirect ? mad::SendAddr::directed()
+                                                          : mad::SendAddr::lid(in.slid);
+  if (auto r = t_.send(mad::encode_smp(resp), to); !r)
+    WEFT_LOG(Warn, "SM-0021") << "answer to SMInfo "
+                              << (s.method == mad::kMethodSet ? "Set" : "Get")
                               << " failed: " << r.error().message;
-  if (s.method != kMethodSet || a.status) return;
+  if (s.method != mad::kMethodSet || a.status) return;
   if (a.acknowledge) {
     // The old master hears that its HANDOVER was taken: SMInfo Set ACKNOWLEDGE, sent as
     // the standby this SM was when the HANDOVER came (IBTA 14.4.1).
-    SmInfo ack = role_.self(act_count(), true);
-    ack.state = SmState::kStandby;
-    std::optional<SmpRequest> req_ack;
+    mad::SmInfo ack = role_.self(act_count(), true);
+    ack.state = mad::SmState::kStandby;
+    std::optional<mad::SmpRequest> req_ack;
     for (const auto& r : sms_)
       if (r.guid == req.guid && !r.path.ports.empty())
-        req_ack = SmpRequest::set(kAttrSmInfo, uint32_t(SmControl::kAcknowledge), r.path,
-                                  encode_sm_info(ack));
+        req_ack = mad::SmpRequest::set(mad::kAttrSmInfo, uint32_t(SmControl::kAcknowledge), r.path,
+                                       mad::encode_sm_info(ack));
     if (!req_ack && in.slid.is_unicast()) {
-      req_ack =
-          SmpRequest::set(kAttrSmInfo, uint32_t(SmControl::kAcknowledge), {}, encode_sm_info(ack));
+      req_ack = mad::SmpRequest::set(mad::kAttrSmInfo, uint32_t(SmControl::kAcknowledge), {},
+                                     mad::encode_sm_info(ack));
       req_ack->directed = false;
       req_ack->dlid = in.slid;
     }
     if (req_ack)
-      eng_.submit(*req_ack, [g = req.guid](Result<Smp> r) {
+      eng_.submit(*req_ack, [g = req.guid](Result<mad::Smp> r) {
         if (!r)
           WEFT_LOG(Warn, "SM-0050")
               << "ACKNOWLEDGE to " << hex_guid(g.value) << " failed: " << r.error().message;
@@ -1416,8 +1423,8 @@ void SubnetManager::on_sm_info(const Smp& s, const InMad& in) {
   if (a.sweep) trap_seen_ = true;  // the service sweeps at once
   emit("sm_control", {{"control", sm_control_name(s.attr_mod)},
                       {"from", hex_guid(req.guid.value)},
-                      {"state", sm_state_name(role_.state())},
-                      {"was", sm_state_name(was)},
+                      {"state", mad::sm_state_name(role_.state())},
+                      {"was", mad::sm_state_name(was)},
                       {"sweep", a.sweep}});
   publish();
 }
@@ -1427,12 +1434,12 @@ void SubnetManager::send_trap144(const RemoteSm& to) {
   // SM and hands over if this one outranks it (OpenSM does the same on entering
   // STANDBY).
   if (!to.lid.is_unicast() || !sm_lid_.is_unicast()) return;
-  Smp t;
-  t.mgmt_class = kClassSmiLid;
-  t.method = kMethodTrap;
-  t.attr_id = kAttrNotice;
+  mad::Smp t;
+  t.mgmt_class = mad::kClassSmiLid;
+  t.method = mad::kMethodTrap;
+  t.attr_id = mad::kAttrNotice;
   t.tid = 0x7e000000ull | (eng_.stats().sent & 0xffffff);
-  SmpData& d = t.data;
+  mad::SmpData& d = t.data;
   d[0] = 0x80 | 4;  // IsGeneric, Type 4 (informational)
   d[1] = 0;
   d[2] = 0;
@@ -1445,58 +1452,59 @@ void SubnetManager::send_trap144(const RemoteSm& to) {
   // CapabilityMask(32), reserved(10), ChangeFlags(6), CapabilityMask2(16).
   d[12] = uint8_t(sm_lid_.value >> 8);
   d[13] = uint8_t(sm_lid_.value);
-  const uint32_t cap = kCapIsSm;
+  const uint32_t cap = mad::kCapIsSm;
   d[16] = uint8_t(cap >> 24);
   d[17] = uint8_t(cap >> 16);
   d[18] = uint8_t(cap >> 8);
   d[19] = uint8_t(cap);
-  if (auto r = t_.send(encode_smp(t), SendAddr::lid(to.lid)); !r)
+  if (auto r = t_.send(mad::encode_smp(t), mad::SendAddr::lid(to.lid)); !r)
     WEFT_LOG(Warn, "SM-0051") << "trap 144 to the master at LID " << to.lid.value
                               << " failed: " << r.error().message;
   else
     WEFT_LOG(Info, "SM-0052") << "trap 144 sent to SM " << to.name << " at LID " << to.lid.value;
 }
 
-SmpRequest SubnetManager::sm_info_get(const DrPath& path) const {
+mad::SmpRequest SubnetManager::sm_info_get(const mad::DrPath& path) const {
   // The Get presents this SM's SMInfo and SM_Key: another weft answers it with its key
   // only when ours matches.
-  SmpRequest req = SmpRequest::get(kAttrSmInfo, 0, path);
-  req.data = encode_sm_info(role_.self(act_count(), true));
+  mad::SmpRequest req = mad::SmpRequest::get(mad::kAttrSmInfo, 0, path);
+  req.data = mad::encode_sm_info(role_.self(act_count(), true));
   return req;
 }
 
-bool SubnetManager::key_matches(const SmInfo& theirs) const {
+bool SubnetManager::key_matches(const mad::SmInfo& theirs) const {
   return opts_.sm_key == 0 || theirs.sm_key == opts_.sm_key;
 }
 
 void SubnetManager::poll_master(std::function<void(bool)> done) {
   const auto& polled = role_.polled();
   if (!polled || run_) return done(false);
-  SmpRequest req = sm_info_get(polled->path);
+  mad::SmpRequest req = sm_info_get(polled->path);
   req.retries = 0;  // the polls are the retries: polling_retry_number of them
   const Guid want = polled->guid;
-  eng_.submit(req, [this, want, done = std::move(done)](Result<Smp> r) {
-    std::optional<SmInfo> info;
+  eng_.submit(req, [this, want, done = std::move(done)](Result<mad::Smp> r) {
+    std::optional<mad::SmInfo> info;
     if (r) {
-      info = decode_sm_info(r->data);
+      info = mad::decode_sm_info(r->data);
       if (info->guid != want || !key_matches(*info)) info.reset();
     }
-    const SmState was = role_.state();
+    const mad::SmState was = role_.state();
     const auto name = role_.polled() ? role_.polled()->name : std::string();
     const auto lower_master = role_.polled();
     const int failed_before = role_.failed_polls();
     const bool gone = role_.poll_result(info, opts_.polling_retry_number);
-    if (!gone && was == SmState::kMaster && info && lower_master) send_trap144(*lower_master);
+    if (!gone && was == mad::SmState::kMaster && info && lower_master) send_trap144(*lower_master);
     if (!info)
       WEFT_LOG(Warn, "SM-0053") << "SM " << name << " did not answer its poll ("
                                 << failed_before + 1 << " in a row): "
                                 << (r ? std::string("wrong GUID or SM_Key") : r.error().message);
     if (gone) {
       WEFT_LOG(Warn, "SM-0054") << "SM " << name
-                                << (was == SmState::kStandby ? " is gone: taking over"
-                                                             : " no longer a master: programming");
+                                << (was == mad::SmState::kStandby
+                                        ? " is gone: taking over"
+                                        : " no longer a master: programming");
       trap_seen_ = true;
-      emit("sm_lost", {{"sm", name}, {"state", sm_state_name(role_.state())}});
+      emit("sm_lost", {{"sm", name}, {"state", mad::sm_state_name(role_.state())}});
     }
     publish();
     done(gone);

@@ -40,7 +40,7 @@ struct SweepRun {
   routing::ChainResult routed;
   routing::Tables tables;
   qos::PartitionPlan plan;
-  std::vector<std::vector<PortInfo>> after;  // [node][port]: PortInfo as the last Set left it
+  std::vector<std::vector<mad::PortInfo>> after;  // [node][port]: PortInfo as the last Set left it
   // Switch ports (GUID, port) to disable, with why (flap_policy down, or
   // unhealthy_port_policy isolate: their links are out of `target`), and to enable again
   // (released by an admin).
@@ -63,7 +63,7 @@ struct SweepRun {
 // and in a first bring-up, by directed route. Returns how many switches go by LID.
 size_t plan_lid_routes(SweepRun& run, const SubnetSnapshot& before, Lid sm_lid);
 // A request to switch n's management port, by LID where the plan says so.
-inline SmpRequest to_switch(const SweepRun& run, fabric::NodeIndex n, SmpRequest r) {
+inline mad::SmpRequest to_switch(const SweepRun& run, fabric::NodeIndex n, mad::SmpRequest r) {
   if (n < run.by_lid.size() && run.by_lid[n]) {
     r.directed = false;
     r.dlid = Lid{run.by_lid[n]};
@@ -76,7 +76,7 @@ inline SmpRequest to_switch(const SweepRun& run, fabric::NodeIndex n, SmpRequest
 // ports facing end ports, VLHighLimit under QoS; INIT to ARMED, then ARMED to ACTIVE.
 class PortProgrammer {
  public:
-  PortProgrammer(MadEngine& eng, const SmOptions& o) : eng_(eng), opts_(o) {}
+  PortProgrammer(mad::MadEngine& eng, const SmOptions& o) : eng_(eng), opts_(o) {}
   void configure(SweepRun& run, Lid sm_lid);
   void activate(SweepRun& run);
   // After activate()'s MADs: the linked and ACTIVE port ends, into the report.
@@ -88,16 +88,16 @@ class PortProgrammer {
 
  private:
   static uint64_t port_key(const fabric::Fabric& f, fabric::NodeIndex n, PortNum p);
-  static bool took(const PortInfo& want, const PortInfo& got);
+  static bool took(const mad::PortInfo& want, const mad::PortInfo& got);
   // A switch port weft leaves down (disabled: PortPhysicalState 3) or lets up again
   // (Polling, 2): the Set, and true when the port is handled (nothing else to set).
   bool set_phys_state(SweepRun& run, fabric::NodeIndex n, PortNum p);
   static constexpr uint8_t kPhysPolling = 2, kPhysDisabled = 3;
-  void confirm(SweepRun& run, fabric::NodeIndex n, PortNum p, const PortInfo& want,
-               const Error& why, const char* what, std::function<void(const PortInfo&)> ok);
+  void confirm(SweepRun& run, fabric::NodeIndex n, PortNum p, const mad::PortInfo& want,
+               const Error& why, const char* what, std::function<void(const mad::PortInfo&)> ok);
   void note_ignored(const fabric::Fabric& f, fabric::NodeIndex n, PortNum p, uint64_t key,
-                    const PortInfo& want, const PortInfo& got, SweepReport& rep);
-  MadEngine& eng_;
+                    const mad::PortInfo& want, const mad::PortInfo& got, SweepReport& rep);
+  mad::MadEngine& eng_;
   const SmOptions& opts_;
   // PortInfo fields a port was seen to drop from a Set (ibsim keeps none of them: it
   // has no M_Key either).
@@ -110,7 +110,7 @@ class PortProgrammer {
 // remembered while it keeps the LinearFDBTop weft left it with.
 class LftProgrammer {
  public:
-  explicit LftProgrammer(MadEngine& eng) : eng_(eng) {}
+  explicit LftProgrammer(mad::MadEngine& eng) : eng_(eng) {}
   // Before programming (nothing else in flight): one block of every switch weft
   // believes it knows, read back by directed route and compared (the block rotates
   // sweep by sweep). A switch whose block differs (another writer that kept
@@ -125,25 +125,25 @@ class LftProgrammer {
   bool steady(Guid sw, uint16_t lft_top_now) const;
   // One block of what weft believes switch `sw` holds, to read back and compare (a
   // spot check: the block rotates with `round`); nullopt where nothing is believed.
-  std::optional<std::pair<size_t, LftBlock>> spot_block(Guid sw, uint64_t round) const;
+  std::optional<std::pair<size_t, mad::LftBlock>> spot_block(Guid sw, uint64_t round) const;
   // Believe nothing of switch `sw` (its blocks are read back whole at its next
   // programming), or of any switch (a new master term).
   void forget(Guid sw);
   void forget_all();
 
  private:
-  void remember_block(Guid sw, size_t block, const LftBlock& blk);
+  void remember_block(Guid sw, size_t block, const mad::LftBlock& blk);
   // Switch n shows signs of having lost its state (a port state change, a linked port
   // not ACTIVE); what weft believes of it holds (trusted) only without them and while it
   // keeps the LinearFDBTop weft left it with.
   bool was_reset(const SweepRun& run, fabric::NodeIndex n) const;
   bool trusted(const SweepRun& run, fabric::NodeIndex n) const;
   // Reads block b of switch n and writes `blk` if the switch holds anything else.
-  void read_then_write(SweepRun& run, fabric::NodeIndex n, const DrPath& path, size_t b,
-                       const LftBlock& blk);
-  void write_block(SweepRun& run, fabric::NodeIndex n, const DrPath& path, size_t b,
-                   const LftBlock& blk);
-  MadEngine& eng_;
+  void read_then_write(SweepRun& run, fabric::NodeIndex n, const mad::DrPath& path, size_t b,
+                       const mad::LftBlock& blk);
+  void write_block(SweepRun& run, fabric::NodeIndex n, const mad::DrPath& path, size_t b,
+                   const mad::LftBlock& blk);
+  mad::MadEngine& eng_;
   std::map<Guid, std::vector<uint8_t>> cache_;   // what each switch holds, as written or read
   std::unordered_map<uint64_t, uint16_t> tops_;  // LinearFDBTop each switch was left with
   std::vector<fabric::NodeIndex> topped_;        // this sweep: switches whose top to write
@@ -155,7 +155,7 @@ class LftProgrammer {
 // port has not been reset since: a CA port still ACTIVE, a switch still steady.
 class DeviceTables {
  public:
-  DeviceTables(MadEngine& eng, const SmOptions& o, const PortProgrammer& ports,
+  DeviceTables(mad::MadEngine& eng, const SmOptions& o, const PortProgrammer& ports,
                const LftProgrammer& lfts)
       : eng_(eng), opts_(o), ports_(ports), lfts_(lfts) {}
   // Phase 1: read what is not known. Phase 2: lay out and write what differs.
@@ -190,7 +190,7 @@ class DeviceTables {
     PortNum p;
     uint16_t attr;
     uint32_t mod;
-    SmpData data;
+    mad::SmpData data;
     size_t compare_bytes;
   };
   struct PkeyJob {
@@ -202,18 +202,18 @@ class DeviceTables {
   };
   bool steady(const Discovered& d, fabric::NodeIndex n, PortNum p) const;
   Key key(const Discovered& d, fabric::NodeIndex n, PortNum p, uint16_t attr, uint32_t mod) const;
-  const SmpData* held(const Discovered& d, fabric::NodeIndex n, PortNum p, uint16_t attr,
-                      uint32_t mod) const;
+  const mad::SmpData* held(const Discovered& d, fabric::NodeIndex n, PortNum p, uint16_t attr,
+                           uint32_t mod) const;
   void read_one(SweepRun& run, fabric::NodeIndex n, PortNum p, uint16_t attr, uint32_t mod);
   void plan_pkeys(SweepRun& run);
   void plan_sl2vl(SweepRun& run);
   void plan_vlarb(SweepRun& run);
   void write_pkeys(SweepRun& run, const PkeyJob& job);
-  MadEngine& eng_;
+  mad::MadEngine& eng_;
   const SmOptions& opts_;
   const PortProgrammer& ports_;
   const LftProgrammer& lfts_;
-  std::unordered_map<Key, SmpData, KeyHash> cache_;
+  std::unordered_map<Key, mad::SmpData, KeyHash> cache_;
   std::unordered_map<Key, std::string, KeyHash> read_errors_;  // this sweep's failed reads
   std::vector<PkeyJob> pkey_jobs_;                             // this sweep's
   std::vector<Want> wants_;  // this sweep's SL2VL and VLArb tables
@@ -226,7 +226,7 @@ class DeviceTables {
 // node paths and end ports together), the one published.
 class MulticastProgrammer {
  public:
-  explicit MulticastProgrammer(MadEngine& eng) : eng_(eng) {}
+  explicit MulticastProgrammer(mad::MadEngine& eng) : eng_(eng) {}
   McDb& groups() { return mc_; }
   const McDb& groups() const { return mc_; }
   uint16_t mft_cap() const { return snap_ ? snap_->mft_cap : 0; }
@@ -250,14 +250,14 @@ class MulticastProgrammer {
  private:
   std::vector<std::pair<fabric::NodeIndex, uint32_t>> route_mlid(uint16_t mlid);
   void write_mfts(std::vector<std::pair<fabric::NodeIndex, uint32_t>> blocks, SweepReport* rep);
-  MadEngine& eng_;
+  mad::MadEngine& eng_;
   McDb mc_;
   std::shared_ptr<const SubnetSnapshot> snap_;
   // What weft wants each switch to hold (node -> pos << 28 | block -> masks), what
   // switches hold as last read or written (switch GUID, modifier), and which switches
   // each MLID's tree crossed.
-  std::map<fabric::NodeIndex, std::map<uint32_t, MftBlock>> want_;
-  std::map<std::pair<uint64_t, uint32_t>, MftBlock> held_;
+  std::map<fabric::NodeIndex, std::map<uint32_t, mad::MftBlock>> want_;
+  std::map<std::pair<uint64_t, uint32_t>, mad::MftBlock> held_;
   std::map<uint16_t, std::vector<fabric::NodeIndex>> mlid_switches_;
   bool reread_all_ = false;
 };

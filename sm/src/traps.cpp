@@ -9,13 +9,13 @@ namespace weft::sm {
 
 namespace {
 
-uint16_t be16(const SmpData& d, size_t at) {
+uint16_t be16(const mad::SmpData& d, size_t at) {
   return uint16_t(d[at] << 8 | d[at + 1]);
 }
-uint32_t be32(const SmpData& d, size_t at) {
+uint32_t be32(const mad::SmpData& d, size_t at) {
   return uint32_t(d[at]) << 24 | uint32_t(d[at + 1]) << 16 | uint32_t(d[at + 2]) << 8 | d[at + 3];
 }
-uint64_t be64(const SmpData& d, size_t at) {
+uint64_t be64(const mad::SmpData& d, size_t at) {
   return uint64_t(be32(d, at)) << 32 | be32(d, at + 4);
 }
 
@@ -23,7 +23,7 @@ constexpr size_t kDetails = 10;  // DataDetails start within the Notice
 
 }  // namespace
 
-Trap decode_trap(const SmpData& d) {
+Trap decode_trap(const mad::SmpData& d) {
   Trap t;
   t.generic = d[0] & 0x80;
   t.type = d[0] & 0x7f;

@@ -15,6 +15,7 @@
 
 using namespace weft;
 using namespace weft::simulator;
+using namespace weft::mad;
 using namespace weft::sm;
 
 using weft::testing::readback;

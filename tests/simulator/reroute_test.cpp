@@ -17,6 +17,7 @@
 
 using namespace weft;
 using namespace weft::simulator;
+using namespace weft::mad;
 using namespace weft::sm;
 
 using weft::testing::readback;

@@ -70,10 +70,10 @@ inline routing::VerifyReport readback(const simulator::SimFabric& sim) {
 // `details_lid` in DataDetails' LIDADDR (for 128: the switch itself).
 inline void inject_switch_trap(simulator::SimTransport& t, uint16_t number, uint16_t lid,
                                uint16_t details_lid) {
-  sm::Smp trap;
-  trap.mgmt_class = sm::kClassSmiLid;
-  trap.method = sm::kMethodTrap;
-  trap.attr_id = sm::kAttrNotice;
+  mad::Smp trap;
+  trap.mgmt_class = mad::kClassSmiLid;
+  trap.method = mad::kMethodTrap;
+  trap.attr_id = mad::kAttrNotice;
   trap.tid = 0x100 + lid;
   trap.data[0] = 0x81;  // generic, urgent
   trap.data[3] = 2;     // producer: a switch
@@ -83,9 +83,9 @@ inline void inject_switch_trap(simulator::SimTransport& t, uint16_t number, uint
   trap.data[7] = static_cast<uint8_t>(lid);
   trap.data[10] = static_cast<uint8_t>(details_lid >> 8);
   trap.data[11] = static_cast<uint8_t>(details_lid);
-  sm::InMad in;
-  in.mad = sm::encode_smp(trap);
-  in.len = sm::kMadSize;
+  mad::InMad in;
+  in.mad = mad::encode_smp(trap);
+  in.len = mad::kMadSize;
   in.slid = Lid{lid};
   t.inject(in);
 }
@@ -94,34 +94,34 @@ inline void inject_switch_trap(simulator::SimTransport& t, uint16_t number, uint
 // records every Set and trap that reaches it, and can die.
 struct PeerSm {
   Guid guid;
-  sm::SmState state = sm::SmState::kMaster;
+  mad::SmState state = mad::SmState::kMaster;
   uint8_t priority = 0;
   uint64_t key = 0xfeed;
   bool alive = true;
-  std::vector<std::pair<uint32_t, sm::SmInfo>> sets;  // attribute modifier, payload
+  std::vector<std::pair<uint32_t, mad::SmInfo>> sets;  // attribute modifier, payload
   std::vector<unsigned> traps;
 
   simulator::SimFabric::SmAgent agent() {
-    return [this](const sm::Smp& req) -> std::optional<simulator::SimFabric::AgentReply> {
+    return [this](const mad::Smp& req) -> std::optional<simulator::SimFabric::AgentReply> {
       if (!alive) return std::nullopt;
-      if (req.method == sm::kMethodTrap) {
+      if (req.method == mad::kMethodTrap) {
         traps.push_back(unsigned(req.data[4]) << 8 | req.data[5]);
         return std::nullopt;
       }
       simulator::SimFabric::AgentReply r;
-      if (req.method == sm::kMethodSet) {
-        const sm::SmInfo in = sm::decode_sm_info(req.data);
+      if (req.method == mad::kMethodSet) {
+        const mad::SmInfo in = mad::decode_sm_info(req.data);
         sets.push_back({req.attr_mod, in});
-        if (req.attr_mod == 1 && state == sm::SmState::kStandby && in.sm_key == key)
-          state = sm::SmState::kMaster;
+        if (req.attr_mod == 1 && state == mad::SmState::kStandby && in.sm_key == key)
+          state = mad::SmState::kMaster;
       }
-      sm::SmInfo me;
+      mad::SmInfo me;
       me.guid = guid;
       me.sm_key = key;
       me.priority = priority;
       me.state = state;
       me.act_count = 42;
-      r.data = sm::encode_sm_info(me);
+      r.data = mad::encode_sm_info(me);
       return r;
     };
   }

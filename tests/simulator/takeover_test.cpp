@@ -10,10 +10,11 @@
 
 #include "sim_sm.hpp"
 #include "weft/config/partitions.hpp"
-#include "weft/sm/mad_engine.hpp"
+#include "weft/mad/mad_engine.hpp"
 
 using namespace weft;
 using namespace weft::simulator;
+using namespace weft::mad;
 using namespace weft::sm;
 using namespace weft::testing;
 using fabric::NodeIndex;

@@ -10,6 +10,7 @@
 #include "weft/sm/mkey.hpp"
 
 using namespace weft;
+using namespace weft::mad;
 using namespace weft::sm;
 
 namespace {

@@ -11,13 +11,14 @@
 #include "../fuzz.hpp"
 #include "weft/config/partitions.hpp"
 #include "weft/config/qos_policy.hpp"
+#include "weft/mad/rmpp.hpp"
 #include "weft/simulator/generators.hpp"
 #include "weft/simulator/sim_transport.hpp"
-#include "weft/sm/rmpp.hpp"
 #include "weft/sm/sa.hpp"
 #include "weft/sm/subnet_manager.hpp"
 
 using namespace weft;
+using namespace weft::mad;
 using namespace weft::sm;
 using namespace weft::simulator;
 using fabric::NodeIndex;
@@ -937,7 +938,7 @@ TEST(Sa, AnswersDuringASweepFromThePublishedSnapshot) {
   // c[2] goes away: the next sweep renumbers every node discovered after it.
   fx.sim.unlink(sim_node(fx, c[2]), 1);
   fx.t.clear_gsi_answers();
-  auto inject = [&](const std::vector<uint8_t>& req, sm::Duration after) {
+  auto inject = [&](const std::vector<uint8_t>& req, mad::Duration after) {
     InMad in;
     std::copy(req.begin(), req.end(), in.mad.begin());
     in.len = kMadSize;

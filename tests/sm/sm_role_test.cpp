@@ -4,6 +4,7 @@
 #include "weft/sm/sm_role.hpp"
 
 using namespace weft;
+using namespace weft::mad;
 using namespace weft::sm;
 
 namespace {

@@ -4,6 +4,7 @@
 #include "weft/sm/traps.hpp"
 
 using namespace weft;
+using namespace weft::mad;
 using namespace weft::sm;
 
 namespace {

@@ -16,9 +16,9 @@
 #include <vector>
 
 #include "weft/fabric/fabric.hpp"
+#include "weft/mad/clock.hpp"
+#include "weft/mad/mad.hpp"
 #include "weft/routing/engine.hpp"
-#include "weft/sm/clock.hpp"
-#include "weft/sm/mad.hpp"
 #include "weft/sm/perf_counters.hpp"
 
 namespace weft::simulator {
@@ -42,12 +42,13 @@ class SimFabric {
   explicit SimFabric(fabric::Fabric f, SimDefaults d = {});
 
   struct Outcome {
-    std::optional<sm::MadBuf> reply;  // nullopt: the SMP was dropped on the way
-    int hops = 0;                     // links crossed to reach the target
+    std::optional<mad::MadBuf> reply;  // nullopt: the SMP was dropped on the way
+    int hops = 0;                      // links crossed to reach the target
   };
   // A request SMP leaving the SM at (node, port) (port 0 for an SM on a switch);
   // `dlid` is the destination of a LID-routed SMP (ignored for directed route).
-  Outcome process(const sm::MadBuf& req, fabric::NodeIndex sm_node, PortNum sm_port, Lid dlid = {});
+  Outcome process(const mad::MadBuf& req, fabric::NodeIndex sm_node, PortNum sm_port,
+                  Lid dlid = {});
 
   const fabric::Fabric& model() const { return f_; }
   fabric::Fabric& model() { return f_; }
@@ -86,9 +87,9 @@ class SimFabric {
   // for none (an SM that has died).
   struct AgentReply {
     uint16_t status = 0;
-    sm::SmpData data{};
+    mad::SmpData data{};
   };
-  using SmAgent = std::function<std::optional<AgentReply>(const sm::Smp& req)>;
+  using SmAgent = std::function<std::optional<AgentReply>(const mad::Smp& req)>;
   void attach_sm(fabric::NodeIndex n, PortNum p, SmAgent agent);
 
   // M_Key, as IBTA vol. 1, 14.2.4 has a port check it (a switch: port 0's): a key of 0
@@ -102,16 +103,16 @@ class SimFabric {
     uint8_t protect = 0;
     uint16_t lease = 0;  // seconds; 0 = the timer never starts
     uint16_t violations = 0;
-    std::optional<sm::TimePoint> deadline;  // the lease timer, when it runs
+    std::optional<mad::TimePoint> deadline;  // the lease timer, when it runs
   };
   const MKeyState& mkey(fabric::NodeIndex n, PortNum p) const { return mkey_.at(n).at(p); }
   MKeyState& mkey(fabric::NodeIndex n, PortNum p) { return mkey_.at(n).at(p); }
   // The clock lease timers run on (a SimTransport sets its own when none is set, and
   // clears it when it goes; without one the timers never run out).
-  void set_clock(const sm::Clock* c) { clock_ = c; }
-  const sm::Clock* clock() const { return clock_; }
+  void set_clock(const mad::Clock* c) { clock_ = c; }
+  const mad::Clock* clock() const { return clock_; }
   // Traps the devices sent to SM LID `sm_lid` since the last call (trap 256 so far).
-  std::vector<sm::MadBuf> take_traps(Lid sm_lid);
+  std::vector<mad::MadBuf> take_traps(Lid sm_lid);
 
   // Port counters, as a PMA keeps them (sm/perf_counters.hpp): every counter saturates
   // at its width (PortCountersExtended's at 2^64 - 1, as ibsim's). count() adds to one:
@@ -163,14 +164,14 @@ class SimFabric {
                                int* hops = nullptr) const;
 
  private:
-  uint16_t handle(const sm::Smp& s, fabric::NodeIndex n, PortNum in_port, sm::SmpData& data);
+  uint16_t handle(const mad::Smp& s, fabric::NodeIndex n, PortNum in_port, mad::SmpData& data);
   uint16_t port_info(bool set, fabric::NodeIndex n, PortNum in_port, uint32_t mod,
-                     sm::SmpData& data);
-  sm::PortInfo make_port_info(fabric::NodeIndex n, PortNum p) const;
+                     mad::SmpData& data);
+  mad::PortInfo make_port_info(fabric::NodeIndex n, PortNum p) const;
   bool owns_lid(fabric::NodeIndex n, PortNum p, uint16_t lid) const;
   // The M_Key check at the port an SMP reached: false when it is dropped; `hide` when
   // a PortInfo answer must not show the key.
-  bool mkey_check(const sm::Smp& s, fabric::NodeIndex n, PortNum in_port, bool& hide);
+  bool mkey_check(const mad::Smp& s, fabric::NodeIndex n, PortNum in_port, bool& hide);
 
   fabric::Fabric f_;
   SimDefaults d_;
@@ -191,11 +192,11 @@ class SimFabric {
   std::vector<std::vector<sm::perf::PortCountersExt>> pce_;  // [node][port]
   std::vector<uint16_t> pma_caps_;
   uint64_t pma_queries_ = 0;
-  Outcome process_gmp(const sm::MadBuf& req, fabric::NodeIndex sm_node, PortNum sm_port, Lid dlid);
+  Outcome process_gmp(const mad::MadBuf& req, fabric::NodeIndex sm_node, PortNum sm_port, Lid dlid);
   // Ports disabled by a PortInfo Set, and the port their cable leads to.
   std::map<std::pair<fabric::NodeIndex, PortNum>, std::pair<fabric::NodeIndex, PortNum>> disabled_;
-  const sm::Clock* clock_ = nullptr;
-  std::vector<std::pair<uint16_t, sm::MadBuf>> traps_;  // (SM LID, trap)
+  const mad::Clock* clock_ = nullptr;
+  std::vector<std::pair<uint16_t, mad::MadBuf>> traps_;  // (SM LID, trap)
   std::map<std::pair<fabric::NodeIndex, PortNum>, SmAgent> agents_;
 };
 

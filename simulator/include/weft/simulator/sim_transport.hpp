@@ -1,4 +1,4 @@
-// weft/simulator/sim_transport.hpp — the sm::Transport that carries the SM's
+// weft/simulator/sim_transport.hpp — the mad::Transport that carries the SM's
 // MADs to a SimFabric, on a ManualClock: replies arrive after a per-hop
 // latency, and waiting for a timeout takes no real time. Fault injection:
 // drop or delay a share of MADs (seeded), mangle replies, inject MADs.
@@ -12,26 +12,26 @@
 #include <queue>
 #include <random>
 
+#include "weft/mad/transport.hpp"
 #include "weft/simulator/sim_fabric.hpp"
-#include "weft/sm/transport.hpp"
 
 namespace weft::simulator {
 
 struct SimTransportOptions {
   fabric::NodeIndex attach = 0;  // the SM's node
   PortNum port = 0;              // its port; 0 = the first linked port (0 on a switch)
-  sm::Duration hop_latency = std::chrono::microseconds(1);
+  mad::Duration hop_latency = std::chrono::microseconds(1);
   double drop_rate = 0.0;        // share of requests lost (0..1)
   double reply_drop_rate = 0.0;  // share of replies lost after the device acted (0..1)
   double delay_rate = 0.0;       // share of replies delayed by `delay`
-  sm::Duration delay = std::chrono::milliseconds(150);
+  mad::Duration delay = std::chrono::milliseconds(150);
   // What a PMA takes to answer a PerfMgt query, on top of the hops (switch PMAs run in
   // firmware, slower than their SMA).
-  sm::Duration pma_latency{0};
+  mad::Duration pma_latency{0};
   uint64_t seed = 1;
 };
 
-class SimTransport final : public sm::Transport {
+class SimTransport final : public mad::Transport {
  public:
   SimTransport(SimFabric& sim, SimTransportOptions o);
   // Leaves the fabric without a lease clock when it ran on this transport's.
@@ -39,41 +39,41 @@ class SimTransport final : public sm::Transport {
   SimTransport(const SimTransport&) = delete;
   SimTransport& operator=(const SimTransport&) = delete;
 
-  Result<void> send(const sm::MadBuf& mad, const sm::SendAddr& to) override;
+  Result<void> send(const mad::MadBuf& mad, const mad::SendAddr& to) override;
   // GSI answers: segmented here as the kernel would (RMPP-active ones), recorded.
-  Result<void> send_long(std::span<const uint8_t> mad, const sm::SendAddr& to) override;
-  Result<std::optional<sm::InMad>> receive(sm::Duration max_wait) override;
-  sm::Clock& clock() override { return clock_; }
-  sm::LocalPort local_port() const override;
+  Result<void> send_long(std::span<const uint8_t> mad, const mad::SendAddr& to) override;
+  Result<std::optional<mad::InMad>> receive(mad::Duration max_wait) override;
+  mad::Clock& clock() override { return clock_; }
+  mad::LocalPort local_port() const override;
   Result<void> set_is_sm(bool on) override;
 
   // Test hooks.
-  void mangle_replies(std::function<void(sm::MadBuf&)> f) { mangle_ = std::move(f); }
-  void inject(const sm::InMad& m, sm::Duration after = {});
+  void mangle_replies(std::function<void(mad::MadBuf&)> f) { mangle_ = std::move(f); }
+  void inject(const mad::InMad& m, mad::Duration after = {});
   // MADs the SM sent that were not requests (its answers to injected queries).
-  const std::vector<sm::MadBuf>& sent_responses() const { return responses_; }
+  const std::vector<mad::MadBuf>& sent_responses() const { return responses_; }
   // GSI answers as they would reach the requester: each one's segments, and where to.
   struct GsiAnswer {
-    std::vector<sm::MadBuf> segments;
-    sm::SendAddr to;
+    std::vector<mad::MadBuf> segments;
+    mad::SendAddr to;
   };
   const std::vector<GsiAnswer>& gsi_answers() const { return gsi_; }
   void clear_gsi_answers() { gsi_.clear(); }
   uint64_t requests_seen() const { return requests_; }
   // The TrapRepresses the SM sent, and where to.
   struct Sent {
-    sm::MadBuf mad;
-    sm::SendAddr to;
+    mad::MadBuf mad;
+    mad::SendAddr to;
   };
   const std::vector<Sent>& represses() const { return represses_; }
-  sm::ManualClock& manual_clock() { return clock_; }
+  mad::ManualClock& manual_clock() { return clock_; }
   PortNum port() const { return port_; }
 
  private:
   struct Pending {
-    sm::TimePoint at;
+    mad::TimePoint at;
     uint64_t seq;
-    sm::InMad mad;
+    mad::InMad mad;
     bool operator>(const Pending& o) const { return at != o.at ? at > o.at : seq > o.seq; }
   };
   // Traps the fabric sent to this port's LID, queued as incoming MADs.
@@ -81,13 +81,13 @@ class SimTransport final : public sm::Transport {
   SimFabric& sim_;
   SimTransportOptions o_;
   PortNum port_;
-  sm::ManualClock clock_;
+  mad::ManualClock clock_;
   std::mt19937_64 rng_;
   std::priority_queue<Pending, std::vector<Pending>, std::greater<>> q_;
   uint64_t seq_ = 0;
   uint64_t requests_ = 0;
-  std::function<void(sm::MadBuf&)> mangle_;
-  std::vector<sm::MadBuf> responses_;
+  std::function<void(mad::MadBuf&)> mangle_;
+  std::vector<mad::MadBuf> responses_;
   std::vector<GsiAnswer> gsi_;
   std::vector<Sent> represses_;
 };

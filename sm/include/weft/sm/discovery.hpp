@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "weft/fabric/fabric.hpp"
-#include "weft/sm/mad_engine.hpp"
+#include "weft/mad/mad_engine.hpp"
 
 namespace weft::sm {
 
@@ -24,11 +24,12 @@ struct Discovered {
   fabric::Fabric fabric;
   fabric::NodeIndex local_node = 0;  // the node the SM's port is on (index 0 after canonicalising)
   PortNum local_port = 0;            // the SM's port on it (0 on a switch)
-  std::vector<DrPath> paths;         // per node: a shortest directed route from the SM
-  std::vector<std::vector<PortInfo>> port_info;  // per node, per port: as read (raw kept for Sets)
-  std::vector<std::vector<bool>> port_read;      // per node, per port: PortInfo was read
-  std::vector<SwitchInfo> switch_info;           // per node (switches only)
-  std::vector<std::string> problems;             // MADs that failed, inconsistencies
+  std::vector<mad::DrPath> paths;    // per node: a shortest directed route from the SM
+  std::vector<std::vector<mad::PortInfo>>
+      port_info;                             // per node, per port: as read (raw kept for Sets)
+  std::vector<std::vector<bool>> port_read;  // per node, per port: PortInfo was read
+  std::vector<mad::SwitchInfo> switch_info;  // per node (switches only)
+  std::vector<std::string> problems;         // MADs that failed, inconsistencies
   size_t unexplored = 0;  // ports with a live link whose far end did not answer or made no sense
   uint64_t smps = 0;      // SMPs put on the wire for this discovery
   // An update (Discovery::start_update) rather than a full walk: the switches read
@@ -39,7 +40,7 @@ struct Discovered {
 
 // The directed route that reaches `port` of `node`: for a switch, the node's own path;
 // for a CA or router port, the path of its peer switch extended by the peer port.
-DrPath dr_path_to(const Discovered& d, fabric::NodeIndex node, PortNum port);
+mad::DrPath dr_path_to(const Discovered& d, fabric::NodeIndex node, PortNum port);
 
 struct DiscoveryOptions {
   int max_hops = kMaxDrHops;
@@ -51,7 +52,7 @@ struct DiscoveryOptions {
 // read (no fabric to speak of) or the transport failed.
 class Discovery {
  public:
-  explicit Discovery(MadEngine& eng, const DiscoveryOptions& opts = {});
+  explicit Discovery(mad::MadEngine& eng, const DiscoveryOptions& opts = {});
   ~Discovery();
   Discovery(const Discovery&) = delete;
   Discovery& operator=(const Discovery&) = delete;
@@ -67,13 +68,13 @@ class Discovery {
 
  private:
   struct Walk;
-  MadEngine& eng_;
+  mad::MadEngine& eng_;
   std::unique_ptr<Walk> walk_;
   uint64_t sent0_ = 0;
   std::optional<size_t> reread_;  // an update: how many switches it reads again
 };
 
 // Both steps, pumping the engine in between (tests, tools).
-Result<Discovered> discover(MadEngine& eng, const DiscoveryOptions& opts = {});
+Result<Discovered> discover(mad::MadEngine& eng, const DiscoveryOptions& opts = {});
 
 }  // namespace weft::sm

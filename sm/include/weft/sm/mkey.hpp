@@ -27,8 +27,8 @@
 #include <utility>
 #include <vector>
 
-#include "weft/sm/mad.hpp"
-#include "weft/sm/mad_engine.hpp"
+#include "weft/mad/mad.hpp"
+#include "weft/mad/mad_engine.hpp"
 #include "weft/sm/state_store.hpp"
 
 namespace weft::sm {
@@ -48,7 +48,7 @@ struct MKeyOptions {
 // the secret (8 bytes, big-endian) over the port GUID (8 bytes, big-endian); never 0.
 uint64_t derive_m_key(uint64_t secret, Guid port);
 
-class MKeyBook final : public KeySource {
+class MKeyBook final : public mad::KeySource {
  public:
   explicit MKeyBook(MKeyOptions o = {}) : o_(o) {}
   void set_options(const MKeyOptions& o) { o_ = o; }
@@ -60,8 +60,8 @@ class MKeyBook final : public KeySource {
   // The key it holds as far as weft knows (guid2mkey), else the one it should hold.
   uint64_t held(Guid port) const;
   // KeySource: the key an SMP to the request's target carries; what a reply shows.
-  uint64_t key_for(const SmpRequest& req) const override;
-  void observe(const SmpRequest& req, const Smp& reply) override;
+  uint64_t key_for(const mad::SmpRequest& req) const override;
+  void observe(const mad::SmpRequest& req, const mad::Smp& reply) override;
   // A Set with the right key was taken: `port` now holds `key`.
   void note_held(Guid port, uint64_t key);
   // A sweep's model: every link (both directions) and every LID.
@@ -81,7 +81,7 @@ class MKeyBook final : public KeySource {
 
  private:
   using End = std::pair<uint64_t, uint8_t>;  // port GUID, port number
-  static std::string path_key(const DrPath& p, uint8_t hops);
+  static std::string path_key(const mad::DrPath& p, uint8_t hops);
   bool keyed() const { return o_.enabled() || nonzero_held_ > 0; }
 
   MKeyOptions o_;

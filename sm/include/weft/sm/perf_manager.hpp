@@ -20,8 +20,8 @@
 #include <string>
 #include <vector>
 
+#include "weft/mad/mad_engine.hpp"
 #include "weft/result.hpp"
-#include "weft/sm/mad_engine.hpp"
 #include "weft/sm/perf_counters.hpp"
 #include "weft/sm/snapshot.hpp"
 #include "weft/sm/state_store.hpp"
@@ -40,15 +40,15 @@ Result<Thresholds> parse_thresholds(const std::string& text, const std::string& 
                                     Thresholds base = default_thresholds());
 
 struct PerfOptions {
-  bool enabled = false;                             // perfmgr
-  Duration sweep_time = std::chrono::seconds(180);  // perfmgr_sweep_time_s
-  bool ignore_cas = false;                          // perfmgr_ignore_cas: switch ports only
-  bool log_errors = true;                           // perfmgr_log_errors: each error count logged
-  bool xmit_wait_log = false;                       // perfmgr_xmit_wait_log
-  uint64_t xmit_wait_threshold = 65535;             // perfmgr_xmit_wait_threshold, per interval
-  Thresholds thresholds = default_thresholds();     // perfmgr_error_thresholds_file
-  Duration health_window = std::chrono::seconds(3600);  // perfmgr_health_window_s
-  std::string unhealthy_policy = "report";              // unhealthy_port_policy
+  bool enabled = false;                                  // perfmgr
+  mad::Duration sweep_time = std::chrono::seconds(180);  // perfmgr_sweep_time_s
+  bool ignore_cas = false;                               // perfmgr_ignore_cas: switch ports only
+  bool log_errors = true;                        // perfmgr_log_errors: each error count logged
+  bool xmit_wait_log = false;                    // perfmgr_xmit_wait_log
+  uint64_t xmit_wait_threshold = 65535;          // perfmgr_xmit_wait_threshold, per interval
+  Thresholds thresholds = default_thresholds();  // perfmgr_error_thresholds_file
+  mad::Duration health_window = std::chrono::seconds(3600);  // perfmgr_health_window_s
+  std::string unhealthy_policy = "report";                   // unhealthy_port_policy
   bool metrics_ca_ports = true;  // perfmgr_metrics_ca_ports: CA ports' series on /metrics
 };
 
@@ -122,7 +122,7 @@ class PerfManager {
  public:
   // The unhealthy marks live in `store`'s "unhealthy-ports" (STATE_DIR/unhealthy-ports),
   // read now (null: kept in memory only).
-  PerfManager(MadEngine& eng, PerfOptions o, std::shared_ptr<StateStore> store);
+  PerfManager(mad::MadEngine& eng, PerfOptions o, std::shared_ptr<StateStore> store);
   // The marks read again (another SM's, from a shared state store).
   void reload();
   void set_options(PerfOptions o) { opts_ = std::move(o); }
@@ -146,22 +146,22 @@ class PerfManager {
     CounterSeries pc;
     ExtCounterSeries ext;
     uint32_t cleared = 0;  // counters a Set zeroed since the last read
-    std::deque<std::pair<TimePoint, std::array<uint64_t, kCounters>>> window;
-    std::optional<TimePoint> last_read;
+    std::deque<std::pair<mad::TimePoint, std::array<uint64_t, kCounters>>> window;
+    std::optional<mad::TimePoint> last_read;
     uint64_t sweep = 0;  // the last sweep that found the port in the fabric
     PortStats stats;
   };
   struct Sweep;
   void query_node(const std::shared_ptr<Sweep>& sw, size_t node);
   void query_port(const std::shared_ptr<Sweep>& sw, PortKey key, Lid lid, bool ext);
-  void on_counters(Sweep& sw, PortKey key, Result<Gmp> r);
-  void on_ext(PortKey key, Result<Gmp> r);
-  void check_health(Sweep& sw, PortKey key, PortState& ps, TimePoint now);
+  void on_counters(Sweep& sw, PortKey key, Result<mad::Gmp> r);
+  void on_ext(PortKey key, Result<mad::Gmp> r);
+  void check_health(Sweep& sw, PortKey key, PortState& ps, mad::TimePoint now);
   void release(const std::shared_ptr<Sweep>& sw);
   void finish(const std::shared_ptr<Sweep>& sw);
   [[nodiscard]] Result<void> save() const;
 
-  MadEngine& eng_;
+  mad::MadEngine& eng_;
   PerfOptions opts_;
   std::shared_ptr<StateStore> store_;
   std::string load_error_;

@@ -30,8 +30,8 @@
 #include <utility>
 #include <vector>
 
+#include "weft/mad/mad.hpp"
 #include "weft/qos/vl_tables.hpp"
-#include "weft/sm/mad.hpp"
 #include "weft/sm/multicast.hpp"
 #include "weft/sm/sa_stats.hpp"
 #include "weft/sm/snapshot.hpp"

@@ -19,7 +19,7 @@
 #include <memory>
 #include <optional>
 
-#include "weft/sm/asio_driver.hpp"
+#include "weft/mad/asio_driver.hpp"
 #include "weft/sm/events.hpp"
 #include "weft/sm/partition_store.hpp"
 #include "weft/sm/subnet_manager.hpp"
@@ -30,7 +30,7 @@ struct ServiceOptions {
   std::chrono::seconds sweep_interval{10};  // 0: no light sweeps
   bool once = false;                        // one bring-up, then stop
   // After each heavy sweep (the daemon prints its summary).
-  std::function<void(const SweepReport&, const EngineStats&)> on_heavy_sweep;
+  std::function<void(const SweepReport&, const mad::EngineStats&)> on_heavy_sweep;
   // Documents of the state store that another master changed (on the loop, after the
   // SM and the partitions took them): the daemon reloads the REST tokens.
   std::function<void(const std::vector<std::string>&)> on_state_changed;
@@ -38,7 +38,8 @@ struct ServiceOptions {
 
 class SmService {
  public:
-  SmService(Transport& t, SmOptions o, PartitionStore store, EventLog& events, ServiceOptions so);
+  SmService(mad::Transport& t, SmOptions o, PartitionStore store, EventLog& events,
+            ServiceOptions so);
   ~SmService();
   boost::asio::io_context& io() { return io_; }
 
@@ -82,7 +83,7 @@ class SmService {
 
   boost::asio::io_context io_;
   SubnetManager sm_;
-  AsioDriver driver_;
+  mad::AsioDriver driver_;
   PartitionStore store_;
   EventLog& events_;
   ServiceOptions opts_;

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "weft/sm/mad.hpp"
+#include "weft/mad/mad.hpp"
 
 namespace weft::sm {
 
@@ -35,11 +35,11 @@ bool sm_outranks(uint8_t prio_a, Guid a, uint8_t prio_b, Guid b);
 struct RemoteSm {
   Guid guid;         // its port
   Lid lid;           // its port's LID, as the fabric holds it
-  DrPath path;       // a directed route to it
+  mad::DrPath path;  // a directed route to it
   std::string name;  // "node description"/port, for logs and the API
   bool answered = false;
   bool key_ok = false;  // its SM_Key was ours (or we have none)
-  SmInfo info;
+  mad::SmInfo info;
   std::string error;  // why it did not answer
 };
 
@@ -54,7 +54,7 @@ class SmRole {
   void configure(Config c) { c_ = c; }
   const Config& config() const { return c_; }
 
-  SmState state() const { return state_; }
+  mad::SmState state() const { return state_; }
   // The SM this one polls (STANDBY: the master; MASTER: a master waiting to hand over).
   const std::optional<RemoteSm>& polled() const { return polled_; }
   // Set when the state has left STANDBY for a takeover: LIDs come from the fabric.
@@ -86,30 +86,30 @@ class SmRole {
   // Another SM's SMInfo Get or Set (`req` is its SMInfo payload).
   struct Answer {
     uint16_t status = 0;  // 0, or 0x001C (invalid attribute/modifier, as OpenSM)
-    SmInfo info;          // the GetResp payload
+    mad::SmInfo info;     // the GetResp payload
     bool sweep = false;   // a heavy sweep is due (HANDOVER taken, DISCOVER, a master's HANDOVER)
     bool acknowledge = false;  // send ACKNOWLEDGE back to the HANDOVER's sender
     std::string log;           // what happened, for the log
   };
   // `authenticated`: the requester passed the M_Key check (always, without M_Key).
-  Answer on_request(uint8_t method, uint32_t attr_mod, const SmInfo& req, uint32_t act_count,
+  Answer on_request(uint8_t method, uint32_t attr_mod, const mad::SmInfo& req, uint32_t act_count,
                     bool authenticated = true);
   // What this SM says about itself (Get payloads, HANDOVER, ACKNOWLEDGE).
-  SmInfo self(uint32_t act_count, bool with_key) const;
+  mad::SmInfo self(uint32_t act_count, bool with_key) const;
 
   // The polled SM answered (`info`) or did not (nullopt). Returns true when it is
   // gone: more than `retries` polls in a row failed, or it no longer outranks a
   // standby; the state is then DISCOVERING and a heavy sweep is due.
-  bool poll_result(const std::optional<SmInfo>& info, int retries);
+  bool poll_result(const std::optional<mad::SmInfo>& info, int retries);
   int failed_polls() const { return failed_; }
 
  private:
   Config c_;
-  void set_state(SmState s) {
+  void set_state(mad::SmState s) {
     if (s != state_) ++epoch_;
     state_ = s;
   }
-  SmState state_ = SmState::kDiscovering;
+  mad::SmState state_ = mad::SmState::kDiscovering;
   uint64_t epoch_ = 0;
   std::optional<RemoteSm> polled_;
   int failed_ = 0;

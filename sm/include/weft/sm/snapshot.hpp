@@ -14,12 +14,12 @@
 #include <vector>
 
 #include "weft/fabric/fabric.hpp"
+#include "weft/mad/mad.hpp"
+#include "weft/mad/mad_engine.hpp"
 #include "weft/qos/partitions.hpp"
 #include "weft/qos/policy.hpp"
 #include "weft/routing/engine.hpp"
 #include "weft/sm/lid_manager.hpp"
-#include "weft/sm/mad.hpp"
-#include "weft/sm/mad_engine.hpp"
 #include "weft/sm/multicast.hpp"
 #include "weft/sm/sa_stats.hpp"
 #include "weft/sm/sm_role.hpp"
@@ -68,7 +68,7 @@ struct SweepReport {
   std::string reason;  // why not, when !subnet_up
   // The SM's state when the sweep ended: STANDBY (or NOTACTIVE) sweeps only read, and
   // `reason` says which SM is master; `sms` are the other SMs the sweep found.
-  SmState sm_state = SmState::kMaster;
+  mad::SmState sm_state = mad::SmState::kMaster;
   std::vector<RemoteSm> sms;
 };
 
@@ -78,7 +78,7 @@ struct SweepReport {
 struct SubnetSnapshot {
   fabric::Fabric fabric;  // with the LIDs as assigned and the port states reached
   routing::Tables tables;
-  std::vector<DrPath> node_paths;  // [node]: a directed route from the SM
+  std::vector<mad::DrPath> node_paths;  // [node]: a directed route from the SM
   // End ports (CA and router ports, switch port 0) by port GUID.
   std::unordered_map<uint64_t, std::pair<fabric::NodeIndex, PortNum>> end_ports;
   uint16_t mft_cap = 0;  // MLIDs every switch holds (the least MulticastFDBCap)
@@ -107,7 +107,7 @@ struct Published {
   std::shared_ptr<const SubnetSnapshot> subnet;  // null until the first sweep's
   std::shared_ptr<const SweepReport> report;     // the last finished sweep's
   std::shared_ptr<const std::vector<McGroup>> multicast;
-  SmState state = SmState::kNotActive;
+  mad::SmState state = mad::SmState::kNotActive;
   uint8_t priority = 0;
   Guid guid;  // the SM's port
   Lid lid;
@@ -135,7 +135,7 @@ struct Published {
   // tables a sweep wrote without a failure.
   uint64_t partitions_generation = 0, partitions_applied = 0;
   Versions versions;
-  EngineStats mad;
+  mad::EngineStats mad;
   SaStats sa;
   // Heavy sweeps' durations: counts at or below each of kSweepBuckets (seconds), and
   // their sum, for a Prometheus histogram.

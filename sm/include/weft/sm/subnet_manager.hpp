@@ -30,13 +30,13 @@
 
 #include "weft/config/partitions.hpp"
 #include "weft/config/qos_policy.hpp"
+#include "weft/mad/driver.hpp"
+#include "weft/mad/mad_engine.hpp"
 #include "weft/qos/partitions.hpp"
 #include "weft/qos/vl_tables.hpp"
 #include "weft/routing/engine.hpp"
 #include "weft/sm/discovery.hpp"
-#include "weft/sm/driver.hpp"
 #include "weft/sm/lid_manager.hpp"
-#include "weft/sm/mad_engine.hpp"
 #include "weft/sm/mkey.hpp"
 #include "weft/sm/perf_manager.hpp"
 #include "weft/sm/sa.hpp"
@@ -48,7 +48,7 @@
 namespace weft::sm {
 
 struct SmOptions {
-  EngineOptions engine;
+  mad::EngineOptions engine;
   std::string state_dir = "/var/lib/weft";  // holds guid2lid, guid2mkey, neighbors
   // Where the state is written (state_store): null, the state directory itself; etcd's
   // store keeps its local copy there. The SM tells it its role and fabric contact.
@@ -67,13 +67,13 @@ struct SmOptions {
   // Traps: a LID that traps again within trap_holdoff gets no sweep of its own (the next
   // interval's is heavy); a port whose link changes flap_threshold times within
   // flap_window is reported flapping.
-  Duration trap_holdoff = std::chrono::seconds(1);
+  mad::Duration trap_holdoff = std::chrono::seconds(1);
   int flap_threshold = 6;
-  Duration flap_window = std::chrono::seconds(60);
+  mad::Duration flap_window = std::chrono::seconds(60);
   // A switch with a flapping port gets at most one trap-driven heavy sweep per
   // flap_holdoff (the daemon's sweep_interval); flap_policy "down" leaves a flapping
   // link disabled at its switch port(s) until enable_port() (STATE_DIR/ports-down).
-  Duration flap_holdoff = std::chrono::seconds(10);
+  mad::Duration flap_holdoff = std::chrono::seconds(10);
   std::string flap_policy = "report";  // report, down
   // Partitions (partition_config_file, merged with those made over REST); nullopt: no
   // policy, every end port a full member of the Default partition.
@@ -112,14 +112,14 @@ struct SweepRun;
 
 class SubnetManager {
  public:
-  SubnetManager(Transport& t, SmOptions o);
+  SubnetManager(mad::Transport& t, SmOptions o);
   ~SubnetManager();
   SubnetManager(const SubnetManager&) = delete;
   SubnetManager& operator=(const SubnetManager&) = delete;
 
   // How the SM waits for its MADs and runs routing: a SyncDriver of its own until set.
-  void set_driver(Driver& d) { driver_ = &d; }
-  MadEngine& engine() { return eng_; }
+  void set_driver(mad::Driver& d) { driver_ = &d; }
+  mad::MadEngine& engine() { return eng_; }
   const SmOptions& options() const { return opts_; }
   // New options (a reload): they take effect with the next sweep. Not during one.
   void set_options(SmOptions o);
@@ -137,12 +137,12 @@ class SubnetManager {
   [[nodiscard]] Result<SweepReport> sweep();
   [[nodiscard]] Result<SweepReport> light_sweep();
   // With the SyncDriver: serves MADs addressed to the SM for `d` (SMInfo, traps, SA).
-  [[nodiscard]] Result<void> serve_for(Duration d);
+  [[nodiscard]] Result<void> serve_for(mad::Duration d);
   // A trap, or another SM's SMInfo Set (HANDOVER, DISCOVER), asked for a heavy sweep.
   bool needs_sweep() const { return trap_seen_ || !dirty_lids_.empty(); }
   // The SMInfo state: MASTER programs; STANDBY polls the master (poll_master) and
   // sweeps only to read; NOTACTIVE does nothing until a master sends STANDBY.
-  SmState sm_state() const { return role_.state(); }
+  mad::SmState sm_state() const { return role_.state(); }
   // Ports weft keeps disabled (flap_policy down): switch port -> why, since when.
   struct DownPort {
     std::string reason;
@@ -167,7 +167,7 @@ class SubnetManager {
 
   // On the SM's own thread: what the SA answers from.
   std::shared_ptr<const SubnetSnapshot> snapshot() const { return snapshot_; }
-  const EngineStats& mad_stats() const { return eng_.stats(); }
+  const mad::EngineStats& mad_stats() const { return eng_.stats(); }
   const SaStats& sa_stats() const { return sa_.stats(); }
   const McDb& multicast() const;
   // From any thread: what the SM last published.
@@ -202,9 +202,9 @@ class SubnetManager {
   void finish_run(Result<SweepReport> r);
   void next_phase(void (SubnetManager::*phase)(Result<void>));
 
-  void on_unsolicited(const Smp& s, const InMad& in);
-  void on_sm_info(const Smp& s, const InMad& in);
-  void on_trap(const Trap& t, const InMad& in);
+  void on_unsolicited(const mad::Smp& s, const mad::InMad& in);
+  void on_sm_info(const mad::Smp& s, const mad::InMad& in);
+  void on_trap(const Trap& t, const mad::InMad& in);
   void note_flaps(const std::vector<std::tuple<uint64_t, PortNum, std::string>>& changed);
   void finish_standby(const std::string& why);
   void send_trap144(const RemoteSm& to);
@@ -212,21 +212,21 @@ class SubnetManager {
   // A PortInfo Get with the key to the port at `lid` (after its trap 256).
   void touch_port(Lid lid);
   // An SMInfo Get to another SM, and whether its answer carries our SM_Key.
-  SmpRequest sm_info_get(const DrPath& path) const;
-  bool key_matches(const SmInfo& theirs) const;
+  mad::SmpRequest sm_info_get(const mad::DrPath& path) const;
+  bool key_matches(const mad::SmInfo& theirs) const;
   uint32_t act_count() const { return static_cast<uint32_t>(eng_.stats().sent); }
-  void serve_sa(const InMad& in);
+  void serve_sa(const mad::InMad& in);
   void send_reports(uint16_t trap, const Gid& gid);
   void emit(std::string type, nlohmann::json data);
   void publish();
   void diff_events(const SubnetSnapshot* before, const SubnetSnapshot& after);
 
-  Transport& t_;
+  mad::Transport& t_;
   SmOptions opts_;
   SaAgent sa_;
-  MadEngine eng_;
-  SyncDriver sync_driver_;
-  Driver* driver_;
+  mad::MadEngine eng_;
+  mad::SyncDriver sync_driver_;
+  mad::Driver* driver_;
   std::unique_ptr<PortProgrammer> ports_;
   std::unique_ptr<LftProgrammer> lfts_;
   std::unique_ptr<DeviceTables> tables_;
@@ -246,10 +246,10 @@ class SubnetManager {
   // update starts from. Empty after any other sweep.
   std::unique_ptr<const Discovered> model_;
   bool deferred_heavy_ = false;  // a trap held back by trap_holdoff: the next sweep is heavy
-  std::map<uint16_t, TimePoint> trap_sweeps_;  // by trapping LID: its last trap-driven sweep
-  std::map<uint16_t, uint64_t> trap_counts_;   // by trap number (0: vendor)
-  std::map<uint32_t, uint64_t> port_errors_;   // traps 129-131 by LID << 8 | port
-  std::map<std::pair<uint64_t, PortNum>, std::vector<TimePoint>> flaps_;  // link changes seen
+  std::map<uint16_t, mad::TimePoint> trap_sweeps_;  // by trapping LID: its last trap-driven sweep
+  std::map<uint16_t, uint64_t> trap_counts_;        // by trap number (0: vendor)
+  std::map<uint32_t, uint64_t> port_errors_;        // traps 129-131 by LID << 8 | port
+  std::map<std::pair<uint64_t, PortNum>, std::vector<mad::TimePoint>> flaps_;  // link changes seen
   std::set<std::pair<uint64_t, PortNum>> flapping_;
   std::map<std::pair<uint64_t, PortNum>, DownPort> down_;  // STATE_DIR/ports-down
   std::set<std::pair<uint64_t, PortNum>> release_;         // to enable at the next sweep

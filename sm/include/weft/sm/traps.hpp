@@ -18,7 +18,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "weft/sm/mad.hpp"
+#include "weft/mad/mad.hpp"
 
 namespace weft::sm {
 
@@ -46,7 +46,7 @@ struct Trap {
   bool dr_notice = false;
   bool dr_truncated = false;
   Lid dr_slid;
-  DrPath dr_return;
+  mad::DrPath dr_return;
   uint32_t qp1 = 0, qp2 = 0;  // 257-259
   uint8_t sl = 0;             // 257-259
 
@@ -59,6 +59,6 @@ struct Trap {
   nlohmann::json to_json() const;
 };
 
-Trap decode_trap(const SmpData& notice);
+Trap decode_trap(const mad::SmpData& notice);
 
 }  // namespace weft::sm

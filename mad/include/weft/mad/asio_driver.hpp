@@ -1,4 +1,4 @@
-// weft/sm/asio_driver.hpp — the daemon's driver: one Boost.Asio io_context owns the
+// weft/mad/asio_driver.hpp — the daemon's driver: one Boost.Asio io_context owns the
 // SM. While SMPs are on the wire the loop itself pumps the transport, in slices of at
 // most 2 ms (or 512 MADs) posted one after another, so other handlers run between
 // them: each reply is taken and the window refilled on one thread, with no hand-over
@@ -29,9 +29,9 @@
 #include <thread>
 #include <vector>
 
-#include "weft/sm/driver.hpp"
+#include "weft/mad/driver.hpp"
 
-namespace weft::sm {
+namespace weft::mad {
 
 class AsioDriver final : public Driver {
  public:
@@ -83,4 +83,4 @@ class AsioDriver final : public Driver {
   bool pumping_ = false;  // under state_mu_: the loop pumps; the reader waits
 };
 
-}  // namespace weft::sm
+}  // namespace weft::mad

@@ -1,4 +1,4 @@
-// weft/sm/mad_engine.hpp — the transaction layer: transaction ids, a window of
+// weft/mad/mad_engine.hpp — the transaction layer: transaction ids, a window of
 // outstanding SMPs, timeouts and retries on the transport's clock, and exactly
 // one completion per request (reply, error status, timeout, or transport
 // failure). Completions may submit more requests.
@@ -24,9 +24,9 @@
 #include <set>
 #include <unordered_map>
 
-#include "weft/sm/transport.hpp"
+#include "weft/mad/transport.hpp"
 
-namespace weft::sm {
+namespace weft::mad {
 
 struct EngineOptions {
   int window = 64;  // SMPs on the wire at once (OpenSM: max_wire_smps)
@@ -169,4 +169,4 @@ class MadEngine {
   bool kicked_ = false;
 };
 
-}  // namespace weft::sm
+}  // namespace weft::mad

@@ -1,4 +1,4 @@
-#include "weft/sm/mad_engine.hpp"
+#include "weft/mad/mad_engine.hpp"
 
 #include <algorithm>
 #include <cstdio>
@@ -6,7 +6,7 @@
 
 #include "weft/log.hpp"
 
-namespace weft::sm {
+namespace weft::mad {
 namespace {
 
 std::string what(const SmpRequest& r) {
@@ -398,4 +398,4 @@ Result<void> MadEngine::poll_for(Duration d) {
   return pump(t_.clock().now() + d, Until::kTime);
 }
 
-}  // namespace weft::sm
+}  // namespace weft::mad

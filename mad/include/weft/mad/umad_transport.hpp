@@ -1,16 +1,16 @@
-// weft/sm/umad_transport.hpp — Transport over libibumad: a real HCA port, or
+// weft/mad/umad_transport.hpp — Transport over libibumad: a real HCA port, or
 // ibsim when run under LD_PRELOAD=libumad2sim.so.
 //
-//   auto t = weft::sm::UmadTransport::open({.ca = "", .port = 0, .guid = 0});  // first up port
+//   auto t = weft::mad::UmadTransport::open({.ca = "", .port = 0, .guid = 0});  // first up port
 #pragma once
 
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "weft/sm/transport.hpp"
+#include "weft/mad/transport.hpp"
 
-namespace weft::sm {
+namespace weft::mad {
 
 struct UmadPortSpec {
   std::string ca;     // empty: any
@@ -49,4 +49,4 @@ class UmadTransport final : public Transport {
   static constexpr size_t kMaxMessage = 1 << 16;
 };
 
-}  // namespace weft::sm
+}  // namespace weft::mad

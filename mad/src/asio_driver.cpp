@@ -1,4 +1,4 @@
-#include "weft/sm/asio_driver.hpp"
+#include "weft/mad/asio_driver.hpp"
 
 #include <boost/asio/post.hpp>
 #include <chrono>
@@ -6,7 +6,7 @@
 
 #include "weft/log.hpp"
 
-namespace weft::sm {
+namespace weft::mad {
 
 namespace asio = boost::asio;
 
@@ -189,4 +189,4 @@ void AsioDriver::offload(std::function<void()> work, std::function<void()> then)
   });
 }
 
-}  // namespace weft::sm
+}  // namespace weft::mad

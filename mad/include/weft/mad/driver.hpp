@@ -1,4 +1,4 @@
-// weft/sm/driver.hpp — how the SM waits. A sweep is a sequence of phases; between
+// weft/mad/driver.hpp — how the SM waits. A sweep is a sequence of phases; between
 // two phases the SM waits for every MAD of the first to complete, and routing runs
 // off the SM's loop. A Driver provides both. SyncDriver pumps the engine in place
 // (tests, the in-process simulator: deterministic, nothing else runs meanwhile);
@@ -11,10 +11,10 @@
 
 #include <functional>
 
+#include "weft/mad/mad_engine.hpp"
 #include "weft/result.hpp"
-#include "weft/sm/mad_engine.hpp"
 
-namespace weft::sm {
+namespace weft::mad {
 
 class Driver {
  public:
@@ -39,4 +39,4 @@ class SyncDriver final : public Driver {
   MadEngine& eng_;
 };
 
-}  // namespace weft::sm
+}  // namespace weft::mad

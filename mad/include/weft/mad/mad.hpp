@@ -1,11 +1,11 @@
-// weft/sm/mad.hpp — SMP encoding and decoding through libibmad's field tables
+// weft/mad/mad.hpp — SMP encoding and decoding through libibmad's field tables
 // (mad_set_field / mad_get_field), never hand-packed structs. This is the only
 // place in weft that knows MAD layouts.
 //
-//   weft::sm::SmpRequest req = weft::sm::SmpRequest::get(kAttrNodeInfo, 0, path);
-//   weft::sm::MadBuf wire = weft::sm::encode_smp(req, tid);
-//   auto reply = weft::sm::decode_smp(wire_back);          // checks the header
-//   auto ni = weft::sm::decode_node_info(reply->data);     // typed attribute
+//   weft::mad::SmpRequest req = weft::mad::SmpRequest::get(kAttrNodeInfo, 0, path);
+//   weft::mad::MadBuf wire = weft::mad::encode_smp(req, tid);
+//   auto reply = weft::mad::decode_smp(wire_back);          // checks the header
+//   auto ni = weft::mad::decode_node_info(reply->data);     // typed attribute
 #pragma once
 
 #include <array>
@@ -17,7 +17,7 @@
 #include "weft/qos/vl_tables.hpp"
 #include "weft/result.hpp"
 
-namespace weft::sm {
+namespace weft::mad {
 
 constexpr size_t kMadSize = 256;
 constexpr size_t kSmpDataSize = 64;
@@ -249,4 +249,4 @@ struct SmInfo {
 SmInfo decode_sm_info(const SmpData& d);
 SmpData encode_sm_info(const SmInfo& si);
 
-}  // namespace weft::sm
+}  // namespace weft::mad

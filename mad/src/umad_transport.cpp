@@ -1,4 +1,4 @@
-#include "weft/sm/umad_transport.hpp"
+#include "weft/mad/umad_transport.hpp"
 
 #include <fcntl.h>
 #include <infiniband/umad.h>
@@ -9,9 +9,9 @@
 #include <cstring>
 
 #include "weft/log.hpp"
-#include "weft/sm/rmpp.hpp"
+#include "weft/mad/rmpp.hpp"
 
-namespace weft::sm {
+namespace weft::mad {
 namespace {
 
 std::string errno_str(int e) {
@@ -219,4 +219,4 @@ Result<std::optional<InMad>> UmadTransport::receive(Duration max_wait) {
   return std::optional<InMad>(in);
 }
 
-}  // namespace weft::sm
+}  // namespace weft::mad

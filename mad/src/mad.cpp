@@ -1,11 +1,11 @@
-#include "weft/sm/mad.hpp"
+#include "weft/mad/mad.hpp"
 
 #include <infiniband/mad.h>
 
 #include <fmt/format.h>
 #include <cstring>
 
-namespace weft::sm {
+namespace weft::mad {
 namespace {
 
 // libibmad's accessors take non-const pointers; these wrappers keep ours const-correct.
@@ -516,4 +516,4 @@ SmpData encode_sm_info(const SmInfo& s) {
   return d;
 }
 
-}  // namespace weft::sm
+}  // namespace weft::mad

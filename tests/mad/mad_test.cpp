@@ -6,10 +6,10 @@
 
 #include <random>
 
-#include "weft/sm/mad.hpp"
+#include "weft/mad/mad.hpp"
 
 using namespace weft;
-using namespace weft::sm;
+using namespace weft::mad;
 
 namespace {
 uint16_t be16(const uint8_t* p) {

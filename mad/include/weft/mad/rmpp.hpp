@@ -1,21 +1,21 @@
-// weft/sm/rmpp.hpp — RMPP (IBTA 13.6) for answers larger than one MAD. On a real
+// weft/mad/rmpp.hpp — RMPP (IBTA 13.6) for answers larger than one MAD. On a real
 // HCA the kernel segments an RMPP-active send (the SA agent registers with RMPP
 // version 1, as OpenSM's does); the in-process simulator has no kernel, so it
 // segments here, the way the Linux MAD layer does, and tests reassemble as a
 // client's kernel would.
 //
-//   auto segs = weft::sm::rmpp_segments(answer, /*header bytes*/ 56);  // each 256 bytes
-//   auto whole = weft::sm::rmpp_reassemble(segs, 56);                 // == answer
+//   auto segs = weft::mad::rmpp_segments(answer, /*header bytes*/ 56);  // each 256 bytes
+//   auto whole = weft::mad::rmpp_reassemble(segs, 56);                 // == answer
 #pragma once
 
 #include <cstdint>
 #include <span>
 #include <vector>
 
+#include "weft/mad/mad.hpp"
 #include "weft/result.hpp"
-#include "weft/sm/mad.hpp"
 
-namespace weft::sm {
+namespace weft::mad {
 
 constexpr uint8_t kRmppTypeData = 1, kRmppTypeAck = 2, kRmppTypeStop = 3, kRmppTypeAbort = 4;
 constexpr uint8_t kRmppFlagActive = 1, kRmppFlagFirst = 2, kRmppFlagLast = 4;
@@ -36,4 +36,4 @@ std::vector<MadBuf> rmpp_segments(std::span<const uint8_t> msg, size_t hdr);
 // or inconsistent segment.
 Result<std::vector<uint8_t>> rmpp_reassemble(const std::vector<MadBuf>& segs, size_t hdr);
 
-}  // namespace weft::sm
+}  // namespace weft::mad

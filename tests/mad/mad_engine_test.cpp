@@ -2,11 +2,12 @@
 
 #include <set>
 
+#include "weft/mad/mad_engine.hpp"
 #include "weft/simulator/generators.hpp"
 #include "weft/simulator/sim_transport.hpp"
-#include "weft/sm/mad_engine.hpp"
 
 using namespace weft;
+using namespace weft::mad;
 using namespace weft::sm;
 using namespace weft::simulator;
 

@@ -1,14 +1,14 @@
-// weft/sm/clock.hpp — injected time. The SM never reads the system clock
+// weft/mad/clock.hpp — injected time. The SM never reads the system clock
 // directly: the real daemon runs on SteadyClock, tests and the in-process
 // simulator on ManualClock, which only moves when told to.
 //
-//   weft::sm::ManualClock clock;
+//   weft::mad::ManualClock clock;
 //   clock.advance(std::chrono::milliseconds(200));   // a MAD timeout passes, instantly
 #pragma once
 
 #include <chrono>
 
-namespace weft::sm {
+namespace weft::mad {
 
 using Duration = std::chrono::nanoseconds;
 using TimePoint = std::chrono::nanoseconds;  // since the clock's epoch
@@ -39,4 +39,4 @@ class ManualClock final : public Clock {
   TimePoint now_{0};
 };
 
-}  // namespace weft::sm
+}  // namespace weft::mad

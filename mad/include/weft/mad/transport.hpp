@@ -1,4 +1,4 @@
-// weft/sm/transport.hpp — the seam between the SM and whatever carries its
+// weft/mad/transport.hpp — the seam between the SM and whatever carries its
 // MADs: libibumad on a real (or ibsim-simulated) HCA port, or the in-process
 // simulator. The SM cannot tell which.
 //
@@ -10,10 +10,10 @@
 #include <span>
 #include <string>
 
-#include "weft/sm/clock.hpp"
-#include "weft/sm/mad.hpp"
+#include "weft/mad/clock.hpp"
+#include "weft/mad/mad.hpp"
 
-namespace weft::sm {
+namespace weft::mad {
 
 struct SendAddr {
   Lid dlid{Lid::kPermissive};  // permissive for directed-route SMPs
@@ -78,4 +78,4 @@ class Transport {
   [[nodiscard]] virtual Result<void> set_is_sm(bool on) = 0;
 };
 
-}  // namespace weft::sm
+}  // namespace weft::mad

@@ -1,11 +1,11 @@
-#include "weft/sm/rmpp.hpp"
+#include "weft/mad/rmpp.hpp"
 
 #include <infiniband/mad.h>
 
 #include <algorithm>
 #include <map>
 
-namespace weft::sm {
+namespace weft::mad {
 
 namespace {
 uint32_t get(const MadBuf& m, MAD_FIELDS f) {
@@ -84,4 +84,4 @@ Result<std::vector<uint8_t>> rmpp_reassemble(const std::vector<MadBuf>& segs, si
   return msg;
 }
 
-}  // namespace weft::sm
+}  // namespace weft::mad
