@@ -16,7 +16,7 @@
 #include "weft/mad/umad_transport.hpp"
 #include "weft/rest/server.hpp"
 #include "weft/sm/service.hpp"
-#include "weft/sm/state_dir.hpp"
+#include "weft/store/state_dir.hpp"
 
 namespace weft::app {
 
@@ -152,7 +152,7 @@ int cmd_sm(int argc, char** argv) {
   const bool once = vm.count("once") > 0;
   // Before the port: a second SM on this state directory stops here, its file untouched.
   const std::string state_dir = v->get_str("state_dir");
-  auto state = sm::StateDir::acquire(state_dir);
+  auto state = store::StateDir::acquire(state_dir);
   if (!state) return die(state.error().message, 1);
   mad::UmadPortSpec spec;
   if (vm.count("ca")) spec.ca = vm["ca"].as<std::string>();

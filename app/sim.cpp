@@ -12,8 +12,8 @@
 #include "weft/routing/verify.hpp"
 #include "weft/simulator/generators.hpp"
 #include "weft/simulator/sim_transport.hpp"
-#include "weft/sm/state_dir.hpp"
 #include "weft/sm/subnet_manager.hpp"
+#include "weft/store/state_dir.hpp"
 
 namespace weft::app {
 
@@ -82,7 +82,7 @@ int cmd_sim(int argc, char** argv) {
                     .string();
     (void)config::set(*v, "state_dir", tmp_state, "sim");
   }
-  auto state = sm::StateDir::acquire(v->get_str("state_dir"));
+  auto state = store::StateDir::acquire(v->get_str("state_dir"));
   if (!state) return die(state.error().message, 1);
   const double drop = vm["drop-rate"].as<double>(), delay = vm["delay-rate"].as<double>();
   if (drop < 0 || drop >= 1 || delay < 0 || delay > 1)

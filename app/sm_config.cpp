@@ -123,10 +123,10 @@ bool chain_has(const std::string& chain, std::string_view engine) {
 
 }  // namespace
 
-Result<std::shared_ptr<sm::StateStore>> state_store(const config::Values& v,
-                                                    const std::string& self,
-                                                    const std::string& rest_partition_file) {
-  sm::StateStoreOptions o;
+Result<std::shared_ptr<store::StateStore>> state_store(const config::Values& v,
+                                                       const std::string& self,
+                                                       const std::string& rest_partition_file) {
+  store::StateStoreOptions o;
   o.paths["partitions.rest.conf"] = rest_partition_file;
   o.self = self;
   o.etcd.cacert = v.get_str("etcd_cacert");
@@ -142,7 +142,7 @@ Result<std::shared_ptr<sm::StateStore>> state_store(const config::Values& v,
   const long lease = v.get_int("state_store_lease_s");
   // The lease outlives the quiet between two light sweeps, whose MADs keep it renewed.
   o.lease_s = static_cast<int>(lease ? lease : std::max(10L, 2 * interval + 5));
-  auto st = sm::make_state_store(v.get_str("state_store"), v.get_str("state_dir"), std::move(o));
+  auto st = store::make_state_store(v.get_str("state_store"), v.get_str("state_dir"), std::move(o));
   if (!st) return fail(st.error().code, v.origin("state_store") + ": " + st.error().message);
   return st;
 }

@@ -23,9 +23,9 @@ Result<sm::SmOptions> sm_opts(const config::Values& v);
 // The state store state_store names (the state directory, or etcd with STATE_DIR as
 // its local copy and the etcd_* TLS and auth options); `self` names this SM in etcd.
 // `rest_partition_file` is where the REST partitions' local copy lives. Not started.
-Result<std::shared_ptr<sm::StateStore>> state_store(const config::Values& v,
-                                                    const std::string& self,
-                                                    const std::string& rest_partition_file);
+Result<std::shared_ptr<store::StateStore>> state_store(const config::Values& v,
+                                                       const std::string& self,
+                                                       const std::string& rest_partition_file);
 Result<void> setup_logging(const boost::program_options::variables_map& vm,
                            const config::Values& v);
 

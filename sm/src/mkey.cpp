@@ -191,10 +191,10 @@ Result<std::vector<std::string>> MKeyBook::load(const std::string& dir) {
 }
 
 Result<void> MKeyBook::save(const std::string& dir) {
-  return save(*directory_store(dir));
+  return save(*store::directory_store(dir));
 }
 
-Result<void> MKeyBook::save(StateStore& store) {
+Result<void> MKeyBook::save(store::StateStore& store) {
   if (dirty_keys_) {
     std::string text;
     for (const auto& [g, k] : g2m_) text += hex16(g) + " " + hex16(k) + "\n";

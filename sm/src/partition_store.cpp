@@ -127,10 +127,10 @@ Result<RestPartitions> PartitionStore::parse(std::string_view text, const std::s
 Result<PartitionStore> PartitionStore::open(std::string path,
                                             std::optional<config::PartitionPolicy> file) {
   const auto dir = std::filesystem::path(path).parent_path().string();
-  return open(directory_store(dir, {{"partitions.rest.conf", path}}), std::move(file));
+  return open(store::directory_store(dir, {{"partitions.rest.conf", path}}), std::move(file));
 }
 
-Result<PartitionStore> PartitionStore::open(std::shared_ptr<StateStore> store,
+Result<PartitionStore> PartitionStore::open(std::shared_ptr<store::StateStore> store,
                                             std::optional<config::PartitionPolicy> file) {
   PartitionStore s(store->path("partitions.rest.conf"), std::move(file));
   s.store_ = std::move(store);

@@ -117,7 +117,8 @@ struct PerfManager::Sweep {
   PerfSweep out;
 };
 
-PerfManager::PerfManager(mad::MadEngine& eng, PerfOptions o, std::shared_ptr<StateStore> store)
+PerfManager::PerfManager(mad::MadEngine& eng, PerfOptions o,
+                         std::shared_ptr<store::StateStore> store)
     : eng_(eng), opts_(std::move(o)), store_(std::move(store)) {
   reload();
 }

@@ -96,7 +96,7 @@ SubnetManager::SubnetManager(mad::Transport& t, SmOptions o)
       mc_(std::make_unique<MulticastProgrammer>(eng_)),
       perf_(std::make_unique<perf::PerfManager>(
           eng_, opts_.perf,
-          opts_.store ? opts_.store : (opts_.store = directory_store(opts_.state_dir)))),
+          opts_.store ? opts_.store : (opts_.store = store::directory_store(opts_.state_dir)))),
       keys_(opts_.mkey),
       role_(SmRole::Config{opts_.sm_key, opts_.sm_priority, t.local_port().port_guid}) {
   keys_.set_local_port(t.local_port().port_guid);

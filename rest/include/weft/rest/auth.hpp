@@ -23,7 +23,7 @@
 
 #include "weft/rest/api.hpp"
 #include "weft/result.hpp"
-#include "weft/sm/state_store.hpp"
+#include "weft/store/state_store.hpp"
 
 namespace weft::rest {
 
@@ -38,7 +38,7 @@ struct AuthOptions {
   std::string state_dir;
   // Where tokens are written (the SM's state store: shared with standbys through
   // etcd); null: STATE_DIR/rest-tokens.
-  std::shared_ptr<sm::StateStore> store = nullptr;
+  std::shared_ptr<store::StateStore> store = nullptr;
   std::chrono::seconds token_ttl{std::chrono::hours(24 * 7)};
 };
 
@@ -92,7 +92,7 @@ class Auth {
   std::optional<Identity> token(std::string_view tok);
 
   std::string users_file_, tokens_file_, generated_;
-  std::shared_ptr<sm::StateStore> store_;
+  std::shared_ptr<store::StateStore> store_;
   std::chrono::seconds ttl_{0};
   mutable std::mutex mu_;
   std::vector<User> users_;

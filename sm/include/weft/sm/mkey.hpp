@@ -29,7 +29,7 @@
 
 #include "weft/mad/mad.hpp"
 #include "weft/mad/mad_engine.hpp"
-#include "weft/sm/state_store.hpp"
+#include "weft/store/state_store.hpp"
 
 namespace weft::sm {
 
@@ -72,7 +72,7 @@ class MKeyBook final : public mad::KeySource {
   Result<std::vector<std::string>> load(const std::string& dir);
   // Both files, written durably (guid2mkey mode 0600: it holds keys), when changed;
   // through the SM's state store, or to a directory.
-  Result<void> save(StateStore& store);
+  Result<void> save(store::StateStore& store);
   Result<void> save(const std::string& dir);
   bool dirty() const { return dirty_keys_ || dirty_links_; }
 

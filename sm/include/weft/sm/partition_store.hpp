@@ -20,7 +20,7 @@
 
 #include "weft/config/partitions.hpp"
 #include "weft/result.hpp"
-#include "weft/sm/state_store.hpp"
+#include "weft/store/state_store.hpp"
 
 namespace weft::sm {
 
@@ -52,7 +52,7 @@ class PartitionStore {
                                                    std::optional<config::PartitionPolicy> file);
   // The same through the SM's state store (its "partitions.rest.conf"), which commit()
   // writes through: on a shared store, fenced and in etcd before it returns.
-  [[nodiscard]] static Result<PartitionStore> open(std::shared_ptr<StateStore> store,
+  [[nodiscard]] static Result<PartitionStore> open(std::shared_ptr<store::StateStore> store,
                                                    std::optional<config::PartitionPolicy> file);
   // The file read again (another master's partitions, from a shared store): whether
   // the partitions or their generation changed.
@@ -82,7 +82,7 @@ class PartitionStore {
       : path_(std::move(path)), file_(std::move(file)) {}
   std::string path_;
   std::optional<config::PartitionPolicy> file_;
-  std::shared_ptr<StateStore> store_;
+  std::shared_ptr<store::StateStore> store_;
   RestPartitions rest_;
   uint64_t generation_ = 1;
 };

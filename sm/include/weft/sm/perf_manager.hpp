@@ -24,7 +24,7 @@
 #include "weft/result.hpp"
 #include "weft/sm/perf_counters.hpp"
 #include "weft/sm/snapshot.hpp"
-#include "weft/sm/state_store.hpp"
+#include "weft/store/state_store.hpp"
 
 namespace weft::sm::perf {
 
@@ -122,7 +122,7 @@ class PerfManager {
  public:
   // The unhealthy marks live in `store`'s "unhealthy-ports" (STATE_DIR/unhealthy-ports),
   // read now (null: kept in memory only).
-  PerfManager(mad::MadEngine& eng, PerfOptions o, std::shared_ptr<StateStore> store);
+  PerfManager(mad::MadEngine& eng, PerfOptions o, std::shared_ptr<store::StateStore> store);
   // The marks read again (another SM's, from a shared state store).
   void reload();
   void set_options(PerfOptions o) { opts_ = std::move(o); }
@@ -163,7 +163,7 @@ class PerfManager {
 
   mad::MadEngine& eng_;
   PerfOptions opts_;
-  std::shared_ptr<StateStore> store_;
+  std::shared_ptr<store::StateStore> store_;
   std::string load_error_;
   std::map<PortKey, PortState> ports_;
   std::map<uint64_t, PmaCapabilities> caps_;  // by node GUID, asked once per appearance

@@ -42,8 +42,8 @@
 #include "weft/sm/sa.hpp"
 #include "weft/sm/sm_role.hpp"
 #include "weft/sm/snapshot.hpp"
-#include "weft/sm/state_store.hpp"
 #include "weft/sm/traps.hpp"
+#include "weft/store/state_store.hpp"
 
 namespace weft::sm {
 
@@ -52,7 +52,7 @@ struct SmOptions {
   std::string state_dir = "/var/lib/weft";  // holds guid2lid, guid2mkey, neighbors
   // Where the state is written (state_store): null, the state directory itself; etcd's
   // store keeps its local copy there. The SM tells it its role and fabric contact.
-  std::shared_ptr<StateStore> store = nullptr;
+  std::shared_ptr<store::StateStore> store = nullptr;
   uint8_t lmc = 0;
   std::string routing_engine = "minhop";    // a chain: "ftree,updn,minhop"
   std::vector<Guid> roots;                  // updn/dnup roots (root_guid_file); empty = detect

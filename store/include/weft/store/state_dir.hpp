@@ -1,10 +1,10 @@
-// weft/sm/state_dir.hpp — the SM's state directory (guid2lid and what later joins it),
+// weft/store/state_dir.hpp — the SM's state directory (guid2lid and what later joins it),
 // held by one SM at a time. An exclusive lock on DIR/lock (flock, released by the
 // kernel when the process ends, kill -9 included) keeps a second SM pointed at the
 // same directory from mixing its LIDs into the first one's file; the lock file holds
 // the holder's pid, for the message the second one prints.
 //
-//   auto dir = weft::sm::StateDir::acquire("/var/lib/weft/0x0002c903000e0b72");
+//   auto dir = weft::store::StateDir::acquire("/var/lib/weft/0x0002c903000e0b72");
 //   if (!dir) die(dir.error().message);   // "... in use by another weft (pid 4711) ..."
 //   dir->file("guid2lid");                // "/var/lib/weft/0x.../guid2lid"
 #pragma once
@@ -13,7 +13,7 @@
 
 #include "weft/result.hpp"
 
-namespace weft::sm {
+namespace weft::store {
 
 class StateDir {
  public:
@@ -32,4 +32,4 @@ class StateDir {
   int fd_ = -1;
 };
 
-}  // namespace weft::sm
+}  // namespace weft::store

@@ -1,4 +1,4 @@
-// weft/sm/state_store.hpp — where what the master knows beyond the fabric lives: its
+// weft/store/state_store.hpp — where what the master knows beyond the fabric lives: its
 // documents (guid2lid, guid2mkey, neighbors, the REST partitions, the REST tokens,
 // unhealthy-port marks and ports kept down), each replaced whole. Readers read the
 // local file (path()); writers call write(), which returns once the text is durable.
@@ -11,7 +11,7 @@
 // cannot be reached the master goes on with its local copy, says so, and writes
 // back what changed when etcd returns.
 //
-//   auto store = weft::sm::make_state_store("", "/var/lib/weft", {});     // a directory
+//   auto store = weft::store::make_state_store("", "/var/lib/weft", {});     // a directory
 //   store->write("guid2lid", text);          // on disk (and in etcd) before it returns
 //   std::ifstream in(store->path("guid2lid"));
 #pragma once
@@ -29,9 +29,9 @@
 #include <nlohmann/json.hpp>
 
 #include "weft/result.hpp"
-#include "weft/sm/etcd.hpp"
+#include "weft/store/etcd.hpp"
 
-namespace weft::sm {
+namespace weft::store {
 
 // The documents a store holds, and the local file each lives in under the state
 // directory (the REST partitions may live elsewhere: rest_partition_file).
@@ -95,4 +95,4 @@ std::shared_ptr<StateStore> directory_store(const std::string& state_dir,
                                                                    const std::string& state_dir,
                                                                    StateStoreOptions o);
 
-}  // namespace weft::sm
+}  // namespace weft::store

@@ -1,4 +1,4 @@
-// weft/sm/etcd.hpp — a client of etcd's v3 API, spoken through its gRPC JSON gateway
+// weft/store/etcd.hpp — a client of etcd's v3 API, spoken through its gRPC JSON gateway
 // (etcd 3.4's /v3/... routes: JSON bodies, keys and values in base64, 64-bit numbers
 // as strings) with libcurl and nlohmann/json; Debian has no C++ etcd client. The
 // calls the state store needs: range, transactions (compare, then put or delete),
@@ -6,8 +6,8 @@
 // and authentication as etcdctl takes them (--cacert, --cert, --key, --user).
 // Calls block up to the configured timeout: run them off the SM's loop.
 //
-//   auto cfg = weft::sm::parse_etcd_url("etcd://10.0.0.5:2379,10.0.0.6:2379/weft/fabric-a");
-//   weft::sm::EtcdClient etcd(*cfg);
+//   auto cfg = weft::store::parse_etcd_url("etcd://10.0.0.5:2379,10.0.0.6:2379/weft/fabric-a");
+//   weft::store::EtcdClient etcd(*cfg);
 //   auto lease = etcd.grant(10);                                    // seconds
 //   auto t = etcd.txn({EtcdCompare::lease_is(cfg->prefix + "master", *lease)},
 //                     {EtcdOp::put(cfg->prefix + "state/guid2lid", text)});
@@ -26,7 +26,7 @@
 
 #include "weft/result.hpp"
 
-namespace weft::sm {
+namespace weft::store {
 
 struct EtcdConfig {
   std::vector<std::string> endpoints;  // "HOST:PORT", tried in this order
@@ -140,4 +140,4 @@ class EtcdClient {
   std::string reached_;
 };
 
-}  // namespace weft::sm
+}  // namespace weft::store

@@ -11,7 +11,7 @@
 // Locally, STATE_DIR/state-store.meta keeps each document's generation and whether
 // etcd has it ("synced"), so what a master wrote while etcd was away is written back
 // when it returns, across restarts too.
-#include "weft/sm/state_store.hpp"
+#include "weft/store/state_store.hpp"
 
 #include <unistd.h>
 
@@ -29,7 +29,7 @@
 #include "weft/log.hpp"
 #include "weft/text_file.hpp"
 
-namespace weft::sm {
+namespace weft::store {
 
 using nlohmann::json;
 using Clock = std::chrono::steady_clock;
@@ -558,4 +558,4 @@ Result<std::shared_ptr<StateStore>> make_state_store(const std::string& url,
   return std::shared_ptr<StateStore>(std::make_shared<EtcdStateStore>(state_dir, std::move(o)));
 }
 
-}  // namespace weft::sm
+}  // namespace weft::store

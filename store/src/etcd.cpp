@@ -1,5 +1,5 @@
 // etcd's v3 API through its JSON gateway (weft/sm/etcd.hpp).
-#include "weft/sm/etcd.hpp"
+#include "weft/store/etcd.hpp"
 
 #include <curl/curl.h>
 #include <openssl/evp.h>
@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
-namespace weft::sm {
+namespace weft::store {
 
 using nlohmann::json;
 
@@ -443,4 +443,4 @@ Result<void> EtcdClient::watch(const std::string& prefix, int64_t from_revision,
   return fail(Errc::kUnreachable, "etcd watch at " + ep + ": the stream ended");
 }
 
-}  // namespace weft::sm
+}  // namespace weft::store

@@ -26,7 +26,7 @@
 #include <thread>
 #include <vector>
 
-#include "weft/sm/etcd.hpp"
+#include "weft/store/etcd.hpp"
 
 namespace weft::testing {
 
@@ -100,12 +100,12 @@ class LocalEtcd {
       pid_ = 0;
       return false;
     }
-    sm::EtcdConfig probe = config("/");
+    store::EtcdConfig probe = config("/");
     if (tls_) {
       probe.cert = client_cert();
       probe.key = client_key();
     }
-    sm::EtcdClient c(probe);
+    store::EtcdClient c(probe);
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
     while (std::chrono::steady_clock::now() < deadline) {
       if (c.range("/weft-test-ping")) return true;
@@ -139,8 +139,8 @@ class LocalEtcd {
   std::string endpoint() const { return "127.0.0.1:" + std::to_string(client_port_); }
   std::string url(const std::string& prefix) const { return "etcd://" + endpoint() + prefix; }
   // A client's configuration: for kTls, with the CA but no client certificate.
-  sm::EtcdConfig config(const std::string& prefix) const {
-    sm::EtcdConfig c;
+  store::EtcdConfig config(const std::string& prefix) const {
+    store::EtcdConfig c;
     c.endpoints = {endpoint()};
     c.prefix = prefix;
     if (tls_) c.cacert = cacert();

@@ -1,4 +1,4 @@
-#include "weft/sm/state_dir.hpp"
+#include "weft/store/state_dir.hpp"
 
 #include <fcntl.h>
 #include <sys/file.h>
@@ -10,7 +10,7 @@
 #include <filesystem>
 #include <string>
 
-namespace weft::sm {
+namespace weft::store {
 
 namespace {
 
@@ -60,4 +60,4 @@ StateDir::~StateDir() {
   if (fd_ >= 0) ::close(fd_);
 }
 
-}  // namespace weft::sm
+}  // namespace weft::store

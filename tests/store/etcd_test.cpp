@@ -17,11 +17,11 @@
 
 #include "../fuzz.hpp"
 #include "local_etcd.hpp"
-#include "weft/sm/state_store.hpp"
+#include "weft/store/state_store.hpp"
 #include "weft/text_file.hpp"
 
 using namespace weft;
-using namespace weft::sm;
+using namespace weft::store;
 using nlohmann::json;
 using weft::testing::LocalEtcd;
 
@@ -50,8 +50,8 @@ struct Scratch {
   }
 };
 
-std::shared_ptr<StateStore> store(const LocalEtcd& etcd, const std::string& dir,
-                                  const std::string& self, int lease_s = 3) {
+std::shared_ptr<StateStore> open_store(const LocalEtcd& etcd, const std::string& dir,
+                                       const std::string& self, int lease_s = 3) {
   StateStoreOptions o;
   o.lease_s = lease_s;
   o.self = self;
@@ -222,8 +222,8 @@ TEST(StateStore, TheMastersWritesReachEtcdAndAStandbysCopy) {
   Scratch a, b;
   std::mutex mu;  // before the stores: their threads call back until they go
   std::set<std::string> changed;
-  auto master = store(etcd, a.path, "A");
-  auto standby = store(etcd, b.path, "B");
+  auto master = open_store(etcd, a.path, "A");
+  auto standby = open_store(etcd, b.path, "B");
   standby->on_changed([&](const std::vector<std::string>& names) {
     std::lock_guard lk(mu);
     changed.insert(names.begin(), names.end());
@@ -280,8 +280,8 @@ TEST(StateStore, TheMastersWritesReachEtcdAndAStandbysCopy) {
 TEST(StateStore, AMasterWhoseLeaseExpiredIsRefusedAndItsSuccessorWrites) {
   LocalEtcd etcd;
   Scratch a, b;
-  auto old_master = store(etcd, a.path, "A", 2);
-  auto next = store(etcd, b.path, "B", 2);
+  auto old_master = open_store(etcd, a.path, "A", 2);
+  auto next = open_store(etcd, b.path, "B", 2);
   old_master->set_master(true);
   old_master->start();
   next->start();
@@ -323,7 +323,7 @@ TEST(StateStore, AMasterWhoseLeaseExpiredIsRefusedAndItsSuccessorWrites) {
 TEST(StateStore, WhatTheMasterWroteWhileEtcdWasAwayIsWrittenBackWhenItReturns) {
   LocalEtcd etcd;
   Scratch a, b;
-  auto master = store(etcd, a.path, "A", 3);
+  auto master = open_store(etcd, a.path, "A", 3);
   master->set_master(true);
   master->start();
   auto contact = [&] { master->fabric_contact(); };
@@ -358,7 +358,7 @@ TEST(StateStore, WhatTheMasterWroteWhileEtcdWasAwayIsWrittenBackWhenItReturns) {
   master->stop();
   master.reset();
   ASSERT_TRUE(etcd.start());
-  auto restarted = store(etcd, a.path, "A again", 3);
+  auto restarted = open_store(etcd, a.path, "A again", 3);
   restarted->start();
   // Its watch has read etcd once it reports the revision it read at.
   ASSERT_TRUE(wait_until([&] { return restarted->status().detail.contains("revision"); },
@@ -374,7 +374,7 @@ TEST(StateStore, WhatTheMasterWroteWhileEtcdWasAwayIsWrittenBackWhenItReturns) {
   ASSERT_TRUE(wait_until([&] { return !holds(*restarted); }, std::chrono::seconds(10)));
 
   // A standby that starts now gets all of it.
-  auto standby = store(etcd, b.path, "B", 3);
+  auto standby = open_store(etcd, b.path, "B", 3);
   standby->start();
   EXPECT_TRUE(wait_until(
       [&] {
@@ -503,7 +503,7 @@ TEST(Fuzz, EtcdUrlsAndBase64NeverBreak) {
 TEST(Fuzz, MangledDocumentsInEtcdLeaveAStandbyStanding) {
   LocalEtcd etcd;
   Scratch d;
-  auto standby = store(etcd, d.path, "B");
+  auto standby = open_store(etcd, d.path, "B");
   standby->start();
   EtcdClient c(etcd.config("/weft/test/"));
   std::mt19937 rng(5);

@@ -7,10 +7,10 @@
 #include <fstream>
 
 #include "weft/durable_file.hpp"
-#include "weft/sm/state_dir.hpp"
+#include "weft/store/state_dir.hpp"
 
 using namespace weft;
-using namespace weft::sm;
+using namespace weft::store;
 
 namespace {
 
