@@ -8,7 +8,9 @@
 #include "read_file.hpp"
 #include "weft/log.hpp"
 #include "weft/qos/vl_tables.hpp"
+#include "weft/rest/auth.hpp"
 #include "weft/routing/engine.hpp"
+#include "weft/sm/documents.hpp"
 
 namespace weft::app {
 
@@ -128,6 +130,8 @@ Result<std::shared_ptr<store::StateStore>> state_store(const config::Values& v,
                                                        const std::string& rest_partition_file) {
   store::StateStoreOptions o;
   o.paths["partitions.rest.conf"] = rest_partition_file;
+  o.docs = sm::state_documents();
+  for (auto& d : rest::state_documents()) o.docs.push_back(std::move(d));
   o.self = self;
   o.etcd.cacert = v.get_str("etcd_cacert");
   o.etcd.cert = v.get_str("etcd_cert");

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "weft/durable_file.hpp"
+#include "weft/sm/documents.hpp"
 #include "weft/text_file.hpp"
 
 namespace weft::sm {
@@ -191,7 +192,7 @@ Result<std::vector<std::string>> MKeyBook::load(const std::string& dir) {
 }
 
 Result<void> MKeyBook::save(const std::string& dir) {
-  return save(*store::directory_store(dir));
+  return save(*store::directory_store(dir, state_documents()));
 }
 
 Result<void> MKeyBook::save(store::StateStore& store) {

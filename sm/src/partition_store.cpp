@@ -8,6 +8,7 @@
 #include <set>
 
 #include "weft/durable_file.hpp"
+#include "weft/sm/documents.hpp"
 #include "weft/text_file.hpp"
 
 namespace weft::sm {
@@ -127,7 +128,8 @@ Result<RestPartitions> PartitionStore::parse(std::string_view text, const std::s
 Result<PartitionStore> PartitionStore::open(std::string path,
                                             std::optional<config::PartitionPolicy> file) {
   const auto dir = std::filesystem::path(path).parent_path().string();
-  return open(store::directory_store(dir, {{"partitions.rest.conf", path}}), std::move(file));
+  return open(store::directory_store(dir, state_documents(), {{"partitions.rest.conf", path}}),
+              std::move(file));
 }
 
 Result<PartitionStore> PartitionStore::open(std::shared_ptr<store::StateStore> store,

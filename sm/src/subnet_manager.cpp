@@ -12,6 +12,7 @@
 #include "sweep_parts.hpp"
 #include "weft/durable_file.hpp"
 #include "weft/log.hpp"
+#include "weft/sm/documents.hpp"
 #include "weft/text_file.hpp"
 
 namespace weft::sm {
@@ -96,7 +97,9 @@ SubnetManager::SubnetManager(mad::Transport& t, SmOptions o)
       mc_(std::make_unique<MulticastProgrammer>(eng_)),
       perf_(std::make_unique<perf::PerfManager>(
           eng_, opts_.perf,
-          opts_.store ? opts_.store : (opts_.store = store::directory_store(opts_.state_dir)))),
+          opts_.store
+              ? opts_.store
+              : (opts_.store = store::directory_store(opts_.state_dir, state_documents())))),
       keys_(opts_.mkey),
       role_(SmRole::Config{opts_.sm_key, opts_.sm_priority, t.local_port().port_guid}) {
   keys_.set_local_port(t.local_port().port_guid);

@@ -36,17 +36,6 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-mode_t mode_of(std::string_view name) {
-  for (const auto& d : kStateDocs)
-    if (name == d.name) return d.mode;
-  return 0644;
-}
-
-bool known_doc(std::string_view name) {
-  return std::any_of(std::begin(kStateDocs), std::end(kStateDocs),
-                     [&](const StateDoc& d) { return name == d.name; });
-}
-
 int64_t unix_now() {
   return std::chrono::duration_cast<std::chrono::seconds>(
              std::chrono::system_clock::now().time_since_epoch())
@@ -55,26 +44,43 @@ int64_t unix_now() {
 
 class DirStateStore : public StateStore {
  public:
-  DirStateStore(std::string dir, std::map<std::string, std::string> paths)
-      : dir_(std::move(dir)), paths_(std::move(paths)) {}
+  DirStateStore(std::string dir, std::vector<StateDoc> docs,
+                std::map<std::string, std::string> paths)
+      : dir_(std::move(dir)), docs_(std::move(docs)), paths_(std::move(paths)) {}
   std::string path(std::string_view name) const override {
     auto it = paths_.find(std::string(name));
     return it != paths_.end() ? it->second : dir_ + "/" + std::string(name);
   }
   Result<void> write(std::string_view name, std::string_view text) override {
+    if (!known_doc(name)) return unknown(name);
     return write_file_durably(path(name), text, mode_of(name));
   }
   StateStoreStatus status() const override { return {"directory", {{"directory", dir_}}, false}; }
 
  protected:
+  const StateDoc* doc(std::string_view name) const {
+    auto it =
+        std::find_if(docs_.begin(), docs_.end(), [&](const auto& d) { return d.name == name; });
+    return it == docs_.end() ? nullptr : &*it;
+  }
+  bool known_doc(std::string_view name) const { return doc(name) != nullptr; }
+  mode_t mode_of(std::string_view name) const { return doc(name)->mode; }
+  Result<void> unknown(std::string_view name) const {
+    std::string known;
+    for (const auto& d : docs_) known += (known.empty() ? "" : ", ") + d.name;
+    return fail(Errc::kInternal, "state store: \"" + std::string(name) +
+                                     "\" is no document of this store (it holds: " + known + ")");
+  }
+
   std::string dir_;
+  std::vector<StateDoc> docs_;
   std::map<std::string, std::string> paths_;
 };
 
 class EtcdStateStore final : public DirStateStore {
  public:
   EtcdStateStore(std::string dir, StateStoreOptions o)
-      : DirStateStore(std::move(dir), o.paths), o_(std::move(o)), etcd_(o_.etcd) {
+      : DirStateStore(std::move(dir), o.docs, o.paths), o_(std::move(o)), etcd_(o_.etcd) {
     master_key_ = o_.etcd.prefix + "master";
     state_prefix_ = o_.etcd.prefix + "state/";
     load_meta();
@@ -119,6 +125,7 @@ class EtcdStateStore final : public DirStateStore {
   }
 
   Result<void> write(std::string_view name, std::string_view text) override {
+    if (!known_doc(name)) return unknown(name);
     std::unique_lock lk(mu_);
     if (!master_)
       return fail(Errc::kUnsupported,
@@ -525,15 +532,16 @@ class EtcdStateStore final : public DirStateStore {
 }  // namespace
 
 std::shared_ptr<StateStore> directory_store(const std::string& state_dir,
+                                            std::vector<StateDoc> docs,
                                             std::map<std::string, std::string> paths) {
-  return std::make_shared<DirStateStore>(state_dir, std::move(paths));
+  return std::make_shared<DirStateStore>(state_dir, std::move(docs), std::move(paths));
 }
 
 Result<std::shared_ptr<StateStore>> make_state_store(const std::string& url,
                                                      const std::string& state_dir,
                                                      StateStoreOptions o) {
   if (url.empty() || url == "dir" || url == "file://" + state_dir)
-    return directory_store(state_dir, std::move(o.paths));
+    return directory_store(state_dir, std::move(o.docs), std::move(o.paths));
   if (url.rfind("etcd://", 0) != 0)
     return fail(Errc::kInvalidInput,
                 "state_store: expected \"dir\" or "

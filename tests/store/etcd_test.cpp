@@ -50,9 +50,18 @@ struct Scratch {
   }
 };
 
+// The documents these tests write, as their owners name them to the store (the SM in
+// weft/sm/documents.hpp, REST in weft/rest/auth.hpp).
+const std::vector<StateDoc> kDocs = {
+    {"guid2lid", 0644},        {"guid2mkey", 0600},  {"neighbors", 0644},
+    {"unhealthy-ports", 0644}, {"ports-down", 0644}, {"partitions.rest.conf", 0640},
+    {"rest-tokens", 0600},
+};
+
 std::shared_ptr<StateStore> open_store(const LocalEtcd& etcd, const std::string& dir,
                                        const std::string& self, int lease_s = 3) {
   StateStoreOptions o;
+  o.docs = kDocs;
   o.lease_s = lease_s;
   o.self = self;
   auto s = make_state_store(etcd.url("/weft/test"), dir, o);
@@ -201,9 +210,62 @@ TEST(EtcdClient, TriesTheNextEndpointAndNamesOnesThatDoNotAnswer) {
   EXPECT_NE(r.error().message.find("127.0.0.1:1"), std::string::npos) << r.error().message;
 }
 
+TEST(StateStore, HoldsOnlyTheDocumentsItsOwnersNamed) {
+  // The store knows no document by itself: a name no owner gave it is refused, in a
+  // directory and in etcd, and nothing reaches disk.
+  Scratch s;
+  auto dir = directory_store(s.path, {{"guid2lid", 0644}});
+  ASSERT_TRUE(dir->write("guid2lid", "0x1 0x1 0x1\n"));
+  auto r = dir->write("rest-tokens", "t\n");
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, Errc::kInternal);
+  EXPECT_NE(
+      r.error().message.find("\"rest-tokens\" is no document of this store (it holds: guid2lid)"),
+      std::string::npos)
+      << r.error().message;
+  EXPECT_FALSE(std::filesystem::exists(s.path + "/rest-tokens"));
+
+  LocalEtcd etcd;
+  Scratch a;
+  StateStoreOptions o;
+  o.docs = {{"guid2lid", 0644}};
+  o.lease_s = 3;
+  o.self = "A";
+  auto st = make_state_store(etcd.url("/weft/test"), a.path, o);
+  ASSERT_TRUE(st) << st.error().message;
+  (*st)->set_master(true);
+  (*st)->start();
+  ASSERT_TRUE(wait_until([&] { return holds(**st); }, std::chrono::seconds(10),
+                         [&] { (*st)->fabric_contact(); }));
+  auto refused = (*st)->write("ports-down", "0x5 3 100 flapping\n");
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.error().message.find("no document of this store"), std::string::npos)
+      << refused.error().message;
+  EXPECT_FALSE(std::filesystem::exists(a.path + "/ports-down"));
+  EtcdClient c(etcd.config("/weft/test/"));
+  EXPECT_TRUE(c.range("/weft/test/state/ports-down")->kvs.empty());
+  // A standby is given the same list: a key in etcd no owner named never reaches disk.
+  ASSERT_TRUE(c.txn({}, {EtcdOp::put("/weft/test/state/ports-down",
+                                     R"({"generation": 1, "writer": "A", "text": "x\n"})")}));
+  ASSERT_TRUE((*st)->write("guid2lid", "0x2 0x2 0x2\n"));
+  Scratch b;
+  o.self = "B";
+  auto standby = make_state_store(etcd.url("/weft/test"), b.path, o);
+  ASSERT_TRUE(standby);
+  (*standby)->start();
+  ASSERT_TRUE(wait_until(
+      [&] {
+        auto t = read_text_file(b.path + "/guid2lid");
+        return t && *t == "0x2 0x2 0x2\n";
+      },
+      std::chrono::seconds(20)));
+  EXPECT_FALSE(std::filesystem::exists(b.path + "/ports-down"));
+}
+
 TEST(StateStore, TheDirectoryStoreWritesTheFileWithItsMode) {
   Scratch s;
   StateStoreOptions o;
+  o.docs = kDocs;
   o.paths["partitions.rest.conf"] = s.path + "/elsewhere.conf";
   auto st = make_state_store("", s.path, o);
   ASSERT_TRUE(st);
@@ -414,6 +476,7 @@ TEST(EtcdClient, SpeaksTlsWithTheCertificatesEtcdctlTakes) {
   // The state store over TLS: the master's write lands, fenced as ever.
   Scratch d;
   StateStoreOptions o;
+  o.docs = kDocs;
   o.lease_s = 3;
   o.self = "tls-master";
   o.etcd.cacert = etcd.cacert();
@@ -465,6 +528,7 @@ TEST(EtcdClient, AuthenticatesAsEtcdctlDoesAndKeepsToItsPrefix) {
   // etcd_user NAME:PASSWORD, as the store takes it from the config.
   Scratch d;
   StateStoreOptions o;
+  o.docs = kDocs;
   o.lease_s = 3;
   o.self = "authed";
   o.etcd.user = "weft";
@@ -510,8 +574,8 @@ TEST(Fuzz, MangledDocumentsInEtcdLeaveAStandbyStanding) {
   const std::string good = R"({"generation": 7, "writer": "A", "text": "0x10 0x1 0x1\n"})";
   for (int i = 0; i < 300; ++i) {
     const std::string v = weft::testing::mutate(good, "{}[]\":,0123456789aex\\ \n", rng);
-    const char* doc = kStateDocs[i % std::size(kStateDocs)].name;
-    ASSERT_TRUE(c.txn({}, {EtcdOp::put(std::string("/weft/test/state/") + doc, v)}));
+    const std::string& doc = kDocs[i % kDocs.size()].name;
+    ASSERT_TRUE(c.txn({}, {EtcdOp::put("/weft/test/state/" + doc, v)}));
   }
   ASSERT_TRUE(c.txn({}, {EtcdOp::put("/weft/test/state/guid2lid",
                                      R"({"generation": 900, "writer": "A", "text": "last\n"})")}));

@@ -27,6 +27,12 @@
 
 namespace weft::rest {
 
+// REST's documents in the SM's state store: the API tokens (their hashes), shared with
+// standbys through etcd.
+inline std::vector<store::StateDoc> state_documents() {
+  return {{"rest-tokens", 0600}};
+}
+
 struct Identity {
   std::string user;
   Role role = Role::kMonitor;

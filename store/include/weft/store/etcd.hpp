@@ -10,7 +10,7 @@
 //   weft::store::EtcdClient etcd(*cfg);
 //   auto lease = etcd.grant(10);                                    // seconds
 //   auto t = etcd.txn({EtcdCompare::lease_is(cfg->prefix + "master", *lease)},
-//                     {EtcdOp::put(cfg->prefix + "state/guid2lid", text)});
+//                     {EtcdOp::put(cfg->prefix + "state/notes", text)});
 //   if (t && !t->succeeded) ...                                     // fenced: not ours
 #pragma once
 

@@ -1,4 +1,4 @@
-// weft/store/state_dir.hpp — the SM's state directory (guid2lid and what later joins it),
+// weft/store/state_dir.hpp — an SM's state directory (its documents, see state_store.hpp),
 // held by one SM at a time. An exclusive lock on DIR/lock (flock, released by the
 // kernel when the process ends, kill -9 included) keeps a second SM pointed at the
 // same directory from mixing its LIDs into the first one's file; the lock file holds
@@ -6,7 +6,7 @@
 //
 //   auto dir = weft::store::StateDir::acquire("/var/lib/weft/0x0002c903000e0b72");
 //   if (!dir) die(dir.error().message);   // "... in use by another weft (pid 4711) ..."
-//   dir->file("guid2lid");                // "/var/lib/weft/0x.../guid2lid"
+//   dir->file("notes");                   // "/var/lib/weft/0x.../notes"
 #pragma once
 
 #include <string>

@@ -1,6 +1,6 @@
 // weft/store/state_store.hpp — where what the master knows beyond the fabric lives: its
-// documents (guid2lid, guid2mkey, neighbors, the REST partitions, the REST tokens,
-// unhealthy-port marks and ports kept down), each replaced whole. Readers read the
+// documents, each replaced whole; the store holds the documents its owners name
+// (StateDoc). Readers read the
 // local file (path()); writers call write(), which returns once the text is durable.
 //
 // Two stores behind one seam. The state directory (the default) writes the file
@@ -11,9 +11,9 @@
 // cannot be reached the master goes on with its local copy, says so, and writes
 // back what changed when etcd returns.
 //
-//   auto store = weft::store::make_state_store("", "/var/lib/weft", {});     // a directory
-//   store->write("guid2lid", text);          // on disk (and in etcd) before it returns
-//   std::ifstream in(store->path("guid2lid"));
+//   auto store = weft::store::directory_store("/var/lib/weft", {{"notes", 0640}});
+//   store->write("notes", text);             // on disk (and in etcd) before it returns
+//   std::ifstream in(store->path("notes"));
 #pragma once
 
 #include <sys/types.h>
@@ -33,17 +33,14 @@
 
 namespace weft::store {
 
-// The documents a store holds, and the local file each lives in under the state
-// directory (the REST partitions may live elsewhere: rest_partition_file).
+// A document a store holds: its name (a file under the state directory, a key under
+// PREFIX/state/ in etcd) and its local file's mode. The store knows none of them by
+// itself: each owner names its own (the SM's in weft/sm/documents.hpp, REST's in
+// weft/rest/auth.hpp) and whoever makes the store passes them all. A store writes only
+// the documents it was given, and a key in etcd that no owner named never reaches disk.
 struct StateDoc {
-  const char* name;
-  mode_t mode;
-};
-inline constexpr StateDoc kStateDocs[] = {
-    {"guid2lid", 0644},    {"guid2mkey", 0600},
-    {"neighbors", 0644},   {"partitions.rest.conf", 0640},
-    {"rest-tokens", 0600}, {"unhealthy-ports", 0644},
-    {"ports-down", 0644},
+  std::string name;
+  mode_t mode = 0644;
 };
 
 struct StateStoreStatus {
@@ -57,8 +54,9 @@ class StateStore {
   virtual ~StateStore() = default;
   // The local file holding `name`.
   virtual std::string path(std::string_view name) const = 0;
-  // Replaces `name` with `text`; durable before it returns. The etcd store refuses
-  // (kUnsupported) on a standby, and when another SM holds the master key.
+  // Replaces `name` with `text`; durable before it returns. A name no owner gave the
+  // store is refused (kInternal); the etcd store refuses (kUnsupported) on a standby,
+  // and when another SM holds the master key.
   [[nodiscard]] virtual Result<void> write(std::string_view name, std::string_view text) = 0;
   virtual StateStoreStatus status() const = 0;
 
@@ -83,10 +81,12 @@ struct StateStoreOptions {
   int lease_s = 10;  // the master key's lease (state_store_lease_s)
   std::string self;  // this SM, as the master key names it: "0xPORTGUID host pid"
   std::map<std::string, std::string> paths;  // documents kept outside the state dir
+  std::vector<StateDoc> docs;                // what the store holds, from its owners
 };
 
 // The state directory as a store (what an SM without state_store uses).
 std::shared_ptr<StateStore> directory_store(const std::string& state_dir,
+                                            std::vector<StateDoc> docs,
                                             std::map<std::string, std::string> paths = {});
 
 // "" or "dir" (or a path's "file://"): the state directory; "etcd://...": etcd with

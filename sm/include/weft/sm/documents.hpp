@@ -1,0 +1,22 @@
+// weft/sm/documents.hpp — the documents the SM keeps in its state store, each named by
+// its owner here and nowhere in the store: the LID manager's guid2lid, the M_Key
+// manager's guid2mkey and neighbors, the PerfMgr's unhealthy-port marks, the sweep's
+// ports kept down, and the partition ledger's partitions.rest.conf (what REST created).
+//
+//   auto store = weft::store::directory_store(dir, weft::sm::state_documents());
+#pragma once
+
+#include <vector>
+
+#include "weft/store/state_store.hpp"
+
+namespace weft::sm {
+
+inline std::vector<store::StateDoc> state_documents() {
+  return {
+      {"guid2lid", 0644},        {"guid2mkey", 0600},  {"neighbors", 0644},
+      {"unhealthy-ports", 0644}, {"ports-down", 0644}, {"partitions.rest.conf", 0640},
+  };
+}
+
+}  // namespace weft::sm
