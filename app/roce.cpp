@@ -17,12 +17,12 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
-#include "weft/config/roce_fabric.hpp"
-#include "weft/config/roce_profile.hpp"
-#include "weft/qos/roce_check.hpp"
-#include "weft/qos/roce_formats.hpp"
-#include "weft/qos/roce_report.hpp"
-#include "weft/qos/sonic_redis.hpp"
+#include "weft/roce/check.hpp"
+#include "weft/roce/fabric.hpp"
+#include "weft/roce/formats.hpp"
+#include "weft/roce/profile.hpp"
+#include "weft/roce/report.hpp"
+#include "weft/roce/sonic_redis.hpp"
 #include "weft/simulator/generators.hpp"
 #include "weft/text_file.hpp"
 
@@ -33,7 +33,7 @@ namespace weft::app {
 namespace po = boost::program_options;
 namespace fs = std::filesystem;
 using nlohmann::json;
-using namespace weft::qos::roce;
+using namespace weft::roce;
 
 namespace {
 
@@ -146,18 +146,18 @@ po::options_description common_options() {
 }
 
 struct Inputs {
-  config::RoceProfile profile;
-  std::optional<config::RoceFabric> fabric;
+  roce::RoceProfile profile;
+  std::optional<roce::RoceFabric> fabric;
 };
 
 Result<Inputs> load_inputs(const po::variables_map& vm, bool fabric_required) {
   Inputs in;
   if (vm.count("profile")) {
-    auto p = config::load_roce_profile(vm["profile"].as<std::string>());
+    auto p = roce::load_roce_profile(vm["profile"].as<std::string>());
     if (!p) return std::unexpected(p.error());
     in.profile = std::move(*p);
   } else {
-    in.profile = config::default_roce_profile();
+    in.profile = roce::default_roce_profile();
   }
   if (!vm.count("fabric")) {
     if (fabric_required) return fail(Errc::kInvalidInput, "--fabric is required");
@@ -165,15 +165,15 @@ Result<Inputs> load_inputs(const po::variables_map& vm, bool fabric_required) {
   }
   const std::string f = vm["fabric"].as<std::string>();
   if (f.ends_with(".yaml") || f.ends_with(".yml")) {
-    auto fab = config::load_roce_fabric(f);
+    auto fab = roce::load_roce_fabric(f);
     if (!fab) return std::unexpected(fab.error());
     in.fabric = std::move(*fab);
     return in;
   }
   uint64_t speed = 0, length = 0;
-  if (!config::parse_speed_mbps(vm["speed"].as<std::string>(), &speed) || !speed)
+  if (!roce::parse_speed_mbps(vm["speed"].as<std::string>(), &speed) || !speed)
     return fail(Errc::kInvalidInput, "--speed: expected a speed like 100G");
-  if (!config::parse_length_m(vm["length"].as<std::string>(), &length))
+  if (!roce::parse_length_m(vm["length"].as<std::string>(), &length))
     return fail(Errc::kInvalidInput, "--length: expected a length like 3m");
   auto topo = simulator::make_fabric(f);
   if (!topo) return std::unexpected(topo.error());
@@ -220,7 +220,7 @@ int cmd_check(int argc, char** argv) {
   const auto t2 = std::chrono::steady_clock::now();
   size_t hosts = 0, switches = 0, ports = 0;
   for (const auto& d : in->fabric->devices) {
-    (d.kind == config::DeviceKind::kSwitch ? switches : hosts) += 1;
+    (d.kind == roce::DeviceKind::kSwitch ? switches : hosts) += 1;
     ports += d.ports.size();
   }
   char summary[256];
@@ -252,10 +252,10 @@ int cmd_render(int argc, char** argv) {
     return roce_die("--format: expected dcb, sonic or nvue");
   auto in = load_inputs(vm, false);
   if (!in) return roce_die(in.error().message);
-  const config::RoceFabric* f = in->fabric ? &*in->fabric : nullptr;
+  const roce::RoceFabric* f = in->fabric ? &*in->fabric : nullptr;
   const int d = f ? f->device(dev) : -1;
   if (fmt == "dcb") {
-    if (d >= 0 && f->devices[d].kind != config::DeviceKind::kHost)
+    if (d >= 0 && f->devices[d].kind != roce::DeviceKind::kHost)
       return roce_die(dev + " is a switch: use sonic or nvue");
     if (d < 0) {
       if (f) return roce_die("the fabric has no host \"" + dev + "\"");
@@ -276,8 +276,7 @@ int cmd_render(int argc, char** argv) {
   if (d < 0)
     return roce_die(f ? "the fabric has no switch \"" + dev + "\""
                       : "rendering a switch needs --fabric");
-  if (f->devices[d].kind != config::DeviceKind::kSwitch)
-    return roce_die(dev + " is a host: use dcb");
+  if (f->devices[d].kind != roce::DeviceKind::kSwitch) return roce_die(dev + " is a host: use dcb");
   const SwitchConfig s = intend_switch(in->profile, f, d);
   if (fmt == "sonic")
     std::cout << render_sonic(s).dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
@@ -324,7 +323,7 @@ int cmd_diff(int argc, char** argv) {
   if (!vm.count("observed")) return roce_die("--observed is required");
   auto in = load_inputs(vm, false);
   if (!in) return roce_die(in.error().message);
-  const config::RoceFabric* f = in->fabric ? &*in->fabric : nullptr;
+  const roce::RoceFabric* f = in->fabric ? &*in->fabric : nullptr;
   const std::string device = vm.count("device") ? vm["device"].as<std::string>() : "";
   std::vector<Observed> seen;
   for (const auto& src : vm["observed"].as<std::vector<std::string>>()) {
@@ -513,7 +512,7 @@ int cmd_apply(int argc, char** argv) {
   if (!in) return roce_die(in.error().message);
   const auto& f = *in->fabric;
   const int d = f.device(vm["device"].as<std::string>());
-  if (d < 0 || f.devices[d].kind != config::DeviceKind::kSwitch)
+  if (d < 0 || f.devices[d].kind != roce::DeviceKind::kSwitch)
     return roce_die("the fabric has no switch \"" + vm["device"].as<std::string>() + "\"");
   auto url = parse_redis_url(vm["sonic"].as<std::string>());
   if (!url) return roce_die(url.error().message);

@@ -1,5 +1,5 @@
 #include "weft/config/options.hpp"
-#include "text.hpp"
+#include "weft/text.hpp"
 #include "weft/text_file.hpp"
 
 #include <algorithm>

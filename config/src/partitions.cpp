@@ -2,7 +2,7 @@
 // library parses it) and small; what it must get right is OpenSM's leniency
 // where admins rely on it and a file:line error everywhere else.
 #include "weft/config/partitions.hpp"
-#include "text.hpp"
+#include "weft/text.hpp"
 #include "weft/text_file.hpp"
 
 #include <arpa/inet.h>

@@ -2,7 +2,7 @@
 // reads it). Sections and subsections open and close with keywords on lines of
 // their own; everything inside is `key: value`.
 #include "weft/config/qos_policy.hpp"
-#include "text.hpp"
+#include "weft/text.hpp"
 #include "weft/text_file.hpp"
 
 #include <cctype>

@@ -8,12 +8,12 @@
 #include "jobs.hpp"
 #include "partitions.hpp"
 #include "views.hpp"
-#include "weft/config/roce_fabric.hpp"
-#include "weft/config/roce_profile.hpp"
 #include "weft/fabric/topology_file.hpp"
-#include "weft/qos/roce_report.hpp"
 #include "weft/qos/vl_tables.hpp"
 #include "weft/rest/hostlist.hpp"
+#include "weft/roce/fabric.hpp"
+#include "weft/roce/profile.hpp"
+#include "weft/roce/report.hpp"
 #include "weft/simulator/route_report.hpp"
 #include "weft/simulator/whatif.hpp"
 #include "weft/sm/lid_manager.hpp"
@@ -737,27 +737,27 @@ void post_roce(Ctx& c, bool diff) {
     if (!b->contains(k) || !(*b)[k].is_string()) return std::nullopt;
     return (*b)[k].get<std::string>();
   };
-  config::RoceProfile profile = config::default_roce_profile();
+  roce::RoceProfile profile = roce::default_roce_profile();
   if (auto t = text("profile")) {
-    auto p = config::parse_roce_profile(*t, "profile");
+    auto p = roce::parse_roce_profile(*t, "profile");
     if (!p) return c.fail({422, "bad_profile", p.error().message});
     profile = std::move(*p);
   }
-  std::optional<config::RoceFabric> fab;
+  std::optional<roce::RoceFabric> fab;
   if (auto t = text("fabric")) {
-    auto f = config::parse_roce_fabric(*t, "fabric");
+    auto f = roce::parse_roce_fabric(*t, "fabric");
     if (!f) return c.fail({422, "bad_fabric", f.error().message});
     fab = std::move(*f);
   } else if (!diff) {
     return c.fail({422, "missing_field", "\"fabric\" (a RoCE fabric YAML text) is required"});
   }
-  std::vector<qos::roce::Observed> seen;
-  auto mode = qos::roce::DiffMode::kEffect;
+  std::vector<roce::Observed> seen;
+  auto mode = roce::DiffMode::kEffect;
   if (diff && b->contains("mode")) {
     const auto& m = (*b)["mode"];
     if (!m.is_string() || (m != "effect" && m != "literal"))
       return c.fail({422, "bad_value", "\"mode\" is \"effect\" (the default) or \"literal\""});
-    if (m == "literal") mode = qos::roce::DiffMode::kLiteral;
+    if (m == "literal") mode = roce::DiffMode::kLiteral;
   }
   if (diff) {
     if (!b->contains("observed") || !(*b)["observed"].is_array() || (*b)["observed"].empty())
@@ -771,36 +771,35 @@ void post_roce(Ctx& c, bool diff) {
           o.contains("name") && o["name"].is_string() ? o["name"].get<std::string>() : "observed";
       const std::string device =
           o.contains("device") && o["device"].is_string() ? o["device"].get<std::string>() : "";
-      auto ob = qos::roce::parse_observed(o["text"].get<std::string>(), name, device);
+      auto ob = roce::parse_observed(o["text"].get<std::string>(), name, device);
       if (!ob) return c.fail({422, "bad_observed", ob.error().message});
       seen.push_back(std::move(*ob));
     }
   }
   accepted_job(c, c.jobs.submit(diff ? "roce-diff" : "roce-check",
                                 [profile, fab, seen, diff, mode]() -> Result<json> {
-                                  std::vector<qos::roce::Finding> f;
+                                  std::vector<roce::Finding> f;
                                   json j;
                                   if (diff) {
-                                    auto d = qos::roce::diff_observed(
-                                        profile, fab ? &*fab : nullptr, seen, mode);
+                                    auto d = roce::diff_observed(profile, fab ? &*fab : nullptr,
+                                                                 seen, mode);
                                     f = std::move(d.findings);
-                                    qos::roce::sort_findings(d.unreached);
+                                    roce::sort_findings(d.unreached);
                                     json un = json::array();
                                     for (const auto& x : d.unreached)
-                                      un.push_back(qos::roce::finding_json(x));
+                                      un.push_back(roce::finding_json(x));
                                     j["unreached"] = std::move(un);
                                     j["hosts"] = d.hosts;
                                     j["switches"] = d.switches;
                                   } else {
-                                    auto r = qos::roce::check_fabric(profile, *fab);
+                                    auto r = roce::check_fabric(profile, *fab);
                                     f = std::move(r.findings);
                                     j["inherited"] = r.inherited;
                                   }
-                                  qos::roce::sort_findings(f);
+                                  roce::sort_findings(f);
                                   json list = json::array();
-                                  for (const auto& x : f)
-                                    list.push_back(qos::roce::finding_json(x));
-                                  j["errors"] = qos::roce::errors(f);
+                                  for (const auto& x : f) list.push_back(roce::finding_json(x));
+                                  j["errors"] = roce::errors(f);
                                   j["findings"] = std::move(list);
                                   return j;
                                 }));

@@ -1,11 +1,11 @@
-// weft/qos/roce_device.hpp — what one host NIC port or one switch holds for RoCE, in one
+// weft/roce/device.hpp — what one host NIC port or one switch holds for RoCE, in one
 // vendor-neutral shape: rendered from the profile (what it should hold), or read from a
 // device (what it does hold). Every field is optional: a device that does not report
 // one leaves it empty, and neither the checks nor the diff invent it.
 //
-//   auto want = weft::qos::roce::intend_host(profile, &fabric, host, port);
-//   auto have = weft::qos::roce::parse_host_snapshot(json_text, "h1.json");
-//   auto findings = weft::qos::roce::diff(want, *have);
+//   auto want = weft::roce::intend_host(profile, &fabric, host, port);
+//   auto have = weft::roce::parse_host_snapshot(json_text, "h1.json");
+//   auto findings = weft::roce::diff(want, *have);
 #pragma once
 
 #include <array>
@@ -16,19 +16,19 @@
 #include <utility>
 #include <vector>
 
-#include "weft/config/roce_fabric.hpp"
-#include "weft/config/roce_profile.hpp"
 #include "weft/fabric/fabric.hpp"
+#include "weft/roce/fabric.hpp"
+#include "weft/roce/profile.hpp"
 
-namespace weft::qos::roce {
+namespace weft::roce {
 
-using config::EcnThresholds;
-using config::EtsTc;
-using config::PfcWatchdog;
-using config::RoceFabric;
-using config::RoceProfile;
-using config::Trust;
-using config::Tsa;
+using roce::EcnThresholds;
+using roce::EtsTc;
+using roce::PfcWatchdog;
+using roce::RoceFabric;
+using roce::RoceProfile;
+using roce::Trust;
+using roce::Tsa;
 
 using DscpMap = std::array<uint8_t, 64>;  // DSCP -> priority (hosts) or TC (switches)
 using PrioMap = std::array<uint8_t, 8>;
@@ -123,6 +123,6 @@ Fields flatten(const HostConfig& h);
 Fields flatten(const SwitchPort& p);
 // The field a DCQCN knob is flattened to: ecn.roce_rp.<knob> (reaction point) or
 // ecn.roce_np.<knob> (notification point).
-std::string dcqcn_field(const config::DcqcnKnob& k);
+std::string dcqcn_field(const roce::DcqcnKnob& k);
 
-}  // namespace weft::qos::roce
+}  // namespace weft::roce

@@ -13,7 +13,7 @@
 
 #include "weft/result.hpp"
 
-namespace weft::qos::roce {
+namespace weft::roce {
 
 // A JSON document, or an error naming file:line:column.
 inline Result<nlohmann::json> parse_json(std::string_view text, const std::string& source) {
@@ -174,4 +174,4 @@ class JsonReader {
   std::vector<std::string> errors_;
 };
 
-}  // namespace weft::qos::roce
+}  // namespace weft::roce

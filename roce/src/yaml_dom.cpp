@@ -6,7 +6,7 @@
 #include <map>
 #include <memory>
 
-namespace weft::config {
+namespace weft::roce {
 
 namespace {
 
@@ -142,4 +142,4 @@ Result<YNode> parse_yaml(std::string_view text, const std::string& source) {
   return root;
 }
 
-}  // namespace weft::config
+}  // namespace weft::roce

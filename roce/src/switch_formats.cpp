@@ -4,11 +4,11 @@
 #include <set>
 #include <sstream>
 
-#include "roce_json.hpp"
-#include "weft/config/roce_profile.hpp"
-#include "weft/qos/roce_formats.hpp"
+#include "json.hpp"
+#include "weft/roce/formats.hpp"
+#include "weft/roce/profile.hpp"
 
-namespace weft::qos::roce {
+namespace weft::roce {
 
 using nlohmann::json;
 
@@ -408,7 +408,7 @@ Result<Parsed<SwitchConfig>> parse_sonic_db(const json& db, const std::string& s
     }
     for (auto& [pn, v] : cl.items()) {
       uint64_t m = 0;
-      if (!v.is_string() || !config::parse_length_m(v.get<std::string>(), &m))
+      if (!v.is_string() || !roce::parse_length_m(v.get<std::string>(), &m))
         r.error("CABLE_LENGTH|" + name + "." + pn,
                 "expected a length like \"5m\", got " + v.dump());
       else
@@ -477,7 +477,7 @@ std::string render_nvue(const SwitchConfig& s) {
   for (const auto& p : s.ports) {
     const std::string ifc = "nv set interface " + p.name + " ";
     if (p.trust || p.dscp_tc) {
-      json c = {{"trust", p.trust ? config::trust_name(*p.trust) : ""},
+      json c = {{"trust", p.trust ? roce::trust_name(*p.trust) : ""},
                 {"dscp", p.dscp_tc ? json(*p.dscp_tc) : json()}};
       const std::string n = mapping.name(c);
       if (once("mapping " + n)) {
@@ -726,7 +726,7 @@ Result<Parsed<SwitchConfig>> parse_nvue(std::string_view text, const std::string
           if (num(w[6], 552, 9216, "mtu", &x)) i.mtu = static_cast<int>(x);
         } else if (w[4] == "link" && w.size() == 7 && w[5] == "speed") {
           uint64_t s = 0;
-          if (!config::parse_speed_mbps(w[6], &s))
+          if (!roce::parse_speed_mbps(w[6], &s))
             err("speed \"" + w[6] + "\" is not a speed like 100G");
           else
             i.speed = s;
@@ -814,4 +814,4 @@ std::string sniff_format(std::string_view text) {
   return "";
 }
 
-}  // namespace weft::qos::roce
+}  // namespace weft::roce

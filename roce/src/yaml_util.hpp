@@ -13,11 +13,11 @@
 #include <string_view>
 #include <vector>
 
-#include "text.hpp"
 #include "weft/result.hpp"
+#include "weft/text.hpp"
 #include "yaml_dom.hpp"
 
-namespace weft::config {
+namespace weft::roce {
 
 class YamlReader {
  public:
@@ -146,4 +146,4 @@ class YamlReader {
   std::vector<std::string> errors_;
 };
 
-}  // namespace weft::config
+}  // namespace weft::roce

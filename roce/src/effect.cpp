@@ -15,9 +15,9 @@
 #include <map>
 #include <set>
 
-#include "weft/qos/roce_check.hpp"
+#include "weft/roce/check.hpp"
 
-namespace weft::qos::roce {
+namespace weft::roce {
 
 namespace {
 
@@ -84,7 +84,7 @@ Treatment host_treatment(const HostView& hv, int prio, const std::set<int>& tcs_
                "ets.tc-tsa[" + n2s(tc) + "]"};
     auto raw = [&](int u) {
       const EtsTc& x = (*h.ets)[u];
-      return std::string(config::tsa_name(x.tsa)) + "/" + n2s(x.bw);
+      return std::string(roce::tsa_name(x.tsa)) + "/" + n2s(x.bw);
     };
     t.weights.emplace_back(t.sched.field, raw(tc));
     for (int u : tcs_used)
@@ -175,7 +175,7 @@ Treatment switch_treatment(const SwitchView& sv, int v, const std::set<int>& que
       auto x = p.sched.find(u);
       return x == p.sched.end()
                  ? std::string("none")
-                 : std::string(config::tsa_name(x->second.tsa)) + "/" + n2s(x->second.weight);
+                 : std::string(roce::tsa_name(x->second.tsa)) + "/" + n2s(x->second.weight);
     };
     t.weights.emplace_back(t.sched.field, raw(q));
     for (int u : queues_used)
@@ -319,7 +319,7 @@ void sort_literal(bool host, std::vector<Finding>& literal, const std::vector<Fi
       continue;
     }
     const bool knob = std::ranges::any_of(
-        config::dcqcn_knobs(), [&](const config::DcqcnKnob& d) { return dcqcn_field(d) == k; });
+        roce::dcqcn_knobs(), [&](const roce::DcqcnKnob& d) { return dcqcn_field(d) == k; });
     if ((k == "speed" || knob) && !l.expected.empty() && !l.observed.empty()) {
       l.severity = Severity::kWarning;
       l.message = k == "speed" ? "the port runs at another speed than the fabric says"
@@ -413,4 +413,4 @@ EffectDiff diff_effect(const RoceProfile& p, const SwitchConfig& want, const Swi
   return r;
 }
 
-}  // namespace weft::qos::roce
+}  // namespace weft::roce

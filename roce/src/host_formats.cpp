@@ -4,10 +4,10 @@
 #include <charconv>
 #include <sstream>
 
-#include "roce_json.hpp"
-#include "weft/qos/roce_formats.hpp"
+#include "json.hpp"
+#include "weft/roce/formats.hpp"
 
-namespace weft::qos::roce {
+namespace weft::roce {
 
 using nlohmann::json;
 
@@ -35,7 +35,7 @@ std::string render_dcb(const HostConfig& h, const std::string& rdma, int rdma_po
       << " goes down and up once.\n";
   o << "set -e\n";
   if (h.trust)
-    o << "dcb apptrust set dev " << dev << " order " << config::trust_name(*h.trust) << "\n";
+    o << "dcb apptrust set dev " << dev << " order " << roce::trust_name(*h.trust) << "\n";
   if (h.dscp_prio) {
     // Every DSCP, so nothing is left to the NIC's default (mlx5 starts from DSCP >> 3);
     // replace drops any other priority an entry had.
@@ -70,7 +70,7 @@ std::string render_dcb(const HostConfig& h, const std::string& rdma, int rdma_po
         o << "echo " << (*mask >> i & 1) << " > " << net << side << "/enable/" << i << "\n";
   if (h.cnp_dscp) o << "echo " << *h.cnp_dscp << " > " << net << "roce_np/cnp_dscp\n";
   if (h.cnp_prio) o << "echo " << *h.cnp_prio << " > " << net << "roce_np/cnp_802p_prio\n";
-  for (const auto& k : config::dcqcn_knobs())
+  for (const auto& k : roce::dcqcn_knobs())
     if (auto it = h.dcqcn.find(k.name); it != h.dcqcn.end())
       o << "echo " << it->second << " > " << net << (k.rp ? "roce_rp/" : "roce_np/") << k.name
         << "\n";
@@ -322,8 +322,8 @@ Result<Parsed<HostConfig>> parse_dcb_script(std::string_view text, const std::st
         } else if (np && knob == "cnp_802p_prio") {
           if (number(value, 0, 7, "cnp_802p_prio", &x)) h.cnp_prio = static_cast<int>(x);
         } else {
-          const config::DcqcnKnob* k = nullptr;
-          for (const auto& kn : config::dcqcn_knobs())
+          const roce::DcqcnKnob* k = nullptr;
+          for (const auto& kn : roce::dcqcn_knobs())
             if (knob == kn.name && kn.rp == rp) k = &kn;
           if (!k) {
             err("unknown DCQCN knob " + rest);
@@ -369,7 +369,7 @@ json render_host_snapshot(const HostConfig& h) {
     dcb["app"] = json::object();
     if (!entries.empty()) dcb["app"]["dscp_prio"] = entries;
   }
-  if (h.trust) dcb["apptrust"] = {{"order", json::array({config::trust_name(*h.trust)})}};
+  if (h.trust) dcb["apptrust"] = {{"order", json::array({roce::trust_name(*h.trust)})}};
   if (h.pfc_mask) {
     json prio = json::array();
     for (int i = 0; i < 8; ++i) prio.push_back((*h.pfc_mask >> i & 1) != 0);
@@ -400,7 +400,7 @@ json render_host_snapshot(const HostConfig& h) {
       s["enable"] = json::object();
       for (int i = 0; i < 8; ++i) s["enable"][std::to_string(i)] = *mask >> i & 1;
     }
-    for (const auto& k : config::dcqcn_knobs())
+    for (const auto& k : roce::dcqcn_knobs())
       if (auto it = h.dcqcn.find(k.name); it != h.dcqcn.end() && k.rp == (side[5] == 'r'))
         s[k.name] = it->second;
     if (!s.empty()) ecn[side] = s;
@@ -580,8 +580,8 @@ Result<Parsed<HostConfig>> parse_host_snapshot(std::string_view text, const std:
         } else if (!rp && k == "cnp_802p_prio") {
           if (r.integer(v, where, 0, 7, &x)) h.cnp_prio = static_cast<int>(x);
         } else {
-          const config::DcqcnKnob* knob = nullptr;
-          for (const auto& kn : config::dcqcn_knobs())
+          const roce::DcqcnKnob* knob = nullptr;
+          for (const auto& kn : roce::dcqcn_knobs())
             if (k == kn.name && kn.rp == rp) knob = &kn;
           if (!knob) {
             out.warnings.push_back(source + ": " + where + ": unknown knob ignored");
@@ -613,4 +613,4 @@ Result<Parsed<HostConfig>> parse_host_snapshot(std::string_view text, const std:
   return out;
 }
 
-}  // namespace weft::qos::roce
+}  // namespace weft::roce

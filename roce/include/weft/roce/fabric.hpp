@@ -1,4 +1,4 @@
-// weft/config/roce_fabric.hpp — the Ethernet fabric a RoCE profile runs on: hosts (NIC
+// weft/roce/fabric.hpp — the Ethernet fabric a RoCE profile runs on: hosts (NIC
 // ports), switches (ports, ASIC buffer parameters) and links with speed and real cable
 // length, read from a YAML file. Ports are created by the links that name them.
 //
@@ -14,7 +14,7 @@
 //     - [leaf1:Ethernet0, host1:eth0, 100G, 3m]
 //     - {a: leaf1:Ethernet4, b: spine1:Ethernet0, speed: 400G, length: 300m}
 //
-//   auto f = weft::config::load_roce_fabric("fabric.yaml");
+//   auto f = roce::load_roce_fabric("fabric.yaml");
 //   for (auto& l : f->links) use(f->devices[l.a.device].name, l.length_m);
 #pragma once
 
@@ -27,7 +27,7 @@
 
 #include "weft/result.hpp"
 
-namespace weft::config {
+namespace weft::roce {
 
 // Buffer parameters SONiC's dynamic buffer manager takes from STATE_DB's ASIC_TABLE and
 // CONFIG_DB's LOSSLESS_TRAFFIC_PATTERN (bytes).
@@ -110,4 +110,4 @@ const std::map<std::string, AsicParams>& builtin_asics();
 Result<RoceFabric> parse_roce_fabric(std::string_view text, const std::string& source);
 Result<RoceFabric> load_roce_fabric(const std::string& path);
 
-}  // namespace weft::config
+}  // namespace weft::roce

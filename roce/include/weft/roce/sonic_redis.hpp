@@ -1,9 +1,9 @@
-// weft/qos/sonic_redis.hpp — a SONiC switch's CONFIG_DB (Redis database 4) written and read
+// weft/roce/sonic_redis.hpp — a SONiC switch's CONFIG_DB (Redis database 4) written and read
 // through hiredis. Keys are "TABLE|KEY" hashes, as SONiC's config_db keeps them.
 //
-//   auto url = weft::qos::roce::parse_redis_url("redis://127.0.0.1:6379/4");
-//   auto wrote = weft::qos::roce::write_config_db(*url, render_sonic(cfg));   // MULTI/EXEC
-//   auto db = weft::qos::roce::read_config_db(*url);                         // the QoS tables
+//   auto url = weft::roce::parse_redis_url("redis://127.0.0.1:6379/4");
+//   auto wrote = weft::roce::write_config_db(*url, render_sonic(cfg));   // MULTI/EXEC
+//   auto db = weft::roce::read_config_db(*url);                         // the QoS tables
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -12,7 +12,7 @@
 
 #include "weft/result.hpp"
 
-namespace weft::qos::roce {
+namespace weft::roce {
 
 struct RedisUrl {
   std::string host = "127.0.0.1";
@@ -34,4 +34,4 @@ Result<WriteStats> write_config_db(const RedisUrl& url, const nlohmann::json& db
 // The tables weft reads (and DEVICE_METADATA), as config_db JSON.
 Result<nlohmann::json> read_config_db(const RedisUrl& url);
 
-}  // namespace weft::qos::roce
+}  // namespace weft::roce

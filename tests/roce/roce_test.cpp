@@ -5,20 +5,20 @@
 
 #include "../fuzz.hpp"
 #include "test_data.hpp"
-#include "weft/config/roce_fabric.hpp"
-#include "weft/config/roce_profile.hpp"
-#include "weft/qos/roce_check.hpp"
-#include "weft/qos/roce_formats.hpp"
-#include "weft/qos/roce_report.hpp"
+#include "weft/roce/check.hpp"
+#include "weft/roce/fabric.hpp"
+#include "weft/roce/formats.hpp"
+#include "weft/roce/profile.hpp"
+#include "weft/roce/report.hpp"
 #include "weft/simulator/generators.hpp"
 #include "weft/text_file.hpp"
 
-namespace weft::qos::roce {
+namespace weft::roce {
 namespace {
 
-using config::RoceFabric;
-using config::RoceProfile;
 using nlohmann::json;
+using roce::RoceFabric;
+using roce::RoceProfile;
 
 // The fabric the e2e test uses too: two leaves under one spine, one 300 m uplink.
 const std::string& fabric_text() {
@@ -30,15 +30,15 @@ const std::string& fabric_text() {
 }
 
 RoceFabric fabric(const std::string& text = fabric_text()) {
-  auto f = config::parse_roce_fabric(text, "fabric.yaml");
+  auto f = roce::parse_roce_fabric(text, "fabric.yaml");
   EXPECT_TRUE(f) << (f ? "" : f.error().message);
   return f ? *f : RoceFabric{};
 }
 
 RoceProfile profile(const std::string& text = "") {
-  auto p = config::parse_roce_profile(text, "roce.yaml");
+  auto p = roce::parse_roce_profile(text, "roce.yaml");
   EXPECT_TRUE(p) << (p ? "" : p.error().message);
-  return p ? *p : config::default_roce_profile();
+  return p ? *p : roce::default_roce_profile();
 }
 
 // Findings of `check` on a view, as text, for messages in assertions.
@@ -62,7 +62,7 @@ const Finding* find(const std::vector<Finding>& fs, const std::string& check,
 
 TEST(RoceProfile, EmptyFileIsNvidiasReference) {
   const RoceProfile p = profile("# nothing set\n");
-  EXPECT_EQ(p.trust, config::Trust::kDscp);
+  EXPECT_EQ(p.trust, roce::Trust::kDscp);
   EXPECT_EQ(p.dscp_prio[26], 3);
   EXPECT_EQ(p.dscp_prio[48], 6);
   EXPECT_EQ(p.dscp_prio[0], 0);
@@ -72,7 +72,7 @@ TEST(RoceProfile, EmptyFileIsNvidiasReference) {
   EXPECT_EQ(p.pfc_mask, 1 << 3);
   EXPECT_EQ(p.ets[0].bw, 50);
   EXPECT_EQ(p.ets[3].bw, 50);
-  EXPECT_EQ(p.ets[6].tsa, config::Tsa::kStrict);
+  EXPECT_EQ(p.ets[6].tsa, roce::Tsa::kStrict);
   ASSERT_TRUE(p.ecn.count(3));
   EXPECT_EQ(p.ecn.at(3).kmin, 150000u);
   EXPECT_EQ(p.ecn.at(3).kmax, 1500000u);
@@ -134,7 +134,7 @@ TEST(RoceProfile, ChangingTheRoceCodePointCarriesTheDerivedFields) {
 }
 
 TEST(RoceProfile, ErrorsNameFileLineAndWhat) {
-  auto p = config::parse_roce_profile(
+  auto p = roce::parse_roce_profile(
       "mode: lossless\ntrsut: dscp\nets: {9: 50}\nmtu: 20000\n"
       "dcqcn: {rp: {rpg_gd: 99, cnp_dscp: 4}}\n",
       "roce.yaml");
@@ -147,7 +147,7 @@ TEST(RoceProfile, ErrorsNameFileLineAndWhat) {
   EXPECT_NE(m.find("roce.yaml:4: mtu: 20000 is not 1280..9216"), std::string::npos) << m;
   EXPECT_NE(m.find("roce.yaml:5: dcqcn.rp.rpg_gd: 99 is not 1..15"), std::string::npos) << m;
   EXPECT_NE(m.find("cnp_dscp\" (set cnp.dscp / cnp.priority)"), std::string::npos) << m;
-  auto bad = config::parse_roce_profile("ets: [unclosed\n", "x.yaml");
+  auto bad = roce::parse_roce_profile("ets: [unclosed\n", "x.yaml");
   ASSERT_FALSE(bad);
   EXPECT_NE(bad.error().message.find("x.yaml:"), std::string::npos);
   EXPECT_NE(bad.error().message.find("YAML syntax"), std::string::npos) << bad.error().message;
@@ -184,25 +184,25 @@ TEST(RoceProfile, AliasesExpandWithinABound) {
     for (int i = 0; i < 10; ++i) bomb += std::string(i ? ", *" : "*") + char(c - 1);
     bomb += "]\n";
   }
-  auto r = config::parse_roce_profile(bomb, "bomb.yaml");
+  auto r = roce::parse_roce_profile(bomb, "bomb.yaml");
   ASSERT_FALSE(r);
   EXPECT_NE(r.error().message.find("aliases expand past"), std::string::npos) << r.error().message;
 }
 
 TEST(RoceProfile, UnitParsers) {
   uint64_t x = 0;
-  EXPECT_TRUE(config::parse_bytes("1.5MB", &x));
+  EXPECT_TRUE(roce::parse_bytes("1.5MB", &x));
   EXPECT_EQ(x, 1500000u);
-  EXPECT_TRUE(config::parse_bytes("64KiB", &x));
+  EXPECT_TRUE(roce::parse_bytes("64KiB", &x));
   EXPECT_EQ(x, 65536u);
-  EXPECT_FALSE(config::parse_bytes("1.5.2MB", &x));
-  EXPECT_FALSE(config::parse_bytes("-4", &x));
-  EXPECT_FALSE(config::parse_bytes("0.5B", &x));
-  EXPECT_TRUE(config::parse_speed_mbps("400G", &x));
+  EXPECT_FALSE(roce::parse_bytes("1.5.2MB", &x));
+  EXPECT_FALSE(roce::parse_bytes("-4", &x));
+  EXPECT_FALSE(roce::parse_bytes("0.5B", &x));
+  EXPECT_TRUE(roce::parse_speed_mbps("400G", &x));
   EXPECT_EQ(x, 400000u);
-  EXPECT_TRUE(config::parse_length_m("300m", &x));
+  EXPECT_TRUE(roce::parse_length_m("300m", &x));
   EXPECT_EQ(x, 300u);
-  EXPECT_FALSE(config::parse_length_m("300ft", &x));
+  EXPECT_FALSE(roce::parse_length_m("300ft", &x));
 }
 
 // ---- fabric ----
@@ -220,11 +220,11 @@ TEST(RoceFabric, ReadsDevicesPortsAndLinks) {
   EXPECT_EQ(f.port_name(up.b), "spine1:swp1");
   EXPECT_EQ(f.links[0].length_m, 3u);  // the default
   EXPECT_EQ(f.devices[f.device("h1")].ports[0].rdma, "mlx5_0");
-  EXPECT_EQ(f.devices[f.device("spine1")].os, config::SwitchOs::kCumulus);
+  EXPECT_EQ(f.devices[f.device("spine1")].os, roce::SwitchOs::kCumulus);
 }
 
 TEST(RoceFabric, ErrorsNameLineAndWhat) {
-  auto f = config::parse_roce_fabric(R"(switches:
+  auto f = roce::parse_roce_fabric(R"(switches:
   - {name: a}
   - {name: a}
 hosts:
@@ -235,7 +235,7 @@ links:
   - [b:p1, h:eth2]
   - [a:p2, h:eth3, fast]
 )",
-                                     "f.yaml");
+                                   "f.yaml");
   ASSERT_FALSE(f);
   const std::string& m = f.error().message;
   EXPECT_NE(m.find("f.yaml:3: device \"a\" is declared twice (first at line 2)"), std::string::npos)
@@ -252,7 +252,7 @@ links:
 // ---- headroom ----
 
 TEST(RoceHeadroom, SonicFormulaFigures) {
-  const config::AsicParams spc2;
+  const roce::AsicParams spc2;
   // 100G, 3 m, MTU 9100, 4 lanes: peer response 394 quanta; xoff rounds up to 80 KiB.
   const Headroom a = sonic_headroom(100000, 3, 9100, 4, spc2);
   EXPECT_EQ(a.xon, 18432u);
@@ -304,7 +304,7 @@ struct Planted {
 
 TEST(RoceCheck, TrustMismatch) {
   Planted t;
-  t.host("h1").trust = config::Trust::kPcp;
+  t.host("h1").trust = roce::Trust::kPcp;
   const auto fs = t.run();
   const Finding* f = find(fs, "trust", "h1", "eth0", "trust");
   ASSERT_TRUE(f) << all(fs);
@@ -389,7 +389,7 @@ TEST(RoceCheck, EcnOffOnTheSwitchQueue) {
 
 TEST(RoceCheck, CnpOnANonStrictOrBestEffortQueue) {
   Planted t;
-  t.port("leaf1", "Ethernet48").sched[6] = QueueSched{config::Tsa::kEts, 10};
+  t.port("leaf1", "Ethernet48").sched[6] = QueueSched{roce::Tsa::kEts, 10};
   (*t.port("leaf2", "Ethernet0").tc_queue)[6] = 0;
   const auto fs = t.run();
   const Finding* strict = find(fs, "cnp", "leaf1", "Ethernet48", "queue[6].scheduler");
@@ -404,7 +404,7 @@ TEST(RoceCheck, HeadroomTooSmallForA300mCableAt400G) {
   Planted t;
   // The uplink's buffers were sized, and its cable length set, for 5 m.
   SwitchPort& up = t.port("leaf1", "Ethernet48");
-  const Headroom five = sonic_headroom(400000, 5, 9100, 8, config::AsicParams{});
+  const Headroom five = sonic_headroom(400000, 5, 9100, 8, roce::AsicParams{});
   up.pgs[3] = BufferPg{true, five.size, five.xon, five.xoff};
   up.cable_m = 5;
   const auto fs = t.run();
@@ -600,11 +600,11 @@ TEST(RoceObserved, DcbJsonQuirksOfIproute2Releases) {
   auto h = parse_host_snapshot(snap, "h9.json");
   ASSERT_TRUE(h) << h.error().message;
   const HostConfig& c = h->config;
-  EXPECT_EQ(c.trust, config::Trust::kPcp);  // pcp comes first in the order
+  EXPECT_EQ(c.trust, roce::Trust::kPcp);  // pcp comes first in the order
   EXPECT_EQ((*c.dscp_prio)[26], 3);
   EXPECT_EQ(*c.pfc_mask, 1 << 3);
   EXPECT_EQ(*c.pfc_delay, 7);
-  EXPECT_EQ((*c.ets)[6].tsa, config::Tsa::kStrict);
+  EXPECT_EQ((*c.ets)[6].tsa, roce::Tsa::kStrict);
   EXPECT_EQ(*c.np_mask, 1 << 3);
   EXPECT_EQ(c.dcqcn.at("rpg_gd"), 11);
   EXPECT_EQ(*c.tos, 106);
@@ -626,8 +626,8 @@ TEST(RoceObserved, VendorTsaIsRead) {
   auto d = parse_dcb_script(
       "dcb ets set dev eth0 tc-tsa 0:ets 1:vendor 3:ets 6:strict tc-bw 0:50 3:50\n", "v.sh");
   ASSERT_TRUE(d) << d.error().message;
-  EXPECT_EQ((*d->config.ets)[1].tsa, config::Tsa::kVendor);
-  EXPECT_EQ((*d->config.ets)[6].tsa, config::Tsa::kStrict);
+  EXPECT_EQ((*d->config.ets)[1].tsa, roce::Tsa::kVendor);
+  EXPECT_EQ((*d->config.ets)[6].tsa, roce::Tsa::kStrict);
   auto bad = parse_dcb_script("dcb ets set dev eth0 tc-tsa 1:cbs\n", "b.sh");
   ASSERT_FALSE(bad);
   EXPECT_NE(bad.error().message.find("b.sh:1: tc-tsa: \"cbs\" is not ets, strict or vendor"),
@@ -773,9 +773,8 @@ TEST(RoceFuzz, ReadersSurviveMutations) {
     count(diffed(testing::mutate(sonic, alphabet, rng), "s.json"));
     count(diffed(testing::mutate(nvue, alphabet, rng), "n.nvue"));
     count(parse_dcb_script(testing::mutate(dcb, alphabet, rng), "d").has_value());
-    count(config::parse_roce_profile(testing::mutate(prof, alphabet, rng), "p").has_value());
-    count(
-        config::parse_roce_fabric(testing::mutate(fabric_text(), alphabet, rng), "f").has_value());
+    count(roce::parse_roce_profile(testing::mutate(prof, alphabet, rng), "p").has_value());
+    count(roce::parse_roce_fabric(testing::mutate(fabric_text(), alphabet, rng), "f").has_value());
   }
   EXPECT_GT(rejected,
             1000u);  // the mutations do break things, and each break is an error, not a crash
@@ -783,4 +782,4 @@ TEST(RoceFuzz, ReadersSurviveMutations) {
 }
 
 }  // namespace
-}  // namespace weft::qos::roce
+}  // namespace weft::roce

@@ -1,13 +1,13 @@
-#include "weft/qos/roce_report.hpp"
+#include "weft/roce/report.hpp"
 
 #include <algorithm>
 #include <filesystem>
 #include <tuple>
 
-#include "weft/qos/roce_device.hpp"
-#include "weft/qos/roce_formats.hpp"
+#include "weft/roce/device.hpp"
+#include "weft/roce/formats.hpp"
 
-namespace weft::qos::roce {
+namespace weft::roce {
 
 CheckReport check_fabric(const RoceProfile& p, const RoceFabric& f) {
   CheckReport r;
@@ -89,14 +89,14 @@ DiffReport diff_observed(const RoceProfile& profile, const RoceFabric* f,
     } else {
       const SwitchConfig& s = *ob.sw;
       SwitchConfig want;
-      if (d >= 0 && f->devices[d].kind == config::DeviceKind::kSwitch) {
+      if (d >= 0 && f->devices[d].kind == roce::DeviceKind::kSwitch) {
         want = intend_switch(profile, f, d);
       } else {
         // Not in a fabric: the profile's view of the ports it reports, without cable facts.
-        config::RoceFabric one;
-        config::RoceDevice dev;
+        roce::RoceFabric one;
+        roce::RoceDevice dev;
         dev.name = s.device;
-        dev.kind = config::DeviceKind::kSwitch;
+        dev.kind = roce::DeviceKind::kSwitch;
         const int i = one.add_device(dev);
         for (const auto& p : s.ports) one.add_port(i, p.name);
         want = intend_switch(profile, &one, i);
@@ -143,4 +143,4 @@ void sort_findings(std::vector<Finding>& findings) {
   });
 }
 
-}  // namespace weft::qos::roce
+}  // namespace weft::roce

@@ -1,4 +1,4 @@
-#include "weft/qos/sonic_redis.hpp"
+#include "weft/roce/sonic_redis.hpp"
 
 #include <hiredis.h>
 
@@ -6,7 +6,7 @@
 #include <memory>
 #include <vector>
 
-namespace weft::qos::roce {
+namespace weft::roce {
 
 using nlohmann::json;
 
@@ -166,4 +166,4 @@ Result<json> read_config_db(const RedisUrl& url) {
   return db;
 }
 
-}  // namespace weft::qos::roce
+}  // namespace weft::roce

@@ -1,14 +1,14 @@
-#include "weft/qos/roce_device.hpp"
+#include "weft/roce/device.hpp"
 
-#include "weft/qos/roce_check.hpp"
+#include "weft/roce/check.hpp"
 
 #include <fmt/format.h>
 #include <cstdio>
 
-namespace weft::qos::roce {
+namespace weft::roce {
 
-using config::DeviceKind;
-using config::RoceMode;
+using roce::DeviceKind;
+using roce::RoceMode;
 
 namespace {
 
@@ -126,7 +126,7 @@ RoceFabric roce_fabric_from_topology(const fabric::Fabric& t, uint64_t speed_mbp
   std::vector<int> dev(t.size(), -1);
   for (fabric::NodeIndex i = 0; i < t.size(); ++i) {
     const auto& n = t.node(i);
-    config::RoceDevice d;
+    roce::RoceDevice d;
     d.kind = n.is_switch() ? DeviceKind::kSwitch : DeviceKind::kHost;
     char guid[24];
     std::snprintf(guid, sizeof guid, "%016llx", static_cast<unsigned long long>(n.guid.value));
@@ -141,22 +141,22 @@ RoceFabric roce_fabric_from_topology(const fabric::Fabric& t, uint64_t speed_mbp
                                  : "eth" + std::to_string(p - 1);
   };
   for (const auto& l : t.links()) {
-    const config::PortRef a{dev[l.a], f.add_port(dev[l.a], port_name(l.a, l.pa))};
-    const config::PortRef b{dev[l.b], f.add_port(dev[l.b], port_name(l.b, l.pb))};
+    const roce::PortRef a{dev[l.a], f.add_port(dev[l.a], port_name(l.a, l.pa))};
+    const roce::PortRef b{dev[l.b], f.add_port(dev[l.b], port_name(l.b, l.pb))};
     (void)f.add_link(a, b, speed_mbps, length_m,
                      0);  // each port once: a topology's links are distinct
   }
   return f;
 }
 
-std::string dcqcn_field(const config::DcqcnKnob& k) {
+std::string dcqcn_field(const roce::DcqcnKnob& k) {
   return std::string(k.rp ? "ecn.roce_rp." : "ecn.roce_np.") + k.name;
 }
 
 Fields flatten(const HostConfig& h) {
   Fields f;
   auto add = [&](std::string k, std::string v) { f.emplace_back(std::move(k), std::move(v)); };
-  if (h.trust) add("apptrust.order", config::trust_name(*h.trust));
+  if (h.trust) add("apptrust.order", roce::trust_name(*h.trust));
   if (h.dscp_prio) add("app.dscp-prio", dscp_text(*h.dscp_prio));
   if (h.pfc_mask) add("pfc.prio-pfc", priority_list(*h.pfc_mask));
   if (h.pfc_delay) add("pfc.delay", std::to_string(*h.pfc_delay));
@@ -166,7 +166,7 @@ Fields flatten(const HostConfig& h) {
     for (int i = 0; i < 8; ++i) {
       const EtsTc& e = (*h.ets)[i];
       if (e.tsa != Tsa::kEts)
-        fmt::format_to(std::back_inserter(s), "{}{}:{}", i ? " " : "", i, config::tsa_name(e.tsa));
+        fmt::format_to(std::back_inserter(s), "{}{}:{}", i ? " " : "", i, roce::tsa_name(e.tsa));
       else
         fmt::format_to(std::back_inserter(s), "{}{}:ets/{}", i ? " " : "", i, e.bw);
     }
@@ -177,7 +177,7 @@ Fields flatten(const HostConfig& h) {
   if (h.rp_mask) add("ecn.roce_rp.enable", priority_list(*h.rp_mask));
   if (h.cnp_dscp) add("ecn.roce_np.cnp_dscp", std::to_string(*h.cnp_dscp));
   if (h.cnp_prio) add("ecn.roce_np.cnp_802p_prio", std::to_string(*h.cnp_prio));
-  for (const auto& k : config::dcqcn_knobs())
+  for (const auto& k : roce::dcqcn_knobs())
     if (auto it = h.dcqcn.find(k.name); it != h.dcqcn.end())
       add(dcqcn_field(k), std::to_string(it->second));
   if (h.tos) add("rdma_cm.default_roce_tos", std::to_string(*h.tos));
@@ -189,7 +189,7 @@ Fields flatten(const HostConfig& h) {
 Fields flatten(const SwitchPort& p) {
   Fields f;
   auto add = [&](std::string k, std::string v) { f.emplace_back(std::move(k), std::move(v)); };
-  if (p.trust) add("trust", config::trust_name(*p.trust));
+  if (p.trust) add("trust", roce::trust_name(*p.trust));
   if (p.dscp_tc) add("dscp_to_tc", dscp_text(*p.dscp_tc));
   if (p.tc_queue) add("tc_to_queue", prio_map_text(*p.tc_queue));
   if (p.tc_pg) add("tc_to_pg", prio_map_text(*p.tc_pg));
@@ -224,4 +224,4 @@ Fields flatten(const SwitchPort& p) {
   return f;
 }
 
-}  // namespace weft::qos::roce
+}  // namespace weft::roce

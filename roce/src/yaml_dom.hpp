@@ -13,7 +13,7 @@
 
 #include "weft/result.hpp"
 
-namespace weft::config {
+namespace weft::roce {
 
 struct YNode {
   enum class Kind : uint8_t { kNull, kScalar, kSeq, kMap };
@@ -57,4 +57,4 @@ struct YNode {
 // nodes than the text has bytes (or 100,000), so an alias bomb is refused, not built.
 Result<YNode> parse_yaml(std::string_view text, const std::string& source);
 
-}  // namespace weft::config
+}  // namespace weft::roce

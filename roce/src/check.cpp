@@ -1,4 +1,4 @@
-#include "weft/qos/roce_check.hpp"
+#include "weft/roce/check.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -6,10 +6,10 @@
 #include <unordered_map>
 #include <unordered_set>
 
-namespace weft::qos::roce {
+namespace weft::roce {
 
-using config::DeviceKind;
-using config::RoceMode;
+using roce::DeviceKind;
+using roce::RoceMode;
 
 const char* severity_name(Severity s) {
   switch (s) {
@@ -40,7 +40,7 @@ std::string to_text(const Finding& f) {
 }
 
 Headroom sonic_headroom(uint64_t speed_mbps, uint64_t cable_m, uint64_t port_mtu, int lanes,
-                        const config::AsicParams& a) {
+                        const roce::AsicParams& a) {
   // IEEE 802.3 31B.3.7: the pause quanta a MAC may take to act on PAUSE, per speed (Mb/s).
   static const std::pair<uint64_t, double> kPauseQuanta[] = {
       {800000, 905}, {400000, 905}, {200000, 453}, {100000, 394}, {50000, 147},
@@ -107,10 +107,9 @@ void check_classification(const RoceProfile& p, Out& o, const std::optional<Trus
                           const char* what, const std::optional<uint8_t>& pfc,
                           const char* pfc_field) {
   if (trust && *trust != p.trust)
-    o.add(Severity::kError, "trust", "trust", config::trust_name(p.trust),
-          config::trust_name(*trust),
-          std::string("the port classifies by ") + config::trust_name(*trust) + ", the fabric by " +
-              config::trust_name(p.trust));
+    o.add(Severity::kError, "trust", "trust", roce::trust_name(p.trust), roce::trust_name(*trust),
+          std::string("the port classifies by ") + roce::trust_name(*trust) + ", the fabric by " +
+              roce::trust_name(p.trust));
   if (map && p.trust == Trust::kDscp) {
     const DscpMap& m = *map;
     if (m[p.roce_dscp] != p.roce_prio)
@@ -166,7 +165,7 @@ void check_host(const RoceProfile& p, const HostConfig& h, std::vector<Finding>&
     const int ctc = tc[p.cnp_prio], rtc = tc[p.roce_prio];
     if (ets[ctc].tsa != Tsa::kStrict)
       o.add(Severity::kError, "cnp", "ets.tc-tsa[" + n2s(ctc) + "]", "strict",
-            ets[ctc].tsa == Tsa::kEts ? "ets/" + n2s(ets[ctc].bw) : config::tsa_name(ets[ctc].tsa),
+            ets[ctc].tsa == Tsa::kEts ? "ets/" + n2s(ets[ctc].bw) : roce::tsa_name(ets[ctc].tsa),
             "CNPs (priority " + n2s(p.cnp_prio) + ") wait behind data in a non-strict TC");
     if (ets[rtc].tsa == Tsa::kEts && ets[rtc].bw == 0)
       o.add(Severity::kError, "ets", "ets.tc-bw[" + n2s(rtc) + "]", "> 0", "0",
@@ -297,7 +296,7 @@ void check_links(const RoceProfile& p, const RoceFabric& f, const FabricView& v,
       if (p >= 0) ports[d][p].sw = &sp;
     }
   }
-  auto find = [&](config::PortRef r) -> const PortView* {
+  auto find = [&](roce::PortRef r) -> const PortView* {
     const PortView& pv = ports[r.device][r.port];
     return pv.host || pv.sw ? &pv : nullptr;
   };
@@ -315,8 +314,8 @@ void check_links(const RoceProfile& p, const RoceFabric& f, const FabricView& v,
               "MTU differs across the link " + an + " - " + bn);
       if (a->trust() && b->trust() && *a->trust() != *b->trust())
         o.add(Severity::kError, "trust", "trust",
-              std::string(config::trust_name(*b->trust())) + " (as " + bn + ")",
-              config::trust_name(*a->trust()), "trust differs across the link " + an + " - " + bn);
+              std::string(roce::trust_name(*b->trust())) + " (as " + bn + ")",
+              roce::trust_name(*a->trust()), "trust differs across the link " + an + " - " + bn);
     }
     for (auto [end, view] : {std::pair{link.a, a}, std::pair{link.b, b}}) {
       if (!view) continue;
@@ -385,7 +384,7 @@ std::vector<Finding> check_profile(const RoceProfile& p) {
   check_host(p, intend_host(p, "profile", ""), out);
   // One switch port with a 100G, 3 m link to a host, so that its headroom is sized.
   RoceFabric one;
-  config::RoceDevice d;
+  roce::RoceDevice d;
   d.name = "profile";
   d.kind = DeviceKind::kSwitch;
   const int dev = one.add_device(d);
@@ -654,4 +653,4 @@ std::vector<Finding> diff(const SwitchConfig& want, const SwitchConfig& have) {
   return out;
 }
 
-}  // namespace weft::qos::roce
+}  // namespace weft::roce

@@ -1,20 +1,20 @@
-// weft/qos/roce_check.hpp — the RoCE checks: per host port, per switch port, per link and
+// weft/roce/check.hpp — the RoCE checks: per host port, per switch port, per link and
 // fabric-wide (one mapping everywhere; no cycle in the lossless buffer-dependency graph),
 // and the diff of what a device holds against what it should. Every finding names
 // device, port, field, expected and observed.
 //
-//   auto fabric_view = weft::qos::roce::intended(profile, &fabric);   // or observed configs
-//   auto findings = weft::qos::roce::check(profile, &fabric, fabric_view);
-//   if (weft::qos::roce::errors(findings)) return 1;
+//   auto fabric_view = weft::roce::intended(profile, &fabric);   // or observed configs
+//   auto findings = weft::roce::check(profile, &fabric, fabric_view);
+//   if (weft::roce::errors(findings)) return 1;
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
-#include "weft/qos/roce_device.hpp"
+#include "weft/roce/device.hpp"
 
-namespace weft::qos::roce {
+namespace weft::roce {
 
 enum class Severity : uint8_t { kError, kWarning, kInfo };
 const char* severity_name(Severity s);
@@ -35,7 +35,7 @@ struct Headroom {
   uint64_t xon = 0, xoff = 0, size = 0;
 };
 Headroom sonic_headroom(uint64_t speed_mbps, uint64_t cable_m, uint64_t port_mtu, int lanes,
-                        const config::AsicParams& asic);
+                        const roce::AsicParams& asic);
 
 // Devices' configurations, intended or observed, by device name.
 struct FabricView {
@@ -78,4 +78,4 @@ struct EffectDiff {
 EffectDiff diff_effect(const RoceProfile& p, const HostConfig& want, const HostConfig& have);
 EffectDiff diff_effect(const RoceProfile& p, const SwitchConfig& want, const SwitchConfig& have);
 
-}  // namespace weft::qos::roce
+}  // namespace weft::roce

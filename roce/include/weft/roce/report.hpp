@@ -1,4 +1,4 @@
-// weft/qos/roce_report.hpp — the RoCE profile's whole check and diff, as `weft roce
+// weft/roce/report.hpp — the RoCE profile's whole check and diff, as `weft roce
 // check` and `weft roce diff` print them and the REST API returns them: the profile's
 // own findings, then each device port's (a mistake in the profile shows on every port
 // rendered from it, so those are listed once, at the profile's line); and what devices
@@ -14,9 +14,9 @@
 #include <string>
 #include <vector>
 
-#include "weft/qos/roce_check.hpp"
+#include "weft/roce/check.hpp"
 
-namespace weft::qos::roce {
+namespace weft::roce {
 
 struct CheckReport {
   std::vector<Finding> findings;
@@ -51,4 +51,4 @@ nlohmann::json finding_json(const Finding& f);
 // Findings sorted for reading: by severity, device, port.
 void sort_findings(std::vector<Finding>& f);
 
-}  // namespace weft::qos::roce
+}  // namespace weft::roce

@@ -1,15 +1,15 @@
-#include "weft/config/roce_profile.hpp"
+#include "weft/roce/profile.hpp"
 
 #include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
 
-#include "text.hpp"
+#include "weft/text.hpp"
 #include "weft/text_file.hpp"
 #include "yaml_util.hpp"
 
-namespace weft::config {
+namespace weft::roce {
 
 const char* roce_mode_name(RoceMode m) {
   return m == RoceMode::kLossless ? "lossless" : "lossy";
@@ -356,4 +356,4 @@ Result<RoceProfile> load_roce_profile(const std::string& path) {
       path, [](std::string_view t, const std::string& src) { return parse_roce_profile(t, src); });
 }
 
-}  // namespace weft::config
+}  // namespace weft::roce

@@ -9,12 +9,12 @@
 #include <map>
 
 #include "test_data.hpp"
-#include "weft/config/roce_profile.hpp"
-#include "weft/qos/roce_report.hpp"
+#include "weft/roce/profile.hpp"
+#include "weft/roce/report.hpp"
 #include "weft/text_file.hpp"
 
 using namespace weft;
-using namespace weft::qos::roce;
+using namespace weft::roce;
 
 namespace {
 
@@ -52,7 +52,7 @@ std::map<std::string, std::vector<const Finding*>> errors_by_port(const std::vec
 }
 
 TEST(RoceEffect, StockConfigurationsWithTheReferenceValuesHaveNoErrors) {
-  const RoceProfile p = config::default_roce_profile();
+  const RoceProfile p = roce::default_roce_profile();
   for (const Stock& s : kStock) {
     const Observed ob = read(s);
     const auto d = diff_observed(p, nullptr, {ob});
@@ -66,7 +66,7 @@ TEST(RoceEffect, StockConfigurationsWithTheReferenceValuesHaveNoErrors) {
 }
 
 TEST(RoceEffect, IdentityMapsAndUnusedSchedulersAreSpellings) {
-  const RoceProfile p = config::default_roce_profile();
+  const RoceProfile p = roce::default_roce_profile();
   const auto d = diff_observed(p, nullptr, {read(kStock[2])});
   auto listed = [&](const std::string& port, const std::string& field) {
     for (const auto& u : d.unreached)
@@ -99,7 +99,7 @@ struct Fault {
 };
 
 TEST(RoceEffect, EachFaultIsOneErrorPerPortNamingItsField) {
-  const RoceProfile p = config::default_roce_profile();
+  const RoceProfile p = roce::default_roce_profile();
   const Fault faults[] = {
       {"PFC off on the RoCE priority", [](HostConfig& h) { h.pfc_mask = 0; },
        [](SwitchPort& s) { s.pfc_mask = 0; }, "pfc.prio-pfc", "pfc_enable"},
@@ -113,10 +113,10 @@ TEST(RoceEffect, EachFaultIsOneErrorPerPortNamingItsField) {
        "queue[3].wred"},
       {"CNP on a non-strict queue",
        [](HostConfig& h) {
-         (*h.ets)[6] = {config::Tsa::kVendor, 0};
+         (*h.ets)[6] = {roce::Tsa::kVendor, 0};
        },
        [](SwitchPort& s) {
-         s.sched[6] = {config::Tsa::kEts, 10};
+         s.sched[6] = {roce::Tsa::kEts, 10};
        },
        "ets.tc-tsa[6]", "queue[6].scheduler"},
       // No check names this one: only the effect shows it (50 % of the weights in use

@@ -1,4 +1,4 @@
-// weft/config/roce_profile.hpp — the one lossless-RoCE profile a fabric runs, read from
+// weft/roce/profile.hpp — the one lossless-RoCE profile a fabric runs, read from
 // a YAML file the admin writes. Every key is known (an unknown one is an error with
 // a "did you mean"), every value range-checked, and every error names file:line.
 // Keys left out keep NVIDIA's lossless reference (see default_roce_profile()).
@@ -20,7 +20,7 @@
 //   mtu: 9100
 //   rdma_cm: {tos: 106, roce_mode: 2}
 //
-//   auto p = weft::config::parse_roce_profile(text, "fabric/roce.yaml");
+//   auto p = roce::parse_roce_profile(text, "fabric/roce.yaml");
 //   if (!p) die(p.error().message);   // "fabric/roce.yaml:7: ets: TC 9 is not 0..7"
 #pragma once
 
@@ -33,7 +33,7 @@
 
 #include "weft/result.hpp"
 
-namespace weft::config {
+namespace weft::roce {
 
 enum class RoceMode : uint8_t { kLossless, kLossy };
 enum class Trust : uint8_t { kDscp, kPcp };
@@ -115,4 +115,4 @@ bool parse_length_m(std::string_view s, uint64_t* out);
 // "200ms", "200" -> milliseconds.
 bool parse_ms(std::string_view s, uint64_t* out);
 
-}  // namespace weft::config
+}  // namespace weft::roce

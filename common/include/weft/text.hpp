@@ -1,4 +1,4 @@
-// Small text helpers the config readers share (private to config/).
+// weft/text.hpp — small text helpers the readers share (config/ and roce/).
 #pragma once
 
 #include <algorithm>
@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-namespace weft::config::text {
+namespace weft::text {
 
 inline std::string trim(std::string_view s) {
   size_t a = 0, b = s.size();
@@ -54,4 +54,4 @@ std::string did_you_mean(std::string_view name, const Names& candidates) {
   return best.empty() ? "" : " (did you mean \"" + std::string(best) + "\"?)";
 }
 
-}  // namespace weft::config::text
+}  // namespace weft::text

@@ -1,10 +1,10 @@
-#include "weft/config/roce_fabric.hpp"
+#include "weft/roce/fabric.hpp"
 
-#include "weft/config/roce_profile.hpp"
+#include "weft/roce/profile.hpp"
 #include "weft/text_file.hpp"
 #include "yaml_util.hpp"
 
-namespace weft::config {
+namespace weft::roce {
 
 const std::map<std::string, AsicParams>& builtin_asics() {
   static const std::map<std::string, AsicParams> kAsics = [] {
@@ -297,4 +297,4 @@ Result<RoceFabric> load_roce_fabric(const std::string& path) {
       path, [](std::string_view t, const std::string& src) { return parse_roce_fabric(t, src); });
 }
 
-}  // namespace weft::config
+}  // namespace weft::roce

@@ -1,13 +1,13 @@
-// weft/qos/roce_formats.hpp — device configurations rendered in, and read back from, the
+// weft/roce/formats.hpp — device configurations rendered in, and read back from, the
 // formats devices really use:
 //   hosts:    iproute2 `dcb` commands + mlx5 ecn/ sysfs writes + rdma_cm configfs (a shell
 //             script), and the JSON snapshot `weft roce collect` writes (verbatim
 //             `dcb -j ... show` output per object, sysfs values nested as directories);
 //   switches: SONiC config_db JSON, and Cumulus NVUE `nv set` commands.
 //
-//   std::string script = weft::qos::roce::render_dcb(host_config, "mlx5_0", 1);
-//   auto back = weft::qos::roce::parse_dcb_script(script, "h1.sh");     // HostConfig
-//   auto db = weft::qos::roce::parse_sonic(json_text, "leaf1.json");    // SwitchConfig
+//   std::string script = weft::roce::render_dcb(host_config, "mlx5_0", 1);
+//   auto back = weft::roce::parse_dcb_script(script, "h1.sh");     // HostConfig
+//   auto db = weft::roce::parse_sonic(json_text, "leaf1.json");    // SwitchConfig
 //   for (auto& w : db->warnings) log(w);
 #pragma once
 
@@ -17,10 +17,10 @@
 #include <string_view>
 #include <vector>
 
-#include "weft/qos/roce_device.hpp"
 #include "weft/result.hpp"
+#include "weft/roce/device.hpp"
 
-namespace weft::qos::roce {
+namespace weft::roce {
 
 template <class T>
 struct Parsed {
@@ -60,4 +60,4 @@ Result<Parsed<SwitchConfig>> parse_nvue(std::string_view text, const std::string
 // What kind of observed file this is: "host" (a snapshot), "sonic", "nvue", "dcb", or "".
 std::string sniff_format(std::string_view text);
 
-}  // namespace weft::qos::roce
+}  // namespace weft::roce
