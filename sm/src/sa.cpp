@@ -1319,23 +1319,103 @@ void inform_info_records(const Query& q, Answer& a,
   }
 }
 
-// Records answered from the snapshot alone: their layout and what fills them.
-struct RecordKind {
+// What a handler gets: the request, its answer, and the SA's own state it may change.
+struct Call {
+  const Query& q;
+  Answer& a;
+  uint8_t method;
+  std::span<const uint8_t> req;  // the whole request, reassembled (MultiPathRecord's GIDs)
+  SaStats& stats;
+  std::vector<SaAgent::Service>& services;
+  std::vector<SaAgent::Subscription>& subs;
+  std::vector<uint16_t>& changed;
+};
+
+constexpr uint32_t method_bit(uint8_t method) {
+  return uint32_t(1) << (method & 0x1f);
+}
+constexpr uint32_t kReads = method_bit(mad::kMethodGet) | method_bit(kMethodGetTable);
+constexpr uint32_t kWrites = method_bit(mad::kMethodSet) | method_bit(kMethodDelete);
+
+// The SA's one dispatch table: an attribute, the methods it answers (`writes`: those that
+// change the SA's state), the record layout its component mask selects in (none: the
+// handler checks its own), the record size when it has no layout, whether it needs the
+// multicast groups, and its handler.
+struct Route {
   uint16_t attr;
+  uint32_t methods;
+  uint32_t writes;
   const Layout& (*layout)();
-  void (*fill)(const Query&, Answer&);
+  size_t rec_size;
+  bool needs_mc;
+  void (*handle)(Call&);
 };
-constexpr RecordKind kSnapshotRecords[] = {
-    {kSaNodeRecord, node_record, node_records},
-    {kSaPortInfoRecord, port_info_record, port_info_records},
-    {kSaSmInfoRecord, sm_info_record, sm_info_records},
-    {kSaSwitchInfoRecord, switch_info_record, switch_info_records},
-    {kSaLftRecord, lft_record, lft_records},
-    {kSaSl2VlRecord, sl2vl_record, sl2vl_records},
-    {kSaVlArbRecord, vlarb_record, vlarb_records},
-    {kSaLinkRecord, link_record, link_records},
-    {kSaPkeyTableRecord, pkey_table_record, pkey_table_records},
+
+void class_port_info(Call& c) {
+  std::array<uint8_t, 72> r{};
+  mad_set_field(r.data(), 0, IB_CPI_BASEVER_F, 1);
+  mad_set_field(r.data(), 0, IB_CPI_CLASSVER_F, 2);
+  mad_set_field(r.data(), 0, IB_CPI_RESP_TIME_VALUE_F, 18);
+  c.a.records.assign(r.begin(), r.end());
+  c.a.count = 1;
+}
+
+void multipath(Call& c) {
+  // Its GIDs may run past the first MAD: the whole (reassembled) request, bounded.
+  const size_t len = std::min<size_t>(c.req.size(), kMaxMultiPathRequest) - kSaHeader;
+  multipath_records(c.q.ctx, c.q.idx, c.req.subspan(kSaHeader, len), c.q.mask, c.a);
+  c.stats.path_records += c.a.count;
+}
+
+void mc_member(Call& c) {
+  if (c.method == mad::kMethodGet || c.method == kMethodGetTable)
+    return mc_member_records(c.q, c.a, *c.q.ctx.mc);
+  auto r = c.method == mad::kMethodSet ? mc_join(c.q, c.a, *c.q.ctx.mc, c.changed)
+                                       : mc_leave(c.q, c.a, *c.q.ctx.mc, c.changed);
+  if (r) {
+    c.a.records.assign(r->begin(), r->end());
+    c.a.count = 1;
+  }
+}
+
+template <void (*Fill)(const Query&, Answer&)>
+void from_snapshot(Call& c) {
+  Fill(c.q, c.a);
+}
+
+constexpr Route kRoutes[] = {
+    {kSaClassPortInfo, method_bit(mad::kMethodGet), 0, nullptr, 72, false, class_port_info},
+    {kSaNodeRecord, kReads, 0, node_record, 0, false, from_snapshot<node_records>},
+    {kSaPortInfoRecord, kReads, 0, port_info_record, 0, false, from_snapshot<port_info_records>},
+    {kSaSmInfoRecord, kReads, 0, sm_info_record, 0, false, from_snapshot<sm_info_records>},
+    {kSaSwitchInfoRecord, kReads, 0, switch_info_record, 0, false,
+     from_snapshot<switch_info_records>},
+    {kSaLftRecord, kReads, 0, lft_record, 0, false, from_snapshot<lft_records>},
+    {kSaSl2VlRecord, kReads, 0, sl2vl_record, 0, false, from_snapshot<sl2vl_records>},
+    {kSaVlArbRecord, kReads, 0, vlarb_record, 0, false, from_snapshot<vlarb_records>},
+    {kSaLinkRecord, kReads, 0, link_record, 0, false, from_snapshot<link_records>},
+    {kSaPkeyTableRecord, kReads, 0, pkey_table_record, 0, false, from_snapshot<pkey_table_records>},
+    {kSaPathRecord, kReads, 0, nullptr, kPathRecordSize, false,
+     [](Call& c) {
+       path_records(c.q, c.a);
+       c.stats.path_records += c.a.count;
+     }},
+    {kSaMultiPathRecord, method_bit(kMethodGetMulti), 0, nullptr, kPathRecordSize, false,
+     multipath},
+    {kSaServiceRecord, kReads | kWrites, kWrites, service_record, 0, false,
+     [](Call& c) { service_request(c.q, c.a, c.method, c.services); }},
+    {kSaInformInfo, method_bit(mad::kMethodSet), method_bit(mad::kMethodSet), nullptr, 40, false,
+     [](Call& c) { inform_request(c.q, c.a, c.subs); }},
+    {kSaInformInfoRecord, kReads, 0, inform_info_record, 0, false,
+     [](Call& c) { inform_info_records(c.q, c.a, c.subs); }},
+    {kSaMcMemberRecord, kReads | kWrites, kWrites, mc_member_record, 0, true, mc_member},
 };
+
+const Route* route_of(uint16_t attr) {
+  for (const auto& r : kRoutes)
+    if (r.attr == attr) return &r;
+  return nullptr;
+}
 
 }  // namespace
 
@@ -1430,9 +1510,8 @@ std::optional<std::vector<uint8_t>> SaAgent::answer(std::span<const uint8_t> req
   }
   // The requests that change SA state: joins and leaves, service registrations,
   // subscriptions.
-  const bool changes = ((attr == kSaMcMemberRecord || attr == kSaServiceRecord) &&
-                        (method == mad::kMethodSet || method == kMethodDelete)) ||
-                       (attr == kSaInformInfo && method == mad::kMethodSet);
+  const Route* route = route_of(attr);
+  const bool changes = route && (route->writes & method_bit(method));
   // GetMulti is MultiPathRecord's method, and MultiPathRecord has no other.
   if ((method == kMethodGetMulti) != (attr == kSaMultiPathRecord) &&
       (method == kMethodGetMulti || method == mad::kMethodGet || method == kMethodGetTable)) {
@@ -1462,53 +1541,16 @@ std::optional<std::vector<uint8_t>> SaAgent::answer(std::span<const uint8_t> req
     std::memcpy(rec.data(), req.data() + kSaHeader, std::min(rec.size(), req.size() - kSaHeader));
   const Index& idx = index(ctx);
   Query q{ctx, idx, rec.data(), be64(hdr.data() + 48), method == kMethodGetTable};
-  const Layout* layout = nullptr;
-  void (*fill)(const Query&, Answer&) = nullptr;
-  for (const auto& k : kSnapshotRecords)
-    if (k.attr == attr) layout = &k.layout(), fill = k.fill;
-  if (!fill) {
-    switch (attr) {
-      case kSaClassPortInfo: {
-        if (method != mad::kMethodGet) {
-          a.status = kStatusBadMethodAttr;
-          return respond(resp);
-        }
-        std::array<uint8_t, 72> r{};
-        mad_set_field(r.data(), 0, IB_CPI_BASEVER_F, 1);
-        mad_set_field(r.data(), 0, IB_CPI_CLASSVER_F, 2);
-        mad_set_field(r.data(), 0, IB_CPI_RESP_TIME_VALUE_F, 18);
-        a.records.assign(r.begin(), r.end());
-        a.rec_size = 72;
-        a.count = 1;
-        return respond(resp);
-      }
-      case kSaPathRecord:
-      case kSaMultiPathRecord:
-        break;
-      case kSaServiceRecord:
-        layout = &service_record();
-        break;
-      case kSaInformInfoRecord:
-        layout = &inform_info_record();
-        break;
-      case kSaInformInfo:
-        if (method != mad::kMethodSet) {
-          a.status = kStatusBadMethodAttr;
-          return respond(resp);
-        }
-        break;
-      case kSaMcMemberRecord:
-        layout = &mc_member_record();
-        if (!ctx.mc) {
-          a.status = kSaStatusNoResources;
-          return respond(resp);
-        }
-        break;
-      default:
-        a.status = kStatusBadMethodAttr;
-        return respond(resp);
-    }
+  // An attribute the SA does not serve, or a method its attribute does not take.
+  if (!route || !(route->methods & method_bit(method))) {
+    a.status = kStatusBadMethodAttr;
+    return respond(resp);
   }
+  if (route->needs_mc && !ctx.mc) {
+    a.status = kSaStatusNoResources;
+    return respond(resp);
+  }
+  const Layout* layout = route->layout ? &route->layout() : nullptr;
   if (layout && !mask_ok(*layout, q.mask)) {
     a.status = kSaStatusReqInvalid;
     WEFT_LOG(Debug, "SA-0002") << "component mask 0x" << std::hex << q.mask << std::dec
@@ -1516,45 +1558,9 @@ std::optional<std::vector<uint8_t>> SaAgent::answer(std::span<const uint8_t> req
                                << " does not have";
     return respond(resp);
   }
-  if (fill) {
-    fill(q, a);
-  } else {
-    switch (attr) {
-      case kSaPathRecord:
-        path_records(q, a);
-        stats_.path_records += a.count;
-        break;
-      case kSaMultiPathRecord: {
-        // Its GIDs may run past the first MAD: the whole (reassembled) request, bounded.
-        const size_t len = std::min<size_t>(req.size(), kMaxMultiPathRequest) - kSaHeader;
-        multipath_records(ctx, idx, req.subspan(kSaHeader, len), q.mask, a);
-        stats_.path_records += a.count;
-        break;
-      }
-      case kSaServiceRecord:
-        service_request(q, a, method, services_);
-        break;
-      case kSaInformInfo:
-        inform_request(q, a, subs_);
-        break;
-      case kSaInformInfoRecord:
-        inform_info_records(q, a, subs_);
-        break;
-      case kSaMcMemberRecord:
-        if (changes) {
-          auto r = method == mad::kMethodSet ? mc_join(q, a, *ctx.mc, changed_)
-                                             : mc_leave(q, a, *ctx.mc, changed_);
-          if (r) {
-            a.records.assign(r->begin(), r->end());
-            a.count = 1;
-          }
-        } else {
-          mc_member_records(q, a, *ctx.mc);
-        }
-        break;
-    }
-  }
-  a.rec_size = layout ? (layout->size + 7) / 8 * 8 : attr == kSaInformInfo ? 40 : kPathRecordSize;
+  Call call{q, a, method, req, stats_, services_, subs_, changed_};
+  route->handle(call);
+  a.rec_size = layout ? (layout->size + 7) / 8 * 8 : route->rec_size;
   if (!a.status && method != kMethodGetTable && method != kMethodGetMulti) {
     if (a.count == 0)
       a.status = kSaStatusNoRecords;
