@@ -15,6 +15,7 @@
 
 #include "parallel.hpp"
 #include "switch_graph.hpp"
+#include "weft/routing/walk.hpp"
 #include "weft/splitmix.hpp"
 
 namespace weft::routing {
@@ -68,15 +69,12 @@ RouteMetrics analyze(const Fabric& f, const Tables& t) {
         }
         hops[cur] = kOnStack;
         stack.push_back(cur);
-        const NodeIndex cn = sw.nodes[cur];
-        const auto& lft = t.lft.at(cn);
-        const PortNum out = o.lid.value < lft.size() ? lft[o.lid.value] : kDropPort;
-        const auto& cnode = f.node(cn);
-        if (out == 0 || out > cnode.num_ports || !cnode.ports[out].linked()) {
+        const Step st = step(f, t.lft, sw.nodes[cur], o.lid.value);
+        if (st.kind != Step::kForward) {
           end = kDead;
           break;
         }
-        const auto& p = cnode.ports[out];
+        const auto& p = st;
         if (!f.node(p.peer).is_switch()) {
           end = (p.peer == o.node && p.peer_port == o.port) ? 0 : kDead;
           next[cur] = ~0u;
@@ -447,21 +445,19 @@ PatternMetrics traffic_patterns(const Fabric& f, const Tables& t, const PatternO
   const size_t max_hops = f.size();
   auto add_flow = [&](size_t src, size_t dst) {
     flow_begin.push_back(static_cast<uint32_t>(flow_ch.size()));
-    NodeIndex cur = ends[src].sw;
-    const uint16_t lid = ends[dst].lid;
+    const NodeIndex from = ends[src].sw;
     bool ok = false;
-    for (size_t hop = 0; hop <= max_hops && f.node(cur).is_switch(); ++hop) {
-      const auto& lft = t.lft[cur];
-      const PortNum out = lft.size() > lid ? lft[lid] : kDropPort;
-      const auto& nd = f.node(cur);
-      if (out == 0 || out > nd.num_ports || !nd.ports[out].linked()) break;
-      const auto& p = nd.ports[out];
-      if (!f.node(p.peer).is_switch()) {
-        ok = p.peer == ranks[dst].first && p.peer_port == ranks[dst].second;
-        break;
-      }
-      flow_ch.push_back(base[cur] + out);
-      cur = p.peer;
+    if (f.node(from).is_switch()) {
+      const auto end = walk(
+          f, t.lft, from, 0, ends[dst].lid,
+          [&](NodeIndex n, PortNum in) {  // arrived at the destination's end port
+            return n == ranks[dst].first && in == ranks[dst].second && !f.node(n).is_switch();
+          },
+          [&](NodeIndex n, PortNum, PortNum out) {
+            if (f.node(f.node(n).ports[out].peer).is_switch()) flow_ch.push_back(base[n] + out);
+          },
+          max_hops + 1);
+      ok = end.kind == WalkEnd::kArrived;
     }
     arrived.push_back(ok);
   };

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "weft/routing/walk.hpp"
+
 namespace weft::routing {
 
 using fabric::Fabric;
@@ -50,17 +52,18 @@ VerifyReport verify_lfts(const Fabric& f, const Tables& t) {
           hops[cur] = 0;
           break;
         }
-        const auto& lft = t.lft.at(cur);
-        PortNum out = o.lid.value < lft.size() ? lft[o.lid.value] : kDropPort;
-        const auto& nd = f.node(cur);
-        if (out == kDropPort || out > nd.num_ports || out == 0 || !nd.ports[out].linked()) {
+        const Step s = step(f, t.lft, cur, o.lid.value);
+        // No entry (none, or the drop port), or an entry that leads nowhere.
+        const PortNum out =
+            s.kind == Step::kNoRoute && (s.out == 0 || s.out == kDropPort) ? kDropPort : s.out;
+        if (s.kind != Step::kForward) {
           end_state = 3;
           problem = "LID " + std::to_string(o.lid.value) + " not routed at " +
                     fabric::port_ref(f, cur, out == kDropPort ? 0 : out) +
                     (out == kDropPort ? " (no entry)" : " (dead port)");
           break;
         }
-        const auto& p = nd.ports[out];
+        const auto& p = f.node(cur).ports[out];
         if (!f.node(p.peer).is_switch()) {
           bool hit = p.peer == o.node && p.peer_port == o.port;
           end_state = hit ? 2 : 3;

@@ -1,7 +1,8 @@
 #include "weft/sm/path_query.hpp"
 
 #include <cstring>
-#include <unordered_set>
+
+#include "weft/routing/walk.hpp"
 
 namespace weft::sm {
 
@@ -10,59 +11,44 @@ using fabric::NodeIndex;
 TracedRoute trace_route(const SubnetSnapshot& snap, EndPort src, EndPort dst) {
   TracedRoute r;
   const auto& f = snap.fabric;
-  const auto& t = snap.tables;
   const auto& dn = f.node(dst.first);
   const uint16_t dlid = dn.ports[dn.is_switch() ? 0 : dst.second].attrs.lid.value;
-  NodeIndex n = src.first;
-  PortNum in = 0;
-  if (!f.node(n).is_switch()) {
-    const auto& port = f.node(n).ports[src.second];
-    r.hops.push_back({n, 0, src.second});
-    if (src == dst) {
-      r.hops.back().out = 0;
+  const auto end = routing::walk(
+      f, snap.tables.lft, src.first, src.second, dlid,
+      [&](NodeIndex n, PortNum in) {
+        return n == dst.first && (f.node(n).is_switch() || in == dst.second);
+      },
+      [&](NodeIndex n, PortNum in, PortNum out) {
+        r.hops.push_back({n, in, out});
+      },
+      f.size());
+  switch (end.kind) {
+    case routing::WalkEnd::kArrived:
+      r.hops.push_back({end.node, end.in, 0});
       r.complete = true;
-      return r;
-    }
-    if (!port.linked()) {
+      break;
+    case routing::WalkEnd::kAtEndPort:
+      r.hops.push_back({end.node, end.in, 0});
+      r.problem = "the route ends at another end port";
+      break;
+    case routing::WalkEnd::kNoLink:
+      r.hops.push_back({end.node, 0, end.out});
       r.problem = "the source port has no link";
-      return r;
-    }
-    n = port.peer;
-    in = port.peer_port;
+      break;
+    case routing::WalkEnd::kLoop:
+      r.problem = "a loop: the route comes back to " + fabric::port_ref(f, end.node, 0);
+      break;
+    case routing::WalkEnd::kAtSwitch:
+    case routing::WalkEnd::kNoRoute:
+      r.hops.push_back({end.node, end.in, 0});
+      r.problem = fabric::port_ref(f, end.node, 0) + " has no route to LID " + std::to_string(dlid);
+      break;
+    case routing::WalkEnd::kDeadEnd:
+      r.hops.push_back({end.node, end.in, end.out});
+      r.problem = fabric::port_ref(f, end.node, end.out) + " leads nowhere";
+      break;
   }
-  std::unordered_set<NodeIndex> seen;
-  while (true) {
-    const auto& nd = f.node(n);
-    if (!nd.is_switch()) {
-      r.hops.push_back({n, in, 0});
-      r.complete = n == dst.first && in == dst.second;
-      if (!r.complete) r.problem = "the route ends at another end port";
-      return r;
-    }
-    if (n == dst.first) {
-      r.hops.push_back({n, in, 0});
-      r.complete = true;
-      return r;
-    }
-    if (!seen.insert(n).second) {
-      r.problem = "a loop: the route comes back to " + fabric::port_ref(f, n, 0);
-      return r;
-    }
-    if (n >= t.lft.size() || dlid >= t.lft[n].size() || t.lft[n][dlid] == 0 ||
-        t.lft[n][dlid] > nd.num_ports) {
-      r.hops.push_back({n, in, 0});
-      r.problem = fabric::port_ref(f, n, 0) + " has no route to LID " + std::to_string(dlid);
-      return r;
-    }
-    const PortNum out = t.lft[n][dlid];
-    r.hops.push_back({n, in, out});
-    if (!nd.ports[out].linked()) {
-      r.problem = fabric::port_ref(f, n, out) + " leads nowhere";
-      return r;
-    }
-    in = nd.ports[out].peer_port;
-    n = nd.ports[out].peer;
-  }
+  return r;
 }
 
 std::optional<PathInfo> path_record(const SaContext& ctx, EndPort src, EndPort dst) {

@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "weft/log.hpp"
+#include "weft/routing/walk.hpp"
 
 namespace weft::sm {
 
@@ -660,36 +661,25 @@ bool path_record(const Query& q, const PathEnd& s, const PathEnd& d, Answer& a) 
   double gbps = 1e9;
   uint8_t sl = 0;
   bool have_sl = false;
-  NodeIndex n = s.n;
-  PortNum p = s.p;
   auto take_link = [&](const fabric::Port& port) {
     const auto& at = port.attrs;
     mtu = std::min(mtu, link_mtu(at));
     gbps = std::min(gbps, link_gbps(at));
   };
-  int hops = 0;
   if (!(s.n == d.n && s.p == d.p)) {
-    if (!f.node(n).is_switch()) {
-      const auto& port = f.node(n).ports[p];
-      if (!port.linked()) return false;
-      take_link(port);
-      n = port.peer;
-      p = port.peer_port;
-    }
-    while (!(n == d.n && (f.node(n).is_switch() || p == d.p))) {
-      const auto& nd = f.node(n);
-      if (!nd.is_switch() || ++hops > 64) return false;
-      if (!have_sl && n < t.path_sl.size() && d.lid < t.path_sl[n].size()) {
-        sl = t.path_sl[n][d.lid];
-        have_sl = true;
-      }
-      if (n >= t.lft.size() || d.lid >= t.lft[n].size()) return false;
-      const PortNum out = t.lft[n][d.lid];
-      if (out == 0 || out > nd.num_ports || !nd.ports[out].linked()) return false;
-      take_link(nd.ports[out]);
-      p = nd.ports[out].peer_port;
-      n = nd.ports[out].peer;
-    }
+    const auto end = routing::walk(
+        f, t.lft, s.n, s.p, d.lid,
+        [&](NodeIndex n, PortNum in) { return n == d.n && (f.node(n).is_switch() || in == d.p); },
+        [&](NodeIndex n, PortNum, PortNum out) {
+          // The SL is the engine's at the first switch.
+          if (f.node(n).is_switch() && !have_sl && n < t.path_sl.size() &&
+              d.lid < t.path_sl[n].size()) {
+            sl = t.path_sl[n][d.lid];
+            have_sl = true;
+          }
+          take_link(f.node(n).ports[out]);
+        });
+    if (end.kind != routing::WalkEnd::kArrived) return false;
   }
   if (gbps > 1e8) gbps = link_gbps(f.node(s.n).ports[s.p].attrs);
   // SL: the routing engine's layer (deadlock freedom comes first); without layers, the
@@ -821,27 +811,14 @@ constexpr size_t kMaxMprCandidates = 64;  // LID pairs weighed per SGID-DGID pai
 
 // The links a path from `s` to `dlid` crosses, as (node << 8 | out port); empty if none.
 std::vector<uint64_t> path_links(const SubnetSnapshot& snap, const PathEnd& s, uint16_t dlid) {
-  const auto& f = snap.fabric;
-  const auto& t = snap.tables;
   std::vector<uint64_t> links;
-  NodeIndex n = s.n;
-  PortNum p = s.p;
-  if (!f.node(n).is_switch()) {
-    const auto& port = f.node(n).ports[p];
-    if (!port.linked()) return {};
-    links.push_back(uint64_t(n) << 8 | p);
-    n = port.peer;
-  }
-  for (int hops = 0; f.node(n).is_switch() && hops <= 64; ++hops) {
-    if (n >= t.lft.size() || dlid >= t.lft[n].size()) return {};
-    const PortNum out = t.lft[n][dlid];
-    const auto& nd = f.node(n);
-    if (out == 0) return links;  // delivered to the switch itself
-    if (out > nd.num_ports || !nd.ports[out].linked()) return {};
-    links.push_back(uint64_t(n) << 8 | out);
-    n = nd.ports[out].peer;
-  }
-  return links;
+  const auto end = routing::walk(
+      snap.fabric, snap.tables.lft, s.n, s.p, dlid, [](NodeIndex, PortNum) { return false; },
+      [&](NodeIndex n, PortNum, PortNum out) { links.push_back(uint64_t(n) << 8 | out); });
+  // Delivered to an end port, or to the switch itself.
+  if (end.kind == routing::WalkEnd::kAtEndPort || end.kind == routing::WalkEnd::kAtSwitch)
+    return links;
+  return {};
 }
 
 void multipath_records(const SaContext& ctx, const SaAgent::Index& idx,
