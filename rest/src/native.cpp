@@ -327,10 +327,7 @@ void get_route(Ctx& c) {
     if (pr && h.out && keep->options) {
       // The VL this hop sends on: the output port's SL2VL for the path's SL.
       const auto& a = nd.ports[h.out].attrs;
-      const auto& q = keep->options->qos;
-      const auto& cfg = nd.is_switch()                         ? q.swe
-                        : nd.type == fabric::NodeType::kRouter ? q.rtr
-                                                               : q.ca;
+      const auto& cfg = keep->options->qos.for_port(nd, h.out);
       e["vl"] = qos::port_sl2vl(cfg, a.oper_vls, s->tables.vls)[pr->sl];
     }
     hops.push_back(std::move(e));

@@ -14,9 +14,7 @@ using fabric::PortState;
 
 const qos::QosPortConfig& PortProgrammer::qos_for(const fabric::Fabric& f, NodeIndex n,
                                                   PortNum p) const {
-  const auto& nd = f.node(n);
-  if (nd.is_switch()) return p == 0 ? opts_.qos.sw0 : opts_.qos.swe;
-  return nd.type == fabric::NodeType::kRouter ? opts_.qos.rtr : opts_.qos.ca;
+  return opts_.qos.for_port(f.node(n), p);
 }
 
 bool PortProgrammer::enforces(const SweepRun& run, NodeIndex n, PortNum p) const {

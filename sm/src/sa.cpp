@@ -524,11 +524,6 @@ void lft_records(const Query& q, Answer& a) {
   });
 }
 
-const qos::QosPortConfig& qos_of(const qos::QosConfig& c, const fabric::Node& nd, PortNum p) {
-  if (nd.is_switch()) return p == 0 ? c.sw0 : c.swe;
-  return nd.type == NodeType::kRouter ? c.rtr : c.ca;
-}
-
 void sl2vl_records(const Query& q, Answer& a) {
   const auto& snap = *q.ctx.snap;
   if (!q.ctx.qos_cfg || !(q.ctx.qos_cfg->enabled || snap.tables.vls > 1)) return;  // not weft's
@@ -537,7 +532,7 @@ void sl2vl_records(const Query& q, Answer& a) {
     const auto& nd = f.node(n);
     // `port`: whose operational VLs mask the table (a CA's own port; a switch's output).
     auto emit = [&](uint16_t lid, PortNum in, PortNum out, PortNum port) {
-      const auto t = qos::port_sl2vl(qos_of(*q.ctx.qos_cfg, nd, port),
+      const auto t = qos::port_sl2vl(q.ctx.qos_cfg->for_port(nd, port),
                                      nd.ports[port].attrs.oper_vls, snap.tables.vls);
       std::array<uint8_t, 16> r{};
       put16(r.data(), lid);
@@ -574,7 +569,7 @@ void vlarb_records(const Query& q, Answer& a) {
       if (p && !nd.ports[p].linked()) continue;
       const uint16_t lid = nd.is_switch() ? sw_lid : q.idx.lid_of[n][p];
       if (!lid) continue;
-      const auto& cfg = qos_of(*q.ctx.qos_cfg, nd, p);
+      const auto& cfg = q.ctx.qos_cfg->for_port(nd, p);
       const auto caps = n < snap.vlarb_caps.size() && p < snap.vlarb_caps[n].size()
                             ? snap.vlarb_caps[n][p]
                             : std::pair<uint8_t, uint8_t>{0, 0};

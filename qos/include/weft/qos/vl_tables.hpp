@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "weft/config/options.hpp"
+#include "weft/fabric/fabric.hpp"
 #include "weft/result.hpp"
 
 namespace weft::qos {
@@ -33,6 +34,14 @@ struct QosPortConfig {
 struct QosConfig {
   bool enabled = false;  // OpenSM's `qos`
   QosPortConfig ca, sw0, swe, rtr;
+
+  // The settings port `p` of `nd` gets (OpenSM's classes): a switch's port 0 (sw0), its
+  // external ports (swe), a router's ports (rtr), a CA's (ca). The SA, the port and
+  // table programmers and REST all ask here.
+  const QosPortConfig& for_port(const fabric::Node& nd, PortNum p) const {
+    if (nd.is_switch()) return p == 0 ? sw0 : swe;
+    return nd.type == fabric::NodeType::kRouter ? rtr : ca;
+  }
 };
 
 // OpenSM's defaults for the qos_* options left unset.
