@@ -1,7 +1,5 @@
 #include "weft/sm/path_query.hpp"
 
-#include <cstring>
-
 #include "weft/routing/walk.hpp"
 
 namespace weft::sm {
@@ -58,35 +56,11 @@ std::optional<PathInfo> path_record(const SaContext& ctx, EndPort src, EndPort d
     const auto& nd = f.node(e.first);
     return nd.ports[nd.is_switch() ? 0 : e.second].attrs.lid.value;
   };
-  // A SubnAdm Get(PathRecord) by SLID and DLID, as a host would send it.
-  std::vector<uint8_t> req(mad::kMadSize, 0);
-  req[0] = 1;  // base version
-  req[1] = kClassSa;
-  req[2] = 2;     // class version
-  req[3] = 0x01;  // Get
-  req[16] = uint8_t(kSaPathRecord >> 8);
-  req[17] = uint8_t(kSaPathRecord & 0xff);
-  const uint64_t mask = (1ull << 4) | (1ull << 5);  // DLID, SLID
-  for (int i = 0; i < 8; ++i) req[48 + i] = uint8_t(mask >> (56 - 8 * i));
-  const uint16_t slid = lid_of(src), dlid = lid_of(dst);
-  req[kSaHeader + 40] = uint8_t(dlid >> 8);
-  req[kSaHeader + 41] = uint8_t(dlid);
-  req[kSaHeader + 42] = uint8_t(slid >> 8);
-  req[kSaHeader + 43] = uint8_t(slid);
   SaAgent sa;
-  auto ans = sa.answer(req, ctx);
-  if (!ans || ans->size() < kSaHeader + 64 || ((*ans)[4] << 8 | (*ans)[5]) != 0)
-    return std::nullopt;
-  const uint8_t* r = ans->data() + kSaHeader;
-  PathInfo p;
-  p.dlid = uint16_t(r[40] << 8 | r[41]);
-  p.slid = uint16_t(r[42] << 8 | r[43]);
-  p.pkey = uint16_t(r[50] << 8 | r[51]);
-  p.sl = r[53] & 0x0f;
-  p.mtu = r[54] & 0x3f;
-  p.rate = r[55] & 0x3f;
-  p.packet_life = r[56] & 0x3f;
-  return p;
+  PathQuery q;
+  q.slid = lid_of(src);
+  q.dlid = lid_of(dst);
+  return sa.path(ctx, q);
 }
 
 }  // namespace weft::sm

@@ -1433,6 +1433,40 @@ std::string sa_attr_name(uint16_t attr) {
   return b;
 }
 
+std::optional<PathInfo> SaAgent::path(const SaContext& ctx, const PathQuery& pq) {
+  if (!ctx.snap) return std::nullopt;
+  const Index& idx = index(ctx);
+  const auto s = idx.at(pq.slid), d = idx.at(pq.dlid);
+  if (!s || !d) return std::nullopt;
+  // The record as a requester fills it, with the component mask it sends.
+  std::array<uint8_t, mad::kMadSize - kSaHeader> rec{};
+  uint64_t mask = (1ull << kPrDlid) | (1ull << kPrSlid);
+  put16(rec.data() + 40, pq.dlid);
+  put16(rec.data() + 42, pq.slid);
+  if (pq.pkey) {
+    mask |= 1ull << kPrPkey;
+    put16(rec.data() + 50, *pq.pkey);
+  }
+  if (pq.sl) {
+    mask |= 1ull << kPrSl;
+    rec[53] = *pq.sl & 0x0f;
+  }
+  const Query q{ctx, idx, rec.data(), mask, false};
+  Answer a;
+  path_record(q, {s->first, s->second, pq.slid}, {d->first, d->second, pq.dlid}, a);
+  if (a.status || a.count != 1 || a.records.size() < kPathRecordSize) return std::nullopt;
+  const uint8_t* r = a.records.data();
+  PathInfo p;
+  p.dlid = be16(r + 40);
+  p.slid = be16(r + 42);
+  p.pkey = be16(r + 50);
+  p.sl = r[53] & 0x0f;
+  p.mtu = r[54] & 0x3f;
+  p.rate = r[55] & 0x3f;
+  p.packet_life = r[56] & 0x3f;
+  return p;
+}
+
 std::optional<std::vector<uint8_t>> SaAgent::answer(std::span<const uint8_t> req,
                                                     const SaContext& ctx) {
   // Too short to hold a MAD header, not SubnAdm, or a response (TrapRepress, 0x07, is

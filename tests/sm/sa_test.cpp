@@ -307,6 +307,55 @@ TEST(Sa, LayeredRoutesAnswerWithTheirSl) {
   EXPECT_GT(std::count_if(seen.begin(), seen.end(), [](int x) { return x > 0; }), 1);
 }
 
+// The typed path query (what REST asks) and a host's Get(PathRecord) are one answer:
+// every pair, with and without an SL or a P_Key selected, on a partitioned tree and on a
+// layered torus.
+TEST(Sa, TheTypedPathQueryAnswersWhatAGetAnswers) {
+  Fixture probe("ft2:leaves=2,spines=2,hosts=3");
+  Fixture tree("ft2:leaves=2,spines=2,hosts=3", storage_partition(probe.cas()));
+  Fixture torus("torus:dims=3x3x3,hosts=1", "", "dfsssp");
+  size_t some = 0, none = 0;
+  for (Fixture* fx : {&tree, &torus}) {
+    SaAgent sa, typed;
+    const auto c = fx->cas();
+    for (size_t i = 0; i < c.size(); ++i)
+      for (size_t j = 0; j < c.size(); ++j)
+        for (int sel = 0; sel < 3; ++sel) {
+          PathQuery q;
+          q.slid = c[i].lid;
+          q.dlid = c[j].lid;
+          uint64_t mask = bit(4) | bit(5);
+          if (sel == 1) q.pkey = 0x8002, mask |= bit(13);
+          if (sel == 2) q.sl = uint8_t((i + j) % 2), mask |= bit(15);
+          auto got = decode(sa.answer(request(kMethodGet, kSaPathRecord, mask,
+                                              [&](uint8_t* r) {
+                                                put16(r + 40, q.dlid);
+                                                put16(r + 42, q.slid);
+                                                if (q.pkey) put16(r + 50, *q.pkey);
+                                                if (q.sl) r[53] = *q.sl;
+                                              }),
+                                      fx->ctx()));
+          auto info = typed.path(fx->ctx(), q);
+          ASSERT_EQ(info.has_value(), got.status == 0) << i << "->" << j << " sel " << sel;
+          if (!info) {
+            ++none;
+            continue;
+          }
+          ++some;
+          const auto& r = got.records.at(0);
+          EXPECT_EQ(info->slid, be16(r.data() + 42));
+          EXPECT_EQ(info->dlid, be16(r.data() + 40));
+          EXPECT_EQ(info->pkey, be16(r.data() + 50));
+          EXPECT_EQ(info->sl, r[53] & 0x0f);
+          EXPECT_EQ(info->mtu, r[54] & 0x3f);
+          EXPECT_EQ(info->rate, r[55] & 0x3f);
+          EXPECT_EQ(info->packet_life, r[56] & 0x3f);
+        }
+  }
+  EXPECT_GT(some, 100u);
+  EXPECT_GT(none, 10u);  // limited members, keys one end lacks, SLs off the layer
+}
+
 TEST(Sa, OtherRecordsAndTheSmItself) {
   Fixture fx("ft2:leaves=2,spines=1,hosts=2");
   SaAgent sa;

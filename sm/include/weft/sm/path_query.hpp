@@ -32,11 +32,6 @@ struct TracedRoute {
 // Follows the tables of `snap` toward `dst`'s base LID.
 TracedRoute trace_route(const SubnetSnapshot& snap, EndPort src, EndPort dst);
 
-struct PathInfo {
-  uint16_t slid = 0, dlid = 0, pkey = 0;
-  uint8_t sl = 0, mtu = 0, rate = 0, packet_life = 0;
-};
-
 // The PathRecord weft's SA gives from `src` to `dst` (base LIDs), from `ctx` (its
 // snapshot and QoS settings).
 std::optional<PathInfo> path_record(const SaContext& ctx, EndPort src, EndPort dst);

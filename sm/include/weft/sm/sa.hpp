@@ -107,8 +107,25 @@ struct SaContext {
   uint8_t requester_sl = 0;
 };
 
+// A PathRecord question in types: from SLID to DLID, and what else it selects (the SL,
+// the P_Key). What a host's Get(PathRecord) with those components asks, without a MAD.
+struct PathQuery {
+  uint16_t slid = 0, dlid = 0;
+  std::optional<uint8_t> sl;
+  std::optional<uint16_t> pkey;
+};
+
+// The PathRecord's answer, in types.
+struct PathInfo {
+  uint16_t slid = 0, dlid = 0, pkey = 0;
+  uint8_t sl = 0, mtu = 0, rate = 0, packet_life = 0;
+};
+
 class SaAgent {
  public:
+  // The one PathRecord the SA answers for `q` from its index over ctx.snap (the same
+  // code path a Get(PathRecord) takes); nullopt when it answers none.
+  std::optional<PathInfo> path(const SaContext& ctx, const PathQuery& q);
   // The whole answer (header + records): one MAD for Get, RMPP-active for
   // GetTable. nullopt for anything that is not an SA request (dropped).
   std::optional<std::vector<uint8_t>> answer(std::span<const uint8_t> req, const SaContext& ctx);
