@@ -976,7 +976,7 @@ std::pair<uint8_t, uint8_t> port_limits(const fabric::Fabric& f, NodeIndex n, Po
 
 // SubnAdmSet: join (creating the group if needed). Returns the member's record.
 std::optional<std::array<uint8_t, 56>> mc_join(const Query& q, Answer& a, McDb& db,
-                                               std::vector<uint16_t>& changed) {
+                                               std::vector<McChange>& changed) {
   if (!bit(q.mask, kMcPortGid) || !bit(q.mask, kMcJoinState)) {
     a.status = kSaStatusInsufficientComponents;
     return std::nullopt;
@@ -1019,7 +1019,7 @@ std::optional<std::array<uint8_t, 56>> mc_join(const Query& q, Answer& a, McDb& 
       return std::nullopt;
     }
     g->members[port_guid] |= state;
-    changed.push_back(g->mlid);
+    changed.push_back({McChange::kMembers, g->mgid, g->mlid});
     return mc_record(*g, q.ctx.subnet_prefix, port_guid, g->members[port_guid], q.ctx.packet_life);
   }
   // Create: the requester names the group's Q_Key, P_Key, SL, FlowLabel and TClass,
@@ -1089,14 +1089,14 @@ std::optional<std::array<uint8_t, 56>> mc_join(const Query& q, Answer& a, McDb& 
     a.status = kSaStatusNoResources;
     return std::nullopt;
   }
-  changed.push_back(*mlid);
   const McGroup& made = *db.by_mlid(*mlid);
+  changed.push_back({McChange::kCreated, made.mgid, *mlid});
   return mc_record(made, q.ctx.subnet_prefix, port_guid, state, q.ctx.packet_life);
 }
 
 // SubnAdmDelete: leave (the JoinState bits given).
 std::optional<std::array<uint8_t, 56>> mc_leave(const Query& q, Answer& a, McDb& db,
-                                                std::vector<uint16_t>& changed) {
+                                                std::vector<McChange>& changed) {
   if (!bit(q.mask, kMcMgid) || !bit(q.mask, kMcPortGid) || !bit(q.mask, kMcJoinState)) {
     a.status = kSaStatusInsufficientComponents;
     return std::nullopt;
@@ -1115,7 +1115,7 @@ std::optional<std::array<uint8_t, 56>> mc_leave(const Query& q, Answer& a, McDb&
     a.status = kSaStatusReqInvalid;
     return std::nullopt;
   }
-  changed.push_back(copy.mlid);
+  changed.push_back({db.find(mgid) ? McChange::kMembers : McChange::kDeleted, mgid, copy.mlid});
   return mc_record(copy, q.ctx.subnet_prefix, port, state, q.ctx.packet_life);
 }
 
@@ -1300,7 +1300,7 @@ struct Call {
   SaStats& stats;
   std::vector<SaAgent::Service>& services;
   std::vector<SaAgent::Subscription>& subs;
-  std::vector<uint16_t>& changed;
+  std::vector<McChange>& changed;
 };
 
 constexpr uint32_t method_bit(uint8_t method) {
@@ -1564,7 +1564,7 @@ std::optional<std::vector<uint8_t>> SaAgent::answer(std::span<const uint8_t> req
                                << " does not have";
     return respond(resp);
   }
-  Call call{q, a, method, req, stats_, services_, subs_, changed_};
+  Call call{q, a, method, req, stats_, services_, subs_, mc_changes_};
   route->handle(call);
   a.rec_size = layout ? (layout->size + 7) / 8 * 8 : route->rec_size;
   if (!a.status && method != kMethodGetTable && method != kMethodGetMulti) {

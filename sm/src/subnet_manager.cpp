@@ -1233,8 +1233,6 @@ void SubnetManager::serve_sa(const mad::InMad& in) {
   ctx.requester_qpn = in.sqpn;
   ctx.requester_pkey_index = in.pkey_index;
   ctx.requester_sl = in.sl;
-  std::vector<Gid> groups_before;
-  for (const auto& [mlid, g] : mc_->groups().groups()) groups_before.push_back(g.mgid);
   ctx.sm_guid = sm_guid_;
   ctx.sm_priority = opts_.sm_priority;
   ctx.sm_act_count = act_count();
@@ -1244,18 +1242,15 @@ void SubnetManager::serve_sa(const mad::InMad& in) {
   if (auto r = t_.send_long(*ans, mad::SendAddr::gsi(in.slid, in.sqpn, in.pkey_index, in.sl)); !r)
     WEFT_LOG(Warn, "SA-0001") << "answer to LID " << in.slid.value << " QP " << in.sqpn
                               << " failed: " << r.error().message;
-  // Groups that came or went: traps 66 and 67 to subscribers.
-  std::vector<Gid> groups_after;
-  for (const auto& [mlid, g] : mc_->groups().groups()) groups_after.push_back(g.mgid);
+  // Groups that came or went: traps 66 and 67 to subscribers. Joins and leaves: the
+  // groups' trees change now, on the published snapshot.
   bool changed = false;
-  for (const auto& g : groups_after)
-    if (std::find(groups_before.begin(), groups_before.end(), g) == groups_before.end())
-      send_reports(kTrapMcCreated, g), changed = true;
-  for (const auto& g : groups_before)
-    if (std::find(groups_after.begin(), groups_after.end(), g) == groups_after.end())
-      send_reports(kTrapMcDeleted, g), changed = true;
-  // Joins and leaves: the groups' trees change now, on the published snapshot.
-  auto mlids = sa_.take_changed();
+  std::vector<uint16_t> mlids;
+  for (const auto& c : sa_.take_mc_changes()) {
+    if (c.kind == McChange::kCreated) send_reports(kTrapMcCreated, c.mgid), changed = true;
+    if (c.kind == McChange::kDeleted) send_reports(kTrapMcDeleted, c.mgid), changed = true;
+    mlids.push_back(c.mlid);
+  }
   if (snapshot_) mc_->route_changed(mlids);
   if (changed || !mlids.empty()) publish();
 }

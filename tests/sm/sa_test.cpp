@@ -773,6 +773,28 @@ TEST(Sa, SubscribersGetReportsOfPortsLeavingAndGroupsComing) {
         be16(a.segments[0].data() + kSaHeader + 4) == kTrapMcCreated)
       ++created;
   EXPECT_EQ(created, 1u);
+  // Its last member leaves and the group goes: trap 67, carrying the group's MGID.
+  Gid made{};
+  for (const auto& a : fx.t.gsi_answers())
+    if (a.segments[0][3] == kMethodGetResp && be16(a.segments[0].data() + 16) == kSaMcMemberRecord)
+      std::copy(a.segments[0].begin() + kSaHeader, a.segments[0].begin() + kSaHeader + 16,
+                made.begin());
+  ASSERT_NE(made, Gid{});
+  ASSERT_EQ(ask(fx, subscribe(kTrapMcDeleted)).status, 0);
+  auto leave = mc_request(kMethodDelete, made, c[1].guid, kJoinFull);
+  std::copy(leave.begin(), leave.end(), in.mad.begin());
+  fx.t.clear_gsi_answers();
+  fx.t.inject(in);
+  ASSERT_TRUE(fx.sm->serve_for(std::chrono::milliseconds(50)));
+  size_t deleted = 0;
+  for (const auto& a : fx.t.gsi_answers()) {
+    const auto& m = a.segments[0];
+    if (m[3] != kMethodReport || be16(m.data() + kSaHeader + 4) != kTrapMcDeleted) continue;
+    ++deleted;
+    EXPECT_TRUE(std::search(m.begin() + kSaHeader, m.end(), made.begin(), made.end()) != m.end())
+        << "the report names the group";
+  }
+  EXPECT_EQ(deleted, 1u);
   // Unsubscribing something never subscribed is refused.
   EXPECT_EQ(
       ask(fx, request(kMethodSet, kSaInformInfo, 0, [](uint8_t* r) { put16(r + 26, 70); })).status,

@@ -115,6 +115,15 @@ struct PathQuery {
   std::optional<uint16_t> pkey;
 };
 
+// What an SA request did to the multicast groups, for the SM to act on: a group made
+// (trap 66 to subscribers), a group gone (trap 67), a group whose members changed. Each
+// names the group's MLID, whose tree the SM routes again.
+struct McChange {
+  enum Kind : uint8_t { kCreated, kDeleted, kMembers } kind;
+  Gid mgid;
+  uint16_t mlid = 0;
+};
+
 // The PathRecord's answer, in types.
 struct PathInfo {
   uint16_t slid = 0, dlid = 0, pkey = 0;
@@ -130,8 +139,8 @@ class SaAgent {
   // GetTable. nullopt for anything that is not an SA request (dropped).
   std::optional<std::vector<uint8_t>> answer(std::span<const uint8_t> req, const SaContext& ctx);
   const SaStats& stats() const { return stats_; }
-  // MLIDs whose membership changed since the last call (their MFTs need writing).
-  std::vector<uint16_t> take_changed() { return std::exchange(changed_, {}); }
+  // What joins and leaves did to the groups since the last call (their MFTs need writing).
+  std::vector<McChange> take_mc_changes() { return std::exchange(mc_changes_, {}); }
 
   // Services (ServiceRecord Set/Delete/Get) and trap subscriptions (InformInfo).
   struct Service {
@@ -177,7 +186,7 @@ class SaAgent {
   const Index& index(const SaContext& ctx);
   SaStats stats_;
   Index idx_;
-  std::vector<uint16_t> changed_;
+  std::vector<McChange> mc_changes_;
   std::vector<Service> services_;
   std::vector<Subscription> subs_;
   uint64_t report_tid_ = 0;
