@@ -60,27 +60,36 @@ bool LftProgrammer::trusted(const SweepRun& run, NodeIndex n) const {
 }
 
 void LftProgrammer::spot_check(SweepRun& run) {
-  const Discovered& d = run.d;
   ++round_;
   for (NodeIndex n = 0; n < run.target.size(); ++n) {
-    const auto& nd = run.target.node(n);
-    if (!nd.is_switch() || !trusted(run, n)) continue;
-    auto spot = spot_block(nd.guid, round_);
-    if (!spot) continue;
+    if (!run.target.node(n).is_switch() || !trusted(run, n)) continue;
     // By directed route: the LID routes go through the tables being checked.
-    eng_.submit(mad::SmpRequest::get(mad::kAttrLft, static_cast<uint32_t>(spot->first), d.paths[n]),
-                [this, &run, n, g = nd.guid, spot = *spot](Result<mad::Smp> r) {
-                  ++run.rep.lft_blocks_checked;
-                  if (!r || mad::decode_lft_block(r->data) == spot.second) return;
-                  ++run.rep.lft_switches_changed;
+    check_block(run.target, n, run.d.paths[n], round_, [&run](bool, bool differs) {
+      ++run.rep.lft_blocks_checked;
+      if (differs) ++run.rep.lft_switches_changed;
+    });
+  }
+}
+
+void LftProgrammer::check_block(const fabric::Fabric& f, NodeIndex n, const mad::DrPath& path,
+                                uint64_t round,
+                                std::function<void(bool answered, bool differs)> done) {
+  const Guid g = f.node(n).guid;
+  auto spot = spot_block(g, round);
+  if (!spot) return;
+  eng_.submit(mad::SmpRequest::get(mad::kAttrLft, static_cast<uint32_t>(spot->first), path),
+              [this, g, spot = *spot, where = fabric::port_ref(f, n, 0),
+               done = std::move(done)](Result<mad::Smp> r) {
+                const bool differs = r && mad::decode_lft_block(r->data) != spot.second;
+                if (differs) {
                   WEFT_LOG(Warn, "SM-0055")
-                      << "switch " << fabric::port_ref(run.target, n, 0) << ": LFT block "
-                      << spot.first
+                      << "switch " << where << ": LFT block " << spot.first
                       << " is not what weft wrote (another writer, LinearFDBTop unchanged): "
                          "reading its tables back whole";
                   forget(g);
-                });
-  }
+                }
+                done(r.has_value(), differs);
+              });
 }
 
 void LftProgrammer::forget(Guid sw) {

@@ -235,22 +235,13 @@ void SubnetManager::phase_light_check() {
   // switch is then believed in nothing and read again, its tables read back whole.
   const uint64_t round = heavy_sweeps_ + light_sweeps_;
   for (NodeIndex n = 0; n < model_->fabric.size(); ++n) {
-    const auto& nd = model_->fabric.node(n);
-    if (!nd.is_switch()) continue;
-    auto spot = lfts_->spot_block(nd.guid, round);
-    if (!spot) continue;
-    eng_.submit(mad::SmpRequest::get(mad::kAttrLft, uint32_t(spot->first), model_->paths[n]),
-                [this, psc, n, g = nd.guid, spot = *spot](Result<mad::Smp> r) {
-                  if (!r || mad::decode_lft_block(r->data) == spot.second) return;
-                  WEFT_LOG(Warn, "SM-0055")
-                      << "switch " << fabric::port_ref(model_->fabric, n, 0) << ": LFT block "
-                      << spot.first
-                      << " is not what weft wrote (another writer, LinearFDBTop unchanged): "
-                         "reading its tables back whole";
-                  lfts_->forget(g);
-                  ++run_->rep.lft_switches_changed;
-                  psc->push_back(n);
-                });
+    if (!model_->fabric.node(n).is_switch()) continue;
+    lfts_->check_block(model_->fabric, n, model_->paths[n], round,
+                       [this, psc, n](bool, bool differs) {
+                         if (!differs) return;
+                         ++run_->rep.lft_switches_changed;
+                         psc->push_back(n);
+                       });
   }
   // The other SMs, as OpenSM's light sweep polls them: one that became master, or now
   // outranks this one, calls for a heavy sweep (a handover either way).

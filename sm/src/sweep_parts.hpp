@@ -117,6 +117,12 @@ class LftProgrammer {
   // LinearFDBTop) is believed in nothing from then on: read back whole when written.
   // Counted in the report (lft_blocks_checked, lft_switches_changed).
   void spot_check(SweepRun& run);
+  // One such check of switch `n` (its block for `round`), by directed route `path`: a
+  // block that is not what weft wrote is logged (SM-0055) and the switch forgotten.
+  // `done(answered, differs)` when the answer (or none) is in; nothing is sent, and
+  // `done` never called, for a switch weft holds no table of.
+  void check_block(const fabric::Fabric& f, fabric::NodeIndex n, const mad::DrPath& path,
+                   uint64_t round, std::function<void(bool answered, bool differs)> done);
   // Phase 1: every block that differs. Phase 2 (after the blocks): LinearFDBTop.
   void write_blocks(SweepRun& run);
   void write_tops(SweepRun& run);
