@@ -11,6 +11,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <vector>
 
@@ -79,13 +80,23 @@ WalkResult walk(const fabric::Fabric& f, const Lfts& lft, fabric::NodeIndex node
     in = p.peer_port;
     n = p.peer;
   }
-  std::vector<fabric::NodeIndex> passed;
+  // The switches passed: the first 64 (every route IBTA allows) on the stack, so that a
+  // walk allocates nothing; longer ones (a tracer that allows more) beyond.
+  std::array<fabric::NodeIndex, 64> near;
+  std::vector<fabric::NodeIndex> far;
+  size_t passed = 0;
   while (true) {
     if (stop(n, in)) return {WalkEnd::kArrived, n, in};
     if (!f.node(n).is_switch()) return {WalkEnd::kAtEndPort, n, in};
-    if (std::find(passed.begin(), passed.end(), n) != passed.end() || passed.size() >= max_switches)
+    const auto near_end = near.begin() + std::min(passed, near.size());
+    if (passed >= max_switches || std::find(near.begin(), near_end, n) != near_end ||
+        std::find(far.begin(), far.end(), n) != far.end())
       return {WalkEnd::kLoop, n, in};
-    passed.push_back(n);
+    if (passed < near.size())
+      near[passed] = n;
+    else
+      far.push_back(n);
+    ++passed;
     const Step s = step(f, lft, n, dlid);
     switch (s.kind) {
       case Step::kHere:
