@@ -1,5 +1,5 @@
 // Reading device JSON (dcb -j output, config_db) with every mistake named by file and
-// JSON path (private to qos/).
+// JSON path (private to roce/).
 #pragma once
 
 #include <nlohmann/json.hpp>

@@ -1,5 +1,5 @@
 // A YAML document as a small tree with a line number on every node, read with libyaml's
-// event parser (private to config/). libyaml reads a 5 MB fabric file in about 70 ms;
+// event parser (private to roce/). libyaml reads a 5 MB fabric file in about 70 ms;
 // yaml-cpp's node API took 1.2 s on the same file.
 //
 //   auto doc = parse_yaml(text, "fabric.yaml");      // an error names file:line

@@ -1,4 +1,4 @@
-// Reading YAML the admin wrote, with every mistake named by file:line (private to config/).
+// Reading YAML the admin wrote, with every mistake named by file:line (private to roce/).
 //
 //   YamlReader r(source);
 //   YNode root = r.load(text);            // a syntax error is recorded, root is null

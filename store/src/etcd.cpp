@@ -1,4 +1,4 @@
-// etcd's v3 API through its JSON gateway (weft/sm/etcd.hpp).
+// etcd's v3 API through its JSON gateway (weft/store/etcd.hpp).
 #include "weft/store/etcd.hpp"
 
 #include <curl/curl.h>

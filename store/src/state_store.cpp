@@ -1,4 +1,4 @@
-// The state directory and the etcd store behind StateStore (weft/sm/state_store.hpp).
+// The state directory and the etcd store behind StateStore (weft/store/state_store.hpp).
 //
 // etcd layout under PREFIX:
 //   PREFIX/master          "0xPORTGUID host pid" of the SM that holds the store, on

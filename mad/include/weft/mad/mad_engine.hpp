@@ -9,7 +9,7 @@
 //
 // Two ways to drive it. Pulled (tests, the in-process simulator): run() pumps the
 // transport until nothing is queued or on the wire. Pushed (the daemon's event
-// loop, sm/asio_driver.hpp): whoever reads the transport hands each MAD to
+// loop, mad/asio_driver.hpp): whoever reads the transport hands each MAD to
 // deliver(), and service() — called when on_work() asks, when a MAD came, and at
 // next_deadline() — sends what the window allows and expires what timed out.
 //
