@@ -133,13 +133,7 @@ def sweep_seconds(sm, text_before):
 def weft_summary(sm, out_before):
     """The first summary weft printed as master after `out_before` (its stdout at the
     kill): the takeover sweep's SMPs and LFT blocks."""
-    text = sm.stdout()[len(out_before):]
-    m = re.search(r"^weft: (SUBNET UP|subnet NOT up.*)$(.*?)^  problems", text, re.M | re.S)
-    if not m:
-        raise b.Failure("weft printed no summary as master after the kill:\n" + text[-2000:])
-    if m.group(1) != "SUBNET UP":
-        raise b.Failure("weft's takeover sweep: " + m.group(1))
-    body = m.group(2)
+    body = sm.master_summary(out_before)
     smps = re.search(r"SMPs\s+discovery (\d+), programming (\d+), activation (\d+), total (\d+)", body)
     lft = re.search(r"(\d+) LFT blocks \((\d+) read, (\d+) spot-checked, (\d+) switches found changed\)", body)
     tables = re.search(r"P_Key blocks (\d+) written \((\d+) read\).*SL2VL (\d+) written \((\d+) read\); VLArb blocks "

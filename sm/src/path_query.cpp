@@ -6,11 +6,20 @@ namespace weft::sm {
 
 using fabric::NodeIndex;
 
+namespace {
+
+// The LID packets to an end port are sent to: a switch's port 0's, else the port's own.
+uint16_t base_lid(const fabric::Fabric& f, EndPort e) {
+  const auto& nd = f.node(e.first);
+  return nd.ports[nd.is_switch() ? 0 : e.second].attrs.lid.value;
+}
+
+}  // namespace
+
 TracedRoute trace_route(const SubnetSnapshot& snap, EndPort src, EndPort dst) {
   TracedRoute r;
   const auto& f = snap.fabric;
-  const auto& dn = f.node(dst.first);
-  const uint16_t dlid = dn.ports[dn.is_switch() ? 0 : dst.second].attrs.lid.value;
+  const uint16_t dlid = base_lid(f, dst);
   const auto end = routing::walk(
       f, snap.tables.lft, src.first, src.second, dlid,
       [&](NodeIndex n, PortNum in) {
@@ -51,15 +60,10 @@ TracedRoute trace_route(const SubnetSnapshot& snap, EndPort src, EndPort dst) {
 
 std::optional<PathInfo> path_record(const SaContext& ctx, EndPort src, EndPort dst) {
   if (!ctx.snap) return std::nullopt;
-  const auto& f = ctx.snap->fabric;
-  auto lid_of = [&](EndPort e) {
-    const auto& nd = f.node(e.first);
-    return nd.ports[nd.is_switch() ? 0 : e.second].attrs.lid.value;
-  };
   SaAgent sa;
   PathQuery q;
-  q.slid = lid_of(src);
-  q.dlid = lid_of(dst);
+  q.slid = base_lid(ctx.snap->fabric, src);
+  q.dlid = base_lid(ctx.snap->fabric, dst);
   return sa.path(ctx, q);
 }
 

@@ -97,6 +97,17 @@ class Sm:
     def text(self):
         return open(self.log, errors="replace").read() if os.path.exists(self.log) else ""
 
+    def master_summary(self, out_before):
+        """The body of the first summary weft printed after `out_before` (its stdout
+        then): it must say SUBNET UP."""
+        text = self.stdout()[len(out_before):]
+        m = re.search(r"^weft: (SUBNET UP|subnet NOT up.*)$(.*?)^  problems", text, re.M | re.S)
+        if not m:
+            raise b.Failure("%s printed no summary as master after the kill:\n%s" % (self.name, text[-2000:]))
+        if m.group(1) != "SUBNET UP":
+            raise b.Failure("%s's takeover sweep: %s" % (self.name, m.group(1)))
+        return m.group(2)
+
     def wait(self, pattern, count=1, timeout=60):
         deadline = time.time() + timeout
         while time.time() < deadline:

@@ -11,18 +11,13 @@
 using namespace weft;
 using namespace weft::fabric;
 using namespace weft::routing;
+using weft::testing::port_to;
 using weft::testing::with_lids;
 
 namespace {
 
 Tables minhop(const Fabric& f) {
   return weft::testing::routed(f, "minhop");
-}
-
-PortNum port_to(const Fabric& f, NodeIndex from, const std::string& to) {
-  for (const auto& p : f.node(from).ports)
-    if (p.num && p.linked() && f.node(p.peer).name == to) return p.num;
-  return kDropPort;
 }
 
 // The busiest directed inter-switch link by walking every CA pair, independently.

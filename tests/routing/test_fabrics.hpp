@@ -31,4 +31,11 @@ inline routing::Tables routed(const fabric::Fabric& f, const std::string& engine
   return t ? std::move(*t) : routing::Tables{};
 }
 
+// The port of `from` whose link leads to the node named `to`; kDropPort when none does.
+inline PortNum port_to(const fabric::Fabric& f, fabric::NodeIndex from, const std::string& to) {
+  for (const auto& p : f.node(from).ports)
+    if (p.num && p.linked() && f.node(p.peer).name == to) return p.num;
+  return kDropPort;
+}
+
 }  // namespace weft::testing

@@ -12,6 +12,7 @@
 using namespace weft;
 using namespace weft::fabric;
 using namespace weft::routing;
+using weft::testing::port_to;
 using weft::testing::with_lids;
 
 namespace {
@@ -40,12 +41,6 @@ Walked walk_to(const Fabric& f, const Tables& t, NodeIndex from, NodeIndex to) {
   return w;
 }
 
-PortNum port_to(const Fabric& f, NodeIndex from, NodeIndex to) {
-  for (const auto& p : f.node(from).ports)
-    if (p.num && p.linked() && p.peer == to) return p.num;
-  return kDropPort;
-}
-
 class Walk : public ::testing::Test {
  protected:
   Fabric f = with_lids("ft2:leaves=3,spines=2,hosts=1");
@@ -66,7 +61,7 @@ TEST_F(Walk, ArrivesHopByHopThroughTheTables) {
   EXPECT_EQ(w.hops[1].n, leaf0);
   EXPECT_EQ(w.hops[1].out, t.lft[leaf0][lid("h2-0")]);
   EXPECT_EQ(w.hops[3].n, leaf2);
-  EXPECT_EQ(w.hops[3].out, port_to(f, leaf2, h2));
+  EXPECT_EQ(w.hops[3].out, port_to(f, leaf2, "h2-0"));
   // To itself: there at once. To its own leaf (a switch): one hop.
   EXPECT_EQ(walk_to(f, t, h0, h0).end.kind, WalkEnd::kArrived);
   EXPECT_TRUE(walk_to(f, t, h0, h0).hops.empty());
@@ -77,8 +72,8 @@ TEST_F(Walk, ArrivesHopByHopThroughTheTables) {
 
 TEST_F(Walk, ALoopIsFoundWhereItComesBack) {
   const NodeIndex leaf0 = node("leaf0"), spine0 = node("spine0");
-  t.lft[leaf0][lid("h1-0")] = port_to(f, leaf0, spine0);
-  t.lft[spine0][lid("h1-0")] = port_to(f, spine0, leaf0);
+  t.lft[leaf0][lid("h1-0")] = port_to(f, leaf0, "spine0");
+  t.lft[spine0][lid("h1-0")] = port_to(f, spine0, "leaf0");
   auto w = walk_to(f, t, node("h0-0"), node("h1-0"));
   EXPECT_EQ(w.end.kind, WalkEnd::kLoop);
   EXPECT_EQ(w.end.node, leaf0);
@@ -88,7 +83,7 @@ TEST_F(Walk, ALoopIsFoundWhereItComesBack) {
 TEST_F(Walk, ADropADeadPortAndASwitchThatKeepsIt) {
   const NodeIndex leaf0 = node("leaf0"), spine1 = node("spine1"), h0 = node("h0-0");
   const NodeIndex h2 = node("h2-0");
-  t.lft[leaf0][lid("h2-0")] = port_to(f, leaf0, spine1);
+  t.lft[leaf0][lid("h2-0")] = port_to(f, leaf0, "spine1");
   t.lft[spine1][lid("h2-0")] = kDropPort;
   auto drop = walk_to(f, t, h0, h2);
   EXPECT_EQ(drop.end.kind, WalkEnd::kNoRoute);
@@ -101,7 +96,7 @@ TEST_F(Walk, ADropADeadPortAndASwitchThatKeepsIt) {
   t.lft[spine1][lid("h2-0")] = 0;  // the spine takes it for itself
   EXPECT_EQ(walk_to(f, t, h0, h2).end.kind, WalkEnd::kAtSwitch);
 
-  const PortNum down = port_to(f, spine1, node("leaf2"));
+  const PortNum down = port_to(f, spine1, "leaf2");
   t.lft[spine1][lid("h2-0")] = down;
   f.disconnect(spine1, down);
   auto dead = walk_to(f, t, h0, h2);
@@ -113,9 +108,9 @@ TEST_F(Walk, ADropADeadPortAndASwitchThatKeepsIt) {
 TEST_F(Walk, AnotherEndPortOrNoLinkAtTheSource) {
   const NodeIndex leaf2 = node("leaf2"), h0 = node("h0-0");
   // leaf2 hands h2's packets to h1's leaf instead... and on to h1.
-  t.lft[leaf2][lid("h2-0")] = port_to(f, leaf2, node("spine0"));
-  t.lft[node("spine0")][lid("h2-0")] = port_to(f, node("spine0"), node("leaf1"));
-  t.lft[node("leaf1")][lid("h2-0")] = port_to(f, node("leaf1"), node("h1-0"));
+  t.lft[leaf2][lid("h2-0")] = port_to(f, leaf2, "spine0");
+  t.lft[node("spine0")][lid("h2-0")] = port_to(f, node("spine0"), "leaf1");
+  t.lft[node("leaf1")][lid("h2-0")] = port_to(f, node("leaf1"), "h1-0");
   auto w = walk_to(f, t, h0, node("h2-0"));
   EXPECT_EQ(w.end.kind, WalkEnd::kAtEndPort);
   EXPECT_EQ(w.end.node, node("h1-0"));
