@@ -15,6 +15,7 @@
 #include "weft/log.hpp"
 #include "weft/mad/umad_transport.hpp"
 #include "weft/rest/server.hpp"
+#include "weft/sa/sa.hpp"
 #include "weft/sm/service.hpp"
 #include "weft/store/state_dir.hpp"
 
@@ -196,7 +197,8 @@ int cmd_sm(int argc, char** argv) {
       WEFT_LOG(Error, "REST-0013")
           << "REST tokens from the state store not read: " << n.error().message;
   };
-  sm::SmService svc(**t, std::move(*so), std::move(*store), events, std::move(svo));
+  sm::SmService svc(**t, std::move(*so), std::make_unique<sa::SaAgent>(), std::move(*store), events,
+                    std::move(svo));
   svc_ptr = &svc;
 
   // The REST API: on by default as a daemon, off for one bring-up unless asked for.

@@ -11,9 +11,9 @@
 #include <filesystem>
 #include <string>
 
+#include "weft/sa/sa.hpp"
 #include "weft/simulator/generators.hpp"
 #include "weft/simulator/sim_transport.hpp"
-#include "weft/sm/sa.hpp"
 #include "weft/sm/subnet_manager.hpp"
 
 using namespace weft;
@@ -52,23 +52,23 @@ int main(int argc, char** argv) {
 
   std::vector<uint8_t> req(256, 0);
   req[0] = 1;
-  req[1] = sm::kClassSa;
+  req[1] = sa::kClassSa;
   req[2] = 2;
   req[3] = mad::kMethodGet;
-  req[17] = sm::kSaPathRecord & 0xff;
-  req[16] = sm::kSaPathRecord >> 8;
+  req[17] = sa::kSaPathRecord & 0xff;
+  req[16] = sa::kSaPathRecord >> 8;
   req[55] = 0x30;  // component mask (bytes 48-55): DLID (bit 4) and SLID (bit 5)
-  sm::SaAgent sa;
+  sa::SaAgent sa;
   size_t queries = 0, answered = 0;
   const auto t0 = std::chrono::steady_clock::now();
   for (int r = 0; r < ranks; ++r)
     for (uint16_t s : lids)
       for (uint16_t d : lids) {
         if (s == d) continue;
-        req[sm::kSaHeader + 40] = uint8_t(d >> 8);
-        req[sm::kSaHeader + 41] = uint8_t(d);
-        req[sm::kSaHeader + 42] = uint8_t(s >> 8);
-        req[sm::kSaHeader + 43] = uint8_t(s);
+        req[sa::kSaHeader + 40] = uint8_t(d >> 8);
+        req[sa::kSaHeader + 41] = uint8_t(d);
+        req[sa::kSaHeader + 42] = uint8_t(s >> 8);
+        req[sa::kSaHeader + 43] = uint8_t(s);
         auto ans = sa.answer(req, ctx);
         ++queries;
         if (ans && (*ans)[4] == 0 && (*ans)[5] == 0) ++answered;

@@ -145,4 +145,45 @@ std::string port_ref(const Fabric& f, NodeIndex n, PortNum p) {
   return s;
 }
 
+double link_gbps(const PortAttrs& a) {
+  double lanes = 1;
+  switch (a.width_active) {
+    case 1:
+      lanes = 1;
+      break;
+    case 2:
+      lanes = 4;
+      break;
+    case 4:
+      lanes = 8;
+      break;
+    case 8:
+      lanes = 12;
+      break;
+    case 16:
+      lanes = 2;
+      break;
+    default:
+      lanes = 1;
+  }
+  double lane = 2.5;
+  switch (a.speed_ext_active) {
+    case 1:
+      lane = 14;
+      break;
+    case 2:
+      lane = 25;
+      break;
+    case 4:
+      lane = 50;
+      break;
+    case 8:
+      lane = 100;
+      break;
+    default:
+      lane = a.speed_active >= 4 ? 10 : a.speed_active >= 2 ? 5 : 2.5;
+  }
+  return lanes * lane;
+}
+
 }  // namespace weft::fabric

@@ -5,6 +5,7 @@
 #include <map>
 
 #include "handlers.hpp"
+#include "weft/sa/sa.hpp"
 #include "weft/sm/perf_manager.hpp"
 #include "weft/sm/sa_stats.hpp"
 #include "weft/sm/subnet_manager.hpp"
@@ -139,7 +140,7 @@ std::string prometheus_text(const sm::Published& p,
   w.family("weft_sa_queries_total", "counter", "SA answers by attribute and MAD status");
   for (const auto& [k, n] : p.sa.by_attr_status)
     w.sample("weft_sa_queries_total", double(n),
-             fmt::format("attribute=\"{}\",status=\"0x{:04x}\"", esc(sm::sa_attr_name(k.first)),
+             fmt::format("attribute=\"{}\",status=\"0x{:04x}\"", esc(sa::sa_attr_name(k.first)),
                          k.second));
   w.one("weft_sa_dropped_total", "counter", "SA MADs that were no request", double(p.sa.dropped));
   w.family("weft_nodes", "gauge", "nodes on the fabric by type, from the last sweep");

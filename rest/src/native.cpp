@@ -14,10 +14,10 @@
 #include "weft/roce/fabric.hpp"
 #include "weft/roce/profile.hpp"
 #include "weft/roce/report.hpp"
+#include "weft/sa/sa.hpp"
 #include "weft/simulator/route_report.hpp"
 #include "weft/simulator/whatif.hpp"
 #include "weft/sm/lid_manager.hpp"
-#include "weft/sm/path_query.hpp"
 #include "weft/sm/subnet_manager.hpp"
 
 namespace weft::rest {
@@ -315,7 +315,7 @@ void get_route(Ctx& c) {
     ctx.qos = keep->options->qos.enabled;
     ctx.qos_cfg = &keep->options->qos;
   }
-  auto pr = sm::path_record(ctx, *src, *dst);
+  auto pr = sa::path_record(ctx, *src, *dst);
   json hops = json::array();
   for (const auto& h : traced.hops) {
     const auto& nd = s->fabric.node(h.node);

@@ -12,7 +12,6 @@
 #include "views.hpp"
 #include "weft/routing/torus.hpp"
 #include "weft/sm/perf_manager.hpp"
-#include "weft/sm/sa.hpp"
 #include "weft/sm/subnet_manager.hpp"
 #include "www_assets.hpp"
 
@@ -125,7 +124,7 @@ json topology_json(const sm::Published& p) {
   json links = json::array();
   for (const auto& l : f.links()) {
     const auto& a = f.node(l.a).ports[l.pa].attrs;
-    const double gbps = sm::link_gbps(a);
+    const double gbps = fabric::link_gbps(a);
     json j = {{"id", link_id(f.node(l.a).guid.value, l.pa, f.node(l.b).guid.value, l.pb)},
               {"a", guid_hex(f.node(l.a).guid.value)},
               {"pa", l.pa},

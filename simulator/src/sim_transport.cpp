@@ -1,7 +1,6 @@
 #include "weft/simulator/sim_transport.hpp"
 
 #include "weft/mad/rmpp.hpp"
-#include "weft/sm/sa.hpp"
 
 namespace weft::simulator {
 

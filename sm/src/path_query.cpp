@@ -6,15 +6,10 @@ namespace weft::sm {
 
 using fabric::NodeIndex;
 
-namespace {
-
-// The LID packets to an end port are sent to: a switch's port 0's, else the port's own.
 uint16_t base_lid(const fabric::Fabric& f, EndPort e) {
   const auto& nd = f.node(e.first);
   return nd.ports[nd.is_switch() ? 0 : e.second].attrs.lid.value;
 }
-
-}  // namespace
 
 TracedRoute trace_route(const SubnetSnapshot& snap, EndPort src, EndPort dst) {
   TracedRoute r;
@@ -56,15 +51,6 @@ TracedRoute trace_route(const SubnetSnapshot& snap, EndPort src, EndPort dst) {
       break;
   }
   return r;
-}
-
-std::optional<PathInfo> path_record(const SaContext& ctx, EndPort src, EndPort dst) {
-  if (!ctx.snap) return std::nullopt;
-  SaAgent sa;
-  PathQuery q;
-  q.slid = base_lid(ctx.snap->fabric, src);
-  q.dlid = base_lid(ctx.snap->fabric, dst);
-  return sa.path(ctx, q);
 }
 
 }  // namespace weft::sm

@@ -5,7 +5,7 @@
 #include <algorithm>
 
 #include "weft/log.hpp"
-#include "weft/sm/sa.hpp"
+#include "weft/sm/subn_adm.hpp"
 
 namespace weft::sm {
 

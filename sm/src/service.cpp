@@ -11,14 +11,16 @@ namespace weft::sm {
 
 namespace asio = boost::asio;
 
-SmService::SmService(mad::Transport& t, SmOptions o, PartitionStore store, EventLog& events,
-                     ServiceOptions so)
-    : sm_(t,
+SmService::SmService(mad::Transport& t, SmOptions o, std::unique_ptr<SubnAdm> sa,
+                     PartitionStore store, EventLog& events, ServiceOptions so)
+    : sm_(
+          t,
           [&] {
             o.partitions = store.merged();
             o.partitions_generation = store.generation();
             return std::move(o);
-          }()),
+          }(),
+          std::move(sa)),
       driver_(io_, sm_.engine(), t),
       store_(std::move(store)),
       events_(events),

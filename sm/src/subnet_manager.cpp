@@ -85,9 +85,10 @@ void add_problem(SweepReport& rep, std::string s, const char* id) {
   rep.problems.push_back(std::move(s));
 }
 
-SubnetManager::SubnetManager(mad::Transport& t, SmOptions o)
+SubnetManager::SubnetManager(mad::Transport& t, SmOptions o, std::unique_ptr<SubnAdm> sa)
     : t_(t),
       opts_(std::move(o)),
+      sa_(std::move(sa)),
       eng_(t, opts_.engine),
       sync_driver_(eng_),
       driver_(&sync_driver_),
@@ -825,7 +826,7 @@ void SubnetManager::phase_finish(Result<void> pumped) {
     for (uint64_t g : last_ports_)
       if (!now_ports.count(g)) send_reports(kTrapGidOut, gid_of(g));
   }
-  sa_.forget_ports([&](uint64_t g) { return now_ports.count(g) > 0; });
+  if (sa_) sa_->forget_ports([&](uint64_t g) { return now_ports.count(g) > 0; });
   last_ports_ = std::move(now_ports);
   const bool was_up = last_report_ && last_report_->subnet_up;
   ++heavy_sweeps_;
@@ -1174,7 +1175,7 @@ void SubnetManager::publish() {
   p->partitions_generation = opts_.partitions_generation;
   p->partitions_applied = partitions_applied_;
   p->mad = eng_.stats();
-  p->sa = sa_.stats();
+  p->sa = sa_stats();
   p->sweep_le = sweep_le_;
   p->sweep_count = heavy_sweeps_;
   p->sweep_seconds = sweep_seconds_;
@@ -1205,8 +1206,14 @@ void SubnetManager::state_changed(const std::vector<std::string>& names) {
 
 // ---- between sweeps: SMInfo, traps, the SA --------------------------------------------
 
+const SaStats& SubnetManager::sa_stats() const {
+  static const SaStats none;
+  return sa_ ? sa_->stats() : none;
+}
+
 void SubnetManager::send_reports(uint16_t trap, const Gid& gid) {
-  for (auto& r : sa_.reports(trap, gid, sm_lid_, sm_guid_, kDefaultSubnetPrefix)) {
+  if (!sa_) return;
+  for (auto& r : sa_->reports(trap, gid, sm_lid_, sm_guid_, kDefaultSubnetPrefix)) {
     if (auto res = t_.send_long(r.mad, mad::SendAddr::gsi(r.lid, r.qpn, r.pkey_index, r.sl)); !res)
       WEFT_LOG(Warn, "SA-0004") << "Report of trap " << trap << " to LID " << r.lid.value
                                 << " failed: " << res.error().message;
@@ -1214,6 +1221,7 @@ void SubnetManager::send_reports(uint16_t trap, const Gid& gid) {
 }
 
 void SubnetManager::serve_sa(const mad::InMad& in) {
+  if (!sa_) return;
   SaContext ctx;
   ctx.snap = snapshot_;
   ctx.mc = &mc_->groups();
@@ -1228,7 +1236,7 @@ void SubnetManager::serve_sa(const mad::InMad& in) {
   ctx.sm_priority = opts_.sm_priority;
   ctx.sm_act_count = act_count();
   ctx.qos = opts_.qos.enabled;
-  auto ans = sa_.answer(std::span<const uint8_t>(in.mad.data(), in.len), ctx);
+  auto ans = sa_->answer(std::span<const uint8_t>(in.mad.data(), in.len), ctx);
   if (!ans) return;
   if (auto r = t_.send_long(*ans, mad::SendAddr::gsi(in.slid, in.sqpn, in.pkey_index, in.sl)); !r)
     WEFT_LOG(Warn, "SA-0001") << "answer to LID " << in.slid.value << " QP " << in.sqpn
@@ -1237,7 +1245,7 @@ void SubnetManager::serve_sa(const mad::InMad& in) {
   // groups' trees change now, on the published snapshot.
   bool changed = false;
   std::vector<uint16_t> mlids;
-  for (const auto& c : sa_.take_mc_changes()) {
+  for (const auto& c : sa_->take_mc_changes()) {
     if (c.kind == McChange::kCreated) send_reports(kTrapMcCreated, c.mgid), changed = true;
     if (c.kind == McChange::kDeleted) send_reports(kTrapMcDeleted, c.mgid), changed = true;
     mlids.push_back(c.mlid);

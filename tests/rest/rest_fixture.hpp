@@ -16,6 +16,7 @@
 #include "../../rest/src/jobs.hpp"
 #include "weft/rest/api.hpp"
 #include "weft/rest/auth.hpp"
+#include "weft/sa/sa.hpp"
 #include "weft/simulator/generators.hpp"
 #include "weft/simulator/sim_transport.hpp"
 #include "weft/sm/subnet_manager.hpp"
@@ -181,7 +182,7 @@ struct RestRig {
     EXPECT_TRUE(store) << (store ? "" : store.error().message);
     o.partitions = store->merged();
     o.partitions_generation = store->generation();
-    smgr.emplace(transport, std::move(o));
+    smgr.emplace(transport, std::move(o), std::make_unique<sa::SaAgent>());
     if (bring_up) {
       auto rep = smgr->sweep();
       EXPECT_TRUE(rep && rep->subnet_up);

@@ -49,6 +49,9 @@ struct PortAttrs {
   bool operator==(const PortAttrs&) const = default;
 };
 
+// A link's signalling rate in Gb/s from PortInfo's active width and speed (4x EDR: 100).
+double link_gbps(const PortAttrs& a);
+
 using NodeIndex = uint32_t;
 constexpr NodeIndex kNoNode = 0xFFFFFFFF;
 

@@ -27,6 +27,8 @@ using SmpData = std::array<uint8_t, kSmpDataSize>;
 // Management classes and methods (IBTA 13.4.4, 14.2.1).
 constexpr uint8_t kClassSmiLid = 0x01;
 constexpr uint8_t kClassSmiDirect = 0x81;
+constexpr uint8_t kClassSa = 0x03;  // SubnAdm (weft/sa/sa.hpp answers it)
+constexpr size_t kSaHeader = 56;    // MAD + RMPP + SA headers (IBTA 15.2.1.1)
 constexpr uint8_t kMethodGet = 0x01;
 constexpr uint8_t kMethodSet = 0x02;
 constexpr uint8_t kMethodGetResp = 0x81;
@@ -132,7 +134,7 @@ struct Gmp {
   bool is_response() const { return (method & 0x80) != 0; }
 };
 MadBuf encode_gmp(const Gmp& g);
-// Decodes a GMP's common header; refuses SMPs, the SA's class (sa.hpp) and anything
+// Decodes a GMP's common header; refuses SMPs, the SA's class (weft/sa/sa.hpp) and anything
 // that is not a whole version-1 MAD.
 Result<Gmp> decode_gmp(const uint8_t* buf, size_t len);
 

@@ -1,17 +1,14 @@
 // weft/sm/path_query.hpp — a route as the switches will forward it: the hops from one
-// end port to another through the programmed forwarding tables of a snapshot, and the
-// PathRecord the SA answers for the pair (SL, MTU, rate, P_Key), asked of a real SA
-// agent so that the two can never disagree.
+// end port to another through the programmed forwarding tables of a snapshot (the
+// PathRecord the SA answers for the pair is sa::path_record, weft/sa/sa.hpp).
 //
 //   auto hops = trace_route(*snap, src, dst);           // hops.hops, hops.problem
-//   auto pr = path_record(*snap, sa_context, src, dst); // nullopt: the SA has no path
 #pragma once
 
 #include <optional>
 #include <string>
 #include <vector>
 
-#include "weft/sm/sa.hpp"
 #include "weft/sm/snapshot.hpp"
 
 namespace weft::sm {
@@ -29,11 +26,10 @@ struct TracedRoute {
   std::string problem;  // why not, when not complete: a drop, a loop, a dead end
 };
 
+// The LID packets to an end port are sent to: a switch's port 0's, else the port's own.
+uint16_t base_lid(const fabric::Fabric& f, EndPort e);
+
 // Follows the tables of `snap` toward `dst`'s base LID.
 TracedRoute trace_route(const SubnetSnapshot& snap, EndPort src, EndPort dst);
-
-// The PathRecord weft's SA gives from `src` to `dst` (base LIDs), from `ctx` (its
-// snapshot and QoS settings).
-std::optional<PathInfo> path_record(const SaContext& ctx, EndPort src, EndPort dst);
 
 }  // namespace weft::sm

@@ -1,4 +1,5 @@
-// weft/sm/sa_stats.hpp — what the SA has answered, for summaries and /metrics.
+// weft/sm/sa_stats.hpp — what the SA has answered, for summaries and /metrics (the SM
+// publishes its SA's counts; weft/sa/sa.hpp names the attributes).
 #pragma once
 
 #include <cstdint>
@@ -14,8 +15,5 @@ struct SaStats {
   // Answers by (attribute id, MAD status): the metrics' SA queries by attribute and status.
   std::map<std::pair<uint16_t, uint16_t>, uint64_t> by_attr_status;
 };
-
-// "PathRecord", "NodeRecord", ... (the attribute's IBTA name; hex for others).
-std::string sa_attr_name(uint16_t attr);
 
 }  // namespace weft::sm

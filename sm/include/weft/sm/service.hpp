@@ -7,7 +7,8 @@
 // after it. A standby polls its master every sminfo_polling_timeout ms instead, and
 // sweeps to take over when it is gone.
 //
-//   SmService svc(transport, sm_options, std::move(store), events, {.sweep_interval = 10s});
+//   SmService svc(transport, sm_options, std::make_unique<sa::SaAgent>(), std::move(store),
+//                 events, {.sweep_interval = 10s});
 //   std::thread rest([&] { serve_rest(svc, ...); });   // reads svc.published(), posts commands
 //   return svc.run();                                   // until stop()
 #pragma once
@@ -38,8 +39,9 @@ struct ServiceOptions {
 
 class SmService {
  public:
-  SmService(mad::Transport& t, SmOptions o, PartitionStore store, EventLog& events,
-            ServiceOptions so);
+  // `sa`: the Subnet Administrator the SM serves beside (SubnetManager's).
+  SmService(mad::Transport& t, SmOptions o, std::unique_ptr<SubnAdm> sa, PartitionStore store,
+            EventLog& events, ServiceOptions so);
   ~SmService();
   boost::asio::io_context& io() { return io_; }
 

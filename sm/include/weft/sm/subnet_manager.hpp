@@ -39,9 +39,9 @@
 #include "weft/sm/lid_manager.hpp"
 #include "weft/sm/mkey.hpp"
 #include "weft/sm/perf_manager.hpp"
-#include "weft/sm/sa.hpp"
 #include "weft/sm/sm_role.hpp"
 #include "weft/sm/snapshot.hpp"
+#include "weft/sm/subn_adm.hpp"
 #include "weft/sm/traps.hpp"
 #include "weft/store/state_store.hpp"
 
@@ -112,7 +112,8 @@ struct SweepRun;
 
 class SubnetManager {
  public:
-  SubnetManager(mad::Transport& t, SmOptions o);
+  // `sa`: the Subnet Administrator that answers the SubnAdm MADs (none: they are dropped).
+  SubnetManager(mad::Transport& t, SmOptions o, std::unique_ptr<SubnAdm> sa = nullptr);
   ~SubnetManager();
   SubnetManager(const SubnetManager&) = delete;
   SubnetManager& operator=(const SubnetManager&) = delete;
@@ -168,7 +169,7 @@ class SubnetManager {
   // On the SM's own thread: what the SA answers from.
   std::shared_ptr<const SubnetSnapshot> snapshot() const { return snapshot_; }
   const mad::EngineStats& mad_stats() const { return eng_.stats(); }
-  const SaStats& sa_stats() const { return sa_.stats(); }
+  const SaStats& sa_stats() const;
   const McDb& multicast() const;
   // From any thread: what the SM last published.
   std::shared_ptr<const Published> published() const { return published_.load(); }
@@ -223,7 +224,7 @@ class SubnetManager {
 
   mad::Transport& t_;
   SmOptions opts_;
-  SaAgent sa_;
+  std::unique_ptr<SubnAdm> sa_;
   mad::MadEngine eng_;
   mad::SyncDriver sync_driver_;
   mad::Driver* driver_;

@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <cstring>
 
-#include "sa_records.hpp"
+#include "records.hpp"
 
-namespace weft::sm::sa_detail {
+namespace weft::sa::detail {
 
 // --- MCMemberRecord ------------------------------------------------------------------
 // Layout (IBTA 15.2.5.17): MGID 0, PortGID 16, Q_Key 32, MLID 36, MTU 38, TClass 39,
@@ -237,4 +237,4 @@ std::optional<std::array<uint8_t, 56>> mc_leave(const Query& q, Answer& a, McDb&
 // ServiceRecord (IBTA 15.2.5.14, 176 bytes): ServiceID 0, ServiceGID 8, ServiceP_Key 24,
 // ServiceLease 28, ServiceKey 32, ServiceName 48 (64 bytes), ServiceData8 112 (16 x 1),
 
-}  // namespace weft::sm::sa_detail
+}  // namespace weft::sa::detail

@@ -1,9 +1,9 @@
-// sm/src/sa_records.hpp — what the SA's record families share, private to the SA: a record's
+// sa/src/records.hpp — what the SA's record families share, private to the SA: a record's
 // layout (component bit -> the bytes it selects), one request as a handler sees it, the answer
 // it fills, the byte and rate helpers, and each family's handlers. One file per family:
-// sa_node_port.cpp (NodeRecord, PortInfoRecord, SMInfoRecord, LinkRecord, P_KeyTableRecord,
+// node_port.cpp (NodeRecord, PortInfoRecord, SMInfoRecord, LinkRecord, P_KeyTableRecord,
 // SwitchInfoRecord, LinearForwardingTableRecord, SL2VLTableRecord, VLArbitrationTableRecord),
-// sa_path.cpp (PathRecord, MultiPathRecord), sa_multicast.cpp (MCMemberRecord), sa_service.cpp
+// path.cpp (PathRecord, MultiPathRecord), multicast.cpp (MCMemberRecord), service.cpp
 // (ServiceRecord, InformInfo, InformInfoRecord, Reports); sa.cpp holds the dispatch table.
 #pragma once
 
@@ -16,10 +16,11 @@
 #include <utility>
 #include <vector>
 
-#include "weft/sm/sa.hpp"
+#include "weft/sa/sa.hpp"
 
-namespace weft::sm::sa_detail {
+namespace weft::sa::detail {
 
+using fabric::link_gbps;
 using fabric::NodeIndex;
 
 constexpr size_t kMaxRecords = size_t(1) << 20;  // a GetTable larger than this: NO_RESOURCES
@@ -136,7 +137,7 @@ bool add(Answer& a, const Layout& l, const uint8_t* cand, const Query& q);
 // Components beyond a record's known fields make a request this SA cannot honour.
 bool mask_ok(const Layout& l, uint64_t mask);
 
-// --- node and port records (sa_node_port.cpp) ------------------------------------------
+// --- node and port records (node_port.cpp) ------------------------------------------
 const Layout& node_record();
 const Layout& port_info_record();
 const Layout& sm_info_record();
@@ -156,7 +157,7 @@ void lft_records(const Query& q, Answer& a);
 void sl2vl_records(const Query& q, Answer& a);
 void vlarb_records(const Query& q, Answer& a);
 
-// --- PathRecord and MultiPathRecord (sa_path.cpp) --------------------------------------
+// --- PathRecord and MultiPathRecord (path.cpp) --------------------------------------
 struct PathEnd {
   NodeIndex n;
   PortNum p;
@@ -169,7 +170,7 @@ void path_records(const Query& q, Answer& a);
 void multipath_records(const SaContext& ctx, const SaAgent::Index& idx,
                        std::span<const uint8_t> rec, uint64_t mask, Answer& a);
 
-// --- MCMemberRecord (sa_multicast.cpp) -------------------------------------------------
+// --- MCMemberRecord (multicast.cpp) -------------------------------------------------
 const Layout& mc_member_record();
 void mc_member_records(const Query& q, Answer& a, McDb& db);
 // SubnAdmSet: join (creating the group if needed). Returns the member's record.
@@ -179,7 +180,7 @@ std::optional<std::array<uint8_t, 56>> mc_join(const Query& q, Answer& a, McDb& 
 std::optional<std::array<uint8_t, 56>> mc_leave(const Query& q, Answer& a, McDb& db,
                                                 std::vector<McChange>& changed);
 
-// --- ServiceRecord, InformInfo, InformInfoRecord (sa_service.cpp) ----------------------
+// --- ServiceRecord, InformInfo, InformInfoRecord (service.cpp) ----------------------
 const Layout& service_record();
 const Layout& inform_info_record();
 // ServiceRecord Set (register, with a lease), Delete, and Get/GetTable.
@@ -189,4 +190,4 @@ void service_request(const Query& q, Answer& a, uint8_t method,
 void inform_request(const Query& q, Answer& a, std::vector<SaAgent::Subscription>& subs);
 void inform_info_records(const Query& q, Answer& a, const std::vector<SaAgent::Subscription>& subs);
 
-}  // namespace weft::sm::sa_detail
+}  // namespace weft::sa::detail

@@ -1,11 +1,10 @@
 // The SA's shared record helpers: field spans probed from libibmad's tables, matching a
-// candidate record against a request's components, IBTA rate codes, and a link's speed.
+// candidate record against a request's components, IBTA rate codes.
 #include <algorithm>
 
-#include "sa_records.hpp"
+#include "records.hpp"
 
-namespace weft::sm {
-namespace sa_detail {
+namespace weft::sa::detail {
 
 Span probe(MAD_FIELDS f, int base, bool wide) {
   std::array<uint8_t, 256> buf{};
@@ -76,47 +75,4 @@ bool mask_ok(const Layout& l, uint64_t mask) {
   return l.fields.size() >= 64 || (mask >> l.fields.size()) == 0;
 }
 
-}  // namespace sa_detail
-
-double link_gbps(const fabric::PortAttrs& a) {
-  double lanes = 1;
-  switch (a.width_active) {
-    case 1:
-      lanes = 1;
-      break;
-    case 2:
-      lanes = 4;
-      break;
-    case 4:
-      lanes = 8;
-      break;
-    case 8:
-      lanes = 12;
-      break;
-    case 16:
-      lanes = 2;
-      break;
-    default:
-      lanes = 1;
-  }
-  double lane = 2.5;
-  switch (a.speed_ext_active) {
-    case 1:
-      lane = 14;
-      break;
-    case 2:
-      lane = 25;
-      break;
-    case 4:
-      lane = 50;
-      break;
-    case 8:
-      lane = 100;
-      break;
-    default:
-      lane = a.speed_active >= 4 ? 10 : a.speed_active >= 2 ? 5 : 2.5;
-  }
-  return lanes * lane;
-}
-
-}  // namespace weft::sm
+}  // namespace weft::sa::detail

@@ -2,9 +2,9 @@
 #include <algorithm>
 #include <cstring>
 
-#include "sa_records.hpp"
+#include "records.hpp"
 
-namespace weft::sm::sa_detail {
+namespace weft::sa::detail {
 
 // ServiceData16 128 (8 x 2), ServiceData32 144 (4 x 4), ServiceData64 160 (2 x 8).
 constexpr size_t kServiceRecordSize = 176;
@@ -143,11 +143,11 @@ void inform_info_records(const Query& q, Answer& a,
   }
 }
 
-}  // namespace weft::sm::sa_detail
+}  // namespace weft::sa::detail
 
-namespace weft::sm {
+namespace weft::sa {
 
-using namespace sa_detail;
+using namespace detail;
 
 void SaAgent::forget_ports(const std::function<bool(uint64_t)>& alive) {
   std::erase_if(services_, [&](const Service& s) { return !alive(be64(s.rec.data() + 16)); });
@@ -178,4 +178,4 @@ std::vector<SaAgent::Report> SaAgent::reports(uint16_t trap, const std::array<ui
   return out;
 }
 
-}  // namespace weft::sm
+}  // namespace weft::sa

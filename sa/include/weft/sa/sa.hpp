@@ -1,11 +1,11 @@
-// weft/sm/sa.hpp — the Subnet Administrator (SubnAdm class 0x03): answers Get and
+// weft/sa/sa.hpp — the Subnet Administrator (SubnAdm class 0x03): answers Get and
 // GetTable for the records below from the SM's last published snapshot, honouring
 // component masks, with the IBTA status codes for what it cannot answer. It is
 // pure: request bytes and a snapshot in, answer bytes out (the caller sends them;
 // answers longer than one MAD go out RMPP-active). Nothing a requester sends can
 // crash it or make it allocate without bound.
 //
-//   weft::sm::SaAgent sa;
+//   weft::sa::SaAgent sa;   // the SM holds it as its sm::SubnAdm
 //   auto ans = sa.answer(req_bytes, ctx);   // nullopt: not an SA request, dropped
 //   if (ans) transport.send_long(*ans, reply_address);
 //
@@ -31,24 +31,30 @@
 #include <vector>
 
 #include "weft/mad/mad.hpp"
-#include "weft/qos/vl_tables.hpp"
-#include "weft/sm/multicast.hpp"
-#include "weft/sm/sa_stats.hpp"
-#include "weft/sm/snapshot.hpp"
+#include "weft/sm/path_query.hpp"
+#include "weft/sm/subn_adm.hpp"
 
-namespace weft::sm {
+namespace weft::sa {
 
-// A link's signalling rate in Gb/s from PortInfo's active width and speed (4x EDR: 100).
-double link_gbps(const fabric::PortAttrs& a);
+// What the SA takes from the SM (weft/sm/subn_adm.hpp).
+using sm::Gid;
+using sm::kDefaultSubnetPrefix;
+using sm::kJoinFull;
+using sm::kTrapGidIn, sm::kTrapGidOut, sm::kTrapMcCreated, sm::kTrapMcDeleted;
+using sm::McChange;
+using sm::McDb;
+using sm::McGroup;
+using sm::SaContext;
+using sm::SaStats;
+using sm::SubnetSnapshot;
 
-constexpr uint8_t kClassSa = 0x03;
+using mad::kClassSa;
+using mad::kSaHeader;
 constexpr uint8_t kMethodGetTable = 0x12;
 constexpr uint8_t kMethodGetTableResp = 0x92;
 constexpr uint8_t kMethodDelete = 0x15;
 constexpr uint8_t kMethodGetMulti = 0x14;
 constexpr uint8_t kMethodGetMultiResp = 0x94;
-constexpr size_t kSaHeader = 56;  // MAD + RMPP + SA headers
-constexpr uint64_t kDefaultSubnetPrefix = 0xfe80000000000000ull;
 
 // SA attribute ids (IBTA 15.2.5).
 constexpr uint16_t kSaClassPortInfo = 0x0001;
@@ -69,8 +75,6 @@ constexpr uint16_t kSaInformInfo = 0x0003;
 constexpr uint16_t kSaInformInfoRecord = 0x00F3;
 constexpr uint16_t kSaNotice = 0x0002;
 constexpr uint8_t kMethodReport = 0x06;
-// Traps the SA reports to subscribers (IBTA 14.2.5.1).
-constexpr uint16_t kTrapGidIn = 64, kTrapGidOut = 65, kTrapMcCreated = 66, kTrapMcDeleted = 67;
 constexpr uint8_t kMethodDeleteResp = 0x95;
 
 // MAD status values an SA answer carries (IBTA 13.4.7, 15.2.1.2).
@@ -85,28 +89,6 @@ constexpr uint16_t kSaStatusTooManyRecords = 0x0400;
 constexpr uint16_t kSaStatusInvalidGid = 0x0500;
 constexpr uint16_t kSaStatusInsufficientComponents = 0x0600;
 
-// What the SA answers from: the snapshot and what the SM says about itself.
-struct SaContext {
-  std::shared_ptr<const SubnetSnapshot> snap;
-  Guid sm_guid;
-  uint8_t sm_priority = 0;
-  uint32_t sm_act_count = 0;
-  uint64_t subnet_prefix = kDefaultSubnetPrefix;
-  uint8_t packet_life = 0x12;  // OpenSM's packet_life_time default
-  bool qos = false;            // partition SLs apply only under QoS, as in OpenSM
-  McDb* mc = nullptr;          // multicast groups: MCMemberRecord Set and Delete change them
-  uint16_t mft_cap = 0;        // MLIDs every switch holds (the least MulticastFDBCap)
-  // SL2VL and VLArb as weft programs them (SL2VLRecords only when it does: under
-  // QoS or with routing layers; VLArbRecords under QoS).
-  const qos::QosConfig* qos_cfg = nullptr;
-  int64_t now_s = 0;  // the SM's clock, for service leases
-  // Who asks (InformInfo subscriptions answer there).
-  Lid requester;
-  uint32_t requester_qpn = 0;
-  uint16_t requester_pkey_index = 0;
-  uint8_t requester_sl = 0;
-};
-
 // A PathRecord question in types: from SLID to DLID, and what else it selects (the SL,
 // the P_Key). What a host's Get(PathRecord) with those components asks, without a MAD.
 struct PathQuery {
@@ -115,32 +97,27 @@ struct PathQuery {
   std::optional<uint16_t> pkey;
 };
 
-// What an SA request did to the multicast groups, for the SM to act on: a group made
-// (trap 66 to subscribers), a group gone (trap 67), a group whose members changed. Each
-// names the group's MLID, whose tree the SM routes again.
-struct McChange {
-  enum Kind : uint8_t { kCreated, kDeleted, kMembers } kind;
-  Gid mgid;
-  uint16_t mlid = 0;
-};
-
 // The PathRecord's answer, in types.
 struct PathInfo {
   uint16_t slid = 0, dlid = 0, pkey = 0;
   uint8_t sl = 0, mtu = 0, rate = 0, packet_life = 0;
 };
 
-class SaAgent {
+// "PathRecord", "NodeRecord", ... (the attribute's IBTA name; hex for others).
+std::string sa_attr_name(uint16_t attr);
+
+class SaAgent final : public sm::SubnAdm {
  public:
   // The one PathRecord the SA answers for `q` from its index over ctx.snap (the same
   // code path a Get(PathRecord) takes); nullopt when it answers none.
   std::optional<PathInfo> path(const SaContext& ctx, const PathQuery& q);
   // The whole answer (header + records): one MAD for Get, RMPP-active for
   // GetTable. nullopt for anything that is not an SA request (dropped).
-  std::optional<std::vector<uint8_t>> answer(std::span<const uint8_t> req, const SaContext& ctx);
-  const SaStats& stats() const { return stats_; }
+  std::optional<std::vector<uint8_t>> answer(std::span<const uint8_t> req,
+                                             const SaContext& ctx) override;
+  const SaStats& stats() const override { return stats_; }
   // What joins and leaves did to the groups since the last call (their MFTs need writing).
-  std::vector<McChange> take_mc_changes() { return std::exchange(mc_changes_, {}); }
+  std::vector<McChange> take_mc_changes() override { return std::exchange(mc_changes_, {}); }
 
   // Services (ServiceRecord Set/Delete/Get) and trap subscriptions (InformInfo).
   struct Service {
@@ -157,17 +134,11 @@ class SaAgent {
   const std::vector<Service>& services() const { return services_; }
   const std::vector<Subscription>& subscriptions() const { return subs_; }
   // Services of ports no longer in the fabric go, as their subscriptions do.
-  void forget_ports(const std::function<bool(uint64_t port_guid)>& alive);
+  void forget_ports(const std::function<bool(uint64_t port_guid)>& alive) override;
   // Report(Notice) MADs for `trap` (about `gid`) to every subscriber that asked for it.
-  struct Report {
-    std::vector<uint8_t> mad;
-    Lid lid;
-    uint32_t qpn;
-    uint16_t pkey_index;
-    uint8_t sl;
-  };
-  std::vector<Report> reports(uint16_t trap, const std::array<uint8_t, 16>& gid, Lid sm_lid,
-                              Guid sm_guid, uint64_t subnet_prefix);
+  using Report = sm::SaReport;
+  std::vector<Report> reports(uint16_t trap, const Gid& gid, Lid sm_lid, Guid sm_guid,
+                              uint64_t subnet_prefix) override;
 
   // The index the answers use, rebuilt when the snapshot changes.
   struct Index {
@@ -192,4 +163,8 @@ class SaAgent {
   uint64_t report_tid_ = 0;
 };
 
-}  // namespace weft::sm
+// The PathRecord weft's SA gives from `src` to `dst` (base LIDs), from `ctx` (its
+// snapshot and QoS settings): what the REST path query shows beside the hops.
+std::optional<PathInfo> path_record(const SaContext& ctx, sm::EndPort src, sm::EndPort dst);
+
+}  // namespace weft::sa

@@ -5,9 +5,9 @@
 
 #include "weft/routing/walk.hpp"
 
-#include "sa_records.hpp"
+#include "records.hpp"
 
-namespace weft::sm::sa_detail {
+namespace weft::sa::detail {
 
 bool path_record(const Query& q, const PathEnd& s, const PathEnd& d, Answer& a) {
   const auto& snap = *q.ctx.snap;
@@ -282,4 +282,4 @@ void multipath_records(const SaContext& ctx, const SaAgent::Index& idx,
     }
 }
 
-}  // namespace weft::sm::sa_detail
+}  // namespace weft::sa::detail

@@ -12,14 +12,15 @@
 #include "weft/config/partitions.hpp"
 #include "weft/config/qos_policy.hpp"
 #include "weft/mad/rmpp.hpp"
+#include "weft/sa/sa.hpp"
 #include "weft/simulator/generators.hpp"
 #include "weft/simulator/sim_transport.hpp"
-#include "weft/sm/sa.hpp"
 #include "weft/sm/subnet_manager.hpp"
 
 using namespace weft;
 using namespace weft::mad;
 using namespace weft::sm;
+using namespace weft::sa;
 using namespace weft::simulator;
 using fabric::NodeIndex;
 
@@ -41,7 +42,7 @@ struct Fixture {
     o.lmc = lmc;
     o.routing_engine = std::move(engine);
     if (!partitions.empty()) o.partitions = *config::parse_partitions(partitions, "p.conf");
-    sm = std::make_unique<SubnetManager>(t, o);
+    sm = std::make_unique<SubnetManager>(t, o, std::make_unique<SaAgent>());
     auto rep = sm->sweep();
     EXPECT_TRUE(rep && rep->subnet_up);
   }

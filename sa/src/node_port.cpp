@@ -5,9 +5,9 @@
 #include <cstring>
 #include <tuple>
 
-#include "sa_records.hpp"
+#include "records.hpp"
 
-namespace weft::sm::sa_detail {
+namespace weft::sa::detail {
 
 const Layout& node_record() {
   static const Layout l = [] {
@@ -358,4 +358,4 @@ void vlarb_records(const Query& q, Answer& a) {
   }
 }
 
-}  // namespace weft::sm::sa_detail
+}  // namespace weft::sa::detail

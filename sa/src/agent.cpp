@@ -1,7 +1,7 @@
 // The SA agent: its index over the snapshot, the one dispatch table of {attribute, methods,
 // layout, handler}, the answer's header and status, and the typed path query. The records
-// themselves are built by their families (sa_records.hpp names them).
-#include "weft/sm/sa.hpp"
+// themselves are built by their families (records.hpp names them).
+#include "weft/sa/sa.hpp"
 
 #include <infiniband/mad.h>
 
@@ -10,12 +10,12 @@
 #include <cstring>
 #include <optional>
 
-#include "sa_records.hpp"
+#include "records.hpp"
 #include "weft/log.hpp"
 
-namespace weft::sm {
+namespace weft::sa {
 
-using namespace sa_detail;
+using namespace detail;
 
 const SaAgent::Index& SaAgent::index(const SaContext& ctx) {
   if (idx_.snap == ctx.snap.get()) return idx_;
@@ -222,6 +222,15 @@ std::optional<PathInfo> SaAgent::path(const SaContext& ctx, const PathQuery& pq)
   return p;
 }
 
+std::optional<PathInfo> path_record(const SaContext& ctx, sm::EndPort src, sm::EndPort dst) {
+  if (!ctx.snap) return std::nullopt;
+  SaAgent sa;
+  PathQuery q;
+  q.slid = sm::base_lid(ctx.snap->fabric, src);
+  q.dlid = sm::base_lid(ctx.snap->fabric, dst);
+  return sa.path(ctx, q);
+}
+
 std::optional<std::vector<uint8_t>> SaAgent::answer(std::span<const uint8_t> req,
                                                     const SaContext& ctx) {
   // Too short to hold a MAD header, not SubnAdm, or a response (TrapRepress, 0x07, is
@@ -331,4 +340,4 @@ std::optional<std::vector<uint8_t>> SaAgent::answer(std::span<const uint8_t> req
   return respond(resp);
 }
 
-}  // namespace weft::sm
+}  // namespace weft::sa

@@ -1,0 +1,88 @@
+// weft/sm/subn_adm.hpp — the SM's seam to the Subnet Administrator beside it (sa/:
+// weft::sa::SaAgent). The SM hands it the SubnAdm MADs its engine receives, with what the
+// SA answers from (SaContext: the published snapshot, the multicast groups, what the SM
+// says of itself); applies what the SA did to the multicast groups (McChange); asks it for
+// the Reports of the traps the SM raises (ports in and out, groups made and gone); and
+// tells it which ports left. The SM knows no SA record; whoever composes the daemon gives
+// it its SA (none: SubnAdm MADs are dropped).
+//
+//   auto sm = SubnetManager(transport, options, std::make_unique<sa::SaAgent>());
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "weft/qos/vl_tables.hpp"
+#include "weft/sm/multicast.hpp"
+#include "weft/sm/sa_stats.hpp"
+#include "weft/sm/snapshot.hpp"
+
+namespace weft::sm {
+
+constexpr uint64_t kDefaultSubnetPrefix = 0xfe80000000000000ull;
+// Traps the SA reports to subscribers (IBTA 14.2.5.1).
+constexpr uint16_t kTrapGidIn = 64, kTrapGidOut = 65, kTrapMcCreated = 66, kTrapMcDeleted = 67;
+
+// What the SA answers from: the snapshot and what the SM says about itself.
+struct SaContext {
+  std::shared_ptr<const SubnetSnapshot> snap;
+  Guid sm_guid;
+  uint8_t sm_priority = 0;
+  uint32_t sm_act_count = 0;
+  uint64_t subnet_prefix = kDefaultSubnetPrefix;
+  uint8_t packet_life = 0x12;  // OpenSM's packet_life_time default
+  bool qos = false;            // partition SLs apply only under QoS, as in OpenSM
+  McDb* mc = nullptr;          // multicast groups: MCMemberRecord Set and Delete change them
+  uint16_t mft_cap = 0;        // MLIDs every switch holds (the least MulticastFDBCap)
+  // SL2VL and VLArb as weft programs them (SL2VLRecords only when it does: under
+  // QoS or with routing layers; VLArbRecords under QoS).
+  const qos::QosConfig* qos_cfg = nullptr;
+  int64_t now_s = 0;  // the SM's clock, for service leases
+  // Who asks (InformInfo subscriptions answer there).
+  Lid requester;
+  uint32_t requester_qpn = 0;
+  uint16_t requester_pkey_index = 0;
+  uint8_t requester_sl = 0;
+};
+
+// What an SA request did to the multicast groups, for the SM to act on: a group made
+// (trap 66 to subscribers), a group gone (trap 67), a group whose members changed. Each
+// names the group's MLID, whose tree the SM routes again.
+struct McChange {
+  enum Kind : uint8_t { kCreated, kDeleted, kMembers } kind;
+  Gid mgid;
+  uint16_t mlid = 0;
+};
+
+// A Report(Notice) MAD for one subscriber, and where it goes.
+struct SaReport {
+  std::vector<uint8_t> mad;
+  Lid lid;
+  uint32_t qpn;
+  uint16_t pkey_index;
+  uint8_t sl;
+};
+
+class SubnAdm {
+ public:
+  virtual ~SubnAdm() = default;
+  // The whole answer to a SubnAdm MAD (header + records; longer than one MAD: RMPP-active).
+  // nullopt for anything that is not an SA request (dropped).
+  virtual std::optional<std::vector<uint8_t>> answer(std::span<const uint8_t> req,
+                                                     const SaContext& ctx) = 0;
+  // What joins and leaves did to the groups since the last call (their MFTs need writing).
+  virtual std::vector<McChange> take_mc_changes() = 0;
+  // Report(Notice) MADs for `trap` (about `gid`) to every subscriber that asked for it.
+  virtual std::vector<SaReport> reports(uint16_t trap, const Gid& gid, Lid sm_lid, Guid sm_guid,
+                                        uint64_t subnet_prefix) = 0;
+  // Services and subscriptions of ports no longer in the fabric go.
+  virtual void forget_ports(const std::function<bool(uint64_t port_guid)>& alive) = 0;
+  virtual const SaStats& stats() const = 0;
+};
+
+}  // namespace weft::sm
