@@ -17,31 +17,6 @@ namespace weft::sa {
 
 using namespace detail;
 
-const SaAgent::Index& SaAgent::index(const SaContext& ctx) {
-  if (idx_.snap == ctx.snap.get()) return idx_;
-  idx_ = Index{};
-  idx_.snap = ctx.snap.get();
-  if (!ctx.snap) return idx_;
-  const auto& f = ctx.snap->fabric;
-  idx_.lid_of.resize(f.size());
-  for (NodeIndex n = 0; n < f.size(); ++n) {
-    const auto& nd = f.node(n);
-    idx_.lid_of[n].assign(nd.ports.size(), 0);
-    for (PortNum p = 0; p < nd.ports.size(); ++p) {
-      const bool end = nd.is_switch() ? p == 0 : (p > 0 && nd.ports[p].linked());
-      if (!end) continue;
-      const auto& a = nd.ports[p].attrs;
-      if (!a.lid.is_unicast()) continue;
-      idx_.lid_of[n][p] = a.lid.value;
-      const size_t top = size_t(a.lid.value) + (size_t(1) << a.lmc);
-      if (idx_.by_lid.size() < top) idx_.by_lid.resize(top, {fabric::kNoNode, 0});
-      for (size_t l = a.lid.value; l < top; ++l) idx_.by_lid[l] = {n, p};
-      idx_.by_guid[nd.ports[p].guid.value] = {n, p};
-    }
-  }
-  return idx_;
-}
-
 namespace {
 
 constexpr size_t kMaxMultiPathRequest = 64 * 1024;  // what the transport takes whole
@@ -188,9 +163,9 @@ std::string sa_attr_name(uint16_t attr) {
   return b;
 }
 
-std::optional<PathInfo> SaAgent::path(const SaContext& ctx, const PathQuery& pq) {
+std::optional<PathInfo> SaAgent::path(const SaContext& ctx, const PathQuery& pq) const {
   if (!ctx.snap) return std::nullopt;
-  const Index& idx = index(ctx);
+  const Index& idx = ctx.snap->ends;
   const auto s = idx.at(pq.slid), d = idx.at(pq.dlid);
   if (!s || !d) return std::nullopt;
   // The record as a requester fills it, with the component mask it sends.
@@ -224,11 +199,10 @@ std::optional<PathInfo> SaAgent::path(const SaContext& ctx, const PathQuery& pq)
 
 std::optional<PathInfo> path_record(const SaContext& ctx, sm::EndPort src, sm::EndPort dst) {
   if (!ctx.snap) return std::nullopt;
-  SaAgent sa;
   PathQuery q;
   q.slid = sm::base_lid(ctx.snap->fabric, src);
   q.dlid = sm::base_lid(ctx.snap->fabric, dst);
-  return sa.path(ctx, q);
+  return SaAgent().path(ctx, q);
 }
 
 std::optional<std::vector<uint8_t>> SaAgent::answer(std::span<const uint8_t> req,
@@ -309,7 +283,7 @@ std::optional<std::vector<uint8_t>> SaAgent::answer(std::span<const uint8_t> req
   std::array<uint8_t, mad::kMadSize - kSaHeader> rec{};
   if (req.size() > kSaHeader)
     std::memcpy(rec.data(), req.data() + kSaHeader, std::min(rec.size(), req.size() - kSaHeader));
-  const Index& idx = index(ctx);
+  const Index& idx = ctx.snap->ends;
   Query q{ctx, idx, rec.data(), be64(hdr.data() + 48), method == kMethodGetTable};
   // An attribute the SA does not serve, or a method its attribute does not take.
   if (!route || !(route->methods & method_bit(method))) {

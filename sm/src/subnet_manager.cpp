@@ -767,6 +767,7 @@ void SubnetManager::phase_publish(Result<void> pumped) {
   }
   if (!any_switch) snap->mft_cap = 0;
   snap->fabric = std::move(target);
+  snap->ends = EndPortIndex::of(snap->fabric);
   snap->tables = std::move(run.tables);
   if (opts_.qos.enabled && opts_.qos_policy)
     snap->qos_policy = std::make_shared<const qos::PolicyMatcher>(*opts_.qos_policy, snap->fabric,

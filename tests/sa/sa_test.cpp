@@ -136,6 +136,38 @@ constexpr uint64_t bit(int b) {
 
 }  // namespace
 
+// The snapshot's end-port index (what the SA and the REST path query look LIDs and GUIDs up
+// in): every end port with a LID once, by each LID of its LMC range and by its GUID; nothing
+// else.
+TEST(SaIndex, SnapshotIndexesEachEndPortByItsLidRangeAndGuid) {
+  Fixture fx("ft2:leaves=2,spines=2,hosts=3", "", "minhop", 1);
+  const auto& s = fx.snap();
+  const auto& f = s.fabric;
+  size_t ends = 0;
+  for (NodeIndex n = 0; n < f.size(); ++n) {
+    const auto& nd = f.node(n);
+    for (PortNum p = 0; p < nd.ports.size(); ++p) {
+      const bool end = nd.is_switch() ? p == 0 : (p > 0 && nd.ports[p].linked());
+      const auto& a = nd.ports[p].attrs;
+      if (!end) {
+        EXPECT_EQ(s.ends.lid_of[n][p], 0) << n << "/" << int(p);
+        continue;
+      }
+      ++ends;
+      ASSERT_TRUE(a.lid.is_unicast());
+      EXPECT_EQ(s.ends.lid_of[n][p], a.lid.value);
+      EXPECT_EQ(a.lmc, 1);
+      for (uint16_t k = 0; k < (1u << a.lmc); ++k)
+        EXPECT_EQ(s.ends.at(uint16_t(a.lid.value + k)), std::make_pair(n, p));
+      EXPECT_EQ(s.ends.by_guid.at(nd.ports[p].guid.value), std::make_pair(n, p));
+    }
+  }
+  EXPECT_EQ(ends, 4u + 6u);
+  EXPECT_EQ(s.ends.by_guid.size(), ends);
+  EXPECT_FALSE(s.ends.at(0));
+  EXPECT_FALSE(s.ends.at(uint16_t(s.ends.by_lid.size())));
+}
+
 TEST(Sa, NodeRecordsByLidAndTheWholeTableOverRmpp) {
   Fixture fx("ft2:leaves=4,spines=2,hosts=6");  // 6 switches, 24 CAs: 30 records
   SaAgent sa;

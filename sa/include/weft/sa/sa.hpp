@@ -108,9 +108,9 @@ std::string sa_attr_name(uint16_t attr);
 
 class SaAgent final : public sm::SubnAdm {
  public:
-  // The one PathRecord the SA answers for `q` from its index over ctx.snap (the same
-  // code path a Get(PathRecord) takes); nullopt when it answers none.
-  std::optional<PathInfo> path(const SaContext& ctx, const PathQuery& q);
+  // The one PathRecord the SA answers for `q` from the snapshot's index (the same code
+  // path a Get(PathRecord) takes); nullopt when it answers none.
+  std::optional<PathInfo> path(const SaContext& ctx, const PathQuery& q) const;
   // The whole answer (header + records): one MAD for Get, RMPP-active for
   // GetTable. nullopt for anything that is not an SA request (dropped).
   std::optional<std::vector<uint8_t>> answer(std::span<const uint8_t> req,
@@ -140,23 +140,11 @@ class SaAgent final : public sm::SubnAdm {
   std::vector<Report> reports(uint16_t trap, const Gid& gid, Lid sm_lid, Guid sm_guid,
                               uint64_t subnet_prefix) override;
 
-  // The index the answers use, rebuilt when the snapshot changes.
-  struct Index {
-    const SubnetSnapshot* snap = nullptr;
-    std::vector<std::pair<fabric::NodeIndex, PortNum>> by_lid;  // LID -> port; node kNoNode = none
-    std::unordered_map<uint64_t, std::pair<fabric::NodeIndex, PortNum>> by_guid;  // end ports
-    std::vector<std::vector<uint16_t>> lid_of;  // [node][port] base LID (0 = none)
-    // The end port a LID (base or LMC offset) belongs to.
-    std::optional<std::pair<fabric::NodeIndex, PortNum>> at(uint16_t lid) const {
-      if (lid >= by_lid.size() || by_lid[lid].first == fabric::kNoNode) return std::nullopt;
-      return by_lid[lid];
-    }
-  };
+  // The index the answers use: the snapshot's own, built once when the SM made it.
+  using Index = sm::EndPortIndex;
 
  private:
-  const Index& index(const SaContext& ctx);
   SaStats stats_;
-  Index idx_;
   std::vector<McChange> mc_changes_;
   std::vector<Service> services_;
   std::vector<Subscription> subs_;

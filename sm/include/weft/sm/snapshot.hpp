@@ -9,6 +9,7 @@
 #include <array>
 #include <iterator>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -72,6 +73,21 @@ struct SweepReport {
   std::vector<RemoteSm> sms;
 };
 
+// End ports (switch port 0, CA and router ports with a link) that hold a unicast LID, by
+// LID and by port GUID, and each one's base LID: the lookups the SA and the path query
+// make, built once with the snapshot.
+struct EndPortIndex {
+  std::vector<std::pair<fabric::NodeIndex, PortNum>> by_lid;  // LID -> port; node kNoNode = none
+  std::unordered_map<uint64_t, std::pair<fabric::NodeIndex, PortNum>> by_guid;
+  std::vector<std::vector<uint16_t>> lid_of;  // [node][port] base LID (0 = none)
+  // The end port a LID (base or LMC offset) belongs to.
+  std::optional<std::pair<fabric::NodeIndex, PortNum>> at(uint16_t lid) const {
+    if (lid >= by_lid.size() || by_lid[lid].first == fabric::kNoNode) return std::nullopt;
+    return by_lid[lid];
+  }
+  static EndPortIndex of(const fabric::Fabric& f);
+};
+
 // What the last sweep produced: the fabric it found and what weft programmed into it.
 // The SA answers from it, multicast trees are computed on it, and it never changes
 // once published: node indices, paths and end ports all belong to this fabric.
@@ -81,6 +97,7 @@ struct SubnetSnapshot {
   std::vector<mad::DrPath> node_paths;  // [node]: a directed route from the SM
   // End ports (CA and router ports, switch port 0) by port GUID.
   std::unordered_map<uint64_t, std::pair<fabric::NodeIndex, PortNum>> end_ports;
+  EndPortIndex ends;     // of `fabric`
   uint16_t mft_cap = 0;  // MLIDs every switch holds (the least MulticastFDBCap)
   qos::PartitionPlan partitions;
   // [node][port]: the P_Key table each port holds as weft laid it out (empty where

@@ -1,0 +1,26 @@
+#include "weft/sm/snapshot.hpp"
+
+namespace weft::sm {
+
+EndPortIndex EndPortIndex::of(const fabric::Fabric& f) {
+  EndPortIndex idx;
+  idx.lid_of.resize(f.size());
+  for (fabric::NodeIndex n = 0; n < f.size(); ++n) {
+    const auto& nd = f.node(n);
+    idx.lid_of[n].assign(nd.ports.size(), 0);
+    for (PortNum p = 0; p < nd.ports.size(); ++p) {
+      const bool end = nd.is_switch() ? p == 0 : (p > 0 && nd.ports[p].linked());
+      if (!end) continue;
+      const auto& a = nd.ports[p].attrs;
+      if (!a.lid.is_unicast()) continue;
+      idx.lid_of[n][p] = a.lid.value;
+      const size_t top = size_t(a.lid.value) + (size_t(1) << a.lmc);
+      if (idx.by_lid.size() < top) idx.by_lid.resize(top, {fabric::kNoNode, 0});
+      for (size_t l = a.lid.value; l < top; ++l) idx.by_lid[l] = {n, p};
+      idx.by_guid[nd.ports[p].guid.value] = {n, p};
+    }
+  }
+  return idx;
+}
+
+}  // namespace weft::sm
