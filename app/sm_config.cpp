@@ -203,7 +203,7 @@ Result<sm::SmOptions> sm_opts(const config::Values& v) {
         [](std::istream& in, const std::string& p) {
           std::ostringstream ss;
           ss << in.rdbuf();
-          return sm::perf::parse_thresholds(ss.str(), p);
+          return perf::parse_thresholds(ss.str(), p);
         },
         v.origin("perfmgr_error_thresholds_file"));
     if (!t) return std::unexpected(t.error());

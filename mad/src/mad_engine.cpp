@@ -15,7 +15,7 @@ std::string what(const SmpRequest& r) {
 
 std::string what(const GmpRequest& r) {
   const char* name = nullptr;
-  if (r.mad.mgmt_class == 0x04) {  // PerfMgt (perf_counters.hpp)
+  if (r.mad.mgmt_class == 0x04) {  // PerfMgt (perf/counters.hpp)
     if (r.mad.attr_id == 0x0001) name = "PerfMgt ClassPortInfo";
     if (r.mad.attr_id == 0x0012) name = "PortCounters";
     if (r.mad.attr_id == 0x001D) name = "PortCountersExtended";

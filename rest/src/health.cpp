@@ -1,4 +1,4 @@
-// Port counters and link health over REST: the PerfMgr's view (sm/perf_manager.hpp) as
+// Port counters and link health over REST: the PerfMgr's view (perf/manager.hpp) as
 // /api/v1/ports/{guid}/{num}/counters and /api/v1/health, marks cleared by
 // POST /api/v1/ports/{guid}/{num}/healthy, and UFM's app/unhealthy_ports on the facade.
 #include <fmt/format.h>
@@ -9,7 +9,7 @@
 
 #include "handlers.hpp"
 #include "views.hpp"
-#include "weft/sm/perf_manager.hpp"
+#include "weft/perf/manager.hpp"
 #include "weft/sm/subnet_manager.hpp"
 
 namespace weft::rest {
@@ -17,7 +17,6 @@ namespace weft::rest {
 namespace {
 
 using nlohmann::json;
-namespace perf = sm::perf;
 
 std::shared_ptr<const perf::PerfView> perf_view(const sm::Published& p) {
   return p.perf ? p.perf : std::make_shared<perf::PerfView>();

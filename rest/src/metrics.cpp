@@ -5,8 +5,8 @@
 #include <map>
 
 #include "handlers.hpp"
+#include "weft/perf/manager.hpp"
 #include "weft/sa/sa.hpp"
-#include "weft/sm/perf_manager.hpp"
 #include "weft/sm/sa_stats.hpp"
 #include "weft/sm/subnet_manager.hpp"
 
@@ -45,8 +45,6 @@ struct Writer {
     sample(name, v);
   }
 };
-
-namespace perf = sm::perf;
 
 // The PerfMgr's series: one per port and counter, labelled with the node GUID, the port
 // GUID and the port number; totals since the port's series started (a restart is a

@@ -10,8 +10,8 @@
 
 #include "handlers.hpp"
 #include "views.hpp"
+#include "weft/perf/manager.hpp"
 #include "weft/routing/torus.hpp"
-#include "weft/sm/perf_manager.hpp"
 #include "weft/sm/subnet_manager.hpp"
 #include "www_assets.hpp"
 
@@ -19,9 +19,8 @@ namespace weft::rest {
 
 namespace {
 
-using nlohmann::json;
-namespace perf = sm::perf;
 using fabric::NodeIndex;
+using nlohmann::json;
 
 std::string link_id(uint64_t ga, PortNum pa, uint64_t gb, PortNum pb) {
   if (std::pair(gb, pb) < std::pair(ga, pa)) std::swap(ga, gb), std::swap(pa, pb);

@@ -9,7 +9,6 @@ using fabric::NodeIndex;
 using fabric::NodeType;
 using fabric::PortState;
 using namespace weft::mad;
-using namespace weft::sm;
 
 namespace {
 constexpr uint16_t kStatusUnsupported = 0x000C;  // method/attribute not supported
@@ -188,18 +187,18 @@ routing::Tables SimFabric::held_tables() const {
 namespace {
 
 uint64_t add_saturating(uint64_t v, uint64_t by, unsigned bits) {
-  const uint64_t top = sm::perf::max_of(bits);
+  const uint64_t top = perf::max_of(bits);
   return v >= top || by > top - v ? top : v + by;
 }
 
 }  // namespace
 
-void SimFabric::count(NodeIndex n, PortNum p, sm::perf::Counter c, uint64_t by) {
+void SimFabric::count(NodeIndex n, PortNum p, perf::Counter c, uint64_t by) {
   uint64_t& v = pc_.at(n).at(p).value[size_t(c)];
-  v = add_saturating(v, by, sm::perf::info(c).bits);
+  v = add_saturating(v, by, perf::info(c).bits);
 }
 
-void SimFabric::count(NodeIndex n, PortNum p, sm::perf::ExtCounter c, uint64_t by) {
+void SimFabric::count(NodeIndex n, PortNum p, perf::ExtCounter c, uint64_t by) {
   uint64_t& v = pce_.at(n).at(p).value[size_t(c)];
   v = add_saturating(v, by, 64);
 }
@@ -210,8 +209,7 @@ void SimFabric::reset_counters(NodeIndex n, PortNum p) {
 }
 
 uint16_t SimFabric::pma(bool set, uint16_t attr, NodeIndex n, PortNum in_port,
-                        sm::perf::PmaData& data) {
-  namespace perf = sm::perf;
+                        perf::PmaData& data) {
   constexpr uint16_t kUnsupported = 0x0C, kInvalidField = 0x1C;
   if (attr != perf::kAttrPortCounters && attr != perf::kAttrPortCountersExt) return kUnsupported;
   const auto& nd = f_.node(n);
@@ -344,7 +342,7 @@ std::optional<SimFabric::Hop> SimFabric::lid_route(NodeIndex src, PortNum src_po
 
 SimFabric::Outcome SimFabric::process(const MadBuf& req, NodeIndex sm_node, PortNum sm_port,
                                       Lid dlid) {
-  if (req[1] == sm::perf::kClassPerf) return process_gmp(req, sm_node, sm_port, dlid);
+  if (req[1] == perf::kClassPerf) return process_gmp(req, sm_node, sm_port, dlid);
   Outcome out;
   auto dec = decode_smp(req.data(), req.size());
   if (!dec || dec->is_response()) return out;
@@ -404,7 +402,6 @@ SimFabric::Outcome SimFabric::process(const MadBuf& req, NodeIndex sm_node, Port
 
 SimFabric::Outcome SimFabric::process_gmp(const MadBuf& req, NodeIndex sm_node, PortNum sm_port,
                                           Lid dlid) {
-  namespace perf = sm::perf;
   Outcome out;
   auto dec = decode_gmp(req.data(), req.size());
   if (!dec || dec->is_response()) return out;

@@ -5,7 +5,6 @@
 namespace weft::simulator {
 
 using namespace weft::mad;
-using namespace weft::sm;
 
 SimTransport::SimTransport(SimFabric& sim, SimTransportOptions o) : sim_(sim), o_(o), rng_(o.seed) {
   if (!sim_.clock()) sim_.set_clock(&clock_);
@@ -69,7 +68,7 @@ Result<void> SimTransport::send(const MadBuf& mad, const SendAddr& to) {
   if (o_.reply_drop_rate > 0 && u(rng_) < o_.reply_drop_rate) return {};
   Duration lat = o_.hop_latency * (2 * out.hops + 1);
   if (o_.delay_rate > 0 && u(rng_) < o_.delay_rate) lat += o_.delay;
-  if (mad[1] == sm::perf::kClassPerf) lat += o_.pma_latency;
+  if (mad[1] == perf::kClassPerf) lat += o_.pma_latency;
   InMad in;
   in.mad = *out.reply;
   in.len = kMadSize;

@@ -8,7 +8,6 @@
 
 using namespace weft;
 using namespace weft::mad;
-using namespace weft::sm;
 using namespace weft::simulator;
 
 namespace {

@@ -18,7 +18,6 @@
 using namespace weft;
 using namespace weft::testing;
 using nlohmann::json;
-namespace perf = weft::sm::perf;
 
 namespace {
 

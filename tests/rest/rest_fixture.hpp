@@ -123,7 +123,7 @@ class SimBackend final : public rest::Backend {
     done(r);
   }
   void mark_healthy(Guid node, PortNum port,
-                    std::function<void(Result<sm::perf::Unhealthy>)> done) override {
+                    std::function<void(Result<perf::Unhealthy>)> done) override {
     std::unique_lock lk(mu_);
     auto r = sm_.mark_healthy(node, port);
     if (r) publish_locked();
@@ -267,8 +267,8 @@ struct RestRig {
   }
   // A counter sweep (the PerfMgr's), run to its end.
   void counter_sweep() {
-    std::optional<Result<sm::perf::PerfSweep>> got;
-    smgr->perf_sweep([&](Result<sm::perf::PerfSweep> r) { got = std::move(r); });
+    std::optional<Result<perf::PerfSweep>> got;
+    smgr->perf_sweep([&](Result<perf::PerfSweep> r) { got = std::move(r); });
     ASSERT_TRUE(smgr->engine().run_all());
     ASSERT_TRUE(got && *got) << (got ? got->error().message : "not finished");
   }

@@ -13,7 +13,6 @@
 using namespace weft;
 using namespace weft::simulator;
 using namespace weft::sm;
-namespace perf = weft::sm::perf;
 
 using weft::testing::ScratchDir;
 using weft::testing::sim_of;

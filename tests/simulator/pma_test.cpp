@@ -1,11 +1,11 @@
 #include <gtest/gtest.h>
 
 #include "sim_sm.hpp"
-#include "weft/sm/perf_counters.hpp"
+#include "weft/perf/counters.hpp"
 
 using namespace weft;
 using namespace weft::simulator;
-using namespace weft::sm::perf;
+using namespace weft::perf;
 using weft::testing::sim_of;
 
 namespace {

@@ -20,10 +20,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "weft/perf/manager.hpp"
 #include "weft/result.hpp"
 #include "weft/sm/events.hpp"
 #include "weft/sm/partition_store.hpp"
-#include "weft/sm/perf_manager.hpp"
 #include "weft/sm/snapshot.hpp"
 
 namespace weft::rest {
@@ -79,7 +79,7 @@ class Backend {
   virtual void enable_port(Guid sw, PortNum port, std::function<void(Result<void>)> done) = 0;
   // Clears a port's unhealthy mark; `done` runs once that is on disk, with the mark.
   virtual void mark_healthy(Guid node, PortNum port,
-                            std::function<void(Result<sm::perf::Unhealthy>)> done) = 0;
+                            std::function<void(Result<perf::Unhealthy>)> done) = 0;
   virtual sm::EventLog& events() = 0;
 };
 

@@ -62,7 +62,7 @@ class ServiceBackend final : public Backend {
     s_.enable_port(sw, port, std::move(done));
   }
   void mark_healthy(Guid node, PortNum port,
-                    std::function<void(Result<sm::perf::Unhealthy>)> done) override {
+                    std::function<void(Result<perf::Unhealthy>)> done) override {
     s_.mark_healthy(node, port, std::move(done));
   }
   sm::EventLog& events() override { return s_.events(); }

@@ -18,8 +18,8 @@
 #include "weft/fabric/fabric.hpp"
 #include "weft/mad/clock.hpp"
 #include "weft/mad/mad.hpp"
+#include "weft/perf/counters.hpp"
 #include "weft/routing/engine.hpp"
-#include "weft/sm/perf_counters.hpp"
 
 namespace weft::simulator {
 
@@ -114,17 +114,17 @@ class SimFabric {
   // Traps the devices sent to SM LID `sm_lid` since the last call (trap 256 so far).
   std::vector<mad::MadBuf> take_traps(Lid sm_lid);
 
-  // Port counters, as a PMA keeps them (sm/perf_counters.hpp): every counter saturates
+  // Port counters, as a PMA keeps them (perf/counters.hpp): every counter saturates
   // at its width (PortCountersExtended's at 2^64 - 1, as ibsim's). count() adds to one:
   // injected errors, traffic, or a jump to saturation.
-  const sm::perf::PortCounters& counters(fabric::NodeIndex n, PortNum p) const {
+  const perf::PortCounters& counters(fabric::NodeIndex n, PortNum p) const {
     return pc_.at(n).at(p);
   }
-  const sm::perf::PortCountersExt& counters_ext(fabric::NodeIndex n, PortNum p) const {
+  const perf::PortCountersExt& counters_ext(fabric::NodeIndex n, PortNum p) const {
     return pce_.at(n).at(p);
   }
-  void count(fabric::NodeIndex n, PortNum p, sm::perf::Counter c, uint64_t by);
-  void count(fabric::NodeIndex n, PortNum p, sm::perf::ExtCounter c, uint64_t by);
+  void count(fabric::NodeIndex n, PortNum p, perf::Counter c, uint64_t by);
+  void count(fabric::NodeIndex n, PortNum p, perf::ExtCounter c, uint64_t by);
   // A port whose counters restart from zero (a device reset, or a port replaced).
   void reset_counters(fabric::NodeIndex n, PortNum p);
   // The PMA of node `n`, reached on `in_port`: a PerfMgt Get or Set (a Set clears the
@@ -133,8 +133,7 @@ class SimFabric {
   // ibsim's: a switch answers for any of its ports, PortSelect 255 sums them all
   // (saturating); a CA only for the port asked on; anything else is 0x1C (an invalid
   // field), another attribute 0x0C (unsupported).
-  uint16_t pma(bool set, uint16_t attr, fabric::NodeIndex n, PortNum in_port,
-               sm::perf::PmaData& data);
+  uint16_t pma(bool set, uint16_t attr, fabric::NodeIndex n, PortNum in_port, perf::PmaData& data);
   // What node `n`'s PMA says in ClassPortInfo (default: PortSelect 255, the whole
   // PortCountersExtended, PortXmitWait). Without the extended bits it still answers
   // PortCountersExtended, as ibsim does; an SM should not ask.
@@ -187,9 +186,9 @@ class SimFabric {
   std::vector<std::vector<PortExtras>> extras_;                     // [node][port]
   std::vector<std::vector<std::vector<uint16_t>>> mft_;  // [switch][position][MLID - 0xC000]
   std::map<uint16_t, size_t> sets_, lid_sets_;
-  std::vector<std::vector<MKeyState>> mkey_;                 // [node][port]
-  std::vector<std::vector<sm::perf::PortCounters>> pc_;      // [node][port]
-  std::vector<std::vector<sm::perf::PortCountersExt>> pce_;  // [node][port]
+  std::vector<std::vector<MKeyState>> mkey_;             // [node][port]
+  std::vector<std::vector<perf::PortCounters>> pc_;      // [node][port]
+  std::vector<std::vector<perf::PortCountersExt>> pce_;  // [node][port]
   std::vector<uint16_t> pma_caps_;
   uint64_t pma_queries_ = 0;
   Outcome process_gmp(const mad::MadBuf& req, fabric::NodeIndex sm_node, PortNum sm_port, Lid dlid);

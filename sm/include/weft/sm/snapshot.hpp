@@ -25,10 +25,11 @@
 #include "weft/sm/sa_stats.hpp"
 #include "weft/sm/sm_role.hpp"
 
-namespace weft::sm {
-namespace perf {
-struct PerfView;  // perf_manager.hpp
+namespace weft::perf {
+struct PerfView;  // weft/perf/manager.hpp
 }
+
+namespace weft::sm {
 
 struct SweepReport {
   size_t switches = 0, cas = 0, routers = 0;

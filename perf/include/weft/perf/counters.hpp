@@ -1,4 +1,4 @@
-// weft/sm/perf_counters.hpp — PerformanceManagement (class 0x04) port counters: the
+// weft/perf/counters.hpp — PerformanceManagement (class 0x04) port counters: the
 // PortCounters and PortCountersExtended attributes and the PMA's ClassPortInfo
 // capabilities through libibmad's field tables (IBTA 16.1.3), and what two reads of
 // one port mean: the counts between them, with the counters' real semantics.
@@ -22,7 +22,7 @@
 #include <span>
 #include <string_view>
 
-namespace weft::sm::perf {
+namespace weft::perf {
 
 constexpr uint8_t kClassPerf = 0x04;
 constexpr uint16_t kAttrClassPortInfo = 0x0001;
@@ -166,4 +166,4 @@ class ExtCounterSeries : public Series<kExtCounters> {
   }
 };
 
-}  // namespace weft::sm::perf
+}  // namespace weft::perf

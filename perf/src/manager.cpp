@@ -1,4 +1,4 @@
-#include "weft/sm/perf_manager.hpp"
+#include "weft/perf/manager.hpp"
 
 #include <algorithm>
 #include <sstream>
@@ -7,7 +7,7 @@
 #include "weft/log.hpp"
 #include "weft/text_file.hpp"
 
-namespace weft::sm::perf {
+namespace weft::perf {
 
 namespace {
 
@@ -108,7 +108,7 @@ Result<Thresholds> parse_thresholds(const std::string& text, const std::string& 
 }
 
 struct PerfManager::Sweep {
-  std::shared_ptr<const SubnetSnapshot> snap;
+  std::shared_ptr<const fabric::Fabric> fabric;
   std::function<void(Result<PerfSweep>)> done;
   std::chrono::steady_clock::time_point t0;
   uint64_t mads_at_start = 0;
@@ -196,18 +196,18 @@ Result<Unhealthy> PerfManager::mark_healthy(uint64_t node_guid, PortNum port) {
   return was;
 }
 
-void PerfManager::start(std::shared_ptr<const SubnetSnapshot> snap,
+void PerfManager::start(std::shared_ptr<const fabric::Fabric> fabric,
                         std::function<void(Result<PerfSweep>)> done) {
   if (sweep_) return done(fail(Errc::kUnsupported, "a counter sweep is under way"));
-  if (!snap) return done(fail(Errc::kInvalidInput, "no fabric yet: nothing to read"));
+  if (!fabric) return done(fail(Errc::kInvalidInput, "no fabric yet: nothing to read"));
   auto sw = std::make_shared<Sweep>();
-  sw->snap = std::move(snap);
+  sw->fabric = std::move(fabric);
   sw->done = std::move(done);
   sw->t0 = std::chrono::steady_clock::now();
   sw->mads_at_start = eng_.stats().gmps_sent;
   sw->number = ++sweeps_;
   sweep_ = sw;
-  const auto& f = sw->snap->fabric;
+  const auto& f = *sw->fabric;
   // Holds the sweep open until every node's queries are submitted.
   ++sw->outstanding;
   for (size_t n = 0; n < f.size(); ++n) query_node(sw, n);
@@ -219,7 +219,7 @@ void PerfManager::release(const std::shared_ptr<Sweep>& sw) {
 }
 
 void PerfManager::query_node(const std::shared_ptr<Sweep>& sw, size_t node) {
-  const auto& f = sw->snap->fabric;
+  const auto& f = *sw->fabric;
   const auto& nd = f.node(static_cast<fabric::NodeIndex>(node));
   if (!nd.is_switch() && (opts_.ignore_cas || nd.type != fabric::NodeType::kCa)) return;
   // The ports to read: a switch's linked external ports (asked at port 0's LID); a
@@ -440,7 +440,7 @@ void PerfManager::finish(const std::shared_ptr<Sweep>& sw) {
   view_ = v;
   // Nodes gone from the fabric are asked for their capabilities again if they return.
   for (auto it = caps_.begin(); it != caps_.end();)
-    it = sw->snap->fabric.find(Guid{it->first}) ? std::next(it) : caps_.erase(it);
+    it = sw->fabric->find(Guid{it->first}) ? std::next(it) : caps_.erase(it);
   WEFT_LOG(Info, "PERF-0000") << "counter sweep " << sw->number << ": " << sw->out.read << " of "
                               << sw->out.ports << " ports read, " << sw->out.mads << " MADs, "
                               << sw->out.failed << " failed, " << static_cast<int>(sw->out.ms)
@@ -449,4 +449,4 @@ void PerfManager::finish(const std::shared_ptr<Sweep>& sw) {
   done(sw->out);
 }
 
-}  // namespace weft::sm::perf
+}  // namespace weft::perf

@@ -1,12 +1,12 @@
-// weft/sm/perf_manager.hpp — the PerfMgr: every port's PerformanceManagement counters
+// weft/perf/manager.hpp — the PerfMgr: every port's PerformanceManagement counters
 // read on an interval (OpenSM's perfmgr_* options), LID routed over GSI through the
 // SM's MAD engine (in the GMP window, behind every SMP: a counter sweep never delays
 // a sweep), turned into counts per interval with the counters' real semantics
-// (perf_counters.hpp), and checked against error thresholds: a port past one is
+// (perf/counters.hpp), and checked against error thresholds: a port past one is
 // unhealthy, with the reason, until an admin marks it healthy again.
 //
 //   PerfManager pm(engine, opts, state_dir);
-//   pm.start(snapshot, [&](Result<PerfSweep> r) { for (auto& u : r->unhealthy) ...; });
+//   pm.start(fabric, [&](Result<PerfSweep> r) { for (auto& u : r->unhealthy) ...; });
 //   auto view = pm.view();              // immutable: what the last sweep read
 //   pm.mark_healthy(node_guid, port);   // on disk before it returns
 #pragma once
@@ -20,13 +20,13 @@
 #include <string>
 #include <vector>
 
+#include "weft/fabric/fabric.hpp"
 #include "weft/mad/mad_engine.hpp"
+#include "weft/perf/counters.hpp"
 #include "weft/result.hpp"
-#include "weft/sm/perf_counters.hpp"
-#include "weft/sm/snapshot.hpp"
 #include "weft/store/state_store.hpp"
 
-namespace weft::sm::perf {
+namespace weft::perf {
 
 // Errors counted within PerfOptions::health_window at or past which a port is
 // unhealthy, by counter (0: not checked). The defaults are infiniband-diags' (its
@@ -127,9 +127,9 @@ class PerfManager {
   void reload();
   void set_options(PerfOptions o) { opts_ = std::move(o); }
   const PerfOptions& options() const { return opts_; }
-  // Reads every port of `snap` once; `done` runs when the last reply (or timeout) is
-  // in. Fails (through `done`) when a sweep is under way.
-  void start(std::shared_ptr<const SubnetSnapshot> snap,
+  // Reads every port of `fabric` (a sweep's, with its LIDs) once; `done` runs when the last reply
+  // (or timeout) is in. Fails (through `done`) when a sweep is under way.
+  void start(std::shared_ptr<const fabric::Fabric> fabric,
              std::function<void(Result<PerfSweep>)> done);
   bool running() const { return sweep_ != nullptr; }
   std::shared_ptr<const PerfView> view() const { return view_; }
@@ -173,4 +173,4 @@ class PerfManager {
   std::shared_ptr<const PerfView> view_ = std::make_shared<PerfView>();
 };
 
-}  // namespace weft::sm::perf
+}  // namespace weft::perf

@@ -1,10 +1,10 @@
-#include "weft/sm/perf_counters.hpp"
+#include "weft/perf/counters.hpp"
 
 #include <infiniband/mad.h>
 
 #include <algorithm>
 
-namespace weft::sm::perf {
+namespace weft::perf {
 
 namespace {
 
@@ -193,4 +193,4 @@ template class Series<kExtCounters>;
 CounterSeries::CounterSeries() : Series(widths(kPc)) {}
 ExtCounterSeries::ExtCounterSeries() : Series(widths(kExt)) {}
 
-}  // namespace weft::sm::perf
+}  // namespace weft::perf

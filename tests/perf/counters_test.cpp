@@ -1,8 +1,8 @@
-#include "weft/sm/perf_counters.hpp"
+#include "weft/perf/counters.hpp"
 
 #include <gtest/gtest.h>
 
-using namespace weft::sm::perf;
+using namespace weft::perf;
 
 namespace {
 
