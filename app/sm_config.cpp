@@ -151,6 +151,20 @@ Result<std::shared_ptr<store::StateStore>> state_store(const config::Values& v,
   return st;
 }
 
+namespace {
+
+// A policy option as the enum the modules take. The option reader lets only these words
+// through; another is a bug between the two, refused here rather than guessed at.
+template <class E>
+Result<E> option_word(const config::Values& v, const char* name,
+                      std::optional<E> (*named)(std::string_view)) {
+  if (auto e = named(v.get_str(name))) return *e;
+  return fail(Errc::kInvalidInput,
+              v.origin(name) + ": " + name + " \"" + v.get_str(name) + "\" is not known");
+}
+
+}  // namespace
+
 Result<sm::SmOptions> sm_opts(const config::Values& v) {
   sm::SmOptions o;
   for (const auto& w : v.warnings()) WEFT_LOG(Warn, "CFG-0001") << w;
@@ -184,7 +198,9 @@ Result<sm::SmOptions> sm_opts(const config::Values& v) {
   o.trap_holdoff = std::chrono::milliseconds(v.get_int("trap_holdoff_ms"));
   o.flap_threshold = static_cast<int>(v.get_int("flap_threshold"));
   o.flap_window = std::chrono::seconds(v.get_int("flap_window_s"));
-  o.flap_policy = v.get_str("flap_policy");
+  auto flap = option_word(v, "flap_policy", sm::flap_policy_named);
+  if (!flap) return std::unexpected(flap.error());
+  o.flap_policy = *flap;
   // A switch with a flapping port: at most one trap-driven heavy sweep per interval.
   o.flap_holdoff = std::chrono::seconds(std::max<long>(1, v.get_int("sweep_interval")));
   o.perf.enabled = v.get_bool("perfmgr");
@@ -195,7 +211,9 @@ Result<sm::SmOptions> sm_opts(const config::Values& v) {
   o.perf.xmit_wait_log = v.get_bool("perfmgr_xmit_wait_log");
   o.perf.xmit_wait_threshold = static_cast<uint64_t>(v.get_int("perfmgr_xmit_wait_threshold"));
   o.perf.health_window = std::chrono::seconds(v.get_int("perfmgr_health_window_s"));
-  o.perf.unhealthy_policy = v.get_str("unhealthy_port_policy");
+  auto unhealthy = option_word(v, "unhealthy_port_policy", perf::unhealthy_policy_named);
+  if (!unhealthy) return std::unexpected(unhealthy.error());
+  o.perf.unhealthy_policy = *unhealthy;
   o.perf.metrics_ca_ports = v.get_bool("perfmgr_metrics_ca_ports");
   if (const std::string path = v.get_str("perfmgr_error_thresholds_file"); !path.empty()) {
     auto t = app::read_file(
@@ -219,7 +237,9 @@ Result<sm::SmOptions> sm_opts(const config::Values& v) {
   else
     WEFT_LOG(Info, "PRT-0006") << "no partition file: every end port is a full member of the "
                                   "Default partition 0x7fff";
-  o.part_enforce = v.get_str("part_enforce");
+  auto enforce = option_word(v, "part_enforce", sm::part_enforce_named);
+  if (!enforce) return std::unexpected(enforce.error());
+  o.part_enforce = *enforce;
   o.no_partition_enforcement = v.get_bool("no_partition_enforcement");
   o.allow_both_pkeys = v.get_bool("allow_both_pkeys");
   o.keep_pkey_indexes = v.get_bool("keep_pkey_indexes");

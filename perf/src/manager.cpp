@@ -117,6 +117,24 @@ struct PerfManager::Sweep {
   PerfSweep out;
 };
 
+const char* policy_name(UnhealthyPolicy p) {
+  switch (p) {
+    case UnhealthyPolicy::kReroute:
+      return "reroute";
+    case UnhealthyPolicy::kIsolate:
+      return "isolate";
+    case UnhealthyPolicy::kReport:
+      break;
+  }
+  return "report";
+}
+
+std::optional<UnhealthyPolicy> unhealthy_policy_named(std::string_view word) {
+  for (auto p : {UnhealthyPolicy::kReport, UnhealthyPolicy::kReroute, UnhealthyPolicy::kIsolate})
+    if (word == policy_name(p)) return p;
+  return std::nullopt;
+}
+
 PerfManager::PerfManager(mad::MadEngine& eng, PerfOptions o,
                          std::shared_ptr<store::StateStore> store)
     : eng_(eng), opts_(std::move(o)), store_(std::move(store)) {
@@ -128,24 +146,25 @@ void PerfManager::reload() {
   unhealthy_.clear();
   load_error_.clear();
   const std::string path = store_->path("unhealthy-ports");
-  auto r =
-      for_each_state_line(path, [this](const std::string& line, const std::string& where) {
-        std::istringstream ss(line);
-        std::string g, policy, counter;
-        unsigned port = 0;
-        long long since = 0;
-        const bool read = static_cast<bool>(ss >> g >> port >> since >> policy >> counter);
-        std::string reason;
-        if (read) std::getline(ss >> std::ws, reason);
-        char* end = nullptr;
-        const unsigned long long gv = std::strtoull(g.c_str(), &end, 0);
-        if (!read || *end || gv == 0 || port > 254) {
-          WEFT_LOG(Warn, "PERF-0006")
-              << where << "expected \"0xNODEGUID PORT SINCE POLICY COUNTER REASON\", skipped";
-          return;
-        }
-        unhealthy_[{gv, static_cast<PortNum>(port)}] = {reason, counter, since, policy};
-      });
+  auto r = for_each_state_line(path, [this](const std::string& line, const std::string& where) {
+    std::istringstream ss(line);
+    std::string g, policy, counter;
+    unsigned port = 0;
+    long long since = 0;
+    const bool read = static_cast<bool>(ss >> g >> port >> since >> policy >> counter);
+    std::string reason;
+    if (read) std::getline(ss >> std::ws, reason);
+    char* end = nullptr;
+    const unsigned long long gv = std::strtoull(g.c_str(), &end, 0);
+    const auto pol = unhealthy_policy_named(policy);
+    if (!read || *end || gv == 0 || port > 254 || !pol) {
+      WEFT_LOG(Warn, "PERF-0006") << where
+                                  << "expected \"0xNODEGUID PORT SINCE POLICY COUNTER "
+                                     "REASON\" (POLICY report, reroute or isolate), skipped";
+      return;
+    }
+    unhealthy_[{gv, static_cast<PortNum>(port)}] = {reason, counter, since, *pol};
+  });
   if (!r) {
     load_error_ = r.error().message;
     WEFT_LOG(Error, "PERF-0007") << "unhealthy port marks not read: " << load_error_;
@@ -167,7 +186,7 @@ Result<void> PerfManager::save() const {
     std::replace(reason.begin(), reason.end(), '#', ' ');
     std::replace(reason.begin(), reason.end(), '\n', ' ');
     text += hex_guid(key.first) + " " + std::to_string(key.second) + " " +
-            std::to_string(u.since_unix_s) + " " + u.policy + " " +
+            std::to_string(u.since_unix_s) + " " + policy_name(u.policy) + " " +
             (u.counter.empty() ? "-" : u.counter) + " " + reason + "\n";
   }
   return store_->write("unhealthy-ports", text);
@@ -414,7 +433,7 @@ void PerfManager::check_health(Sweep& sw, PortKey key, PortState& ps, mad::TimeP
     if (auto r = save(); !r)
       WEFT_LOG(Error, "PERF-0010") << "unhealthy port marks not saved: " << r.error().message;
     WEFT_LOG(Warn, "PERF-0005") << port_name(st) << " is unhealthy: " << u.reason << " (policy "
-                                << u.policy << ")";
+                                << policy_name(u.policy) << ")";
     sw.out.unhealthy.push_back({key, u});
     break;
   }

@@ -64,8 +64,9 @@ struct Pce {
 };
 
 json unhealthy_json(const perf::PortKey& key, const perf::Unhealthy& u) {
-  return {{"guid", guid_hex(key.first)}, {"port", key.second},        {"reason", u.reason},
-          {"counter", u.counter},        {"since_s", u.since_unix_s}, {"policy", u.policy}};
+  return {{"guid", guid_hex(key.first)}, {"port", key.second},
+          {"reason", u.reason},          {"counter", u.counter},
+          {"since_s", u.since_unix_s},   {"policy", perf::policy_name(u.policy)}};
 }
 
 json port_counters_json(const perf::PortStats& st, const perf::PerfView& v) {
@@ -174,7 +175,8 @@ void get_health(Ctx& c) {
   }
   const bool on = p->options && p->options->perf.enabled;
   c.ok({{"perfmgr", on},
-        {"policy", p->options ? p->options->perf.unhealthy_policy : std::string("report")},
+        {"policy", perf::policy_name(p->options ? p->options->perf.unhealthy_policy
+                                                : perf::UnhealthyPolicy::kReport)},
         {"counter_sweeps", v->sweeps},
         {"last_sweep",
          {{"at_s", v->last_sweep_unix_s},
@@ -242,7 +244,7 @@ json ufm_unhealthy(const sm::SubnetSnapshot* s, const perf::PortKey& key,
             {"State", "Warning"},
             {"StatusTime", status_time(u.since_unix_s)},
             {"Reason", u.reason},
-            {"Policy", u.policy}};
+            {"Policy", perf::policy_name(u.policy)}};
   std::string node = guid_ufm(key.first);
   if (s)
     if (auto n = s->fabric.find(Guid{key.first})) {

@@ -95,7 +95,7 @@ void DeviceTables::plan_pkeys(SweepRun& run) {
     if (target.node(n).is_switch() && !d.switch_info[n].inbound_enforce_cap &&
         !d.switch_info[n].outbound_enforce_cap)
       ++cannot_enforce;
-  if (cannot_enforce && !opts_.no_partition_enforcement && opts_.part_enforce != "off")
+  if (cannot_enforce && !opts_.no_partition_enforcement && opts_.part_enforce != PartEnforce::kOff)
     WEFT_LOG(Info, "PRT-0007") << cannot_enforce
                                << " switches report no P_Key enforcement capability (SwitchInfo): "
                                   "partitions are enforced by the end ports' tables only";
@@ -124,7 +124,7 @@ void DeviceTables::plan_pkeys(SweepRun& run) {
       if (ports_.enforces(run, n, p)) {
         ++run.rep.ports_enforcing;
         job(n, p, uint32_t(p) << 16, si.partition_enforce_cap, keys);
-      } else if (!opts_.no_partition_enforcement && opts_.part_enforce != "off" &&
+      } else if (!opts_.no_partition_enforcement && opts_.part_enforce != PartEnforce::kOff &&
                  keys.size() > si.partition_enforce_cap && si.partition_enforce_cap > 0) {
         add_problem(run.rep,
                     fabric::port_ref(target, n, p) + " faces a port of " +

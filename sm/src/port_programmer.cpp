@@ -18,15 +18,15 @@ const qos::QosPortConfig& PortProgrammer::qos_for(const fabric::Fabric& f, NodeI
 }
 
 bool PortProgrammer::enforces(const SweepRun& run, NodeIndex n, PortNum p) const {
-  if (opts_.no_partition_enforcement || opts_.part_enforce == "off") return false;
+  if (opts_.no_partition_enforcement || opts_.part_enforce == PartEnforce::kOff) return false;
   const fabric::Fabric& f = run.target;
   const auto& nd = f.node(n);
   if (!nd.is_switch() || p == 0 || !nd.ports[p].linked()) return false;
   const auto& port = nd.ports[p];
   if (f.node(port.peer).is_switch()) return false;
   const mad::SwitchInfo& si = run.d.switch_info[n];
-  const bool can = (si.inbound_enforce_cap && opts_.part_enforce != "out") ||
-                   (si.outbound_enforce_cap && opts_.part_enforce != "in");
+  const bool can = (si.inbound_enforce_cap && opts_.part_enforce != PartEnforce::kOut) ||
+                   (si.outbound_enforce_cap && opts_.part_enforce != PartEnforce::kIn);
   return can && si.partition_enforce_cap > 0 &&
          run.plan.pkeys[port.peer][port.peer_port].size() <= si.partition_enforce_cap;
 }
@@ -39,8 +39,10 @@ uint64_t PortProgrammer::port_key(const fabric::Fabric& f, NodeIndex n, PortNum 
 void PortProgrammer::configure(SweepRun& run, Lid sm_lid) {
   const Discovered& d = run.d;
   const fabric::Fabric& target = run.target;
-  const bool enf_in = opts_.part_enforce == "in" || opts_.part_enforce == "both";
-  const bool enf_out = opts_.part_enforce == "out" || opts_.part_enforce == "both";
+  const bool enf_in =
+      opts_.part_enforce == PartEnforce::kIn || opts_.part_enforce == PartEnforce::kBoth;
+  const bool enf_out =
+      opts_.part_enforce == PartEnforce::kOut || opts_.part_enforce == PartEnforce::kBoth;
   for (NodeIndex n = 0; n < target.size(); ++n) {
     const auto& nd = target.node(n);
     for (PortNum p = 0; p <= nd.num_ports; ++p) {

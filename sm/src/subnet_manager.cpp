@@ -85,6 +85,20 @@ void add_problem(SweepReport& rep, std::string s, const char* id) {
   rep.problems.push_back(std::move(s));
 }
 
+std::optional<FlapPolicy> flap_policy_named(std::string_view word) {
+  if (word == "report") return FlapPolicy::kReport;
+  if (word == "down") return FlapPolicy::kDown;
+  return std::nullopt;
+}
+
+std::optional<PartEnforce> part_enforce_named(std::string_view word) {
+  if (word == "both") return PartEnforce::kBoth;
+  if (word == "in") return PartEnforce::kIn;
+  if (word == "out") return PartEnforce::kOut;
+  if (word == "off") return PartEnforce::kOff;
+  return std::nullopt;
+}
+
 SubnetManager::SubnetManager(mad::Transport& t, SmOptions o, std::unique_ptr<SubnAdm> sa)
     : t_(t),
       opts_(std::move(o)),
@@ -548,7 +562,7 @@ void SubnetManager::phase_assign_lids() {
   // around, their ports kept ACTIVE (a CA's link has no way around: reported only).
   run.route_on.reset();
   for (const auto& [key, u] : perf_->unhealthy()) {
-    if (u.policy != "reroute") continue;
+    if (u.policy != perf::UnhealthyPolicy::kReroute) continue;
     auto n = run.target.find(Guid{key.first});
     if (!n || key.second > run.target.node(*n).num_ports) continue;
     const auto& port = run.target.node(*n).ports[key.second];
@@ -976,7 +990,7 @@ void SubnetManager::note_flaps(
         auto n = snapshot_->fabric.find(Guid{guid});
         return n && snapshot_->fabric.node(*n).is_switch();
       }();
-      if (opts_.flap_policy == "down" && at_switch && !down_.count({guid, port})) {
+      if (opts_.flap_policy == FlapPolicy::kDown && at_switch && !down_.count({guid, port})) {
         const std::string why =
             std::to_string(times.size()) + " link changes within " +
             std::to_string(
@@ -1065,7 +1079,7 @@ void SubnetManager::apply_unhealthy(const perf::PortKey& key, const perf::Unheal
                        {"port", key.second},
                        {"reason", u.reason},
                        {"counter", u.counter},
-                       {"policy", u.policy}};
+                       {"policy", perf::policy_name(u.policy)}};
   if (st) ev["name"] = st->node_desc;
   // isolate: the link is left down at its switch end (this port, or the switch port
   // facing a CA's), as flap_policy down leaves it.
@@ -1080,7 +1094,7 @@ void SubnetManager::apply_unhealthy(const perf::PortKey& key, const perf::Unheal
         at = {f.node(p.peer).guid.value, p.peer_port};
     }
   }
-  if (u.policy == "isolate" && at && !down_.count(*at)) {
+  if (u.policy == perf::UnhealthyPolicy::kIsolate && at && !down_.count(*at)) {
     down_[*at] = {
         "unhealthy " + hex_guid(key.first) + "/" + std::to_string(key.second) + ": " + u.reason,
         unix_now()};
@@ -1089,7 +1103,7 @@ void SubnetManager::apply_unhealthy(const perf::PortKey& key, const perf::Unheal
     ev["isolated"] = hex_guid(at->first) + "/" + std::to_string(at->second);
   }
   // reroute and isolate take effect with the next heavy sweep.
-  if (u.policy != "report") deferred_heavy_ = true;
+  if (u.policy != perf::UnhealthyPolicy::kReport) deferred_heavy_ = true;
   emit("port_unhealthy", ev);
 }
 
@@ -1105,7 +1119,8 @@ Result<perf::Unhealthy> SubnetManager::mark_healthy(Guid node, PortNum port) {
     if (auto r = enable_port(Guid{key.first}, key.second); !r)
       WEFT_LOG(Warn, "SM-0029") << "port " << hex_guid(key.first) << "/" << int(key.second) << ": "
                                 << r.error().message;
-  if (was->policy != "report") trap_seen_ = true;  // routes come back at the next sweep
+  if (was->policy != perf::UnhealthyPolicy::kReport)
+    trap_seen_ = true;  // routes come back at the next sweep
   emit("port_healthy", {{"guid", node.str()}, {"port", port}, {"was", was->reason}});
   publish();
   return was;

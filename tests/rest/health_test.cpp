@@ -43,7 +43,7 @@ std::function<void(sm::SmOptions&)> perfmgr(std::string policy = "report", bool 
   return [policy, cas](sm::SmOptions& o) {
     o.perf.enabled = true;
     o.perf.log_errors = false;
-    o.perf.unhealthy_policy = policy;
+    o.perf.unhealthy_policy = *perf::unhealthy_policy_named(policy);
     o.perf.metrics_ca_ports = cas;
   };
 }

@@ -24,7 +24,7 @@ constexpr const char* kFabric = "ft2:leaves=2,spines=2,hosts=2";
 SmOptions flap_opts(const ScratchDir& d, const std::string& policy) {
   SmOptions o = weft::testing::sm_opts(d);
   o.flap_threshold = 4;
-  o.flap_policy = policy;
+  o.flap_policy = *flap_policy_named(policy);
   o.flap_holdoff = std::chrono::seconds(10);
   return o;
 }

@@ -24,7 +24,7 @@ constexpr const char* kFabric = "ft2:leaves=2,spines=2,hosts=2";
 SmOptions perf_opts(const ScratchDir& d, const std::string& policy = "report") {
   SmOptions o = weft::testing::sm_opts(d);
   o.perf.enabled = true;
-  o.perf.unhealthy_policy = policy;
+  o.perf.unhealthy_policy = *perf::unhealthy_policy_named(policy);
   o.perf.log_errors = false;
   return o;
 }
@@ -234,6 +234,29 @@ TEST(PerfMgr, APortPastAThresholdIsMarkedReportedAndKeptAcrossARestartUntilMarke
   auto r = counter_sweep(sm);
   ASSERT_TRUE(r);
   EXPECT_TRUE(r->unhealthy.empty());
+}
+
+// The marks file as another weft (or an admin's editor) left it: each line's policy is read
+// as the policy it names; a line whose policy is no known word is skipped, not guessed at.
+TEST(PerfMgr, MarksFromTheStateDirectoryKeepTheirPolicyAndUnknownPoliciesAreSkipped) {
+  ScratchDir dir("weft-perf");
+  std::filesystem::create_directories(dir.path());
+  {
+    std::ofstream out(dir.path() + "/unhealthy-ports");
+    out << "# ports weft's PerfMgr marked unhealthy\n"
+           "0x0002c90300001001 1 1700000000 isolate SymbolErrorCounter SymbolErrorCounter 12\n"
+           "0x0002c90300001002 2 1700000000 reroute LinkDownedCounter LinkDownedCounter 3\n"
+           "0x0002c90300001003 3 1700000000 sometimes - corrupt\n";
+  }
+  SimFabric sim = sim_of(kFabric);
+  SimTransport t(sim, {.attach = 0});
+  SubnetManager sm(t, perf_opts(dir));
+  const auto& marks = sm.published()->perf->unhealthy;
+  ASSERT_EQ(marks.size(), 2u);
+  EXPECT_EQ(marks.at({0x0002c90300001001ull, 1}).policy, perf::UnhealthyPolicy::kIsolate);
+  EXPECT_EQ(marks.at({0x0002c90300001002ull, 2}).policy, perf::UnhealthyPolicy::kReroute);
+  EXPECT_EQ(marks.at({0x0002c90300001002ull, 2}).reason, "LinkDownedCounter 3");
+  EXPECT_FALSE(marks.count({0x0002c90300001003ull, 3}));
 }
 
 TEST(PerfMgr, RerouteRoutesAroundAnUnhealthyLinkAndIsolateLeavesItDown) {

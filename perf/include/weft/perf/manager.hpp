@@ -18,6 +18,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "weft/fabric/fabric.hpp"
@@ -39,6 +40,13 @@ Thresholds default_thresholds();
 Result<Thresholds> parse_thresholds(const std::string& text, const std::string& origin,
                                     Thresholds base = default_thresholds());
 
+// What the SM does with a port marked unhealthy (unhealthy_port_policy): report it only,
+// route around it (a switch-to-switch link), or leave its link down at the switch end.
+enum class UnhealthyPolicy : uint8_t { kReport, kReroute, kIsolate };
+// "report", "reroute", "isolate": the option's words, and the marks file's.
+const char* policy_name(UnhealthyPolicy p);
+std::optional<UnhealthyPolicy> unhealthy_policy_named(std::string_view word);
+
 struct PerfOptions {
   bool enabled = false;                                  // perfmgr
   mad::Duration sweep_time = std::chrono::seconds(180);  // perfmgr_sweep_time_s
@@ -47,8 +55,8 @@ struct PerfOptions {
   bool xmit_wait_log = false;                    // perfmgr_xmit_wait_log
   uint64_t xmit_wait_threshold = 65535;          // perfmgr_xmit_wait_threshold, per interval
   Thresholds thresholds = default_thresholds();  // perfmgr_error_thresholds_file
-  mad::Duration health_window = std::chrono::seconds(3600);  // perfmgr_health_window_s
-  std::string unhealthy_policy = "report";                   // unhealthy_port_policy
+  mad::Duration health_window = std::chrono::seconds(3600);     // perfmgr_health_window_s
+  UnhealthyPolicy unhealthy_policy = UnhealthyPolicy::kReport;  // unhealthy_port_policy
   bool metrics_ca_ports = true;  // perfmgr_metrics_ca_ports: CA ports' series on /metrics
 };
 
@@ -90,7 +98,7 @@ struct Unhealthy {
   std::string reason;
   std::string counter;
   int64_t since_unix_s = 0;
-  std::string policy;  // report, reroute or isolate, as it was when marked
+  UnhealthyPolicy policy = UnhealthyPolicy::kReport;  // as it was when marked
 };
 using PortKey = std::pair<uint64_t, PortNum>;  // (node GUID, port number)
 

@@ -22,6 +22,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <unordered_map>
 #include <vector>
@@ -46,6 +47,15 @@
 #include "weft/store/state_store.hpp"
 
 namespace weft::sm {
+
+// flap_policy: a flapping port is reported, or its link left down at the switch end.
+enum class FlapPolicy : uint8_t { kReport, kDown };
+// part_enforce: which direction switch ports facing CAs filter P_Keys in.
+enum class PartEnforce : uint8_t { kBoth, kIn, kOut, kOff };
+// The options' words for them ("report", "down"; "both", "in", "out", "off"); nullopt
+// for any other word.
+std::optional<FlapPolicy> flap_policy_named(std::string_view word);
+std::optional<PartEnforce> part_enforce_named(std::string_view word);
 
 struct SmOptions {
   mad::EngineOptions engine;
@@ -74,12 +84,12 @@ struct SmOptions {
   // flap_holdoff (the daemon's sweep_interval); flap_policy "down" leaves a flapping
   // link disabled at its switch port(s) until enable_port() (STATE_DIR/ports-down).
   mad::Duration flap_holdoff = std::chrono::seconds(10);
-  std::string flap_policy = "report";  // report, down
+  FlapPolicy flap_policy = FlapPolicy::kReport;
   // Partitions (partition_config_file, merged with those made over REST); nullopt: no
   // policy, every end port a full member of the Default partition.
   std::optional<config::PartitionPolicy> partitions;
   uint64_t partitions_generation = 0;  // which policy `partitions` is (see Published)
-  std::string part_enforce = "both";   // in, out, both, off
+  PartEnforce part_enforce = PartEnforce::kBoth;
   bool no_partition_enforcement = false;
   bool allow_both_pkeys = false;
   bool keep_pkey_indexes = true;
