@@ -115,6 +115,7 @@ SubnetManager::SubnetManager(mad::Transport& t, SmOptions o, std::unique_ptr<Sub
           opts_.store
               ? opts_.store
               : (opts_.store = store::directory_store(opts_.state_dir, state_documents())))),
+      book_(opts_.store),
       keys_(opts_.mkey),
       role_(SmRole::Config{opts_.sm_key, opts_.sm_priority, t.local_port().port_guid}) {
   keys_.set_local_port(t.local_port().port_guid);
@@ -323,7 +324,7 @@ void SubnetManager::phase_discover() {
     for (const auto& s : *w) WEFT_LOG(Warn, "LID-0001") << s;
     db_loaded_ = true;
     WEFT_LOG(Info, "LID-0002") << db_path << ": " << db_.entries().size() << " GUID->LID entries";
-    if (auto r = load_down(); !r) return finish_run(std::unexpected(r.error()));
+    if (auto r = book_.load(); !r) return finish_run(std::unexpected(r.error()));
     auto k = keys_.load(opts_.state_dir);
     if (!k) return finish_run(std::unexpected(k.error()));
     for (const auto& s : *k) WEFT_LOG(Warn, "MKY-0001") << s;
@@ -546,11 +547,11 @@ void SubnetManager::phase_assign_lids() {
   // switch port; links an admin released are enabled.
   run.leave_down.clear();
   bool cut = false;
-  for (const auto& [key, why] : down_) {
+  for (const auto& [key, why] : book_.down()) {
     auto n = run.target.find(Guid{key.first});
     if (!n || !run.target.node(*n).is_switch() || key.second > run.target.node(*n).num_ports)
       continue;
-    run.leave_down[key] = why.reason;
+    run.leave_down[key] = why.cause.text();
     if (run.target.node(*n).ports[key.second].linked()) {
       run.target.disconnect(*n, key.second);
       cut = true;
@@ -573,8 +574,8 @@ void SubnetManager::phase_assign_lids() {
     run.route_on->disconnect(*n, key.second);
   }
   // Released ports stay asked for until a sweep reads them enabled.
-  run.bring_up = release_;
-  std::erase_if(release_, [&d](const std::pair<uint64_t, PortNum>& key) {
+  run.bring_up = book_.released();
+  std::erase_if(book_.released(), [&d](const std::pair<uint64_t, PortNum>& key) {
     auto n = d.fabric.find(Guid{key.first});
     return !n || key.second >= d.port_read[*n].size() ||
            (d.port_read[*n][key.second] && d.port_info[*n][key.second].attrs.phys_state != 3);
@@ -990,16 +991,14 @@ void SubnetManager::note_flaps(
         auto n = snapshot_->fabric.find(Guid{guid});
         return n && snapshot_->fabric.node(*n).is_switch();
       }();
-      if (opts_.flap_policy == FlapPolicy::kDown && at_switch && !down_.count({guid, port})) {
-        const std::string why =
-            std::to_string(times.size()) + " link changes within " +
-            std::to_string(
-                std::chrono::duration_cast<std::chrono::seconds>(opts_.flap_window).count()) +
-            " s";
-        down_[{guid, port}] = {why, unix_now()};
-        if (auto r = save_down(); !r)
+      if (opts_.flap_policy == FlapPolicy::kDown && at_switch && !book_.contains({guid, port})) {
+        const auto why = DownCause::flapping(
+            uint32_t(times.size()),
+            uint32_t(std::chrono::duration_cast<std::chrono::seconds>(opts_.flap_window).count()));
+        if (auto r = book_.keep_down({guid, port}, why, unix_now()); !r)
           WEFT_LOG(Error, "SM-0026") << "ports-down not saved: " << r.error().message;
-        WEFT_LOG(Warn, "SM-0025") << "port " << name << " left down (flap_policy down): " << why;
+        WEFT_LOG(Warn, "SM-0025") << "port " << name
+                                  << " left down (flap_policy down): " << why.text();
         emit("port_left_down", {{"guid", hex_guid(guid)}, {"port", port}, {"name", name}});
         deferred_heavy_ = true;
       }
@@ -1016,39 +1015,6 @@ void SubnetManager::note_flaps(
       ++it;
     }
   }
-}
-
-Result<void> SubnetManager::load_down() {
-  down_.clear();
-  const std::string path = opts_.store->path("ports-down");
-  auto r = for_each_state_line(path, [this](const std::string& line, const std::string& where) {
-    std::istringstream ss(line);
-    std::string g;
-    unsigned port = 0;
-    long long since = 0;
-    const bool read = static_cast<bool>(ss >> g >> port >> since);
-    std::string reason;
-    if (read) std::getline(ss >> std::ws, reason);
-    char* end = nullptr;
-    const unsigned long long gv = std::strtoull(g.c_str(), &end, 0);
-    if (!read || *end || gv == 0 || port == 0 || port > 254) {
-      WEFT_LOG(Warn, "SM-0027") << where << "expected \"0xSWITCHGUID PORT SINCE REASON\", skipped";
-      return;
-    }
-    down_[{gv, static_cast<PortNum>(port)}] = {reason, since};
-  });
-  if (!r) return r;
-  if (!down_.empty())
-    WEFT_LOG(Info, "SM-0028") << path << ": " << down_.size() << " switch ports kept down";
-  return {};
-}
-
-Result<void> SubnetManager::save_down() const {
-  std::string text = "# switch ports weft keeps disabled: 0xGUID PORT SINCE(unix s) REASON\n";
-  for (const auto& [key, d] : down_)
-    text += hex_guid(key.first) + " " + std::to_string(key.second) + " " +
-            std::to_string(d.since_unix_s) + " " + d.reason + "\n";
-  return opts_.store->write("ports-down", text);
 }
 
 void SubnetManager::perf_sweep(std::function<void(Result<perf::PerfSweep>)> done) {
@@ -1094,11 +1060,10 @@ void SubnetManager::apply_unhealthy(const perf::PortKey& key, const perf::Unheal
         at = {f.node(p.peer).guid.value, p.peer_port};
     }
   }
-  if (u.policy == perf::UnhealthyPolicy::kIsolate && at && !down_.count(*at)) {
-    down_[*at] = {
-        "unhealthy " + hex_guid(key.first) + "/" + std::to_string(key.second) + ": " + u.reason,
-        unix_now()};
-    if (auto r = save_down(); !r)
+  if (u.policy == perf::UnhealthyPolicy::kIsolate && at && !book_.contains(*at)) {
+    if (auto r =
+            book_.keep_down(*at, DownCause::unhealthy(key.first, key.second, u.reason), unix_now());
+        !r)
       WEFT_LOG(Error, "SM-0026") << "ports-down not saved: " << r.error().message;
     ev["isolated"] = hex_guid(at->first) + "/" + std::to_string(at->second);
   }
@@ -1111,11 +1076,7 @@ Result<perf::Unhealthy> SubnetManager::mark_healthy(Guid node, PortNum port) {
   auto was = perf_->mark_healthy(node.value, port);
   if (!was) return was;
   // Whatever isolate left down for this port comes up again.
-  const std::string tag = "unhealthy " + hex_guid(node.value) + "/" + std::to_string(port) + ":";
-  std::vector<std::pair<uint64_t, PortNum>> release;
-  for (const auto& [key, d] : down_)
-    if (d.reason.starts_with(tag)) release.push_back(key);
-  for (const auto& key : release)
+  for (const auto& key : book_.isolating(node.value, port))
     if (auto r = enable_port(Guid{key.first}, key.second); !r)
       WEFT_LOG(Warn, "SM-0029") << "port " << hex_guid(key.first) << "/" << int(key.second) << ": "
                                 << r.error().message;
@@ -1127,17 +1088,7 @@ Result<perf::Unhealthy> SubnetManager::mark_healthy(Guid node, PortNum port) {
 }
 
 Result<void> SubnetManager::enable_port(Guid sw, PortNum port) {
-  auto it = down_.find({sw.value, port});
-  if (it == down_.end())
-    return fail(Errc::kInvalidInput,
-                "port " + sw.str() + "/" + std::to_string(port) + " is not kept down by weft");
-  const DownPort was = it->second;
-  down_.erase(it);
-  if (auto r = save_down(); !r) {
-    down_[{sw.value, port}] = was;
-    return r;
-  }
-  release_.insert({sw.value, port});
+  if (auto r = book_.release({sw.value, port}); !r) return std::unexpected(r.error());
   flaps_.erase({sw.value, port});
   flapping_.erase({sw.value, port});
   trap_seen_ = true;  // a heavy sweep enables it
@@ -1186,8 +1137,8 @@ void SubnetManager::publish() {
   p->perf = perf_->view();
   for (const auto& [key, n] : trap_counts_) p->traps.push_back({key, n});
   for (const auto& fp : flapping_) p->flapping.push_back(fp);
-  for (const auto& [key, d] : down_)
-    p->ports_down.push_back({key.first, key.second, d.reason, d.since_unix_s});
+  for (const auto& [key, d] : book_.down())
+    p->ports_down.push_back({key.first, key.second, d.cause.text(), d.since_unix_s});
   p->heavy_sweeps = heavy_sweeps_;
   p->light_sweeps = light_sweeps_;
   p->sweeping = run_ != nullptr;

@@ -40,6 +40,7 @@
 #include "weft/sm/discovery.hpp"
 #include "weft/sm/lid_manager.hpp"
 #include "weft/sm/mkey.hpp"
+#include "weft/sm/port_book.hpp"
 #include "weft/sm/sm_role.hpp"
 #include "weft/sm/snapshot.hpp"
 #include "weft/sm/subn_adm.hpp"
@@ -154,12 +155,9 @@ class SubnetManager {
   // The SMInfo state: MASTER programs; STANDBY polls the master (poll_master) and
   // sweeps only to read; NOTACTIVE does nothing until a master sends STANDBY.
   mad::SmState sm_state() const { return role_.state(); }
-  // Ports weft keeps disabled (flap_policy down): switch port -> why, since when.
-  struct DownPort {
-    std::string reason;
-    int64_t since_unix_s = 0;
-  };
-  const std::map<std::pair<uint64_t, PortNum>, DownPort>& ports_down() const { return down_; }
+  // Ports weft keeps disabled (flap_policy down, unhealthy_port_policy isolate): switch
+  // port -> why, since when.
+  const std::map<SwitchPort, PortBook::Entry>& ports_down() const { return book_.down(); }
   // Lets a port weft left down come up again (on disk before it returns); its next
   // heavy sweep enables it. Fails for a port weft did not leave down.
   [[nodiscard]] Result<void> enable_port(Guid sw, PortNum port);
@@ -243,6 +241,7 @@ class SubnetManager {
   std::unique_ptr<DeviceTables> tables_;
   std::unique_ptr<MulticastProgrammer> mc_;
   std::unique_ptr<perf::PerfManager> perf_;
+  PortBook book_;  // the ports kept down (STATE_DIR/ports-down)
   void apply_unhealthy(const perf::PortKey& key, const perf::Unhealthy& u);
   Guid2Lid db_;
   bool db_loaded_ = false;
@@ -262,11 +261,6 @@ class SubnetManager {
   std::map<uint32_t, uint64_t> port_errors_;        // traps 129-131 by LID << 8 | port
   std::map<std::pair<uint64_t, PortNum>, std::vector<mad::TimePoint>> flaps_;  // link changes seen
   std::set<std::pair<uint64_t, PortNum>> flapping_;
-  std::map<std::pair<uint64_t, PortNum>, DownPort> down_;  // STATE_DIR/ports-down
-  std::set<std::pair<uint64_t, PortNum>> release_;         // to enable at the next sweep
-  bool down_loaded_ = false;
-  [[nodiscard]] Result<void> load_down();
-  [[nodiscard]] Result<void> save_down() const;
   SmRole role_;
   std::vector<RemoteSm> sms_;  // the other SMs the last heavy sweep found
   Lid sm_lid_;
