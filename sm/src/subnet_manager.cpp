@@ -122,10 +122,7 @@ SubnetManager::SubnetManager(mad::Transport& t, SmOptions o, std::unique_ptr<Sub
   eng_.set_keys(&keys_);
   eng_.on_unsolicited([this](const mad::Smp& s, const mad::InMad& in) { on_unsolicited(s, in); });
   eng_.on_sa([this](const mad::InMad& in) { serve_sa(in); });
-  started_unix_s_ = std::chrono::duration_cast<std::chrono::seconds>(
-                        std::chrono::system_clock::now().time_since_epoch())
-                        .count();
-  opts_shared_ = std::make_shared<const SmOptions>(opts_);
+  pub_.set_options(std::make_shared<const SmOptions>(opts_));
   publish();
 }
 
@@ -142,7 +139,7 @@ void SubnetManager::set_options(SmOptions o) {
   keys_.set_options(opts_.mkey);
   perf_->set_options(opts_.perf);
   role_.configure({opts_.sm_key, opts_.sm_priority, role_.config().guid});
-  opts_shared_ = std::make_shared<const SmOptions>(opts_);
+  pub_.set_options(std::make_shared<const SmOptions>(opts_));
   publish();
 }
 
@@ -249,7 +246,7 @@ void SubnetManager::phase_light_check() {
   // A spot check of one LFT block per switch (rotating): another writer that kept
   // LinearFDBTop (another SM, a tool) shows as a block that is not what weft wrote; the
   // switch is then believed in nothing and read again, its tables read back whole.
-  const uint64_t round = heavy_sweeps_ + light_sweeps_;
+  const uint64_t round = pub_.heavy_sweeps() + pub_.light_sweeps();
   for (NodeIndex n = 0; n < model_->fabric.size(); ++n) {
     if (!model_->fabric.node(n).is_switch()) continue;
     lfts_->check_block(model_->fabric, n, model_->paths[n], round,
@@ -302,7 +299,7 @@ void SubnetManager::phase_light_check() {
           light_ = false;
           return phase_discover();
         }
-        ++light_sweeps_;
+        pub_.light();
         SweepReport rep = *last_report_;
         rep.heavy = false;
         rep.sms = sms_;
@@ -528,7 +525,7 @@ void SubnetManager::finish_standby(const std::string& why) {
   rep.ms_total = ms_since(run.t0);
   WEFT_LOG(Info, "SM-0047") << rep.reason << "; this SM programs nothing";
   last_report_ = std::make_shared<const SweepReport>(rep);
-  ++heavy_sweeps_;
+  pub_.heavy_untimed();
   emit("sweep_finished", {{"heavy", true},
                           {"subnet_up", false},
                           {"ms", rep.ms_total},
@@ -836,7 +833,7 @@ void SubnetManager::phase_finish(Result<void> pumped) {
   // services and subscriptions of ports that went go too.
   std::set<uint64_t> now_ports;
   for (const auto& [guid, np] : snapshot_->end_ports) now_ports.insert(guid);
-  if (heavy_sweeps_ > 0) {
+  if (pub_.heavy_sweeps() > 0) {
     for (uint64_t g : now_ports)
       if (!last_ports_.count(g)) send_reports(kTrapGidIn, gid_of(g));
     for (uint64_t g : last_ports_)
@@ -845,10 +842,7 @@ void SubnetManager::phase_finish(Result<void> pumped) {
   if (sa_) sa_->forget_ports([&](uint64_t g) { return now_ports.count(g) > 0; });
   last_ports_ = std::move(now_ports);
   const bool was_up = last_report_ && last_report_->subnet_up;
-  ++heavy_sweeps_;
-  sweep_seconds_ += rep.ms_total / 1000;
-  for (size_t i = 0; i < sweep_le_.size(); ++i)
-    sweep_le_[i] += rep.ms_total / 1000 <= Published::kSweepBuckets[i];
+  pub_.heavy(rep.ms_total);
   last_report_ = std::make_shared<const SweepReport>(rep);
   if (rep.subnet_up && rep.sm_state == mad::SmState::kMaster)
     model_ = std::move(run.model);
@@ -869,7 +863,7 @@ void SubnetManager::phase_finish(Result<void> pumped) {
                           {"problems", rep.problems.size()},
                           {"lft_blocks_written", rep.lft_blocks_written},
                           {"pkey_blocks_written", rep.pkey_blocks_written}});
-  if (rep.subnet_up != was_up || heavy_sweeps_ == 1)
+  if (rep.subnet_up != was_up || pub_.heavy_sweeps() == 1)
     emit(rep.subnet_up ? "subnet_up" : "subnet_down",
          rep.subnet_up ? nlohmann::json::object() : nlohmann::json{{"reason", rep.reason}});
   finish_run(rep);
@@ -904,11 +898,7 @@ void SubnetManager::diff_events(const SubnetSnapshot* before, const SubnetSnapsh
   for (const auto& n : after.partitions.pkeys)
     for (const auto& keys : n)
       for (uint16_t k : keys) parts = mix(parts, k);
-  versions_.nodes += nodes != sig_nodes_;
-  versions_.ports += ports != sig_ports_;
-  versions_.links += links != sig_links_;
-  versions_.partitions += parts != sig_partitions_;
-  sig_nodes_ = nodes, sig_ports_ = ports, sig_links_ = links, sig_partitions_ = parts;
+  pub_.fabric_changed({nodes, ports, links, parts});
   if (!before) return;
   // Links, by their two ends' GUIDs and ports; at most a bounded number of events each
   // way, then a count (a switch reboot takes dozens of links at once).
@@ -1105,11 +1095,7 @@ void SubnetManager::publish() {
   p->report = last_report_;
   std::vector<McGroup> groups;
   for (const auto& [mlid, g] : mc_->groups().groups()) groups.push_back(g);
-  auto old = published_.load();
-  if (old && old->multicast && *old->multicast == groups)
-    p->multicast = old->multicast;
-  else
-    p->multicast = std::make_shared<const std::vector<McGroup>>(std::move(groups));
+  p->multicast = std::make_shared<const std::vector<McGroup>>(std::move(groups));
   p->state = role_.state();
   p->priority = opts_.sm_priority;
   // The store follows the role; a master's MADs answered (or another SM's polls) since
@@ -1139,27 +1125,15 @@ void SubnetManager::publish() {
   for (const auto& fp : flapping_) p->flapping.push_back(fp);
   for (const auto& [key, d] : book_.down())
     p->ports_down.push_back({key.first, key.second, d.cause.text(), d.since_unix_s});
-  p->heavy_sweeps = heavy_sweeps_;
-  p->light_sweeps = light_sweeps_;
   p->sweeping = run_ != nullptr;
   p->partitions_generation = opts_.partitions_generation;
   p->partitions_applied = partitions_applied_;
   p->mad = eng_.stats();
   p->sa = sa_stats();
-  p->sweep_le = sweep_le_;
-  p->sweep_count = heavy_sweeps_;
-  p->sweep_seconds = sweep_seconds_;
-  p->started_unix_s = started_unix_s_;
-  p->options = opts_shared_;
-  if (old) {
-    versions_.multicast += p->multicast != old->multicast;
-    versions_.sm += p->state != old->state || p->priority != old->priority || p->lid != old->lid;
-    if (p->state != old->state)
-      emit("sm_state",
-           {{"state", mad::sm_state_name(p->state)}, {"was", mad::sm_state_name(old->state)}});
-  }
-  p->versions = versions_;
-  published_.store(std::move(p));
+  const auto state = p->state;
+  if (auto old = pub_.publish(std::move(p)); old && old->state != state)
+    emit("sm_state",
+         {{"state", mad::sm_state_name(state)}, {"was", mad::sm_state_name(old->state)}});
 }
 
 void SubnetManager::publish_stats() {

@@ -41,6 +41,7 @@
 #include "weft/sm/lid_manager.hpp"
 #include "weft/sm/mkey.hpp"
 #include "weft/sm/port_book.hpp"
+#include "weft/sm/publisher.hpp"
 #include "weft/sm/sm_role.hpp"
 #include "weft/sm/snapshot.hpp"
 #include "weft/sm/subn_adm.hpp"
@@ -180,7 +181,7 @@ class SubnetManager {
   const SaStats& sa_stats() const;
   const McDb& multicast() const;
   // From any thread: what the SM last published.
-  std::shared_ptr<const Published> published() const { return published_.load(); }
+  std::shared_ptr<const Published> published() const { return pub_.published(); }
   // Publishes again with the engine's current counters (the daemon does so each second).
   void publish_stats();
   // Documents of the state store that changed under this SM (another master's, from
@@ -275,15 +276,8 @@ class SubnetManager {
   // The SmRole epoch whose sweeps as master filled the programmers' caches of device
   // contents: another epoch (another SM may have programmed since) voids them all.
   std::optional<uint64_t> programmed_epoch_;
-  uint64_t heavy_sweeps_ = 0, light_sweeps_ = 0;
-  std::array<uint64_t, std::size(Published::kSweepBuckets)> sweep_le_{};
-  double sweep_seconds_ = 0;
   uint64_t partitions_applied_ = 0;
-  Versions versions_;
-  uint64_t sig_nodes_ = 0, sig_ports_ = 0, sig_links_ = 0, sig_partitions_ = 0;
-  int64_t started_unix_s_ = 0;
-  std::shared_ptr<const SmOptions> opts_shared_;  // opts_ as published
-  std::atomic<std::shared_ptr<const Published>> published_;
+  Publisher pub_;
   std::function<void(const SmEvent&)> on_event_;
 };
 
