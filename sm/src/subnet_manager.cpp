@@ -966,15 +966,14 @@ void SubnetManager::note_flaps(
     const std::vector<std::tuple<uint64_t, PortNum, std::string>>& changed) {
   const auto now = t_.clock().now();
   for (const auto& [guid, port, name] : changed) {
-    auto& times = flaps_[{guid, port}];
-    times.push_back(now);
-    std::erase_if(times, [&](mad::TimePoint t) { return now - t > opts_.flap_window; });
-    if (int(times.size()) >= opts_.flap_threshold && flapping_.insert({guid, port}).second) {
+    const auto flap =
+        traps_.link_changed({guid, port}, now, opts_.flap_threshold, opts_.flap_window);
+    if (flap.started) {
       WEFT_LOG(Warn, "SM-0024")
-          << "port " << name << " is flapping: " << times.size() << " link changes within "
+          << "port " << name << " is flapping: " << flap.changes << " link changes within "
           << std::chrono::duration_cast<std::chrono::seconds>(opts_.flap_window).count() << " s";
       emit("port_flapping",
-           {{"guid", hex_guid(guid)}, {"port", port}, {"name", name}, {"changes", times.size()}});
+           {{"guid", hex_guid(guid)}, {"port", port}, {"name", name}, {"changes", flap.changes}});
       // flap_policy down: a switch port is disabled (a CA port cannot be: nothing
       // could enable it again; its switch end is among the changed ends too).
       const bool at_switch = snapshot_ && [&] {
@@ -983,7 +982,7 @@ void SubnetManager::note_flaps(
       }();
       if (opts_.flap_policy == FlapPolicy::kDown && at_switch && !book_.contains({guid, port})) {
         const auto why = DownCause::flapping(
-            uint32_t(times.size()),
+            uint32_t(flap.changes),
             uint32_t(std::chrono::duration_cast<std::chrono::seconds>(opts_.flap_window).count()));
         if (auto r = book_.keep_down({guid, port}, why, unix_now()); !r)
           WEFT_LOG(Error, "SM-0026") << "ports-down not saved: " << r.error().message;
@@ -995,16 +994,8 @@ void SubnetManager::note_flaps(
     }
   }
   // Ports that calmed down: no change within the window.
-  for (auto it = flapping_.begin(); it != flapping_.end();) {
-    auto& times = flaps_[*it];
-    std::erase_if(times, [&](mad::TimePoint t) { return now - t > opts_.flap_window; });
-    if (times.empty()) {
-      emit("port_stable", {{"guid", hex_guid(it->first)}, {"port", it->second}});
-      it = flapping_.erase(it);
-    } else {
-      ++it;
-    }
-  }
+  for (const auto& [guid, port] : traps_.calmed(now, opts_.flap_window))
+    emit("port_stable", {{"guid", hex_guid(guid)}, {"port", port}});
 }
 
 void SubnetManager::perf_sweep(std::function<void(Result<perf::PerfSweep>)> done) {
@@ -1079,8 +1070,7 @@ Result<perf::Unhealthy> SubnetManager::mark_healthy(Guid node, PortNum port) {
 
 Result<void> SubnetManager::enable_port(Guid sw, PortNum port) {
   if (auto r = book_.release({sw.value, port}); !r) return std::unexpected(r.error());
-  flaps_.erase({sw.value, port});
-  flapping_.erase({sw.value, port});
+  traps_.forget({sw.value, port});
   trap_seen_ = true;  // a heavy sweep enables it
   WEFT_LOG(Info, "SM-0029") << "port " << sw.str() << "/" << int(port)
                             << " released: enabled at the next sweep";
@@ -1121,8 +1111,8 @@ void SubnetManager::publish() {
   }
   p->sms = sms_;
   p->perf = perf_->view();
-  for (const auto& [key, n] : trap_counts_) p->traps.push_back({key, n});
-  for (const auto& fp : flapping_) p->flapping.push_back(fp);
+  for (const auto& [key, n] : traps_.counts()) p->traps.push_back({key, n});
+  for (const auto& fp : traps_.flapping()) p->flapping.push_back(fp);
   for (const auto& [key, d] : book_.down())
     p->ports_down.push_back({key.first, key.second, d.cause.text(), d.since_unix_s});
   p->sweeping = run_ != nullptr;
@@ -1221,7 +1211,7 @@ void SubnetManager::on_unsolicited(const mad::Smp& s, const mad::InMad& in) {
 }
 
 void SubnetManager::on_trap(const Trap& t, const mad::InMad& in) {
-  ++trap_counts_[t.generic ? t.number : 0];
+  traps_.count(t.generic ? t.number : 0);
   nlohmann::json ev = t.to_json();
   ev["from_lid"] = in.slid.value;
   if (t.security()) {
@@ -1229,9 +1219,9 @@ void SubnetManager::on_trap(const Trap& t, const mad::InMad& in) {
     emit("security", ev);
     if (t.number == 256) touch_port(t.lid.value ? t.lid : t.issuer);
   } else if (t.link_integrity()) {
-    const uint32_t key = uint32_t(t.lid.value) << 8 | t.port;
-    ev["count"] = ++port_errors_[key];
-    WEFT_LOG(Warn, "SM-0022") << t.describe() << " (" << port_errors_[key] << " so far there)";
+    const uint64_t n = traps_.port_error(t.lid.value, t.port);
+    ev["count"] = n;
+    WEFT_LOG(Warn, "SM-0022") << t.describe() << " (" << n << " so far there)";
   }
   if (!t.sweep()) {
     if (!t.security() && !t.link_integrity())
@@ -1244,11 +1234,10 @@ void SubnetManager::on_trap(const Trap& t, const mad::InMad& in) {
   // trap_holdoff: traps within it only mark the next (interval) sweep heavy.
   const auto now = t_.clock().now();
   const uint16_t from = t.number == 128 && t.lid.value ? t.lid.value : in.slid.value;
-  auto& last = trap_sweeps_[from];
   // A switch with a flapping port: at most one trap-driven heavy sweep per flap_holdoff
   // (the sweep interval), however fast its link comes and goes.
   const bool flapping_here = t.number == 128 && snapshot_ && [&] {
-    for (const auto& [guid, port] : flapping_) {
+    for (const auto& [guid, port] : traps_.flapping()) {
       auto n = snapshot_->fabric.find(Guid{guid});
       if (n && snapshot_->fabric.node(*n).is_switch() &&
           snapshot_->fabric.node(*n).ports[0].attrs.lid.value == from)
@@ -1258,13 +1247,12 @@ void SubnetManager::on_trap(const Trap& t, const mad::InMad& in) {
   }();
   const mad::Duration holdoff =
       flapping_here ? std::max(opts_.trap_holdoff, opts_.flap_holdoff) : opts_.trap_holdoff;
-  const bool held = last.count() != 0 && now - last < holdoff;
+  const bool held = traps_.hold(from, now, holdoff);
   if (held) {
     deferred_heavy_ = true;
     WEFT_LOG(Info, "SM-0023") << t.describe() << "; LID " << from
                               << " trapped again within trap_holdoff: folded into the next sweep";
   } else {
-    last = now;
     // A link change at a switch of the model: that switch is read again. Anything else
     // (or a LID the model does not know, checked when the sweep starts) asks for a full
     // discovery.

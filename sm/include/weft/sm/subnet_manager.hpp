@@ -45,6 +45,7 @@
 #include "weft/sm/sm_role.hpp"
 #include "weft/sm/snapshot.hpp"
 #include "weft/sm/subn_adm.hpp"
+#include "weft/sm/trap_book.hpp"
 #include "weft/sm/traps.hpp"
 #include "weft/store/state_store.hpp"
 
@@ -257,11 +258,7 @@ class SubnetManager {
   // update starts from. Empty after any other sweep.
   std::unique_ptr<const Discovered> model_;
   bool deferred_heavy_ = false;  // a trap held back by trap_holdoff: the next sweep is heavy
-  std::map<uint16_t, mad::TimePoint> trap_sweeps_;  // by trapping LID: its last trap-driven sweep
-  std::map<uint16_t, uint64_t> trap_counts_;        // by trap number (0: vendor)
-  std::map<uint32_t, uint64_t> port_errors_;        // traps 129-131 by LID << 8 | port
-  std::map<std::pair<uint64_t, PortNum>, std::vector<mad::TimePoint>> flaps_;  // link changes seen
-  std::set<std::pair<uint64_t, PortNum>> flapping_;
+  TrapBook traps_;
   SmRole role_;
   std::vector<RemoteSm> sms_;  // the other SMs the last heavy sweep found
   Lid sm_lid_;
