@@ -1,5 +1,5 @@
-// The SA agent: its index over the snapshot, the one dispatch table of {attribute, methods,
-// layout, handler}, the answer's header and status, and the typed path query. The records
+// The SA agent: the one dispatch table of {attribute, methods, layout, handler} over the
+// snapshot's end-port index, the answer's header and status, and the typed path query. The records
 // themselves are built by their families (records.hpp names them).
 #include "weft/sa/sa.hpp"
 

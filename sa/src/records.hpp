@@ -4,7 +4,7 @@
 // node_port.cpp (NodeRecord, PortInfoRecord, SMInfoRecord, LinkRecord, P_KeyTableRecord,
 // SwitchInfoRecord, LinearForwardingTableRecord, SL2VLTableRecord, VLArbitrationTableRecord),
 // path.cpp (PathRecord, MultiPathRecord), multicast.cpp (MCMemberRecord), service.cpp
-// (ServiceRecord, InformInfo, InformInfoRecord, Reports); sa.cpp holds the dispatch table.
+// (ServiceRecord, InformInfo, InformInfoRecord, Reports); agent.cpp holds the dispatch table.
 #pragma once
 
 #include <infiniband/mad.h>
