@@ -163,7 +163,7 @@ std::string sa_attr_name(uint16_t attr) {
   return b;
 }
 
-std::optional<PathInfo> SaAgent::path(const SaContext& ctx, const PathQuery& pq) const {
+std::optional<PathInfo> SaAgent::path(const SaContext& ctx, const PathQuery& pq) {
   if (!ctx.snap) return std::nullopt;
   const Index& idx = ctx.snap->ends;
   const auto s = idx.at(pq.slid), d = idx.at(pq.dlid);
@@ -202,7 +202,7 @@ std::optional<PathInfo> path_record(const SaContext& ctx, sm::EndPort src, sm::E
   PathQuery q;
   q.slid = sm::base_lid(ctx.snap->fabric, src);
   q.dlid = sm::base_lid(ctx.snap->fabric, dst);
-  return SaAgent().path(ctx, q);
+  return SaAgent::path(ctx, q);
 }
 
 std::optional<std::vector<uint8_t>> SaAgent::answer(std::span<const uint8_t> req,

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "weft/log.hpp"
+#include "weft/text.hpp"
 #include "weft/text_file.hpp"
 
 namespace weft::sm {
@@ -40,7 +41,8 @@ std::string DownCause::text() const {
 
 namespace {
 
-// A whole decimal number, nothing else.
+// A whole decimal number, nothing else (the counts and port numbers weft writes;
+// text::parse_u64 would also take 0x and octal forms, which would not read back the same).
 template <class T>
 bool number(std::string_view s, T& out) {
   auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
@@ -56,11 +58,8 @@ DownCause DownCause::parse(std::string_view text) {
     const auto slash = text.find('/'), colon = text.find(": ");
     uint64_t node = 0;
     unsigned port = 0;
-    if (slash == std::string_view::npos || colon == std::string_view::npos || colon < slash)
-      return other;
-    const auto g = text.substr(12, slash - 12);
-    auto [end, ec] = std::from_chars(g.data(), g.data() + g.size(), node, 16);
-    if (ec != std::errc() || end != g.data() + g.size() || g.empty() ||
+    if (slash == std::string_view::npos || colon == std::string_view::npos || colon < slash ||
+        !text::parse_u64(std::string(text.substr(10, slash - 10)), &node) ||
         !number(text.substr(slash + 1, colon - slash - 1), port) || port > 254)
       return other;
     return unhealthy(node, PortNum(port), std::string(text.substr(colon + 2)));

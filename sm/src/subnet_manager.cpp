@@ -1002,22 +1002,21 @@ void SubnetManager::perf_sweep(std::function<void(Result<perf::PerfSweep>)> done
   if (role_.state() != mad::SmState::kMaster || !snapshot_)
     return done(fail(Errc::kUnsupported, "counters are read by the master, once the subnet is up"));
   // The PerfMgr reads the snapshot's fabric and keeps the snapshot alive while it does.
-  std::shared_ptr<const fabric::Fabric> fab;
-  if (snapshot_) fab = std::shared_ptr<const fabric::Fabric>(snapshot_, &snapshot_->fabric);
-  perf_->start(std::move(fab), [this, done = std::move(done)](Result<perf::PerfSweep> r) {
-    if (r) {
-      for (const auto& [key, u] : r->unhealthy) apply_unhealthy(key, u);
-      emit("counters", {{"ports", r->ports},
-                        {"read", r->read},
-                        {"failed", r->failed},
-                        {"mads", r->mads},
-                        {"ms", r->ms},
-                        {"unhealthy", perf_->unhealthy().size()},
-                        {"congested", r->congested.size()}});
-    }
-    publish();
-    done(std::move(r));
-  });
+  perf_->start(std::shared_ptr<const fabric::Fabric>(snapshot_, &snapshot_->fabric),
+               [this, done = std::move(done)](Result<perf::PerfSweep> r) {
+                 if (r) {
+                   for (const auto& [key, u] : r->unhealthy) apply_unhealthy(key, u);
+                   emit("counters", {{"ports", r->ports},
+                                     {"read", r->read},
+                                     {"failed", r->failed},
+                                     {"mads", r->mads},
+                                     {"ms", r->ms},
+                                     {"unhealthy", perf_->unhealthy().size()},
+                                     {"congested", r->congested.size()}});
+                 }
+                 publish();
+                 done(std::move(r));
+               });
 }
 
 void SubnetManager::apply_unhealthy(const perf::PortKey& key, const perf::Unhealthy& u) {

@@ -21,12 +21,10 @@
 
 #include <cstdint>
 #include <functional>
-#include <map>
 #include <memory>
 #include <optional>
 #include <span>
 #include <string>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -109,8 +107,8 @@ std::string sa_attr_name(uint16_t attr);
 class SaAgent final : public sm::SubnAdm {
  public:
   // The one PathRecord the SA answers for `q` from the snapshot's index (the same code
-  // path a Get(PathRecord) takes); nullopt when it answers none.
-  std::optional<PathInfo> path(const SaContext& ctx, const PathQuery& q) const;
+  // path a Get(PathRecord) takes); nullopt when it answers none. Needs no agent's state.
+  static std::optional<PathInfo> path(const SaContext& ctx, const PathQuery& q);
   // The whole answer (header + records): one MAD for Get, RMPP-active for
   // GetTable. nullopt for anything that is not an SA request (dropped).
   std::optional<std::vector<uint8_t>> answer(std::span<const uint8_t> req,
