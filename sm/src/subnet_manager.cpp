@@ -1,6 +1,6 @@
 // The SM: a sweep's phases in order, and what it serves between them (SMInfo, traps,
 // the SA). Each phase submits its MADs and asks the driver to call the next one when
-// every completion has run; the programmers (sweep_parts.hpp) own the device state.
+// every completion has run; the programmers (program/) own the device state.
 #include "weft/sm/subnet_manager.hpp"
 
 #include <algorithm>
@@ -9,7 +9,10 @@
 #include <set>
 #include <sstream>
 
-#include "sweep_parts.hpp"
+#include "program/device_tables.hpp"
+#include "program/lft_programmer.hpp"
+#include "program/multicast_programmer.hpp"
+#include "program/programmer.hpp"
 #include "weft/durable_file.hpp"
 #include "weft/log.hpp"
 #include "weft/sm/documents.hpp"
@@ -106,10 +109,7 @@ SubnetManager::SubnetManager(mad::Transport& t, SmOptions o, std::unique_ptr<Sub
       eng_(t, opts_.engine),
       sync_driver_(eng_),
       driver_(&sync_driver_),
-      ports_(std::make_unique<PortProgrammer>(eng_, opts_)),
-      lfts_(std::make_unique<LftProgrammer>(eng_)),
-      tables_(std::make_unique<DeviceTables>(eng_, opts_, *ports_, *lfts_)),
-      mc_(std::make_unique<MulticastProgrammer>(eng_)),
+      prog_(std::make_unique<Programmers>(eng_, opts_)),
       perf_(std::make_unique<perf::PerfManager>(
           eng_, opts_.perf,
           opts_.store
@@ -129,7 +129,7 @@ SubnetManager::SubnetManager(mad::Transport& t, SmOptions o, std::unique_ptr<Sub
 SubnetManager::~SubnetManager() = default;
 
 const McDb& SubnetManager::multicast() const {
-  return mc_->groups();
+  return prog_->multicast().groups();
 }
 
 void SubnetManager::set_options(SmOptions o) {
@@ -170,7 +170,7 @@ void SubnetManager::start_sweep(bool heavy, SweepDone done) {
   // A bring-up that did not complete is retried in full: nothing may have changed that
   // a switch would report, yet ports are not ACTIVE or tables not written. Only a
   // master sweeps light; any other state reads the fabric and its SMs.
-  const bool same_term = programmed_epoch_ == role_.epoch();
+  const bool same_term = prog_->same_term(role_.epoch());
   light_ = !heavy && snapshot_ && model_ && !trap_seen_ && !deferred_heavy_ && last_report_ &&
            last_report_->subnet_up && role_.state() == mad::SmState::kMaster && same_term;
   publish();
@@ -249,12 +249,12 @@ void SubnetManager::phase_light_check() {
   const uint64_t round = pub_.heavy_sweeps() + pub_.light_sweeps();
   for (NodeIndex n = 0; n < model_->fabric.size(); ++n) {
     if (!model_->fabric.node(n).is_switch()) continue;
-    lfts_->check_block(model_->fabric, n, model_->paths[n], round,
-                       [this, psc, n](bool, bool differs) {
-                         if (!differs) return;
-                         ++run_->rep.lft_switches_changed;
-                         psc->push_back(n);
-                       });
+    prog_->lfts().check_block(model_->fabric, n, model_->paths[n], round,
+                              [this, psc, n](bool, bool differs) {
+                                if (!differs) return;
+                                ++run_->rep.lft_switches_changed;
+                                psc->push_back(n);
+                              });
   }
   // The other SMs, as OpenSM's light sweep polls them: one that became master, or now
   // outranks this one, calls for a heavy sweep (a handover either way).
@@ -483,17 +483,13 @@ void SubnetManager::phase_role(Result<void> pumped) {
   }
   if (was != mad::SmState::kMaster)
     WEFT_LOG(Info, "SM-0045") << "entering MASTER state: " << dec.why;
-  if (programmed_epoch_ != role_.epoch()) {
+  if (prog_->begin_term(role_.epoch())) {
     // A new master term: another SM (OpenSM, another weft) may have programmed the
     // fabric since this SM's last sweep as master, leaving LinearFDBTop as it was. What
     // weft believes any device holds is void: LFTs, MFTs, P_Key, SL2VL and VLArb tables
     // are read back and written where they differ, and routing starts from nothing.
-    if (programmed_epoch_)
+    if (prog_->had_term())
       WEFT_LOG(Info, "SM-0056") << "new master term: every table the devices hold is read back";
-    lfts_->forget_all();
-    tables_->forget_all();
-    mc_->forget_held();
-    programmed_epoch_ = role_.epoch();
     run_->rep.new_term = true;
   }
   opts_.store->set_master(true);  // before the LIDs are written
@@ -595,6 +591,7 @@ void SubnetManager::phase_assign_lids() {
                 "LID-0003");
   const auto& tn = run.target.node(d.local_node);
   sm_lid_ = tn.is_switch() ? tn.ports[0].attrs.lid : tn.ports[d.local_port].attrs.lid;
+  run.sm_lid = sm_lid_;
   rep.ms_lids = ms_since(run.phase_start);
   rep.lids = la->from_file + la->from_fabric + la->fresh;
   WEFT_LOG(Info, "SM-0005") << "LIDs: " << rep.lids << " ports (" << la->from_file
@@ -667,7 +664,7 @@ void SubnetManager::phase_program() {
   run.after = run.d.port_info;
   // Whether the switches still hold what weft believes, before anything is sent by LID
   // through their tables.
-  lfts_->spot_check(run);
+  prog_->step(Step::kCheck, run);
   next_phase(&SubnetManager::phase_program_lfts);
 }
 
@@ -688,8 +685,7 @@ void SubnetManager::phase_program_lfts(Result<void> pumped) {
                                 << run.rep.switches
                                 << " switches' forwarding tables over their LIDs";
   }
-  ports_->configure(run, sm_lid_);
-  lfts_->write_blocks(run);
+  prog_->step(Step::kConfigure, run);
   next_phase(&SubnetManager::phase_tables);
 }
 
@@ -697,10 +693,9 @@ void SubnetManager::phase_tables(Result<void> pumped) {
   SweepRun& run = *run_;
   if (!pumped)
     add_problem(run.rep, "transport failed while programming: " + pumped.error().message);
-  lfts_->write_tops(run);
   save_keys(run.rep);
-  // The tables depend on the operational VLs the PortInfo Sets left.
-  tables_->read(run);
+  // LinearFDBTop; the tables depend on the operational VLs the PortInfo Sets left.
+  prog_->step(Step::kCommit, run);
   next_phase(&SubnetManager::phase_write_tables);
 }
 
@@ -708,7 +703,7 @@ void SubnetManager::phase_write_tables(Result<void> pumped) {
   SweepRun& run = *run_;
   if (!pumped)
     add_problem(run.rep, "transport failed while reading tables: " + pumped.error().message);
-  tables_->write(run);
+  prog_->step(Step::kTables, run);
   next_phase(&SubnetManager::phase_activate);
 }
 
@@ -716,12 +711,11 @@ void SubnetManager::phase_activate(Result<void> pumped) {
   SweepRun& run = *run_;
   if (!pumped)
     add_problem(run.rep, "transport failed while programming tables: " + pumped.error().message);
-  tables_->settle(run);
   run.rep.smps_program = eng_.stats().sent - run.sent_at_phase;
   run.rep.ms_program = ms_since(run.phase_start);
   run.phase_start = std::chrono::steady_clock::now();
   run.sent_at_phase = eng_.stats().sent;
-  ports_->activate(run);
+  prog_->step(Step::kActivate, run);
   next_phase(&SubnetManager::phase_publish);
 }
 
@@ -729,7 +723,7 @@ void SubnetManager::phase_publish(Result<void> pumped) {
   SweepRun& run = *run_;
   SweepReport& rep = run.rep;
   if (!pumped) add_problem(rep, "transport failed while activating: " + pumped.error().message);
-  ports_->count_active(run);
+  prog_->step(Step::kCount, run);
   rep.smps_activate = eng_.stats().sent - run.sent_at_phase;
   rep.ms_activate = ms_since(run.phase_start);
   const Discovered& d = run.d;
@@ -764,13 +758,12 @@ void SubnetManager::phase_publish(Result<void> pumped) {
   snap->node_paths = d.paths;
   snap->mft_cap = 0xffff;
   bool any_switch = false;
-  std::set<Guid> reset;  // switches that lost what weft wrote: their MFTs are read again
   for (NodeIndex n = 0; n < target.size(); ++n) {
     const auto& nd = target.node(n);
     if (nd.is_switch()) {
       any_switch = true;
       snap->mft_cap = std::min(snap->mft_cap, d.switch_info[n].mft_cap);
-      if (!lfts_->steady(nd.guid, d.switch_info[n].lft_top)) reset.insert(nd.guid);
+      if (!prog_->lfts().steady(nd.guid, d.switch_info[n].lft_top)) run.reset.insert(nd.guid);
       snap->end_ports[nd.ports[0].guid.value] = {n, 0};
     } else {
       for (PortNum p = 1; p <= nd.num_ports; ++p)
@@ -784,7 +777,7 @@ void SubnetManager::phase_publish(Result<void> pumped) {
   if (opts_.qos.enabled && opts_.qos_policy)
     snap->qos_policy = std::make_shared<const qos::PolicyMatcher>(*opts_.qos_policy, snap->fabric,
                                                                   run.plan, sm_guid_);
-  snap->pkey_tables = tables_->take_pkey_tables();
+  snap->pkey_tables = prog_->tables().take_pkey_tables();
   snap->vlarb_caps.resize(d.port_info.size());
   for (NodeIndex n = 0; n < d.port_info.size(); ++n)
     for (const auto& pi : d.port_info[n])
@@ -793,13 +786,14 @@ void SubnetManager::phase_publish(Result<void> pumped) {
   snap->sm_guid = sm_guid_;
   // Multicast next: the groups the policy asks for, then every tree on the new
   // snapshot. Joins served from here on route on it too.
-  mc_->sync_groups(run.plan, opts_.qos.enabled, *snap);
+  prog_->multicast().sync_groups(run.plan, opts_.qos.enabled, *snap);
   snap->partitions = std::move(run.plan);
   diff_events(snapshot_.get(), *snap);
   snapshot_ = std::move(snap);
   publish();
   run.sent_at_phase = eng_.stats().sent;
-  mc_->route_all(snapshot_, reset, rep);
+  run.published = snapshot_;
+  prog_->step(Step::kPublished, run);
   next_phase(&SubnetManager::phase_finish);
 }
 
@@ -809,7 +803,7 @@ void SubnetManager::phase_finish(Result<void> pumped) {
   if (!pumped)
     add_problem(rep, "transport failed while programming MFTs: " + pumped.error().message);
   rep.smps_program += eng_.stats().sent - run.sent_at_phase;
-  rep.mcast_groups = mc_->groups().groups().size();
+  rep.mcast_groups = prog_->multicast().groups().groups().size();
   auto because = [&rep](const std::string& why) {
     rep.reason += (rep.reason.empty() ? "" : "; ") + why;
   };
@@ -1083,7 +1077,7 @@ void SubnetManager::publish() {
   p->subnet = snapshot_;
   p->report = last_report_;
   std::vector<McGroup> groups;
-  for (const auto& [mlid, g] : mc_->groups().groups()) groups.push_back(g);
+  for (const auto& [mlid, g] : prog_->multicast().groups().groups()) groups.push_back(g);
   p->multicast = std::make_shared<const std::vector<McGroup>>(std::move(groups));
   p->state = role_.state();
   p->priority = opts_.sm_priority;
@@ -1157,8 +1151,8 @@ void SubnetManager::serve_sa(const mad::InMad& in) {
   if (!sa_) return;
   SaContext ctx;
   ctx.snap = snapshot_;
-  ctx.mc = &mc_->groups();
-  ctx.mft_cap = mc_->mft_cap();
+  ctx.mc = &prog_->multicast().groups();
+  ctx.mft_cap = prog_->multicast().mft_cap();
   ctx.qos_cfg = &opts_.qos;
   ctx.now_s = std::chrono::duration_cast<std::chrono::seconds>(t_.clock().now()).count();
   ctx.requester = in.slid;
@@ -1183,7 +1177,7 @@ void SubnetManager::serve_sa(const mad::InMad& in) {
     if (c.kind == McChange::kDeleted) send_reports(kTrapMcDeleted, c.mgid), changed = true;
     mlids.push_back(c.mlid);
   }
-  if (snapshot_) mc_->route_changed(mlids);
+  if (snapshot_) prog_->multicast().route_changed(mlids);
   if (changed || !mlids.empty()) publish();
 }
 

@@ -117,10 +117,7 @@ struct SmEvent {
   nlohmann::json data;
 };
 
-class PortProgrammer;
-class LftProgrammer;
-class DeviceTables;
-class MulticastProgrammer;
+class Programmers;
 struct SweepRun;
 
 class SubnetManager {
@@ -238,10 +235,9 @@ class SubnetManager {
   mad::MadEngine eng_;
   mad::SyncDriver sync_driver_;
   mad::Driver* driver_;
-  std::unique_ptr<PortProgrammer> ports_;
-  std::unique_ptr<LftProgrammer> lfts_;
-  std::unique_ptr<DeviceTables> tables_;
-  std::unique_ptr<MulticastProgrammer> mc_;
+  // The programmers (sm/src/program/): each kind of device state, and what weft
+  // believes the devices hold of it for as long as its master term lasts.
+  std::unique_ptr<Programmers> prog_;
   std::unique_ptr<perf::PerfManager> perf_;
   PortBook book_;  // the ports kept down (STATE_DIR/ports-down)
   void apply_unhealthy(const perf::PortKey& key, const perf::Unhealthy& u);
@@ -270,9 +266,6 @@ class SubnetManager {
   std::shared_ptr<SweepRun> run_;
   SweepDone done_;
   bool light_ = false;
-  // The SmRole epoch whose sweeps as master filled the programmers' caches of device
-  // contents: another epoch (another SM may have programmed since) voids them all.
-  std::optional<uint64_t> programmed_epoch_;
   uint64_t partitions_applied_ = 0;
   Publisher pub_;
   std::function<void(const SmEvent&)> on_event_;

@@ -1,5 +1,5 @@
 // Multicast groups and their forwarding tables, always on one published snapshot.
-#include "sweep_parts.hpp"
+#include "multicast_programmer.hpp"
 
 #include <algorithm>
 
@@ -8,6 +8,10 @@
 namespace weft::sm {
 
 using fabric::NodeIndex;
+
+void MulticastProgrammer::step(Step s, SweepRun& run) {
+  if (s == Step::kPublished && run.published) route_all(run.published, run.reset, run.rep);
+}
 
 void MulticastProgrammer::sync_groups(const qos::PartitionPlan& plan, bool qos_on,
                                       const SubnetSnapshot& snap) {

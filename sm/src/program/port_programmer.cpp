@@ -1,6 +1,6 @@
 // PortInfo Sets: what each port is told (LIDs, SM LID, MTU and VLs agreed with its
 // peer, P_Key enforcement, VLHighLimit), and the two steps to ACTIVE.
-#include "sweep_parts.hpp"
+#include "port_programmer.hpp"
 
 #include <algorithm>
 
@@ -36,7 +36,14 @@ uint64_t PortProgrammer::port_key(const fabric::Fabric& f, NodeIndex n, PortNum 
   return nd.is_switch() ? (nd.guid.value ^ (uint64_t(p) << 56)) : nd.ports[p].guid.value;
 }
 
-void PortProgrammer::configure(SweepRun& run, Lid sm_lid) {
+void PortProgrammer::step(Step s, SweepRun& run) {
+  if (s == Step::kConfigure) configure(run);
+  if (s == Step::kActivate) activate(run);
+  if (s == Step::kCount) count_active(run);
+}
+
+void PortProgrammer::configure(SweepRun& run) {
+  const Lid sm_lid = run.sm_lid;
   const Discovered& d = run.d;
   const fabric::Fabric& target = run.target;
   const bool enf_in =

@@ -1,6 +1,6 @@
 // Linear forwarding tables: the blocks that differ, then LinearFDBTop, in two phases
 // so that a switch's top moves only once its blocks are written.
-#include "sweep_parts.hpp"
+#include "lft_programmer.hpp"
 
 #include <algorithm>
 #include <memory>
@@ -10,6 +10,12 @@
 namespace weft::sm {
 
 using fabric::NodeIndex;
+
+void LftProgrammer::step(Step s, SweepRun& run) {
+  if (s == Step::kCheck) spot_check(run);
+  if (s == Step::kConfigure) write_blocks(run);
+  if (s == Step::kCommit) write_tops(run);
+}
 
 void LftProgrammer::remember_block(Guid sw, size_t block, const mad::LftBlock& blk) {
   auto& h = cache_[sw];

@@ -1,14 +1,22 @@
 // P_Key, SL2VL and VL arbitration tables, in two phases: read what weft does not know
 // a port holds, then write what differs. Reading everything first means a table's
 // layout (P_Keys keep their indexes) is decided once its every block is known.
-#include "sweep_parts.hpp"
+#include "device_tables.hpp"
 
 #include <algorithm>
 #include <cstdio>
 
+#include "lft_programmer.hpp"
+#include "port_programmer.hpp"
 #include "weft/log.hpp"
 
 namespace weft::sm {
+
+void DeviceTables::step(Step s, SweepRun& run) {
+  if (s == Step::kCommit) read(run);
+  if (s == Step::kTables) write(run);
+  if (s == Step::kActivate) settle(run);
+}
 
 using fabric::NodeIndex;
 using fabric::PortState;

@@ -1,0 +1,70 @@
+// The LFT programmer: linear forwarding tables and LinearFDBTop.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "programmer.hpp"
+
+namespace weft::sm {
+
+// Linear forwarding tables: the blocks that differ from what a switch holds (read
+// first where weft does not know), then LinearFDBTop. What each switch holds is
+// remembered while it keeps the LinearFDBTop weft left it with.
+class LftProgrammer final : public Programmer {
+ public:
+  explicit LftProgrammer(mad::MadEngine& eng) : eng_(eng) {}
+  std::string_view name() const override { return "lft"; }
+  // kCheck: spot_check(); kConfigure: write_blocks(); kCommit: write_tops().
+  void step(Step s, SweepRun& run) override;
+  // Before programming (nothing else in flight): one block of every switch weft
+  // believes it knows, read back by directed route and compared (the block rotates
+  // sweep by sweep). A switch whose block differs (another writer that kept
+  // LinearFDBTop) is believed in nothing from then on: read back whole when written.
+  // Counted in the report (lft_blocks_checked, lft_switches_changed).
+  void spot_check(SweepRun& run);
+  // One such check of switch `n` (its block for `round`), by directed route `path`: a
+  // block that is not what weft wrote is logged (SM-0055) and the switch forgotten.
+  // `done(answered, differs)` when the answer (or none) is in; nothing is sent, and
+  // `done` never called, for a switch weft holds no table of.
+  void check_block(const fabric::Fabric& f, fabric::NodeIndex n, const mad::DrPath& path,
+                   uint64_t round, std::function<void(bool answered, bool differs)> done);
+  // Phase 1: every block that differs. Phase 2 (after the blocks): LinearFDBTop.
+  void write_blocks(SweepRun& run);
+  void write_tops(SweepRun& run);
+  // A switch still holds what weft left it with: the LinearFDBTop it was set to. (A
+  // switch that rebooted comes back with another.)
+  bool steady(Guid sw, uint16_t lft_top_now) const;
+  // One block of what weft believes switch `sw` holds, to read back and compare (a
+  // spot check: the block rotates with `round`); nullopt where nothing is believed.
+  std::optional<std::pair<size_t, mad::LftBlock>> spot_block(Guid sw, uint64_t round) const;
+  // Believe nothing of switch `sw` (its blocks are read back whole at its next
+  // programming), or of any switch (a new master term).
+  void forget(Guid sw);
+  void forget_all() override;
+
+ private:
+  void remember_block(Guid sw, size_t block, const mad::LftBlock& blk);
+  // Switch n shows signs of having lost its state (a port state change, a linked port
+  // not ACTIVE); what weft believes of it holds (trusted) only without them and while it
+  // keeps the LinearFDBTop weft left it with.
+  bool was_reset(const SweepRun& run, fabric::NodeIndex n) const;
+  bool trusted(const SweepRun& run, fabric::NodeIndex n) const;
+  // Reads block b of switch n and writes `blk` if the switch holds anything else.
+  void read_then_write(SweepRun& run, fabric::NodeIndex n, const mad::DrPath& path, size_t b,
+                       const mad::LftBlock& blk);
+  void write_block(SweepRun& run, fabric::NodeIndex n, const mad::DrPath& path, size_t b,
+                   const mad::LftBlock& blk);
+  mad::MadEngine& eng_;
+  std::map<Guid, std::vector<uint8_t>> cache_;   // what each switch holds, as written or read
+  std::unordered_map<uint64_t, uint16_t> tops_;  // LinearFDBTop each switch was left with
+  std::vector<fabric::NodeIndex> topped_;        // this sweep: switches whose top to write
+  uint64_t round_ = 0;                           // spot_check calls: which block each checks
+};
+
+}  // namespace weft::sm

@@ -1,0 +1,87 @@
+// The programmers: each owns one kind of device state (port settings, forwarding
+// tables, P_Key and VL tables, multicast tables) and what weft believes the devices
+// hold of it, and writes only what differs. They share one shape: the sweep calls
+// every programmer at each programming step, in order, and waits for all of their MADs
+// before the next step. A new kind of device state (adaptive routing, say) is one
+// more Programmer in this folder, added to Programmers.
+//
+//   Programmers prog(eng, opts);
+//   prog.step(Step::kCheck, run);       // ... the engine idle, then kConfigure, ...
+//   if (prog.begin_term(epoch)) ...;    // a new master term: every cache void
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string_view>
+#include <vector>
+
+#include "sweep_run.hpp"
+
+namespace weft::sm {
+
+// The programming steps of a heavy sweep, in order. A programmer acts in the steps it
+// has a part in and does nothing in the others.
+enum class Step : uint8_t {
+  kCheck,      // before anything goes by LID: does each switch hold what weft believes
+  kConfigure,  // port settings (PortInfo) and forwarding entries (LFT blocks)
+  kCommit,     // what makes the entries count (LinearFDBTop); reads of the tables that
+               // follow the port settings (P_Key, SL2VL and VLArb, by OperVLs)
+  kTables,     // those tables, written where they differ
+  kActivate,   // what the writes left remembered; ports to ARMED, then ACTIVE
+  kCount,      // no MADs: the outcome (ports linked and ACTIVE) into the report
+  kPublished,  // on the snapshot just published (run.published): multicast trees
+};
+
+class Programmer {
+ public:
+  virtual ~Programmer() = default;
+  virtual std::string_view name() const = 0;
+  // This programmer's part of step s: it submits MADs (or none) and records in `run`.
+  virtual void step(Step s, SweepRun& run) = 0;
+  // A new master term: believe nothing a device was seen to hold (another SM may have
+  // programmed since); the next sweep reads back what it writes over.
+  virtual void forget_all() = 0;
+};
+
+class PortProgrammer;
+class LftProgrammer;
+class DeviceTables;
+class MulticastProgrammer;
+
+// Every programmer of the sweep, in the order each step calls them; typed access for
+// what the sweep asks of one (the LFT spot check of a light sweep, the multicast
+// groups the SA serves).
+class Programmers {
+ public:
+  Programmers(mad::MadEngine& eng, const SmOptions& o);
+  ~Programmers();
+  Programmers(const Programmers&) = delete;
+  Programmers& operator=(const Programmers&) = delete;
+
+  void step(Step s, SweepRun& run);
+  // The SmRole epoch whose sweeps as master filled the caches: another epoch voids them
+  // all (forget_all) and returns true.
+  bool begin_term(uint64_t epoch);
+  bool same_term(uint64_t epoch) const { return epoch_ == epoch; }
+  // Whether any term filled them before this one (a takeover, not a first start).
+  bool had_term() const { return had_term_; }
+
+  PortProgrammer& ports() { return *ports_; }
+  LftProgrammer& lfts() { return *lfts_; }
+  const LftProgrammer& lfts() const { return *lfts_; }
+  DeviceTables& tables() { return *tables_; }
+  MulticastProgrammer& multicast() { return *mc_; }
+  const MulticastProgrammer& multicast() const { return *mc_; }
+
+ private:
+  std::unique_ptr<PortProgrammer> ports_;
+  std::unique_ptr<LftProgrammer> lfts_;
+  std::unique_ptr<DeviceTables> tables_;
+  std::unique_ptr<MulticastProgrammer> mc_;
+  std::vector<Programmer*> all_;
+  std::optional<uint64_t> epoch_;
+  bool had_term_ = false;
+};
+
+}  // namespace weft::sm
