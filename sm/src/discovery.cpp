@@ -429,4 +429,32 @@ Result<Discovered> discover(mad::MadEngine& eng, const DiscoveryOptions& opts) {
   return disc.finish(eng.run());
 }
 
+void route_paths_over(Discovered& d, const fabric::Fabric& f) {
+  std::vector<uint8_t> seen(f.size(), 0);
+  std::deque<fabric::NodeIndex> todo;
+  const auto& local = f.node(d.local_node);
+  if (local.is_switch()) {
+    d.paths[d.local_node] = mad::DrPath{};
+    seen[d.local_node] = 1;
+    todo.push_back(d.local_node);
+  } else if (local.ports[d.local_port].linked()) {
+    const fabric::NodeIndex sw = local.ports[d.local_port].peer;
+    d.paths[sw] = mad::DrPath{}.extended(d.local_port);
+    seen[sw] = 1;
+    todo.push_back(sw);
+  }
+  while (!todo.empty()) {
+    const fabric::NodeIndex n = todo.front();
+    todo.pop_front();
+    const auto& nd = f.node(n);
+    if (!nd.is_switch() || d.paths[n].hops >= kMaxDrHops) continue;
+    for (const auto& p : nd.ports) {
+      if (!p.num || !p.linked() || seen[p.peer] || !f.node(p.peer).is_switch()) continue;
+      seen[p.peer] = 1;
+      d.paths[p.peer] = d.paths[n].extended(p.num);
+      todo.push_back(p.peer);
+    }
+  }
+}
+
 }  // namespace weft::sm

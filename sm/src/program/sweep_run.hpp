@@ -9,6 +9,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -23,10 +24,9 @@
 
 namespace weft::sm {
 
-void add_problem(SweepReport& rep, std::string s, const char* id = "SM-0010");
-
 // One sweep, from discovery to the published snapshot.
 struct SweepRun {
+  std::function<void(Result<SweepReport>)> done;  // who waits for it
   std::chrono::steady_clock::time_point t0, phase_start;
   uint64_t sent_at_phase = 0;  // the engine's SMP count when the phase began
   std::unique_ptr<Discovery> discovery;
@@ -53,6 +53,7 @@ struct SweepRun {
   // Once published: the snapshot this sweep made, and the switches that lost what weft
   // wrote (a reset; their multicast tables are read again).
   std::shared_ptr<const SubnetSnapshot> published;
+  std::shared_ptr<const SubnetSnapshot> before;  // the snapshot it replaced (null: none)
   std::set<Guid> reset;
   SweepReport rep;
   uint64_t partition_generation = 0;  // of the policy this sweep applies

@@ -42,6 +42,10 @@ struct Discovered {
 // for a CA or router port, the path of its peer switch extended by the peer port.
 mad::DrPath dr_path_to(const Discovered& d, fabric::NodeIndex node, PortNum port);
 
+// Sets d.paths again: directed routes to every switch over `f` (the discovered fabric
+// less the links weft disables), breadth-first from the SM, ports in increasing order.
+void route_paths_over(Discovered& d, const fabric::Fabric& f);
+
 struct DiscoveryOptions {
   int max_hops = kMaxDrHops;
 };

@@ -73,6 +73,8 @@ struct SweepReport {
   mad::SmState sm_state = mad::SmState::kMaster;
   std::vector<RemoteSm> sms;
 };
+// A problem of the sweep: logged (as `id`) and kept in the report.
+void add_problem(SweepReport& rep, std::string s, const char* id = "SM-0010");
 
 // End ports (switch port 0, CA and router ports with a link) that hold a unicast LID, by
 // LID and by port GUID, and each one's base LID: the lookups the SA and the path query

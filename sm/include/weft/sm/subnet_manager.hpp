@@ -42,8 +42,9 @@
 #include "weft/sm/mkey.hpp"
 #include "weft/sm/port_book.hpp"
 #include "weft/sm/publisher.hpp"
-#include "weft/sm/sm_role.hpp"
+#include "weft/sm/sm_peers.hpp"
 #include "weft/sm/snapshot.hpp"
+#include "weft/sm/state_books.hpp"
 #include "weft/sm/subn_adm.hpp"
 #include "weft/sm/trap_book.hpp"
 #include "weft/sm/traps.hpp"
@@ -150,13 +151,13 @@ class SubnetManager {
   // With the SyncDriver: serves MADs addressed to the SM for `d` (SMInfo, traps, SA).
   [[nodiscard]] Result<void> serve_for(mad::Duration d);
   // A trap, or another SM's SMInfo Set (HANDOVER, DISCOVER), asked for a heavy sweep.
-  bool needs_sweep() const { return trap_seen_ || !dirty_lids_.empty(); }
+  bool needs_sweep() const { return asks_.due(); }
   // The SMInfo state: MASTER programs; STANDBY polls the master (poll_master) and
   // sweeps only to read; NOTACTIVE does nothing until a master sends STANDBY.
-  mad::SmState sm_state() const { return role_.state(); }
+  mad::SmState sm_state() const { return peers_.role().state(); }
   // Ports weft keeps disabled (flap_policy down, unhealthy_port_policy isolate): switch
   // port -> why, since when.
-  const std::map<SwitchPort, PortBook::Entry>& ports_down() const { return book_.down(); }
+  const std::map<SwitchPort, PortBook::Entry>& ports_down() const { return books_.down().down(); }
   // Lets a port weft left down come up again (on disk before it returns); its next
   // heavy sweep enables it. Fails for a port weft did not leave down.
   [[nodiscard]] Result<void> enable_port(Guid sw, PortNum port);
@@ -171,7 +172,7 @@ class SubnetManager {
   // that has yet to hand over). `done(true)`: it is gone (or yielded), a heavy sweep
   // is due.
   void poll_master(std::function<void(bool)> done);
-  bool polling() const { return role_.polled().has_value(); }
+  bool polling() const { return peers_.role().polled().has_value(); }
 
   // On the SM's own thread: what the SA answers from.
   std::shared_ptr<const SubnetSnapshot> snapshot() const { return snapshot_; }
@@ -215,19 +216,14 @@ class SubnetManager {
   void on_trap(const Trap& t, const mad::InMad& in);
   void note_flaps(const std::vector<std::tuple<uint64_t, PortNum, std::string>>& changed);
   void finish_standby(const std::string& why);
-  void send_trap144(const RemoteSm& to);
-  void save_keys(SweepReport& rep);
   // A PortInfo Get with the key to the port at `lid` (after its trap 256).
   void touch_port(Lid lid);
-  // An SMInfo Get to another SM, and whether its answer carries our SM_Key.
-  mad::SmpRequest sm_info_get(const mad::DrPath& path) const;
-  bool key_matches(const mad::SmInfo& theirs) const;
-  uint32_t act_count() const { return static_cast<uint32_t>(eng_.stats().sent); }
   void serve_sa(const mad::InMad& in);
   void send_reports(uint16_t trap, const Gid& gid);
   void emit(std::string type, nlohmann::json data);
   void publish();
   void diff_events(const SubnetSnapshot* before, const SubnetSnapshot& after);
+  void apply_unhealthy(const perf::PortKey& key, const perf::Unhealthy& u);
 
   mad::Transport& t_;
   SmOptions opts_;
@@ -239,33 +235,19 @@ class SubnetManager {
   // believes the devices hold of it for as long as its master term lasts.
   std::unique_ptr<Programmers> prog_;
   std::unique_ptr<perf::PerfManager> perf_;
-  PortBook book_;  // the ports kept down (STATE_DIR/ports-down)
-  void apply_unhealthy(const perf::PortKey& key, const perf::Unhealthy& u);
-  Guid2Lid db_;
-  bool db_loaded_ = false;
-  uint64_t contact_mads_ = 0;  // MADs answered or received when the store last heard of it
-  MKeyBook keys_;
-  bool trap_seen_ = false;
-  // Switch LIDs whose trap 128 asked for a sweep: read again on the last model when
-  // nothing else asked (else a full discovery).
-  std::set<uint16_t> dirty_lids_;
+  // guid2lid, the port keys and the ports kept down, in the state store.
+  StateBooks books_;
+  SweepAsks asks_;
   // The devices as the last sweep that brought the subnet up as master left them
   // (its discovery, with the LIDs, port states and LinearFDBTop it set): what an
   // update starts from. Empty after any other sweep.
   std::unique_ptr<const Discovered> model_;
-  bool deferred_heavy_ = false;  // a trap held back by trap_holdoff: the next sweep is heavy
   TrapBook traps_;
-  SmRole role_;
-  std::vector<RemoteSm> sms_;  // the other SMs the last heavy sweep found
-  Lid sm_lid_;
-  Guid sm_guid_;
+  // The SMInfo role, this SM's port and the other SMs found: the MADs between SMs.
+  SmPeers peers_;
   std::shared_ptr<const SubnetSnapshot> snapshot_;
   std::shared_ptr<const SweepReport> last_report_;
-  std::set<uint64_t> last_ports_;  // end port GUIDs of the last snapshot
-  // The sweep under way, and who waits for it.
-  std::shared_ptr<SweepRun> run_;
-  SweepDone done_;
-  bool light_ = false;
+  std::shared_ptr<SweepRun> run_;  // the sweep under way
   uint64_t partitions_applied_ = 0;
   Publisher pub_;
   std::function<void(const SmEvent&)> on_event_;

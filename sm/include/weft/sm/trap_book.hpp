@@ -20,6 +20,22 @@
 
 namespace weft::sm {
 
+// What asks for a heavy sweep: a full one at once (`now`: a trap, another SM's SMInfo, a
+// port released or marked healthy), a full one at the next interval (`deferred`: a trap
+// held back by trap_holdoff, a port left down), or only the switches whose trap 128
+// said a link changed (`dirty_lids`: read again on the last model).
+struct SweepAsks {
+  bool now = false;
+  bool deferred = false;
+  std::set<uint16_t> dirty_lids;
+  bool due() const { return now || !dirty_lids.empty(); }
+  bool full() const { return now || deferred; }
+  void clear() {
+    now = deferred = false;
+    dirty_lids.clear();
+  }
+};
+
 class TrapBook {
  public:
   using PortKey = std::pair<uint64_t, PortNum>;  // (node GUID, port)

@@ -1,0 +1,191 @@
+// What the SM serves between (and during) sweeps: the SA's requests and reports, traps,
+// and other SMs' SMInfo and the standby's poll of its master.
+#include <chrono>
+
+#include "program/multicast_programmer.hpp"
+#include "program/programmer.hpp"
+#include "weft/log.hpp"
+#include "weft/sm/subnet_manager.hpp"
+
+namespace weft::sm {
+
+using fabric::NodeIndex;
+
+const SaStats& SubnetManager::sa_stats() const {
+  static const SaStats none;
+  return sa_ ? sa_->stats() : none;
+}
+
+void SubnetManager::send_reports(uint16_t trap, const Gid& gid) {
+  if (!sa_) return;
+  for (auto& r : sa_->reports(trap, gid, peers_.lid(), peers_.guid(), kDefaultSubnetPrefix)) {
+    if (auto res = t_.send_long(r.mad, mad::SendAddr::gsi(r.lid, r.qpn, r.pkey_index, r.sl)); !res)
+      WEFT_LOG(Warn, "SA-0004") << "Report of trap " << trap << " to LID " << r.lid.value
+                                << " failed: " << res.error().message;
+  }
+}
+
+void SubnetManager::serve_sa(const mad::InMad& in) {
+  if (!sa_) return;
+  SaContext ctx;
+  ctx.snap = snapshot_;
+  ctx.mc = &prog_->multicast().groups();
+  ctx.mft_cap = prog_->multicast().mft_cap();
+  ctx.qos_cfg = &opts_.qos;
+  ctx.now_s = std::chrono::duration_cast<std::chrono::seconds>(t_.clock().now()).count();
+  ctx.requester = in.slid;
+  ctx.requester_qpn = in.sqpn;
+  ctx.requester_pkey_index = in.pkey_index;
+  ctx.requester_sl = in.sl;
+  ctx.sm_guid = peers_.guid();
+  ctx.sm_priority = opts_.sm_priority;
+  ctx.sm_act_count = peers_.act_count();
+  ctx.qos = opts_.qos.enabled;
+  auto ans = sa_->answer(std::span<const uint8_t>(in.mad.data(), in.len), ctx);
+  if (!ans) return;
+  if (auto r = t_.send_long(*ans, mad::SendAddr::gsi(in.slid, in.sqpn, in.pkey_index, in.sl)); !r)
+    WEFT_LOG(Warn, "SA-0001") << "answer to LID " << in.slid.value << " QP " << in.sqpn
+                              << " failed: " << r.error().message;
+  // Groups that came or went: traps 66 and 67 to subscribers. Joins and leaves: the
+  // groups' trees change now, on the published snapshot.
+  bool changed = false;
+  std::vector<uint16_t> mlids;
+  for (const auto& c : sa_->take_mc_changes()) {
+    if (c.kind == McChange::kCreated) send_reports(kTrapMcCreated, c.mgid), changed = true;
+    if (c.kind == McChange::kDeleted) send_reports(kTrapMcDeleted, c.mgid), changed = true;
+    mlids.push_back(c.mlid);
+  }
+  if (snapshot_) prog_->multicast().route_changed(mlids);
+  if (changed || !mlids.empty()) publish();
+}
+
+void SubnetManager::on_unsolicited(const mad::Smp& s, const mad::InMad& in) {
+  if (s.method == mad::kMethodTrap) {
+    // Repressed first, whatever it says (IBTA 13.4.8.2): else the SMA repeats it.
+    mad::Smp repress = s;
+    repress.method = mad::kMethodTrapRepress;
+    repress.status = 0;
+    if (in.slid.is_unicast()) (void)t_.send(mad::encode_smp(repress), mad::SendAddr::lid(in.slid));
+    return on_trap(decode_trap(s.data), in);
+  }
+  if (s.method != mad::kMethodGet && s.method != mad::kMethodSet) return;  // nothing else is for us
+  if (s.attr_id == mad::kAttrSmInfo) return on_sm_info(s, in);
+  mad::Smp resp = s;
+  resp.method = mad::kMethodGetResp;
+  resp.direction = true;
+  resp.status = 0x000C;  // method/attribute combination not supported
+  mad::SendAddr to = s.mgmt_class == mad::kClassSmiDirect ? mad::SendAddr::directed()
+                                                          : mad::SendAddr::lid(in.slid);
+  if (auto r = t_.send(mad::encode_smp(resp), to); !r)
+    WEFT_LOG(Warn, "SM-0021") << "answer to " << mad::attr_name(s.attr_id)
+                              << " query failed: " << r.error().message;
+}
+
+void SubnetManager::on_trap(const Trap& t, const mad::InMad& in) {
+  traps_.count(t.generic ? t.number : 0);
+  nlohmann::json ev = t.to_json();
+  ev["from_lid"] = in.slid.value;
+  if (t.security()) {
+    WEFT_LOG(Warn, "SEC-0001") << "security: " << t.describe();
+    emit("security", ev);
+    if (t.number == 256) touch_port(t.lid.value ? t.lid : t.issuer);
+  } else if (t.link_integrity()) {
+    const uint64_t n = traps_.port_error(t.lid.value, t.port);
+    ev["count"] = n;
+    WEFT_LOG(Warn, "SM-0022") << t.describe() << " (" << n << " so far there)";
+  }
+  if (!t.sweep()) {
+    if (!t.security() && !t.link_integrity())
+      WEFT_LOG(Info, "SM-0020") << t.describe() << "; no sweep";
+    ev["sweep"] = false;
+    emit("trap", ev);
+    return;
+  }
+  // A switch that keeps trapping (a flapping link) costs at most one heavy sweep per
+  // trap_holdoff: traps within it only mark the next (interval) sweep heavy.
+  const auto now = t_.clock().now();
+  const uint16_t from = t.number == 128 && t.lid.value ? t.lid.value : in.slid.value;
+  // A switch with a flapping port: at most one trap-driven heavy sweep per flap_holdoff
+  // (the sweep interval), however fast its link comes and goes.
+  const bool flapping_here = t.number == 128 && snapshot_ && [&] {
+    for (const auto& [guid, port] : traps_.flapping()) {
+      auto n = snapshot_->fabric.find(Guid{guid});
+      if (n && snapshot_->fabric.node(*n).is_switch() &&
+          snapshot_->fabric.node(*n).ports[0].attrs.lid.value == from)
+        return true;
+    }
+    return false;
+  }();
+  const mad::Duration holdoff =
+      flapping_here ? std::max(opts_.trap_holdoff, opts_.flap_holdoff) : opts_.trap_holdoff;
+  const bool held = traps_.hold(from, now, holdoff);
+  if (held) {
+    asks_.deferred = true;
+    WEFT_LOG(Info, "SM-0023") << t.describe() << "; LID " << from
+                              << " trapped again within trap_holdoff: folded into the next sweep";
+  } else {
+    // A link change at a switch of the model: that switch is read again. Anything else
+    // (or a LID the model does not know, checked when the sweep starts) asks for a full
+    // discovery.
+    if (t.number == 128 && t.lid.value && model_)
+      asks_.dirty_lids.insert(t.lid.value);
+    else
+      asks_.now = true;
+    WEFT_LOG(Info, "SM-0020") << t.describe() << "; a sweep is due";
+  }
+  ev["sweep"] = !held;
+  ev["held"] = held;
+  ev["holdoff_ms"] = std::chrono::duration_cast<std::chrono::milliseconds>(holdoff).count();
+  ev["flapping"] = flapping_here;
+  emit("trap", ev);
+}
+
+void SubnetManager::touch_port(Lid lid) {
+  // Someone without the key tried the port, and its lease timer runs: an SMP with the
+  // right key stops it before the port drops its protection. Read its PortInfo.
+  if (!model_ || peers_.role().state() != mad::SmState::kMaster) return;
+  const Discovered& d = *model_;
+  for (NodeIndex n = 0; n < d.fabric.size(); ++n) {
+    const auto& nd = d.fabric.node(n);
+    for (const auto& p : nd.ports) {
+      if (nd.is_switch() ? p.num != 0 : (p.num == 0 || !p.linked())) continue;
+      if (p.attrs.lid != lid) continue;
+      const std::string port = fabric::port_ref(d.fabric, n, p.num);
+      eng_.submit(mad::SmpRequest::get(mad::kAttrPortInfo, p.num, dr_path_to(d, n, p.num)),
+                  [port](Result<mad::Smp> r) {
+                    if (r)
+                      WEFT_LOG(Info, "MKY-0004") << "bad M_Key at " << port
+                                                 << ": read with its key, its lease timer stopped";
+                    else
+                      WEFT_LOG(Warn, "MKY-0005")
+                          << "bad M_Key at " << port
+                          << ": reading it with its key failed: " << r.error().message;
+                  });
+      return;
+    }
+  }
+}
+
+void SubnetManager::on_sm_info(const mad::Smp& s, const mad::InMad& in) {
+  auto c = peers_.on_sm_info(s, in);
+  if (!c) return;
+  if (c->sweep) asks_.now = true;  // the service sweeps at once
+  emit("sm_control", std::move(c->event));
+  publish();
+}
+
+void SubnetManager::poll_master(std::function<void(bool)> done) {
+  if (!peers_.role().polled() || run_) return done(false);
+  peers_.poll([this, done = std::move(done)](SmPeers::Poll p) {
+    if (p.gone) {
+      asks_.now = true;
+      emit("sm_lost", {{"sm", p.name}, {"state", mad::sm_state_name(peers_.role().state())}});
+    }
+    publish();
+    done(p.gone);
+  });
+  // In place with the SyncDriver (tests); the daemon's loop runs the completion.
+  if (driver_ == &sync_driver_) sync_driver_.when_idle([](Result<void>) {});
+}
+
+}  // namespace weft::sm
