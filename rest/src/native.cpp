@@ -121,9 +121,9 @@ void get_sm(Ctx& c) {
               {"unmatched", p->mad.unmatched},
               {"unserved_dropped", p->mad.unserved}}}};
   if (p->options) j["routing_engine"] = p->options->routing_engine;
-  if (p->options && p->options->store) {
+  if (p->store) {
     // Where the master's state lives, and whether this SM runs on its local copy only.
-    const auto st = p->options->store->status();
+    const auto& st = *p->store;
     json s = st.detail;
     s["kind"] = st.kind;
     s["degraded"] = st.degraded;

@@ -24,6 +24,7 @@
 #include "weft/sm/multicast.hpp"
 #include "weft/sm/sa_stats.hpp"
 #include "weft/sm/sm_role.hpp"
+#include "weft/store/state_store.hpp"
 
 namespace weft::perf {
 struct PerfView;  // weft/perf/manager.hpp
@@ -170,6 +171,9 @@ struct Published {
   std::shared_ptr<const perf::PerfView> perf;
   // The SM's options in force (sm/subnet_manager.hpp).
   std::shared_ptr<const SmOptions> options;
+  // Where the master's state lives and how it fares, as the store said at publication
+  // (a value: readers never call into the store).
+  std::optional<store::StateStoreStatus> store;
 };
 
 }  // namespace weft::sm
