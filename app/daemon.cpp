@@ -172,7 +172,6 @@ int cmd_sm(int argc, char** argv) {
       (*t)->local_port().port_guid.str() + " " + host + " pid " + std::to_string(::getpid());
   auto shared = state_store(*v, self, rest_file);
   if (!shared) return die(shared.error().message);
-  so->store = *shared;
   auto store = sm::PartitionStore::open(*shared, so->partitions);
   if (!store) return die(store.error().message);
   sm::EventLog events(4096);
@@ -197,8 +196,8 @@ int cmd_sm(int argc, char** argv) {
       WEFT_LOG(Error, "REST-0013")
           << "REST tokens from the state store not read: " << n.error().message;
   };
-  sm::SmService svc(**t, std::move(*so), std::make_unique<sa::SaAgent>(), std::move(*store), events,
-                    std::move(svo));
+  sm::SmService svc(**t, std::move(*so), std::make_unique<sa::SaAgent>(), *shared,
+                    std::move(*store), events, std::move(svo));
   svc_ptr = &svc;
 
   // The REST API: on by default as a daemon, off for one bring-up unless asked for.

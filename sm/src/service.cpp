@@ -12,7 +12,8 @@ namespace weft::sm {
 namespace asio = boost::asio;
 
 SmService::SmService(mad::Transport& t, SmOptions o, std::unique_ptr<SubnAdm> sa,
-                     PartitionStore store, EventLog& events, ServiceOptions so)
+                     std::shared_ptr<store::StateStore> state, PartitionStore store,
+                     EventLog& events, ServiceOptions so)
     : sm_(
           t,
           [&] {
@@ -20,7 +21,7 @@ SmService::SmService(mad::Transport& t, SmOptions o, std::unique_ptr<SubnAdm> sa
             o.partitions_generation = store.generation();
             return std::move(o);
           }(),
-          std::move(sa)),
+          std::move(sa), std::move(state)),
       driver_(io_, sm_.engine(), t),
       store_(std::move(store)),
       events_(events),
@@ -33,7 +34,7 @@ SmService::SmService(mad::Transport& t, SmOptions o, std::unique_ptr<SubnAdm> sa
   sm_.set_driver(driver_);
   sm_.on_event([this](const SmEvent& e) { on_sm_event(e); });
   publish_partitions();
-  const auto& st = sm_.options().store;
+  const auto& st = sm_.state_store();
   st->on_changed([this](const std::vector<std::string>& names) {
     asio::post(io_, [this, names] { state_changed(names); });
   });
@@ -41,7 +42,7 @@ SmService::SmService(mad::Transport& t, SmOptions o, std::unique_ptr<SubnAdm> sa
 }
 
 SmService::~SmService() {
-  const auto& st = sm_.options().store;
+  const auto& st = sm_.state_store();
   st->on_changed({});
   st->on_note({});
   driver_.stop();

@@ -59,7 +59,8 @@ std::optional<PartEnforce> part_enforce_named(std::string_view word) {
   return std::nullopt;
 }
 
-SubnetManager::SubnetManager(mad::Transport& t, SmOptions o, std::unique_ptr<SubnAdm> sa)
+SubnetManager::SubnetManager(mad::Transport& t, SmOptions o, std::unique_ptr<SubnAdm> sa,
+                             std::shared_ptr<store::StateStore> state)
     : t_(t),
       opts_(std::move(o)),
       sa_(std::move(sa)),
@@ -67,12 +68,9 @@ SubnetManager::SubnetManager(mad::Transport& t, SmOptions o, std::unique_ptr<Sub
       sync_driver_(eng_),
       driver_(&sync_driver_),
       prog_(std::make_unique<Programmers>(eng_, opts_)),
-      perf_(std::make_unique<perf::PerfManager>(
-          eng_, opts_.perf,
-          opts_.store
-              ? opts_.store
-              : (opts_.store = store::directory_store(opts_.state_dir, state_documents())))),
-      books_(opts_.store, opts_.state_dir, opts_.mkey),
+      books_(state ? std::move(state) : store::directory_store(opts_.state_dir, state_documents()),
+             opts_.state_dir, opts_.mkey),
+      perf_(std::make_unique<perf::PerfManager>(eng_, opts_.perf, books_.shared_store())),
       peers_(eng_, t, {opts_.sm_key, opts_.sm_priority, opts_.polling_retry_number},
              t.local_port().port_guid) {
   books_.keys().set_local_port(t.local_port().port_guid);
@@ -90,8 +88,7 @@ const McDb& SubnetManager::multicast() const {
 }
 
 void SubnetManager::set_options(SmOptions o) {
-  o.store = opts_.store;  // chosen at start (state_store is not reloaded)
-  opts_ = std::move(o);   // the programmers hold a reference to opts_
+  opts_ = std::move(o);  // the programmers hold a reference to opts_ (the store stays)
   eng_.set_options(opts_.engine);
   books_.keys().set_options(opts_.mkey);
   perf_->set_options(opts_.perf);

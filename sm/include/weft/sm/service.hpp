@@ -7,8 +7,8 @@
 // after it. A standby polls its master every sminfo_polling_timeout ms instead, and
 // sweeps to take over when it is gone.
 //
-//   SmService svc(transport, sm_options, std::make_unique<sa::SaAgent>(), std::move(store),
-//                 events, {.sweep_interval = 10s});
+//   SmService svc(transport, sm_options, std::make_unique<sa::SaAgent>(), state_store,
+//                 std::move(partition_store), events, {.sweep_interval = 10s});
 //   std::thread rest([&] { serve_rest(svc, ...); });   // reads svc.published(), posts commands
 //   return svc.run();                                   // until stop()
 #pragma once
@@ -40,8 +40,10 @@ struct ServiceOptions {
 class SmService {
  public:
   // `sa`: the Subnet Administrator the SM serves beside (SubnetManager's).
-  SmService(mad::Transport& t, SmOptions o, std::unique_ptr<SubnAdm> sa, PartitionStore store,
-            EventLog& events, ServiceOptions so);
+  // `state`: the SM's state store (none: its state directory).
+  SmService(mad::Transport& t, SmOptions o, std::unique_ptr<SubnAdm> sa,
+            std::shared_ptr<store::StateStore> state, PartitionStore store, EventLog& events,
+            ServiceOptions so);
   ~SmService();
   boost::asio::io_context& io() { return io_; }
 

@@ -27,6 +27,7 @@ class StateBooks {
              const MKeyOptions& mkey);
 
   store::StateStore& store() { return *store_; }
+  const std::shared_ptr<store::StateStore>& shared_store() const { return store_; }
   Guid2Lid& lids() { return lids_; }
   MKeyBook& keys() { return keys_; }
   PortBook& down() { return down_; }

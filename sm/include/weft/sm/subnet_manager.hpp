@@ -64,9 +64,6 @@ std::optional<PartEnforce> part_enforce_named(std::string_view word);
 struct SmOptions {
   mad::EngineOptions engine;
   std::string state_dir = "/var/lib/weft";  // holds guid2lid, guid2mkey, neighbors
-  // Where the state is written (state_store): null, the state directory itself; etcd's
-  // store keeps its local copy there. The SM tells it its role and fabric contact.
-  std::shared_ptr<store::StateStore> store = nullptr;
   uint8_t lmc = 0;
   std::string routing_engine = "minhop";    // a chain: "ftree,updn,minhop"
   std::vector<Guid> roots;                  // updn/dnup roots (root_guid_file); empty = detect
@@ -124,7 +121,11 @@ struct SweepRun;
 class SubnetManager {
  public:
   // `sa`: the Subnet Administrator that answers the SubnAdm MADs (none: they are dropped).
-  SubnetManager(mad::Transport& t, SmOptions o, std::unique_ptr<SubnAdm> sa = nullptr);
+  // `state`: where the state is written (state_store; etcd's store keeps its local copy
+  // in state_dir); none: the state directory itself. The SM tells it its role and its
+  // fabric contact.
+  SubnetManager(mad::Transport& t, SmOptions o, std::unique_ptr<SubnAdm> sa = nullptr,
+                std::shared_ptr<store::StateStore> state = nullptr);
   ~SubnetManager();
   SubnetManager(const SubnetManager&) = delete;
   SubnetManager& operator=(const SubnetManager&) = delete;
@@ -133,6 +134,8 @@ class SubnetManager {
   void set_driver(mad::Driver& d) { driver_ = &d; }
   mad::MadEngine& engine() { return eng_; }
   const SmOptions& options() const { return opts_; }
+  // The state store this SM writes through (chosen at construction; not reloaded).
+  const std::shared_ptr<store::StateStore>& state_store() const { return books_.shared_store(); }
   // New options (a reload): they take effect with the next sweep. Not during one.
   void set_options(SmOptions o);
   void on_event(std::function<void(const SmEvent&)> f) { on_event_ = std::move(f); }
@@ -234,9 +237,9 @@ class SubnetManager {
   // The programmers (sm/src/program/): each kind of device state, and what weft
   // believes the devices hold of it for as long as its master term lasts.
   std::unique_ptr<Programmers> prog_;
-  std::unique_ptr<perf::PerfManager> perf_;
   // guid2lid, the port keys and the ports kept down, in the state store.
   StateBooks books_;
+  std::unique_ptr<perf::PerfManager> perf_;
   SweepAsks asks_;
   // The devices as the last sweep that brought the subnet up as master left them
   // (its discovery, with the LIDs, port states and LinearFDBTop it set): what an
