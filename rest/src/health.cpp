@@ -10,7 +10,7 @@
 #include "handlers.hpp"
 #include "views.hpp"
 #include "weft/perf/manager.hpp"
-#include "weft/sm/subnet_manager.hpp"
+#include "weft/sm/options.hpp"
 
 namespace weft::rest {
 

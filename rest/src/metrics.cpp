@@ -7,8 +7,8 @@
 #include "handlers.hpp"
 #include "weft/perf/manager.hpp"
 #include "weft/sa/sa.hpp"
+#include "weft/sm/options.hpp"
 #include "weft/sm/sa_stats.hpp"
-#include "weft/sm/subnet_manager.hpp"
 
 namespace weft::rest {
 

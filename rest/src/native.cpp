@@ -18,7 +18,7 @@
 #include "weft/simulator/route_report.hpp"
 #include "weft/simulator/whatif.hpp"
 #include "weft/sm/lid_manager.hpp"
-#include "weft/sm/subnet_manager.hpp"
+#include "weft/sm/options.hpp"
 
 namespace weft::rest {
 

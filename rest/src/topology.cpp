@@ -12,7 +12,7 @@
 #include "views.hpp"
 #include "weft/perf/manager.hpp"
 #include "weft/routing/torus.hpp"
-#include "weft/sm/subnet_manager.hpp"
+#include "weft/sm/options.hpp"
 #include "www_assets.hpp"
 
 namespace weft::rest {

@@ -1,0 +1,78 @@
+// weft/sm/options.hpp — what the SM is told (SmOptions), as app/sm_config.cpp reads it
+// from the option table, and the policies it names as enums. Part of the published view
+// (Published::options): REST reads the options in force from here, not from the SM.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "weft/config/partitions.hpp"
+#include "weft/config/qos_policy.hpp"
+#include "weft/mad/mad_engine.hpp"
+#include "weft/perf/manager.hpp"
+#include "weft/qos/vl_tables.hpp"
+#include "weft/routing/engine.hpp"
+#include "weft/sm/mkey.hpp"
+
+namespace weft::sm {
+
+// flap_policy: a flapping port is reported, or its link left down at the switch end.
+enum class FlapPolicy : uint8_t { kReport, kDown };
+// part_enforce: which direction switch ports facing CAs filter P_Keys in.
+enum class PartEnforce : uint8_t { kBoth, kIn, kOut, kOff };
+// The options' words for them ("report", "down"; "both", "in", "out", "off"); nullopt
+// for any other word.
+std::optional<FlapPolicy> flap_policy_named(std::string_view word);
+std::optional<PartEnforce> part_enforce_named(std::string_view word);
+
+struct SmOptions {
+  mad::EngineOptions engine;
+  std::string state_dir = "/var/lib/weft";  // holds guid2lid, guid2mkey, neighbors
+  uint8_t lmc = 0;
+  std::string routing_engine = "minhop";    // a chain: "ftree,updn,minhop"
+  std::vector<Guid> roots;                  // updn/dnup roots (root_guid_file); empty = detect
+  std::optional<routing::TorusSpec> torus;  // dor's shape (torus_config)
+  uint8_t sm_priority = 0;
+  uint64_t sm_key = 1;                         // SMInfo:SM_Key (OpenSM's default, so they agree)
+  uint32_t sminfo_polling_timeout_ms = 10000;  // a standby polls its master this often
+  int polling_retry_number = 4;                // unanswered polls before a standby takes over
+  MKeyOptions mkey;                            // m_key and its kin (sm/mkey.hpp)
+  uint8_t max_op_vls = 5;       // OpenSM's max_op_vls: 1=VL0 2=VL0-1 3=VL0-3 4=VL0-7 5=VL0-14
+  uint8_t subnet_timeout = 18;  // OpenSM's subnet_timeout (4.096 us * 2^x)
+  // Traps: a LID that traps again within trap_holdoff gets no sweep of its own (the next
+  // interval's is heavy); a port whose link changes flap_threshold times within
+  // flap_window is reported flapping.
+  mad::Duration trap_holdoff = std::chrono::seconds(1);
+  int flap_threshold = 6;
+  mad::Duration flap_window = std::chrono::seconds(60);
+  // A switch with a flapping port gets at most one trap-driven heavy sweep per
+  // flap_holdoff (the daemon's sweep_interval); flap_policy "down" leaves a flapping
+  // link disabled at its switch port(s) until enable_port() (STATE_DIR/ports-down).
+  mad::Duration flap_holdoff = std::chrono::seconds(10);
+  FlapPolicy flap_policy = FlapPolicy::kReport;
+  // Partitions (partition_config_file, merged with those made over REST); nullopt: no
+  // policy, every end port a full member of the Default partition.
+  std::optional<config::PartitionPolicy> partitions;
+  uint64_t partitions_generation = 0;  // which policy `partitions` is (see Published)
+  PartEnforce part_enforce = PartEnforce::kBoth;
+  bool no_partition_enforcement = false;
+  bool allow_both_pkeys = false;
+  bool keep_pkey_indexes = true;
+  // SL2VL and VL arbitration (qos_*). SL2VL is also written when a routing engine
+  // layers its paths on more than one VL, qos or not.
+  qos::QosConfig qos;
+  // The QoS policy (qos_policy_file), applied to PathRecords under QoS.
+  std::optional<config::QosPolicy> qos_policy;
+  // The PerfMgr (perfmgr_*, unhealthy_port_policy): counters read every
+  // perf.sweep_time by the daemon (perf_sweep()); a port past an error threshold is
+  // marked unhealthy (STATE_DIR/unhealthy-ports) and, by policy, reported, routed
+  // around (switch-to-switch links) or isolated (left down at its switch port).
+  perf::PerfOptions perf;
+};
+
+}  // namespace weft::sm
