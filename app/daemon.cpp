@@ -12,11 +12,10 @@
 #include "commands.hpp"
 #include "sm_config.hpp"
 #include "summary.hpp"
+#include "weft/daemon/daemon.hpp"
 #include "weft/log.hpp"
 #include "weft/mad/umad_transport.hpp"
 #include "weft/rest/server.hpp"
-#include "weft/sa/sa.hpp"
-#include "weft/sm/service.hpp"
 #include "weft/store/state_dir.hpp"
 
 namespace weft::app {
@@ -110,7 +109,7 @@ namespace {
 // SIGHUP: the config read again. Options that cannot change while weft runs keep their
 // value, each named in the log; partitions, the QoS policy and the reloadable options
 // take effect with the sweep the reload asks for.
-void reload(const po::variables_map& vm, config::Values& current, sm::SmService& svc) {
+void reload(const po::variables_map& vm, config::Values& current, daemon::Daemon& svc) {
   WEFT_LOG(Info, "CFG-0100") << "SIGHUP: reading the configuration again";
   auto next = build_config(vm);
   if (!next) {
@@ -172,14 +171,14 @@ int cmd_sm(int argc, char** argv) {
       (*t)->local_port().port_guid.str() + " " + host + " pid " + std::to_string(::getpid());
   auto shared = state_store(*v, self, rest_file);
   if (!shared) return die(shared.error().message);
-  auto store = sm::PartitionStore::open(*shared, so->partitions);
+  auto store = daemon::PartitionStore::open(*shared, so->partitions);
   if (!store) return die(store.error().message);
-  sm::EventLog events(4096);
-  sm::ServiceOptions svo;
+  daemon::EventLog events(4096);
+  daemon::DaemonOptions svo;
   svo.sweep_interval = std::chrono::seconds(v->get_int("sweep_interval"));
   svo.once = once;
   bool first = true;
-  sm::SmService* svc_ptr = nullptr;
+  daemon::Daemon* svc_ptr = nullptr;
   svo.on_heavy_sweep = [&](const sm::SweepReport& r, const mad::EngineStats& s) {
     print_summary(r, s);
     if (first && svc_ptr)
@@ -196,8 +195,7 @@ int cmd_sm(int argc, char** argv) {
       WEFT_LOG(Error, "REST-0013")
           << "REST tokens from the state store not read: " << n.error().message;
   };
-  sm::SmService svc(**t, std::move(*so), std::make_unique<sa::SaAgent>(), *shared,
-                    std::move(*store), events, std::move(svo));
+  daemon::Daemon svc(**t, std::move(*so), *shared, std::move(*store), events, std::move(svo));
   svc_ptr = &svc;
 
   // The REST API: on by default as a daemon, off for one bring-up unless asked for.

@@ -32,13 +32,13 @@ struct ResponseCache {
   using Entries = std::unordered_map<std::string, std::shared_ptr<const Response>>;
   std::mutex mu;
   std::shared_ptr<const sm::SubnetSnapshot> subnet;
-  std::shared_ptr<const sm::PartitionView> parts;
+  std::shared_ptr<const daemon::PartitionView> parts;
   Entries entries, previous;
   std::set<std::string> building;  // keys whose answer a request is making now
   size_t bytes = 0;
 
   void sync(const std::shared_ptr<const sm::SubnetSnapshot>& s,
-            const std::shared_ptr<const sm::PartitionView>& p) {
+            const std::shared_ptr<const daemon::PartitionView>& p) {
     if (s == subnet && p == parts) return;
     if (p == parts)
       previous = std::move(entries);
@@ -387,7 +387,7 @@ ApiResult<bool> query_bool(const Ctx& c, const std::string& name, bool dflt) {
 
 ApiResult<uint16_t> as_pkey(const json& v, const std::string& field) {
   std::optional<uint16_t> pk;
-  if (v.is_string()) pk = sm::parse_pkey(v.get<std::string>());
+  if (v.is_string()) pk = daemon::parse_pkey(v.get<std::string>());
   if (v.is_number_unsigned() && v.get<uint64_t>() > 0 && v.get<uint64_t>() <= 0xffff &&
       (v.get<uint64_t>() & 0x7fff))
     pk = uint16_t(v.get<uint64_t>() & 0x7fff);
@@ -399,7 +399,7 @@ ApiResult<uint16_t> as_pkey(const json& v, const std::string& field) {
 }
 
 ApiResult<uint16_t> pkey_param(const std::string& s) {
-  auto pk = sm::parse_pkey(s);
+  auto pk = daemon::parse_pkey(s);
   if (!pk) return api_error(400, "bad_pkey", "\"" + s + "\" is not a P_Key 0x0001-0x7fff");
   return *pk;
 }
@@ -432,7 +432,7 @@ ApiResult<std::vector<Guid>> as_guids(const json& v, const std::string& field) {
     return api_error(413, "too_many", fmt::format("\"{}\": more than {} GUIDs", field, kMax));
   std::vector<Guid> out;
   for (const auto& s : items) {
-    auto g = sm::parse_port_guid(s);
+    auto g = daemon::parse_port_guid(s);
     if (!g)
       return api_error(422, "bad_guid",
                        "\"" + s + "\" is not a port GUID (16 hex digits, e.g. 0002c903000e0b72)");

@@ -25,7 +25,7 @@ std::shared_ptr<const perf::PerfView> perf_view(const sm::Published& p) {
 // {guid} (node or port GUID) and {num} as a node and one of its ports.
 ApiResult<std::pair<fabric::NodeIndex, PortNum>> port_param(const Ctx& c,
                                                             const sm::SubnetSnapshot& s) {
-  auto g = sm::parse_port_guid(c.param("guid"));
+  auto g = daemon::parse_port_guid(c.param("guid"));
   if (!g) return api_error(400, "bad_guid", "\"" + c.param("guid") + "\" is not a GUID");
   auto n = find_node(s, *g);
   if (!n) return api_error(404, "not_found", "no node or port " + g->str());
@@ -299,7 +299,7 @@ void ufm_put_unhealthy(Ctx& c) {
       const std::string s = e.is_string() ? e.get<std::string>() : "";
       const auto us = s.rfind('_');
       unsigned num = 0;
-      auto g = us == std::string::npos ? std::nullopt : sm::parse_port_guid(s.substr(0, us));
+      auto g = us == std::string::npos ? std::nullopt : daemon::parse_port_guid(s.substr(0, us));
       const char* first = s.data() + (us == std::string::npos ? 0 : us + 1);
       auto [ptr, ec] = std::from_chars(first, s.data() + s.size(), num);
       if (!g || ec != std::errc() || ptr != s.data() + s.size() || num == 0 || num > 254)
@@ -313,7 +313,7 @@ void ufm_put_unhealthy(Ctx& c) {
   if (auto devs = b->find("devices"); devs != b->end()) {
     if (!devs->is_array()) return c.fail({400, "bad_value", "\"devices\" wants a list"});
     for (const auto& e : *devs) {
-      auto g = e.is_string() ? sm::parse_port_guid(e.get<std::string>()) : std::nullopt;
+      auto g = e.is_string() ? daemon::parse_port_guid(e.get<std::string>()) : std::nullopt;
       if (!g) return c.fail({400, "bad_value", "\"devices\": " + e.dump() + " is not a GUID"});
       for (const auto& [key, u] : v->unhealthy)
         if (key.first == g->value) todo.push_back({*g, key.second});

@@ -198,7 +198,7 @@ void get_node(Ctx& c) {
   std::shared_ptr<const sm::Published> keep;
   auto* s = swept(c, keep);
   if (!s) return;
-  auto g = sm::parse_port_guid(c.param("guid"));
+  auto g = daemon::parse_port_guid(c.param("guid"));
   if (!g) return c.fail({400, "bad_guid", "\"" + c.param("guid") + "\" is not a GUID"});
   auto n = find_node(*s, *g);
   if (!n) return c.fail({404, "not_found", "no node " + g->str()});
@@ -217,7 +217,7 @@ void get_ports(Ctx& c) {
   if (!s) return;
   std::optional<NodeIndex> only;
   if (auto q = c.query("node")) {
-    auto g = sm::parse_port_guid(*q);
+    auto g = daemon::parse_port_guid(*q);
     only = g ? find_node(*s, *g) : std::nullopt;
     if (!only) return c.fail({404, "not_found", "no node " + *q});
   }
@@ -242,7 +242,7 @@ void get_port(Ctx& c) {
   std::shared_ptr<const sm::Published> keep;
   auto* s = swept(c, keep);
   if (!s) return;
-  auto g = sm::parse_port_guid(c.param("guid"));
+  auto g = daemon::parse_port_guid(c.param("guid"));
   if (!g) return c.fail({400, "bad_guid", "\"" + c.param("guid") + "\" is not a GUID"});
   auto n = find_node(*s, *g);
   if (!n) return c.fail({404, "not_found", "no node or port " + g->str()});
@@ -270,7 +270,7 @@ void get_lft(Ctx& c) {
   std::shared_ptr<const sm::Published> keep;
   auto* s = swept(c, keep);
   if (!s) return;
-  auto g = sm::parse_port_guid(c.param("guid"));
+  auto g = daemon::parse_port_guid(c.param("guid"));
   auto n = g ? s->fabric.find(*g) : std::nullopt;
   if (!n || !s->fabric.node(*n).is_switch())
     return c.fail({404, "not_found", "no switch " + c.param("guid")});
@@ -397,7 +397,7 @@ ApiResult<AddSpec> native_spec(Ctx& c, const json& b, uint16_t pkey) {
       return api_error(422, "bad_value", "\"members\" wants a list of GUIDs or member objects");
     for (const auto& m : b["members"]) {
       if (m.is_string()) {
-        auto g = sm::parse_port_guid(m.get<std::string>());
+        auto g = daemon::parse_port_guid(m.get<std::string>());
         if (!g) return api_error(422, "bad_guid", json_text(m) + " is not a port GUID");
         s.guids.push_back(*g);
         continue;
@@ -407,8 +407,8 @@ ApiResult<AddSpec> native_spec(Ctx& c, const json& b, uint16_t pkey) {
       if (m.contains("membership") && as_membership(m["membership"], "membership") != s.membership)
         return api_error(422, "bad_value",
                          "members with different memberships: send them in separate requests");
-      auto g =
-          m["guid"].is_string() ? sm::parse_port_guid(m["guid"].get<std::string>()) : std::nullopt;
+      auto g = m["guid"].is_string() ? daemon::parse_port_guid(m["guid"].get<std::string>())
+                                     : std::nullopt;
       if (!g) return api_error(422, "bad_guid", json_text(m["guid"]) + " is not a port GUID");
       s.guids.push_back(*g);
     }
@@ -474,8 +474,8 @@ void create_partition(Ctx& c) {
   };
   commit(
       c,
-      [s = *s](const sm::RestPartitions& cur,
-               const sm::PartitionView&) -> ApiResult<sm::RestPartitions> {
+      [s = *s](const daemon::RestPartitions& cur,
+               const daemon::PartitionView&) -> ApiResult<daemon::RestPartitions> {
         if (cur.count(s.pkey))
           return api_error(409, "exists", fmt::format("partition 0x{:04x} exists", s.pkey));
         return op_add(cur, s);
@@ -501,7 +501,7 @@ void put_partition(Ctx& c) {
   const bool members = b->contains("members") || b->contains("hosts");
   commit(
       c,
-      [s = *s, members](const sm::RestPartitions& cur, const sm::PartitionView&) {
+      [s = *s, members](const daemon::RestPartitions& cur, const daemon::PartitionView&) {
         return members ? op_replace(cur, s) : op_define(cur, s);
       },
       200, [pk = *pk](uint64_t gen) { return changed(pk, gen); });
@@ -512,7 +512,7 @@ void delete_partition(Ctx& c) {
   if (!pk) return c.fail(pk.error());
   commit(
       c,
-      [pk = *pk](const sm::RestPartitions& cur, const sm::PartitionView& v) {
+      [pk = *pk](const daemon::RestPartitions& cur, const daemon::PartitionView& v) {
         return op_delete(cur, v, pk);
       },
       200, [pk = *pk](uint64_t gen) { return changed(pk, gen); });
@@ -532,7 +532,9 @@ void add_members(Ctx& c) {
         {404, "not_found", fmt::format("no partition 0x{:04x}: POST /api/v1/partitions", *pk)});
   commit(
       c,
-      [s = *s](const sm::RestPartitions& cur, const sm::PartitionView&) { return op_add(cur, s); },
+      [s = *s](const daemon::RestPartitions& cur, const daemon::PartitionView&) {
+        return op_add(cur, s);
+      },
       200, [pk = *pk](uint64_t gen) { return changed(pk, gen); });
 }
 
@@ -545,7 +547,7 @@ void remove_members(Ctx& c) {
   auto list = expand_hostlist(c.param("members"));
   if (!list) return c.fail({400, "bad_members", list.error().message});
   for (const auto& m : *list) {
-    if (auto g = sm::parse_port_guid(m))
+    if (auto g = daemon::parse_port_guid(m))
       guids.push_back(*g);
     else
       hosts.push_back(m);
@@ -560,7 +562,7 @@ void remove_members(Ctx& c) {
   }
   commit(
       c,
-      [pk = *pk, guids](const sm::RestPartitions& cur, const sm::PartitionView& v) {
+      [pk = *pk, guids](const daemon::RestPartitions& cur, const daemon::PartitionView& v) {
         return op_remove(cur, v, pk, guids);
       },
       200, [pk = *pk](uint64_t gen) { return changed(pk, gen); });
@@ -623,7 +625,7 @@ void post_sweep(Ctx& c) {
 }
 
 void post_enable_port(Ctx& c) {
-  auto g = sm::parse_port_guid(c.param("guid"));
+  auto g = daemon::parse_port_guid(c.param("guid"));
   if (!g) return c.fail({400, "bad_guid", "\"" + c.param("guid") + "\" is not a GUID"});
   unsigned num = 0;
   const std::string& ps = c.param("num");

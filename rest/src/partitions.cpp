@@ -55,7 +55,8 @@ json PartitionItem::to_json(bool with_members) const {
   return j;
 }
 
-std::vector<PartitionItem> partition_items(const sm::Published& pub, const sm::PartitionView& v) {
+std::vector<PartitionItem> partition_items(const sm::Published& pub,
+                                           const daemon::PartitionView& v) {
   std::map<uint16_t, PartitionItem> items;
   std::map<uint16_t, std::map<uint64_t, MemberView>> members;
   auto item = [&](uint16_t pk) -> PartitionItem& {
@@ -161,7 +162,7 @@ HostPorts resolve_hosts(const sm::SubnetSnapshot* snap, const std::vector<std::s
 
 namespace {
 
-void set_props(sm::RestPartition& p, const AddSpec& s) {
+void set_props(daemon::RestPartition& p, const AddSpec& s) {
   if (s.ipoib) p.ipoib = *s.ipoib;
   if (s.name) p.name = *s.name;
   if (s.mtu) p.flags.mtu = *s.mtu;
@@ -169,7 +170,7 @@ void set_props(sm::RestPartition& p, const AddSpec& s) {
   if (s.sl) p.flags.sl = *s.sl;
 }
 
-sm::RestPartition& ensure(sm::RestPartitions& parts, const AddSpec& s) {
+daemon::RestPartition& ensure(daemon::RestPartitions& parts, const AddSpec& s) {
   auto [it, fresh] = parts.try_emplace(s.pkey);
   if (fresh) {
     it->second.pkey = s.pkey;
@@ -181,27 +182,28 @@ sm::RestPartition& ensure(sm::RestPartitions& parts, const AddSpec& s) {
 
 }  // namespace
 
-ApiResult<sm::RestPartitions> op_add(const sm::RestPartitions& cur, const AddSpec& s) {
-  sm::RestPartitions next = cur;
+ApiResult<daemon::RestPartitions> op_add(const daemon::RestPartitions& cur, const AddSpec& s) {
+  daemon::RestPartitions next = cur;
   auto& p = ensure(next, s);
   for (Guid g : s.guids) p.members[g.value] = {s.membership, s.index0};
   return next;
 }
 
-ApiResult<sm::RestPartitions> op_replace(const sm::RestPartitions& cur, const AddSpec& s) {
-  sm::RestPartitions next = cur;
+ApiResult<daemon::RestPartitions> op_replace(const daemon::RestPartitions& cur, const AddSpec& s) {
+  daemon::RestPartitions next = cur;
   auto& p = ensure(next, s);
   p.members.clear();
   for (Guid g : s.guids) p.members[g.value] = {s.membership, s.index0};
   return next;
 }
 
-ApiResult<sm::RestPartitions> op_remove(const sm::RestPartitions& cur, const sm::PartitionView& v,
-                                        uint16_t pkey, const std::vector<Guid>& guids) {
+ApiResult<daemon::RestPartitions> op_remove(const daemon::RestPartitions& cur,
+                                            const daemon::PartitionView& v, uint16_t pkey,
+                                            const std::vector<Guid>& guids) {
   const auto* spec = v.file ? v.file->find(pkey) : nullptr;
   if (!cur.count(pkey) && !spec)
     return api_error(404, "not_found", fmt::format("no partition 0x{:04x}", pkey));
-  sm::RestPartitions next = cur;
+  daemon::RestPartitions next = cur;
   for (Guid g : guids) {
     if (spec)
       for (const auto& m : spec->members)
@@ -216,8 +218,8 @@ ApiResult<sm::RestPartitions> op_remove(const sm::RestPartitions& cur, const sm:
   return next;
 }
 
-ApiResult<sm::RestPartitions> op_delete(const sm::RestPartitions& cur, const sm::PartitionView& v,
-                                        uint16_t pkey) {
+ApiResult<daemon::RestPartitions> op_delete(const daemon::RestPartitions& cur,
+                                            const daemon::PartitionView& v, uint16_t pkey) {
   if (pkey == config::kDefaultPkey)
     return api_error(409, "default_partition", "the Default partition 0x7fff cannot be deleted");
   if (const auto* spec = v.file ? v.file->find(pkey) : nullptr)
@@ -226,13 +228,13 @@ ApiResult<sm::RestPartitions> op_delete(const sm::RestPartitions& cur, const sm:
                                  pkey, spec->where));
   if (!cur.count(pkey))
     return api_error(404, "not_found", fmt::format("no partition 0x{:04x}", pkey));
-  sm::RestPartitions next = cur;
+  daemon::RestPartitions next = cur;
   next.erase(pkey);
   return next;
 }
 
-ApiResult<sm::RestPartitions> op_define(const sm::RestPartitions& cur, const AddSpec& s) {
-  sm::RestPartitions next = cur;
+ApiResult<daemon::RestPartitions> op_define(const daemon::RestPartitions& cur, const AddSpec& s) {
+  daemon::RestPartitions next = cur;
   ensure(next, s);
   return next;
 }
@@ -272,7 +274,8 @@ void commit(Ctx& c, PartitionOp op, int status, std::function<json(uint64_t)> bo
   auto view = c.backend.partitions();
   Reply reply = c.reply;
   c.backend.change_partitions(
-      [op = std::move(op), err, view](const sm::RestPartitions& cur) -> Result<sm::RestPartitions> {
+      [op = std::move(op), err,
+       view](const daemon::RestPartitions& cur) -> Result<daemon::RestPartitions> {
         auto next = op(cur, *view);
         if (!next) {
           *err = next.error();

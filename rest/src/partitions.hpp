@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "handlers.hpp"
-#include "weft/sm/partition_store.hpp"
+#include "weft/daemon/partition_store.hpp"
 #include "weft/sm/snapshot.hpp"
 
 namespace weft::rest {
@@ -35,7 +35,8 @@ struct PartitionItem {
   nlohmann::json to_json(bool with_members) const;
 };
 
-std::vector<PartitionItem> partition_items(const sm::Published& pub, const sm::PartitionView& v);
+std::vector<PartitionItem> partition_items(const sm::Published& pub,
+                                           const daemon::PartitionView& v);
 
 // Port GUIDs of hosts by name: a host is the first word of a CA's NodeDescription
 // ("node01 mlx5_0" is node01), compared without case; every linked port of every CA
@@ -57,18 +58,19 @@ struct AddSpec {
 };
 
 // Adds members (a new P_Key is made); members already there take the new membership.
-ApiResult<sm::RestPartitions> op_add(const sm::RestPartitions& cur, const AddSpec& s);
+ApiResult<daemon::RestPartitions> op_add(const daemon::RestPartitions& cur, const AddSpec& s);
 // The P_Key's REST members become exactly `s.guids`.
-ApiResult<sm::RestPartitions> op_replace(const sm::RestPartitions& cur, const AddSpec& s);
+ApiResult<daemon::RestPartitions> op_replace(const daemon::RestPartitions& cur, const AddSpec& s);
 // Removes members; a GUID that is no member is no error; one that partition_config_file
 // names cannot be removed here (409).
-ApiResult<sm::RestPartitions> op_remove(const sm::RestPartitions& cur, const sm::PartitionView& v,
-                                        uint16_t pkey, const std::vector<Guid>& guids);
+ApiResult<daemon::RestPartitions> op_remove(const daemon::RestPartitions& cur,
+                                            const daemon::PartitionView& v, uint16_t pkey,
+                                            const std::vector<Guid>& guids);
 // Deletes a REST-made P_Key (404 unknown, 409 when partition_config_file defines it).
-ApiResult<sm::RestPartitions> op_delete(const sm::RestPartitions& cur, const sm::PartitionView& v,
-                                        uint16_t pkey);
+ApiResult<daemon::RestPartitions> op_delete(const daemon::RestPartitions& cur,
+                                            const daemon::PartitionView& v, uint16_t pkey);
 // Defines (or redefines) a P_Key's properties, members untouched.
-ApiResult<sm::RestPartitions> op_define(const sm::RestPartitions& cur, const AddSpec& s);
+ApiResult<daemon::RestPartitions> op_define(const daemon::RestPartitions& cur, const AddSpec& s);
 
 // Membership words: "full", "limited", "both".
 ApiResult<config::Membership> as_membership(const nlohmann::json& v, const std::string& field);
@@ -79,8 +81,8 @@ std::optional<uint8_t> mtu_code(int64_t v);
 
 // Runs `op` against the REST partitions on the SM's loop and, once the result is on
 // disk, answers `status` with `body(generation)`; or the error.
-using PartitionOp = std::function<ApiResult<sm::RestPartitions>(const sm::RestPartitions&,
-                                                                const sm::PartitionView&)>;
+using PartitionOp = std::function<ApiResult<daemon::RestPartitions>(const daemon::RestPartitions&,
+                                                                    const daemon::PartitionView&)>;
 void commit(Ctx& c, PartitionOp op, int status, std::function<nlohmann::json(uint64_t)> body);
 
 }  // namespace weft::rest

@@ -120,7 +120,7 @@ class SsePusher {
  public:
   using Send = std::function<void(std::string text, std::function<void(bool ok)> written)>;
   using Close = std::function<void()>;
-  explicit SsePusher(sm::EventLog& log)
+  explicit SsePusher(daemon::EventLog& log)
       : log_(log), thread_([this](std::stop_token st) { run(st); }) {}
   ~SsePusher() { stop(); }
   void stop() {
@@ -196,7 +196,7 @@ class SsePusher {
       }
     }
   }
-  sm::EventLog& log_;
+  daemon::EventLog& log_;
   std::mutex mu_;
   std::vector<std::shared_ptr<Stream>> streams_;
   std::jthread thread_;

@@ -136,7 +136,7 @@ void add_guids(Ctx& c, bool replace) {
   if (!s) return c.fail(s.error());
   commit(
       c,
-      [s = *s, replace](const sm::RestPartitions& cur, const sm::PartitionView&) {
+      [s = *s, replace](const daemon::RestPartitions& cur, const daemon::PartitionView&) {
         return replace ? op_replace(cur, s) : op_add(cur, s);
       },
       200, generation_body);
@@ -149,7 +149,7 @@ void define_pkey(Ctx& c) {
   if (!s) return c.fail(s.error());
   commit(
       c,
-      [s = *s](const sm::RestPartitions& cur, const sm::PartitionView&) {
+      [s = *s](const daemon::RestPartitions& cur, const daemon::PartitionView&) {
         return op_define(cur, s);
       },
       200, generation_body);
@@ -158,7 +158,8 @@ void define_pkey(Ctx& c) {
 void remove_guids(Ctx& c, uint16_t pkey, std::vector<Guid> guids) {
   commit(
       c,
-      [pkey, guids = std::move(guids)](const sm::RestPartitions& cur, const sm::PartitionView& v) {
+      [pkey, guids = std::move(guids)](const daemon::RestPartitions& cur,
+                                       const daemon::PartitionView& v) {
         return op_remove(cur, v, pkey, guids);
       },
       200, generation_body);
@@ -169,7 +170,7 @@ void delete_pkey(Ctx& c) {
   if (!pk) return c.fail(pk.error());
   commit(
       c,
-      [pk = *pk](const sm::RestPartitions& cur, const sm::PartitionView& v) {
+      [pk = *pk](const daemon::RestPartitions& cur, const daemon::PartitionView& v) {
         return op_delete(cur, v, pk);
       },
       200, generation_body);
@@ -206,7 +207,9 @@ void add_hosts(Ctx& c) {
   s->guids = std::move(*guids);
   commit(
       c,
-      [s = *s](const sm::RestPartitions& cur, const sm::PartitionView&) { return op_add(cur, s); },
+      [s = *s](const daemon::RestPartitions& cur, const daemon::PartitionView&) {
+        return op_add(cur, s);
+      },
       200, generation_body);
 }
 
@@ -330,7 +333,7 @@ void register_ufm(std::vector<Api::Route>& r) {
     std::shared_ptr<const sm::Published> keep;
     auto* s = swept(c, keep);
     if (!s) return;
-    auto g = sm::parse_port_guid(c.param("guid"));
+    auto g = daemon::parse_port_guid(c.param("guid"));
     auto n = g ? find_node(*s, *g) : std::nullopt;
     if (!n) return c.fail({404, "not_found", "no system " + c.param("guid")});
     c.ok(ufm_system(*s, *n));
@@ -342,7 +345,7 @@ void register_ufm(std::vector<Api::Route>& r) {
                   if (!s) return;
                   std::optional<Guid> only;
                   if (auto q = c.query("system")) {
-                    only = sm::parse_port_guid(*q);
+                    only = daemon::parse_port_guid(*q);
                     if (!only) return c.fail({400, "bad_query", "system wants a GUID"});
                   }
                   json out = json::array();

@@ -273,7 +273,7 @@ std::optional<NodeIndex> find_node(const sm::SubnetSnapshot& s, Guid g) {
 std::optional<std::pair<NodeIndex, PortNum>> find_end_port(const sm::SubnetSnapshot& s,
                                                            const std::string& spec,
                                                            std::string* why) {
-  if (auto g = sm::parse_port_guid(spec)) {
+  if (auto g = daemon::parse_port_guid(spec)) {
     if (auto it = s.end_ports.find(g->value); it != s.end_ports.end()) return it->second;
     if (auto n = s.fabric.find(*g)) {
       const auto& nd = s.fabric.node(*n);

@@ -384,7 +384,8 @@ TEST(NativeApi, PartitionLifecycle) {
       rig.op("POST", "/api/v1/partitions", R"({"pkey": "0x0c", "members": ["0002c90400000011"]})")
           .status,
       201);
-  auto reread = sm::PartitionStore::open(rig.dir.path() + "/partitions.rest.conf", std::nullopt);
+  auto reread =
+      daemon::PartitionStore::open(rig.dir.path() + "/partitions.rest.conf", std::nullopt);
   ASSERT_TRUE(reread);
   ASSERT_EQ(reread->partitions().count(0x0c), 1u);
   EXPECT_EQ(reread->partitions().at(0x0c).members.count(kH01), 1u);
@@ -689,7 +690,8 @@ TEST(Fuzz, MutatingRoutesNeverBreak) {
   }
   EXPECT_GT(statuses[200] + statuses[201] + statuses[202], 100);
   EXPECT_GT(statuses[400] + statuses[422], 1000);
-  auto reread = sm::PartitionStore::open(rig.dir.path() + "/partitions.rest.conf", std::nullopt);
+  auto reread =
+      daemon::PartitionStore::open(rig.dir.path() + "/partitions.rest.conf", std::nullopt);
   ASSERT_TRUE(reread) << reread.error().message;
   EXPECT_EQ(reread->partitions(), rig.backend->store().partitions());
   rig.sweep();

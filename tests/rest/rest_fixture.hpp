@@ -64,7 +64,8 @@ inline std::string basic(std::string_view user, std::string_view pass) {
 
 class SimBackend final : public rest::Backend {
  public:
-  SimBackend(sm::SubnetManager& sm, sm::PartitionStore store) : sm_(sm), store_(std::move(store)) {
+  SimBackend(sm::SubnetManager& sm, daemon::PartitionStore store)
+      : sm_(sm), store_(std::move(store)) {
     publish();
   }
   std::shared_ptr<const sm::Published> published() const override {
@@ -77,11 +78,11 @@ class SimBackend final : public rest::Backend {
   // Runs `f` at the next published() call (once): a test's way into the middle of a
   // request.
   void on_next_published(std::function<void()> f) { on_published_ = std::move(f); }
-  std::shared_ptr<const sm::PartitionView> partitions() const override {
+  std::shared_ptr<const daemon::PartitionView> partitions() const override {
     std::lock_guard lk(mu_);
     return view_;
   }
-  void change_partitions(sm::PartitionChange change,
+  void change_partitions(daemon::PartitionChange change,
                          std::function<void(Result<uint64_t>)> done) override {
     std::unique_lock lk(mu_);
     ++changes_;
@@ -130,9 +131,9 @@ class SimBackend final : public rest::Backend {
     lk.unlock();
     done(r);
   }
-  sm::EventLog& events() override { return events_; }
+  daemon::EventLog& events() override { return events_; }
 
-  const sm::PartitionStore& store() const { return store_; }
+  const daemon::PartitionStore& store() const { return store_; }
   std::vector<bool> sweeps_asked() const {
     std::lock_guard lk(mu_);
     return sweeps_asked_;
@@ -149,7 +150,7 @@ class SimBackend final : public rest::Backend {
     publish_locked();
   }
   void publish_locked() {
-    auto v = std::make_shared<sm::PartitionView>();
+    auto v = std::make_shared<daemon::PartitionView>();
     v->rest = store_.partitions();
     v->file = store_.file_policy();
     v->rest_path = store_.path();
@@ -158,9 +159,9 @@ class SimBackend final : public rest::Backend {
   }
   sm::SubnetManager& sm_;
   mutable std::mutex mu_;
-  sm::PartitionStore store_;
-  std::shared_ptr<const sm::PartitionView> view_;
-  sm::EventLog events_{256};
+  daemon::PartitionStore store_;
+  std::shared_ptr<const daemon::PartitionView> view_;
+  daemon::EventLog events_{256};
   std::vector<bool> sweeps_asked_;
   size_t changes_ = 0;
   bool fail_writes_ = false;
@@ -178,7 +179,7 @@ struct RestRig {
     o.state_dir = dir.path();
     o.engine.timeout = std::chrono::milliseconds(100);
     if (tweak) tweak(o);
-    auto store = sm::PartitionStore::open(dir.path() + "/partitions.rest.conf", file_policy);
+    auto store = daemon::PartitionStore::open(dir.path() + "/partitions.rest.conf", file_policy);
     EXPECT_TRUE(store) << (store ? "" : store.error().message);
     o.partitions = store->merged();
     o.partitions_generation = store->generation();

@@ -20,10 +20,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "weft/daemon/events.hpp"
+#include "weft/daemon/partition_store.hpp"
 #include "weft/perf/manager.hpp"
 #include "weft/result.hpp"
-#include "weft/sm/events.hpp"
-#include "weft/sm/partition_store.hpp"
 #include "weft/sm/snapshot.hpp"
 
 namespace weft::rest {
@@ -69,9 +69,9 @@ class Backend {
  public:
   virtual ~Backend() = default;
   virtual std::shared_ptr<const sm::Published> published() const = 0;
-  virtual std::shared_ptr<const sm::PartitionView> partitions() const = 0;
+  virtual std::shared_ptr<const daemon::PartitionView> partitions() const = 0;
   // Applies `change` to the REST partitions; `done` runs once the result is on disk.
-  virtual void change_partitions(sm::PartitionChange change,
+  virtual void change_partitions(daemon::PartitionChange change,
                                  std::function<void(Result<uint64_t>)> done) = 0;
   virtual void request_sweep(bool heavy) = 0;
   // Lets a switch port the SM keeps down (flap_policy down) come up; `done` runs once
@@ -80,7 +80,7 @@ class Backend {
   // Clears a port's unhealthy mark; `done` runs once that is on disk, with the mark.
   virtual void mark_healthy(Guid node, PortNum port,
                             std::function<void(Result<perf::Unhealthy>)> done) = 0;
-  virtual sm::EventLog& events() = 0;
+  virtual daemon::EventLog& events() = 0;
 };
 
 class Auth;

@@ -15,9 +15,9 @@
 #include <memory>
 #include <string>
 
+#include "weft/daemon/daemon.hpp"
 #include "weft/rest/api.hpp"
 #include "weft/rest/auth.hpp"
-#include "weft/sm/service.hpp"
 
 namespace weft::rest {
 
@@ -50,10 +50,12 @@ class RestServer {
 // The Backend over a running SmService.
 class ServiceBackend final : public Backend {
  public:
-  explicit ServiceBackend(sm::SmService& s) : s_(s) {}
+  explicit ServiceBackend(daemon::Daemon& s) : s_(s) {}
   std::shared_ptr<const sm::Published> published() const override { return s_.published(); }
-  std::shared_ptr<const sm::PartitionView> partitions() const override { return s_.partitions(); }
-  void change_partitions(sm::PartitionChange change,
+  std::shared_ptr<const daemon::PartitionView> partitions() const override {
+    return s_.partitions();
+  }
+  void change_partitions(daemon::PartitionChange change,
                          std::function<void(Result<uint64_t>)> done) override {
     s_.change_partitions(std::move(change), std::move(done));
   }
@@ -65,10 +67,10 @@ class ServiceBackend final : public Backend {
                     std::function<void(Result<perf::Unhealthy>)> done) override {
     s_.mark_healthy(node, port, std::move(done));
   }
-  sm::EventLog& events() override { return s_.events(); }
+  daemon::EventLog& events() override { return s_.events(); }
 
  private:
-  sm::SmService& s_;
+  daemon::Daemon& s_;
 };
 
 }  // namespace weft::rest

@@ -1,4 +1,4 @@
-// weft/sm/partition_store.hpp — the partitions made through weft's REST API. They live
+// weft/daemon/partition_store.hpp — the partitions made through weft's REST API. They live
 // in a file of their own in OpenSM's partitions.conf grammar (rest_partition_file,
 // by default STATE_DIR/partitions.rest.conf), which weft rewrites whole and durably
 // (temp file, fsync, rename, fsync of the directory) before a change is acknowledged;
@@ -19,31 +19,11 @@
 #include <string>
 
 #include "weft/config/partitions.hpp"
+#include "weft/daemon/partitions.hpp"
 #include "weft/result.hpp"
 #include "weft/store/state_store.hpp"
 
-namespace weft::sm {
-
-struct RestMember {
-  config::Membership membership = config::Membership::kFull;
-  bool index0 = false;
-  bool operator==(const RestMember&) const = default;
-};
-
-struct RestPartition {
-  uint16_t pkey = 0;  // low 15 bits
-  std::string name;
-  bool ipoib = false;
-  config::GroupFlags flags;                // mtu, rate, sl of the partition (its IPoIB group's)
-  std::map<uint64_t, RestMember> members;  // by port GUID; may name ports not on the fabric yet
-  bool operator==(const RestPartition&) const = default;
-};
-
-using RestPartitions = std::map<uint16_t, RestPartition>;
-
-// The partition change a command asks for: from the REST partitions as they are to
-// what they should be, or why not (an error the REST layer maps to a status).
-using PartitionChange = std::function<Result<RestPartitions>(const RestPartitions&)>;
+namespace weft::daemon {
 
 class PartitionStore {
  public:
@@ -87,19 +67,4 @@ class PartitionStore {
   uint64_t generation_ = 1;
 };
 
-// What readers on other threads see of the partitions: the REST ones as last
-// committed, and partition_config_file's policy.
-struct PartitionView {
-  RestPartitions rest;
-  std::optional<config::PartitionPolicy> file;
-  std::string rest_path;
-  uint64_t generation = 0;
-};
-
-// "0x0a12", "0xa12", "a12", "2578": a P_Key's low 15 bits, or nullopt.
-std::optional<uint16_t> parse_pkey(std::string_view s);
-// A port GUID as UFM's clients write it: 16 hex digits with or without "0x" (up to 20
-// characters), or with ':' between bytes (Kubernetes' net.HardwareAddr form).
-std::optional<Guid> parse_port_guid(std::string_view s);
-
-}  // namespace weft::sm
+}  // namespace weft::daemon

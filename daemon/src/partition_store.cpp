@@ -1,4 +1,4 @@
-#include "weft/sm/partition_store.hpp"
+#include "weft/daemon/partition_store.hpp"
 
 #include <fmt/format.h>
 #include <cctype>
@@ -11,7 +11,7 @@
 #include "weft/sm/documents.hpp"
 #include "weft/text_file.hpp"
 
-namespace weft::sm {
+namespace weft::daemon {
 
 namespace {
 
@@ -128,7 +128,7 @@ Result<RestPartitions> PartitionStore::parse(std::string_view text, const std::s
 Result<PartitionStore> PartitionStore::open(std::string path,
                                             std::optional<config::PartitionPolicy> file) {
   const auto dir = std::filesystem::path(path).parent_path().string();
-  return open(store::directory_store(dir, state_documents(), {{"partitions.rest.conf", path}}),
+  return open(store::directory_store(dir, sm::state_documents(), {{"partitions.rest.conf", path}}),
               std::move(file));
 }
 
@@ -233,4 +233,4 @@ std::optional<config::PartitionPolicy> PartitionStore::merged() const {
   return pol;
 }
 
-}  // namespace weft::sm
+}  // namespace weft::daemon

@@ -1,4 +1,4 @@
-#include "weft/sm/service.hpp"
+#include "weft/daemon/daemon.hpp"
 
 #include <fmt/format.h>
 #include <boost/asio/post.hpp>
@@ -6,14 +6,14 @@
 #include <algorithm>
 
 #include "weft/log.hpp"
+#include "weft/sa/sa.hpp"
 
-namespace weft::sm {
+namespace weft::daemon {
 
 namespace asio = boost::asio;
 
-SmService::SmService(mad::Transport& t, SmOptions o, std::unique_ptr<SubnAdm> sa,
-                     std::shared_ptr<store::StateStore> state, PartitionStore store,
-                     EventLog& events, ServiceOptions so)
+Daemon::Daemon(mad::Transport& t, sm::SmOptions o, std::shared_ptr<store::StateStore> state,
+               PartitionStore store, EventLog& events, DaemonOptions so)
     : sm_(
           t,
           [&] {
@@ -21,7 +21,7 @@ SmService::SmService(mad::Transport& t, SmOptions o, std::unique_ptr<SubnAdm> sa
             o.partitions_generation = store.generation();
             return std::move(o);
           }(),
-          std::move(sa), std::move(state)),
+          std::make_unique<sa::SaAgent>(), std::move(state)),
       driver_(io_, sm_.engine(), t),
       store_(std::move(store)),
       events_(events),
@@ -32,7 +32,7 @@ SmService::SmService(mad::Transport& t, SmOptions o, std::unique_ptr<SubnAdm> sa
       holdoff_(io_),
       perf_(io_) {
   sm_.set_driver(driver_);
-  sm_.on_event([this](const SmEvent& e) { on_sm_event(e); });
+  sm_.on_event([this](const sm::SmEvent& e) { on_sm_event(e); });
   publish_partitions();
   const auto& st = sm_.state_store();
   st->on_changed([this](const std::vector<std::string>& names) {
@@ -41,14 +41,14 @@ SmService::SmService(mad::Transport& t, SmOptions o, std::unique_ptr<SubnAdm> sa
   st->on_note([this](const nlohmann::json& j) { events_.append("state_store", j); });
 }
 
-SmService::~SmService() {
+Daemon::~Daemon() {
   const auto& st = sm_.state_store();
   st->on_changed({});
   st->on_note({});
   driver_.stop();
 }
 
-void SmService::state_changed(const std::vector<std::string>& names) {
+void Daemon::state_changed(const std::vector<std::string>& names) {
   sm_.state_changed(names);
   if (std::find(names.begin(), names.end(), "partitions.rest.conf") != names.end()) {
     auto r = store_.reload();
@@ -59,7 +59,7 @@ void SmService::state_changed(const std::vector<std::string>& names) {
       WEFT_LOG(Info, "PRT-0103") << store_.path() << ": REST partitions at generation "
                                  << store_.generation() << " from the state store";
       publish_partitions();
-      SmOptions o = sm_.options();
+      sm::SmOptions o = sm_.options();
       o.partitions = store_.merged();
       o.partitions_generation = store_.generation();
       if (sm_.sweeping())
@@ -71,7 +71,7 @@ void SmService::state_changed(const std::vector<std::string>& names) {
   if (opts_.on_state_changed) opts_.on_state_changed(names);
 }
 
-void SmService::publish_partitions() {
+void Daemon::publish_partitions() {
   auto v = std::make_shared<PartitionView>();
   v->rest = store_.partitions();
   v->file = store_.file_policy();
@@ -80,11 +80,11 @@ void SmService::publish_partitions() {
   partitions_.store(std::move(v));
 }
 
-void SmService::post(std::function<void()> f) {
+void Daemon::post(std::function<void()> f) {
   asio::post(io_, std::move(f));
 }
 
-void SmService::stop() {
+void Daemon::stop() {
   asio::post(io_, [this] {
     if (stopping_) return;
     stopping_ = true;
@@ -100,7 +100,7 @@ void SmService::stop() {
   });
 }
 
-int SmService::run() {
+int Daemon::run() {
   driver_.start([this](const Error& e) {
     WEFT_LOG(Error, "SM-0102") << "the SM's port failed: " << e.message << "; stopping";
     exit_ = 1;
@@ -123,7 +123,7 @@ int SmService::run() {
   return exit_;
 }
 
-void SmService::on_sm_event(const SmEvent& e) {
+void Daemon::on_sm_event(const sm::SmEvent& e) {
   events_.append(e.type, e.data);
   // A trap is acted on when it arrives: no polling slice between it and its sweep. So
   // is another SM's HANDOVER or DISCOVER.
@@ -144,7 +144,7 @@ void SmService::on_sm_event(const SmEvent& e) {
   if (e.type == "sm_control" && e.data.value("sweep", false)) request_sweep(true);
 }
 
-void SmService::enable_port(Guid sw, PortNum port, std::function<void(Result<void>)> done) {
+void Daemon::enable_port(Guid sw, PortNum port, std::function<void(Result<void>)> done) {
   asio::post(io_, [this, sw, port, done = std::move(done)] {
     auto r = sm_.enable_port(sw, port);
     if (r) events_.append("port_released", {{"guid", hex_guid(sw.value)}, {"port", port}});
@@ -153,8 +153,8 @@ void SmService::enable_port(Guid sw, PortNum port, std::function<void(Result<voi
   });
 }
 
-void SmService::mark_healthy(Guid node, PortNum port,
-                             std::function<void(Result<perf::Unhealthy>)> done) {
+void Daemon::mark_healthy(Guid node, PortNum port,
+                          std::function<void(Result<perf::Unhealthy>)> done) {
   asio::post(io_, [this, node, port, done = std::move(done)] {
     auto r = sm_.mark_healthy(node, port);
     done(r);
@@ -162,7 +162,7 @@ void SmService::mark_healthy(Guid node, PortNum port,
   });
 }
 
-void SmService::arm_perf(std::chrono::steady_clock::duration after) {
+void Daemon::arm_perf(std::chrono::steady_clock::duration after) {
   perf_.expires_after(after);
   perf_.async_wait([this](const boost::system::error_code& ec) {
     if (ec || stopping_) return;
@@ -181,14 +181,14 @@ void SmService::arm_perf(std::chrono::steady_clock::duration after) {
   });
 }
 
-void SmService::request_sweep(bool heavy) {
+void Daemon::request_sweep(bool heavy) {
   asio::post(io_, [this, heavy] {
     wanted_ = (wanted_ && *wanted_) || heavy;
     maybe_sweep();
   });
 }
 
-void SmService::maybe_sweep() {
+void Daemon::maybe_sweep() {
   if (stopping_ || sm_.sweeping()) return;
   if (pending_reload_) {
     auto [o, interval] = std::move(*pending_reload_);
@@ -202,9 +202,9 @@ void SmService::maybe_sweep() {
   sweep_now(heavy);
 }
 
-void SmService::sweep_now(bool heavy) {
+void Daemon::sweep_now(bool heavy) {
   interval_.cancel();
-  sm_.start_sweep(heavy, [this](Result<SweepReport> r) {
+  sm_.start_sweep(heavy, [this](Result<sm::SweepReport> r) {
     if (!r) {
       WEFT_LOG(Error, "SM-0103") << "sweep failed: " << r.error().message;
       exit_ = 1;
@@ -240,7 +240,7 @@ void SmService::sweep_now(bool heavy) {
   });
 }
 
-void SmService::arm_poll(std::chrono::milliseconds after) {
+void Daemon::arm_poll(std::chrono::milliseconds after) {
   if (!sm_.polling()) return;
   poll_.expires_after(after);
   poll_.async_wait([this](const boost::system::error_code& ec) {
@@ -259,7 +259,7 @@ void SmService::arm_poll(std::chrono::milliseconds after) {
   });
 }
 
-void SmService::arm_interval() {
+void Daemon::arm_interval() {
   if (opts_.sweep_interval.count() <= 0) return;
   interval_.expires_after(opts_.sweep_interval);
   interval_.async_wait([this](const boost::system::error_code& ec) {
@@ -269,8 +269,7 @@ void SmService::arm_interval() {
   });
 }
 
-void SmService::change_partitions(PartitionChange change,
-                                  std::function<void(Result<uint64_t>)> done) {
+void Daemon::change_partitions(PartitionChange change, std::function<void(Result<uint64_t>)> done) {
   asio::post(io_, [this, change = std::move(change), done = std::move(done)] {
     auto next = change(store_.partitions());
     if (!next) return done(std::unexpected(next.error()));
@@ -285,7 +284,7 @@ void SmService::change_partitions(PartitionChange change,
     publish_partitions();
     events_.append("partitions", {{"generation", *gen}, {"file", store_.path()}});
     // On disk; the SM takes the merged policy with its next sweep, asked for now.
-    SmOptions o = sm_.options();
+    sm::SmOptions o = sm_.options();
     o.partitions = store_.merged();
     o.partitions_generation = *gen;
     if (sm_.sweeping())
@@ -297,7 +296,7 @@ void SmService::change_partitions(PartitionChange change,
   });
 }
 
-void SmService::reload(SmOptions o, std::chrono::seconds sweep_interval) {
+void Daemon::reload(sm::SmOptions o, std::chrono::seconds sweep_interval) {
   asio::post(io_, [this, o = std::move(o), sweep_interval]() mutable {
     store_.set_file_policy(o.partitions);
     publish_partitions();
@@ -314,8 +313,8 @@ void SmService::reload(SmOptions o, std::chrono::seconds sweep_interval) {
   });
 }
 
-void SmService::apply_options(SmOptions o) {
+void Daemon::apply_options(sm::SmOptions o) {
   sm_.set_options(std::move(o));
 }
 
-}  // namespace weft::sm
+}  // namespace weft::daemon

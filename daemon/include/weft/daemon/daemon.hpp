@@ -1,4 +1,5 @@
-// weft/sm/service.hpp — the SM as a daemon. One Boost.Asio io_context owns the
+// weft/daemon/daemon.hpp — the composition root: the SM, the SA beside it, the
+// partition ledger and the event log, on one Boost.Asio io_context that owns the
 // SubnetManager and everything that reaches it: MADs (through the AsioDriver's reader
 // thread), the engine's timeouts, the sweep timer, and commands posted from other
 // threads (the REST server, signals). It decides when to sweep: at start; at once on
@@ -7,8 +8,8 @@
 // after it. A standby polls its master every sminfo_polling_timeout ms instead, and
 // sweeps to take over when it is gone.
 //
-//   SmService svc(transport, sm_options, std::make_unique<sa::SaAgent>(), state_store,
-//                 std::move(partition_store), events, {.sweep_interval = 10s});
+//   Daemon svc(transport, sm_options, state_store, std::move(partition_store), events,
+//              {.sweep_interval = 10s});
 //   std::thread rest([&] { serve_rest(svc, ...); });   // reads svc.published(), posts commands
 //   return svc.run();                                   // until stop()
 #pragma once
@@ -20,31 +21,30 @@
 #include <memory>
 #include <optional>
 
+#include "weft/daemon/events.hpp"
+#include "weft/daemon/partition_store.hpp"
 #include "weft/mad/asio_driver.hpp"
-#include "weft/sm/events.hpp"
-#include "weft/sm/partition_store.hpp"
 #include "weft/sm/subnet_manager.hpp"
 
-namespace weft::sm {
+namespace weft::daemon {
 
-struct ServiceOptions {
+struct DaemonOptions {
   std::chrono::seconds sweep_interval{10};  // 0: no light sweeps
   bool once = false;                        // one bring-up, then stop
   // After each heavy sweep (the daemon prints its summary).
-  std::function<void(const SweepReport&, const mad::EngineStats&)> on_heavy_sweep;
+  std::function<void(const sm::SweepReport&, const mad::EngineStats&)> on_heavy_sweep;
   // Documents of the state store that another master changed (on the loop, after the
   // SM and the partitions took them): the daemon reloads the REST tokens.
   std::function<void(const std::vector<std::string>&)> on_state_changed;
 };
 
-class SmService {
+class Daemon {
  public:
-  // `sa`: the Subnet Administrator the SM serves beside (SubnetManager's).
-  // `state`: the SM's state store (none: its state directory).
-  SmService(mad::Transport& t, SmOptions o, std::unique_ptr<SubnAdm> sa,
-            std::shared_ptr<store::StateStore> state, PartitionStore store, EventLog& events,
-            ServiceOptions so);
-  ~SmService();
+  // `state`: the SM's state store (none: its state directory). The SM serves its SA
+  // (an sa::SaAgent) beside it.
+  Daemon(mad::Transport& t, sm::SmOptions o, std::shared_ptr<store::StateStore> state,
+         PartitionStore store, EventLog& events, DaemonOptions so);
+  ~Daemon();
   boost::asio::io_context& io() { return io_; }
 
   // Runs the loop on this thread until stop(). Returns the exit status: 0, or 1 when
@@ -64,41 +64,41 @@ class SmService {
   void change_partitions(PartitionChange change, std::function<void(Result<uint64_t>)> done);
   // New options (SIGHUP): applied between sweeps; the caller keeps what cannot change
   // without a restart. `options.partitions` is partition_config_file's policy.
-  void reload(SmOptions options, std::chrono::seconds sweep_interval);
+  void reload(sm::SmOptions options, std::chrono::seconds sweep_interval);
   // Runs `f` on the loop (tests, the REST server's reads of loop-owned state).
   void post(std::function<void()> f);
 
-  std::shared_ptr<const Published> published() const { return sm_.published(); }
+  std::shared_ptr<const sm::Published> published() const { return sm_.published(); }
   // The REST partitions as last committed, and partition_config_file's policy.
   std::shared_ptr<const PartitionView> partitions() const { return partitions_.load(); }
   EventLog& events() { return events_; }
 
  private:
-  void on_sm_event(const SmEvent& e);
+  void on_sm_event(const sm::SmEvent& e);
   void maybe_sweep();
   void sweep_now(bool heavy);
   void arm_interval();
   // The PerfMgr's counter sweeps, every perf.sweep_time from one's start to the next's.
   void arm_perf(std::chrono::steady_clock::duration after);
   void arm_poll(std::chrono::milliseconds after);
-  void apply_options(SmOptions o);
+  void apply_options(sm::SmOptions o);
   void publish_partitions();
   void state_changed(const std::vector<std::string>& names);
 
   boost::asio::io_context io_;
-  SubnetManager sm_;
+  sm::SubnetManager sm_;
   mad::AsioDriver driver_;
   PartitionStore store_;
   EventLog& events_;
-  ServiceOptions opts_;
+  DaemonOptions opts_;
   boost::asio::steady_timer interval_, stats_, poll_, holdoff_, perf_;
   bool holdoff_armed_ = false;
   std::optional<bool> wanted_;  // a sweep asked for (true: heavy) while one ran
-  std::optional<std::pair<SmOptions, std::chrono::seconds>> pending_reload_;
+  std::optional<std::pair<sm::SmOptions, std::chrono::seconds>> pending_reload_;
   std::atomic<std::shared_ptr<const PartitionView>> partitions_;
   std::chrono::seconds retry_{1};  // until the next try after a sweep that failed
   int exit_ = 0;
   bool stopping_ = false;
 };
 
-}  // namespace weft::sm
+}  // namespace weft::daemon

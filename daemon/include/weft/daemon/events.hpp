@@ -1,4 +1,4 @@
-// weft/sm/events.hpp — what happened, in order, for whoever watches: a bounded ring
+// weft/daemon/events.hpp — what happened, in order, for whoever watches: a bounded ring
 // of events, each with an id that only grows. Readers ask for what came after the
 // last id they saw (Server-Sent Events' Last-Event-ID, or ?since=N), and learn when
 // the ring no longer holds some of it. Thread-safe: the SM's loop appends, the REST
@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-namespace weft::sm {
+namespace weft::daemon {
 
 struct Event {
   uint64_t id = 0;
@@ -56,4 +56,4 @@ class EventLog {
   bool stopped_ = false;
 };
 
-}  // namespace weft::sm
+}  // namespace weft::daemon

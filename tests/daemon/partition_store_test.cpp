@@ -6,12 +6,12 @@
 #include <filesystem>
 #include <fstream>
 
+#include "weft/daemon/partition_store.hpp"
 #include "weft/qos/partitions.hpp"
 #include "weft/simulator/generators.hpp"
-#include "weft/sm/partition_store.hpp"
 
 using namespace weft;
-using namespace weft::sm;
+using namespace weft::daemon;
 
 namespace {
 

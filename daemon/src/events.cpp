@@ -1,8 +1,8 @@
-#include "weft/sm/events.hpp"
+#include "weft/daemon/events.hpp"
 
 #include <chrono>
 
-namespace weft::sm {
+namespace weft::daemon {
 
 nlohmann::json Event::to_json() const {
   return {{"id", id}, {"time_ms", unix_ms}, {"type", type}, {"data", data}};
@@ -61,4 +61,4 @@ uint64_t EventLog::last_id() const {
   return next_ - 1;
 }
 
-}  // namespace weft::sm
+}  // namespace weft::daemon
