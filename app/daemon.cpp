@@ -20,6 +20,25 @@
 
 namespace weft::app {
 
+namespace {
+
+// What REST reads and submits, over the running daemon.
+class DaemonBackend final : public rest::Backend {
+ public:
+  explicit DaemonBackend(daemon::Daemon& d) : d_(d) {}
+  std::shared_ptr<const sm::Published> published() const override { return d_.published(); }
+  std::shared_ptr<const daemon::PartitionView> partitions() const override {
+    return d_.partitions();
+  }
+  void submit(daemon::Command c) override { d_.submit(std::move(c)); }
+  daemon::EventLog& events() override { return d_.events(); }
+
+ private:
+  daemon::Daemon& d_;
+};
+
+}  // namespace
+
 namespace po = boost::program_options;
 
 const Help kSmHelp{"sm", "run the subnet manager on an InfiniBand port",
@@ -204,7 +223,7 @@ int cmd_sm(int argc, char** argv) {
     listen = vm["rest"].as<std::string>();
   else if (once)
     listen = "off";
-  rest::ServiceBackend backend(svc);
+  DaemonBackend backend(svc);
   std::unique_ptr<rest::RestServer> server;
   if (listen != "off") {
     rest::RestOptions ro;

@@ -144,22 +144,28 @@ void Daemon::on_sm_event(const sm::SmEvent& e) {
   if (e.type == "sm_control" && e.data.value("sweep", false)) request_sweep(true);
 }
 
-void Daemon::enable_port(Guid sw, PortNum port, std::function<void(Result<void>)> done) {
-  asio::post(io_, [this, sw, port, done = std::move(done)] {
-    auto r = sm_.enable_port(sw, port);
-    if (r) events_.append("port_released", {{"guid", hex_guid(sw.value)}, {"port", port}});
-    done(r);
-    if (r) maybe_sweep();
+void Daemon::submit(Command c) {
+  asio::post(io_, [this, c = std::move(c)]() mutable {
+    std::visit([this](auto& cmd) { handle(cmd); }, c);
   });
 }
 
-void Daemon::mark_healthy(Guid node, PortNum port,
-                          std::function<void(Result<perf::Unhealthy>)> done) {
-  asio::post(io_, [this, node, port, done = std::move(done)] {
-    auto r = sm_.mark_healthy(node, port);
-    done(r);
-    if (r) maybe_sweep();
-  });
+void Daemon::handle(RequestSweep& c) {
+  wanted_ = (wanted_ && *wanted_) || c.heavy;
+  maybe_sweep();
+}
+
+void Daemon::handle(EnablePort& c) {
+  auto r = sm_.enable_port(c.sw, c.port);
+  if (r) events_.append("port_released", {{"guid", hex_guid(c.sw.value)}, {"port", c.port}});
+  if (c.done) c.done(r);
+  if (r) maybe_sweep();
+}
+
+void Daemon::handle(MarkHealthy& c) {
+  auto r = sm_.mark_healthy(c.node, c.port);
+  if (c.done) c.done(r);
+  if (r) maybe_sweep();
 }
 
 void Daemon::arm_perf(std::chrono::steady_clock::duration after) {
@@ -182,10 +188,7 @@ void Daemon::arm_perf(std::chrono::steady_clock::duration after) {
 }
 
 void Daemon::request_sweep(bool heavy) {
-  asio::post(io_, [this, heavy] {
-    wanted_ = (wanted_ && *wanted_) || heavy;
-    maybe_sweep();
-  });
+  submit(RequestSweep{heavy});
 }
 
 void Daemon::maybe_sweep() {
@@ -269,31 +272,32 @@ void Daemon::arm_interval() {
   });
 }
 
-void Daemon::change_partitions(PartitionChange change, std::function<void(Result<uint64_t>)> done) {
-  asio::post(io_, [this, change = std::move(change), done = std::move(done)] {
-    auto next = change(store_.partitions());
-    if (!next) return done(std::unexpected(next.error()));
-    if (*next == store_.partitions()) return done(store_.generation());
-    auto gen = store_.commit(std::move(*next));
-    if (!gen) {
-      WEFT_LOG(Error, "PRT-0101") << "REST partitions not saved: " << gen.error().message;
-      return done(std::unexpected(gen.error()));
-    }
-    WEFT_LOG(Info, "PRT-0100") << store_.path() << ": REST partitions at generation " << *gen
-                               << " (" << store_.partitions().size() << " partitions)";
-    publish_partitions();
-    events_.append("partitions", {{"generation", *gen}, {"file", store_.path()}});
-    // On disk; the SM takes the merged policy with its next sweep, asked for now.
-    sm::SmOptions o = sm_.options();
-    o.partitions = store_.merged();
-    o.partitions_generation = *gen;
-    if (sm_.sweeping())
-      pending_reload_.emplace(std::move(o), opts_.sweep_interval);
-    else
-      apply_options(std::move(o));
-    done(*gen);
-    request_sweep(true);
-  });
+void Daemon::handle(ChangePartitions& c) {
+  auto done = [&c](Result<uint64_t> r) {
+    if (c.done) c.done(std::move(r));
+  };
+  auto next = c.change(store_.partitions());
+  if (!next) return done(std::unexpected(next.error()));
+  if (*next == store_.partitions()) return done(store_.generation());
+  auto gen = store_.commit(std::move(*next));
+  if (!gen) {
+    WEFT_LOG(Error, "PRT-0101") << "REST partitions not saved: " << gen.error().message;
+    return done(std::unexpected(gen.error()));
+  }
+  WEFT_LOG(Info, "PRT-0100") << store_.path() << ": REST partitions at generation " << *gen << " ("
+                             << store_.partitions().size() << " partitions)";
+  publish_partitions();
+  events_.append("partitions", {{"generation", *gen}, {"file", store_.path()}});
+  // On disk; the SM takes the merged policy with its next sweep, asked for now.
+  sm::SmOptions o = sm_.options();
+  o.partitions = store_.merged();
+  o.partitions_generation = *gen;
+  if (sm_.sweeping())
+    pending_reload_.emplace(std::move(o), opts_.sweep_interval);
+  else
+    apply_options(std::move(o));
+  done(*gen);
+  request_sweep(true);
 }
 
 void Daemon::reload(sm::SmOptions o, std::chrono::seconds sweep_interval) {

@@ -197,7 +197,7 @@ void mark_all(Backend& b, std::vector<std::pair<Guid, PortNum>> todo, json done_
   if (todo.empty()) return finish(done_so_far);
   const auto [g, p] = todo.front();
   todo.erase(todo.begin());
-  b.mark_healthy(
+  b.submit(daemon::MarkHealthy{
       g, p,
       [&b, g, p, todo = std::move(todo), done_so_far = std::move(done_so_far),
        finish = std::move(finish)](Result<perf::Unhealthy> r) mutable {
@@ -205,7 +205,7 @@ void mark_all(Backend& b, std::vector<std::pair<Guid, PortNum>> todo, json done_
         done_so_far.push_back(
             {{"guid", guid_hex(g.value)}, {"port", p}, {"was", r->reason}, {"policy", r->policy}});
         mark_all(b, std::move(todo), std::move(done_so_far), std::move(finish));
-      });
+      }});
 }
 
 void post_healthy(Ctx& c) {

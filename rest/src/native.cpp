@@ -620,7 +620,7 @@ void post_sweep(Ctx& c) {
       heavy = t == "heavy";
     }
   }
-  c.backend.request_sweep(heavy);
+  c.backend.submit(daemon::RequestSweep{heavy});
   c.ok({{"requested", heavy ? "heavy" : "light"}}, 202);
 }
 
@@ -634,15 +634,16 @@ void post_enable_port(Ctx& c) {
     return c.fail({400, "bad_port", "\"" + ps + "\" is not a switch port number (1-254)"});
   Reply reply = c.reply;
   const Guid sw = *g;
-  c.backend.enable_port(sw, PortNum(num), [reply, sw, num](Result<void> r) {
-    if (!r) {
-      const bool io = r.error().code == Errc::kIo;
-      return reply(
-          error_response(io ? 503 : 404, io ? "not_saved" : "not_found", r.error().message));
-    }
-    reply(json_response(202,
-                        {{"guid", guid_hex(sw.value)}, {"port", num}, {"enabled", "next sweep"}}));
-  });
+  c.backend.submit(daemon::EnablePort{
+      sw, PortNum(num), [reply, sw, num](Result<void> r) {
+        if (!r) {
+          const bool io = r.error().code == Errc::kIo;
+          return reply(
+              error_response(io ? 503 : 404, io ? "not_saved" : "not_found", r.error().message));
+        }
+        reply(json_response(
+            202, {{"guid", guid_hex(sw.value)}, {"port", num}, {"enabled", "next sweep"}}));
+      }});
 }
 
 void accepted_job(Ctx& c, std::optional<std::string> id) {

@@ -273,7 +273,7 @@ void commit(Ctx& c, PartitionOp op, int status, std::function<json(uint64_t)> bo
   auto err = std::make_shared<std::optional<ApiError>>();
   auto view = c.backend.partitions();
   Reply reply = c.reply;
-  c.backend.change_partitions(
+  c.backend.submit(daemon::ChangePartitions{
       [op = std::move(op), err,
        view](const daemon::RestPartitions& cur) -> Result<daemon::RestPartitions> {
         auto next = op(cur, *view);
@@ -300,7 +300,7 @@ void commit(Ctx& c, PartitionOp op, int status, std::function<json(uint64_t)> bo
                                       gen.error().message));
         }
         reply(json_response(status, body(*gen)));
-      });
+      }});
 }
 
 }  // namespace weft::rest

@@ -14,6 +14,7 @@
 #include <optional>
 
 #include "../../rest/src/jobs.hpp"
+#include "weft/daemon/partition_store.hpp"
 #include "weft/rest/api.hpp"
 #include "weft/rest/auth.hpp"
 #include "weft/sa/sa.hpp"
@@ -82,8 +83,17 @@ class SimBackend final : public rest::Backend {
     std::lock_guard lk(mu_);
     return view_;
   }
+  void submit(daemon::Command c) override {
+    if (auto* x = std::get_if<daemon::ChangePartitions>(&c))
+      return change_partitions(std::move(x->change), std::move(x->done));
+    if (auto* x = std::get_if<daemon::RequestSweep>(&c)) return request_sweep(x->heavy);
+    if (auto* x = std::get_if<daemon::EnablePort>(&c))
+      return enable_port(x->sw, x->port, std::move(x->done));
+    if (auto* x = std::get_if<daemon::MarkHealthy>(&c))
+      return mark_healthy(x->node, x->port, std::move(x->done));
+  }
   void change_partitions(daemon::PartitionChange change,
-                         std::function<void(Result<uint64_t>)> done) override {
+                         std::function<void(Result<uint64_t>)> done) {
     std::unique_lock lk(mu_);
     ++changes_;
     auto next = change(store_.partitions());
@@ -112,19 +122,18 @@ class SimBackend final : public rest::Backend {
     lk.unlock();
     done(gen);
   }
-  void request_sweep(bool heavy) override {
+  void request_sweep(bool heavy) {
     std::lock_guard lk(mu_);
     sweeps_asked_.push_back(heavy);
   }
-  void enable_port(Guid sw, PortNum port, std::function<void(Result<void>)> done) override {
+  void enable_port(Guid sw, PortNum port, std::function<void(Result<void>)> done) {
     std::unique_lock lk(mu_);
     auto r = sm_.enable_port(sw, port);
     if (r) publish_locked();
     lk.unlock();
     done(r);
   }
-  void mark_healthy(Guid node, PortNum port,
-                    std::function<void(Result<perf::Unhealthy>)> done) override {
+  void mark_healthy(Guid node, PortNum port, std::function<void(Result<perf::Unhealthy>)> done) {
     std::unique_lock lk(mu_);
     auto r = sm_.mark_healthy(node, port);
     if (r) publish_locked();

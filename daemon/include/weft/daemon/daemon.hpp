@@ -21,6 +21,7 @@
 #include <memory>
 #include <optional>
 
+#include "weft/daemon/command.hpp"
 #include "weft/daemon/events.hpp"
 #include "weft/daemon/partition_store.hpp"
 #include "weft/mad/asio_driver.hpp"
@@ -52,16 +53,9 @@ class Daemon {
   int run();
   void stop();  // any thread
 
-  // Commands, from any thread; each runs on the loop.
-  void request_sweep(bool heavy);
-  // SubnetManager::enable_port on the loop; `done` runs there, after it (any thread).
-  void enable_port(Guid sw, PortNum port, std::function<void(Result<void>)> done);
-  // SubnetManager::mark_healthy on the loop; `done` runs there, after it.
-  void mark_healthy(Guid node, PortNum port, std::function<void(Result<perf::Unhealthy>)> done);
-  // Applies `change` to the REST partitions; when it gives a new set, the set is on
-  // disk before `done` runs (on the loop) with its generation, and a heavy sweep that
-  // applies it is scheduled. An unchanged set is not written and keeps its generation.
-  void change_partitions(PartitionChange change, std::function<void(Result<uint64_t>)> done);
+  // A command (weft/daemon/command.hpp), from any thread: it runs on the loop, and its
+  // `done`, if it has one, runs there after it.
+  void submit(Command c);
   // New options (SIGHUP): applied between sweeps; the caller keeps what cannot change
   // without a restart. `options.partitions` is partition_config_file's policy.
   void reload(sm::SmOptions options, std::chrono::seconds sweep_interval);
@@ -74,6 +68,12 @@ class Daemon {
   EventLog& events() { return events_; }
 
  private:
+  // The handlers of the commands, on the loop.
+  void handle(RequestSweep& c);
+  void handle(ChangePartitions& c);
+  void handle(EnablePort& c);
+  void handle(MarkHealthy& c);
+  void request_sweep(bool heavy);  // posts
   void on_sm_event(const sm::SmEvent& e);
   void maybe_sweep();
   void sweep_now(bool heavy);

@@ -20,9 +20,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "weft/daemon/command.hpp"
 #include "weft/daemon/events.hpp"
-#include "weft/daemon/partition_store.hpp"
-#include "weft/perf/manager.hpp"
+#include "weft/daemon/partitions.hpp"
 #include "weft/result.hpp"
 #include "weft/sm/snapshot.hpp"
 
@@ -70,16 +70,8 @@ class Backend {
   virtual ~Backend() = default;
   virtual std::shared_ptr<const sm::Published> published() const = 0;
   virtual std::shared_ptr<const daemon::PartitionView> partitions() const = 0;
-  // Applies `change` to the REST partitions; `done` runs once the result is on disk.
-  virtual void change_partitions(daemon::PartitionChange change,
-                                 std::function<void(Result<uint64_t>)> done) = 0;
-  virtual void request_sweep(bool heavy) = 0;
-  // Lets a switch port the SM keeps down (flap_policy down) come up; `done` runs once
-  // that is on disk (or with why not).
-  virtual void enable_port(Guid sw, PortNum port, std::function<void(Result<void>)> done) = 0;
-  // Clears a port's unhealthy mark; `done` runs once that is on disk, with the mark.
-  virtual void mark_healthy(Guid node, PortNum port,
-                            std::function<void(Result<perf::Unhealthy>)> done) = 0;
+  // A command to the SM (weft/daemon/command.hpp); its `done` may run on another thread.
+  virtual void submit(daemon::Command c) = 0;
   virtual daemon::EventLog& events() = 0;
 };
 

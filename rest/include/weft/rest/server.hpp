@@ -15,7 +15,6 @@
 #include <memory>
 #include <string>
 
-#include "weft/daemon/daemon.hpp"
 #include "weft/rest/api.hpp"
 #include "weft/rest/auth.hpp"
 
@@ -45,32 +44,6 @@ class RestServer {
  private:
   explicit RestServer(std::unique_ptr<Impl> i);
   std::unique_ptr<Impl> impl_;
-};
-
-// The Backend over a running SmService.
-class ServiceBackend final : public Backend {
- public:
-  explicit ServiceBackend(daemon::Daemon& s) : s_(s) {}
-  std::shared_ptr<const sm::Published> published() const override { return s_.published(); }
-  std::shared_ptr<const daemon::PartitionView> partitions() const override {
-    return s_.partitions();
-  }
-  void change_partitions(daemon::PartitionChange change,
-                         std::function<void(Result<uint64_t>)> done) override {
-    s_.change_partitions(std::move(change), std::move(done));
-  }
-  void request_sweep(bool heavy) override { s_.request_sweep(heavy); }
-  void enable_port(Guid sw, PortNum port, std::function<void(Result<void>)> done) override {
-    s_.enable_port(sw, port, std::move(done));
-  }
-  void mark_healthy(Guid node, PortNum port,
-                    std::function<void(Result<perf::Unhealthy>)> done) override {
-    s_.mark_healthy(node, port, std::move(done));
-  }
-  daemon::EventLog& events() override { return s_.events(); }
-
- private:
-  daemon::Daemon& s_;
 };
 
 }  // namespace weft::rest
