@@ -9,7 +9,7 @@
 
 #include "handlers.hpp"
 #include "views.hpp"
-#include "weft/perf/manager.hpp"
+#include "weft/perf/view.hpp"
 #include "weft/sm/options.hpp"
 
 namespace weft::rest {

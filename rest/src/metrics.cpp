@@ -5,7 +5,7 @@
 #include <map>
 
 #include "handlers.hpp"
-#include "weft/perf/manager.hpp"
+#include "weft/perf/view.hpp"
 #include "weft/sa/sa.hpp"
 #include "weft/sm/options.hpp"
 #include "weft/sm/sa_stats.hpp"

@@ -10,7 +10,7 @@
 
 #include "handlers.hpp"
 #include "views.hpp"
-#include "weft/perf/manager.hpp"
+#include "weft/perf/view.hpp"
 #include "weft/routing/torus.hpp"
 #include "weft/sm/options.hpp"
 #include "www_assets.hpp"

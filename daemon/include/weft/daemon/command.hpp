@@ -11,7 +11,7 @@
 #include <variant>
 
 #include "weft/daemon/partitions.hpp"
-#include "weft/perf/manager.hpp"
+#include "weft/perf/view.hpp"
 #include "weft/result.hpp"
 #include "weft/types.hpp"
 

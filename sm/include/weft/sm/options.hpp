@@ -14,7 +14,7 @@
 #include "weft/config/partitions.hpp"
 #include "weft/config/qos_policy.hpp"
 #include "weft/mad/mad_engine.hpp"
-#include "weft/perf/manager.hpp"
+#include "weft/perf/view.hpp"
 #include "weft/qos/vl_tables.hpp"
 #include "weft/routing/engine.hpp"
 #include "weft/sm/mkey.hpp"
