@@ -235,7 +235,10 @@ int cmd_sm(int argc, char** argv) {
     ro.auth.users_file =
         vm.count("rest-users") ? vm["rest-users"].as<std::string>() : v->get_str("rest_users_file");
     ro.auth.state_dir = state_dir;
-    ro.auth.store = *shared;
+    ro.auth.tokens.path = (*shared)->path("rest-tokens");
+    ro.auth.tokens.write = [st = *shared](const std::string& text) {
+      return st->write("rest-tokens", text);
+    };
     ro.auth.token_ttl = std::chrono::seconds(v->get_int("rest_token_ttl"));
     ro.max_body = size_t(v->get_int("rest_max_body"));
     ro.max_connections = size_t(v->get_int("rest_max_connections"));

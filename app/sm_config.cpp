@@ -131,7 +131,7 @@ Result<std::shared_ptr<store::StateStore>> state_store(const config::Values& v,
   store::StateStoreOptions o;
   o.paths["partitions.rest.conf"] = rest_partition_file;
   o.docs = sm::state_documents();
-  for (auto& d : rest::state_documents()) o.docs.push_back(std::move(d));
+  for (auto& d : rest::state_documents()) o.docs.push_back({std::move(d.name), mode_t(d.mode)});
   o.self = self;
   o.etcd.cacert = v.get_str("etcd_cacert");
   o.etcd.cert = v.get_str("etcd_cert");

@@ -183,8 +183,8 @@ Result<std::string> Auth::hash_password(const std::string& password) {
 Result<std::unique_ptr<Auth>> Auth::open(AuthOptions o) {
   std::unique_ptr<Auth> a(new Auth());
   a->ttl_ = o.token_ttl;
-  a->store_ = o.store;
-  a->tokens_file_ = o.store ? o.store->path("rest-tokens") : o.state_dir + "/rest-tokens";
+  a->write_tokens_ = std::move(o.tokens.write);
+  a->tokens_file_ = o.tokens.path.empty() ? o.state_dir + "/rest-tokens" : o.tokens.path;
   a->users_file_ = o.users_file.empty() ? o.state_dir + "/rest-users" : o.users_file;
   std::error_code ec;
   if (o.users_file.empty() && !std::filesystem::exists(a->users_file_, ec)) {
@@ -271,7 +271,7 @@ Result<void> Auth::save_tokens() {
   const int64_t now = now_s();
   for (const auto& [hash, t] : tokens_)
     if (t.expires_s > now) text += token_json(hash, t).dump() + "\n";  // expired ones go
-  if (store_) return store_->write("rest-tokens", text);
+  if (write_tokens_) return write_tokens_(text);
   return write_file_durably(tokens_file_, text, 0600);
 }
 

@@ -6,7 +6,7 @@
 
 #include "handlers.hpp"
 #include "weft/perf/view.hpp"
-#include "weft/sa/sa.hpp"
+#include "weft/sa/path.hpp"
 #include "weft/sm/options.hpp"
 #include "weft/sm/sa_stats.hpp"
 

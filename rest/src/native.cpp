@@ -14,7 +14,7 @@
 #include "weft/roce/fabric.hpp"
 #include "weft/roce/profile.hpp"
 #include "weft/roce/report.hpp"
-#include "weft/sa/sa.hpp"
+#include "weft/sa/path.hpp"
 #include "weft/simulator/route_report.hpp"
 #include "weft/simulator/whatif.hpp"
 #include "weft/sm/lid_manager.hpp"
@@ -309,13 +309,7 @@ void get_route(Ctx& c) {
   auto dst = find_end_port(*s, *dst_q, &why);
   if (!dst) return c.fail({404, "not_found", "dst: " + why});
   auto traced = sm::trace_route(*s, *src, *dst);
-  sm::SaContext ctx;
-  ctx.snap = keep->subnet;
-  if (keep->options) {
-    ctx.qos = keep->options->qos.enabled;
-    ctx.qos_cfg = &keep->options->qos;
-  }
-  auto pr = sa::path_record(ctx, *src, *dst);
+  auto pr = sa::path_record(*keep, *src, *dst);
   json hops = json::array();
   for (const auto& h : traced.hops) {
     const auto& nd = s->fabric.node(h.node);

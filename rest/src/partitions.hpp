@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "handlers.hpp"
-#include "weft/daemon/partition_store.hpp"
+#include "weft/daemon/partitions.hpp"
 #include "weft/sm/snapshot.hpp"
 
 namespace weft::rest {

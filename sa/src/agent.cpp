@@ -12,6 +12,7 @@
 
 #include "records.hpp"
 #include "weft/log.hpp"
+#include "weft/sm/options.hpp"
 
 namespace weft::sa {
 
@@ -203,6 +204,16 @@ std::optional<PathInfo> path_record(const SaContext& ctx, sm::EndPort src, sm::E
   q.slid = sm::base_lid(ctx.snap->fabric, src);
   q.dlid = sm::base_lid(ctx.snap->fabric, dst);
   return SaAgent::path(ctx, q);
+}
+
+std::optional<PathInfo> path_record(const sm::Published& pub, sm::EndPort src, sm::EndPort dst) {
+  SaContext ctx;
+  ctx.snap = pub.subnet;
+  if (pub.options) {
+    ctx.qos = pub.options->qos.enabled;
+    ctx.qos_cfg = &pub.options->qos;
+  }
+  return path_record(ctx, src, dst);
 }
 
 std::optional<std::vector<uint8_t>> SaAgent::answer(std::span<const uint8_t> req,

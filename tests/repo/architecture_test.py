@@ -109,6 +109,30 @@ def main():
                         bad.append("%s:%d includes weft/%s/, which %s/ may not use"
                                    % (os.path.relpath(p, root), i, inc.group(1), m))
 
+    # REST reads the published view and submits commands: of the modules below it that
+    # hold live state, it includes only these headers (the view types, pure queries over
+    # them, and the daemon's Command).
+    view = {"sm/snapshot.hpp", "sm/options.hpp", "sm/sa_stats.hpp", "sm/path_query.hpp",
+            "sm/lid_manager.hpp", "perf/view.hpp", "sa/path.hpp", "daemon/command.hpp",
+            "daemon/partitions.hpp", "daemon/events.hpp"}
+    rest_views = 0
+    for d, dirs, names in os.walk(os.path.join(root, "rest")):
+        for n in names:
+            if not n.endswith((".cpp", ".hpp", ".h")):
+                continue
+            p = os.path.join(d, n)
+            for i, line in enumerate(open(p, errors="replace"), 1):
+                inc = re.match(r'\s*#\s*include\s*"weft/((sm|sa|perf|store|daemon)/[^"]+)"', line)
+                if not inc:
+                    continue
+                rest_views += 1
+                if inc.group(1) not in view:
+                    bad.append("%s:%d includes weft/%s: REST includes only the published view "
+                               "and Command (%s)" % (os.path.relpath(p, root), i, inc.group(1),
+                                                     ", ".join(sorted(view))))
+    if rest_views < 5:
+        bad.append("rest/ includes only %d view headers: is the check reading rest/?" % rest_views)
+
     # The store names none of its clients' documents: their owners do.
     docs = set()
     for owner in ("sm/include/weft/sm/documents.hpp", "rest/include/weft/rest/auth.hpp"):

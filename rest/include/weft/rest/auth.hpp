@@ -12,6 +12,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -23,15 +24,27 @@
 
 #include "weft/rest/api.hpp"
 #include "weft/result.hpp"
-#include "weft/store/state_store.hpp"
 
 namespace weft::rest {
 
-// REST's documents in the SM's state store: the API tokens (their hashes), shared with
-// standbys through etcd.
-inline std::vector<store::StateDoc> state_documents() {
+// REST's documents in the SM's state store, by name and file mode: the API tokens (their
+// hashes), shared with standbys through etcd. Whoever makes the store lists them there.
+struct Document {
+  std::string name;
+  unsigned mode = 0600;
+};
+inline std::vector<Document> state_documents() {
   return {{"rest-tokens", 0600}};
 }
+
+// Where the tokens live: the file they are read from, and how a new set is written.
+// `write` null: written durably to `path` (the state directory's own file). The daemon
+// gives a writer through its state store (shared with standbys, fenced in etcd), with
+// the store's local copy as `path`.
+struct TokenFile {
+  std::string path;  // empty: STATE_DIR/rest-tokens
+  std::function<Result<void>(const std::string& text)> write;
+};
 
 struct Identity {
   std::string user;
@@ -42,9 +55,7 @@ struct Identity {
 struct AuthOptions {
   std::string users_file;  // empty: STATE_DIR/rest-users (made when missing)
   std::string state_dir;
-  // Where tokens are written (the SM's state store: shared with standbys through
-  // etcd); null: STATE_DIR/rest-tokens.
-  std::shared_ptr<store::StateStore> store = nullptr;
+  TokenFile tokens{};
   std::chrono::seconds token_ttl{std::chrono::hours(24 * 7)};
 };
 
@@ -98,7 +109,7 @@ class Auth {
   std::optional<Identity> token(std::string_view tok);
 
   std::string users_file_, tokens_file_, generated_;
-  std::shared_ptr<store::StateStore> store_;
+  std::function<Result<void>(const std::string&)> write_tokens_;
   std::chrono::seconds ttl_{0};
   mutable std::mutex mu_;
   std::vector<User> users_;

@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "weft/mad/mad.hpp"
+#include "weft/sa/path.hpp"
 #include "weft/sm/path_query.hpp"
 #include "weft/sm/subn_adm.hpp"
 
@@ -87,23 +88,6 @@ constexpr uint16_t kSaStatusTooManyRecords = 0x0400;
 constexpr uint16_t kSaStatusInvalidGid = 0x0500;
 constexpr uint16_t kSaStatusInsufficientComponents = 0x0600;
 
-// A PathRecord question in types: from SLID to DLID, and what else it selects (the SL,
-// the P_Key). What a host's Get(PathRecord) with those components asks, without a MAD.
-struct PathQuery {
-  uint16_t slid = 0, dlid = 0;
-  std::optional<uint8_t> sl;
-  std::optional<uint16_t> pkey;
-};
-
-// The PathRecord's answer, in types.
-struct PathInfo {
-  uint16_t slid = 0, dlid = 0, pkey = 0;
-  uint8_t sl = 0, mtu = 0, rate = 0, packet_life = 0;
-};
-
-// "PathRecord", "NodeRecord", ... (the attribute's IBTA name; hex for others).
-std::string sa_attr_name(uint16_t attr);
-
 class SaAgent final : public sm::SubnAdm {
  public:
   // The one PathRecord the SA answers for `q` from the snapshot's index (the same code
@@ -150,7 +134,7 @@ class SaAgent final : public sm::SubnAdm {
 };
 
 // The PathRecord weft's SA gives from `src` to `dst` (base LIDs), from `ctx` (its
-// snapshot and QoS settings): what the REST path query shows beside the hops.
+// snapshot and QoS settings). weft/sa/path.hpp has the same over a published view.
 std::optional<PathInfo> path_record(const SaContext& ctx, sm::EndPort src, sm::EndPort dst);
 
 }  // namespace weft::sa
