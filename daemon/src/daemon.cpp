@@ -6,7 +6,6 @@
 #include <algorithm>
 
 #include "weft/log.hpp"
-#include "weft/sa/sa.hpp"
 
 namespace weft::daemon {
 
@@ -14,14 +13,14 @@ namespace asio = boost::asio;
 
 Daemon::Daemon(mad::Transport& t, sm::SmOptions o, std::shared_ptr<store::StateStore> state,
                PartitionStore store, EventLog& events, DaemonOptions so)
-    : sm_(
+    : m_(
           t,
           [&] {
             o.partitions = store.merged();
             o.partitions_generation = store.generation();
             return std::move(o);
           }(),
-          std::make_unique<sa::SaAgent>(), std::move(state)),
+          std::move(state)),
       driver_(io_, sm_.engine(), t),
       store_(std::move(store)),
       events_(events),
@@ -49,7 +48,7 @@ Daemon::~Daemon() {
 }
 
 void Daemon::state_changed(const std::vector<std::string>& names) {
-  sm_.state_changed(names);
+  m_.state_changed(names);
   if (std::find(names.begin(), names.end(), "partitions.rest.conf") != names.end()) {
     auto r = store_.reload();
     if (!r) {
@@ -163,7 +162,7 @@ void Daemon::handle(EnablePort& c) {
 }
 
 void Daemon::handle(MarkHealthy& c) {
-  auto r = sm_.mark_healthy(c.node, c.port);
+  auto r = m_.mark_healthy(c.node, c.port);
   if (c.done) c.done(r);
   if (r) maybe_sweep();
 }
@@ -174,11 +173,11 @@ void Daemon::arm_perf(std::chrono::steady_clock::duration after) {
     if (ec || stopping_) return;
     const auto period = sm_.options().perf.sweep_time;
     // Off, not master yet, or the last one still reading: try again a period later.
-    if (!sm_.options().perf.enabled || sm_.perf_sweeping() ||
+    if (!sm_.options().perf.enabled || m_.perf_sweeping() ||
         sm_.sm_state() != mad::SmState::kMaster || !sm_.snapshot())
       return arm_perf(period);
     const auto started = std::chrono::steady_clock::now();
-    sm_.perf_sweep([this, period, started](Result<perf::PerfSweep> r) {
+    m_.perf_sweep([this, period, started](Result<perf::PerfSweep> r) {
       if (!r) WEFT_LOG(Info, "PERF-0011") << "counter sweep: " << r.error().message;
       if (r && !r->unhealthy.empty()) maybe_sweep();
       const auto spent = std::chrono::steady_clock::now() - started;
@@ -318,7 +317,7 @@ void Daemon::reload(sm::SmOptions o, std::chrono::seconds sweep_interval) {
 }
 
 void Daemon::apply_options(sm::SmOptions o) {
-  sm_.set_options(std::move(o));
+  m_.set_options(std::move(o));
 }
 
 }  // namespace weft::daemon

@@ -57,29 +57,23 @@ void SubnetManager::note_flaps(
     emit("port_stable", {{"guid", hex_guid(guid)}, {"port", port}});
 }
 
-void SubnetManager::perf_sweep(std::function<void(Result<perf::PerfSweep>)> done) {
-  if (peers_.role().state() != mad::SmState::kMaster || !snapshot_)
-    return done(fail(Errc::kUnsupported, "counters are read by the master, once the subnet is up"));
-  // The PerfMgr reads the snapshot's fabric and keeps the snapshot alive while it does.
-  perf_->start(std::shared_ptr<const fabric::Fabric>(snapshot_, &snapshot_->fabric),
-               [this, done = std::move(done)](Result<perf::PerfSweep> r) {
-                 if (r) {
-                   for (const auto& [key, u] : r->unhealthy) apply_unhealthy(key, u);
-                   emit("counters", {{"ports", r->ports},
-                                     {"read", r->read},
-                                     {"failed", r->failed},
-                                     {"mads", r->mads},
-                                     {"ms", r->ms},
-                                     {"unhealthy", perf_->unhealthy().size()},
-                                     {"congested", r->congested.size()}});
-                 }
-                 publish();
-                 done(std::move(r));
-               });
+void SubnetManager::set_perf(std::shared_ptr<const perf::PerfView> v) {
+  if (v) perf_ = std::move(v);
+}
+
+void SubnetManager::counters_swept(const perf::PerfSweep& r) {
+  for (const auto& [key, u] : r.unhealthy) apply_unhealthy(key, u);
+  emit("counters", {{"ports", r.ports},
+                    {"read", r.read},
+                    {"failed", r.failed},
+                    {"mads", r.mads},
+                    {"ms", r.ms},
+                    {"unhealthy", perf_->unhealthy.size()},
+                    {"congested", r.congested.size()}});
 }
 
 void SubnetManager::apply_unhealthy(const perf::PortKey& key, const perf::Unhealthy& u) {
-  const auto* st = perf_->view()->find(key.first, key.second);
+  const auto* st = perf_->find(key.first, key.second);
   nlohmann::json ev = {{"guid", hex_guid(key.first)},
                        {"port", key.second},
                        {"reason", u.reason},
@@ -111,19 +105,16 @@ void SubnetManager::apply_unhealthy(const perf::PortKey& key, const perf::Unheal
   emit("port_unhealthy", ev);
 }
 
-Result<perf::Unhealthy> SubnetManager::mark_healthy(Guid node, PortNum port) {
-  auto was = perf_->mark_healthy(node.value, port);
-  if (!was) return was;
+void SubnetManager::port_healthy(Guid node, PortNum port, const perf::Unhealthy& was) {
   // Whatever isolate left down for this port comes up again.
   for (const auto& key : books_.down().isolating(node.value, port))
     if (auto r = enable_port(Guid{key.first}, key.second); !r)
       WEFT_LOG(Warn, "SM-0029") << "port " << hex_guid(key.first) << "/" << int(key.second) << ": "
                                 << r.error().message;
-  if (was->policy != perf::UnhealthyPolicy::kReport)
+  if (was.policy != perf::UnhealthyPolicy::kReport)
     asks_.now = true;  // routes come back at the next sweep
-  emit("port_healthy", {{"guid", node.str()}, {"port", port}, {"was", was->reason}});
+  emit("port_healthy", {{"guid", node.str()}, {"port", port}, {"was", was.reason}});
   publish();
-  return was;
 }
 
 Result<void> SubnetManager::enable_port(Guid sw, PortNum port) {

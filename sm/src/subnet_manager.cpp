@@ -70,7 +70,6 @@ SubnetManager::SubnetManager(mad::Transport& t, SmOptions o, std::unique_ptr<Sub
       prog_(std::make_unique<Programmers>(eng_, opts_)),
       books_(state ? std::move(state) : store::directory_store(opts_.state_dir, state_documents()),
              opts_.state_dir, opts_.mkey),
-      perf_(std::make_unique<perf::PerfManager>(eng_, opts_.perf, books_.shared_store())),
       peers_(eng_, t, {opts_.sm_key, opts_.sm_priority, opts_.polling_retry_number},
              t.local_port().port_guid) {
   books_.keys().set_local_port(t.local_port().port_guid);
@@ -91,7 +90,6 @@ void SubnetManager::set_options(SmOptions o) {
   opts_ = std::move(o);  // the programmers hold a reference to opts_ (the store stays)
   eng_.set_options(opts_.engine);
   books_.keys().set_options(opts_.mkey);
-  perf_->set_options(opts_.perf);
   peers_.configure({opts_.sm_key, opts_.sm_priority, opts_.polling_retry_number});
   pub_.set_options(std::make_shared<const SmOptions>(opts_));
   publish();
@@ -417,7 +415,7 @@ void SubnetManager::phase_assign_lids() {
   // Unhealthy switch-to-switch links under unhealthy_port_policy reroute: routed
   // around, their ports kept ACTIVE (a CA's link has no way around: reported only).
   run.route_on.reset();
-  for (const auto& [key, u] : perf_->unhealthy()) {
+  for (const auto& [key, u] : perf_->unhealthy) {
     if (u.policy != perf::UnhealthyPolicy::kReroute) continue;
     auto n = run.target.find(Guid{key.first});
     if (!n || key.second > run.target.node(*n).num_ports) continue;
@@ -709,7 +707,7 @@ void SubnetManager::publish() {
     p->master_name = peers_.role().polled()->name;
   }
   p->sms = peers_.sms();
-  p->perf = perf_->view();
+  p->perf = perf_;
   p->store = books_.store().status();
   for (const auto& [key, n] : traps_.counts()) p->traps.push_back({key, n});
   for (const auto& fp : traps_.flapping()) p->flapping.push_back(fp);
@@ -733,7 +731,6 @@ void SubnetManager::publish_stats() {
 void SubnetManager::state_changed(const std::vector<std::string>& names) {
   for (const auto& n : names) {
     books_.changed(n);  // read again at the next discovery
-    if (n == "unhealthy-ports") perf_->reload();
   }
 }
 

@@ -14,6 +14,7 @@
 #include <optional>
 
 #include "../../rest/src/jobs.hpp"
+#include "weft/daemon/managers.hpp"
 #include "weft/daemon/partition_store.hpp"
 #include "weft/rest/api.hpp"
 #include "weft/rest/auth.hpp"
@@ -65,8 +66,8 @@ inline std::string basic(std::string_view user, std::string_view pass) {
 
 class SimBackend final : public rest::Backend {
  public:
-  SimBackend(sm::SubnetManager& sm, daemon::PartitionStore store)
-      : sm_(sm), store_(std::move(store)) {
+  SimBackend(daemon::Managers& m, daemon::PartitionStore store)
+      : m_(m), sm_(m.sm()), store_(std::move(store)) {
     publish();
   }
   std::shared_ptr<const sm::Published> published() const override {
@@ -135,7 +136,7 @@ class SimBackend final : public rest::Backend {
   }
   void mark_healthy(Guid node, PortNum port, std::function<void(Result<perf::Unhealthy>)> done) {
     std::unique_lock lk(mu_);
-    auto r = sm_.mark_healthy(node, port);
+    auto r = m_.mark_healthy(node, port);
     if (r) publish_locked();
     lk.unlock();
     done(r);
@@ -166,6 +167,7 @@ class SimBackend final : public rest::Backend {
     v->generation = store_.generation();
     view_ = std::move(v);
   }
+  daemon::Managers& m_;
   sm::SubnetManager& sm_;
   mutable std::mutex mu_;
   daemon::PartitionStore store_;
@@ -192,12 +194,13 @@ struct RestRig {
     EXPECT_TRUE(store) << (store ? "" : store.error().message);
     o.partitions = store->merged();
     o.partitions_generation = store->generation();
-    smgr.emplace(transport, std::move(o), std::make_unique<sa::SaAgent>());
+    managers.emplace(transport, std::move(o));
+    smgr = &managers->sm();
     if (bring_up) {
       auto rep = smgr->sweep();
       EXPECT_TRUE(rep && rep->subnet_up);
     }
-    backend.emplace(*smgr, std::move(*store));
+    backend.emplace(*managers, std::move(*store));
     users_file = dir.path() + "/users";
     write_users(
         {{"admin", "adminpw", "admin"}, {"op", "oppw", "operator"}, {"mon", "monpw", "monitor"}});
@@ -278,7 +281,7 @@ struct RestRig {
   // A counter sweep (the PerfMgr's), run to its end.
   void counter_sweep() {
     std::optional<Result<perf::PerfSweep>> got;
-    smgr->perf_sweep([&](Result<perf::PerfSweep> r) { got = std::move(r); });
+    managers->perf_sweep([&](Result<perf::PerfSweep> r) { got = std::move(r); });
     ASSERT_TRUE(smgr->engine().run_all());
     ASSERT_TRUE(got && *got) << (got ? got->error().message : "not finished");
   }
@@ -309,7 +312,8 @@ struct RestRig {
   RestScratch dir;
   simulator::SimFabric sim;
   simulator::SimTransport transport;
-  std::optional<sm::SubnetManager> smgr;
+  std::optional<daemon::Managers> managers;
+  sm::SubnetManager* smgr = nullptr;  // managers->sm()
   std::optional<SimBackend> backend;
   std::string users_file;
   std::unique_ptr<rest::Auth> auth;

@@ -23,9 +23,9 @@
 
 #include "weft/daemon/command.hpp"
 #include "weft/daemon/events.hpp"
+#include "weft/daemon/managers.hpp"
 #include "weft/daemon/partition_store.hpp"
 #include "weft/mad/asio_driver.hpp"
-#include "weft/sm/subnet_manager.hpp"
 
 namespace weft::daemon {
 
@@ -86,7 +86,8 @@ class Daemon {
   void state_changed(const std::vector<std::string>& names);
 
   boost::asio::io_context io_;
-  sm::SubnetManager sm_;
+  Managers m_;
+  sm::SubnetManager& sm_ = m_.sm();
   mad::AsioDriver driver_;
   PartitionStore store_;
   EventLog& events_;

@@ -33,7 +33,7 @@
 #include "weft/config/qos_policy.hpp"
 #include "weft/mad/driver.hpp"
 #include "weft/mad/mad_engine.hpp"
-#include "weft/perf/manager.hpp"
+#include "weft/perf/view.hpp"
 #include "weft/qos/partitions.hpp"
 #include "weft/qos/vl_tables.hpp"
 #include "weft/routing/engine.hpp"
@@ -111,13 +111,17 @@ class SubnetManager {
   // Lets a port weft left down come up again (on disk before it returns); its next
   // heavy sweep enables it. Fails for a port weft did not leave down.
   [[nodiscard]] Result<void> enable_port(Guid sw, PortNum port);
-  // One counter sweep of every port of the last snapshot (master only); a port it finds
-  // unhealthy gets an event and its policy, applied by the next sweep.
-  void perf_sweep(std::function<void(Result<perf::PerfSweep>)> done);
-  bool perf_sweeping() const { return perf_ && perf_->running(); }
-  // Clears a port's unhealthy mark (on disk before it returns); the next heavy sweep
-  // routes over it again or enables it. Fails for a port that is not marked.
-  [[nodiscard]] Result<perf::Unhealthy> mark_healthy(Guid node, PortNum port);
+  // The PerfMgr beside the SM (its owner, daemon::Managers, tells it): the PerfMgr's
+  // latest view (counters and unhealthy marks), published with the SM's and read by the
+  // sweep (unhealthy_port_policy reroute routes around the marked links).
+  void set_perf(std::shared_ptr<const perf::PerfView> v);
+  // What a counter sweep found, with set_perf's view already its own: an event and the
+  // policy for each port newly marked unhealthy (applied by the next heavy sweep), the
+  // sweep's "counters" event.
+  void counters_swept(const perf::PerfSweep& r);
+  // A mark an admin cleared (`was`, on disk already): what isolate left down for the port
+  // comes up and routes come back at the next sweep; an event; published.
+  void port_healthy(Guid node, PortNum port, const perf::Unhealthy& was);
   // One poll of the SM this one watches (STANDBY: the master; MASTER: a lower master
   // that has yet to hand over). `done(true)`: it is gone (or yielded), a heavy sweep
   // is due.
@@ -135,7 +139,7 @@ class SubnetManager {
   void publish_stats();
   // Documents of the state store that changed under this SM (another master's, from
   // etcd): read again before they are used (LIDs, keys and kept-down ports at the next
-  // sweep's discovery, unhealthy marks now).
+  // sweep's discovery).
   void state_changed(const std::vector<std::string>& names);
 
  private:
@@ -186,7 +190,8 @@ class SubnetManager {
   std::unique_ptr<Programmers> prog_;
   // guid2lid, the port keys and the ports kept down, in the state store.
   StateBooks books_;
-  std::unique_ptr<perf::PerfManager> perf_;
+  // The PerfMgr's view as its owner last gave it (never null).
+  std::shared_ptr<const perf::PerfView> perf_ = std::make_shared<perf::PerfView>();
   SweepAsks asks_;
   // The devices as the last sweep that brought the subnet up as master left them
   // (its discovery, with the LIDs, port states and LinearFDBTop it set): what an

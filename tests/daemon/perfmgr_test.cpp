@@ -6,7 +6,8 @@
 
 #include <fstream>
 
-#include "sim_sm.hpp"
+#include "../simulator/sim_sm.hpp"
+#include "weft/daemon/managers.hpp"
 #include "weft/simulator/sim_transport.hpp"
 #include "weft/sm/subnet_manager.hpp"
 
@@ -29,10 +30,10 @@ SmOptions perf_opts(const ScratchDir& d, const std::string& policy = "report") {
   return o;
 }
 
-Result<perf::PerfSweep> counter_sweep(SubnetManager& sm) {
+Result<perf::PerfSweep> counter_sweep(daemon::Managers& m) {
   std::optional<Result<perf::PerfSweep>> got;
-  sm.perf_sweep([&](Result<perf::PerfSweep> r) { got = std::move(r); });
-  if (auto r = sm.engine().run_all(); !r) return std::unexpected(r.error());
+  m.perf_sweep([&](Result<perf::PerfSweep> r) { got = std::move(r); });
+  if (auto r = m.sm().engine().run_all(); !r) return std::unexpected(r.error());
   if (!got) return fail(Errc::kInternal, "the counter sweep did not finish");
   return *got;
 }
@@ -62,11 +63,12 @@ TEST(PerfMgr, ReadsEveryLinkedPortAndCountsWhatHappenedBetweenTwoSweeps) {
   ScratchDir dir("weft-perf");
   SimFabric sim = sim_of(kFabric);
   SimTransport t(sim, {.attach = 0});
-  SubnetManager sm(t, perf_opts(dir));
-  EXPECT_FALSE(counter_sweep(sm)) << "nothing to read before the subnet is up";
+  daemon::Managers m(t, perf_opts(dir));
+  auto& sm = m.sm();
+  EXPECT_FALSE(counter_sweep(m)) << "nothing to read before the subnet is up";
   ASSERT_TRUE(sm.sweep()->subnet_up);
   const size_t ports = linked_ports(sim.model());
-  auto first = counter_sweep(sm);
+  auto first = counter_sweep(m);
   ASSERT_TRUE(first) << first.error().message;
   EXPECT_EQ(first->ports, ports);
   EXPECT_EQ(first->read, ports);
@@ -80,7 +82,7 @@ TEST(PerfMgr, ReadsEveryLinkedPortAndCountsWhatHappenedBetweenTwoSweeps) {
   sim.count(l.leaf, l.lp, perf::Counter::kXmitWait, 500);
   sim.count(l.leaf, l.lp, perf::ExtCounter::kXmitData, 1'000'000);
   t.manual_clock().advance_to(t.clock().now() + std::chrono::seconds(10));
-  auto second = counter_sweep(sm);
+  auto second = counter_sweep(m);
   ASSERT_TRUE(second);
   EXPECT_EQ(second->mads, 2 * ports) << "capabilities are asked once per node";
   auto view = sm.published()->perf;
@@ -107,12 +109,12 @@ TEST(PerfMgr, ReadsEveryLinkedPortAndCountsWhatHappenedBetweenTwoSweeps) {
   sim.set_pma_capabilities(host, 0x0100);
   sim.unlink(host, 1);
   ASSERT_TRUE(sm.sweep());
-  ASSERT_TRUE(counter_sweep(sm));
+  ASSERT_TRUE(counter_sweep(m));
   EXPECT_FALSE(sm.published()->perf->find(sim.model().node(host).guid.value, 1));
   ASSERT_TRUE(sim.relink(host, 1, hpeer, hport));
   ASSERT_TRUE(sm.sweep());
   ASSERT_TRUE(sm.sweep()->subnet_up);
-  auto third = counter_sweep(sm);
+  auto third = counter_sweep(m);
   ASSERT_TRUE(third);
   EXPECT_EQ(third->mads, 2 * ports) << "one ClassPortInfo, and no PortCountersExtended for h0";
   st = sm.published()->perf->find(sim.model().node(host).guid.value, 1);
@@ -127,14 +129,15 @@ TEST(PerfMgr, CountsAcrossASaturatingClearAndStartsOverForAPortThatReturns) {
   SimTransport t(sim, {.attach = 0});
   auto o = perf_opts(dir);
   o.perf.thresholds = {};  // counts only
-  SubnetManager sm(t, o);
+  daemon::Managers m(t, o);
+  auto& sm = m.sm();
   ASSERT_TRUE(sm.sweep()->subnet_up);
-  ASSERT_TRUE(counter_sweep(sm));
+  ASSERT_TRUE(counter_sweep(m));
   const Link l = uplink(sim);
   const uint64_t leaf = sim.model().node(l.leaf).guid.value;
   // 16-bit SymbolErrorCounter past 75 %: counted, then cleared by a Set.
   sim.count(l.leaf, l.lp, perf::Counter::kSymbolErrors, 60'000);
-  ASSERT_TRUE(counter_sweep(sm));
+  ASSERT_TRUE(counter_sweep(m));
   const auto* st = sm.published()->perf->find(leaf, l.lp);
   ASSERT_TRUE(st);
   EXPECT_EQ(delta(st, perf::Counter::kSymbolErrors), 60'000u);
@@ -142,39 +145,39 @@ TEST(PerfMgr, CountsAcrossASaturatingClearAndStartsOverForAPortThatReturns) {
   EXPECT_EQ(sim.counters(l.leaf, l.lp)[perf::Counter::kSymbolErrors], 0u) << "cleared";
   // 10 more after the clear: 10, not a reset and not 60,010 - 60,000 gone negative.
   sim.count(l.leaf, l.lp, perf::Counter::kSymbolErrors, 10);
-  ASSERT_TRUE(counter_sweep(sm));
+  ASSERT_TRUE(counter_sweep(m));
   st = sm.published()->perf->find(leaf, l.lp);
   EXPECT_EQ(delta(st, perf::Counter::kSymbolErrors), 10u);
   EXPECT_EQ(st->delta.reset, 0u);
   EXPECT_EQ(st->totals[size_t(perf::Counter::kSymbolErrors)], 60'010u);
   // A jump to saturation between two reads: a lower bound, and flagged.
   sim.count(l.leaf, l.lp, perf::Counter::kSymbolErrors, 1'000'000);
-  ASSERT_TRUE(counter_sweep(sm));
+  ASSERT_TRUE(counter_sweep(m));
   st = sm.published()->perf->find(leaf, l.lp);
   EXPECT_EQ(delta(st, perf::Counter::kSymbolErrors), 65'535u - 10);
   EXPECT_TRUE(st->delta.saturated & perf::bit(perf::Counter::kSymbolErrors));
-  ASSERT_TRUE(counter_sweep(sm));  // cleared after that read: counts from 0
+  ASSERT_TRUE(counter_sweep(m));  // cleared after that read: counts from 0
   st = sm.published()->perf->find(leaf, l.lp);
   EXPECT_EQ(delta(st, perf::Counter::kSymbolErrors), 0u);
   // A device reset (counters to zero with no clear of ours): counted from zero, flagged.
   sim.count(l.leaf, l.lp, perf::Counter::kLinkDowned, 5);
-  ASSERT_TRUE(counter_sweep(sm));
+  ASSERT_TRUE(counter_sweep(m));
   sim.reset_counters(l.leaf, l.lp);
   sim.count(l.leaf, l.lp, perf::Counter::kLinkDowned, 2);
-  ASSERT_TRUE(counter_sweep(sm));
+  ASSERT_TRUE(counter_sweep(m));
   st = sm.published()->perf->find(leaf, l.lp);
   EXPECT_EQ(delta(st, perf::Counter::kLinkDowned), 2u);
   EXPECT_TRUE(st->delta.reset & perf::bit(perf::Counter::kLinkDowned));
   // The link goes: the port is out of the view. It returns: a new series, a baseline.
   sim.unlink(l.leaf, l.lp);
   ASSERT_TRUE(sm.sweep());
-  ASSERT_TRUE(counter_sweep(sm));
+  ASSERT_TRUE(counter_sweep(m));
   EXPECT_FALSE(sm.published()->perf->find(leaf, l.lp));
   ASSERT_TRUE(sim.relink(l.leaf, l.lp, l.spine, l.sp));
   ASSERT_TRUE(sm.sweep());
   ASSERT_TRUE(sm.sweep()->subnet_up);
   sim.count(l.leaf, l.lp, perf::Counter::kSymbolErrors, 7);
-  ASSERT_TRUE(counter_sweep(sm));
+  ASSERT_TRUE(counter_sweep(m));
   st = sm.published()->perf->find(leaf, l.lp);
   ASSERT_TRUE(st);
   EXPECT_TRUE(st->baseline) << "its counts before it went do not join the new ones";
@@ -188,18 +191,19 @@ TEST(PerfMgr, APortPastAThresholdIsMarkedReportedAndKeptAcrossARestartUntilMarke
   const Guid leaf = sim.model().node(l.leaf).guid;
   {
     SimTransport t(sim, {.attach = 0});
-    SubnetManager sm(t, perf_opts(dir));
+    daemon::Managers m(t, perf_opts(dir));
+    auto& sm = m.sm();
     std::vector<SmEvent> events;
     sm.on_event([&](const SmEvent& e) { events.push_back(e); });
     ASSERT_TRUE(sm.sweep()->subnet_up);
-    ASSERT_TRUE(counter_sweep(sm));
+    ASSERT_TRUE(counter_sweep(m));
     // 9 symbol errors: below infiniband-diags' 10. Then 3 more within the window: past.
     sim.count(l.leaf, l.lp, perf::Counter::kSymbolErrors, 9);
-    auto r = counter_sweep(sm);
+    auto r = counter_sweep(m);
     ASSERT_TRUE(r);
     EXPECT_TRUE(r->unhealthy.empty());
     sim.count(l.leaf, l.lp, perf::Counter::kSymbolErrors, 3);
-    r = counter_sweep(sm);
+    r = counter_sweep(m);
     ASSERT_TRUE(r);
     ASSERT_EQ(r->unhealthy.size(), 1u);
     EXPECT_EQ(r->unhealthy[0].first, (perf::PortKey{leaf.value, l.lp}));
@@ -220,18 +224,19 @@ TEST(PerfMgr, APortPastAThresholdIsMarkedReportedAndKeptAcrossARestartUntilMarke
   }
   // A restart keeps the mark; an admin clears it, on disk.
   SimTransport t(sim, {.attach = 0});
-  SubnetManager sm(t, perf_opts(dir));
+  daemon::Managers m(t, perf_opts(dir));
+  auto& sm = m.sm();
   EXPECT_EQ(sm.published()->perf->unhealthy.size(), 1u);
   ASSERT_TRUE(sm.sweep()->subnet_up);
-  EXPECT_FALSE(sm.mark_healthy(leaf, PortNum(l.lp == 1 ? 2 : 1))) << "not marked";
-  auto was = sm.mark_healthy(leaf, l.lp);
+  EXPECT_FALSE(m.mark_healthy(leaf, PortNum(l.lp == 1 ? 2 : 1))) << "not marked";
+  auto was = m.mark_healthy(leaf, l.lp);
   ASSERT_TRUE(was);
   EXPECT_EQ(was->counter, "SymbolErrorCounter");
   EXPECT_TRUE(sm.published()->perf->unhealthy.empty());
   EXPECT_EQ(slurp(dir.path() + "/unhealthy-ports").find(leaf.str()), std::string::npos);
   // Its old errors do not mark it again.
-  ASSERT_TRUE(counter_sweep(sm));
-  auto r = counter_sweep(sm);
+  ASSERT_TRUE(counter_sweep(m));
+  auto r = counter_sweep(m);
   ASSERT_TRUE(r);
   EXPECT_TRUE(r->unhealthy.empty());
 }
@@ -250,7 +255,8 @@ TEST(PerfMgr, MarksFromTheStateDirectoryKeepTheirPolicyAndUnknownPoliciesAreSkip
   }
   SimFabric sim = sim_of(kFabric);
   SimTransport t(sim, {.attach = 0});
-  SubnetManager sm(t, perf_opts(dir));
+  daemon::Managers m(t, perf_opts(dir));
+  auto& sm = m.sm();
   const auto& marks = sm.published()->perf->unhealthy;
   ASSERT_EQ(marks.size(), 2u);
   EXPECT_EQ(marks.at({0x0002c90300001001ull, 1}).policy, perf::UnhealthyPolicy::kIsolate);
@@ -265,7 +271,8 @@ TEST(PerfMgr, RerouteRoutesAroundAnUnhealthyLinkAndIsolateLeavesItDown) {
     ScratchDir dir("weft-perf");
     SimFabric sim = sim_of(kFabric);
     SimTransport t(sim, {.attach = 0});
-    SubnetManager sm(t, perf_opts(dir, policy));
+    daemon::Managers m(t, perf_opts(dir, policy));
+    auto& sm = m.sm();
     ASSERT_TRUE(sm.sweep()->subnet_up);
     const Link l = uplink(sim);
     const Guid leaf = sim.model().node(l.leaf).guid;
@@ -275,9 +282,9 @@ TEST(PerfMgr, RerouteRoutesAroundAnUnhealthyLinkAndIsolateLeavesItDown) {
       return std::count(lft.begin(), lft.end(), l.lp);
     };
     EXPECT_GT(uses(), 0) << "the uplink carries routes before";
-    ASSERT_TRUE(counter_sweep(sm));
+    ASSERT_TRUE(counter_sweep(m));
     sim.count(l.leaf, l.lp, perf::Counter::kLinkErrorRecovery, 10);
-    auto r = counter_sweep(sm);
+    auto r = counter_sweep(m);
     ASSERT_TRUE(r);
     ASSERT_EQ(r->unhealthy.size(), 1u);
     // The policy acts at the next sweep.
@@ -294,7 +301,7 @@ TEST(PerfMgr, RerouteRoutesAroundAnUnhealthyLinkAndIsolateLeavesItDown) {
       EXPECT_EQ(sm.ports_down().size(), 1u);
     }
     // Marked healthy: routes (and the link) come back.
-    ASSERT_TRUE(sm.mark_healthy(leaf, l.lp));
+    ASSERT_TRUE(m.mark_healthy(leaf, l.lp));
     EXPECT_TRUE(sm.needs_sweep());
     for (int i = 0; i < 3 && uses() == 0; ++i) ASSERT_TRUE(sm.sweep());
     EXPECT_GT(uses(), 0);
@@ -310,10 +317,11 @@ TEST(PerfMgr, ACounterSweepUnderWayLeavesAHeavySweepsTimeAndSmpsAlone) {
     SimTransport t(sim, {.attach = 0, .pma_latency = std::chrono::milliseconds(50)});
     SmOptions o = perf_opts(dir);
     o.engine.gmp_window = 8;
-    SubnetManager sm(t, o);
+    daemon::Managers m(t, o);
+    auto& sm = m.sm();
     EXPECT_TRUE(sm.sweep()->subnet_up);
     std::optional<Result<perf::PerfSweep>> got;
-    if (with_counters) sm.perf_sweep([&](Result<perf::PerfSweep> r) { got = std::move(r); });
+    if (with_counters) m.perf_sweep([&](Result<perf::PerfSweep> r) { got = std::move(r); });
     EXPECT_FALSE(sm.engine().gmps_idle() && with_counters) << "GMPs queued";
     const auto t0 = t.clock().now();
     const auto sent0 = sm.mad_stats().sent;

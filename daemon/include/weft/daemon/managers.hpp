@@ -1,0 +1,52 @@
+// weft/daemon/managers.hpp — the managers side by side, as OpenSM's top-level object
+// holds them: the SM (which serves its SA, an sa::SaAgent made here) and the PerfMgr,
+// both over the SM's MAD engine. What one manager finds that another needs passes here,
+// in one place: a counter sweep's marks and view go to the SM; an admin's cleared mark
+// goes to the PerfMgr, then to the SM; a document another master changed goes to whoever
+// owns it. Driver-agnostic: the daemon runs it on its loop, tests with the SyncDriver.
+//
+//   daemon::Managers m(transport, sm_options, state_store);
+//   m.sm().sweep();
+//   m.perf_sweep([](Result<perf::PerfSweep> r) { ... });
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "weft/perf/manager.hpp"
+#include "weft/sm/subnet_manager.hpp"
+
+namespace weft::daemon {
+
+class Managers {
+ public:
+  // `state`: the SM's state store (none: its state directory), where the PerfMgr keeps
+  // its unhealthy marks too.
+  Managers(mad::Transport& t, sm::SmOptions o, std::shared_ptr<store::StateStore> state = nullptr);
+  Managers(const Managers&) = delete;
+  Managers& operator=(const Managers&) = delete;
+
+  sm::SubnetManager& sm() { return sm_; }
+  const sm::SubnetManager& sm() const { return sm_; }
+  perf::PerfManager& perf() { return perf_; }
+
+  // New options (a reload) for both: the SM's with its next sweep, the PerfMgr's now.
+  void set_options(sm::SmOptions o);
+  // One counter sweep of every port of the SM's last snapshot (master only); a port it
+  // finds unhealthy gets an event and its policy, applied by the next sweep.
+  void perf_sweep(std::function<void(Result<perf::PerfSweep>)> done);
+  bool perf_sweeping() const { return perf_.running(); }
+  // Clears a port's unhealthy mark (on disk before it returns); the next heavy sweep
+  // routes over it again or enables it. Fails for a port that is not marked.
+  [[nodiscard]] Result<perf::Unhealthy> mark_healthy(Guid node, PortNum port);
+  // Documents of the state store another master changed: each to its owner.
+  void state_changed(const std::vector<std::string>& names);
+
+ private:
+  sm::SubnetManager sm_;
+  perf::PerfManager perf_;  // over sm_'s engine: declared after it, destroyed before it
+};
+
+}  // namespace weft::daemon

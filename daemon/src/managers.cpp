@@ -1,0 +1,51 @@
+#include "weft/daemon/managers.hpp"
+
+#include <algorithm>
+
+#include "weft/sa/sa.hpp"
+
+namespace weft::daemon {
+
+Managers::Managers(mad::Transport& t, sm::SmOptions o, std::shared_ptr<store::StateStore> state)
+    : sm_(t, o, std::make_unique<sa::SaAgent>(), std::move(state)),
+      perf_(sm_.engine(), o.perf, sm_.state_store()) {
+  sm_.set_perf(perf_.view());
+  sm_.publish_stats();  // the marks read at start are in the first published view
+}
+
+void Managers::set_options(sm::SmOptions o) {
+  perf_.set_options(o.perf);
+  sm_.set_options(std::move(o));
+}
+
+void Managers::perf_sweep(std::function<void(Result<perf::PerfSweep>)> done) {
+  auto snap = sm_.snapshot();
+  if (sm_.sm_state() != mad::SmState::kMaster || !snap)
+    return done(fail(Errc::kUnsupported, "counters are read by the master, once the subnet is up"));
+  // The PerfMgr reads the snapshot's fabric and keeps the snapshot alive while it does.
+  perf_.start(std::shared_ptr<const fabric::Fabric>(snap, &snap->fabric),
+              [this, done = std::move(done)](Result<perf::PerfSweep> r) {
+                sm_.set_perf(perf_.view());
+                if (r) sm_.counters_swept(*r);
+                sm_.publish_stats();
+                done(std::move(r));
+              });
+}
+
+Result<perf::Unhealthy> Managers::mark_healthy(Guid node, PortNum port) {
+  auto was = perf_.mark_healthy(node.value, port);
+  if (!was) return was;
+  sm_.set_perf(perf_.view());
+  sm_.port_healthy(node, port, *was);
+  return was;
+}
+
+void Managers::state_changed(const std::vector<std::string>& names) {
+  sm_.state_changed(names);
+  if (std::find(names.begin(), names.end(), "unhealthy-ports") != names.end()) {
+    perf_.reload();
+    sm_.set_perf(perf_.view());
+  }
+}
+
+}  // namespace weft::daemon
