@@ -6,6 +6,7 @@
 
 #include "commands.hpp"
 #include "sm_config.hpp"
+#include "weft/config/option_files.hpp"
 #include "weft/durable_file.hpp"
 #include "weft/qos/vl_tables.hpp"
 
@@ -78,7 +79,7 @@ int cmd_config(int argc, char** argv) {
       "implemented (warnings)\n",
       file.c_str(), set, v.opensm_defaults_seen(), warnings);
   if (r) {
-    auto parts = load_partition_file(v);
+    auto parts = config::load_partition_file(v);
     if (!parts) {
       std::stringstream ss(parts.error().message);
       for (std::string line; std::getline(ss, line); ++errors)
@@ -96,7 +97,7 @@ int cmd_config(int argc, char** argv) {
                     p.groups.size(), p.ipoib ? ", ipoib" : "", p.indx0 ? ", indx0" : "",
                     p.where.c_str());
     }
-    auto qp = load_qos_policy_file(v);
+    auto qp = config::load_qos_policy_file(v);
     if (!qp) {
       std::stringstream ss(qp.error().message);
       for (std::string line; std::getline(ss, line); ++errors)

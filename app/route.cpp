@@ -2,7 +2,7 @@
 // or switches, routes it with one or more engines (or a fallback chain), or reads
 // another SM's LFT dump, and grades every result with the same analyzer.
 #include "commands.hpp"
-#include "read_file.hpp"
+#include "weft/read_file.hpp"
 
 #include <unistd.h>
 #include <boost/program_options.hpp>

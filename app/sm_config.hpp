@@ -16,9 +16,6 @@ namespace weft::app {
 boost::program_options::options_description sm_options();
 // Defaults, then --config FILE, then the flags.
 Result<config::Values> build_config(const boost::program_options::variables_map& vm);
-// The partitions and QoS policy files the options name (nullopt: none).
-Result<std::optional<config::PartitionPolicy>> load_partition_file(const config::Values& v);
-Result<std::optional<config::QosPolicy>> load_qos_policy_file(const config::Values& v);
 Result<sm::SmOptions> sm_opts(const config::Values& v);
 // The state store state_store names (the state directory, or etcd with STATE_DIR as
 // its local copy and the etcd_* TLS and auth options); `self` names this SM in etcd.

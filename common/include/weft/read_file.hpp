@@ -6,7 +6,7 @@
 
 #include "weft/result.hpp"
 
-namespace weft::app {
+namespace weft {
 
 // Opens `path` and hands it to `reader(stream, path)`; a file that cannot be opened
 // is an error naming it (after `what`, e.g. the option it came from).
@@ -18,4 +18,4 @@ auto read_file(const std::string& path, Reader&& reader, const std::string& what
   return reader(in, path);
 }
 
-}  // namespace weft::app
+}  // namespace weft
