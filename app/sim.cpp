@@ -9,8 +9,8 @@
 #include "commands.hpp"
 #include "sm_config.hpp"
 #include "summary.hpp"
+#include "weft/daemon/managers.hpp"
 #include "weft/routing/verify.hpp"
-#include "weft/sa/sa.hpp"
 #include "weft/simulator/generators.hpp"
 #include "weft/simulator/sim_transport.hpp"
 #include "weft/sm/subnet_manager.hpp"
@@ -114,7 +114,8 @@ int cmd_sim(int argc, char** argv) {
   simulator::SimTransport t(sim, to);
   auto so = sm_opts(*v);
   if (!so) return die(so.error().message);
-  sm::SubnetManager smgr(t, std::move(*so), std::make_unique<sa::SaAgent>());
+  daemon::Managers managers(t, std::move(*so));
+  sm::SubnetManager& smgr = managers.sm();
   int rc = 0;
   for (int i = 0; i < std::max(1, vm["sweeps"].as<int>()); ++i) {
     auto rep = smgr.sweep();

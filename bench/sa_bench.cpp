@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <string>
 
+#include "weft/daemon/managers.hpp"
 #include "weft/sa/sa.hpp"
 #include "weft/simulator/generators.hpp"
 #include "weft/simulator/sim_transport.hpp"
@@ -36,7 +37,8 @@ int main(int argc, char** argv) {
   std::filesystem::remove_all(dir);
   sm::SmOptions o;
   o.state_dir = dir.string();
-  sm::SubnetManager smgr(t, o);
+  daemon::Managers managers(t, o);
+  sm::SubnetManager& smgr = managers.sm();
   auto rep = smgr.sweep();
   std::filesystem::remove_all(dir);
   if (!rep || !rep->subnet_up) {

@@ -2,13 +2,10 @@
 
 #include <algorithm>
 
-#include "weft/sa/sa.hpp"
-
 namespace weft::daemon {
 
 Managers::Managers(mad::Transport& t, sm::SmOptions o, std::shared_ptr<store::StateStore> state)
-    : sm_(t, o, std::make_unique<sa::SaAgent>(), std::move(state)),
-      perf_(sm_.engine(), o.perf, sm_.state_store()) {
+    : sm_(t, o, &sa_, std::move(state)), perf_(sm_.engine(), o.perf, sm_.state_store()) {
   sm_.set_perf(perf_.view());
   sm_.publish_stats();  // the marks read at start are in the first published view
 }

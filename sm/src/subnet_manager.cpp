@@ -59,11 +59,11 @@ std::optional<PartEnforce> part_enforce_named(std::string_view word) {
   return std::nullopt;
 }
 
-SubnetManager::SubnetManager(mad::Transport& t, SmOptions o, std::unique_ptr<SubnAdm> sa,
+SubnetManager::SubnetManager(mad::Transport& t, SmOptions o, SubnAdm* sa,
                              std::shared_ptr<store::StateStore> state)
     : t_(t),
       opts_(std::move(o)),
-      sa_(std::move(sa)),
+      sa_(sa),
       eng_(t, opts_.engine),
       sync_driver_(eng_),
       driver_(&sync_driver_),

@@ -133,6 +133,25 @@ def main():
     if rest_views < 5:
         bad.append("rest/ includes only %d view headers: is the check reading rest/?" % rest_views)
 
+    # The composition root composes: only daemon/, app/ and the tests make a SubnetManager
+    # (a variable, a member, make_unique or make_shared of one).
+    makes = re.compile(r"\bSubnetManager\s+\w+\s*[;({]|make_(unique|shared)<\s*(sm::)?SubnetManager\s*>"
+                       r"|optional<\s*(sm::)?SubnetManager\s*>")
+    for m in folders:
+        if m in ("daemon", "app"):
+            continue
+        for d, dirs, names in os.walk(os.path.join(root, m)):
+            for n in names:
+                if not n.endswith((".cpp", ".hpp", ".h")):
+                    continue
+                p = os.path.join(d, n)
+                for i, line in enumerate(open(p, errors="replace"), 1):
+                    if line.lstrip().startswith("//"):
+                        continue
+                    if makes.search(line):
+                        bad.append("%s:%d makes a SubnetManager: only daemon/ (daemon::Managers), app/ "
+                                   "and the tests compose the SM" % (os.path.relpath(p, root), i))
+
     # The store names none of its clients' documents: their owners do.
     docs = set()
     for owner in ("sm/include/weft/sm/documents.hpp", "rest/include/weft/rest/auth.hpp"):

@@ -33,6 +33,7 @@ struct Fixture {
           .string();
   SimFabric sim;
   SimTransport t;
+  SaAgent agent;  // the SM's SA, beside it
   std::unique_ptr<SubnetManager> sm;
   explicit Fixture(const std::string& spec, const std::string& partitions = "",
                    std::string engine = "minhop", uint8_t lmc = 0)
@@ -42,7 +43,7 @@ struct Fixture {
     o.lmc = lmc;
     o.routing_engine = std::move(engine);
     if (!partitions.empty()) o.partitions = *config::parse_partitions(partitions, "p.conf");
-    sm = std::make_unique<SubnetManager>(t, o, std::make_unique<SaAgent>());
+    sm = std::make_unique<SubnetManager>(t, o, &agent);
     auto rep = sm->sweep();
     EXPECT_TRUE(rep && rep->subnet_up);
   }

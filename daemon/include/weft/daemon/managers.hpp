@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "weft/perf/manager.hpp"
+#include "weft/sa/sa.hpp"
 #include "weft/sm/subnet_manager.hpp"
 
 namespace weft::daemon {
@@ -31,6 +32,7 @@ class Managers {
   sm::SubnetManager& sm() { return sm_; }
   const sm::SubnetManager& sm() const { return sm_; }
   perf::PerfManager& perf() { return perf_; }
+  sa::SaAgent& sa() { return sa_; }
 
   // New options (a reload) for both: the SM's with its next sweep, the PerfMgr's now.
   void set_options(sm::SmOptions o);
@@ -45,6 +47,7 @@ class Managers {
   void state_changed(const std::vector<std::string>& names);
 
  private:
+  sa::SaAgent sa_;  // the SM's SA: declared first, destroyed last
   sm::SubnetManager sm_;
   perf::PerfManager perf_;  // over sm_'s engine: declared after it, destroyed before it
 };

@@ -6,7 +6,7 @@
 // tells it which ports left. The SM knows no SA record; whoever composes the daemon gives
 // it its SA (none: SubnAdm MADs are dropped).
 //
-//   auto sm = SubnetManager(transport, options, std::make_unique<sa::SaAgent>());
+//   sa::SaAgent sa;  SubnetManager sm(transport, options, &sa);   // daemon::Managers does
 #pragma once
 
 #include <array>

@@ -67,11 +67,12 @@ struct SweepRun;
 
 class SubnetManager {
  public:
-  // `sa`: the Subnet Administrator that answers the SubnAdm MADs (none: they are dropped).
+  // `sa`: the Subnet Administrator that answers the SubnAdm MADs, beside the SM and
+  // outliving it (none: they are dropped).
   // `state`: where the state is written (state_store; etcd's store keeps its local copy
   // in state_dir); none: the state directory itself. The SM tells it its role and its
   // fabric contact.
-  SubnetManager(mad::Transport& t, SmOptions o, std::unique_ptr<SubnAdm> sa = nullptr,
+  SubnetManager(mad::Transport& t, SmOptions o, SubnAdm* sa = nullptr,
                 std::shared_ptr<store::StateStore> state = nullptr);
   ~SubnetManager();
   SubnetManager(const SubnetManager&) = delete;
@@ -181,7 +182,7 @@ class SubnetManager {
 
   mad::Transport& t_;
   SmOptions opts_;
-  std::unique_ptr<SubnAdm> sa_;
+  SubnAdm* sa_;  // not owned
   mad::MadEngine eng_;
   mad::SyncDriver sync_driver_;
   mad::Driver* driver_;
