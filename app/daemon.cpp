@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -225,6 +226,32 @@ int cmd_sm(int argc, char** argv) {
     listen = "off";
   DaemonBackend backend(svc);
   std::unique_ptr<rest::RestServer> server;
+  // REST that cannot listen (its address in use: another instance on a shared config, or
+  // an address not up yet) never stops the SM: it says so, in the log and the event log,
+  // and tries again every kRestRetry on the SM's loop until it serves.
+  constexpr auto kRestRetry = std::chrono::seconds(5);
+  boost::asio::steady_timer rest_retry(svc.io());
+  std::function<void(rest::RestOptions, int)> retry_rest;
+  auto serving = [&](std::unique_ptr<rest::RestServer> s) {
+    server = std::move(s);
+    server_ptr = server.get();
+  };
+  retry_rest = [&](rest::RestOptions ro, int tries) {
+    rest_retry.expires_after(kRestRetry);
+    rest_retry.async_wait([&, ro, tries](const boost::system::error_code& ec) {
+      if (ec) return;
+      auto s = rest::RestServer::start(ro, backend);
+      if (!s) {
+        // The first failure was logged; then once a minute.
+        if (tries % 12 == 0)
+          WEFT_LOG(Warn, "REST-0016")
+              << "REST still not serving after " << tries + 1 << " tries: " << s.error().message;
+        return retry_rest(ro, tries + 1);
+      }
+      serving(std::move(*s));
+      events.append("rest", {{"listening", true}, {"url", server->url()}, {"tries", tries + 1}});
+    });
+  };
   if (listen != "off") {
     rest::RestOptions ro;
     ro.listen = listen;
@@ -243,10 +270,18 @@ int cmd_sm(int argc, char** argv) {
     ro.max_body = size_t(v->get_int("rest_max_body"));
     ro.max_connections = size_t(v->get_int("rest_max_connections"));
     ro.timeout = std::chrono::milliseconds(v->get_int("rest_timeout_ms"));
-    auto srv = rest::RestServer::start(std::move(ro), backend);
-    if (!srv) return die(srv.error().message, 1);
-    server = std::move(*srv);
-    server_ptr = server.get();
+    auto srv = rest::RestServer::start(ro, backend);
+    if (srv) {
+      serving(std::move(*srv));
+    } else if (rest::RestServer::could_not_listen(srv.error())) {
+      WEFT_LOG(Error, "REST-0014")
+          << srv.error().message << ": the SM runs on without REST, which tries again every "
+          << kRestRetry.count() << " s";
+      events.append("rest", {{"listening", false}, {"error", srv.error().message}});
+      retry_rest(std::move(ro), 1);
+    } else {
+      return die(srv.error().message, 1);
+    }
   }
 
   // SIGINT and SIGTERM stop the SM; SIGHUP reloads the configuration.

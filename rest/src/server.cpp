@@ -417,6 +417,11 @@ Result<std::unique_ptr<RestServer>> RestServer::start(RestOptions o, Backend& b)
   return std::unique_ptr<RestServer>(new RestServer(std::move(impl)));
 }
 
+bool RestServer::could_not_listen(const Error& e) {
+  // Both places start() binds say so this way (kIo, "rest_listen ADDR:PORT: why").
+  return e.code == Errc::kIo && e.message.starts_with("rest_listen ");
+}
+
 RestServer::RestServer(std::unique_ptr<Impl> i) : impl_(std::move(i)) {}
 RestServer::~RestServer() {
   stop();

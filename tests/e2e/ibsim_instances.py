@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Two SMs on one host, as weft@.service runs them: two `weft sm` daemons at once, each
 on its own ibsim fabric with its own state directory and log, both bring their fabric
-up and keep to their own guid2lid. A third weft pointed at a state directory in use
+up and keep to their own guid2lid. Both are given one REST address (a shared weft.conf's
+rest_listen) that something else holds: neither stops serving its fabric; both say so and
+try again, and once the address is free exactly one of them serves REST there. A third weft pointed at a state directory in use
 refuses at once, naming the holder's pid, and leaves that directory's guid2lid as it
 was. The lock goes with its holder: after SIGTERM, and after kill -9, a new weft takes
 the directory. Everything started is stopped by PID, also on failure."""
@@ -10,9 +12,12 @@ import os
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ibsim_bringup as b  # noqa: E402
@@ -53,13 +58,45 @@ def main():
         states[k] = os.path.join(work, "state-" + k)
         logs[k] = os.path.join(work, "weft-%s.log" % k)
 
+    # The REST address both instances are given, held by this test until they are up.
+    holder = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    holder.bind(("127.0.0.1", 0))
+    holder.listen(1)
+    rest = "127.0.0.1:%d" % holder.getsockname()[1]
+
     def daemon(k):
         return b.Background([a.weft, "sm", "--state-dir", states[k], "--log-file", logs[k], "--sweep-interval", "1",
-                             "--rest", "off"],
+                             "--rest", rest],
                             work, socks[k], logs[k])
+
+    def rest_answers():
+        try:
+            urllib.request.urlopen("http://%s/api/v1/sm" % rest, timeout=5)
+            return True
+        except urllib.error.HTTPError:
+            return True  # 401: a weft answered
+        except (urllib.error.URLError, OSError):
+            return False
 
     with b.Ibsim(nets["a"], work, socks["a"]), b.Ibsim(nets["b"], work, socks["b"]):
         with daemon("a") as da, daemon("b") as db:
+            # The REST address was taken: each SM runs on, and says so.
+            for k in ("a", "b"):
+                if "REST-0014" not in open(logs[k]).read():
+                    raise b.Failure("weft %s: no REST-0014 (REST could not listen) in its log" % k)
+            holder.close()
+            deadline = time.time() + 60
+            while time.time() < deadline and not rest_answers():
+                time.sleep(0.2)
+            if not rest_answers():
+                raise b.Failure("nothing serves REST on %s 60 s after it was freed" % rest)
+            serving = [k for k in ("a", "b") if "REST API on http://%s" % rest in open(logs[k]).read()]
+            if len(serving) != 1:
+                raise b.Failure("%d instances say they serve REST on %s (want 1)" % (len(serving), rest))
+            for k, d in (("a", da), ("b", db)):
+                if d.proc.poll() is not None:
+                    raise b.Failure("weft %s exited %d" % (k, d.proc.returncode))
+            print("REST address held: both SMs ran on (REST-0014); freed, weft %s serves it" % serving[0])
             for k, d in (("a", da), ("b", db)):
                 info = b.run(["sminfo"], work, socks[k]).stdout
                 if "SMINFO_MASTER" not in info:

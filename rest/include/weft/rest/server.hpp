@@ -33,6 +33,10 @@ struct RestOptions {
 class RestServer {
  public:
   [[nodiscard]] static Result<std::unique_ptr<RestServer>> start(RestOptions o, Backend& b);
+  // Whether `e` (from start) says the server could not listen where asked (the address
+  // in use, or not this host's): worth trying again later. Any other error is the
+  // options' (a malformed address, TLS files, the users file).
+  static bool could_not_listen(const Error& e);
   ~RestServer();
   void stop();
   std::string url() const;
