@@ -52,6 +52,16 @@ def cmake_links(path):
     return out
 
 
+def source_lines(root, folder):
+    """(path relative to root, line number, line) of every C++ source under root/folder."""
+    for d, dirs, names in os.walk(os.path.join(root, folder)):
+        for n in names:
+            if n.endswith((".cpp", ".hpp", ".h")):
+                p = os.path.join(d, n)
+                for i, line in enumerate(open(p, errors="replace"), 1):
+                    yield os.path.relpath(p, root), i, line
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--root", required=True)
@@ -95,19 +105,13 @@ def main():
                     bad.append("%s/CMakeLists.txt: %s links %s (%s/), which %s/ may not use (it may use: %s)"
                                % (m, target, lib, owner, m, ", ".join(sorted(allowed - {m}))))
         # The includes: weft/<module>/ headers from this module's sources.
-        for d, dirs, names in os.walk(os.path.join(root, m)):
-            for n in names:
-                if not n.endswith((".cpp", ".hpp", ".h")):
-                    continue
-                p = os.path.join(d, n)
-                for i, line in enumerate(open(p, errors="replace"), 1):
-                    inc = re.match(r'\s*#\s*include\s*"weft/([a-z_]+)/', line)
-                    if not inc:
-                        continue
-                    checked_includes += 1
-                    if inc.group(1) in rows and inc.group(1) not in allowed:
-                        bad.append("%s:%d includes weft/%s/, which %s/ may not use"
-                                   % (os.path.relpath(p, root), i, inc.group(1), m))
+        for p, i, line in source_lines(root, m):
+            inc = re.match(r'\s*#\s*include\s*"weft/([a-z_]+)/', line)
+            if not inc:
+                continue
+            checked_includes += 1
+            if inc.group(1) in rows and inc.group(1) not in allowed:
+                bad.append("%s:%d includes weft/%s/, which %s/ may not use" % (p, i, inc.group(1), m))
 
     # REST reads the published view and submits commands: of the modules below it that
     # hold live state, it includes only these headers (the view types, pure queries over
@@ -116,20 +120,14 @@ def main():
             "sm/lid_manager.hpp", "perf/view.hpp", "sa/path.hpp", "daemon/command.hpp",
             "daemon/partitions.hpp", "daemon/events.hpp"}
     rest_views = 0
-    for d, dirs, names in os.walk(os.path.join(root, "rest")):
-        for n in names:
-            if not n.endswith((".cpp", ".hpp", ".h")):
-                continue
-            p = os.path.join(d, n)
-            for i, line in enumerate(open(p, errors="replace"), 1):
-                inc = re.match(r'\s*#\s*include\s*"weft/((sm|sa|perf|store|daemon)/[^"]+)"', line)
-                if not inc:
-                    continue
-                rest_views += 1
-                if inc.group(1) not in view:
-                    bad.append("%s:%d includes weft/%s: REST includes only the published view "
-                               "and Command (%s)" % (os.path.relpath(p, root), i, inc.group(1),
-                                                     ", ".join(sorted(view))))
+    for p, i, line in source_lines(root, "rest"):
+        inc = re.match(r'\s*#\s*include\s*"weft/((sm|sa|perf|store|daemon)/[^"]+)"', line)
+        if not inc:
+            continue
+        rest_views += 1
+        if inc.group(1) not in view:
+            bad.append("%s:%d includes weft/%s: REST includes only the published view and Command (%s)"
+                       % (p, i, inc.group(1), ", ".join(sorted(view))))
     if rest_views < 5:
         bad.append("rest/ includes only %d view headers: is the check reading rest/?" % rest_views)
 
@@ -140,17 +138,10 @@ def main():
     for m in folders:
         if m in ("daemon", "app"):
             continue
-        for d, dirs, names in os.walk(os.path.join(root, m)):
-            for n in names:
-                if not n.endswith((".cpp", ".hpp", ".h")):
-                    continue
-                p = os.path.join(d, n)
-                for i, line in enumerate(open(p, errors="replace"), 1):
-                    if line.lstrip().startswith("//"):
-                        continue
-                    if makes.search(line):
-                        bad.append("%s:%d makes a SubnetManager: only daemon/ (daemon::Managers), app/ "
-                                   "and the tests compose the SM" % (os.path.relpath(p, root), i))
+        for p, i, line in source_lines(root, m):
+            if not line.lstrip().startswith("//") and makes.search(line):
+                bad.append("%s:%d makes a SubnetManager: only daemon/ (daemon::Managers), app/ "
+                           "and the tests compose the SM" % (p, i))
 
     # The store names none of its clients' documents: their owners do.
     docs = set()
