@@ -58,13 +58,7 @@ void Daemon::state_changed(const std::vector<std::string>& names) {
       WEFT_LOG(Info, "PRT-0103") << store_.path() << ": REST partitions at generation "
                                  << store_.generation() << " from the state store";
       publish_partitions();
-      sm::SmOptions o = sm_.options();
-      o.partitions = store_.merged();
-      o.partitions_generation = store_.generation();
-      if (sm_.sweeping())
-        pending_reload_.emplace(std::move(o), opts_.sweep_interval);
-      else
-        apply_options(std::move(o));
+      take_partitions();
     }
   }
   if (opts_.on_state_changed) opts_.on_state_changed(names);
@@ -288,13 +282,7 @@ void Daemon::handle(ChangePartitions& c) {
   publish_partitions();
   events_.append("partitions", {{"generation", *gen}, {"file", store_.path()}});
   // On disk; the SM takes the merged policy with its next sweep, asked for now.
-  sm::SmOptions o = sm_.options();
-  o.partitions = store_.merged();
-  o.partitions_generation = *gen;
-  if (sm_.sweeping())
-    pending_reload_.emplace(std::move(o), opts_.sweep_interval);
-  else
-    apply_options(std::move(o));
+  take_partitions();
   done(*gen);
   request_sweep(true);
 }
@@ -314,6 +302,16 @@ void Daemon::reload(sm::SmOptions o, std::chrono::seconds sweep_interval) {
     }
     request_sweep(true);
   });
+}
+
+void Daemon::take_partitions() {
+  sm::SmOptions o = sm_.options();
+  o.partitions = store_.merged();
+  o.partitions_generation = store_.generation();
+  if (sm_.sweeping())
+    pending_reload_.emplace(std::move(o), opts_.sweep_interval);
+  else
+    apply_options(std::move(o));
 }
 
 void Daemon::apply_options(sm::SmOptions o) {

@@ -82,6 +82,9 @@ class Daemon {
   void arm_perf(std::chrono::steady_clock::duration after);
   void arm_poll(std::chrono::milliseconds after);
   void apply_options(sm::SmOptions o);
+  // The ledger's merged policy and generation into the SM's options: now, or after the
+  // sweep under way.
+  void take_partitions();
   void publish_partitions();
   void state_changed(const std::vector<std::string>& names);
 
