@@ -40,11 +40,11 @@ void print_summary(const sm::SweepReport& r, const mad::EngineStats& s) {
               (unsigned long long)(r.smps_discovery + r.smps_program + r.smps_activate));
   std::printf(
       "  writes   %llu PortInfo, %llu SwitchInfo, %llu LFT blocks (%llu read, %llu spot-checked, "
-      "%llu switches found changed), %llu ports activated%s\n",
+      "%llu switches found changed), %llu ports activated, %llu told to re-register%s\n",
       (unsigned long long)r.portinfo_sets, (unsigned long long)r.switchinfo_sets,
       (unsigned long long)r.lft_blocks_written, (unsigned long long)r.lft_blocks_read,
       (unsigned long long)r.lft_blocks_checked, (unsigned long long)r.lft_switches_changed,
-      (unsigned long long)r.ports_activated,
+      (unsigned long long)r.ports_activated, (unsigned long long)r.client_reregisters,
       r.new_term ? "; a new master term: every table read back" : "");
   std::printf(
       "  tables   P_Key blocks %llu written (%llu read), %llu switch ports enforce P_Keys; SL2VL "

@@ -111,6 +111,10 @@ std::vector<OptionSpec> build_table() {
        "missing: Default=0x7fff : ALL=full)"},
       {"no_partition_enforcement", Type::kBool, "FALSE", 0, 0, true,
        "TRUE: switches do not filter P_Keys"},
+      {"no_clients_rereg", Type::kBool, "FALSE", 0, 0, true,
+       "TRUE: never set PortInfo:ClientReregister (otherwise end ports that support it are "
+       "told once a master term, and when they lost their LID, to re-join their multicast "
+       "groups and re-register)"},
       {"part_enforce", Type::kString, "both", 0, 0, true,
        "P_Key filtering on switch ports facing end ports: in, out, both or off"},
       {"allow_both_pkeys", Type::kBool, "FALSE", 0, 0, true,
@@ -377,7 +381,6 @@ const std::vector<ForeignOption>& opensm_only_options() {
       {"per_module_logging_file", "/etc/opensm/per-module-logging.conf"},
       {"dump_files_dir", "/var/log/"},
       {"enable_quirks", "FALSE"},
-      {"no_clients_rereg", "FALSE"},
       {"disable_multicast", "FALSE"},
       {"exit_on_fatal", "TRUE"},
       {"console", "off"},

@@ -399,10 +399,15 @@ SmpData encode_port_info(const PortInfo& p) {
   put(d, IB_PORT_HOQ_LIFE_F, p.hoq_life);
   put(d, IB_PORT_OPER_VLS_F, a.oper_vls);
   put(d, IB_PORT_SUBN_TIMEOUT_F, p.subnet_timeout);
+  put(d, IB_PORT_CLIENT_REREG_F, p.client_reregister ? 1 : 0);
   put(d, IB_PORT_PART_EN_INB_F, p.part_enf_in ? 1 : 0);
   put(d, IB_PORT_PART_EN_OUTB_F, p.part_enf_out ? 1 : 0);
   put(d, IB_PORT_LINK_SPEED_EXT_ACTIVE_F, a.speed_ext_active);
   return d;
+}
+
+bool client_reregister_asked(const SmpData& d) {
+  return get(d, IB_PORT_CLIENT_REREG_F) != 0;
 }
 
 // --- P_KeyTable, SLtoVLMappingTable, VLArbitrationTable ---------------------------------

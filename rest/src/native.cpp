@@ -73,6 +73,7 @@ json report_json(const sm::SweepReport& r) {
             {"activation", r.smps_activate}}},
           {"writes",
            {{"portinfo", r.portinfo_sets},
+            {"client_reregister", r.client_reregisters},
             {"switchinfo", r.switchinfo_sets},
             {"lft_blocks", r.lft_blocks_written},
             {"pkey_blocks", r.pkey_blocks_written},

@@ -85,7 +85,7 @@ SimFabric::SimFabric(fabric::Fabric f, SimDefaults d) : f_(std::move(f)), d_(d) 
       a.vl_cap = d_.vl_cap;
       a.oper_vls = d_.vl_cap;
       a.neighbor_mtu = d_.mtu_cap;
-      a.capability_mask = kCapSlMap;
+      a.capability_mask = nd.is_switch() ? kCapSlMap : kCapSlMap | kCapClientRereg;
       if (nd.is_switch() && p.num == 0) {
         a.state = PortState::kActive;
         a.phys_state = 5;
@@ -618,6 +618,13 @@ uint16_t SimFabric::handle(const Smp& s, NodeIndex n, PortNum in_port, SmpData& 
   }
 }
 
+uint64_t SimFabric::client_reregisters() const {
+  uint64_t total = 0;
+  for (const auto& node : extras_)
+    for (const auto& port : node) total += port.client_reregisters;
+  return total;
+}
+
 PortInfo SimFabric::make_port_info(NodeIndex n, PortNum p) const {
   const auto& nd = f_.node(n);
   PortInfo pi;
@@ -707,6 +714,8 @@ uint16_t SimFabric::port_info(bool set, NodeIndex n, PortNum in_port, uint32_t m
     if (in.attrs.neighbor_mtu) a.neighbor_mtu = in.attrs.neighbor_mtu;
     if (in.attrs.oper_vls) a.oper_vls = in.attrs.oper_vls;
     subnet_timeout_[n][p] = in.subnet_timeout;
+    if (client_reregister_asked(data) && (a.capability_mask & kCapClientRereg))
+      ++extras_[n][p].client_reregisters;
     extras_[n][p].vl_high_limit = in.vl_high_limit;
     if (nd.is_switch() && p != 0) {
       extras_[n][p].part_enf_in = in.part_enf_in;

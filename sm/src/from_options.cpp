@@ -77,6 +77,7 @@ Result<SmOptions> sm_from_options(const config::Values& v) {
   if (!enforce) return std::unexpected(enforce.error());
   o.part_enforce = *enforce;
   o.no_partition_enforcement = v.get_bool("no_partition_enforcement");
+  o.no_clients_rereg = v.get_bool("no_clients_rereg");
   o.allow_both_pkeys = v.get_bool("allow_both_pkeys");
   o.keep_pkey_indexes = v.get_bool("keep_pkey_indexes");
   auto q = qos::qos_from_options(v);

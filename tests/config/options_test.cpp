@@ -92,6 +92,14 @@ TEST(Options, MKeyOptionsAsOpenSmWritesThemAndTheirErrors) {
             "o.conf:1: m_key wants a 64-bit number like 0x0002c90300001001, got \"deadbeef\"");
 }
 
+TEST(Options, NoClientsReregIsWeftsOwnNow) {
+  Values v = defaults();
+  EXPECT_FALSE(v.get_bool("no_clients_rereg"));
+  ASSERT_TRUE(load_text("no_clients_rereg TRUE\n", "opensm.conf", v));
+  EXPECT_TRUE(v.get_bool("no_clients_rereg"));
+  EXPECT_TRUE(v.warnings().empty()) << v.warnings().front();
+}
+
 TEST(Options, BooleansAndQosLists) {
   Values v = defaults();
   ASSERT_TRUE(

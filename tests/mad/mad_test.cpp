@@ -206,6 +206,15 @@ TEST(MadCodec, PortInfoLayout) {
   EXPECT_EQ(d[41] & 0xF, 4);                      // MTUCap
   EXPECT_EQ(d[43] >> 4, 3);                       // OperationalVLs
   EXPECT_EQ(d[51] & 0x1F, 18);                    // SubnetTimeOut
+  EXPECT_EQ(d[51] & 0x80, 0);                     // ClientReregister: not asked
+  p.client_reregister = true;
+  EXPECT_EQ(encode_port_info(p)[51], 0x80 | 18);  // ... asked: the top bit
+  EXPECT_TRUE(client_reregister_asked(encode_port_info(p)));
+  // A device that echoes the bit does not make a PortInfo sent back ask again.
+  PortInfo echoed = decode_port_info(encode_port_info(p));
+  EXPECT_FALSE(echoed.client_reregister);
+  EXPECT_EQ(encode_port_info(echoed)[51], 18);
+  p.client_reregister = false;
   PortInfo back = decode_port_info(d);
   EXPECT_EQ(back.attrs.lid, p.attrs.lid);
   EXPECT_EQ(back.attrs.state, fabric::PortState::kArmed);

@@ -299,6 +299,8 @@ TEST(NativeApi, SmNodesPortsLftRoutes) {
   EXPECT_EQ(sm.at("last_sweep").at("subnet_up"), true);
   EXPECT_EQ(sm.at("last_sweep").at("updated"), false);  // a bring-up discovers in full
   EXPECT_EQ(sm.at("last_sweep").at("switches"), 3);
+  // The bring-up told each of the 4 CA ports to re-register.
+  EXPECT_EQ(sm.at("last_sweep").at("writes").at("client_reregister"), 4);
 
   auto nodes = RestRig::json_of(rig.mon("GET", "/api/v1/nodes?limit=2&offset=1"));
   EXPECT_EQ(nodes.at("total"), 7);

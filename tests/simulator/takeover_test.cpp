@@ -181,8 +181,12 @@ TEST(Takeover, ANewMasterReadsBackWhatAnotherSmProgrammedAndRewritesTheDifferenc
   bool gone = false;
   for (int polls = 0; polls < 10 && !gone; ++polls) weft.poll_master([&](bool g) { gone = g; });
   ASSERT_TRUE(gone);
+  const uint64_t rereg_before = sim.client_reregisters();
   auto take = weft.sweep();
   ASSERT_TRUE(take && take->subnet_up) << (take ? take->reason : take.error().message);
+  // Every CA port is told to re-register, once: the hosts' joins were the other SM's.
+  EXPECT_EQ(take->client_reregisters, take->cas);
+  EXPECT_EQ(sim.client_reregisters() - rereg_before, take->cas);
   ASSERT_EQ(weft.sm_state(), SmState::kMaster);
   EXPECT_TRUE(take->new_term);
   EXPECT_GT(take->lft_blocks_read, 0u) << "every block below the top read back";

@@ -36,6 +36,20 @@ uint64_t PortProgrammer::port_key(const fabric::Fabric& f, NodeIndex n, PortNum 
   return nd.is_switch() ? (nd.guid.value ^ (uint64_t(p) << 56)) : nd.ports[p].guid.value;
 }
 
+// ClientReregister (IBTA 14.4.11), as OpenSM sets it: once a master term (the first
+// sweep as master, after a takeover, after a restart: this SM holds none of the
+// multicast joins, service registrations and trap subscriptions the port's clients made
+// with whoever was master before), and again when the port comes back having lost its
+// LID or SM LID (a host that rebooted, or heard another master). Only on ports whose
+// CapabilityMask says they support it, never with no_clients_rereg; a port whose Set
+// failed is owed it at the next sweep.
+bool PortProgrammer::owes_rereg(const fabric::Fabric& f, NodeIndex n, PortNum p,
+                                const mad::PortInfo& cur, Lid lid, Lid sm_lid) const {
+  if (opts_.no_clients_rereg || !(cur.attrs.capability_mask & mad::kCapClientRereg)) return false;
+  return !reregistered_.count(port_key(f, n, p)) || cur.attrs.lid != lid ||
+         cur.attrs.sm_lid != sm_lid;
+}
+
 void PortProgrammer::step(Step s, SweepRun& run) {
   if (s == Step::kConfigure) configure(run);
   if (s == Step::kActivate) activate(run);
@@ -73,6 +87,8 @@ void PortProgrammer::configure(SweepRun& run) {
         // devices (ibsim) never store it, and re-setting it every sweep would be noise.
         change |= cur.attrs.lid != want.attrs.lid || cur.attrs.lmc != want.attrs.lmc ||
                   cur.attrs.sm_lid != sm_lid || cur.gid_prefix != want.gid_prefix;
+        want.client_reregister = owes_rereg(target, n, p, cur, want.attrs.lid, sm_lid);
+        change |= want.client_reregister;
       }
       want.attrs.state = PortState::kNoChange;
       if (!mgmt) {
@@ -128,6 +144,10 @@ void PortProgrammer::configure(SweepRun& run) {
                   [this, &run, n, p, want, pkey](Result<mad::Smp> r) {
                     auto ok = [this, &run, n, p, want, pkey](const mad::PortInfo& got) {
                       ++run.rep.portinfo_sets;
+                      if (want.client_reregister) {
+                        reregistered_.insert(pkey);
+                        ++run.rep.client_reregisters;
+                      }
                       run.after[n][p] = got;
                       note_ignored(run.target, n, p, pkey, want, got, run.rep);
                     };

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <functional>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "programmer.hpp"
 
@@ -17,8 +18,9 @@ class PortProgrammer final : public Programmer {
   std::string_view name() const override { return "ports"; }
   // kConfigure: configure(); kActivate: activate(); kCount: count_active().
   void step(Step s, SweepRun& run) override;
-  // What a port was seen to drop from a Set is a fact of the device, not held state.
-  void forget_all() override {}
+  // What a port was seen to drop from a Set is a fact of the device, not held state;
+  // a new term owes every end port a ClientReregister again.
+  void forget_all() override { reregistered_.clear(); }
   void configure(SweepRun& run);
   void activate(SweepRun& run);
   // After activate()'s MADs: the linked and ACTIVE port ends, into the report.
@@ -30,6 +32,9 @@ class PortProgrammer final : public Programmer {
 
  private:
   static uint64_t port_key(const fabric::Fabric& f, fabric::NodeIndex n, PortNum p);
+  // Whether end port p of node n is owed a ClientReregister in this Set (see configure).
+  bool owes_rereg(const fabric::Fabric& f, fabric::NodeIndex n, PortNum p, const mad::PortInfo& cur,
+                  Lid lid, Lid sm_lid) const;
   static bool took(const mad::PortInfo& want, const mad::PortInfo& got);
   // A switch port weft leaves down (disabled: PortPhysicalState 3) or lets up again
   // (Polling, 2): the Set, and true when the port is handled (nothing else to set).
@@ -45,6 +50,8 @@ class PortProgrammer final : public Programmer {
   // has no M_Key either).
   static constexpr uint8_t kIgnoresEnforcement = 1, kIgnoresHighLimit = 2, kIgnoresMKey = 4;
   std::unordered_map<uint64_t, uint8_t> ignores_;
+  // End ports (port_key) told to re-register in this master term.
+  std::unordered_set<uint64_t> reregistered_;
 };
 
 }  // namespace weft::sm

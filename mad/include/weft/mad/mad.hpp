@@ -207,15 +207,23 @@ struct PortInfo {
   uint8_t m_key_protect = 0;
   uint16_t m_key_lease = 0;
   uint16_t m_key_violations = 0;
+  // ClientReregister (IBTA 14.4.11): a request, not state. Set in a PortInfo Set, it
+  // tells the port's clients to re-join their multicast groups, re-register services
+  // and re-subscribe to traps. Decoding leaves it false (a device may echo it), so a
+  // PortInfo read and sent back never asks again.
+  bool client_reregister = false;
   SmpData raw{};
 };
 PortInfo decode_port_info(const SmpData& d);
 // Writes attrs (and the other named fields) over `base.raw`.
 SmpData encode_port_info(const PortInfo& pi);
+// Whether a PortInfo Set's payload asks for ClientReregister (what a port's SMA sees).
+bool client_reregister_asked(const SmpData& d);
 
 // Capability mask bits (PortInfo:CapabilityMask).
 constexpr uint32_t kCapIsSm = 1u << 1;
-constexpr uint32_t kCapSlMap = 1u << 6;  // IsSLMappingSupported
+constexpr uint32_t kCapSlMap = 1u << 6;         // IsSLMappingSupported
+constexpr uint32_t kCapClientRereg = 1u << 25;  // IsClientReregistrationSupported
 
 // P_KeyTable (IBTA 14.2.5.7), SLtoVLMappingTable (14.2.5.8) and VLArbitrationTable
 // (14.2.5.9). libibmad has no field tables for these arrays; each is a plain

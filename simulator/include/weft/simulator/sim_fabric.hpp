@@ -67,8 +67,14 @@ class SimFabric {
   struct PortExtras {
     bool part_enf_in = false, part_enf_out = false;
     uint8_t vl_high_limit = 0;
+    // Client reregister events the port's host stack saw: PortInfo Sets with
+    // ClientReregister on an end port that supports it (CA ports here do, as ConnectX
+    // does; ibsim's do not). Each makes a host re-join, re-register and re-subscribe.
+    uint32_t client_reregisters = 0;
   };
   const PortExtras& extras(fabric::NodeIndex n, PortNum p) const { return extras_.at(n).at(p); }
+  // Client reregister events on every port together.
+  uint64_t client_reregisters() const;
   // Where a multicast packet to `mlid` sent by end port (n, p) is delivered, through
   // the MFTs the switches hold: end ports (the sender excluded), each once.
   std::vector<std::pair<fabric::NodeIndex, PortNum>> mcast_reach(uint16_t mlid, fabric::NodeIndex n,

@@ -61,6 +61,8 @@ struct SmOptions {
   uint64_t partitions_generation = 0;  // which policy `partitions` is (see Published)
   PartEnforce part_enforce = PartEnforce::kBoth;
   bool no_partition_enforcement = false;
+  // no_clients_rereg: never set PortInfo:ClientReregister (OpenSM's option of that name).
+  bool no_clients_rereg = false;
   bool allow_both_pkeys = false;
   bool keep_pkey_indexes = true;
   // SL2VL and VL arbitration (qos_*). SL2VL is also written when a routing engine

@@ -40,6 +40,9 @@ struct SweepReport {
   LidAssignment lid_assignment;
   uint64_t smps_discovery = 0, smps_program = 0, smps_activate = 0;
   uint64_t lft_blocks_read = 0, lft_blocks_written = 0, portinfo_sets = 0, switchinfo_sets = 0;
+  // End ports whose PortInfo Set carried ClientReregister (once a master term, and when
+  // a port lost its LID or SM LID).
+  uint64_t client_reregisters = 0;
   // One LFT block per switch weft believes it knows, read back to check (spot checks),
   // and the switches whose block differed: another writer changed them unannounced,
   // so they were read back whole and rewritten where they differ.
