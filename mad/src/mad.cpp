@@ -354,6 +354,7 @@ PortInfo decode_port_info(const SmpData& d) {
   p.vl_arb_low_cap = static_cast<uint8_t>(get(d, IB_PORT_VL_ARBITRATION_LOW_CAP_F));
   a.mtu_cap = static_cast<uint8_t>(get(d, IB_PORT_MTU_CAP_F));
   p.hoq_life = static_cast<uint8_t>(get(d, IB_PORT_HOQ_LIFE_F));
+  p.vl_stall_count = static_cast<uint8_t>(get(d, IB_PORT_VL_STALL_COUNT_F));
   a.oper_vls = static_cast<uint8_t>(get(d, IB_PORT_OPER_VLS_F));
   p.subnet_timeout = static_cast<uint8_t>(get(d, IB_PORT_SUBN_TIMEOUT_F));
   p.part_enf_in = get(d, IB_PORT_PART_EN_INB_F) != 0;
@@ -397,6 +398,7 @@ SmpData encode_port_info(const PortInfo& p) {
   put(d, IB_PORT_VL_ARBITRATION_LOW_CAP_F, p.vl_arb_low_cap);
   put(d, IB_PORT_MTU_CAP_F, a.mtu_cap);
   put(d, IB_PORT_HOQ_LIFE_F, p.hoq_life);
+  put(d, IB_PORT_VL_STALL_COUNT_F, p.vl_stall_count);
   put(d, IB_PORT_OPER_VLS_F, a.oper_vls);
   put(d, IB_PORT_SUBN_TIMEOUT_F, p.subnet_timeout);
   put(d, IB_PORT_CLIENT_REREG_F, p.client_reregister ? 1 : 0);

@@ -642,6 +642,8 @@ PortInfo SimFabric::make_port_info(NodeIndex n, PortNum p) const {
   pi.part_enf_in = extras_[n][p].part_enf_in;
   pi.part_enf_out = extras_[n][p].part_enf_out;
   pi.vl_high_limit = extras_[n][p].vl_high_limit;
+  pi.hoq_life = extras_[n][p].hoq_life;
+  pi.vl_stall_count = extras_[n][p].vl_stall_count;
   if (!nd.is_switch() || p == 0) {
     const MKeyState& m = mkey_[n][p];
     pi.m_key = m.key;
@@ -717,6 +719,8 @@ uint16_t SimFabric::port_info(bool set, NodeIndex n, PortNum in_port, uint32_t m
     if (client_reregister_asked(data) && (a.capability_mask & kCapClientRereg))
       ++extras_[n][p].client_reregisters;
     extras_[n][p].vl_high_limit = in.vl_high_limit;
+    extras_[n][p].hoq_life = in.hoq_life;
+    if (!d_.drops_vl_stall_count) extras_[n][p].vl_stall_count = in.vl_stall_count;
     if (nd.is_switch() && p != 0) {
       extras_[n][p].part_enf_in = in.part_enf_in;
       extras_[n][p].part_enf_out = in.part_enf_out;

@@ -65,6 +65,11 @@ Result<SmOptions> sm_from_options(const config::Values& v) {
   o.perf = std::move(*perf);
   o.max_op_vls = static_cast<uint8_t>(v.get_int("max_op_vls"));
   o.subnet_timeout = static_cast<uint8_t>(v.get_int("subnet_timeout"));
+  o.packet_life_time = static_cast<uint8_t>(v.get_int("packet_life_time"));
+  o.head_of_queue_lifetime = static_cast<uint8_t>(v.get_int("head_of_queue_lifetime"));
+  o.leaf_head_of_queue_lifetime = static_cast<uint8_t>(v.get_int("leaf_head_of_queue_lifetime"));
+  o.vl_stall_count = static_cast<uint8_t>(v.get_int("vl_stall_count"));
+  o.leaf_vl_stall_count = static_cast<uint8_t>(v.get_int("leaf_vl_stall_count"));
   auto parts = config::load_partition_file(v);
   if (!parts) return std::unexpected(parts.error());
   o.partitions = std::move(*parts);

@@ -50,6 +50,7 @@ std::shared_ptr<SubnetSnapshot> make_snapshot(SweepRun& run, Programmers& prog, 
   run.model->switch_info = d.switch_info;
   for (auto& si : run.model->switch_info) {
     si.lft_top = run.tables.top_lid;
+    si.lifetime = o.packet_life_time;  // written with the top where it differed
     si.port_state_change = false;
   }
   for (NodeIndex n = 0; n < target.size(); ++n)

@@ -61,7 +61,7 @@ TEST(Options, OpenSmOnlyOptionsAreKnownAndReportedWhenTheyWouldMatter) {
   Values v = defaults();
   auto r = load_text(
       "sa_key 0x0000000000000001\n"          // OpenSM's default: no effect either way
-      "packet_life_time 0x12\n"              // = 18, OpenSM's default written in hex
+      "local_phy_errors_threshold 0x8\n"     // = 0x08, OpenSM's default written otherwise
       "perfmgr_redir FALSE\n"                // not implemented, and asked for: reported
       "cc_ca_cong_setting_ccti_timer 0 0\n"  // multi-word values
       "sm_sl 0\n",
@@ -90,6 +90,28 @@ TEST(Options, MKeyOptionsAsOpenSmWritesThemAndTheirErrors) {
               testing::StartsWith("o.conf:1: m_key_protection_level = 4"));
   EXPECT_EQ(load_text("m_key deadbeef\n", "o.conf", v).error().message,
             "o.conf:1: m_key wants a 64-bit number like 0x0002c90300001001, got \"deadbeef\"");
+}
+
+TEST(Options, TimersAsOpenSmWritesThem) {
+  Values v = defaults();
+  EXPECT_EQ(v.get_int("packet_life_time"), 0x12);
+  EXPECT_EQ(v.get_int("leaf_head_of_queue_lifetime"), 0x10);
+  ASSERT_TRUE(
+      load_text("packet_life_time 0x13\nhead_of_queue_lifetime 0x14\n"
+                "leaf_head_of_queue_lifetime 0x0f\nvl_stall_count 0x05\n"
+                "leaf_vl_stall_count 0x03\n",
+                "opensm.conf", v));
+  EXPECT_EQ(v.get_int("packet_life_time"), 0x13);
+  EXPECT_EQ(v.get_int("head_of_queue_lifetime"), 0x14);
+  EXPECT_EQ(v.get_int("leaf_head_of_queue_lifetime"), 0x0f);
+  EXPECT_EQ(v.get_int("vl_stall_count"), 5);
+  EXPECT_EQ(v.get_int("leaf_vl_stall_count"), 3);
+  EXPECT_TRUE(v.warnings().empty()) << v.warnings().front();
+  EXPECT_EQ(v.opensm_defaults_seen(), 0u);
+  EXPECT_THAT(load_text("vl_stall_count 8\n", "o.conf", v).error().message,
+              testing::StartsWith("o.conf:1: vl_stall_count = 8"));
+  EXPECT_THAT(load_text("head_of_queue_lifetime 0x20\n", "o.conf", v).error().message,
+              testing::StartsWith("o.conf:1: head_of_queue_lifetime = 0x20 is outside 0..31"));
 }
 
 TEST(Options, NoClientsReregIsWeftsOwnNow) {

@@ -11,6 +11,8 @@ partitions.conf, QoS on, and checks what `smpquery pkeys`, `smpquery sl2vl`,
   - every CA's SL2VL is qos_ca_sl2vl (VLs masked to the port's 8 VLs), every
     switch's (in, out) table toward a linked port is qos_swe_sl2vl;
   - VL arbitration and VLHighLimit as configured;
+  - HOQLife on switch ports (facing switches, facing CAs) and SwitchInfo
+    LifeTime as configured (`smpquery portinfo`, `smpquery switchinfo`);
   - the OpenSM option set away from its default is reported with file:line;
   - a restart writes no P_Key, SL2VL or VLArb table again;
   - a flood of 20,000 PathRecord queries, a quarter of them garbage, leaves
@@ -402,6 +404,9 @@ def main():
             "qos_vlarb_low 0:32,1:16,2:8,3:4\n"
             "m_key 0x0000000000000000\n"
             "perfmgr_redir FALSE\n"
+            "head_of_queue_lifetime 0x13\n"
+            "leaf_head_of_queue_lifetime 0x0e\n"
+            "packet_life_time 0x11\n"
             "log_max_size    0\n" % (parts, ",".join(map(str, CA_SL2VL)), ",".join(map(str, SWE_SL2VL))))
         up = run([a.weft, "sm", "--once", "--state-dir", state, "--config", conf], work, sock)
         if "%s:10: OpenSM option \"perfmgr_redir\" is not implemented by weft" % conf not in up.stderr:
@@ -449,6 +454,28 @@ def main():
             raise Failure("VLHighLimit not 5, and the SM did not report it:\n" + pi)
         print("vlarb as configured: low %s, high %s; VLHighLimit %s" % (
             arb["low"][:4], arb["high"][:2], "5" if kept else "dropped by ibsim, reported by the SM"))
+
+        # The timers: HOQLife 19 on switch ports facing switches, 14 on those facing
+        # CAs (ibsim's ports come with 31), LifeTimeValue 17 on every switch.
+        hoqs = {}
+        for sw in switches:
+            si = run(["smpquery", "switchinfo", str(sw["lid"])], work, sock).stdout
+            life = re.search(r"LifeTime:\.+(\d+)", si)
+            if not life or int(life.group(1)) != 17:
+                raise Failure("smpquery switchinfo %d: LifeTime not 17:\n%s" % (sw["lid"], si))
+            for port, (peer, _, _) in sw["ports"].items():
+                leaf = nodes.get(peer, {}).get("type") != "Switch"
+                pi = run(["smpquery", "portinfo", str(sw["lid"]), str(port)], work, sock).stdout
+                hoq = re.search(r"HoqLife:\.+(\d+)", pi)
+                want = 14 if leaf else 19
+                if not hoq or int(hoq.group(1)) != want:
+                    raise Failure("smpquery portinfo %d %d (facing a %s): HoqLife not %d:\n%s"
+                                  % (sw["lid"], port, "CA" if leaf else "switch", want, pi))
+                hoqs[leaf] = hoqs.get(leaf, 0) + 1
+        if not hoqs.get(True) or not hoqs.get(False):
+            raise Failure("no switch port facing a CA or none facing a switch: %s" % hoqs)
+        print("timers: HoqLife 19 on %d switch ports facing switches, 14 on %d facing CAs; LifeTime 17 on %d "
+              "switches" % (hoqs[False], hoqs[True], len(switches)))
 
         again = run([a.weft, "sm", "--once", "--state-dir", state, "--config", conf], work, sock)
         m = re.search(r"P_Key blocks (\d+) written .*SL2VL (\d+) written .*VLArb blocks (\d+) written", again.stdout)

@@ -278,12 +278,15 @@ void LftProgrammer::write_tops(SweepRun& run) {
   for (NodeIndex n : topped_) {
     const mad::SwitchInfo& si = run.d.switch_info[n];
     const Guid g = run.target.node(n).guid;
-    if (si.lft_top == top && !si.port_state_change) {
+    // LifeTimeValue (packet_life_time) rides with the top, and is a reason of its own.
+    const uint8_t life = opts_.packet_life_time;
+    if (si.lft_top == top && !si.port_state_change && si.lifetime == life) {
       tops_[g.value] = top;
       continue;
     }
     mad::SwitchInfo set = si;
     set.lft_top = top;
+    set.lifetime = life;
     set.port_state_change = true;  // writing 1 clears it
     eng_.submit(to_switch(run, n,
                           mad::SmpRequest::set(mad::kAttrSwitchInfo, 0, run.d.paths[n],

@@ -18,7 +18,7 @@ namespace weft::sm {
 // remembered while it keeps the LinearFDBTop weft left it with.
 class LftProgrammer final : public Programmer {
  public:
-  explicit LftProgrammer(mad::MadEngine& eng) : eng_(eng) {}
+  LftProgrammer(mad::MadEngine& eng, const SmOptions& o) : eng_(eng), opts_(o) {}
   std::string_view name() const override { return "lft"; }
   // kCheck: spot_check(); kConfigure: write_blocks(); kCommit: write_tops().
   void step(Step s, SweepRun& run) override;
@@ -61,6 +61,7 @@ class LftProgrammer final : public Programmer {
   void write_block(SweepRun& run, fabric::NodeIndex n, const mad::DrPath& path, size_t b,
                    const mad::LftBlock& blk);
   mad::MadEngine& eng_;
+  const SmOptions& opts_;
   std::map<Guid, std::vector<uint8_t>> cache_;   // what each switch holds, as written or read
   std::unordered_map<uint64_t, uint16_t> tops_;  // LinearFDBTop each switch was left with
   std::vector<fabric::NodeIndex> topped_;        // this sweep: switches whose top to write

@@ -11,7 +11,8 @@
 namespace weft::sm {
 
 // PortInfo: LIDs, SM LID, neighbour MTU, operational VLs, P_Key enforcement on switch
-// ports facing end ports, VLHighLimit under QoS; INIT to ARMED, then ARMED to ACTIVE.
+// ports facing end ports, HOQLife and VLStallCount, VLHighLimit under QoS,
+// ClientReregister; INIT to ARMED, then ARMED to ACTIVE.
 class PortProgrammer final : public Programmer {
  public:
   PortProgrammer(mad::MadEngine& eng, const SmOptions& o) : eng_(eng), opts_(o) {}
@@ -48,7 +49,8 @@ class PortProgrammer final : public Programmer {
   const SmOptions& opts_;
   // PortInfo fields a port was seen to drop from a Set (ibsim keeps none of them: it
   // has no M_Key either).
-  static constexpr uint8_t kIgnoresEnforcement = 1, kIgnoresHighLimit = 2, kIgnoresMKey = 4;
+  static constexpr uint8_t kIgnoresEnforcement = 1, kIgnoresHighLimit = 2, kIgnoresMKey = 4,
+                           kIgnoresTimers = 8;
   std::unordered_map<uint64_t, uint8_t> ignores_;
   // End ports (port_key) told to re-register in this master term.
   std::unordered_set<uint64_t> reregistered_;

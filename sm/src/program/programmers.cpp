@@ -13,7 +13,7 @@ namespace weft::sm {
 
 Programmers::Programmers(mad::MadEngine& eng, const SmOptions& o)
     : ports_(std::make_unique<PortProgrammer>(eng, o)),
-      lfts_(std::make_unique<LftProgrammer>(eng)),
+      lfts_(std::make_unique<LftProgrammer>(eng, o)),
       tables_(std::make_unique<DeviceTables>(eng, o, *ports_, *lfts_)),
       mc_(std::make_unique<MulticastProgrammer>(eng)),
       all_{ports_.get(), lfts_.get(), tables_.get(), mc_.get()} {}

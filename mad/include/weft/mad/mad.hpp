@@ -197,7 +197,8 @@ struct PortInfo {
   uint8_t vl_arb_high_cap = 0;
   uint8_t vl_arb_low_cap = 0;
   uint8_t subnet_timeout = 0;
-  uint8_t hoq_life = 0;
+  uint8_t hoq_life = 0;        // HOQLife: 4.096 us * 2^x a packet may wait at a port's head
+  uint8_t vl_stall_count = 0;  // VLStallCount: drops in a row before a VL stalls
   uint8_t sm_sl = 0;
   bool part_enf_in = false;   // PartitionEnforcementInbound (switch external ports)
   bool part_enf_out = false;  // PartitionEnforcementOutbound

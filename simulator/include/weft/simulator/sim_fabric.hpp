@@ -35,6 +35,9 @@ struct SimDefaults {
   // As ibsim: a PortInfo Set moves PortState one step and refuses (status 0x1C) a move to
   // the state the port already holds, so the resend of a Set whose reply was lost fails.
   bool strict_state_steps = false;
+  // As ibsim: PortInfo:VLStallCount stays what the port came with whatever a Set says
+  // (ibsim keeps HOQLife, not VLStallCount).
+  bool drops_vl_stall_count = false;
 };
 
 class SimFabric {
@@ -54,6 +57,7 @@ class SimFabric {
   fabric::Fabric& model() { return f_; }
   const std::vector<uint8_t>& lft(fabric::NodeIndex sw) const { return lft_.at(sw); }
   uint16_t lft_top(fabric::NodeIndex sw) const { return top_.at(sw); }
+  uint8_t lifetime(fabric::NodeIndex sw) const { return lifetime_.at(sw); }  // LifeTimeValue
   bool port_state_change(fabric::NodeIndex sw) const { return psc_.at(sw) != 0; }
   // What ports hold: P_Key table, SL2VL (CA ports: in = out = 0), VL arbitration
   // (block 0-1 low, 2-3 high), and the PortInfo fields QoS and partitions set.
@@ -67,6 +71,8 @@ class SimFabric {
   struct PortExtras {
     bool part_enf_in = false, part_enf_out = false;
     uint8_t vl_high_limit = 0;
+    // The timers, as they come (ibsim's: HOQLife 31, never; VLStallCount 7).
+    uint8_t hoq_life = 31, vl_stall_count = 7;
     // Client reregister events the port's host stack saw: PortInfo Sets with
     // ClientReregister on an end port that supports it (CA ports here do, as ConnectX
     // does; ibsim's do not). Each makes a host re-join, re-register and re-subscribe.

@@ -44,6 +44,15 @@ struct SmOptions {
   MKeyOptions mkey;                            // m_key and its kin (sm/mkey.hpp)
   uint8_t max_op_vls = 5;       // OpenSM's max_op_vls: 1=VL0 2=VL0-1 3=VL0-3 4=VL0-7 5=VL0-14
   uint8_t subnet_timeout = 18;  // OpenSM's subnet_timeout (4.096 us * 2^x)
+  // The timers that drop what cannot move (OpenSM's names and defaults; 4.096 us * 2^x,
+  // 20 and up: never). A switch's LifeTimeValue (packet_life_time) bounds a packet's
+  // stay in it; HOQLife the time one waits at the head of an output port's queue, and
+  // VLStallCount the drops in a row after which that VL stalls: on switch ports facing
+  // switches (head_of_queue_lifetime, vl_stall_count) and on those facing end ports and
+  // router ports (leaf_*). The net under a credit loop.
+  uint8_t packet_life_time = 0x12;
+  uint8_t head_of_queue_lifetime = 0x12, leaf_head_of_queue_lifetime = 0x10;
+  uint8_t vl_stall_count = 7, leaf_vl_stall_count = 7;
   // Traps: a LID that traps again within trap_holdoff gets no sweep of its own (the next
   // interval's is heavy); a port whose link changes flap_threshold times within
   // flap_window is reported flapping.
