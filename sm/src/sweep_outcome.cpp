@@ -104,20 +104,29 @@ SnapshotDiff diff_snapshots(const SubnetSnapshot* before, const SubnetSnapshot& 
     }
     return out;
   };
+  // Each node, port and P_Key table is hashed on its own and the hashes summed, so a
+  // signature does not depend on the order discovery found the nodes in (a link cut
+  // changes it). A switch's external ports hold no LID of their own (what they report
+  // is port 0's, or nothing before the switch has one): only LID-holding ports sign one.
   for (const auto& n : f.nodes()) {
-    nodes = mix(mix(mix(nodes, n.guid.value), n.description), uint64_t(n.type));
-    for (const auto& p : n.ports)
-      ports = mix(mix(mix(ports, p.guid.value ^ p.num), uint64_t(p.attrs.state)),
-                  uint64_t(p.attrs.lid.value) << 8 | p.attrs.width_active);
+    nodes += mix(mix(mix(0, n.guid.value), n.description), uint64_t(n.type));
+    for (const auto& p : n.ports) {
+      const bool holds_lid = !n.is_switch() || p.num == 0;
+      ports += mix(mix(mix(mix(0, n.guid.value), p.guid.value ^ p.num), uint64_t(p.attrs.state)),
+                   uint64_t(holds_lid ? p.attrs.lid.value : 0) << 8 | p.attrs.width_active);
+    }
   }
   const auto now_links = link_set(f);
   for (const auto& l : now_links)
     links = mix(mix(links, std::get<0>(l) ^ std::get<1>(l)), std::get<2>(l) ^ std::get<3>(l));
   for (const auto& pt : after.partitions.partitions)
     parts = mix(mix(parts, pt.pkey), pt.full_members << 20 | pt.limited_members);
-  for (const auto& n : after.partitions.pkeys)
-    for (const auto& keys : n)
-      for (uint16_t k : keys) parts = mix(parts, k);
+  for (NodeIndex n = 0; n < after.partitions.pkeys.size() && n < f.size(); ++n)
+    for (size_t p = 0; p < after.partitions.pkeys[n].size(); ++p) {
+      uint64_t h = mix(mix(0, f.node(n).guid.value), p);
+      for (uint16_t k : after.partitions.pkeys[n][p]) h = mix(h, k);
+      parts += h;
+    }
   out.signatures = {nodes, ports, links, parts};
   if (!before) return out;
   // Links, by their two ends' GUIDs and ports; at most a bounded number of events each

@@ -1093,3 +1093,85 @@ TEST(Sa, AnswersDuringASweepFromThePublishedSnapshot) {
   for (auto [n, p] : fx.sim.mcast_reach(0xC000, by_guid(c[1].guid), 1)) got.push_back(n);
   EXPECT_EQ(got, std::vector<NodeIndex>{by_guid(c[5].guid)});
 }
+
+namespace {
+
+std::string versions_str(const Versions& v) {
+  return "nodes " + std::to_string(v.nodes) + ", ports " + std::to_string(v.ports) + ", links " +
+         std::to_string(v.links) + ", partitions " + std::to_string(v.partitions) + ", multicast " +
+         std::to_string(v.multicast) + ", sm " + std::to_string(v.sm);
+}
+
+// `was` with the named counters moved by one.
+Versions moved(Versions was, std::initializer_list<uint64_t Versions::*> which) {
+  for (auto m : which) ++(was.*m);
+  return was;
+}
+
+}  // namespace
+
+// The change counters of /api/v1/sm (issue 29, item 7): each kind of change moves its
+// own counter and no other; a sweep that finds nothing changed moves none.
+TEST(Versions, EachKindOfChangeMovesItsCounterAndNothingElseDoes) {
+  Fixture fx("ft2:leaves=4,spines=2,hosts=3");
+  auto now = [&] { return versions_str(fx.sm->published()->versions); };
+  auto v = [&] { return fx.sm->published()->versions; };
+  const Versions v0 = v();
+  auto quiet = fx.sm->sweep();
+  ASSERT_TRUE(quiet && quiet->subnet_up);
+  ASSERT_TRUE(fx.sm->light_sweep());
+  EXPECT_EQ(now(), versions_str(v0)) << "a sweep that found nothing changed";
+
+  // A host joins a multicast group.
+  const auto c = fx.cas();
+  const Gid bcast{0xff, 0x12, 0x40, 0x1b, 0xff, 0xff, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff};
+  ASSERT_EQ(ask(fx, mc_request(kMethodSet, bcast, c[3].guid, kJoinFull)).status, 0);
+  const Versions v1 = v();
+  EXPECT_EQ(now(), versions_str(moved(v0, {&Versions::multicast})));
+
+  // A host is renamed (its NodeDescription).
+  const NodeIndex h = sim_node(fx, c[5]);
+  fx.sim.model().node(h).description = "renamed-host";
+  auto renamed = fx.sm->sweep();
+  ASSERT_TRUE(renamed && renamed->subnet_up);
+  const Versions v2 = v();
+  EXPECT_EQ(now(), versions_str(moved(v1, {&Versions::nodes})));
+
+  // The partitions change: a new partition with two members.
+  SmOptions o = fx.sm->options();
+  o.partitions = *config::parse_partitions(storage_partition(c), "p.conf");
+  fx.sm->set_options(o);
+  auto parts = fx.sm->sweep();
+  ASSERT_TRUE(parts && parts->subnet_up);
+  const Versions v3 = v();
+  EXPECT_EQ(now(), versions_str(moved(v2, {&Versions::partitions})));
+
+  // A link between two switches goes down: the links, and the ports that went DOWN.
+  const auto& f = fx.sim.model();
+  NodeIndex leaf = 0;
+  PortNum up = 0;
+  for (NodeIndex n = 0; n < f.size() && !up; ++n)
+    if (f.node(n).is_switch() && f.node(n).description.starts_with("leaf"))
+      for (const auto& p : f.node(n).ports)
+        if (p.num && p.linked() && f.node(p.peer).is_switch()) {
+          leaf = n, up = p.num;
+          break;
+        }
+  ASSERT_NE(up, 0);
+  fx.sim.unlink(leaf, up);
+  auto cut = fx.sm->sweep();
+  ASSERT_TRUE(cut && cut->subnet_up);
+  EXPECT_EQ(now(), versions_str(moved(v3, {&Versions::links, &Versions::ports})));
+  const Versions v4 = v();
+
+  // The SM's own priority: sm alone.
+  o = fx.sm->options();
+  o.sm_priority = 7;
+  fx.sm->set_options(o);
+  auto prio = fx.sm->sweep();
+  ASSERT_TRUE(prio && prio->subnet_up);
+  EXPECT_EQ(now(), versions_str(moved(v4, {&Versions::sm})));
+  // And nothing once more.
+  ASSERT_TRUE(fx.sm->sweep());
+  EXPECT_EQ(now(), versions_str(moved(v4, {&Versions::sm})));
+}
