@@ -42,21 +42,38 @@ void SubnetManager::serve_sa(const mad::InMad& in) {
   ctx.sm_act_count = peers_.act_count();
   ctx.qos = opts_.qos.enabled;
   auto ans = sa_->answer(std::span<const uint8_t>(in.mad.data(), in.len), ctx);
-  if (!ans) return;
-  if (auto r = t_.send_long(*ans, mad::SendAddr::gsi(in.slid, in.sqpn, in.pkey_index, in.sl)); !r)
-    WEFT_LOG(Warn, "SA-0001") << "answer to LID " << in.slid.value << " QP " << in.sqpn
-                              << " failed: " << r.error().message;
+  const std::vector<McChange> changes = sa_->take_mc_changes();
+  // A join or leave is in the state store before the answer says it happened.
+  if (!changes.empty()) save_groups(nullptr);
+  if (ans) {
+    if (auto r = t_.send_long(*ans, mad::SendAddr::gsi(in.slid, in.sqpn, in.pkey_index, in.sl));
+        !r)
+      WEFT_LOG(Warn, "SA-0001") << "answer to LID " << in.slid.value << " QP " << in.sqpn
+                                << " failed: " << r.error().message;
+  }
   // Groups that came or went: traps 66 and 67 to subscribers. Joins and leaves: the
   // groups' trees change now, on the published snapshot.
   bool changed = false;
   std::vector<uint16_t> mlids;
-  for (const auto& c : sa_->take_mc_changes()) {
+  for (const auto& c : changes) {
     if (c.kind == McChange::kCreated) send_reports(kTrapMcCreated, c.mgid), changed = true;
     if (c.kind == McChange::kDeleted) send_reports(kTrapMcDeleted, c.mgid), changed = true;
     mlids.push_back(c.mlid);
   }
   if (snapshot_) prog_->multicast().route_changed(mlids);
   if (changed || !mlids.empty()) publish();
+}
+
+void SubnetManager::save_groups(SweepReport* rep) {
+  if (peers_.role().state() != mad::SmState::kMaster) return;  // the master's to write
+  auto r = books_.save_groups(prog_->multicast().groups());
+  if (r) return;
+  const std::string why = "multicast groups not persisted: " + r.error().message +
+                          " (a restart or a standby's takeover would not know them)";
+  if (rep)
+    add_problem(*rep, why, "MC-0005");
+  else
+    WEFT_LOG(Warn, "MC-0005") << why;
 }
 
 void SubnetManager::on_unsolicited(const mad::Smp& s, const mad::InMad& in) {

@@ -1,8 +1,12 @@
 #include "weft/sm/multicast.hpp"
 
 #include <algorithm>
+#include <cctype>
+#include <cstdio>
 #include <functional>
 #include <queue>
+
+#include <nlohmann/json.hpp>
 
 namespace weft::sm {
 
@@ -78,6 +82,157 @@ std::vector<uint16_t> McDb::prune(const std::function<bool(uint64_t)>& alive) {
       ++it;
   }
   return changed;
+}
+
+namespace {
+
+std::string gid_text(const Gid& g) {
+  char buf[40];
+  std::snprintf(buf, sizeof buf,
+                "%02x%02x:%02x%02x:%02x%02x:%02x%02x:%02x%02x:%02x%02x:%02x%02x:%02x%02x", g[0],
+                g[1], g[2], g[3], g[4], g[5], g[6], g[7], g[8], g[9], g[10], g[11], g[12], g[13],
+                g[14], g[15]);
+  return buf;
+}
+
+std::optional<Gid> parse_gid(const std::string& s) {
+  // Eight groups of four hex digits, colon-separated (the form weft writes).
+  if (s.size() != 39) return std::nullopt;
+  Gid g{};
+  for (size_t i = 0; i < 8; ++i) {
+    if (i < 7 && s[i * 5 + 4] != ':') return std::nullopt;
+    for (size_t j = 0; j < 4; ++j)
+      if (!std::isxdigit(static_cast<unsigned char>(s[i * 5 + j]))) return std::nullopt;
+    const unsigned v = std::stoul(s.substr(i * 5, 4), nullptr, 16);
+    g[2 * i] = uint8_t(v >> 8);
+    g[2 * i + 1] = uint8_t(v);
+  }
+  return g;
+}
+
+std::string hex(uint64_t v) {
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+}  // namespace
+
+std::string McDb::text() const {
+  nlohmann::json groups = nlohmann::json::array();
+  for (const auto& [mlid, g] : groups_) {
+    nlohmann::json members = nlohmann::json::array();
+    for (const auto& [port, state] : g.members)
+      members.push_back({{"port", hex_guid(port)}, {"join_state", state}});
+    groups.push_back({{"mgid", gid_text(g.mgid)},
+                      {"mlid", hex(mlid)},
+                      {"qkey", hex(g.qkey)},
+                      {"pkey", hex(g.pkey)},
+                      {"mtu", g.mtu},
+                      {"rate", g.rate},
+                      {"sl", g.sl},
+                      {"tclass", g.tclass},
+                      {"scope", g.scope},
+                      {"flow_label", g.flow_label},
+                      {"hop_limit", g.hop_limit},
+                      {"well_known", g.well_known},
+                      {"members", members}});
+  }
+  nlohmann::json doc = {{"weft_mcast_groups", 1}, {"made", made_}, {"groups", groups}};
+  return doc.dump(1) + "\n";
+}
+
+Result<McDb> McDb::parse(std::string_view text, std::string_view where) {
+  auto fail = [&](const std::string& what) -> Result<McDb> {
+    return weft::fail(Errc::kInvalidInput, std::string(where) + ": " + what);
+  };
+  nlohmann::json doc = nlohmann::json::parse(text, nullptr, false);
+  if (doc.is_discarded() || !doc.is_object()) return fail("not a JSON object");
+  if (!doc.contains("weft_mcast_groups") || doc["weft_mcast_groups"] != 1)
+    return fail("not a weft multicast group document (weft_mcast_groups 1)");
+  McDb db;
+  // Numbers are JSON integers or "0x..." strings; each within its field's range.
+  auto num = [](const nlohmann::json& v, uint64_t max) -> std::optional<uint64_t> {
+    uint64_t x = 0;
+    if (v.is_number_unsigned()) {
+      x = v.get<uint64_t>();
+    } else if (v.is_string()) {
+      const std::string s = v.get<std::string>();
+      if (s.size() < 3 || s.size() > 18 || s[0] != '0' || (s[1] != 'x' && s[1] != 'X'))
+        return std::nullopt;
+      for (size_t i = 2; i < s.size(); ++i)
+        if (!std::isxdigit(static_cast<unsigned char>(s[i]))) return std::nullopt;
+      x = std::stoull(s, nullptr, 16);
+    } else {
+      return std::nullopt;
+    }
+    if (x > max) return std::nullopt;
+    return x;
+  };
+  if (doc.contains("made")) {
+    auto m = num(doc["made"], ~uint64_t(0));
+    if (!m) return fail("made: not a count");
+    db.made_ = *m;
+  }
+  if (!doc.contains("groups") || !doc["groups"].is_array()) return fail("no groups array");
+  size_t i = 0;
+  for (const auto& j : doc["groups"]) {
+    ++i;
+    const std::string at = "group " + std::to_string(i);
+    if (!j.is_object()) return fail(at + ": not an object");
+    McGroup g;
+    auto mgid = j.contains("mgid") && j["mgid"].is_string()
+                    ? parse_gid(j["mgid"].get<std::string>())
+                    : std::nullopt;
+    if (!mgid || (*mgid)[0] != 0xff) return fail(at + ": mgid: not a multicast GID");
+    g.mgid = *mgid;
+    auto mlid = j.contains("mlid") ? num(j["mlid"], 0xfffe) : std::nullopt;
+    if (!mlid || *mlid < kMlidBase) return fail(at + ": mlid: not a multicast LID (0xc000-0xfffe)");
+    g.mlid = uint16_t(*mlid);
+    struct Field {
+      const char* name;
+      uint64_t max;
+      std::function<void(uint64_t)> set;
+    };
+    const Field fields[] = {
+        {"qkey", 0xffffffff, [&](uint64_t v) { g.qkey = uint32_t(v); }},
+        {"pkey", 0xffff, [&](uint64_t v) { g.pkey = uint16_t(v); }},
+        {"mtu", 5, [&](uint64_t v) { g.mtu = uint8_t(v); }},
+        {"rate", 0x3f, [&](uint64_t v) { g.rate = uint8_t(v); }},
+        {"sl", 15, [&](uint64_t v) { g.sl = uint8_t(v); }},
+        {"tclass", 0xff, [&](uint64_t v) { g.tclass = uint8_t(v); }},
+        {"scope", 15, [&](uint64_t v) { g.scope = uint8_t(v); }},
+        {"flow_label", 0xfffff, [&](uint64_t v) { g.flow_label = uint32_t(v); }},
+        {"hop_limit", 0xff, [&](uint64_t v) { g.hop_limit = uint8_t(v); }},
+    };
+    for (const auto& f : fields) {
+      if (!j.contains(f.name)) return fail(at + ": " + f.name + " missing");
+      auto v = num(j[f.name], f.max);
+      if (!v) return fail(at + ": " + f.name + ": not a number up to " + hex(f.max));
+      f.set(*v);
+    }
+    if (!j.contains("well_known") || !j["well_known"].is_boolean())
+      return fail(at + ": well_known: not true or false");
+    g.well_known = j["well_known"].get<bool>();
+    if (!j.contains("members") || !j["members"].is_array()) return fail(at + ": no members array");
+    size_t k = 0;
+    for (const auto& m : j["members"]) {
+      ++k;
+      const std::string mat = at + ": member " + std::to_string(k);
+      if (!m.is_object()) return fail(mat + ": not an object");
+      auto port = m.contains("port") ? num(m["port"], ~uint64_t(0)) : std::nullopt;
+      if (!port || *port == 0) return fail(mat + ": port: not a port GUID");
+      auto state = m.contains("join_state") ? num(m["join_state"], 0xf) : std::nullopt;
+      if (!state || *state == 0) return fail(mat + ": join_state: not 1-15");
+      if (!g.members.emplace(*port, uint8_t(*state)).second)
+        return fail(mat + ": port " + hex_guid(*port) + " listed twice");
+    }
+    if (g.members.empty() && !g.well_known) return fail(at + ": no members and not well known");
+    if (db.groups_.count(g.mlid)) return fail(at + ": mlid " + hex(g.mlid) + " used twice");
+    if (db.find(g.mgid)) return fail(at + ": mgid " + gid_text(g.mgid) + " listed twice");
+    db.groups_[g.mlid] = std::move(g);
+  }
+  return db;
 }
 
 namespace {

@@ -1,6 +1,10 @@
 // The SM's documents in the state store: read together, written as the sweep goes.
 #include "weft/sm/state_books.hpp"
 
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+
 #include "weft/log.hpp"
 
 namespace weft::sm {
@@ -31,7 +35,8 @@ Result<bool> StateBooks::load(const MKeyOptions& mkey) {
 }
 
 bool StateBooks::changed(const std::string& name) {
-  if (name != "guid2lid" && name != "guid2mkey" && name != "neighbors" && name != "ports-down")
+  if (name != "guid2lid" && name != "guid2mkey" && name != "neighbors" && name != "ports-down" &&
+      name != "mcast-groups")
     return false;
   loaded_ = false;
   return true;
@@ -50,6 +55,28 @@ void StateBooks::save_keys(SweepReport& rep) {
                 "M_Keys not persisted: " + r.error().message +
                     " (after a restart, ports keyed since are reached once their lease runs out)",
                 "MKY-0003");
+}
+
+Result<std::optional<McDb>> StateBooks::read_groups() {
+  const std::string path = store_->path("mcast-groups");
+  std::ifstream in(path);
+  if (!in) {
+    if (!std::filesystem::exists(path)) return std::optional<McDb>{};
+    return fail(Errc::kIo, path + ": cannot be read");
+  }
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  auto db = McDb::parse(text, path);
+  if (!db) return std::unexpected(db.error());
+  groups_text_ = std::move(text);
+  return std::optional<McDb>(std::move(*db));
+}
+
+Result<bool> StateBooks::save_groups(const McDb& db) {
+  std::string text = db.text();
+  if (text == groups_text_) return false;
+  if (auto r = store_->write("mcast-groups", text); !r) return std::unexpected(r.error());
+  groups_text_ = std::move(text);
+  return true;
 }
 
 void StateBooks::heard(uint64_t mads) {

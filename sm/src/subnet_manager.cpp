@@ -247,6 +247,18 @@ void SubnetManager::phase_discover() {
   if (*loaded) {
     if (auto r = t_.set_is_sm(true); !r)
       WEFT_LOG(Warn, "SM-0002") << "cannot advertise IsSM: " << r.error().message;
+    // The multicast groups as the last master left them: their MLIDs and members stay.
+    if (auto g = books_.read_groups(); !g) {
+      WEFT_LOG(Error, "MC-0003") << g.error().message
+                                 << "; starting with no multicast groups (hosts join again "
+                                    "after ClientReregister)";
+    } else if (*g) {
+      size_t members = 0;
+      for (const auto& [mlid, grp] : (*g)->groups()) members += grp.members.size();
+      WEFT_LOG(Info, "MC-0004") << "multicast groups read back: " << (*g)->groups().size()
+                                << " groups, " << members << " members";
+      prog_->multicast().groups() = std::move(**g);
+    }
   }
   WEFT_LOG(Info, "SM-0001") << "sweep: discovering the subnet";
   emit("sweep_started", {{"heavy", true}});
@@ -588,6 +600,7 @@ void SubnetManager::phase_publish(Result<void> pumped) {
   // Multicast next: the groups the policy asks for, then every tree on the new
   // snapshot. Joins served from here on route on it too.
   prog_->multicast().sync_groups(run.plan, opts_.qos.enabled, *snap);
+  save_groups(&run.rep);
   snap->partitions = std::move(run.plan);
   diff_events(snapshot_.get(), *snap);
   run.before = snapshot_;

@@ -5,6 +5,8 @@
 
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <random>
 #include <set>
 
@@ -1174,4 +1176,81 @@ TEST(Versions, EachKindOfChangeMovesItsCounterAndNothingElseDoes) {
   // And nothing once more.
   ASSERT_TRUE(fx.sm->sweep());
   EXPECT_EQ(now(), versions_str(moved(v4, {&Versions::sm})));
+}
+
+// The SA's multicast groups are state (issue 29, item 1, first slice): written to the
+// state directory before a join or leave is answered, read back by a restarted SM, which
+// keeps every MLID and member and so rewrites no MFT block; without the document the
+// groups are gone (what every restart did before).
+TEST(Multicast, GroupsKeepTheirMlidsAndMembersAcrossARestart) {
+  Fixture fx("ft2:leaves=4,spines=2,hosts=3");
+  const auto c = fx.cas();
+  const Gid bcast{0xff, 0x12, 0x40, 0x1b, 0xff, 0xff, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff};
+  for (size_t i : {1, 5, 9})
+    ASSERT_EQ(ask(fx, mc_request(kMethodSet, bcast, c[i].guid, kJoinFull)).status, 0);
+  const uint64_t create = bit(2) | bit(6) | bit(7) | bit(12) | bit(13);
+  auto made = ask(fx, mc_request(kMethodSet, Gid{}, c[2].guid, kJoinFull, create, [](uint8_t* r) {
+                    r[35] = 0x42;
+                    put16(r + 40, 0xffff);
+                  }));
+  ASSERT_EQ(made.status, 0);
+  const uint16_t mlid = be16(made.records.at(0).data() + 36);
+  Gid mgid;
+  std::copy(made.records[0].begin(), made.records[0].begin() + 16, mgid.begin());
+  ASSERT_EQ(ask(fx, mc_request(kMethodSet, mgid, c[6].guid, kJoinFull)).status, 0);
+  // On disk before the answer: the document holds the last join.
+  auto on_disk = [&] {
+    std::ifstream in(fx.dir + "/mcast-groups");
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  };
+  ASSERT_NE(on_disk().find(hex_guid(c[6].guid.value)), std::string::npos) << on_disk();
+  const auto groups = fx.sm->multicast().groups();
+  auto reach = [&](uint16_t ml, size_t from) {
+    return fx.sim.mcast_reach(ml, sim_node(fx, c[from]), 1);
+  };
+  const auto bcast_reach = reach(0xC000, 1);
+  const auto made_reach = reach(mlid, 2);
+  ASSERT_EQ(bcast_reach.size(), 2u);
+  ASSERT_EQ(made_reach.size(), 1u);
+
+  auto restart = [&] {
+    SmOptions o;
+    o.state_dir = fx.dir;
+    o.routing_engine = "minhop";
+    fx.sm.reset();
+    fx.sm = std::make_unique<SubnetManager>(fx.t, o, &fx.agent);
+    return fx.sm->sweep();
+  };
+  auto r = restart();
+  ASSERT_TRUE(r && r->subnet_up) << (r ? r->reason : r.error().message);
+  EXPECT_TRUE(r->new_term);
+  EXPECT_GT(r->mft_blocks_read, 0u);
+  EXPECT_EQ(r->mft_blocks_written, 0u) << "every MFT entry is the one the groups want";
+  EXPECT_TRUE(fx.sm->multicast().groups() == groups);
+  EXPECT_EQ(reach(0xC000, 1), bcast_reach);
+  EXPECT_EQ(reach(mlid, 2), made_reach);
+  // A group made now gets a new MLID: the restored ones stay taken.
+  auto next = ask(fx, mc_request(kMethodSet, Gid{}, c[3].guid, kJoinFull, create, [](uint8_t* r) {
+                    r[35] = 0x43;
+                    put16(r + 40, 0xffff);
+                  }));
+  ASSERT_EQ(next.status, 0);
+  EXPECT_EQ(be16(next.records.at(0).data() + 36), mlid + 1);
+
+  // Without the document, a restart knows the partition's group only, with no members.
+  std::filesystem::remove(fx.dir + "/mcast-groups");
+  auto wiped = restart();
+  ASSERT_TRUE(wiped && wiped->subnet_up);
+  EXPECT_GT(wiped->mft_blocks_written, 0u);
+  EXPECT_FALSE(fx.sm->multicast().groups().count(mlid));
+  EXPECT_TRUE(fx.sm->multicast().groups().at(0xC000).members.empty());
+  EXPECT_TRUE(reach(0xC000, 1).empty());
+  // A document that is not one: the SM says so and starts without groups.
+  {
+    std::ofstream bad(fx.dir + "/mcast-groups");
+    bad << "{\"weft_mcast_groups\": 1, \"groups\": [{\"mgid\": 1}]}";
+  }
+  auto broken = restart();
+  ASSERT_TRUE(broken && broken->subnet_up);
+  EXPECT_TRUE(fx.sm->multicast().groups().at(0xC000).members.empty());
 }

@@ -9,10 +9,12 @@
 #pragma once
 
 #include <array>
+#include <functional>
 #include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "weft/fabric/fabric.hpp"
@@ -55,6 +57,15 @@ class McDb {
   // MLIDs whose membership changed.
   std::vector<uint16_t> prune(const std::function<bool(uint64_t)>& alive);
   const std::map<uint16_t, McGroup>& groups() const { return groups_; }
+
+  // The groups as a document of the state store ("mcast-groups", JSON): every group
+  // with its MGID, MLID, parameters and members (port GUID, JoinState), and the count
+  // of MGIDs the SA has made (so a restart makes no MGID twice).
+  std::string text() const;
+  // The groups `text` holds, every MLID where it was; an error names the group and
+  // field (`where`: the document's name, for the message).
+  static Result<McDb> parse(std::string_view text, std::string_view where);
+  bool operator==(const McDb&) const = default;
 
  private:
   std::map<uint16_t, McGroup> groups_;  // by MLID

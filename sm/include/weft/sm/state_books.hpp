@@ -1,6 +1,6 @@
 // weft/sm/state_books.hpp — what the SM keeps in its state store: the LIDs it assigned
-// (guid2lid), the port keys (guid2mkey, neighbors) and the ports it keeps down
-// (ports-down). The four are read together, at the first discovery and again after
+// (guid2lid), the port keys (guid2mkey, neighbors), the ports it keeps down
+// (ports-down) and the multicast groups (mcast-groups). The four are read together, at the first discovery and again after
 // another master changed them (a shared store); and the store hears this SM's role and
 // its contact with the fabric.
 //
@@ -11,10 +11,12 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "weft/sm/lid_manager.hpp"
 #include "weft/sm/mkey.hpp"
+#include "weft/sm/multicast.hpp"
 #include "weft/sm/port_book.hpp"
 #include "weft/sm/snapshot.hpp"
 #include "weft/store/state_store.hpp"
@@ -44,6 +46,12 @@ class StateBooks {
   // sweep's report (the sweep goes on).
   void save_lids(SweepReport& rep);
   void save_keys(SweepReport& rep);
+  // The multicast groups (mcast-groups): nullopt when the store holds none; an error
+  // when the document cannot be read or is not one.
+  [[nodiscard]] Result<std::optional<McDb>> read_groups();
+  // Writes the groups when they differ from what was last read or written: true when
+  // written, an error when the store refused.
+  [[nodiscard]] Result<bool> save_groups(const McDb& db);
   // The store follows the role; MADs heard (`heard`: a running count, answered or
   // received) since the last call are fabric contact, which keeps a master's claim on a
   // shared store.
@@ -56,6 +64,7 @@ class StateBooks {
   Guid2Lid lids_;
   MKeyBook keys_;
   PortBook down_;
+  std::string groups_text_;  // mcast-groups as last read or written
   bool loaded_ = false;
   uint64_t heard_ = 0;  // MADs heard when the store last heard of contact
 };

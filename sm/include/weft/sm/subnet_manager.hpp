@@ -174,6 +174,9 @@ class SubnetManager {
   // A PortInfo Get with the key to the port at `lid` (after its trap 256).
   void touch_port(Lid lid);
   void serve_sa(const mad::InMad& in);
+  // The multicast groups into the state store when they changed (as master only); a
+  // failure is a problem of `rep`, or logged when null.
+  void save_groups(SweepReport* rep);
   void send_reports(uint16_t trap, const Gid& gid);
   void emit(std::string type, nlohmann::json data);
   void publish();
