@@ -182,6 +182,10 @@ void AsioDriver::when_idle(std::function<void(Result<void>)> then) {
   asio::post(io_, [this] { service(); });
 }
 
+void AsioDriver::post(std::function<void()> fn) {
+  asio::post(io_, std::move(fn));
+}
+
 void AsioDriver::offload(std::function<void()> work, std::function<void()> then) {
   asio::post(workers_, [this, work = std::move(work), then = std::move(then)]() mutable {
     work();

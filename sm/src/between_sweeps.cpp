@@ -43,13 +43,19 @@ void SubnetManager::serve_sa(const mad::InMad& in) {
   ctx.qos = opts_.qos.enabled;
   auto ans = sa_->answer(std::span<const uint8_t>(in.mad.data(), in.len), ctx);
   const std::vector<McChange> changes = sa_->take_mc_changes();
-  // A join or leave is in the state store before the answer says it happened.
-  if (!changes.empty()) save_groups(nullptr);
-  if (ans) {
-    if (auto r = t_.send_long(*ans, mad::SendAddr::gsi(in.slid, in.sqpn, in.pkey_index, in.sl));
-        !r)
-      WEFT_LOG(Warn, "SA-0001") << "answer to LID " << in.slid.value << " QP " << in.sqpn
-                                << " failed: " << r.error().message;
+  const auto to = mad::SendAddr::gsi(in.slid, in.sqpn, in.pkey_index, in.sl);
+  if (!changes.empty()) {
+    // A join or leave is in the state store before the answer says it happened. The
+    // answers wait for one write after the batch of MADs being delivered: after a
+    // takeover's ClientReregister thousands of hosts re-join at once, and the groups
+    // are written once per batch, not once per join.
+    if (ans) held_answers_.push_back({std::move(*ans), to});
+    if (!flush_posted_) {
+      flush_posted_ = true;
+      driver_->post([this] { flush_groups(); });
+    }
+  } else if (ans) {
+    send_answer(*ans, to);
   }
   // Groups that came or went: traps 66 and 67 to subscribers. Joins and leaves: the
   // groups' trees change now, on the published snapshot.
@@ -62,6 +68,20 @@ void SubnetManager::serve_sa(const mad::InMad& in) {
   }
   if (snapshot_) prog_->multicast().route_changed(mlids);
   if (changed || !mlids.empty()) publish();
+}
+
+void SubnetManager::send_answer(const std::vector<uint8_t>& ans, const mad::SendAddr& to) {
+  if (auto r = t_.send_long(ans, to); !r)
+    WEFT_LOG(Warn, "SA-0001") << "answer to LID " << to.dlid.value << " QP " << to.qpn
+                              << " failed: " << r.error().message;
+}
+
+void SubnetManager::flush_groups() {
+  flush_posted_ = false;
+  save_groups(nullptr);
+  auto held = std::move(held_answers_);
+  held_answers_.clear();
+  for (const auto& [ans, to] : held) send_answer(ans, to);
 }
 
 void SubnetManager::save_groups(SweepReport* rep) {

@@ -48,6 +48,7 @@ class AsioDriver final : public Driver {
 
   void when_idle(std::function<void(Result<void>)> then) override;
   void offload(std::function<void()> work, std::function<void()> then) override;
+  void post(std::function<void()> fn) override;
 
   // What the transport's failure was, once it failed.
   const std::optional<Error>& transport_error() const { return error_; }

@@ -24,6 +24,9 @@ class Driver {
   virtual void when_idle(std::function<void(Result<void>)> then) = 0;
   // `work` runs off the SM's loop (pure computation: routing); `then` runs back on it.
   virtual void offload(std::function<void()> work, std::function<void()> then) = 0;
+  // `fn` runs on the SM's loop after what it is doing now (with the loop's driver: after
+  // the batch of MADs being delivered), so work that many MADs ask for is done once.
+  virtual void post(std::function<void()> fn) = 0;
 };
 
 class SyncDriver final : public Driver {
@@ -34,6 +37,7 @@ class SyncDriver final : public Driver {
     work();
     then();
   }
+  void post(std::function<void()> fn) override { fn(); }
 
  private:
   MadEngine& eng_;

@@ -177,6 +177,9 @@ class SubnetManager {
   // The multicast groups into the state store when they changed (as master only); a
   // failure is a problem of `rep`, or logged when null.
   void save_groups(SweepReport* rep);
+  // The groups written once, then the answers held for it sent.
+  void flush_groups();
+  void send_answer(const std::vector<uint8_t>& ans, const mad::SendAddr& to);
   void send_reports(uint16_t trap, const Gid& gid);
   void emit(std::string type, nlohmann::json data);
   void publish();
@@ -210,6 +213,10 @@ class SubnetManager {
   uint64_t partitions_applied_ = 0;
   Publisher pub_;
   std::function<void(const SmEvent&)> on_event_;
+  // Answers to SA requests that changed the multicast groups, sent once the groups are
+  // in the store (flush_groups, posted once per batch of MADs).
+  std::vector<std::pair<std::vector<uint8_t>, mad::SendAddr>> held_answers_;
+  bool flush_posted_ = false;
 };
 
 }  // namespace weft::sm
