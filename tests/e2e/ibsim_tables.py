@@ -24,6 +24,9 @@ partitions.conf, QoS on, and checks what `smpquery pkeys`, `smpquery sl2vl`,
     SL 1 and none above (saquery), SL i on VL i (smpquery sl2vl);
   - multicast joins (weft_sa_client, from hosts chosen with SIM_HOST) and a
     leave, read back with `ibroute -M`: packets reach the receivers, no one else;
+  - kill -9 of the SM and a restart on its state directory: the multicast groups
+    are read back, `ibroute -M` reads the MFTs unchanged, saquery finds the
+    member at the same MLID;
   - with weft running as the SM, saquery answers NodeRecord, PortInfoRecord and
     PathRecords (a P_Key only between ports that share it, none between two
     limited members), `saquery -s` and `sminfo` find weft as master;
@@ -221,6 +224,47 @@ def multicast_checks(client, work, sock, nodes):
     settled(("h0-1", "h1-0"), ("h0-1",))  # after h1-2 left, h0-1 reaches h1-0 alone
     print("multicast: joins from 3 hosts (+1 send-only), each read back with saquery MCMR --gid; the MFTs "
           "read back with ibroute -M reach exactly the receivers; a leave prunes the tree")
+
+
+def restart_keeps_groups(bg, daemon_cmd, work, sock, nodes):
+    """kill -9 of the SM, then a new one on the same state directory: it reads the
+    multicast groups back (ibsim's hosts never re-register, so nobody joins again), and
+    the MFTs ibroute -M reads are what they were, 0xC000's tree included; saquery finds
+    the members at the same MLID. Without the groups a restarted SM cleared them."""
+    switches = {g: n for g, n in nodes.items() if n["type"] == "Switch"}
+    before = mfts(work, sock, switches)
+    entries = sum(1 for t in before.values() if t.get(0xC000))
+    if not entries:
+        raise Failure("no switch forwards 0xC000 before the restart: %s" % before)
+    bg.proc.kill()  # kill -9, by PID
+    bg.proc.wait(timeout=10)
+    log2 = os.path.join(work, "daemon-restarted.log")
+    with Background(daemon_cmd(log2), work, sock, log2):
+        deadline = time.time() + 30
+        after = mfts(work, sock, switches)
+        while after != before and time.time() < deadline:
+            time.sleep(0.2)
+            after = mfts(work, sock, switches)
+        if after != before:
+            raise Failure("after kill -9 and restart the MFTs changed:\nbefore %s\nafter %s" % (before, after))
+        text = open(log2, errors="replace").read()
+        m = re.search(r"multicast groups read back: (\d+) groups, (\d+) members", text)
+        if not m:
+            raise Failure("the restarted SM did not read the groups back:\n" + text[-2000:])
+        h = next(g for g, n in nodes.items() if n.get("name") == "h0-1")
+        gid = str(ipaddress.IPv6Address((0xfe80 << 112) | nodes[h]["port_guids"].get(1, h)))
+        # The killed SM's ibsim client at h0-0 was never detached (kill -9): ibsim hands
+        # the first SA request to it, finds it dead, detaches it and answers status 110.
+        # The next request reaches the new SM.
+        for _ in range(5):
+            mr = run(["saquery", "MCMR", "--gid", gid], work, sock, check=False, env={"SIM_HOST": "h1-1"})
+            if mr.returncode != 110:
+                break
+        if mr.returncode != 0 or "0xc000" not in mr.stdout.lower():
+            raise Failure("saquery MCMR --gid %s after the restart: rc %d\n%s%s\n%s" % (
+                gid, mr.returncode, mr.stdout, mr.stderr[-800:], text[-3000:]))
+    print("restart: kill -9, then a new SM read back %s groups with %s members; ibroute -M unchanged on %d switches "
+          "(0xC000 on %d); saquery finds h0-1 in 0xC000" % (m.group(1), m.group(2), len(switches), entries))
 
 
 def trace_and_multipath(client, work, sock, sm_lid, ports, limited, outside, host_of):
@@ -485,7 +529,10 @@ def main():
 
         # The SA, asked by saquery while weft runs as the subnet's SM.
         log = os.path.join(work, "daemon.log")
-        with Background([a.weft, "sm", "--state-dir", state, "--config", conf, "--log-file", log, "--rest", "off"], work, sock, log):
+        def daemon_cmd(log_file):
+            return [a.weft, "sm", "--state-dir", state, "--config", conf, "--log-file", log_file, "--rest", "off"]
+
+        with Background(daemon_cmd(log), work, sock, log) as bg:
             sa_checks(work, sock, sm_lid, full, limited, outside)
             # A flood with garbage mixed in: every valid query answered, none lost.
             top = max(p[1] for p in ports)
@@ -498,6 +545,7 @@ def main():
             multicast_checks(a.sa_client, work, sock, nodes)
             host_of = {n["ports"][1][2]: n["name"] for _, n in cas}
             trace_and_multipath(a.sa_client, work, sock, sm_lid, ports, limited, outside, host_of)
+            restart_keeps_groups(bg, daemon_cmd, work, sock, nodes)
     # Layered routes (dfsssp on a torus): path SLs from the SA, SL2VL on the switches.
     torus = os.path.join(work, "torus.net")
     run([a.weft, "topo", "torus:dims=4x4x3,hosts=1", "-o", torus], work, "", preload=False)
