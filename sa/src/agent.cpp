@@ -315,6 +315,10 @@ std::optional<std::vector<uint8_t>> SaAgent::answer(std::span<const uint8_t> req
   }
   Call call{q, a, method, req, stats_, services_, subs_, mc_changes_};
   route->handle(call);
+  // A write to the services or subscriptions: the state store's copy is due.
+  if ((route->writes & method_bit(method)) && !a.status &&
+      (attr == kSaServiceRecord || attr == kSaInformInfo))
+    records_changed_ = true;
   a.rec_size = layout ? (layout->size + 7) / 8 * 8 : route->rec_size;
   if (!a.status && method != kMethodGetTable && method != kMethodGetMulti) {
     if (a.count == 0)

@@ -150,8 +150,10 @@ namespace weft::sa {
 using namespace detail;
 
 void SaAgent::forget_ports(const std::function<bool(uint64_t)>& alive) {
-  std::erase_if(services_, [&](const Service& s) { return !alive(be64(s.rec.data() + 16)); });
-  std::erase_if(subs_, [&](const Subscription& s) { return !alive(be64(s.info.data() + 8)); });
+  const size_t gone =
+      std::erase_if(services_, [&](const Service& s) { return !alive(be64(s.rec.data() + 16)); }) +
+      std::erase_if(subs_, [&](const Subscription& s) { return !alive(be64(s.info.data() + 8)); });
+  if (gone) records_changed_ = true;
 }
 
 std::vector<SaAgent::Report> SaAgent::reports(uint16_t trap, const std::array<uint8_t, 16>& gid,

@@ -32,7 +32,7 @@ void SubnetManager::serve_sa(const mad::InMad& in) {
   ctx.mc = &prog_->multicast().groups();
   ctx.mft_cap = prog_->multicast().mft_cap();
   ctx.qos_cfg = &opts_.qos;
-  ctx.now_s = std::chrono::duration_cast<std::chrono::seconds>(t_.clock().now()).count();
+  ctx.now_s = sa_now_s();
   ctx.requester = in.slid;
   ctx.requester_qpn = in.sqpn;
   ctx.requester_pkey_index = in.pkey_index;
@@ -43,12 +43,14 @@ void SubnetManager::serve_sa(const mad::InMad& in) {
   ctx.qos = opts_.qos.enabled;
   auto ans = sa_->answer(std::span<const uint8_t>(in.mad.data(), in.len), ctx);
   const std::vector<McChange> changes = sa_->take_mc_changes();
+  const bool records = sa_->take_records_changed();
   const auto to = mad::SendAddr::gsi(in.slid, in.sqpn, in.pkey_index, in.sl);
-  if (!changes.empty()) {
-    // A join or leave is in the state store before the answer says it happened. The
-    // answers wait for one write after the batch of MADs being delivered: after a
-    // takeover's ClientReregister thousands of hosts re-join at once, and the groups
-    // are written once per batch, not once per join.
+  if (!changes.empty() || records) {
+    // A join, a leave, a service registered or a subscription is in the state store
+    // before the answer says it happened. The answers wait for one write after the
+    // batch of MADs being delivered: after a takeover's ClientReregister thousands of
+    // hosts re-join at once, and the SA's state is written once per batch, not once
+    // per request.
     if (ans) held_answers_.push_back({std::move(*ans), to});
     if (!flush_posted_) {
       flush_posted_ = true;
@@ -79,6 +81,7 @@ void SubnetManager::send_answer(const std::vector<uint8_t>& ans, const mad::Send
 void SubnetManager::flush_groups() {
   flush_posted_ = false;
   save_groups(nullptr);
+  save_sa_records(nullptr);
   auto held = std::move(held_answers_);
   held_answers_.clear();
   for (const auto& [ans, to] : held) send_answer(ans, to);
@@ -94,6 +97,33 @@ void SubnetManager::save_groups(SweepReport* rep) {
     add_problem(*rep, why, "MC-0005");
   else
     WEFT_LOG(Warn, "MC-0005") << why;
+}
+
+void SubnetManager::save_sa_records(SweepReport* rep) {
+  if (!sa_ || peers_.role().state() != mad::SmState::kMaster) return;
+  auto r = books_.save_doc("sa-records", sa_->records_text(sa_now_s(), unix_now_s()));
+  if (r) return;
+  const std::string why = "services and subscriptions not persisted: " + r.error().message +
+                          " (a restart or a standby's takeover would not know them)";
+  if (rep)
+    add_problem(*rep, why, "SA-0006");
+  else
+    WEFT_LOG(Warn, "SA-0006") << why;
+}
+
+int64_t SubnetManager::sa_now_s() const {
+  return std::chrono::duration_cast<std::chrono::seconds>(t_.clock().now()).count();
+}
+
+int64_t SubnetManager::unix_now_s() {
+  // The wall clock as an offset from the SA's clock, taken once: the leases written
+  // are the same seconds every time (no rewrite for a clock read a second later).
+  if (!unix_offset_s_)
+    unix_offset_s_ = std::chrono::duration_cast<std::chrono::seconds>(
+                         std::chrono::system_clock::now().time_since_epoch())
+                         .count() -
+                     sa_now_s();
+  return sa_now_s() + *unix_offset_s_;
 }
 
 void SubnetManager::on_unsolicited(const mad::Smp& s, const mad::InMad& in) {

@@ -36,7 +36,7 @@ Result<bool> StateBooks::load(const MKeyOptions& mkey) {
 
 bool StateBooks::changed(const std::string& name) {
   if (name != "guid2lid" && name != "guid2mkey" && name != "neighbors" && name != "ports-down" &&
-      name != "mcast-groups")
+      name != "mcast-groups" && name != "sa-records")
     return false;
   loaded_ = false;
   return true;
@@ -57,26 +57,37 @@ void StateBooks::save_keys(SweepReport& rep) {
                 "MKY-0003");
 }
 
-Result<std::optional<McDb>> StateBooks::read_groups() {
-  const std::string path = store_->path("mcast-groups");
+Result<std::optional<std::string>> StateBooks::read_doc(const std::string& name) {
+  const std::string path = store_->path(name);
   std::ifstream in(path);
   if (!in) {
-    if (!std::filesystem::exists(path)) return std::optional<McDb>{};
+    if (!std::filesystem::exists(path)) return std::optional<std::string>{};
     return fail(Errc::kIo, path + ": cannot be read");
   }
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  auto db = McDb::parse(text, path);
+  if (in.bad()) return fail(Errc::kIo, path + ": cannot be read");
+  texts_[name] = text;
+  return std::optional<std::string>(std::move(text));
+}
+
+Result<bool> StateBooks::save_doc(const std::string& name, std::string text) {
+  if (auto it = texts_.find(name); it != texts_.end() && it->second == text) return false;
+  if (auto r = store_->write(name, text); !r) return std::unexpected(r.error());
+  texts_[name] = std::move(text);
+  return true;
+}
+
+Result<std::optional<McDb>> StateBooks::read_groups() {
+  auto text = read_doc("mcast-groups");
+  if (!text) return std::unexpected(text.error());
+  if (!*text) return std::optional<McDb>{};
+  auto db = McDb::parse(**text, store_->path("mcast-groups"));
   if (!db) return std::unexpected(db.error());
-  groups_text_ = std::move(text);
   return std::optional<McDb>(std::move(*db));
 }
 
 Result<bool> StateBooks::save_groups(const McDb& db) {
-  std::string text = db.text();
-  if (text == groups_text_) return false;
-  if (auto r = store_->write("mcast-groups", text); !r) return std::unexpected(r.error());
-  groups_text_ = std::move(text);
-  return true;
+  return save_doc("mcast-groups", db.text());
 }
 
 void StateBooks::heard(uint64_t mads) {

@@ -259,6 +259,20 @@ void SubnetManager::phase_discover() {
                                 << " groups, " << members << " members";
       prog_->multicast().groups() = std::move(**g);
     }
+    // The services and subscriptions as the last master left them.
+    if (sa_) {
+      auto text = books_.read_doc("sa-records");
+      auto r = text ? (*text ? sa_->restore_records(**text, books_.store().path("sa-records"),
+                                                    sa_now_s(), unix_now_s())
+                             : Result<void>{})
+                    : Result<void>(std::unexpected(text.error()));
+      if (!r)
+        WEFT_LOG(Error, "SA-0005") << r.error().message
+                                   << "; starting with no services or subscriptions (hosts "
+                                      "register again after ClientReregister)";
+      else if (*text)
+        WEFT_LOG(Info, "SA-0007") << "services and subscriptions read back";
+    }
   }
   WEFT_LOG(Info, "SM-0001") << "sweep: discovering the subnet";
   emit("sweep_started", {{"heavy", true}});
@@ -654,7 +668,10 @@ void SubnetManager::phase_finish(Result<void> pumped) {
     for (uint64_t g : was_ports)
       if (!now_ports.count(g)) send_reports(kTrapGidOut, gid_of(g));
   }
-  if (sa_) sa_->forget_ports([&](uint64_t g) { return now_ports.count(g) > 0; });
+  if (sa_) {
+    sa_->forget_ports([&](uint64_t g) { return now_ports.count(g) > 0; });
+    save_sa_records(&rep);  // what forget_ports dropped, and leases that ran out
+  }
   const bool was_up = last_report_ && last_report_->subnet_up;
   pub_.heavy(rep.ms_total);
   last_report_ = std::make_shared<const SweepReport>(rep);

@@ -1304,3 +1304,110 @@ TEST(Multicast, JoinsOfOneBatchAreWrittenOnceThenAnswered) {
   for (size_t i : {1, 2, 4})
     EXPECT_NE(on_disk().find(hex_guid(c[i].guid.value)), std::string::npos) << i;
 }
+
+// Services and subscriptions are state too (issue 29, item 1): a restarted SM with a new
+// SA reads them back, the leases running out when they would have; the next port that
+// leaves is reported to the subscriber; a broken document is said so and refused whole.
+TEST(Sa, ServicesAndSubscriptionsOutliveARestart) {
+  Fixture fx("ft2:leaves=2,spines=1,hosts=3");
+  const auto c = fx.cas();
+  auto svc = [&](uint64_t id, uint32_t lease) {
+    return request(kMethodSet, kSaServiceRecord, bit(0) | bit(1) | bit(4) | bit(6),
+                   [&](uint8_t* r) {
+                     put64(r, id);
+                     put64(r + 8, kDefaultSubnetPrefix);
+                     put64(r + 16, c[2].guid.value);
+                     r[28] = uint8_t(lease >> 24), r[29] = uint8_t(lease >> 16),
+                     r[30] = uint8_t(lease >> 8), r[31] = uint8_t(lease);
+                     std::memcpy(r + 48, "kept-service", 12);
+                   });
+  };
+  ASSERT_EQ(ask(fx, svc(0x1000, 100)).status, 0);
+  ASSERT_EQ(ask(fx, svc(0x2000, 0xffffffff)).status, 0);
+  ASSERT_EQ(ask(fx, request(kMethodSet, kSaInformInfo, 0,
+                            [&](uint8_t* r) {
+                              put16(r + 16, 0xffff);
+                              r[22] = 1, r[23] = 1;
+                              put16(r + 24, 0xffff);
+                              put16(r + 26, kTrapGidOut);
+                              r[30] = 9;
+                            }))
+                .status,
+            0);
+  auto on_disk = [&] {
+    std::ifstream in(fx.dir + "/sa-records");
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  };
+  ASSERT_NE(on_disk().find("\"inform_info\""), std::string::npos) << on_disk();
+  auto restart = [&] {
+    SmOptions o;
+    o.state_dir = fx.dir;
+    o.routing_engine = "minhop";
+    fx.sm.reset();
+    fx.agent = SaAgent();  // a new process: an SA that knows nothing
+    fx.sm = std::make_unique<SubnetManager>(fx.t, o, &fx.agent);
+    return fx.sm->sweep();
+  };
+  auto r = restart();
+  ASSERT_TRUE(r && r->subnet_up);
+  EXPECT_EQ(fx.agent.services().size(), 2u);
+  EXPECT_EQ(fx.agent.subscriptions().size(), 1u);
+  auto by_id = ask(
+      fx, request(kMethodGetTable, kSaServiceRecord, bit(0), [](uint8_t* r) { put64(r, 0x1000); }));
+  ASSERT_EQ(by_id.records.size(), 1u);
+  EXPECT_EQ(std::string(reinterpret_cast<const char*>(by_id.records[0].data() + 48)),
+            "kept-service");
+  // The 100 s lease still runs out (the one without a lease stays).
+  fx.t.manual_clock().advance(std::chrono::seconds(101));
+  EXPECT_EQ(ask(fx, request(kMethodGetTable, kSaServiceRecord, 0)).records.size(), 1u);
+  // The subscriber hears of the next port to leave.
+  fx.t.clear_gsi_answers();
+  fx.sim.unlink(sim_node(fx, c[4]), 1);
+  ASSERT_TRUE(fx.sm->sweep());
+  size_t reports = 0;
+  for (const auto& a : fx.t.gsi_answers())
+    reports += a.segments[0][3] == kMethodReport && a.to.qpn == 9;
+  EXPECT_EQ(reports, 1u);
+  // A broken document: said so, and the SA starts with none (nothing half-read).
+  {
+    std::ofstream bad(fx.dir + "/sa-records");
+    bad << "{\"weft_sa_records\": 1, \"services\": [{\"record\": \"00\", \"expires_unix\": null}], "
+           "\"subscriptions\": []}";
+  }
+  ASSERT_TRUE(restart());
+  EXPECT_TRUE(fx.agent.services().empty());
+  SaAgent probe;
+  auto err = probe.restore_records(
+      "{\"weft_sa_records\": 1, \"services\": [], \"subscriptions\": [{\"lid\": 0}]}", "sa-records",
+      0, 0);
+  ASSERT_FALSE(err);
+  EXPECT_EQ(err.error().message, "sa-records: subscription 1: lid: not a unicast LID");
+  // Leases are wall-clock times in the document, the SA's own clock in memory.
+  const std::string rec(352, '0');
+  ASSERT_TRUE(
+      probe.restore_records("{\"weft_sa_records\": 1, \"subscriptions\": [], \"services\": "
+                            "[{\"record\": \"" +
+                                rec +
+                                "\", \"expires_unix\": 5100}, "
+                                "{\"record\": \"" +
+                                rec +
+                                "\", \"expires_unix\": 5000}, "
+                                "{\"record\": \"" +
+                                rec + "\", \"expires_unix\": null}]}",
+                            "x", 10, 5050));
+  ASSERT_EQ(probe.services().size(), 2u);  // the one that ran out at 5000 is gone
+  EXPECT_EQ(probe.services()[0].expires_s, 60);
+  EXPECT_EQ(probe.services()[1].expires_s, INT64_MAX);
+  EXPECT_NE(probe.records_text(10, 5050).find("\"expires_unix\": 5100"), std::string::npos);
+  for (const char* text : {"", "[]", "{\"weft_sa_records\": 2}",
+                           "{\"weft_sa_records\": 1, \"services\": 3, \"subscriptions\": []}"})
+    EXPECT_FALSE(probe.restore_records(text, "x", 0, 0)) << text;
+  // Mutated documents: an answer, never a crash.
+  const std::string good = fx.agent.records_text(0, 0);
+  std::mt19937 rng(11);
+  for (int i = 0; i < 1000; ++i) {
+    std::string t = good.substr(0, rng() % (good.size() + 1));
+    for (int k = 0; k < 2 && !t.empty(); ++k) t[rng() % t.size()] = char(rng() % 128);
+    (void)probe.restore_records(t, "x", 0, 0);
+  }
+}

@@ -117,6 +117,11 @@ class SaAgent final : public sm::SubnAdm {
   const std::vector<Subscription>& subscriptions() const { return subs_; }
   // Services of ports no longer in the fabric go, as their subscriptions do.
   void forget_ports(const std::function<bool(uint64_t port_guid)>& alive) override;
+  // Services and subscriptions as the state store's "sa-records" (sa/src/records_doc.cpp).
+  bool take_records_changed() override { return std::exchange(records_changed_, false); }
+  std::string records_text(int64_t now_s, int64_t now_unix) const override;
+  [[nodiscard]] Result<void> restore_records(std::string_view text, std::string_view where,
+                                             int64_t now_s, int64_t now_unix) override;
   // Report(Notice) MADs for `trap` (about `gid`) to every subscriber that asked for it.
   using Report = sm::SaReport;
   std::vector<Report> reports(uint16_t trap, const Gid& gid, Lid sm_lid, Guid sm_guid,
@@ -131,6 +136,7 @@ class SaAgent final : public sm::SubnAdm {
   std::vector<Service> services_;
   std::vector<Subscription> subs_;
   uint64_t report_tid_ = 0;
+  bool records_changed_ = false;
 };
 
 // The PathRecord weft's SA gives from `src` to `dst` (base LIDs), from `ctx` (its

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <memory>
+#include <map>
 #include <optional>
 #include <string>
 
@@ -52,6 +53,10 @@ class StateBooks {
   // Writes the groups when they differ from what was last read or written: true when
   // written, an error when the store refused.
   [[nodiscard]] Result<bool> save_groups(const McDb& db);
+  // Any other document the SM writes whole (sa-records): its text, nullopt when the
+  // store holds none; written when it differs from what was last read or written.
+  [[nodiscard]] Result<std::optional<std::string>> read_doc(const std::string& name);
+  [[nodiscard]] Result<bool> save_doc(const std::string& name, std::string text);
   // The store follows the role; MADs heard (`heard`: a running count, answered or
   // received) since the last call are fabric contact, which keeps a master's claim on a
   // shared store.
@@ -64,7 +69,7 @@ class StateBooks {
   Guid2Lid lids_;
   MKeyBook keys_;
   PortBook down_;
-  std::string groups_text_;  // mcast-groups as last read or written
+  std::map<std::string, std::string> texts_;  // documents as last read or written
   bool loaded_ = false;
   uint64_t heard_ = 0;  // MADs heard when the store last heard of contact
 };

@@ -82,6 +82,16 @@ class SubnAdm {
                                         uint64_t subnet_prefix) = 0;
   // Services and subscriptions of ports no longer in the fabric go.
   virtual void forget_ports(const std::function<bool(uint64_t port_guid)>& alive) = 0;
+  // The SA's records beside the groups (ServiceRecords with their leases, InformInfo
+  // subscriptions) as a document of the state store ("sa-records"): whether a request
+  // or forget_ports changed them since the last call; the text (leases as wall-clock
+  // times: `now_s` is the SA's clock, `now_unix` the wall clock at that moment); and
+  // the records a text holds, replacing the SA's (an error names the record and field;
+  // leases run out as they would have).
+  virtual bool take_records_changed() = 0;
+  virtual std::string records_text(int64_t now_s, int64_t now_unix) const = 0;
+  [[nodiscard]] virtual Result<void> restore_records(std::string_view text, std::string_view where,
+                                                     int64_t now_s, int64_t now_unix) = 0;
   virtual const SaStats& stats() const = 0;
 };
 

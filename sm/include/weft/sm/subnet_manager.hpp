@@ -177,6 +177,10 @@ class SubnetManager {
   // The multicast groups into the state store when they changed (as master only); a
   // failure is a problem of `rep`, or logged when null.
   void save_groups(SweepReport* rep);
+  // The SA's services and subscriptions into the store when they changed (as master).
+  void save_sa_records(SweepReport* rep);
+  int64_t sa_now_s() const;  // the SA's clock (the transport's), in seconds
+  int64_t unix_now_s();
   // The groups written once, then the answers held for it sent.
   void flush_groups();
   void send_answer(const std::vector<uint8_t>& ans, const mad::SendAddr& to);
@@ -217,6 +221,7 @@ class SubnetManager {
   // in the store (flush_groups, posted once per batch of MADs).
   std::vector<std::pair<std::vector<uint8_t>, mad::SendAddr>> held_answers_;
   bool flush_posted_ = false;
+  std::optional<int64_t> unix_offset_s_;  // wall clock - the SA's clock (unix_now_s)
 };
 
 }  // namespace weft::sm
