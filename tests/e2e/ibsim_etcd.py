@@ -17,6 +17,7 @@ not_master) and etcd never shows it.
 Everything started is stopped by PID, also on failure."""
 import argparse
 import contextlib
+import ipaddress
 import json
 import os
 import re
@@ -269,6 +270,19 @@ def failover(a):
                  lambda: sm2.store(ADMIN)["documents"]["partitions.rest.conf"]["generation"] == gen2 and
                  not sm2.store(ADMIN)["degraded"], timeout=30)
 
+        # A host joins the IPoIB broadcast group through the master's SA: the group is in
+        # etcd (mcast-groups) before the answer, and so in the standby's copy.
+        bcast = "ff12:401b:ffff::ffff:ffff"
+        r = b.run([a.sa_client, "join", bcast, "full"], work, sock, timeout=30, check=False,
+                  env={"SIM_HOST": "h2-0"})
+        check(r.returncode == 0 and "status 0x0000 mlid 0xc000" in r.stdout,
+              "join from h2-0: rc %d %s %s" % (r.returncode, r.stdout, r.stderr[-300:]))
+        member = "0x%016x" % guids["h2-0"]
+        check(member in etcd.doc("mcast-groups")[1], "etcd's mcast-groups lacks h2-0: %r" % etcd.doc("mcast-groups")[1])
+        sm2.wait("the standby's copy of mcast-groups",
+                 lambda: member in open(os.path.join(sm2.dir, "state", "mcast-groups")).read()
+                 if os.path.exists(os.path.join(sm2.dir, "state", "mcast-groups")) else False, timeout=30)
+
         lids_before = lids(work, sock)
         g2 = int(sm2.sm(ADMIN)["guid"], 16)
         sm1.proc.send_signal(signal.SIGKILL)
@@ -281,6 +295,14 @@ def failover(a):
             sm2.wait("%s holding 0x%04x" % (h, want), lambda: want in held_pkeys(work, sock, guids[h]))
         for h in ("h0-0", "h0-1"):
             check(not ({0x8A12, 0x8B34} & set(held_pkeys(work, sock, guids[h]))), "%s holds a REST P_Key" % h)
+        # The group came with the takeover: the new master answers h2-0's membership at
+        # 0xC000 (ibsim's hosts never re-register: it is what sm2 read from its copy).
+        check(re.search(r"MC-0004 multicast groups read back: \d+ groups, [1-9]\d* members", sm2.text()),
+              "sm2 did not read the multicast groups back:\n" + sm2.text()[-2000:])
+        gid = str(ipaddress.IPv6Address((0xfe80 << 112) | guids["h2-0"]))
+        mr = b.run(["saquery", "MCMR", "--gid", gid], work, sock, check=False, env={"SIM_HOST": "h1-1"})
+        check(mr.returncode == 0 and "0xc000" in mr.stdout.lower(),
+              "saquery MCMR --gid %s on the new master: rc %d\n%s" % (gid, mr.returncode, mr.stdout))
         st, text, _ = sm2.cl.call("GET", "/api/v1/sm", **bearer)
         expect(st, 200, text, "the old master's token on the new one")
         sm2.wait("holding the master key", lambda: sm2.store(ADMIN)["holds_master_key"], timeout=LEASE_S + 10)
@@ -288,7 +310,7 @@ def failover(a):
         expect(st, 200, text, "a partition on the new master")
         check(etcd.doc("partitions.rest.conf")[0] > gen2, "the new master's change is not in etcd")
         print("kill -9 of the master: sm2 master in %.1f s, every LID kept, 0x0a12 and 0x0b34 on their "
-              "ports, the old token accepted, the key held and written" % took)
+              "ports, h2-0 still in 0xC000 (saquery), the old token accepted, the key held and written" % took)
 
 
 def fencing(a):
@@ -329,6 +351,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--weft", required=True)
     ap.add_argument("--scratch", required=True)
+    ap.add_argument("--sa-client", required=True, help="the weft_sa_client binary")
     a = ap.parse_args()
     try:
         failover(a)
