@@ -127,10 +127,20 @@ bool path_record(const Query& q, const PathEnd& s, const PathEnd& d, Answer& a) 
 
 void path_records(const Query& q, Answer& a) {
   const auto& idx = q.idx;
+  const auto& f = q.ctx.snap->fabric;
+  // An end: a port and the LIDs asked of it (the one LID given, else all 2^LMC of them).
+  struct Ends {
+    NodeIndex n;
+    PortNum p;
+    uint16_t first, count;
+  };
+  auto lids_of = [&](NodeIndex n, PortNum p) {
+    return uint16_t(1u << (f.node(n).ports[p].attrs.lmc & 7));
+  };
   // An end given by GID (subnet prefix + port GUID) or by LID; nullopt = not given.
   auto end = [&](int gid_bit, size_t gid_off, int lid_bit, size_t lid_off,
-                 uint16_t* status) -> std::optional<std::vector<PathEnd>> {
-    std::vector<PathEnd> v;
+                 uint16_t* status) -> std::optional<std::vector<Ends>> {
+    std::vector<Ends> v;
     if (bit(q.mask, gid_bit)) {
       const uint64_t prefix = be64(q.rec + gid_off), guid = be64(q.rec + gid_off + 8);
       auto it = idx.by_guid.find(guid);
@@ -138,19 +148,19 @@ void path_records(const Query& q, Answer& a) {
         *status = kSaStatusInvalidGid;
         return v;
       }
-      const uint16_t base = idx.lid_of[it->second.first][it->second.second];
+      const auto [n, p] = it->second;
       if (bit(q.mask, lid_bit)) {
         const uint16_t lid = be16(q.rec + lid_off);
         if (idx.at(lid) != it->second) return v;  // GID and LID disagree
-        v.push_back({it->second.first, it->second.second, lid});
+        v.push_back({n, p, lid, 1});
       } else {
-        v.push_back({it->second.first, it->second.second, base});
+        v.push_back({n, p, idx.lid_of[n][p], lids_of(n, p)});
       }
       return v;
     }
     if (bit(q.mask, lid_bit)) {
       const uint16_t lid = be16(q.rec + lid_off);
-      if (auto at = idx.at(lid)) v.push_back({at->first, at->second, lid});
+      if (auto at = idx.at(lid)) v.push_back({at->first, at->second, lid, 1});
       return v;
     }
     return std::nullopt;
@@ -163,18 +173,37 @@ void path_records(const Query& q, Answer& a) {
   if (!q.table && (!src || !dst)) return void(a.status = kSaStatusInsufficientComponents);
   if (!src && !dst) return void(a.status = kSaStatusInsufficientComponents);
   auto all = [&] {
-    std::vector<PathEnd> v;
-    const auto& f = q.ctx.snap->fabric;
+    std::vector<Ends> v;
     for (NodeIndex n = 0; n < f.size(); ++n)
       for (PortNum p = 0; p < f.node(n).ports.size(); ++p)
-        if (idx.lid_of[n][p]) v.push_back({n, p, idx.lid_of[n][p]});
+        if (idx.lid_of[n][p]) v.push_back({n, p, idx.lid_of[n][p], lids_of(n, p)});
     return v;
   };
-  const std::vector<PathEnd> ss = src ? *src : all();
-  const std::vector<PathEnd> ds = dst ? *dst : all();
+  const std::vector<Ends> ss = src ? *src : all();
+  const std::vector<Ends> ds = dst ? *dst : all();
+  // Per pair of ports, as OpenSM orders them (IBTA 15.2.5.16 Preference): first the
+  // "fully redundant" LID pairs, the i-th LID of each end (preference 0), then every
+  // other pair, source LID outer (preference 2); at most NumbPath of them when the
+  // mask gives it, one for a Get.
+  const size_t cap = !q.table                 ? 1
+                     : bit(q.mask, kPrNumbPath) ? size_t(q.rec[49] & 0x7f)
+                                                : ~size_t(0);
   for (const auto& s : ss)
     for (const auto& d : ds) {
-      path_record(q, s, d, a);
+      size_t got = 0;
+      auto one = [&](uint16_t i, uint16_t j, uint8_t preference) {
+        if (path_record(q, {s.n, s.p, uint16_t(s.first + i)}, {d.n, d.p, uint16_t(d.first + j)},
+                        a)) {
+          a.records[a.records.size() - kPathRecordSize + 57] = preference;
+          ++got;
+        }
+        return !a.status && got < cap;
+      };
+      bool more = got < cap;
+      for (uint16_t i = 0; more && i < std::min(s.count, d.count); ++i) more = one(i, i, 0);
+      for (uint16_t i = 0; more && i < s.count; ++i)
+        for (uint16_t j = 0; more && j < d.count; ++j)
+          if (i != j) more = one(i, j, 2);
       if (a.status) return;
     }
 }

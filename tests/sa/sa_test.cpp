@@ -1411,3 +1411,54 @@ TEST(Sa, ServicesAndSubscriptionsOutliveARestart) {
     (void)probe.restore_records(t, "x", 0, 0);
   }
 }
+
+// PathRecords with LMC > 0 (issue 29, item 5): a GetTable by GIDs answers one record per
+// source/destination LID pair, in OpenSM's order (the i-th LIDs of both ends first,
+// preference 0; then the others, source LID outer, preference 2), capped by NumbPath;
+// a Get answers the base pair; a given SLID fixes the source LID.
+TEST(Sa, PathRecordsByGidAnswerEveryLidPairWithLmc) {
+  Fixture fx("ft2:leaves=2,spines=2,hosts=2", "", "minhop", 1);
+  const auto c = fx.cas();
+  auto by_gids = [&](uint8_t method, uint64_t extra_mask,
+                     const std::function<void(uint8_t*)>& more) {
+    return ask(fx, request(method, kSaPathRecord, bit(2) | bit(3) | extra_mask, [&](uint8_t* r) {
+                 put64(r + 8, kDefaultSubnetPrefix);
+                 put64(r + 16, c[3].guid.value);
+                 put64(r + 24, kDefaultSubnetPrefix);
+                 put64(r + 32, c[1].guid.value);
+                 if (more) more(r);
+               }));
+  };
+  auto pairs = [](const Reply& rep) {
+    std::vector<std::tuple<uint16_t, uint16_t, uint8_t>> v;
+    for (const auto& r : rep.records)
+      v.emplace_back(be16(r.data() + 42), be16(r.data() + 40), r[57]);
+    return v;
+  };
+  const uint16_t s = c[1].lid, d = c[3].lid;
+  ASSERT_EQ(s % 2, 0);  // LMC 1: base LIDs even
+  using P = std::tuple<uint16_t, uint16_t, uint8_t>;
+  auto table = by_gids(kMethodGetTable, 0, {});
+  ASSERT_EQ(table.status, 0);
+  EXPECT_EQ(pairs(table),
+            (std::vector<P>{{s, d, 0}, {s + 1, d + 1, 0}, {s, d + 1, 2}, {s + 1, d, 2}}));
+  // Every one is a real path: its DLID routes to the destination through the tables.
+  for (const auto& [sl, dl, pref] : pairs(table)) {
+    auto hop = fx.sim.lid_route(sim_node(fx, c[1]), 1, dl);
+    ASSERT_TRUE(hop) << dl;
+    EXPECT_EQ(hop->node, sim_node(fx, c[3]));
+  }
+  // NumbPath caps it (bit 12, byte 49's low 7 bits); 0 asks for none.
+  auto three = by_gids(kMethodGetTable, bit(12), [](uint8_t* r) { r[49] = 3; });
+  EXPECT_EQ(pairs(three), (std::vector<P>{{s, d, 0}, {s + 1, d + 1, 0}, {s, d + 1, 2}}));
+  EXPECT_TRUE(by_gids(kMethodGetTable, bit(12), [](uint8_t* r) { r[49] = 0; }).records.empty());
+  // A Get: the base pair.
+  auto one = by_gids(mad::kMethodGet, 0, {});
+  ASSERT_EQ(one.status, 0);
+  ASSERT_FALSE(one.records.empty());
+  EXPECT_EQ(pairs(one).front(), (P{s, d, 0}));
+  // The source's second LID given: it alone, to each destination LID.
+  auto fixed =
+      by_gids(kMethodGetTable, bit(5), [&](uint8_t* r) { put16(r + 42, uint16_t(s + 1)); });
+  EXPECT_EQ(pairs(fixed), (std::vector<P>{{s + 1, d, 0}, {s + 1, d + 1, 2}}));
+}
