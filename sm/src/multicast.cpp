@@ -122,8 +122,10 @@ std::string McDb::text() const {
   nlohmann::json groups = nlohmann::json::array();
   for (const auto& [mlid, g] : groups_) {
     nlohmann::json members = nlohmann::json::array();
+    // "GUID:JoinState": a group may have every end port of the subnet as a member (tens
+    // of thousands), and the document goes whole into etcd.
     for (const auto& [port, state] : g.members)
-      members.push_back({{"port", hex_guid(port)}, {"join_state", state}});
+      members.push_back(hex_guid(port) + ":" + hex(state).substr(2));
     groups.push_back({{"mgid", gid_text(g.mgid)},
                       {"mlid", hex(mlid)},
                       {"qkey", hex(g.qkey)},
@@ -139,7 +141,7 @@ std::string McDb::text() const {
                       {"members", members}});
   }
   nlohmann::json doc = {{"weft_mcast_groups", 1}, {"made", made_}, {"groups", groups}};
-  return doc.dump(1) + "\n";
+  return doc.dump() + "\n";
 }
 
 Result<McDb> McDb::parse(std::string_view text, std::string_view where) {
@@ -219,11 +221,17 @@ Result<McDb> McDb::parse(std::string_view text, std::string_view where) {
     for (const auto& m : j["members"]) {
       ++k;
       const std::string mat = at + ": member " + std::to_string(k);
-      if (!m.is_object()) return fail(mat + ": not an object");
-      auto port = m.contains("port") ? num(m["port"], ~uint64_t(0)) : std::nullopt;
-      if (!port || *port == 0) return fail(mat + ": port: not a port GUID");
-      auto state = m.contains("join_state") ? num(m["join_state"], 0xf) : std::nullopt;
-      if (!state || *state == 0) return fail(mat + ": join_state: not 1-15");
+      const std::string text = m.is_string() ? m.get<std::string>() : std::string();
+      const size_t colon = text.find(':');
+      if (colon == std::string::npos)
+        return fail(mat + ": not \"PORTGUID:JOINSTATE\" (like \"0x0002c90300001001:1\")");
+      auto port = num(nlohmann::json(text.substr(0, colon)), ~uint64_t(0));
+      if (!port || *port == 0) return fail(mat + ": not a port GUID before the colon");
+      const std::string js = text.substr(colon + 1);
+      const bool one_hex =
+          js.size() == 1 && std::isxdigit(static_cast<unsigned char>(js[0])) && js != "0";
+      if (!one_hex) return fail(mat + ": JoinState not 1-f after the colon");
+      auto state = std::optional<uint64_t>(std::stoul(js, nullptr, 16));
       if (!g.members.emplace(*port, uint8_t(*state)).second)
         return fail(mat + ": port " + hex_guid(*port) + " listed twice");
     }

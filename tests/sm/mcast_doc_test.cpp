@@ -81,11 +81,16 @@ TEST(McastDoc, BadDocumentsAreRefusedWithGroupAndField) {
   EXPECT_EQ(err(with("\"0xc001\"", "\"0x1234\"")),
             "mcast-groups: group 2: mlid: not a multicast LID (0xc000-0xfffe)");
   EXPECT_EQ(err(with("\"0xc001\"", "\"0xc000\"")), "mcast-groups: group 2: mlid 0xc000 used twice");
-  EXPECT_EQ(err(with("\"sl\": 3", "\"sl\": 16")),
+  EXPECT_EQ(err(with("\"sl\":3", "\"sl\":16")),
             "mcast-groups: group 2: sl: not a number up to 0xf");
-  EXPECT_EQ(err(with("\"join_state\": 4", "\"join_state\": 0")),
-            "mcast-groups: group 2: member 2: join_state: not 1-15");
-  EXPECT_EQ(err(with("\"0x0002c90300001002\"", "\"0x0002c90300001001\"")),
+  EXPECT_EQ(err(with("0x0002c90300001002:4", "0x0002c90300001002:0")),
+            "mcast-groups: group 2: member 2: JoinState not 1-f after the colon");
+  EXPECT_EQ(err(with("0x0002c90300001002:4", "0x0002c90300001002")),
+            "mcast-groups: group 2: member 2: not \"PORTGUID:JOINSTATE\" (like "
+            "\"0x0002c90300001001:1\")");
+  EXPECT_EQ(err(with("0x0002c90300001002:4", "zz:4")),
+            "mcast-groups: group 2: member 2: not a port GUID before the colon");
+  EXPECT_EQ(err(with("0x0002c90300001002:4", "0x0002c90300001001:4")),
             "mcast-groups: group 2: member 2: port 0x0002c90300001001 listed twice");
   EXPECT_EQ(err(with("ff12:401b", "fe12:401b")),
             "mcast-groups: group 1: mgid: not a multicast GID");
