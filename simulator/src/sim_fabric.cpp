@@ -717,7 +717,10 @@ uint16_t SimFabric::port_info(bool set, NodeIndex n, PortNum in_port, uint32_t m
     if (in.attrs.oper_vls) a.oper_vls = in.attrs.oper_vls;
     subnet_timeout_[n][p] = in.subnet_timeout;
     if (client_reregister_asked(data) && (a.capability_mask & kCapClientRereg))
+    {
       ++extras_[n][p].client_reregisters;
+      if (on_client_reregister_) on_client_reregister_(n, p);
+    }
     extras_[n][p].vl_high_limit = in.vl_high_limit;
     extras_[n][p].hoq_life = in.hoq_life;
     if (!d_.drops_vl_stall_count) extras_[n][p].vl_stall_count = in.vl_stall_count;

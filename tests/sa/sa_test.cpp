@@ -1462,3 +1462,46 @@ TEST(Sa, PathRecordsByGidAnswerEveryLidPairWithLmc) {
       by_gids(kMethodGetTable, bit(5), [&](uint8_t* r) { put16(r + 42, uint16_t(s + 1)); });
   EXPECT_EQ(pairs(fixed), (std::vector<P>{{s + 1, d, 0}, {s + 1, d + 1, 2}}));
 }
+
+// Without the SA's documents (a wiped state directory) a restarted SM tells every end
+// port to re-register (issue 29, item 2); hosts that re-join as a host stack does on
+// the event bring the groups back, every member and tree as before.
+TEST(Multicast, WithoutTheDocumentHostsRejoinAfterClientReregister) {
+  Fixture fx("ft2:leaves=4,spines=2,hosts=3");
+  const auto c = fx.cas();
+  const Gid bcast{0xff, 0x12, 0x40, 0x1b, 0xff, 0xff, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff};
+  std::map<NodeIndex, size_t> joined;  // simulator node -> index in c
+  for (size_t i : {1, 5, 9}) {
+    ASSERT_EQ(ask(fx, mc_request(kMethodSet, bcast, c[i].guid, kJoinFull)).status, 0);
+    joined[sim_node(fx, c[i])] = i;
+  }
+  const auto members = fx.sm->multicast().groups().at(0xC000).members;
+  const auto reach = fx.sim.mcast_reach(0xC000, sim_node(fx, c[1]), 1);
+  ASSERT_EQ(reach.size(), 2u);
+  std::vector<NodeIndex> told;
+  fx.sim.on_client_reregister([&](NodeIndex n, PortNum) { told.push_back(n); });
+
+  std::filesystem::remove(fx.dir + "/mcast-groups");
+  SmOptions o;
+  o.state_dir = fx.dir;
+  o.routing_engine = "minhop";
+  fx.sm.reset();
+  fx.sm = std::make_unique<SubnetManager>(fx.t, o, &fx.agent);
+  auto r = fx.sm->sweep();
+  ASSERT_TRUE(r && r->subnet_up);
+  EXPECT_TRUE(fx.sm->multicast().groups().at(0xC000).members.empty());
+  EXPECT_EQ(told.size(), c.size()) << "every CA port, once";
+  EXPECT_EQ(std::set<NodeIndex>(told.begin(), told.end()).size(), c.size());
+  // The host stacks re-join.
+  for (NodeIndex n : told) {
+    auto it = joined.find(n);
+    if (it == joined.end()) continue;
+    ASSERT_EQ(ask(fx, mc_request(kMethodSet, bcast, c[it->second].guid, kJoinFull)).status, 0);
+  }
+  EXPECT_EQ(fx.sm->multicast().groups().at(0xC000).members, members);
+  EXPECT_EQ(fx.sim.mcast_reach(0xC000, sim_node(fx, c[1]), 1), reach);
+  // Another sweep tells nobody again.
+  told.clear();
+  ASSERT_TRUE(fx.sm->sweep());
+  EXPECT_TRUE(told.empty());
+}

@@ -81,6 +81,12 @@ class SimFabric {
   const PortExtras& extras(fabric::NodeIndex n, PortNum p) const { return extras_.at(n).at(p); }
   // Client reregister events on every port together.
   uint64_t client_reregisters() const;
+  // What a host stack does on the event (re-join its groups, re-register its services):
+  // called with the port while the Set that asked for it is taken (queue the work; do it
+  // once the SM is done with its sweep).
+  void on_client_reregister(std::function<void(fabric::NodeIndex, PortNum)> f) {
+    on_client_reregister_ = std::move(f);
+  }
   // Where a multicast packet to `mlid` sent by end port (n, p) is delivered, through
   // the MFTs the switches hold: end ports (the sender excluded), each once.
   std::vector<std::pair<fabric::NodeIndex, PortNum>> mcast_reach(uint16_t mlid, fabric::NodeIndex n,
@@ -203,6 +209,7 @@ class SimFabric {
   std::vector<std::vector<perf::PortCountersExt>> pce_;  // [node][port]
   std::vector<uint16_t> pma_caps_;
   uint64_t pma_queries_ = 0;
+  std::function<void(fabric::NodeIndex, PortNum)> on_client_reregister_;
   Outcome process_gmp(const mad::MadBuf& req, fabric::NodeIndex sm_node, PortNum sm_port, Lid dlid);
   // Ports disabled by a PortInfo Set, and the port their cable leads to.
   std::map<std::pair<fabric::NodeIndex, PortNum>, std::pair<fabric::NodeIndex, PortNum>> disabled_;
