@@ -36,6 +36,9 @@ std::vector<OptionSpec> build_table() {
       {"sm_key", Type::kString, "0x0000000000000001", 0, 0, false,
        "SMInfo:SM_Key, shared by the SMs of one subnet (OpenSM's default 1; an SM answering "
        "with another key is ignored)"},
+      {"sa_key", Type::kString, "0x0000000000000001", 0, 0, true,
+       "the SA's SM_Key (OpenSM's default 1): a request carrying it is trusted (P_KeyTableRecords "
+       "are for trusted requests only); one carrying another non-zero key is dropped"},
       {"m_key", Type::kString, "0x0000000000000000", 0, 0, true,
        "M_Key every port is given, or with m_key_per_port the secret each port's own key is "
        "derived from (0 = no M_Key protection)"},
@@ -274,7 +277,7 @@ Result<void> check_value(const OptionSpec& o, std::string_view name, const std::
       return fail(Errc::kInvalidInput,
                   origin + ": " + n + " wants TRUE or FALSE, got \"" + value + "\"");
   }
-  if (name == "guid" || name == "sm_key" || name == "m_key") {
+  if (name == "guid" || name == "sm_key" || name == "sa_key" || name == "m_key") {
     char* end = nullptr;
     errno = 0;
     (void)std::strtoull(value.c_str(), &end, 0);
@@ -319,7 +322,6 @@ const std::vector<ForeignOption>& opensm_only_options() {
   // Every option `opensm -c` (3.3.23) writes that weft does not implement, with the
   // value OpenSM writes for it.
   static const std::vector<ForeignOption> table = {
-      {"sa_key", "0x0000000000000001"},
       {"subnet_prefix", "0xfe80000000000000"},
       {"lmc_esp0", "FALSE"},
       {"sm_sl", "0"},

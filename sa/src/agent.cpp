@@ -265,6 +265,18 @@ std::optional<std::vector<uint8_t>> SaAgent::answer(std::span<const uint8_t> req
   }
   // The requests that change SA state: joins and leaves, service registrations,
   // subscriptions.
+  // SM_Key (IBTA C15-0.1.5): 0 or the SA_Key; a request with another key is dropped,
+  // unanswered, as OpenSM drops it. The SA_Key makes a request trusted.
+  const uint64_t key = be64(hdr.data() + 36);
+  if (key != 0 && key != ctx.sa_key) {
+    ++stats_.wrong_key;
+    ++stats_.dropped;
+    if (stats_.wrong_key == 1 || stats_.wrong_key % 1000 == 0)
+      WEFT_LOG(Warn, "SA-0008") << "SA request from LID " << ctx.requester.value
+                                << " with SM_Key 0x" << std::hex << key << std::dec
+                                << " (not sa_key) dropped (" << stats_.wrong_key << " so far)";
+    return std::nullopt;
+  }
   const Route* route = route_of(attr);
   const bool changes = route && (route->writes & method_bit(method));
   // GetMulti is MultiPathRecord's method, and MultiPathRecord has no other.
@@ -295,7 +307,8 @@ std::optional<std::vector<uint8_t>> SaAgent::answer(std::span<const uint8_t> req
   if (req.size() > kSaHeader)
     std::memcpy(rec.data(), req.data() + kSaHeader, std::min(rec.size(), req.size() - kSaHeader));
   const Index& idx = ctx.snap->ends;
-  Query q{ctx, idx, rec.data(), be64(hdr.data() + 48), method == kMethodGetTable};
+  Query q{
+      ctx, idx, rec.data(), be64(hdr.data() + 48), method == kMethodGetTable, key == ctx.sa_key};
   // An attribute the SA does not serve, or a method its attribute does not take.
   if (!route || !(route->methods & method_bit(method))) {
     a.status = kStatusBadMethodAttr;

@@ -204,6 +204,9 @@ void link_records(const Query& q, Answer& a) {
 }
 
 void pkey_table_records(const Query& q, Answer& a) {
+  // P_KeyTableRecords are for trusted requests only (IBTA 15.2.5.11; OpenSM answers
+  // others ERR_REQ_INVALID).
+  if (!q.trusted) return void(a.status = kSaStatusReqInvalid);
   const auto& snap = *q.ctx.snap;
   const auto& f = snap.fabric;
   for (NodeIndex n = 0; n < f.size() && !a.status; ++n) {

@@ -185,7 +185,7 @@ void path_records(const Query& q, Answer& a) {
   // "fully redundant" LID pairs, the i-th LID of each end (preference 0), then every
   // other pair, source LID outer (preference 2); at most NumbPath of them when the
   // mask gives it, one for a Get.
-  const size_t cap = !q.table                 ? 1
+  const size_t cap = !q.table                   ? 1
                      : bit(q.mask, kPrNumbPath) ? size_t(q.rec[49] & 0x7f)
                                                 : ~size_t(0);
   for (const auto& s : ss)

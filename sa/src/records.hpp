@@ -128,7 +128,8 @@ struct Query {
   const SaAgent::Index& idx;
   const uint8_t* rec;  // the request's record (200 bytes after the SA header)
   uint64_t mask;
-  bool table;  // GetTable: every match; Get: exactly one
+  bool table;            // GetTable: every match; Get: exactly one
+  bool trusted = false;  // the request carried the SA_Key
 };
 
 // Adds `cand` when it matches the request's components; false when it does not (or the

@@ -716,8 +716,7 @@ uint16_t SimFabric::port_info(bool set, NodeIndex n, PortNum in_port, uint32_t m
     if (in.attrs.neighbor_mtu) a.neighbor_mtu = in.attrs.neighbor_mtu;
     if (in.attrs.oper_vls) a.oper_vls = in.attrs.oper_vls;
     subnet_timeout_[n][p] = in.subnet_timeout;
-    if (client_reregister_asked(data) && (a.capability_mask & kCapClientRereg))
-    {
+    if (client_reregister_asked(data) && (a.capability_mask & kCapClientRereg)) {
       ++extras_[n][p].client_reregisters;
       if (on_client_reregister_) on_client_reregister_(n, p);
     }

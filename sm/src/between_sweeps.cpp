@@ -41,6 +41,7 @@ void SubnetManager::serve_sa(const mad::InMad& in) {
   ctx.sm_priority = opts_.sm_priority;
   ctx.sm_act_count = peers_.act_count();
   ctx.qos = opts_.qos.enabled;
+  ctx.sa_key = opts_.sa_key;
   auto ans = sa_->answer(std::span<const uint8_t>(in.mad.data(), in.len), ctx);
   const std::vector<McChange> changes = sa_->take_mc_changes();
   const bool records = sa_->take_records_changed();

@@ -45,6 +45,7 @@ Result<SmOptions> sm_from_options(const config::Values& v) {
   o.routing_engine = v.get_str("routing_engine");
   o.sm_priority = static_cast<uint8_t>(v.get_int("sm_priority"));
   o.sm_key = std::strtoull(v.get_str("sm_key").c_str(), nullptr, 0);
+  o.sa_key = std::strtoull(v.get_str("sa_key").c_str(), nullptr, 0);
   o.sminfo_polling_timeout_ms = static_cast<uint32_t>(v.get_int("sminfo_polling_timeout"));
   o.mkey.m_key = std::strtoull(v.get_str("m_key").c_str(), nullptr, 0);
   o.mkey.per_port = v.get_bool("m_key_per_port");

@@ -105,6 +105,12 @@ std::vector<uint8_t> request(uint8_t method, uint16_t attr, uint64_t mask,
   return m;
 }
 
+// `req` carrying SM_Key `key` in its SA header (the SA_Key makes it trusted).
+std::vector<uint8_t> keyed(std::vector<uint8_t> req, uint64_t key = 1) {
+  put64(req.data() + 36, key);
+  return req;
+}
+
 struct Reply {
   uint8_t method = 0;
   uint16_t status = 0;
@@ -414,11 +420,23 @@ TEST(Sa, OtherRecordsAndTheSmItself) {
   EXPECT_EQ(mad_get_field(smi.records[0].data(), 4, IB_SMINFO_STATE_F), 3u);  // master
   auto links = decode(sa.answer(request(kMethodGetTable, kSaLinkRecord, 0), fx.ctx()));
   EXPECT_EQ(links.records.size(), 2 * fx.snap().fabric.links().size());  // each direction
-  auto pk = decode(sa.answer(
-      request(kMethodGetTable, kSaPkeyTableRecord, bit(0), [&](uint8_t* r) { put16(r, c[2].lid); }),
-      fx.ctx()));
+  const auto pkr =
+      request(kMethodGetTable, kSaPkeyTableRecord, bit(0), [&](uint8_t* r) { put16(r, c[2].lid); });
+  auto pk = decode(sa.answer(keyed(pkr), fx.ctx()));
   ASSERT_EQ(pk.records.size(), 2u);  // PartitionCap 64: two blocks
   EXPECT_EQ(be16(pk.records[0].data() + 8), 0xffff);
+  // Only for trusted requests (IBTA 15.2.5.11): without the SA_Key, ERR_REQ_INVALID.
+  EXPECT_EQ(decode(sa.answer(pkr, fx.ctx())).status, kSaStatusReqInvalid);
+  // Another non-zero key: dropped, unanswered, counted.
+  const uint64_t wrong_before = sa.stats().wrong_key;
+  EXPECT_FALSE(sa.answer(keyed(pkr, 0x1234), fx.ctx()));
+  EXPECT_FALSE(sa.answer(keyed(request(kMethodGet, kSaClassPortInfo, 0), 7), fx.ctx()));
+  EXPECT_EQ(sa.stats().wrong_key, wrong_before + 2);
+  // A configured sa_key: that one is trusted, the default 1 is now a wrong key.
+  SaContext other = fx.ctx();
+  other.sa_key = 0x0102030405060708ull;
+  EXPECT_EQ(decode(sa.answer(keyed(pkr, 0x0102030405060708ull), other)).records.size(), 2u);
+  EXPECT_FALSE(sa.answer(keyed(pkr, 1), other));
   auto cpi = decode(sa.answer(request(kMethodGet, kSaClassPortInfo, 0), fx.ctx()));
   EXPECT_EQ(cpi.status, 0);
 }

@@ -38,7 +38,8 @@ struct SmOptions {
   std::vector<Guid> roots;                  // updn/dnup roots (root_guid_file); empty = detect
   std::optional<routing::TorusSpec> torus;  // dor's shape (torus_config)
   uint8_t sm_priority = 0;
-  uint64_t sm_key = 1;                         // SMInfo:SM_Key (OpenSM's default, so they agree)
+  uint64_t sm_key = 1;  // SMInfo:SM_Key (OpenSM's default, so they agree)
+  uint64_t sa_key = 1;  // the SA's SM_Key: requests carrying it are trusted (OpenSM's sa_key)
   uint32_t sminfo_polling_timeout_ms = 10000;  // a standby polls its master this often
   int polling_retry_number = 4;                // unanswered polls before a standby takes over
   MKeyOptions mkey;                            // m_key and its kin (sm/mkey.hpp)

@@ -11,6 +11,7 @@ namespace weft::sm {
 
 struct SaStats {
   uint64_t requests = 0, answered = 0, errors = 0, dropped = 0;
+  uint64_t wrong_key = 0;  // requests with a non-zero SM_Key other than sa_key (dropped)
   uint64_t path_records = 0;
   // Answers by (attribute id, MAD status): the metrics' SA queries by attribute and status.
   std::map<std::pair<uint16_t, uint16_t>, uint64_t> by_attr_status;

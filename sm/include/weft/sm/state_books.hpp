@@ -1,8 +1,8 @@
 // weft/sm/state_books.hpp — what the SM keeps in its state store: the LIDs it assigned
 // (guid2lid), the port keys (guid2mkey, neighbors), the ports it keeps down
-// (ports-down) and the multicast groups (mcast-groups). The four are read together, at the first discovery and again after
-// another master changed them (a shared store); and the store hears this SM's role and
-// its contact with the fabric.
+// (ports-down) and the multicast groups (mcast-groups). The four are read together, at the first
+// discovery and again after another master changed them (a shared store); and the store hears this
+// SM's role and its contact with the fabric.
 //
 //   StateBooks books(store, state_dir, opts.mkey);
 //   if (auto r = books.load(opts.mkey); !r) ...;   // *r: read just now
@@ -10,8 +10,8 @@
 //   books.heard(mads_heard);                        // fabric contact, for a shared store
 #pragma once
 
-#include <memory>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 

@@ -35,6 +35,9 @@ struct SaContext {
   uint8_t sm_priority = 0;
   uint32_t sm_act_count = 0;
   uint64_t subnet_prefix = kDefaultSubnetPrefix;
+  // The SA_Key (sa_key): a request whose SM_Key is this one is trusted; one with another
+  // non-zero key is dropped (IBTA C15-0.1.5, as OpenSM does).
+  uint64_t sa_key = 1;
   uint8_t packet_life = 0x12;  // OpenSM's packet_life_time default
   bool qos = false;            // partition SLs apply only under QoS, as in OpenSM
   McDb* mc = nullptr;          // multicast groups: MCMemberRecord Set and Delete change them
