@@ -127,4 +127,19 @@ TEST(Timers, APortThatDropsVlStallCountIsReportedOnceAndNotRewritten) {
   ASSERT_TRUE(again && again->subnet_up);
   EXPECT_EQ(again->portinfo_sets, 0u);
   EXPECT_TRUE(again->problems.empty()) << again->problems.front();
+  // HOQLife, which those ports keep, is still written where it changes.
+  SmOptions o2 = weft.options();
+  o2.head_of_queue_lifetime = 0x13;
+  weft.set_options(o2);
+  auto hoq = weft.sweep();
+  ASSERT_TRUE(hoq && hoq->subnet_up);
+  EXPECT_EQ(hoq->portinfo_sets, e.to_switch);
+  for (NodeIndex n = 0; n < sim.model().size(); ++n) {
+    const auto& nd = sim.model().node(n);
+    if (!nd.is_switch()) continue;
+    for (PortNum p = 1; p <= nd.num_ports; ++p) {
+      if (!nd.ports[p].linked() || !sim.model().node(nd.ports[p].peer).is_switch()) continue;
+      EXPECT_EQ(sim.extras(n, p).hoq_life, 0x13);
+    }
+  }
 }

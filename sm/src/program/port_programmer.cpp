@@ -138,8 +138,8 @@ void PortProgrammer::configure(SweepRun& run) {
         want.hoq_life = leaf ? opts_.leaf_head_of_queue_lifetime : opts_.head_of_queue_lifetime;
         if (nd.is_switch())
           want.vl_stall_count = leaf ? opts_.leaf_vl_stall_count : opts_.vl_stall_count;
-        if (!(ignored & kIgnoresTimers))
-          change |= cur.hoq_life != want.hoq_life || cur.vl_stall_count != want.vl_stall_count;
+        if (!(ignored & kIgnoresHoqLife)) change |= cur.hoq_life != want.hoq_life;
+        if (!(ignored & kIgnoresStallCount)) change |= cur.vl_stall_count != want.vl_stall_count;
       }
       if (opts_.qos.enabled && (!mgmt || d.switch_info[n].enhanced_port0)) {
         want.vl_high_limit = qos_for(target, n, p).high_limit;
@@ -257,8 +257,8 @@ void PortProgrammer::note_ignored(const fabric::Fabric& f, NodeIndex n, PortNum 
   if (want.part_enf_in != got.part_enf_in || want.part_enf_out != got.part_enf_out)
     bits |= kIgnoresEnforcement;
   if (want.vl_high_limit != got.vl_high_limit) bits |= kIgnoresHighLimit;
-  if (want.hoq_life != got.hoq_life || want.vl_stall_count != got.vl_stall_count)
-    bits |= kIgnoresTimers;
+  if (want.hoq_life != got.hoq_life) bits |= kIgnoresHoqLife;
+  if (want.vl_stall_count != got.vl_stall_count) bits |= kIgnoresStallCount;
   const bool mkey_port = !f.node(n).is_switch() || p == 0;
   if (mkey_port && (want.m_key != got.m_key || want.m_key_protect != got.m_key_protect ||
                     want.m_key_lease != got.m_key_lease))
@@ -283,7 +283,7 @@ void PortProgrammer::note_ignored(const fabric::Fabric& f, NodeIndex n, PortNum 
                     std::to_string(want.vl_high_limit) + " (holds " +
                     std::to_string(got.vl_high_limit) + ")",
                 "SM-0013");
-  if (fresh & kIgnoresTimers)
+  if (fresh & (kIgnoresHoqLife | kIgnoresStallCount))
     add_problem(rep,
                 fabric::port_ref(f, n, p) + " did not keep HOQLife " +
                     std::to_string(want.hoq_life) + " / VLStallCount " +

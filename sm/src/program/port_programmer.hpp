@@ -50,7 +50,7 @@ class PortProgrammer final : public Programmer {
   // PortInfo fields a port was seen to drop from a Set (ibsim keeps none of them: it
   // has no M_Key either).
   static constexpr uint8_t kIgnoresEnforcement = 1, kIgnoresHighLimit = 2, kIgnoresMKey = 4,
-                           kIgnoresTimers = 8;
+                           kIgnoresHoqLife = 8, kIgnoresStallCount = 16;
   std::unordered_map<uint64_t, uint8_t> ignores_;
   // End ports (port_key) told to re-register in this master term.
   std::unordered_set<uint64_t> reregistered_;
