@@ -88,28 +88,28 @@ void SubnetManager::flush_groups() {
   for (const auto& [ans, to] : held) send_answer(ans, to);
 }
 
-void SubnetManager::save_groups(SweepReport* rep) {
-  if (peers_.role().state() != mad::SmState::kMaster) return;  // the master's to write
-  auto r = books_.save_groups(prog_->multicast().groups());
+void SubnetManager::save_sa_doc(const std::string& name, std::string text, const char* what,
+                                const char* id, SweepReport* rep) {
+  auto r = books_.save_doc(name, std::move(text));
   if (r) return;
-  const std::string why = "multicast groups not persisted: " + r.error().message +
+  const std::string why = std::string(what) + " not persisted: " + r.error().message +
                           " (a restart or a standby's takeover would not know them)";
   if (rep)
-    add_problem(*rep, why, "MC-0005");
+    add_problem(*rep, why, id);
   else
-    WEFT_LOG(Warn, "MC-0005") << why;
+    WEFT_LOG(Warn, id) << why;
+}
+
+void SubnetManager::save_groups(SweepReport* rep) {
+  if (peers_.role().state() != mad::SmState::kMaster) return;  // the master's to write
+  save_sa_doc("mcast-groups", prog_->multicast().groups().text(), "multicast groups", "MC-0005",
+              rep);
 }
 
 void SubnetManager::save_sa_records(SweepReport* rep) {
   if (!sa_ || peers_.role().state() != mad::SmState::kMaster) return;
-  auto r = books_.save_doc("sa-records", sa_->records_text(sa_now_s(), unix_now_s()));
-  if (r) return;
-  const std::string why = "services and subscriptions not persisted: " + r.error().message +
-                          " (a restart or a standby's takeover would not know them)";
-  if (rep)
-    add_problem(*rep, why, "SA-0006");
-  else
-    WEFT_LOG(Warn, "SA-0006") << why;
+  save_sa_doc("sa-records", sa_->records_text(sa_now_s(), unix_now_s()),
+              "services and subscriptions", "SA-0006", rep);
 }
 
 int64_t SubnetManager::sa_now_s() const {

@@ -8,6 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "weft/text.hpp"
+
 namespace weft::sm {
 
 using fabric::kNoNode;
@@ -159,12 +161,9 @@ Result<McDb> McDb::parse(std::string_view text, std::string_view where) {
     if (v.is_number_unsigned()) {
       x = v.get<uint64_t>();
     } else if (v.is_string()) {
-      const std::string s = v.get<std::string>();
-      if (s.size() < 3 || s.size() > 18 || s[0] != '0' || (s[1] != 'x' && s[1] != 'X'))
+      const std::string& s = v.get_ref<const std::string&>();
+      if (s.size() < 3 || s[0] != '0' || (s[1] != 'x' && s[1] != 'X') || !text::parse_u64(s, &x))
         return std::nullopt;
-      for (size_t i = 2; i < s.size(); ++i)
-        if (!std::isxdigit(static_cast<unsigned char>(s[i]))) return std::nullopt;
-      x = std::stoull(s, nullptr, 16);
     } else {
       return std::nullopt;
     }

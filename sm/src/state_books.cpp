@@ -2,10 +2,9 @@
 #include "weft/sm/state_books.hpp"
 
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 
 #include "weft/log.hpp"
+#include "weft/text_file.hpp"
 
 namespace weft::sm {
 
@@ -59,15 +58,11 @@ void StateBooks::save_keys(SweepReport& rep) {
 
 Result<std::optional<std::string>> StateBooks::read_doc(const std::string& name) {
   const std::string path = store_->path(name);
-  std::ifstream in(path);
-  if (!in) {
-    if (!std::filesystem::exists(path)) return std::optional<std::string>{};
-    return fail(Errc::kIo, path + ": cannot be read");
-  }
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) return fail(Errc::kIo, path + ": cannot be read");
-  texts_[name] = text;
-  return std::optional<std::string>(std::move(text));
+  if (!std::filesystem::exists(path)) return std::optional<std::string>{};
+  auto text = read_text_file(path);
+  if (!text) return std::unexpected(text.error());
+  texts_[name] = *text;
+  return std::optional<std::string>(std::move(*text));
 }
 
 Result<bool> StateBooks::save_doc(const std::string& name, std::string text) {
@@ -84,10 +79,6 @@ Result<std::optional<McDb>> StateBooks::read_groups() {
   auto db = McDb::parse(**text, store_->path("mcast-groups"));
   if (!db) return std::unexpected(db.error());
   return std::optional<McDb>(std::move(*db));
-}
-
-Result<bool> StateBooks::save_groups(const McDb& db) {
-  return save_doc("mcast-groups", db.text());
 }
 
 void StateBooks::heard(uint64_t mads) {

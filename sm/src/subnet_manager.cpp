@@ -247,32 +247,7 @@ void SubnetManager::phase_discover() {
   if (*loaded) {
     if (auto r = t_.set_is_sm(true); !r)
       WEFT_LOG(Warn, "SM-0002") << "cannot advertise IsSM: " << r.error().message;
-    // The multicast groups as the last master left them: their MLIDs and members stay.
-    if (auto g = books_.read_groups(); !g) {
-      WEFT_LOG(Error, "MC-0003") << g.error().message
-                                 << "; starting with no multicast groups (hosts join again "
-                                    "after ClientReregister)";
-    } else if (*g) {
-      size_t members = 0;
-      for (const auto& [mlid, grp] : (*g)->groups()) members += grp.members.size();
-      WEFT_LOG(Info, "MC-0004") << "multicast groups read back: " << (*g)->groups().size()
-                                << " groups, " << members << " members";
-      prog_->multicast().groups() = std::move(**g);
-    }
-    // The services and subscriptions as the last master left them.
-    if (sa_) {
-      auto text = books_.read_doc("sa-records");
-      auto r = text ? (*text ? sa_->restore_records(**text, books_.store().path("sa-records"),
-                                                    sa_now_s(), unix_now_s())
-                             : Result<void>{})
-                    : Result<void>(std::unexpected(text.error()));
-      if (!r)
-        WEFT_LOG(Error, "SA-0005") << r.error().message
-                                   << "; starting with no services or subscriptions (hosts "
-                                      "register again after ClientReregister)";
-      else if (*text)
-        WEFT_LOG(Info, "SA-0007") << "services and subscriptions read back";
-    }
+    restore_sa_state();
   }
   WEFT_LOG(Info, "SM-0001") << "sweep: discovering the subnet";
   emit("sweep_started", {{"heavy", true}});
@@ -280,6 +255,33 @@ void SubnetManager::phase_discover() {
   run.discovery = std::make_unique<Discovery>(eng_);
   run.discovery->start();
   next_phase(&SubnetManager::phase_lids);
+}
+
+void SubnetManager::restore_sa_state() {
+  // The multicast groups: their MLIDs and members stay.
+  if (auto g = books_.read_groups(); !g) {
+    WEFT_LOG(Error, "MC-0003") << g.error().message
+                               << "; starting with no multicast groups (hosts join again "
+                                  "after ClientReregister)";
+  } else if (*g) {
+    size_t members = 0;
+    for (const auto& [mlid, grp] : (*g)->groups()) members += grp.members.size();
+    WEFT_LOG(Info, "MC-0004") << "multicast groups read back: " << (*g)->groups().size()
+                              << " groups, " << members << " members";
+    prog_->multicast().groups() = std::move(**g);
+  }
+  if (!sa_) return;
+  auto text = books_.read_doc("sa-records");
+  if (text && !*text) return;  // none written yet
+  Result<void> r = text ? sa_->restore_records(**text, books_.store().path("sa-records"),
+                                               sa_now_s(), unix_now_s())
+                        : Result<void>(std::unexpected(text.error()));
+  if (!r)
+    WEFT_LOG(Error, "SA-0005") << r.error().message
+                               << "; starting with no services or subscriptions (hosts "
+                                  "register again after ClientReregister)";
+  else
+    WEFT_LOG(Info, "SA-0007") << "services and subscriptions read back";
 }
 
 void SubnetManager::phase_update(std::vector<NodeIndex> dirty, const std::string& why) {

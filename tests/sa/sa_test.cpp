@@ -6,7 +6,6 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <iterator>
 #include <random>
 #include <set>
 
@@ -18,6 +17,7 @@
 #include "weft/simulator/generators.hpp"
 #include "weft/simulator/sim_transport.hpp"
 #include "weft/sm/subnet_manager.hpp"
+#include "weft/text_file.hpp"
 
 using namespace weft;
 using namespace weft::mad;
@@ -1217,10 +1217,7 @@ TEST(Multicast, GroupsKeepTheirMlidsAndMembersAcrossARestart) {
   std::copy(made.records[0].begin(), made.records[0].begin() + 16, mgid.begin());
   ASSERT_EQ(ask(fx, mc_request(kMethodSet, mgid, c[6].guid, kJoinFull)).status, 0);
   // On disk before the answer: the document holds the last join.
-  auto on_disk = [&] {
-    std::ifstream in(fx.dir + "/mcast-groups");
-    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  };
+  auto on_disk = [&] { return read_text_file(fx.dir + "/mcast-groups").value_or(""); };
   ASSERT_NE(on_disk().find(hex_guid(c[6].guid.value)), std::string::npos) << on_disk();
   const auto groups = fx.sm->multicast().groups();
   auto reach = [&](uint16_t ml, size_t from) {
@@ -1309,10 +1306,7 @@ TEST(Multicast, JoinsOfOneBatchAreWrittenOnceThenAnswered) {
     fx.t.inject(in);
   }
   ASSERT_TRUE(fx.sm->serve_for(std::chrono::milliseconds(50)));
-  auto on_disk = [&] {
-    std::ifstream in(fx.dir + "/mcast-groups");
-    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  };
+  auto on_disk = [&] { return read_text_file(fx.dir + "/mcast-groups").value_or(""); };
   EXPECT_EQ(fx.sm->multicast().groups().at(0xC000).members.size(), 3u);  // joined in memory
   EXPECT_TRUE(fx.t.gsi_answers().empty()) << "answered before the groups were written";
   EXPECT_EQ(on_disk().find(hex_guid(c[1].guid.value)), std::string::npos);
@@ -1352,10 +1346,7 @@ TEST(Sa, ServicesAndSubscriptionsOutliveARestart) {
                             }))
                 .status,
             0);
-  auto on_disk = [&] {
-    std::ifstream in(fx.dir + "/sa-records");
-    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  };
+  auto on_disk = [&] { return read_text_file(fx.dir + "/sa-records").value_or(""); };
   ASSERT_NE(on_disk().find("\"inform_info\""), std::string::npos) << on_disk();
   auto restart = [&] {
     SmOptions o;

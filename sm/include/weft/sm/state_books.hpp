@@ -50,11 +50,9 @@ class StateBooks {
   // The multicast groups (mcast-groups): nullopt when the store holds none; an error
   // when the document cannot be read or is not one.
   [[nodiscard]] Result<std::optional<McDb>> read_groups();
-  // Writes the groups when they differ from what was last read or written: true when
-  // written, an error when the store refused.
-  [[nodiscard]] Result<bool> save_groups(const McDb& db);
-  // Any other document the SM writes whole (sa-records): its text, nullopt when the
-  // store holds none; written when it differs from what was last read or written.
+  // A document the SM writes whole (mcast-groups, sa-records): its text, nullopt when
+  // the store holds none; written when it differs from what was last read or written
+  // (true when written, an error when the store refused).
   [[nodiscard]] Result<std::optional<std::string>> read_doc(const std::string& name);
   [[nodiscard]] Result<bool> save_doc(const std::string& name, std::string text);
   // The store follows the role; MADs heard (`heard`: a running count, answered or

@@ -179,6 +179,13 @@ class SubnetManager {
   void save_groups(SweepReport* rep);
   // The SA's services and subscriptions into the store when they changed (as master).
   void save_sa_records(SweepReport* rep);
+  // One of the SA's documents (its `text`) into the store when it changed; a failure,
+  // named by `what` and logged as `id`, is a problem of `rep` (or logged when null).
+  void save_sa_doc(const std::string& name, std::string text, const char* what, const char* id,
+                   SweepReport* rep);
+  // At a discovery that read the documents: the groups, services and subscriptions as
+  // the last master left them (a document that cannot be read: said so, none kept).
+  void restore_sa_state();
   int64_t sa_now_s() const;  // the SA's clock (the transport's), in seconds
   int64_t unix_now_s();
   // The groups written once, then the answers held for it sent.
