@@ -170,7 +170,7 @@ MadBuf encode_gmp(const Gmp& g) {
   return b;
 }
 
-Result<Gmp> decode_gmp(const uint8_t* buf, size_t len) {
+Result<Gmp> decode_gmp(const uint8_t* buf, size_t len, bool sa_ok) {
   if (len < kMadSize)
     return fail(Errc::kBadReply, "GMP of " + std::to_string(len) + " bytes (expected 256)");
   MadBuf b;
@@ -181,7 +181,8 @@ Result<Gmp> decode_gmp(const uint8_t* buf, size_t len) {
                 "MAD base version " + std::to_string(mad_get_field(p, 0, IB_MAD_BASEVER_F)));
   Gmp g;
   g.mgmt_class = static_cast<uint8_t>(mad_get_field(p, 0, IB_MAD_MGMTCLASS_F));
-  if (g.mgmt_class == kClassSmiLid || g.mgmt_class == kClassSmiDirect || g.mgmt_class == 0x03)
+  if (g.mgmt_class == kClassSmiLid || g.mgmt_class == kClassSmiDirect ||
+      (g.mgmt_class == 0x03 && !sa_ok))
     return fail(Errc::kBadReply, "not a GMP: management class " + std::to_string(g.mgmt_class));
   g.class_version = static_cast<uint8_t>(mad_get_field(p, 0, IB_MAD_CLASSVER_F));
   g.method = static_cast<uint8_t>(mad_get_field(p, 0, IB_MAD_METHOD_F) |

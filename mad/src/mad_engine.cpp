@@ -132,7 +132,7 @@ void MadEngine::send_attempt(GmpEntry e) {
   ++e.attempts;
   Gmp g = e.req.mad;
   g.tid = tid;
-  SendAddr to = SendAddr::gsi(e.req.dlid, 1, 0, 0);
+  SendAddr to = SendAddr::gsi(e.req.dlid, e.req.qpn, e.req.pkey_index, e.req.sl);
   to.response_timeout = opts_.timeout;
   auto r = t_.send(encode_gmp(g), to);
   ++stats_.gmps_sent;
@@ -221,7 +221,11 @@ void MadEngine::expire(TimePoint now) {
 }
 
 void MadEngine::handle(const InMad& in) {
-  if (in.len >= 2 && in.mad[1] == 0x03 && !in.send_timed_out) {  // SubnAdm
+  // The SA's Reports are GMPs of the engine's: their ReportResponses, and the carrier
+  // giving up on one, complete them.
+  if (in.len >= 4 && in.mad[1] == 0x03 && (in.mad[3] == kMethodReportResp || in.send_timed_out))
+    return handle_gmp(in);
+  if (in.len >= 2 && in.mad[1] == 0x03) {  // SubnAdm
     ++stats_.unsolicited;
     if (sa_) sa_(in);
     return;
@@ -296,7 +300,7 @@ void MadEngine::handle(const InMad& in) {
 }
 
 void MadEngine::handle_gmp(const InMad& in) {
-  auto dec = decode_gmp(in.mad.data(), in.len);
+  auto dec = decode_gmp(in.mad.data(), in.len, true);
   if (!dec) {
     ++stats_.malformed;
     WEFT_LOG(Warn, "MAD-0004") << "dropped a malformed MAD: " << dec.error().message;
@@ -316,7 +320,8 @@ void MadEngine::handle_gmp(const InMad& in) {
   }
   const Gmp& q = e.req.mad;
   const std::string w = what(e.req);
-  if (g.mgmt_class != q.mgmt_class || g.method != kMethodGetResp || g.attr_id != q.attr_id ||
+  const uint8_t answer = q.method == kMethodReport ? kMethodReportResp : kMethodGetResp;
+  if (g.mgmt_class != q.mgmt_class || g.method != answer || g.attr_id != q.attr_id ||
       g.attr_mod != q.attr_mod) {
     ++stats_.malformed;
     WEFT_LOG(Warn, "MAD-0006") << w << ": reply does not match (class " << int(g.mgmt_class)

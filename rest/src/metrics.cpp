@@ -141,6 +141,15 @@ std::string prometheus_text(const sm::Published& p,
              fmt::format("attribute=\"{}\",status=\"0x{:04x}\"", esc(sa::sa_attr_name(k.first)),
                          k.second));
   w.one("weft_sa_dropped_total", "counter", "SA MADs that were no request", double(p.sa.dropped));
+  w.family("weft_sa_reports_total", "counter",
+           "Report(Notice)s to subscribers: sent, answered (ReportResponse), unanswered after "
+           "every retry");
+  w.sample("weft_sa_reports_total", double(p.sa.reports.sent), "outcome=\"sent\"");
+  w.sample("weft_sa_reports_total", double(p.sa.reports.answered), "outcome=\"answered\"");
+  w.sample("weft_sa_reports_total", double(p.sa.reports.unanswered), "outcome=\"unanswered\"");
+  w.one("weft_sa_subscriptions_dropped_total", "counter",
+        "InformInfo subscriptions dropped because their Reports went unanswered",
+        double(p.sa.reports.subscriptions_dropped));
   w.family("weft_nodes", "gauge", "nodes on the fabric by type, from the last sweep");
   std::map<std::string, uint64_t> by_type;
   for (const char* t : {"switch", "ca", "router"}) by_type[t] = 0;

@@ -1,8 +1,8 @@
 // The SA's services and subscriptions as a document of the state store ("sa-records"):
 // what a restarted SM, or a standby taking over, serves from. Each record is kept as the
 // bytes the SA holds (a ServiceRecord's 176, an InformInfo's 36) in hex, with where a
-// subscriber's Reports go; a lease is kept as the wall-clock second it runs out, so it
-// runs out on time on another host.
+// subscriber's Reports go and who subscribed; a lease is kept as the wall-clock second it runs out,
+// so it runs out on time on another host.
 #include <cctype>
 #include <climits>
 #include <cstdio>
@@ -68,8 +68,9 @@ std::string SaAgent::records_text(int64_t now_s, int64_t now_unix) const {
                     {"qpn", s.qpn},
                     {"pkey_index", s.pkey_index},
                     {"sl", s.sl},
+                    {"subscriber_gid", to_hex(s.subscriber.data(), s.subscriber.size())},
                     {"inform_info", to_hex(s.info.data(), s.info.size())}});
-  nlohmann::json doc = {{"weft_sa_records", 1}, {"services", services}, {"subscriptions", subs}};
+  nlohmann::json doc = {{"weft_sa_records", 2}, {"services", services}, {"subscriptions", subs}};
   return doc.dump(1) + "\n";
 }
 
@@ -80,8 +81,13 @@ Result<void> SaAgent::restore_records(std::string_view text, std::string_view wh
   };
   nlohmann::json doc = nlohmann::json::parse(text, nullptr, false);
   if (doc.is_discarded() || !doc.is_object()) return bad("not a JSON object");
-  if (!doc.contains("weft_sa_records") || doc["weft_sa_records"] != 1)
-    return bad("not a weft SA records document (weft_sa_records 1)");
+  // Version 1 (before subscribers were kept apart) held the subscriber's GID in the
+  // InformInfo's GID, which it never used as a filter.
+  const int version = !doc.contains("weft_sa_records") ? 0
+                      : doc["weft_sa_records"] == 1    ? 1
+                      : doc["weft_sa_records"] == 2    ? 2
+                                                       : 0;
+  if (!version) return bad("not a weft SA records document (weft_sa_records 1 or 2)");
   if (!doc.contains("services") || !doc["services"].is_array()) return bad("no services array");
   if (!doc.contains("subscriptions") || !doc["subscriptions"].is_array())
     return bad("no subscriptions array");
@@ -123,6 +129,12 @@ Result<void> SaAgent::restore_records(std::string_view text, std::string_view wh
     s.sl = uint8_t(v);
     if (!j.contains("inform_info") || !from_hex(j["inform_info"], s.info))
       return bad(at + ": inform_info: not " + std::to_string(2 * s.info.size()) + " hex digits");
+    if (version == 1) {
+      std::copy(s.info.begin(), s.info.begin() + 16, s.subscriber.begin());
+      std::fill(s.info.begin(), s.info.begin() + 16, 0);
+    } else if (!j.contains("subscriber_gid") || !from_hex(j["subscriber_gid"], s.subscriber)) {
+      return bad(at + ": subscriber_gid: not 32 hex digits");
+    }
     subs.push_back(s);
   }
   services_ = std::move(services);

@@ -99,23 +99,36 @@ void service_request(const Query& q, Answer& a, uint8_t method,
   a.count = 1;
 }
 
-// InformInfo Set: subscribe (or unsubscribe) the requester to a trap.
+// InformInfo Set: subscribe (or unsubscribe) the requester to a trap. The subscriber is
+// the requester's port (OpenSM: the GID of the MAD's source, ERR 4308 when unknown);
+// Reports go to the QPN the InformInfo names, else to the requester's QP.
 void inform_request(const Query& q, Answer& a, std::vector<SaAgent::Subscription>& subs) {
   const auto& ctx = q.ctx;
-  const uint32_t qpn = uint32_t(q.rec[28]) << 16 | uint32_t(q.rec[29]) << 8 | q.rec[30];
-  SaAgent::Subscription sub{
-      ctx.requester, qpn ? qpn : ctx.requester_qpn, ctx.requester_pkey_index, ctx.requester_sl, {}};
-  std::copy(q.rec, q.rec + kInformInfoSize, sub.info.begin());
-  // Who subscribes: the GID named, else the requester's port.
-  if (auto at = q.idx.at(ctx.requester.value); be64(q.rec + 8) == 0 && at) {
-    auto [n, p] = *at;
-    put64(sub.info.data(), ctx.subnet_prefix);
-    put64(sub.info.data() + 8, ctx.snap->fabric.node(n).ports[p].guid.value);
+  const uint8_t* ii = q.rec;
+  const auto at = q.idx.at(ctx.requester.value);
+  if (ii[23] > 1 || !at) {  // Subscribe is 0 or 1; a requester the SA cannot place
+    a.status = kSaStatusReqInvalid;
+    return;
   }
+  const uint32_t qpn = uint32_t(ii[28]) << 16 | uint32_t(ii[29]) << 8 | ii[30];
+  SaAgent::Subscription sub{ctx.requester,
+                            qpn ? qpn : ctx.requester_qpn,
+                            ctx.requester_pkey_index,
+                            ctx.requester_sl,
+                            {},
+                            {}};
+  std::copy(ii, ii + kInformInfoSize, sub.info.begin());
+  put64(sub.subscriber.data(), ctx.subnet_prefix);
+  put64(sub.subscriber.data() + 8, ctx.snap->fabric.node(at->first).ports[at->second].guid.value);
+  // The same subscription: same subscriber and QP, and the same filter (GID, LID range,
+  // IsGeneric, Type, TrapNumber or DeviceID, ProducerType or VendorID).
   auto same = [&](const SaAgent::Subscription& o) {
-    return o.lid == sub.lid && o.qpn == sub.qpn && be16(o.info.data() + 26) == be16(q.rec + 26);
+    const uint8_t* b = o.info.data();
+    return o.subscriber == sub.subscriber && o.qpn == sub.qpn && std::equal(b, b + 20, ii) &&
+           b[22] == ii[22] && std::equal(b + 24, b + 28, ii + 24) &&
+           std::equal(b + 33, b + 36, ii + 33);
   };
-  if (q.rec[23]) {  // Subscribe
+  if (ii[23]) {  // Subscribe
     if (std::none_of(subs.begin(), subs.end(), same)) {
       if (subs.size() >= 65536) {
         a.status = kSaStatusNoResources;
@@ -127,7 +140,7 @@ void inform_request(const Query& q, Answer& a, std::vector<SaAgent::Subscription
     a.status = kSaStatusReqInvalid;
     return;
   }
-  a.records.assign(q.rec, q.rec + kInformInfoSize);
+  a.records.assign(ii, ii + kInformInfoSize);
   a.records.resize(40, 0);
   a.count = 1;
 }
@@ -136,11 +149,73 @@ void inform_info_records(const Query& q, Answer& a,
                          const std::vector<SaAgent::Subscription>& subs) {
   for (size_t i = 0; i < subs.size() && !a.status; ++i) {
     std::array<uint8_t, 64> r{};
-    std::copy(subs[i].info.begin(), subs[i].info.begin() + 16, r.begin());
+    std::copy(subs[i].subscriber.begin(), subs[i].subscriber.end(), r.begin());
     put16(r.data() + 16, uint16_t(i));
     std::copy(subs[i].info.begin(), subs[i].info.end(), r.begin() + 24);
     add(a, inform_info_record(), r.data(), q);
   }
+}
+
+// Whether InformInfo `ii` asks for Notice `n` (IBTA 13.4.8.3, OpenSM's rules): a GID
+// other than zero names the issuer; else a LIDRangeBegin other than 0xFFFF bounds the
+// issuer's LID; IsGeneric must agree; Type, TrapNumber (DeviceID) and ProducerType
+// (VendorID) match unless they are all ones.
+bool asks_for(const uint8_t* ii, const sm::Notice& n) {
+  if (std::any_of(ii, ii + 16, [](uint8_t b) { return b != 0; })) {
+    if (!std::equal(ii, ii + 16, n.begin() + 64)) return false;
+  } else if (be16(ii + 16) != 0xffff) {
+    const uint16_t lid = be16(n.data() + 6);
+    if (lid < be16(ii + 16) || lid > be16(ii + 18)) return false;
+  }
+  if ((ii[22] != 0) != ((n[0] & 0x80) != 0)) return false;
+  if (be16(ii + 24) != 0xffff && be16(ii + 24) != (n[0] & 0x7f)) return false;
+  if (be16(ii + 26) != 0xffff && be16(ii + 26) != be16(n.data() + 4)) return false;
+  const uint32_t pv = uint32_t(ii[33]) << 16 | uint32_t(ii[34]) << 8 | ii[35];
+  const uint32_t np = uint32_t(n[1]) << 16 | uint32_t(n[2]) << 8 | n[3];
+  return pv == 0xffffff || pv == np;
+}
+
+// The P_Keys a port holds as weft laid them out; nullptr where the plan has none (the
+// port is not limited, as ServiceRecords treat it).
+const std::vector<uint16_t>* pkeys_of(const SaContext& ctx, std::pair<NodeIndex, PortNum> at) {
+  const auto& all = ctx.snap->partitions.pkeys;
+  if (at.first >= all.size() || at.second >= all[at.first].size()) return nullptr;
+  const auto& keys = all[at.first][at.second];
+  return keys.empty() ? nullptr : &keys;
+}
+
+enum class Hear : uint8_t { kYes, kNo, kNoAndDrop };
+
+// Whether a subscriber may hear of a Notice's source (o13-17.1.1): its port and the
+// source port share a partition (one of them a full member); for traps 66 and 67, its
+// port is in the group's partition. A subscription with a LID range that fails the check
+// goes (o13-17.1.2). weft's choices where OpenSM finds nothing to check: a port gone
+// (trap 65) or a group gone (trap 67) is not asked about.
+Hear may_hear(const SaContext& ctx, const SaAgent::Subscription& sub, const sm::Notice& n) {
+  if (!ctx.snap) return Hear::kYes;
+  const auto dest = ctx.snap->ends.at(sub.lid.value);
+  if (!dest) return Hear::kNo;
+  const auto* mine = pkeys_of(ctx, *dest);
+  const uint16_t trap = sm::notice_trap(n);
+  const bool sm_trap = (n[0] & 0x80) && trap >= kTrapGidIn && trap <= kTrapMcDeleted;
+  const uint8_t* gid = n.data() + (sm_trap ? 16 : 64);
+  if (sm_trap && (trap == kTrapMcCreated || trap == kTrapMcDeleted)) {
+    Gid mgid;
+    std::copy(gid, gid + 16, mgid.begin());
+    const McGroup* g = ctx.mc ? ctx.mc->find(mgid) : nullptr;
+    const bool in = !g || !mine || std::any_of(mine->begin(), mine->end(), [&](uint16_t k) {
+      return (k & 0x7fff) == (g->pkey & 0x7fff);
+    });
+    return in ? Hear::kYes : Hear::kNo;
+  }
+  const auto src = ctx.snap->ends.by_guid.find(be64(gid + 8));
+  if (src == ctx.snap->ends.by_guid.end())
+    return sm_trap && trap == kTrapGidOut ? Hear::kYes : Hear::kNo;
+  if (!mine || !pkeys_of(ctx, src->second) ||
+      ctx.snap->partitions.share_partition(dest->first, dest->second, src->second.first,
+                                           src->second.second))
+    return Hear::kYes;
+  return be16(sub.info.data() + 16) != 0xffff ? Hear::kNoAndDrop : Hear::kNo;
 }
 
 }  // namespace weft::sa::detail
@@ -152,32 +227,39 @@ using namespace detail;
 void SaAgent::forget_ports(const std::function<bool(uint64_t)>& alive) {
   const size_t gone =
       std::erase_if(services_, [&](const Service& s) { return !alive(be64(s.rec.data() + 16)); }) +
-      std::erase_if(subs_, [&](const Subscription& s) { return !alive(be64(s.info.data() + 8)); });
+      std::erase_if(subs_,
+                    [&](const Subscription& s) { return !alive(be64(s.subscriber.data() + 8)); });
   if (gone) records_changed_ = true;
 }
 
-std::vector<SaAgent::Report> SaAgent::reports(uint16_t trap, const std::array<uint8_t, 16>& gid,
-                                              Lid sm_lid, Guid sm_guid, uint64_t prefix) {
+std::vector<SaAgent::Report> SaAgent::reports(const sm::Notice& n, const SaContext& ctx) {
   std::vector<Report> out;
-  for (const auto& sub : subs_) {
-    const uint8_t* ii = sub.info.data();
-    const uint16_t want = be16(ii + 26);
-    if (!ii[22] || (want != trap && want != 0xffff)) continue;  // generic traps only
-    std::vector<uint8_t> m(kSaHeader + 80, 0);
+  std::vector<bool> drop(subs_.size(), false);
+  for (size_t i = 0; i < subs_.size(); ++i) {
+    const Subscription& sub = subs_[i];
+    if (!asks_for(sub.info.data(), n)) continue;
+    const Hear h = may_hear(ctx, sub, n);
+    if (h != Hear::kYes) {
+      drop[i] = h == Hear::kNoAndDrop;
+      continue;
+    }
+    std::vector<uint8_t> m(kSaHeader + n.size(), 0);
     m[0] = 1, m[1] = kClassSa, m[2] = 2, m[3] = kMethodReport;
-    put64(m.data() + 8, (uint64_t(0x5a) << 56) | ++report_tid_);
     put16(m.data() + 16, kSaNotice);
-    uint8_t* n = m.data() + kSaHeader;
-    n[0] = 0x80 | 4;  // generic, informational
-    n[3] = 4;         // producer: class manager
-    put16(n + 4, trap);
-    put16(n + 6, sm_lid.value);
-    std::copy(gid.begin(), gid.end(), n + 16);  // DataDetails: the GID in question
-    put64(n + 64, prefix);
-    put64(n + 72, sm_guid.value);
-    out.push_back({std::move(m), sub.lid, sub.qpn, sub.pkey_index, sub.sl});
+    std::copy(n.begin(), n.end(), m.begin() + kSaHeader);
+    out.push_back({std::move(m), sub.lid, sub.qpn, sub.pkey_index, sub.sl, sub.subscriber});
   }
+  size_t i = 0;
+  if (std::erase_if(subs_, [&](const Subscription&) { return drop[i++]; })) records_changed_ = true;
   return out;
+}
+
+size_t SaAgent::report_unanswered(const Report& r) {
+  const size_t gone = std::erase_if(subs_, [&](const Subscription& s) {
+    return s.subscriber == r.subscriber && s.lid == r.lid && s.qpn == r.qpn;
+  });
+  if (gone) records_changed_ = true;
+  return gone;
 }
 
 }  // namespace weft::sa

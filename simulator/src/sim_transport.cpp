@@ -60,6 +60,18 @@ Result<void> SimTransport::send(const MadBuf& mad, const SendAddr& to) {
     represses_.push_back({mad, to});
     return {};
   }
+  if (mad[1] == 0x03 && mad[3] == kMethodReport) {  // the SA's Report to a subscriber
+    gsi_.push_back({{mad}, to});
+    if (reports_answered_ && !reports_answered_(to.dlid)) return {};
+    InMad in;
+    in.mad = mad;
+    in.mad[3] = kMethodReportResp;
+    in.len = kMadSize;
+    in.slid = to.dlid;
+    in.sqpn = to.qpn;
+    q_.push({clock_.now() + o_.hop_latency * 2, seq_++, in});
+    return {};
+  }
   ++requests_;
   std::uniform_real_distribution<double> u(0.0, 1.0);
   if (o_.drop_rate > 0 && u(rng_) < o_.drop_rate) return {};

@@ -16,32 +16,63 @@ const SaStats& SubnetManager::sa_stats() const {
   return sa_ ? sa_->stats() : none;
 }
 
-void SubnetManager::send_reports(uint16_t trap, const Gid& gid) {
-  if (!sa_) return;
-  for (auto& r : sa_->reports(trap, gid, peers_.lid(), peers_.guid(), kDefaultSubnetPrefix)) {
-    if (auto res = t_.send_long(r.mad, mad::SendAddr::gsi(r.lid, r.qpn, r.pkey_index, r.sl)); !res)
-      WEFT_LOG(Warn, "SA-0004") << "Report of trap " << trap << " to LID " << r.lid.value
-                                << " failed: " << res.error().message;
-  }
-}
-
-void SubnetManager::serve_sa(const mad::InMad& in) {
-  if (!sa_) return;
+SaContext SubnetManager::sa_context() const {
   SaContext ctx;
   ctx.snap = snapshot_;
   ctx.mc = &prog_->multicast().groups();
   ctx.mft_cap = prog_->multicast().mft_cap();
   ctx.qos_cfg = &opts_.qos;
   ctx.now_s = sa_now_s();
-  ctx.requester = in.slid;
-  ctx.requester_qpn = in.sqpn;
-  ctx.requester_pkey_index = in.pkey_index;
-  ctx.requester_sl = in.sl;
   ctx.sm_guid = peers_.guid();
   ctx.sm_priority = opts_.sm_priority;
   ctx.sm_act_count = peers_.act_count();
   ctx.qos = opts_.qos.enabled;
   ctx.sa_key = opts_.sa_key;
+  return ctx;
+}
+
+void SubnetManager::send_reports(uint16_t trap, const Gid& gid) {
+  Gid me{};
+  for (int i = 0; i < 8; ++i) me[i] = uint8_t(kDefaultSubnetPrefix >> (56 - 8 * i));
+  for (int i = 0; i < 8; ++i) me[8 + i] = uint8_t(peers_.guid().value >> (56 - 8 * i));
+  send_reports(sm_notice(trap, gid, peers_.lid(), me));
+}
+
+void SubnetManager::send_reports(const Notice& n) {
+  if (!sa_) return;
+  for (auto& r : sa_->reports(n, sa_context())) {
+    mad::MadBuf b{};
+    std::copy_n(r.mad.begin(), std::min(r.mad.size(), b.size()), b.begin());
+    auto g = mad::decode_gmp(b.data(), b.size(), true);
+    if (!g) continue;  // the SA's own MAD: cannot happen
+    mad::GmpRequest req{*g, r.lid};
+    req.qpn = r.qpn, req.pkey_index = r.pkey_index, req.sl = r.sl;
+    ++reports_.sent;
+    eng_.submit(
+        std::move(req), [this, r = std::move(r), trap = notice_trap(n)](Result<mad::Gmp> res) {
+          if (res) {
+            ++reports_.answered;
+            return;
+          }
+          ++reports_.unanswered;
+          const size_t gone = sa_->report_unanswered(r);
+          reports_.subscriptions_dropped += gone;
+          WEFT_LOG(Warn, "SA-0004") << "Report of trap " << trap << " to LID " << r.lid.value
+                                    << " QP " << r.qpn << " unanswered (" << res.error().message
+                                    << "); " << gone << " subscriptions of that subscriber dropped";
+          if (sa_->take_records_changed()) save_sa_records(nullptr);
+        });
+  }
+  if (sa_->take_records_changed()) save_sa_records(nullptr);  // o13-17.1.2 drops
+}
+
+void SubnetManager::serve_sa(const mad::InMad& in) {
+  if (!sa_) return;
+  SaContext ctx = sa_context();
+  ctx.requester = in.slid;
+  ctx.requester_qpn = in.sqpn;
+  ctx.requester_pkey_index = in.pkey_index;
+  ctx.requester_sl = in.sl;
   auto ans = sa_->answer(std::span<const uint8_t>(in.mad.data(), in.len), ctx);
   const std::vector<McChange> changes = sa_->take_mc_changes();
   const bool records = sa_->take_records_changed();
@@ -134,6 +165,21 @@ void SubnetManager::on_unsolicited(const mad::Smp& s, const mad::InMad& in) {
     repress.method = mad::kMethodTrapRepress;
     repress.status = 0;
     if (in.slid.is_unicast()) (void)t_.send(mad::encode_smp(repress), mad::SendAddr::lid(in.slid));
+    // The master's SA tells its subscribers, whatever the SM makes of the trap.
+    if (sa_ && peers_.role().state() == mad::SmState::kMaster) {
+      Notice n{};
+      std::copy(s.data.begin(), s.data.end(), n.begin());
+      Lid issuer{static_cast<uint16_t>(n[6] << 8 | n[7])};
+      if (!issuer.value)
+        issuer = in.slid, n[6] = uint8_t(in.slid.value >> 8), n[7] = uint8_t(in.slid.value);
+      if (snapshot_)
+        if (auto at = snapshot_->ends.at(issuer.value)) {  // IssuerGID: the SA fills it
+          const uint64_t guid = snapshot_->fabric.node(at->first).ports[at->second].guid.value;
+          for (int i = 0; i < 8; ++i) n[64 + i] = uint8_t(kDefaultSubnetPrefix >> (56 - 8 * i));
+          for (int i = 0; i < 8; ++i) n[72 + i] = uint8_t(guid >> (56 - 8 * i));
+        }
+      send_reports(n);
+    }
     return on_trap(decode_trap(s.data), in);
   }
   if (s.method != mad::kMethodGet && s.method != mad::kMethodSet) return;  // nothing else is for us

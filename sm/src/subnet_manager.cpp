@@ -750,6 +750,7 @@ void SubnetManager::publish() {
   p->partitions_applied = partitions_applied_;
   p->mad = eng_.stats();
   p->sa = sa_stats();
+  p->sa.reports = reports_;
   const auto state = p->state;
   if (auto old = pub_.publish(std::move(p)); old && old->state != state)
     emit("sm_state",

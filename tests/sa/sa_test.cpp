@@ -529,6 +529,22 @@ TEST(Sa, TheSmAnswersOverItsTransport) {
 namespace {
 
 // An MCMemberRecord request: join (Set) or leave (Delete) `port` to `mgid`.
+// InformInfo Set as hosts send it: every issuer (GID 0, LIDRangeBegin 0xFFFF), generic,
+// any Type and ProducerType, `trap` (0xFFFF: any), Reports to QP `qpn`; `more` changes it.
+std::vector<uint8_t> inform(uint16_t trap, bool subscribe = true, uint8_t qpn = 9,
+                            const std::function<void(uint8_t*)>& more = {}) {
+  return request(kMethodSet, kSaInformInfo, 0, [&](uint8_t* r) {
+    put16(r + 16, 0xffff);
+    r[22] = 1;
+    r[23] = subscribe;
+    put16(r + 24, 0xffff);
+    put16(r + 26, trap);
+    r[30] = qpn;
+    r[33] = r[34] = r[35] = 0xff;
+    if (more) more(r);
+  });
+}
+
 std::vector<uint8_t> mc_request(uint8_t method, const Gid& mgid, Guid port, uint8_t state,
                                 uint64_t extra_mask = 0,
                                 const std::function<void(uint8_t*)>& more = {}) {
@@ -543,12 +559,12 @@ std::vector<uint8_t> mc_request(uint8_t method, const Gid& mgid, Guid port, uint
 }
 
 // Sends one SA request through the SM's transport and returns its answer.
-Reply ask(Fixture& fx, const std::vector<uint8_t>& req) {
+Reply ask(Fixture& fx, const std::vector<uint8_t>& req, uint16_t from = 1) {
   fx.t.clear_gsi_answers();
   InMad in;
   std::copy(req.begin(), req.end(), in.mad.begin());
   in.len = kMadSize;
-  in.slid = Lid{1};
+  in.slid = Lid{from};
   in.sqpn = 1;
   fx.t.inject(in);
   EXPECT_TRUE(fx.sm->serve_for(std::chrono::milliseconds(50)));
@@ -782,16 +798,7 @@ TEST(Sa, ServicesStayInsideTheirPartition) {
 TEST(Sa, SubscribersGetReportsOfPortsLeavingAndGroupsComing) {
   Fixture fx("ft2:leaves=2,spines=1,hosts=2");
   const auto c = fx.cas();
-  auto subscribe = [&](uint16_t trap) {
-    return request(kMethodSet, kSaInformInfo, 0, [&](uint8_t* r) {
-      put16(r + 16, 0xffff);  // every LID
-      r[22] = 1;              // generic
-      r[23] = 1;              // subscribe
-      put16(r + 24, 0xffff);
-      put16(r + 26, trap);
-      r[30] = 9;  // QPN 9
-    });
-  };
+  auto subscribe = [&](uint16_t trap) { return inform(trap); };
   ASSERT_EQ(ask(fx, subscribe(kTrapGidOut)).status, 0);
   ASSERT_EQ(ask(fx, subscribe(kTrapMcCreated)).status, 0);
   EXPECT_EQ(ask(fx, request(kMethodGetTable, kSaInformInfoRecord, 0)).records.size(), 2u);
@@ -799,6 +806,7 @@ TEST(Sa, SubscribersGetReportsOfPortsLeavingAndGroupsComing) {
   fx.t.clear_gsi_answers();
   fx.sim.unlink(sim_node(fx, c[3]), 1);
   ASSERT_TRUE(fx.sm->sweep());
+  ASSERT_TRUE(fx.sm->serve_for(std::chrono::milliseconds(50)));  // Reports go after the sweep
   std::vector<const SimTransport::GsiAnswer*> reports;
   for (const auto& a : fx.t.gsi_answers())
     if (a.segments[0][3] == kMethodReport) reports.push_back(&a);
@@ -1336,16 +1344,7 @@ TEST(Sa, ServicesAndSubscriptionsOutliveARestart) {
   };
   ASSERT_EQ(ask(fx, svc(0x1000, 100)).status, 0);
   ASSERT_EQ(ask(fx, svc(0x2000, 0xffffffff)).status, 0);
-  ASSERT_EQ(ask(fx, request(kMethodSet, kSaInformInfo, 0,
-                            [&](uint8_t* r) {
-                              put16(r + 16, 0xffff);
-                              r[22] = 1, r[23] = 1;
-                              put16(r + 24, 0xffff);
-                              put16(r + 26, kTrapGidOut);
-                              r[30] = 9;
-                            }))
-                .status,
-            0);
+  ASSERT_EQ(ask(fx, inform(kTrapGidOut)).status, 0);
   auto on_disk = [&] { return read_text_file(fx.dir + "/sa-records").value_or(""); };
   ASSERT_NE(on_disk().find("\"inform_info\""), std::string::npos) << on_disk();
   auto restart = [&] {
@@ -1373,6 +1372,7 @@ TEST(Sa, ServicesAndSubscriptionsOutliveARestart) {
   fx.t.clear_gsi_answers();
   fx.sim.unlink(sim_node(fx, c[4]), 1);
   ASSERT_TRUE(fx.sm->sweep());
+  ASSERT_TRUE(fx.sm->serve_for(std::chrono::milliseconds(50)));  // Reports go after the sweep
   size_t reports = 0;
   for (const auto& a : fx.t.gsi_answers())
     reports += a.segments[0][3] == kMethodReport && a.to.qpn == 9;
@@ -1513,4 +1513,206 @@ TEST(Multicast, WithoutTheDocumentHostsRejoinAfterClientReregister) {
   told.clear();
   ASSERT_TRUE(fx.sm->sweep());
   EXPECT_TRUE(told.empty());
+}
+
+// --- Reports (issue 29, item 3) -----------------------------------------------------
+
+namespace {
+
+// Switch port 0s of the discovered model: (LID, port GUID).
+std::vector<std::pair<uint16_t, Guid>> switches(const Fixture& fx) {
+  std::vector<std::pair<uint16_t, Guid>> v;
+  const auto& f = fx.snap().fabric;
+  for (NodeIndex n = 0; n < f.size(); ++n)
+    if (f.node(n).is_switch())
+      v.push_back({f.node(n).ports[0].attrs.lid.value, f.node(n).ports[0].guid});
+  return v;
+}
+
+Gid gid(Guid g) {
+  Gid out{};
+  put64(out.data(), kDefaultSubnetPrefix);
+  put64(out.data() + 8, g.value);
+  return out;
+}
+
+// A device's Notice as the SM hands it to the SA: `generic` with `type`, `producer`
+// (VendorID when not generic), `trap` (DeviceID), from `lid` / `issuer`.
+Notice device_notice(bool generic, uint8_t type, uint32_t producer, uint16_t trap, uint16_t lid,
+                     Guid issuer) {
+  Notice n{};
+  n[0] = uint8_t((generic ? 0x80 : 0) | type);
+  n[1] = uint8_t(producer >> 16), n[2] = uint8_t(producer >> 8), n[3] = uint8_t(producer);
+  put16(n.data() + 4, trap);
+  put16(n.data() + 6, lid);
+  const Gid g = gid(issuer);
+  std::copy(g.begin(), g.end(), n.begin() + 64);
+  return n;
+}
+
+// The QPNs the Reports of `n` go to, sorted.
+std::vector<uint32_t> heard(SaAgent& sa, const Notice& n, const SaContext& ctx) {
+  std::vector<uint32_t> q;
+  for (const auto& r : sa.reports(n, ctx)) {
+    EXPECT_EQ(r.mad[3], kMethodReport);
+    EXPECT_TRUE(std::equal(n.begin(), n.end(), r.mad.begin() + kSaHeader));
+    q.push_back(r.qpn);
+  }
+  std::sort(q.begin(), q.end());
+  return q;
+}
+
+}  // namespace
+
+TEST(Reports, InformInfoMatchesANoticeAsIbtaSays) {
+  Fixture fx("ft2:leaves=2,spines=1,hosts=2");
+  const auto c = fx.cas();
+  const auto sw = switches(fx);
+  ASSERT_GE(sw.size(), 2u);
+  const auto [lid_a, guid_a] = sw[0];
+  const auto [lid_b, guid_b] = sw[1];
+  const uint16_t host = c[1].lid;
+  auto sub = [&](uint8_t qpn, const std::function<void(uint8_t*)>& more) {
+    return ask(fx, inform(0xffff, true, qpn, more), host).status;
+  };
+  ASSERT_EQ(sub(10, [](uint8_t* r) { put16(r + 26, 128); }), 0);  // trap 128, any issuer
+  ASSERT_EQ(
+      sub(11, [&](uint8_t* r) { put64(r, kDefaultSubnetPrefix), put64(r + 8, guid_a.value); }),
+      0);  // issuer A by GID
+  ASSERT_EQ(sub(12, [&](uint8_t* r) { put16(r + 16, lid_a), put16(r + 18, lid_a); }), 0);  // LID A
+  ASSERT_EQ(sub(13, [](uint8_t* r) { r[33] = r[34] = 0, r[35] = 1; }), 0);  // producer: CAs
+  ASSERT_EQ(sub(14, [](uint8_t* r) { r[22] = 0; }), 0);                     // vendor notices
+  ASSERT_EQ(sub(15, [](uint8_t* r) { put16(r + 24, 1); }), 0);              // urgent only
+  ASSERT_EQ(sub(16, {}), 0);                                                // every generic one
+  // Subscribing the same again changes nothing; from a LID the SA cannot place: refused.
+  ASSERT_EQ(sub(16, {}), 0);
+  EXPECT_EQ(fx.agent.subscriptions().size(), 7u);
+  EXPECT_EQ(ask(fx, inform(128), 0x3000).status, kSaStatusReqInvalid);
+  EXPECT_EQ(ask(fx, inform(128, true, 9, [](uint8_t* r) { r[23] = 2; }), host).status,
+            kSaStatusReqInvalid);
+
+  const SaContext ctx = fx.ctx();
+  using Q = std::vector<uint32_t>;
+  EXPECT_EQ(heard(fx.agent, device_notice(true, 1, 2, 128, lid_a, guid_a), ctx),
+            (Q{10, 11, 12, 15, 16}));
+  EXPECT_EQ(heard(fx.agent, device_notice(true, 1, 2, 128, lid_b, guid_b), ctx), (Q{10, 15, 16}));
+  EXPECT_EQ(heard(fx.agent, device_notice(true, 2, 1, 129, c[2].lid, c[2].guid), ctx), (Q{13, 16}));
+  EXPECT_EQ(heard(fx.agent, device_notice(false, 1, 0x2c9, 0x10, lid_a, guid_a), ctx), (Q{14}));
+  const Gid sm_gid = gid(c[0].guid);
+  EXPECT_EQ(heard(fx.agent, sm_notice(kTrapGidIn, gid(c[2].guid), Lid{c[0].lid}, sm_gid), ctx),
+            (Q{16}));
+
+  // InformInfoRecord: the subscriber is the requester's port; the GID subscribed stays
+  // the issuer it filters on.
+  auto recs = ask(fx, request(kMethodGetTable, kSaInformInfoRecord, 0)).records;
+  ASSERT_EQ(recs.size(), 7u);
+  const Gid me = gid(c[1].guid);
+  size_t by_gid = 0;
+  for (const auto& r : recs) {
+    EXPECT_TRUE(std::equal(me.begin(), me.end(), r.begin())) << "SubscriberGID";
+    const Gid a = gid(guid_a);
+    by_gid += std::equal(a.begin(), a.end(), r.begin() + 24);
+  }
+  EXPECT_EQ(by_gid, 1u);
+  // Unsubscribing takes the same InformInfo; another filter is not a subscription.
+  EXPECT_EQ(ask(fx, inform(0xffff, false, 10, [](uint8_t* r) { put16(r + 26, 129); }), host).status,
+            kSaStatusReqInvalid);
+  EXPECT_EQ(ask(fx, inform(0xffff, false, 10, [](uint8_t* r) { put16(r + 26, 128); }), host).status,
+            0);
+  EXPECT_EQ(fx.agent.subscriptions().size(), 6u);
+}
+
+TEST(Reports, OnlyPortsSharingAPartitionWithTheSourceHear) {
+  Fixture probe("ft2:leaves=2,spines=1,hosts=2");
+  const auto c = probe.cas();
+  // c[1] and c[2] share Default (c[2] a full member); c[3] is a limited member there
+  // as c[1] is, so the two cannot talk, and a full member of Storage (with the SM).
+  Fixture fx("ft2:leaves=2,spines=1,hosts=2",
+             "Default=0x7fff : SELF=full, " + c[1].guid.str() + "=limited, " + c[2].guid.str() +
+                 "=full ;\nStorage=0x8002 : SELF=full, " + c[3].guid.str() + "=full ;\n");
+  ASSERT_EQ(ask(fx, inform(kTrapGidIn, true, 20), c[2].lid).status, 0);
+  ASSERT_EQ(ask(fx, inform(kTrapGidIn, true, 30), c[3].lid).status, 0);
+  // c[3] again, bounded to the SM's LID (the issuer of trap 64): refused access drops it
+  // (o13-17.1.2).
+  ASSERT_EQ(ask(fx,
+                inform(kTrapGidIn, true, 31,
+                       [&](uint8_t* r) { put16(r + 16, c[0].lid), put16(r + 18, c[0].lid); }),
+                c[3].lid)
+                .status,
+            0);
+  ASSERT_EQ(fx.agent.subscriptions().size(), 3u);
+  const Notice about_1 = sm_notice(kTrapGidIn, gid(c[1].guid), Lid{c[0].lid}, gid(c[0].guid));
+  using Q = std::vector<uint32_t>;
+  EXPECT_EQ(heard(fx.agent, about_1, fx.ctx()), (Q{20}));
+  EXPECT_EQ(fx.agent.subscriptions().size(), 2u) << "the bounded one went";
+  EXPECT_TRUE(fx.agent.take_records_changed());
+  const Notice about_3 = sm_notice(kTrapGidIn, gid(c[3].guid), Lid{c[0].lid}, gid(c[0].guid));
+  // c[2], a full member of Default, may talk to c[3].
+  EXPECT_EQ(heard(fx.agent, about_3, fx.ctx()), (Q{20, 30}));
+}
+
+TEST(Reports, DeviceTrapsReachSubscribersWhoAnswerAndDeafOnesAreDropped) {
+  Fixture fx("ft2:leaves=2,spines=1,hosts=2");
+  const auto c = fx.cas();
+  const auto sw = switches(fx);
+  ASSERT_EQ(ask(fx, inform(128, true, 9), c[1].lid).status, 0);
+  ASSERT_EQ(ask(fx, inform(kTrapGidOut, true, 9), c[1].lid).status, 0);
+  auto trap_from = [&](uint16_t lid) {
+    Smp trap;
+    trap.mgmt_class = kClassSmiLid;
+    trap.method = kMethodTrap;
+    trap.attr_id = kAttrNotice;
+    trap.tid = 0x100 + lid;
+    trap.data[0] = 0x81;  // generic, urgent
+    trap.data[3] = 2;     // producer: a switch
+    trap.data[5] = 128;
+    put16(trap.data.data() + 6, lid);
+    put16(trap.data.data() + 10, lid);
+    InMad in;
+    in.mad = encode_smp(trap);
+    in.len = kMadSize;
+    in.slid = Lid{lid};
+    fx.t.clear_gsi_answers();
+    fx.t.inject(in);
+    EXPECT_TRUE(fx.sm->serve_for(std::chrono::seconds(2)));
+  };
+  auto reports = [&] {
+    std::vector<const SimTransport::GsiAnswer*> v;
+    for (const auto& a : fx.t.gsi_answers())
+      if (a.segments[0][3] == kMethodReport) v.push_back(&a);
+    return v;
+  };
+  trap_from(sw[0].first);
+  auto r = reports();
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0]->to.dlid.value, c[1].lid);
+  EXPECT_EQ(r[0]->to.qpn, 9u);
+  const auto& m = r[0]->segments[0];
+  EXPECT_EQ(be16(m.data() + 16), kSaNotice);
+  EXPECT_EQ(be16(m.data() + kSaHeader + 4), 128);
+  EXPECT_EQ(be16(m.data() + kSaHeader + 6), sw[0].first) << "IssuerLID";
+  const Gid issuer = gid(sw[0].second);
+  EXPECT_TRUE(std::equal(issuer.begin(), issuer.end(), m.begin() + kSaHeader + 64)) << "IssuerGID";
+  auto stats = [&] {
+    fx.sm->publish_stats();
+    return fx.sm->published()->sa.reports;
+  };
+  EXPECT_EQ(stats().sent, 1u);
+  EXPECT_EQ(stats().answered, 1u);
+
+  // The host stops answering: the Report is tried 1 + transaction_retries times, then
+  // the subscriber's subscriptions go, from the state store too.
+  fx.t.answer_reports([](Lid) { return false; });
+  trap_from(sw[1].first);
+  EXPECT_EQ(reports().size(), 4u);
+  EXPECT_EQ(stats().sent, 2u);
+  EXPECT_EQ(stats().unanswered, 1u);
+  EXPECT_EQ(stats().subscriptions_dropped, 2u);
+  EXPECT_TRUE(fx.agent.subscriptions().empty());
+  const auto doc = read_text_file(fx.dir + "/sa-records").value_or("");
+  EXPECT_NE(doc.find("\"subscriptions\": []"), std::string::npos) << doc;
+  // Nobody is told of the next one.
+  trap_from(sw[0].first);
+  EXPECT_TRUE(reports().empty());
+  EXPECT_EQ(stats().sent, 2u);
 }

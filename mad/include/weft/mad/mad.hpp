@@ -34,6 +34,8 @@ constexpr uint8_t kMethodSet = 0x02;
 constexpr uint8_t kMethodGetResp = 0x81;
 constexpr uint8_t kMethodTrap = 0x05;
 constexpr uint8_t kMethodTrapRepress = 0x07;
+constexpr uint8_t kMethodReport = 0x06;  // the SA's Report(Notice) to a subscriber
+constexpr uint8_t kMethodReportResp = 0x86;
 
 // SMP attribute ids (IBTA 14.2.5).
 constexpr uint16_t kAttrNotice = 0x0002;
@@ -134,14 +136,20 @@ struct Gmp {
   bool is_response() const { return (method & 0x80) != 0; }
 };
 MadBuf encode_gmp(const Gmp& g);
-// Decodes a GMP's common header; refuses SMPs, the SA's class (weft/sa/sa.hpp) and anything
-// that is not a whole version-1 MAD.
-Result<Gmp> decode_gmp(const uint8_t* buf, size_t len);
+// Decodes a GMP's common header; refuses SMPs, the SA's class (weft/sa/sa.hpp) unless
+// `sa_ok` (the SA's Reports and their ReportResponses travel as GMPs) and anything that
+// is not a whole version-1 MAD.
+Result<Gmp> decode_gmp(const uint8_t* buf, size_t len, bool sa_ok = false);
 
 struct GmpRequest {
   Gmp mad;  // its TID is the engine's
   Lid dlid;
   int retries = -1;  // as SmpRequest's
+  // Where on `dlid` it goes: QP1 (a PMA), or the QP, P_Key index and SL a subscriber
+  // gave the SA (a Report).
+  uint32_t qpn = 1;
+  uint16_t pkey_index = 0;
+  uint8_t sl = 0;
   std::string target() const { return "LID " + std::to_string(dlid.value); }
 };
 

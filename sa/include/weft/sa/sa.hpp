@@ -73,7 +73,7 @@ constexpr uint16_t kSaServiceRecord = 0x0031;
 constexpr uint16_t kSaInformInfo = 0x0003;
 constexpr uint16_t kSaInformInfoRecord = 0x00F3;
 constexpr uint16_t kSaNotice = 0x0002;
-constexpr uint8_t kMethodReport = 0x06;
+using mad::kMethodReport;
 constexpr uint8_t kMethodDeleteResp = 0x95;
 
 // MAD status values an SA answer carries (IBTA 13.4.7, 15.2.1.2).
@@ -106,12 +106,16 @@ class SaAgent final : public sm::SubnAdm {
     std::array<uint8_t, 176> rec{};
     int64_t expires_s = 0;  // INT64_MAX: no lease
   };
+  // A subscription: where its Reports go (the requester's address, the QPN it named),
+  // who subscribed (the requester's port GID: InformInfoRecord's SubscriberGID), and the
+  // InformInfo as subscribed (its GID, if not zero, names the one issuer it wants).
   struct Subscription {
     Lid lid;
     uint32_t qpn = 0;
     uint16_t pkey_index = 0;
     uint8_t sl = 0;
-    std::array<uint8_t, 36> info{};  // the InformInfo as subscribed
+    std::array<uint8_t, 36> info{};
+    Gid subscriber{};
   };
   const std::vector<Service>& services() const { return services_; }
   const std::vector<Subscription>& subscriptions() const { return subs_; }
@@ -122,10 +126,11 @@ class SaAgent final : public sm::SubnAdm {
   std::string records_text(int64_t now_s, int64_t now_unix) const override;
   [[nodiscard]] Result<void> restore_records(std::string_view text, std::string_view where,
                                              int64_t now_s, int64_t now_unix) override;
-  // Report(Notice) MADs for `trap` (about `gid`) to every subscriber that asked for it.
+  // Report(Notice) MADs of `n` to every subscriber that asked for it and may hear of it
+  // (sa/src/service.cpp says how InformInfo matches a Notice).
   using Report = sm::SaReport;
-  std::vector<Report> reports(uint16_t trap, const Gid& gid, Lid sm_lid, Guid sm_guid,
-                              uint64_t subnet_prefix) override;
+  std::vector<Report> reports(const sm::Notice& n, const SaContext& ctx) override;
+  size_t report_unanswered(const Report& r) override;
 
   // The index the answers use: the snapshot's own, built once when the SM made it.
   using Index = sm::EndPortIndex;
@@ -135,7 +140,6 @@ class SaAgent final : public sm::SubnAdm {
   std::vector<McChange> mc_changes_;
   std::vector<Service> services_;
   std::vector<Subscription> subs_;
-  uint64_t report_tid_ = 0;
   bool records_changed_ = false;
 };
 

@@ -60,6 +60,11 @@ class SimTransport final : public mad::Transport {
   const std::vector<GsiAnswer>& gsi_answers() const { return gsi_; }
   void clear_gsi_answers() { gsi_.clear(); }
   uint64_t requests_seen() const { return requests_; }
+  // The SA's Reports (recorded with the GSI answers) are answered by the subscriber's
+  // stack with a ReportResponse, unless `answers(dlid)` says that host does not.
+  void answer_reports(std::function<bool(Lid dlid)> answers) {
+    reports_answered_ = std::move(answers);
+  }
   // The TrapRepresses the SM sent, and where to.
   struct Sent {
     mad::MadBuf mad;
@@ -87,6 +92,7 @@ class SimTransport final : public mad::Transport {
   uint64_t seq_ = 0;
   uint64_t requests_ = 0;
   std::function<void(mad::MadBuf&)> mangle_;
+  std::function<bool(Lid)> reports_answered_;
   std::vector<mad::MadBuf> responses_;
   std::vector<GsiAnswer> gsi_;
   std::vector<Sent> represses_;

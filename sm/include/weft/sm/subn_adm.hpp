@@ -9,6 +9,7 @@
 //   sa::SaAgent sa;  SubnetManager sm(transport, options, &sa);   // daemon::Managers does
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <functional>
@@ -62,13 +63,34 @@ struct McChange {
   uint16_t mlid = 0;
 };
 
-// A Report(Notice) MAD for one subscriber, and where it goes.
+// A Notice (IBTA 13.4.8.2, 80 bytes): IsGeneric and Type 0, ProducerType or VendorID
+// 1-3, TrapNumber or DeviceID 4-5, IssuerLID 6-7, NoticeToggle and NoticeCount 8-9,
+// DataDetails 10-63, IssuerGID 64-79. A device's trap is its SMP's first 64 bytes with
+// the issuer's GID the SM adds; the SM's own (64-67) name a GID in DataDetails.
+using Notice = std::array<uint8_t, 80>;
+inline Notice sm_notice(uint16_t trap, const Gid& about, Lid sm_lid, const Gid& sm_gid) {
+  Notice n{};
+  n[0] = 0x80 | 4;  // generic, informational
+  n[3] = 4;         // producer: class manager
+  n[4] = uint8_t(trap >> 8), n[5] = uint8_t(trap);
+  n[6] = uint8_t(sm_lid.value >> 8), n[7] = uint8_t(sm_lid.value);
+  std::copy(about.begin(), about.end(), n.begin() + 16);  // DataDetails: 6 reserved, the GID
+  std::copy(sm_gid.begin(), sm_gid.end(), n.begin() + 64);
+  return n;
+}
+inline uint16_t notice_trap(const Notice& n) {
+  return uint16_t(n[4] << 8 | n[5]);
+}
+
+// A Report(Notice) MAD for one subscriber (the SA header and the Notice; the MAD's TID
+// is the sender's), where it goes, and whose subscription it serves.
 struct SaReport {
   std::vector<uint8_t> mad;
   Lid lid;
   uint32_t qpn;
   uint16_t pkey_index;
   uint8_t sl;
+  Gid subscriber;
 };
 
 class SubnAdm {
@@ -80,9 +102,14 @@ class SubnAdm {
                                                      const SaContext& ctx) = 0;
   // What joins and leaves did to the groups since the last call (their MFTs need writing).
   virtual std::vector<McChange> take_mc_changes() = 0;
-  // Report(Notice) MADs for `trap` (about `gid`) to every subscriber that asked for it.
-  virtual std::vector<SaReport> reports(uint16_t trap, const Gid& gid, Lid sm_lid, Guid sm_guid,
-                                        uint64_t subnet_prefix) = 0;
+  // Report(Notice) MADs of `n` to every subscriber whose InformInfo matches it and
+  // whose port may hear of its source (a shared partition), as IBTA 13.4.8.3 and
+  // o13-17.1.1 say; `ctx` is what the SA answers from (the snapshot, the groups).
+  virtual std::vector<SaReport> reports(const Notice& n, const SaContext& ctx) = 0;
+  // A Report nobody answered (no ReportResponse after every retry): the subscriptions
+  // it served are dropped (the subscriber is gone or deaf; it subscribes again after a
+  // ClientReregister). How many went.
+  virtual size_t report_unanswered(const SaReport& r) = 0;
   // Services and subscriptions of ports no longer in the fabric go.
   virtual void forget_ports(const std::function<bool(uint64_t port_guid)>& alive) = 0;
   // The SA's records beside the groups (ServiceRecords with their leases, InformInfo

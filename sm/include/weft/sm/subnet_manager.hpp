@@ -191,7 +191,13 @@ class SubnetManager {
   // The groups written once, then the answers held for it sent.
   void flush_groups();
   void send_answer(const std::vector<uint8_t>& ans, const mad::SendAddr& to);
+  // What the SA answers from now (without a requester).
+  SaContext sa_context() const;
+  // Report(Notice) of a trap the SM raises (64-67, about `gid`) or a device sent (its
+  // SMP's Notice) to the SA's subscribers; each sent until answered (ReportResponse) or
+  // out of retries, when the subscriptions it served are dropped.
   void send_reports(uint16_t trap, const Gid& gid);
+  void send_reports(const Notice& n);
   void emit(std::string type, nlohmann::json data);
   void publish();
   void diff_events(const SubnetSnapshot* before, const SubnetSnapshot& after);
@@ -229,6 +235,7 @@ class SubnetManager {
   std::vector<std::pair<std::vector<uint8_t>, mad::SendAddr>> held_answers_;
   bool flush_posted_ = false;
   std::optional<int64_t> unix_offset_s_;  // wall clock - the SA's clock (unix_now_s)
+  SaStats::Reports reports_;
 };
 
 }  // namespace weft::sm
