@@ -118,8 +118,8 @@ void inform_request(const Query& q, Answer& a, std::vector<SaAgent::Subscription
                             {},
                             {}};
   std::copy(ii, ii + kInformInfoSize, sub.info.begin());
-  put64(sub.subscriber.data(), ctx.subnet_prefix);
-  put64(sub.subscriber.data() + 8, ctx.snap->fabric.node(at->first).ports[at->second].guid.value);
+  sub.subscriber = sm::port_gid(ctx.snap->fabric.node(at->first).ports[at->second].guid.value,
+                                ctx.subnet_prefix);
   // The same subscription: same subscriber and QP, and the same filter (GID, LID range,
   // IsGeneric, Type, TrapNumber or DeviceID, ProducerType or VendorID).
   auto same = [&](const SaAgent::Subscription& o) {

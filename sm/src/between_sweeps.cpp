@@ -32,10 +32,7 @@ SaContext SubnetManager::sa_context() const {
 }
 
 void SubnetManager::send_reports(uint16_t trap, const Gid& gid) {
-  Gid me{};
-  for (int i = 0; i < 8; ++i) me[i] = uint8_t(kDefaultSubnetPrefix >> (56 - 8 * i));
-  for (int i = 0; i < 8; ++i) me[8 + i] = uint8_t(peers_.guid().value >> (56 - 8 * i));
-  send_reports(sm_notice(trap, gid, peers_.lid(), me));
+  send_reports(sm_notice(trap, gid, peers_.lid(), port_gid(peers_.guid().value)));
 }
 
 void SubnetManager::send_reports(const Notice& n) {
@@ -174,9 +171,8 @@ void SubnetManager::on_unsolicited(const mad::Smp& s, const mad::InMad& in) {
         issuer = in.slid, n[6] = uint8_t(in.slid.value >> 8), n[7] = uint8_t(in.slid.value);
       if (snapshot_)
         if (auto at = snapshot_->ends.at(issuer.value)) {  // IssuerGID: the SA fills it
-          const uint64_t guid = snapshot_->fabric.node(at->first).ports[at->second].guid.value;
-          for (int i = 0; i < 8; ++i) n[64 + i] = uint8_t(kDefaultSubnetPrefix >> (56 - 8 * i));
-          for (int i = 0; i < 8; ++i) n[72 + i] = uint8_t(guid >> (56 - 8 * i));
+          const Gid g = port_gid(snapshot_->fabric.node(at->first).ports[at->second].guid.value);
+          std::copy(g.begin(), g.end(), n.begin() + 64);
         }
       send_reports(n);
     }

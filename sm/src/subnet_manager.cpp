@@ -31,13 +31,6 @@ double ms_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 
-Gid gid_of(uint64_t guid) {
-  Gid g{};
-  for (int i = 0; i < 8; ++i) g[i] = uint8_t(kDefaultSubnetPrefix >> (56 - 8 * i));
-  for (int i = 0; i < 8; ++i) g[8 + i] = uint8_t(guid >> (56 - 8 * i));
-  return g;
-}
-
 }  // namespace
 
 void add_problem(SweepReport& rep, std::string s, const char* id) {
@@ -666,9 +659,9 @@ void SubnetManager::phase_finish(Result<void> pumped) {
   if (pub_.heavy_sweeps() > 0) {
     const std::set<uint64_t> was_ports = guids(run.before.get());
     for (uint64_t g : now_ports)
-      if (!was_ports.count(g)) send_reports(kTrapGidIn, gid_of(g));
+      if (!was_ports.count(g)) send_reports(kTrapGidIn, port_gid(g));
     for (uint64_t g : was_ports)
-      if (!now_ports.count(g)) send_reports(kTrapGidOut, gid_of(g));
+      if (!now_ports.count(g)) send_reports(kTrapGidOut, port_gid(g));
   }
   if (sa_) {
     sa_->forget_ports([&](uint64_t g) { return now_ports.count(g) > 0; });

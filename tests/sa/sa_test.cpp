@@ -1530,10 +1530,7 @@ std::vector<std::pair<uint16_t, Guid>> switches(const Fixture& fx) {
 }
 
 Gid gid(Guid g) {
-  Gid out{};
-  put64(out.data(), kDefaultSubnetPrefix);
-  put64(out.data() + 8, g.value);
-  return out;
+  return port_gid(g.value);
 }
 
 // A device's Notice as the SM hands it to the SA: `generic` with `type`, `producer`

@@ -63,6 +63,14 @@ struct McChange {
   uint16_t mlid = 0;
 };
 
+// The GID of the port with `guid` on the subnet with `prefix`.
+inline Gid port_gid(uint64_t guid, uint64_t prefix = kDefaultSubnetPrefix) {
+  Gid g{};
+  for (int i = 0; i < 8; ++i) g[i] = uint8_t(prefix >> (56 - 8 * i));
+  for (int i = 0; i < 8; ++i) g[8 + i] = uint8_t(guid >> (56 - 8 * i));
+  return g;
+}
+
 // A Notice (IBTA 13.4.8.2, 80 bytes): IsGeneric and Type 0, ProducerType or VendorID
 // 1-3, TrapNumber or DeviceID 4-5, IssuerLID 6-7, NoticeToggle and NoticeCount 8-9,
 // DataDetails 10-63, IssuerGID 64-79. A device's trap is its SMP's first 64 bytes with
