@@ -86,6 +86,7 @@ json report_json(const sm::SweepReport& r) {
             {"disabled", r.ports_disabled},
             {"enabled", r.ports_enabled}}},
           {"switches_by_lid", r.switches_by_lid},
+          {"multicast", {{"groups", r.mcast_groups}, {"unknown_mlids", r.mcast_foreign}}},
           {"routing", {{"engine", r.routing_engine}, {"fallbacks", fb}}},
           {"problems", problems},
           {"problem_count", r.problems.size()}};

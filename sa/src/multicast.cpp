@@ -198,7 +198,7 @@ std::optional<std::array<uint8_t, 56>> mc_join(const Query& q, Answer& a, McDb& 
     ng.rate = bc->rate;
   }
   ng.members[port_guid] = state;
-  auto mlid = db.create(ng, q.ctx.mft_cap);
+  auto mlid = db.create(ng, q.ctx.mft_cap, q.ctx.mlid_free);
   if (!mlid) {
     a.status = kSaStatusNoResources;
     return std::nullopt;

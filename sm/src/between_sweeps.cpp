@@ -21,6 +21,7 @@ SaContext SubnetManager::sa_context() const {
   ctx.snap = snapshot_;
   ctx.mc = &prog_->multicast().groups();
   ctx.mft_cap = prog_->multicast().mft_cap();
+  ctx.mlid_free = [mc = &prog_->multicast()](uint16_t m) { return mc->mlid_free(m); };
   ctx.qos_cfg = &opts_.qos;
   ctx.now_s = sa_now_s();
   ctx.sm_guid = peers_.guid();

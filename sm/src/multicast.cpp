@@ -15,17 +15,23 @@ namespace weft::sm {
 using fabric::kNoNode;
 using fabric::NodeIndex;
 
-const McGroup& McDb::ensure(const McGroup& proto) {
+uint32_t McDb::lowest_free(const MlidFree& free, uint32_t end) const {
+  uint32_t mlid = kMlidBase;
+  while (mlid < end && (groups_.count(uint16_t(mlid)) || (free && !free(uint16_t(mlid))))) ++mlid;
+  return mlid;
+}
+
+const McGroup& McDb::ensure(const McGroup& proto, const MlidFree& free) {
   if (McGroup* g = find(proto.mgid)) {
     g->well_known = true;
     return *g;
   }
-  uint16_t mlid = kMlidBase;
-  while (groups_.count(mlid)) ++mlid;
+  uint32_t mlid = lowest_free(free, 0xffff);
+  if (mlid > 0xfffe) mlid = lowest_free({}, 0xffff);  // the partition file's groups exist always
   McGroup g = proto;
-  g.mlid = mlid;
+  g.mlid = uint16_t(mlid);
   g.well_known = true;
-  return groups_[mlid] = g;
+  return groups_[g.mlid] = g;
 }
 
 McGroup* McDb::find(const Gid& mgid) {
@@ -39,10 +45,10 @@ McGroup* McDb::by_mlid(uint16_t mlid) {
   return it == groups_.end() ? nullptr : &it->second;
 }
 
-std::optional<uint16_t> McDb::create(McGroup g, uint16_t mlid_cap) {
-  uint16_t mlid = kMlidBase;
-  while (groups_.count(mlid)) ++mlid;
-  if (mlid_cap == 0 || mlid >= kMlidBase + mlid_cap || mlid > 0xfffe) return std::nullopt;
+std::optional<uint16_t> McDb::create(McGroup g, uint16_t mlid_cap, const MlidFree& free) {
+  const uint32_t end = std::min<uint32_t>(uint32_t(kMlidBase) + mlid_cap, 0xffff);
+  const uint32_t mlid = lowest_free(free, end);
+  if (mlid_cap == 0 || mlid >= end || mlid > 0xfffe) return std::nullopt;
   if (g.mgid == Gid{}) {
     // An SA-made MGID (IBTA 4.1.1): 0xff, flags 0x1 (transient), the group's scope,
     // signature 0xA01B, its P_Key, then a counter.
@@ -55,9 +61,9 @@ std::optional<uint16_t> McDb::create(McGroup g, uint16_t mlid_cap) {
     const uint64_t n = ++made_;
     for (int i = 0; i < 8; ++i) g.mgid[15 - i] = uint8_t(n >> (8 * i));
   }
-  g.mlid = mlid;
-  groups_[mlid] = std::move(g);
-  return mlid;
+  g.mlid = uint16_t(mlid);
+  groups_[g.mlid] = std::move(g);
+  return uint16_t(mlid);
 }
 
 bool McDb::leave(const Gid& mgid, uint64_t port, uint8_t state) {

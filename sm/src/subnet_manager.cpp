@@ -164,6 +164,7 @@ Result<void> SubnetManager::serve_for(mad::Duration d) {
 }
 
 void SubnetManager::phase_light_check() {
+  prog_->multicast().settle();  // the first full sweep as master is over
   auto changed = std::make_shared<bool>(false);
   // Switches of the model whose PortStateChange is set: read again on the model, when
   // nothing else changed.
@@ -628,6 +629,7 @@ void SubnetManager::phase_finish(Result<void> pumped) {
     add_problem(rep, "transport failed while programming MFTs: " + pumped.error().message);
   rep.smps_program += eng_.stats().sent - run.sent_at_phase;
   rep.mcast_groups = prog_->multicast().groups().groups().size();
+  rep.mcast_foreign = prog_->multicast().foreign_mlids();
   auto because = [&rep](const std::string& why) {
     rep.reason += (rep.reason.empty() ? "" : "; ") + why;
   };
@@ -645,6 +647,14 @@ void SubnetManager::phase_finish(Result<void> pumped) {
     because(std::to_string(run.d.unexplored) + " live links lead to nodes that did not answer");
   rep.subnet_up = rep.reason.empty();
   rep.ms_total = ms_since(run.t0);
+  if (rep.subnet_up && rep.sm_state == mad::SmState::kMaster) {
+    if (rep.mcast_foreign && !prog_->multicast().sweep_done_once())
+      WEFT_LOG(Info, "MC-0006") << rep.mcast_foreign
+                                << " MLIDs are forwarded by switches for groups weft does not "
+                                   "know: left as they are until the next sweep, and given to "
+                                   "no new group";
+    prog_->multicast().sweep_done();
+  }
   books_.save_keys(rep);
   if (rep.table_failures == 0) partitions_applied_ = run.partition_generation;
   // Ports that came or went since the last sweep: traps 64 and 65 to subscribers; the

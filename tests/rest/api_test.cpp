@@ -301,6 +301,9 @@ TEST(NativeApi, SmNodesPortsLftRoutes) {
   EXPECT_EQ(sm.at("last_sweep").at("switches"), 3);
   // The bring-up told each of the 4 CA ports to re-register.
   EXPECT_EQ(sm.at("last_sweep").at("writes").at("client_reregister"), 4);
+  // The default partition's IPoIB group; no MLID the switches forward is nobody's.
+  EXPECT_EQ(sm.at("last_sweep").at("multicast").at("groups"), 1);
+  EXPECT_EQ(sm.at("last_sweep").at("multicast").at("unknown_mlids"), 0);
 
   auto nodes = RestRig::json_of(rig.mon("GET", "/api/v1/nodes?limit=2&offset=1"));
   EXPECT_EQ(nodes.at("total"), 7);

@@ -1280,6 +1280,94 @@ TEST(Multicast, GroupsKeepTheirMlidsAndMembersAcrossARestart) {
 
 namespace {
 
+// What another SM leaves behind: MLID `mlid` forwarded by every switch to its ports 1-15
+// (the block's other entries kept), written with raw SMPs from the SM's port.
+void foreign_group(Fixture& fx, uint16_t mlid) {
+  const auto& snap = fx.snap();
+  const uint32_t block = uint32_t(mlid - 0xC000) / 32, idx = uint32_t(mlid - 0xC000) % 32;
+  for (NodeIndex s = 0; s < snap.fabric.size(); ++s) {
+    if (!snap.fabric.node(s).is_switch()) continue;
+    auto got =
+        fx.sim.process(encode_smp(SmpRequest::get(kAttrMft, block, snap.node_paths[s]), 7), 0, 1);
+    ASSERT_TRUE(got.reply);
+    auto smp = decode_smp(got.reply->data(), got.reply->size());
+    ASSERT_TRUE(smp);
+    MftBlock b = decode_mft_block(smp->data);
+    b[idx] = 0xfffe;
+    auto set = fx.sim.process(
+        encode_smp(SmpRequest::set(kAttrMft, block, snap.node_paths[s], encode_mft_block(b)), 8), 0,
+        1);
+    ASSERT_TRUE(set.reply);
+  }
+}
+
+}  // namespace
+
+// Issue 29, item 1: MFT entries of groups the SM does not know (its document lost, or
+// another SM's) are left as they are through the first full sweep of a term, their MLIDs
+// given to no new group; the next sweep clears them and frees the MLIDs.
+TEST(Multicast, GroupsNobodyKnowsAreLeftForASweepAndTheirMlidsNeverHandedOut) {
+  Fixture fx("ft2:leaves=4,spines=2,hosts=3");
+  const auto c = fx.cas();
+  const uint64_t create = bit(2) | bit(6) | bit(7) | bit(12) | bit(13);
+  auto make = [&](size_t host, uint8_t qkey) {
+    auto r =
+        ask(fx, mc_request(kMethodSet, Gid{}, c[host].guid, kJoinFull, create, [&](uint8_t* m) {
+              m[35] = qkey;
+              put16(m + 40, 0xffff);
+            }));
+    EXPECT_EQ(r.status, 0);
+    return r.records.empty() ? uint16_t(0) : be16(r.records[0].data() + 36);
+  };
+  // A group of the SA's (0xC001, two members), then another writer's entries at 0xC002
+  // and in the next block (0xC021).
+  const uint16_t mine = make(2, 0x42);
+  ASSERT_EQ(mine, 0xC001);
+  const Gid bcast{0xff, 0x12, 0x40, 0x1b, 0xff, 0xff, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff};
+  ASSERT_EQ(ask(fx, mc_request(kMethodSet, bcast, c[4].guid, kJoinFull)).status, 0);
+  foreign_group(fx, 0xC002);
+  foreign_group(fx, 0xC021);
+  auto reach = [&](uint16_t ml) { return fx.sim.mcast_reach(ml, sim_node(fx, c[1]), 1); };
+  const auto mine_reach = reach(mine), c002 = reach(0xC002), c021 = reach(0xC021);
+  ASSERT_FALSE(mine_reach.empty());
+  ASSERT_GT(c002.size(), 1u);
+  ASSERT_EQ(c021, c002);
+
+  // A restart that lost the SA's groups: 0xC001, 0xC002 and 0xC021 are nobody's now.
+  std::filesystem::remove(fx.dir + "/mcast-groups");
+  SmOptions o;
+  o.state_dir = fx.dir;
+  o.routing_engine = "minhop";
+  fx.sm.reset();
+  fx.sm = std::make_unique<SubnetManager>(fx.t, o, &fx.agent);
+  auto r = fx.sm->sweep();
+  ASSERT_TRUE(r && r->subnet_up) << (r ? r->reason : r.error().message);
+  EXPECT_EQ(r->mcast_foreign, 3u);
+  EXPECT_EQ(reach(mine), mine_reach) << "left as they are through the first sweep";
+  EXPECT_EQ(reach(0xC002), c002);
+  EXPECT_EQ(reach(0xC021), c021);
+  EXPECT_TRUE(reach(0xC000).empty()) << "the partition's group is known: its old member goes";
+  // New groups skip every MLID still forwarded.
+  EXPECT_EQ(make(3, 0x43), 0xC003);
+  EXPECT_EQ(make(5, 0x44), 0xC004);
+
+  // The next sweep (a quiet one: light) clears them, and their MLIDs are free again.
+  auto next = fx.sm->light_sweep();
+  ASSERT_TRUE(next && next->subnet_up);
+  EXPECT_FALSE(next->heavy);
+  EXPECT_TRUE(reach(mine).empty());
+  EXPECT_TRUE(reach(0xC002).empty());
+  EXPECT_TRUE(reach(0xC021).empty());
+  EXPECT_EQ(make(6, 0x45), 0xC001);
+  auto again = fx.sm->sweep();
+  ASSERT_TRUE(again && again->subnet_up);
+  EXPECT_EQ(again->mcast_foreign, 0u);
+  EXPECT_EQ(again->mft_blocks_written, 0u);
+  EXPECT_EQ(make(7, 0x46), 0xC002);
+}
+
+namespace {
+
 // A driver that runs the sweep's waits at once and holds what is posted to the loop
 // until the test runs it (what the daemon's loop does after a batch of MADs).
 struct HoldingDriver final : mad::Driver {

@@ -2,6 +2,7 @@
 #include "multicast_programmer.hpp"
 
 #include <algorithm>
+#include <cstdio>
 
 #include "weft/log.hpp"
 
@@ -22,6 +23,9 @@ void MulticastProgrammer::sync_groups(const qos::PartitionPlan& plan, bool qos_o
     if (v.empty()) v.push_back(dflt);
     return v;
   };
+  // The partition file's groups take MLIDs found forwarded to another group's ports only
+  // when nothing else is left (they are placed before a new term's scan has read).
+  const McDb::MlidFree not_foreign = [this](uint16_t m) { return !mlid_foreign(m); };
   for (const auto& part : plan.partitions) {
     const uint16_t pkey = uint16_t(part.pkey | 0x8000);
     McGroup base;
@@ -53,7 +57,7 @@ void MulticastProgrammer::sync_groups(const qos::PartitionPlan& plan, bool qos_o
                   0xff};
         g.scope = sc;
         g.qkey = part.flags.qkey ? part.flags.qkey : 0x0b1b;
-        mc_.ensure(g);
+        mc_.ensure(g, not_foreign);
       }
     }
     for (const auto& mg : part.groups) {
@@ -69,7 +73,7 @@ void MulticastProgrammer::sync_groups(const qos::PartitionPlan& plan, bool qos_o
         g.qkey = mg.flags.qkey;
         g.tclass = mg.flags.tclass;
         g.flow_label = mg.flags.flow_label;
-        mc_.ensure(g);
+        mc_.ensure(g, not_foreign);
       }
     }
   }
@@ -113,6 +117,102 @@ std::vector<std::pair<NodeIndex, uint32_t>> MulticastProgrammer::route_mlid(uint
   return touched;
 }
 
+void MulticastProgrammer::forget_all() {
+  held_.clear();
+  foreign_.clear();
+  foreign_mlids_.clear();
+  scan_end_ = 0;
+  scan_pending_.clear();
+  ++term_;
+  term_sweeps_ = 0;
+  settled_ = false;
+}
+
+bool MulticastProgrammer::mlid_free(uint16_t mlid) const {
+  if (mlid < kMlidBase) return false;
+  const uint32_t block = uint32_t(mlid - kMlidBase) / 32;
+  return block < scan_end_ && !scan_pending_.count(block) && !foreign_mlids_.count(mlid);
+}
+
+void MulticastProgrammer::drop_foreign(const BlockKey& key) {
+  auto it = foreign_.find(key);
+  if (it == foreign_.end()) return;
+  const uint16_t first = uint16_t(kMlidBase + (key.second & 0x1ff) * 32);
+  for (uint32_t i = 0; i < 32; ++i)
+    if (it->second[i])
+      if (auto m = foreign_mlids_.find(uint16_t(first + i));
+          m != foreign_mlids_.end() && --m->second == 0)
+        foreign_mlids_.erase(m);
+  foreign_.erase(it);
+}
+
+void MulticastProgrammer::note_held(const BlockKey& key, const mad::MftBlock& b) {
+  held_[key] = b;
+  drop_foreign(key);
+  const uint16_t first = uint16_t(kMlidBase + (key.second & 0x1ff) * 32);
+  mad::MftBlock unknown{};
+  bool any = false;
+  for (uint32_t i = 0; i < 32; ++i)
+    if (b[i] && !mc_.by_mlid(uint16_t(first + i))) {
+      unknown[i] = b[i];
+      ++foreign_mlids_[uint16_t(first + i)];
+      any = true;
+    }
+  if (any) foreign_[key] = unknown;
+}
+
+mad::MftBlock MulticastProgrammer::effective(NodeIndex sw, const BlockKey& key) {
+  mad::MftBlock w = want_[sw][key.second];
+  if (!settled_)
+    if (auto f = foreign_.find(key); f != foreign_.end())
+      for (uint32_t i = 0; i < 32; ++i)
+        if (f->second[i]) w[i] = f->second[i];
+  return w;
+}
+
+bool MulticastProgrammer::due_to_settle() {
+  if (settled_ || term_sweeps_ == 0) return false;
+  settled_ = true;
+  if (!foreign_mlids_.empty()) {
+    std::string list;
+    for (const auto& [m, n] : foreign_mlids_)
+      if (list.size() < 120) {
+        char h[12];
+        std::snprintf(h, sizeof h, "%s0x%x", list.empty() ? "" : ", ", unsigned(m));
+        list += h;
+      }
+    WEFT_LOG(Info, "MC-0007") << foreign_mlids_.size() << " MLIDs no group holds (" << list
+                              << ") cleared from the switches after the first full sweep";
+  }
+  return true;
+}
+
+void MulticastProgrammer::settle() {
+  if (!snap_ || !due_to_settle()) return;
+  std::vector<std::pair<NodeIndex, uint32_t>> blocks;
+  for (const auto& [key, b] : foreign_)
+    if (auto n = snap_->fabric.find(Guid{key.first})) blocks.push_back({*n, key.second});
+  write_mfts(std::move(blocks), nullptr);
+}
+
+void MulticastProgrammer::extend_scan(std::vector<std::pair<NodeIndex, uint32_t>>& blocks) {
+  if (!snap_) return;
+  const uint32_t cap_blocks = (uint32_t(snap_->mft_cap) + 31) / 32;
+  uint32_t end = 1;
+  if (!mc_.groups().empty() && std::prev(mc_.groups().end())->first >= kMlidBase)
+    end = uint32_t(std::prev(mc_.groups().end())->first - kMlidBase) / 32 + 2;
+  end = std::min(end, cap_blocks);
+  if (end <= scan_end_) return;
+  const fabric::Fabric& f = snap_->fabric;
+  for (NodeIndex sw = 0; sw < f.size(); ++sw) {
+    if (!f.node(sw).is_switch()) continue;
+    const uint32_t positions = (uint32_t(f.node(sw).num_ports) + 1 + 15) / 16;
+    for (uint32_t pos = 0; pos < positions; ++pos)
+      for (uint32_t b = scan_end_; b < end; ++b) blocks.push_back({sw, pos << 28 | b});
+  }
+  scan_end_ = end;
+}
+
 void MulticastProgrammer::write_mfts(std::vector<std::pair<NodeIndex, uint32_t>> blocks,
                                      SweepReport* rep) {
   if (!snap_) return;
@@ -121,19 +221,19 @@ void MulticastProgrammer::write_mfts(std::vector<std::pair<NodeIndex, uint32_t>>
   const fabric::Fabric& f = snap_->fabric;
   for (auto [sw, key] : blocks) {
     if (sw >= snap_->node_paths.size()) continue;
-    const uint64_t guid = f.node(sw).guid.value;
-    const mad::MftBlock want = want_[sw][key];
+    const BlockKey bk{f.node(sw).guid.value, key};
     const mad::DrPath path = snap_->node_paths[sw];
     const std::string where = fabric::port_ref(f, sw, 0);
-    auto write = [this, rep, guid, key, want, path, where]() {
-      eng_.submit(mad::SmpRequest::set(mad::kAttrMft, key, path, mad::encode_mft_block(want)),
-                  [this, rep, guid, key, want, where](Result<mad::Smp> r) {
+    auto write = [this, rep, bk, path, where](const mad::MftBlock& want) {
+      eng_.submit(mad::SmpRequest::set(mad::kAttrMft, bk.second, path, mad::encode_mft_block(want)),
+                  [this, rep, bk, want, where, term = term_](Result<mad::Smp> r) {
+                    if (term != term_) return;
                     if (r) {
-                      held_[{guid, key}] = want;
+                      note_held(bk, want);
                       if (rep) ++rep->mft_blocks_written;
                       return;
                     }
-                    held_.erase({guid, key});
+                    held_.erase(bk);  // read again; what it forwards stays foreign
                     if (rep) {
                       ++rep->table_failures;
                       add_problem(*rep, "MFT Set on " + where + ": " + r.error().message);
@@ -143,28 +243,38 @@ void MulticastProgrammer::write_mfts(std::vector<std::pair<NodeIndex, uint32_t>>
                     }
                   });
     };
-    auto held = held_.find({guid, key});
+    auto held = held_.find(bk);
     if (held != held_.end()) {
-      if (held->second != want) write();
+      if (const auto want = effective(sw, bk); held->second != want) write(want);
       continue;
     }
-    eng_.submit(mad::SmpRequest::get(mad::kAttrMft, key, path),
-                [this, rep, guid, key, want, write](Result<mad::Smp> r) {
-                  if (rep) ++rep->mft_blocks_read;
-                  if (r) {
-                    const mad::MftBlock have = mad::decode_mft_block(r->data);
-                    held_[{guid, key}] = have;
-                    if (have == want) return;
-                  }
-                  write();
-                });
+    const uint32_t block = key & 0x1ff;
+    ++scan_pending_[block];
+    eng_.submit(mad::SmpRequest::get(mad::kAttrMft, key, path), [this, rep, bk, block, write,
+                                                                 term = term_](Result<mad::Smp> r) {
+      if (term != term_) return;
+      if (auto p = scan_pending_.find(block); p != scan_pending_.end() && --p->second == 0)
+        scan_pending_.erase(p);
+      if (rep) ++rep->mft_blocks_read;
+      if (r) note_held(bk, mad::decode_mft_block(r->data));
+      // The snapshot may have moved on: the switch by its GUID on the new one.
+      auto n = snap_->fabric.find(Guid{bk.first});
+      if (!n) return;
+      const mad::MftBlock want = effective(*n, bk);
+      if (r && held_[bk] == want) return;
+      write(want);
+    });
   }
 }
 
 void MulticastProgrammer::route_all(std::shared_ptr<const SubnetSnapshot> snap,
                                     const std::set<Guid>& reset, SweepReport& rep) {
   snap_ = std::move(snap);
-  std::erase_if(held_, [&](const auto& e) { return reset.count(Guid{e.first.first}) > 0; });
+  due_to_settle();
+  std::vector<BlockKey> lost;
+  for (const auto& [key, b] : held_)
+    if (reset.count(Guid{key.first})) lost.push_back(key);
+  for (const auto& key : lost) held_.erase(key), drop_foreign(key);
   want_.clear();
   mlid_switches_.clear();
   std::vector<std::pair<NodeIndex, uint32_t>> blocks;
@@ -172,20 +282,20 @@ void MulticastProgrammer::route_all(std::shared_ptr<const SubnetSnapshot> snap,
     auto b = route_mlid(mlid);
     blocks.insert(blocks.end(), b.begin(), b.end());
   }
-  // A new master term: every block up to the highest MLID in use, on every switch, is
-  // read and made what weft wants (another SM's groups in them cleared).
-  if (std::exchange(reread_all_, false) && !mc_.groups().empty() &&
-      std::prev(mc_.groups().end())->first >= kMlidBase) {
-    const uint32_t last = uint32_t(std::prev(mc_.groups().end())->first - kMlidBase) / 32;
-    const fabric::Fabric& f = snap_->fabric;
-    for (NodeIndex sw = 0; sw < f.size(); ++sw) {
-      if (!f.node(sw).is_switch()) continue;
-      const uint32_t positions = (uint32_t(f.node(sw).num_ports) + 1 + 15) / 16;
-      for (uint32_t pos = 0; pos < positions; ++pos)
-        for (uint32_t b = 0; b <= last; ++b) blocks.push_back({sw, pos << 28 | b});
-    }
+  // Every block the scan covers, on every switch: a switch not yet read (new this term,
+  // new to the fabric, or reset) is read; the others are written where they differ.
+  extend_scan(blocks);
+  const fabric::Fabric& f = snap_->fabric;
+  for (NodeIndex sw = 0; sw < f.size(); ++sw) {
+    if (!f.node(sw).is_switch()) continue;
+    const uint32_t positions = (uint32_t(f.node(sw).num_ports) + 1 + 15) / 16;
+    for (uint32_t pos = 0; pos < positions; ++pos)
+      for (uint32_t b = 0; b < scan_end_; ++b)
+        if (!held_.count({f.node(sw).guid.value, pos << 28 | b}))
+          blocks.push_back({sw, pos << 28 | b});
   }
-  // Blocks a switch holds with a group in them that no tree wants now: cleared.
+  // Blocks a switch holds with a group in them that no tree wants now: cleared (foreign
+  // entries once settled).
   for (const auto& [key, held] : held_)
     if (auto n = snap_->fabric.find(Guid{key.first}))
       if (std::any_of(held.begin(), held.end(), [](uint16_t m) { return m != 0; }))
@@ -199,6 +309,9 @@ void MulticastProgrammer::route_changed(const std::vector<uint16_t>& mlids) {
     auto b = route_mlid(mlid);
     blocks.insert(blocks.end(), b.begin(), b.end());
   }
+  // A new group in the scan's last block: the next block is read now, so MLIDs stay
+  // free ahead of the joins.
+  extend_scan(blocks);
   if (!blocks.empty()) write_mfts(std::move(blocks), nullptr);
 }
 

@@ -36,16 +36,38 @@ class MulticastProgrammer final : public Programmer {
   // Joins and leaves between sweeps: those groups' trees on the current snapshot.
   void route_changed(const std::vector<uint16_t>& mlids);
   // A new master term: believe nothing a switch was seen to hold; the next route_all
-  // reads every block up to the highest MLID weft uses on every switch (another SM's
-  // groups there cleared).
-  void forget_all() override {
-    held_.clear();
-    reread_all_ = true;
-  }
+  // reads every block below the scan's end on every switch.
+  void forget_all() override;
+
+  // MFT entries of groups weft does not know (another SM's, or groups whose document was
+  // lost): found by reading every block up to one beyond the highest MLID in use, on
+  // every switch. They are left as they are through the term's first full sweep as
+  // master, then cleared; until a switch is seen not to forward an MLID, and until its
+  // block has been read on every switch this term, no new group gets it.
+  bool mlid_free(uint16_t mlid) const;
+  bool mlid_foreign(uint16_t mlid) const { return foreign_mlids_.count(mlid) > 0; }
+  size_t foreign_mlids() const { return foreign_mlids_.size(); }
+  // A sweep as master brought the subnet up: after the term's first, entries of groups
+  // nobody knows are no longer kept.
+  void sweep_done() { ++term_sweeps_; }
+  bool sweep_done_once() const { return term_sweeps_ > 0; }
+  // A light sweep: clears them when due (route_all does in a heavy one).
+  void settle();
 
  private:
+  using BlockKey = std::pair<uint64_t, uint32_t>;  // switch GUID, modifier (pos << 28 | block)
   std::vector<std::pair<fabric::NodeIndex, uint32_t>> route_mlid(uint16_t mlid);
   void write_mfts(std::vector<std::pair<fabric::NodeIndex, uint32_t>> blocks, SweepReport* rep);
+  // Blocks [scan_end_, one beyond the highest group's block) on every switch, the scan
+  // moved there; within the switches' MulticastFDBCap.
+  void extend_scan(std::vector<std::pair<fabric::NodeIndex, uint32_t>>& blocks);
+  // Whether the term's first full sweep is over (and the foreign entries go).
+  bool due_to_settle();
+  // What weft writes to a block: the trees' entries, and until settled the foreign ones.
+  mad::MftBlock effective(fabric::NodeIndex sw, const BlockKey& key);
+  // A block as read or written: held, and its entries of no known group foreign.
+  void note_held(const BlockKey& key, const mad::MftBlock& b);
+  void drop_foreign(const BlockKey& key);
   mad::MadEngine& eng_;
   McDb mc_;
   std::shared_ptr<const SubnetSnapshot> snap_;
@@ -53,9 +75,18 @@ class MulticastProgrammer final : public Programmer {
   // switches hold as last read or written (switch GUID, modifier), and which switches
   // each MLID's tree crossed.
   std::map<fabric::NodeIndex, std::map<uint32_t, mad::MftBlock>> want_;
-  std::map<std::pair<uint64_t, uint32_t>, mad::MftBlock> held_;
+  std::map<BlockKey, mad::MftBlock> held_;
   std::map<uint16_t, std::vector<fabric::NodeIndex>> mlid_switches_;
-  bool reread_all_ = false;
+  // Entries of no known group per block, and per MLID the blocks holding one.
+  std::map<BlockKey, mad::MftBlock> foreign_;
+  std::map<uint16_t, size_t> foreign_mlids_;
+  // The scan of this term: blocks below scan_end_ are read on every switch; reads of a
+  // block still under way (by block); the term (callbacks of an earlier one are spent).
+  uint32_t scan_end_ = 0;
+  std::map<uint32_t, size_t> scan_pending_;
+  uint64_t term_ = 0;
+  uint64_t term_sweeps_ = 0;
+  bool settled_ = false;
 };
 
 }  // namespace weft::sm

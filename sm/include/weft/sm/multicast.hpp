@@ -42,14 +42,18 @@ struct McGroup {
 
 class McDb {
  public:
+  // Whether an MLID may go to a new group (beside not being any group's): the SM says no
+  // while switches may still forward it to ports of a group it does not know. Empty:
+  // every MLID may.
+  using MlidFree = std::function<bool(uint16_t)>;
   // A group the partition file asks for (IPoIB broadcast groups, mgid= lines); an
   // existing group keeps its members and MLID.
-  const McGroup& ensure(const McGroup& proto);
+  const McGroup& ensure(const McGroup& proto, const MlidFree& free = {});
   McGroup* find(const Gid& mgid);
   McGroup* by_mlid(uint16_t mlid);
-  // A new group: MLID from `mlid_cap` (0xC000 + cap - 1 at most); the MGID is made
-  // when `g.mgid` is zero. nullopt when no MLID is free.
-  std::optional<uint16_t> create(McGroup g, uint16_t mlid_cap);
+  // A new group: MLID from `mlid_cap` (0xC000 + cap - 1 at most), the lowest `free`
+  // allows; the MGID is made when `g.mgid` is zero. nullopt when no MLID is free.
+  std::optional<uint16_t> create(McGroup g, uint16_t mlid_cap, const MlidFree& free = {});
   // Removes `state` bits of `port`; the group goes when its last member does (unless
   // well known). Returns whether anything changed.
   bool leave(const Gid& mgid, uint64_t port, uint8_t state);
@@ -68,6 +72,8 @@ class McDb {
   bool operator==(const McDb&) const = default;
 
  private:
+  // The lowest MLID below `end` no group has and `free` allows; `end` when none.
+  uint32_t lowest_free(const MlidFree& free, uint32_t end) const;
   std::map<uint16_t, McGroup> groups_;  // by MLID
   uint64_t made_ = 0;                   // MGIDs the SA has made
 };

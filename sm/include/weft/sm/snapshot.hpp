@@ -59,6 +59,9 @@ struct SweepReport {
   uint64_t table_failures = 0;   // P_Key, SL2VL or VLArb reads and writes that failed
   uint64_t mft_blocks_read = 0, mft_blocks_written = 0;
   size_t mcast_groups = 0;
+  // MLIDs switches forward that no group holds (another SM's, or groups whose document
+  // was lost): kept through the term's first full sweep as master, then cleared.
+  size_t mcast_foreign = 0;
   uint64_t lft_failures =
       0;                    // LFT blocks or SwitchInfo writes that failed, switches not programmed
   uint64_t lft_capped = 0;  // switches whose LinearFDBCap is below the top LID

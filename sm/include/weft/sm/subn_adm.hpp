@@ -43,6 +43,7 @@ struct SaContext {
   bool qos = false;            // partition SLs apply only under QoS, as in OpenSM
   McDb* mc = nullptr;          // multicast groups: MCMemberRecord Set and Delete change them
   uint16_t mft_cap = 0;        // MLIDs every switch holds (the least MulticastFDBCap)
+  McDb::MlidFree mlid_free;    // MLIDs a new group may get (empty: any)
   // SL2VL and VLArb as weft programs them (SL2VLRecords only when it does: under
   // QoS or with routing layers; VLArbRecords under QoS).
   const qos::QosConfig* qos_cfg = nullptr;
