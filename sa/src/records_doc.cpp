@@ -11,6 +11,8 @@
 #include <nlohmann/json.hpp>
 
 #include "weft/sa/sa.hpp"
+#include "weft/text.hpp"
+#include "weft/types.hpp"
 
 namespace weft::sa {
 
@@ -60,6 +62,7 @@ std::string SaAgent::records_text(int64_t now_s, int64_t now_unix) const {
     j["expires_unix"] = sv.expires_s == INT64_MAX
                             ? nlohmann::json(nullptr)
                             : nlohmann::json(now_unix + (sv.expires_s - now_s));
+    if (sv.owner) j["owner"] = hex_guid(sv.owner);
     services.push_back(std::move(j));
   }
   nlohmann::json subs = nlohmann::json::array();
@@ -69,6 +72,7 @@ std::string SaAgent::records_text(int64_t now_s, int64_t now_unix) const {
                     {"pkey_index", s.pkey_index},
                     {"sl", s.sl},
                     {"subscriber_gid", to_hex(s.subscriber.data(), s.subscriber.size())},
+                    {"trusted", s.trusted},
                     {"inform_info", to_hex(s.info.data(), s.info.size())}});
   nlohmann::json doc = {{"weft_sa_records", 2}, {"services", services}, {"subscriptions", subs}};
   return doc.dump(1) + "\n";
@@ -110,6 +114,10 @@ Result<void> SaAgent::restore_records(std::string_view text, std::string_view wh
     } else {
       return bad(at + ": expires_unix: not a time or null");
     }
+    // The registering port (optional: documents before owners were kept have none).
+    if (j.contains("owner") &&
+        (!j["owner"].is_string() || !text::parse_u64(j["owner"].get<std::string>(), &sv.owner)))
+      return bad(at + ": owner: not a port GUID");
     services.push_back(sv);
   }
   std::vector<Subscription> subs;
@@ -134,6 +142,10 @@ Result<void> SaAgent::restore_records(std::string_view text, std::string_view wh
       std::fill(s.info.begin(), s.info.begin() + 16, 0);
     } else if (!j.contains("subscriber_gid") || !from_hex(j["subscriber_gid"], s.subscriber)) {
       return bad(at + ": subscriber_gid: not 32 hex digits");
+    }
+    if (j.contains("trusted")) {  // optional: false in documents from before
+      if (!j["trusted"].is_boolean()) return bad(at + ": trusted: not true or false");
+      s.trusted = j["trusted"].get<bool>();
     }
     subs.push_back(s);
   }

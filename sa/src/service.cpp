@@ -35,8 +35,19 @@ bool same_service(const uint8_t* a, const uint8_t* b) {
   return std::equal(a, a + 26, b);  // ServiceID, ServiceGID and ServiceP_Key
 }
 
+// What a requester sees of a service: the ServiceKey (bytes 32-47) only when trusted
+// (IBTA 15.2.5.14; OpenSM zeroes it for a request without the SA_Key).
+void add_service(Answer& a, const SaAgent::Service& sv, const Query& q) {
+  if (q.trusted) return void(add(a, service_record(), sv.rec.data(), q));
+  std::array<uint8_t, kServiceRecordSize> shown = sv.rec;
+  std::fill(shown.begin() + 32, shown.begin() + 48, 0);
+  add(a, service_record(), shown.data(), q);
+}
+
 // ServiceRecord Set (register, with a lease), Delete, and Get/GetTable. Leases run out
-// when someone looks.
+// when someone looks. A registered service belongs to the port that registered it: a
+// Set over it or a Delete from another port is REQ_INVALID unless trusted (the SA_Key;
+// weft's choice: OpenSM lets any port replace or delete any service).
 void service_request(const Query& q, Answer& a, uint8_t method,
                      std::vector<SaAgent::Service>& services) {
   using Service = SaAgent::Service;
@@ -55,7 +66,7 @@ void service_request(const Query& q, Answer& a, uint8_t method,
   };
   if (method != mad::kMethodSet && method != kMethodDelete) {
     for (const auto& sv : services)
-      if (shares(sv.rec.data())) add(a, service_record(), sv.rec.data(), q);
+      if (shares(sv.rec.data())) add_service(a, sv, q);
     return;
   }
   if (!bit(q.mask, 0) || !bit(q.mask, 1)) {
@@ -76,9 +87,16 @@ void service_request(const Query& q, Answer& a, uint8_t method,
   auto it = std::find_if(services.begin(), services.end(), [&](const Service& o) {
     return same_service(o.rec.data(), sv.rec.data());
   });
+  const uint64_t me =
+      requester ? q.ctx.snap->fabric.node(requester->first).ports[requester->second].guid.value : 0;
+  if (it != services.end() && !q.trusted && it->owner != 0 && it->owner != me) {
+    a.status = kSaStatusReqInvalid;  // another port's service
+    return;
+  }
+  sv.owner = me;
   if (method == kMethodDelete) {
     if (it == services.end()) {
-      a.status = kSaStatusReqInvalid;
+      a.status = kSaStatusNoRecords;  // as OpenSM answers
       return;
     }
     sv = *it;
@@ -95,8 +113,10 @@ void service_request(const Query& q, Answer& a, uint8_t method,
       services.push_back(sv);
     }
   }
-  a.records.assign(sv.rec.begin(), sv.rec.end());
-  a.count = 1;
+  a.count = 0;
+  Query whole = q;
+  whole.mask = 0;  // the record as held, whatever the request named
+  add_service(a, sv, whole);
 }
 
 // InformInfo Set: subscribe (or unsubscribe) the requester to a trap. The subscriber is
@@ -110,6 +130,14 @@ void inform_request(const Query& q, Answer& a, std::vector<SaAgent::Subscription
     a.status = kSaStatusReqInvalid;
     return;
   }
+  // The security traps (generic 256-259) are for trusted subscribers only (OpenSM: a
+  // request without the SA_Key gets REQ_INVALID); a wildcard subscription made without
+  // the key does not hear them (reports()).
+  const uint16_t trap = be16(ii + 26);
+  if (ii[23] && ii[22] && trap >= 256 && trap <= 259 && !q.trusted) {
+    a.status = kSaStatusReqInvalid;
+    return;
+  }
   const uint32_t qpn = uint32_t(ii[28]) << 16 | uint32_t(ii[29]) << 8 | ii[30];
   SaAgent::Subscription sub{ctx.requester,
                             qpn ? qpn : ctx.requester_qpn,
@@ -118,6 +146,7 @@ void inform_request(const Query& q, Answer& a, std::vector<SaAgent::Subscription
                             {},
                             {}};
   std::copy(ii, ii + kInformInfoSize, sub.info.begin());
+  sub.trusted = q.trusted;
   sub.subscriber = sm::port_gid(ctx.snap->fabric.node(at->first).ports[at->second].guid.value,
                                 ctx.subnet_prefix);
   // The same subscription: same subscriber and QP, and the same filter (GID, LID range,
@@ -238,6 +267,8 @@ std::vector<SaAgent::Report> SaAgent::reports(const sm::Notice& n, const SaConte
   for (size_t i = 0; i < subs_.size(); ++i) {
     const Subscription& sub = subs_[i];
     if (!asks_for(sub.info.data(), n)) continue;
+    const uint16_t trap = be16(n.data() + 4);
+    if ((n[0] & 0x80) && trap >= 256 && trap <= 259 && !sub.trusted) continue;
     const Hear h = may_hear(ctx, sub, n);
     if (h != Hear::kYes) {
       drop[i] = h == Hear::kNoAndDrop;

@@ -1801,3 +1801,95 @@ TEST(Reports, DeviceTrapsReachSubscribersWhoAnswerAndDeafOnesAreDropped) {
   EXPECT_TRUE(reports().empty());
   EXPECT_EQ(stats().sent, 2u);
 }
+
+// --- SA keys (issue 29, item 4) -----------------------------------------------------
+
+// A service belongs to the port that registered it: another port may neither replace nor
+// delete it unless its request is trusted (carries the SA_Key); an untrusted answer
+// never shows the ServiceKey; the owner outlives a restart.
+TEST(SaKeys, OnlyTheRegisteringPortOrATrustedRequestChangesAService) {
+  Fixture fx("ft2:leaves=2,spines=1,hosts=2");
+  const auto c = fx.cas();
+  auto svc = [&](uint8_t method, uint32_t lease = 0xffffffff) {
+    return request(method, kSaServiceRecord, bit(0) | bit(1) | bit(4), [&](uint8_t* r) {
+      put64(r, 0x6000);
+      put64(r + 8, kDefaultSubnetPrefix);
+      put64(r + 16, c[1].guid.value);
+      r[28] = uint8_t(lease >> 24), r[29] = uint8_t(lease >> 16), r[30] = uint8_t(lease >> 8),
+      r[31] = uint8_t(lease);
+      std::memset(r + 32, 0xab, 16);  // ServiceKey
+    });
+  };
+  const uint16_t owner = c[1].lid, other = c[2].lid;
+  auto listed = [&](bool trusted) {
+    auto req = request(kMethodGetTable, kSaServiceRecord, 0);
+    return ask(fx, trusted ? keyed(req) : req, other).records;
+  };
+  ASSERT_EQ(ask(fx, svc(kMethodSet), owner).status, 0);
+  ASSERT_EQ(fx.agent.services().size(), 1u);
+  EXPECT_EQ(fx.agent.services()[0].owner, c[1].guid.value);
+  // The ServiceKey: only a trusted request sees it.
+  const auto plain = listed(false), full = listed(true);
+  ASSERT_EQ(plain.size(), 1u);
+  EXPECT_TRUE(
+      std::all_of(plain[0].begin() + 32, plain[0].begin() + 48, [](uint8_t b) { return b == 0; }));
+  ASSERT_EQ(full.size(), 1u);
+  EXPECT_EQ(plain[0][48], full[0][48]);
+  EXPECT_EQ(full[0][40], 0xab);
+  // Another port: neither a Set over it nor a Delete.
+  EXPECT_EQ(ask(fx, svc(kMethodSet, 5), other).status, kSaStatusReqInvalid);
+  EXPECT_EQ(ask(fx, svc(kMethodDelete), other).status, kSaStatusReqInvalid);
+  ASSERT_EQ(fx.agent.services().size(), 1u);
+  EXPECT_EQ(fx.agent.services()[0].expires_s, INT64_MAX) << "the lease is the owner's";
+  // The owner renews it; a trusted request from another port deletes it.
+  EXPECT_EQ(ask(fx, svc(kMethodSet), owner).status, 0);
+  EXPECT_EQ(ask(fx, keyed(svc(kMethodDelete)), other).status, 0);
+  EXPECT_TRUE(fx.agent.services().empty());
+  EXPECT_EQ(ask(fx, svc(kMethodDelete), owner).status, kSaStatusNoRecords);
+
+  // The owner is state: after a restart the other port still may not delete it.
+  ASSERT_EQ(ask(fx, svc(kMethodSet), owner).status, 0);
+  SaAgent back;
+  const std::string text = fx.agent.records_text(0, 1000);
+  ASSERT_TRUE(back.restore_records(text, "sa-records", 0, 1000));
+  ASSERT_EQ(back.services().size(), 1u);
+  EXPECT_EQ(back.services()[0].owner, c[1].guid.value);
+  // A document from before owners were kept: anyone may; a bad owner is named.
+  std::string old = text;
+  const auto at = old.find("\"owner\"");
+  ASSERT_NE(at, std::string::npos) << text;
+  std::string bad = old;
+  bad.replace(at, 7, "\"owner\": \"toaster\", \"x\"");
+  auto r = back.restore_records(bad, "sa-records", 0, 1000);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().message, "sa-records: service 1: owner: not a port GUID");
+  old.replace(at, 7, "\"x\"");
+  ASSERT_TRUE(back.restore_records(old, "sa-records", 0, 1000));
+  EXPECT_EQ(back.services()[0].owner, 0u);
+}
+
+// The security traps (256-259) are for trusted subscribers: an untrusted InformInfo for
+// one is refused, and an untrusted subscription to every trap does not hear them.
+TEST(SaKeys, SecurityTrapsReachTrustedSubscribersOnly) {
+  Fixture fx("ft2:leaves=2,spines=1,hosts=2");
+  const auto c = fx.cas();
+  const uint16_t host = c[1].lid;
+  EXPECT_EQ(ask(fx, inform(256), host).status, kSaStatusReqInvalid);
+  EXPECT_EQ(ask(fx, inform(259, true, 10), host).status, kSaStatusReqInvalid);
+  EXPECT_EQ(ask(fx, keyed(inform(256, true, 11)), host).status, 0);
+  EXPECT_EQ(ask(fx, inform(0xffff, true, 12), host).status, 0);
+  EXPECT_EQ(ask(fx, keyed(inform(0xffff, true, 13)), host).status, 0);
+  ASSERT_EQ(fx.agent.subscriptions().size(), 3u);
+  const auto sw = switches(fx);
+  const SaContext ctx = fx.ctx();
+  using Q = std::vector<uint32_t>;
+  EXPECT_EQ(heard(fx.agent, device_notice(true, 0, 1, 256, sw[0].first, sw[0].second), ctx),
+            (Q{11, 13}));
+  EXPECT_EQ(heard(fx.agent, device_notice(true, 1, 2, 128, sw[0].first, sw[0].second), ctx),
+            (Q{12, 13}));
+  // Whether a subscription is trusted is state too.
+  SaAgent back;
+  ASSERT_TRUE(back.restore_records(fx.agent.records_text(0, 1000), "sa-records", 0, 1000));
+  EXPECT_EQ(heard(back, device_notice(true, 0, 1, 256, sw[0].first, sw[0].second), ctx),
+            (Q{11, 13}));
+}

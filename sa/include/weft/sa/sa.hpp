@@ -102,9 +102,13 @@ class SaAgent final : public sm::SubnAdm {
   std::vector<McChange> take_mc_changes() override { return std::exchange(mc_changes_, {}); }
 
   // Services (ServiceRecord Set/Delete/Get) and trap subscriptions (InformInfo).
+  // A service remembers the port that registered it (its owner): only that port, or a
+  // trusted request (one with the SA_Key), may change or delete it. 0: not known (a
+  // document from before owners were kept), anyone may.
   struct Service {
     std::array<uint8_t, 176> rec{};
     int64_t expires_s = 0;  // INT64_MAX: no lease
+    uint64_t owner = 0;     // the registering port's GUID
   };
   // A subscription: where its Reports go (the requester's address, the QPN it named),
   // who subscribed (the requester's port GID: InformInfoRecord's SubscriberGID), and the
@@ -116,6 +120,9 @@ class SaAgent final : public sm::SubnAdm {
     uint8_t sl = 0;
     std::array<uint8_t, 36> info{};
     Gid subscriber{};
+    // Subscribed with the SA_Key: only such a subscription hears the security traps
+    // (256-259: bad M_Key, P_Key, Q_Key, B_Key).
+    bool trusted = false;
   };
   const std::vector<Service>& services() const { return services_; }
   const std::vector<Subscription>& subscriptions() const { return subs_; }
