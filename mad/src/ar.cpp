@@ -1,0 +1,122 @@
+// Adaptive routing attributes, byte by byte (layouts: weft/mad/ar.hpp). libibmad has no
+// field tables for NVIDIA's vendor attributes, so they are encoded here by hand.
+#include "weft/mad/ar.hpp"
+
+namespace weft::mad {
+
+namespace {
+
+bool bit(uint8_t b, int i) {
+  return (b >> i) & 1;
+}
+void put_bit(uint8_t& b, int i, bool on) {
+  b = uint8_t(on ? b | (1u << i) : b & ~(1u << i));
+}
+uint32_t be32(const uint8_t* p) {
+  return uint32_t(p[0]) << 24 | uint32_t(p[1]) << 16 | uint32_t(p[2]) << 8 | p[3];
+}
+void put32(uint8_t* p, uint32_t v) {
+  p[0] = uint8_t(v >> 24), p[1] = uint8_t(v >> 16), p[2] = uint8_t(v >> 8), p[3] = uint8_t(v);
+}
+
+}  // namespace
+
+ArInfo decode_ar_info(const SmpData& d) {
+  ArInfo a;
+  a.raw = d;
+  a.no_fallback = bit(d[0], 0);
+  a.is4_mode = bit(d[0], 1);
+  a.glb_groups = bit(d[0], 2);
+  a.by_sl_cap = bit(d[0], 3);
+  a.by_sl_en = bit(d[0], 4);
+  a.by_transport_cap = bit(d[0], 5);
+  a.dyn_cap_calc = bit(d[0], 6);
+  a.direction_num_sup = d[1];
+  a.sub_grps_active = d[2] & 0x0f;
+  a.group_table_copy_sup = d[2] >> 4;
+  a.enabled = bit(d[3], 0);
+  a.arn_sup = bit(d[3], 1);
+  a.frn_sup = bit(d[3], 2);
+  a.fr_sup = bit(d[3], 3);
+  a.fr_enabled = bit(d[3], 4);
+  a.rn_xmit_enabled = bit(d[3], 5);
+  const uint32_t w = be32(&d[4]);
+  a.group_cap = uint16_t(w & 0xfff);
+  a.group_top = uint16_t((w >> 12) & 0xfff);
+  a.group_table_cap = uint8_t((w >> 24) & 0xf);
+  a.string_width_cap = uint8_t(w >> 28);
+  a.enable_by_sl_mask = uint16_t(d[8] << 8 | d[9]);
+  a.sub_grps_supported = d[10];
+  a.ar_version_cap = d[11] & 0x0f;
+  a.rn_version_cap = d[11] >> 4;
+  a.by_transport_disable = d[15] & 0x0f;
+  a.ageing_time_us = be32(&d[16]);
+  return a;
+}
+
+SmpData encode_ar_info(const ArInfo& a) {
+  SmpData d = a.raw;
+  put_bit(d[0], 0, a.no_fallback);
+  put_bit(d[0], 1, a.is4_mode);
+  put_bit(d[0], 2, a.glb_groups);
+  put_bit(d[0], 3, a.by_sl_cap);
+  put_bit(d[0], 4, a.by_sl_en);
+  put_bit(d[0], 5, a.by_transport_cap);
+  put_bit(d[0], 6, a.dyn_cap_calc);
+  d[1] = a.direction_num_sup;
+  d[2] = uint8_t((a.group_table_copy_sup & 0x0f) << 4 | (a.sub_grps_active & 0x0f));
+  put_bit(d[3], 0, a.enabled);
+  put_bit(d[3], 1, a.arn_sup);
+  put_bit(d[3], 2, a.frn_sup);
+  put_bit(d[3], 3, a.fr_sup);
+  put_bit(d[3], 4, a.fr_enabled);
+  put_bit(d[3], 5, a.rn_xmit_enabled);
+  put32(&d[4], uint32_t(a.string_width_cap & 0xf) << 28 | uint32_t(a.group_table_cap & 0xf) << 24 |
+                   uint32_t(a.group_top & 0xfff) << 12 | uint32_t(a.group_cap & 0xfff));
+  d[8] = uint8_t(a.enable_by_sl_mask >> 8), d[9] = uint8_t(a.enable_by_sl_mask);
+  d[10] = a.sub_grps_supported;
+  d[11] = uint8_t((a.rn_version_cap & 0x0f) << 4 | (a.ar_version_cap & 0x0f));
+  d[15] = uint8_t((d[15] & 0xf0) | (a.by_transport_disable & 0x0f));
+  put32(&d[16], a.ageing_time_us);
+  return d;
+}
+
+ArGroupBlock decode_ar_group_block(const SmpData& d) {
+  ArGroupBlock b{};
+  for (uint32_t g = 0; g < kArGroupsPerBlock; ++g)
+    for (uint32_t i = 0; i < 32; ++i) b[g][i] = d[32 * g + i];
+  return b;
+}
+
+SmpData encode_ar_group_block(const ArGroupBlock& b) {
+  SmpData d{};
+  for (uint32_t g = 0; g < kArGroupsPerBlock; ++g)
+    for (uint32_t i = 0; i < 32; ++i) d[32 * g + i] = b[g][i];
+  return d;
+}
+
+ArLftBlock decode_ar_lft_block(const SmpData& d) {
+  ArLftBlock b{};
+  for (uint32_t i = 0; i < kArLftLids; ++i) {
+    const uint8_t* e = &d[4 * i];
+    b[i].state = ArLidState(e[0] >> 6);
+    b[i].table = e[0] & 0x0f;
+    b[i].default_port = e[1];
+    b[i].group = uint16_t((e[2] << 8 | e[3]) & 0xfff);
+  }
+  return b;
+}
+
+SmpData encode_ar_lft_block(const ArLftBlock& b) {
+  SmpData d{};
+  for (uint32_t i = 0; i < kArLftLids; ++i) {
+    uint8_t* e = &d[4 * i];
+    e[0] = uint8_t((uint8_t(b[i].state) & 3) << 6 | (b[i].table & 0x0f));
+    e[1] = b[i].default_port;
+    e[2] = uint8_t((b[i].group >> 8) & 0x0f);
+    e[3] = uint8_t(b[i].group);
+  }
+  return d;
+}
+
+}  // namespace weft::mad
