@@ -37,6 +37,7 @@ SimFabric::SimFabric(fabric::Fabric f, SimDefaults d) : f_(std::move(f)), d_(d) 
   pc_.resize(n);
   pce_.resize(n);
   pma_caps_.assign(n, 0x1300);
+  ar_.resize(n);
   // ibsim's power-on tables: 0xffff at P_Key index 0; SL2VL 0-14 and 15 -> 7; arbitration
   // low VL0:0 VL1..:4, high VL0:4 VL1..:0.
   qos::Sl2Vl sl2vl0;
@@ -72,6 +73,7 @@ SimFabric::SimFabric(fabric::Fabric f, SimDefaults d) : f_(std::move(f)), d_(d) 
       nd.sw.lft_cap = d_.lft_cap;
       nd.sw.mft_cap = d_.mft_cap;
       psc_[i] = 1;  // links came up
+      set_ar_cap(i, d_.ar_group_cap);
     }
     for (auto& p : nd.ports) {
       auto& a = p.attrs;
@@ -613,9 +615,92 @@ uint16_t SimFabric::handle(const Smp& s, NodeIndex n, PortNum in_port, SmpData& 
       data = encode_lft_block(b);
       return 0;
     }
+    case kAttrArInfo:
+    case kAttrArGroupTable:
+    case kAttrArLft:
+      return ar_attr(s, n, data);
     default:
       return kStatusUnsupported;
   }
+}
+
+void SimFabric::set_ar_cap(NodeIndex sw, uint16_t group_cap) {
+  ArState& a = ar_.at(sw);
+  a = {};
+  if (!f_.node(sw).is_switch() || group_cap == 0) return;
+  // A switch as it powers up: AR off, no groups, every LID static; the capabilities of a
+  // current NVIDIA switch (by-SL AR, fast recovery) and the GroupCap asked for.
+  a.info.group_cap = uint16_t(std::min<uint32_t>(group_cap, 0xfff));
+  a.info.sub_grps_supported = std::max<uint8_t>(d_.ar_sub_groups, 1);
+  a.info.by_sl_cap = true;
+  a.info.fr_sup = true;
+  a.info.group_table_cap = 1;
+  a.info.ar_version_cap = 2;
+  a.info.raw = encode_ar_info(a.info);
+  a.groups.assign(size_t(a.info.group_cap) * a.info.sub_grps_supported, ArPortMask{});
+  a.lft.assign(d_.lft_cap, ArLftEntry{});
+}
+
+// The AR attributes of switch n: Get answers what it holds; Set takes what an SM may set
+// (enable, GroupTop, sub-groups in use, by-SL, ageing, fast recovery, transports) and
+// keeps the capabilities; a modifier naming another group table or pLFT is invalid.
+uint16_t SimFabric::ar_attr(const Smp& s, NodeIndex n, SmpData& data) {
+  ArState& a = ar_[n];
+  if (a.info.group_cap == 0) return kStatusUnsupported;
+  const bool set = s.method == kMethodSet;
+  if (s.attr_id == kAttrArInfo) {
+    if (s.attr_mod != 0) return kStatusInvalid;
+    if (set) {
+      const ArInfo want = decode_ar_info(data);
+      if (want.group_top > a.info.group_cap || want.sub_grps_active >= a.info.sub_grps_supported ||
+          (want.by_sl_en && !a.info.by_sl_cap) || (want.fr_enabled && !a.info.fr_sup))
+        return kStatusInvalid;
+      a.info.enabled = want.enabled;
+      a.info.group_top = want.group_top;
+      a.info.sub_grps_active = want.sub_grps_active;
+      a.info.by_sl_en = want.by_sl_en;
+      a.info.enable_by_sl_mask = want.enable_by_sl_mask;
+      a.info.no_fallback = want.no_fallback;
+      a.info.fr_enabled = want.fr_enabled;
+      a.info.by_transport_disable = want.by_transport_disable;
+      a.info.ageing_time_us = want.ageing_time_us;
+      a.info.raw = encode_ar_info(a.info);
+    }
+    data = encode_ar_info(a.info);
+    return 0;
+  }
+  if (s.attr_id == kAttrArGroupTable) {
+    const uint32_t block = s.attr_mod & 0xfff;
+    if (s.attr_mod != ar_group_modifier(block) ||
+        size_t(block + 1) * kArGroupsPerBlock > a.groups.size())
+      return kStatusInvalid;
+    if (set) {
+      const ArGroupBlock b = decode_ar_group_block(data);
+      for (uint32_t i = 0; i < kArGroupsPerBlock; ++i)
+        a.groups[block * kArGroupsPerBlock + i] = b[i];
+    }
+    ArGroupBlock b{};
+    for (uint32_t i = 0; i < kArGroupsPerBlock; ++i) b[i] = a.groups[block * kArGroupsPerBlock + i];
+    data = encode_ar_group_block(b);
+    return 0;
+  }
+  const uint32_t block = s.attr_mod & 0xffffff;
+  if (s.attr_mod != ar_lft_modifier(block) || size_t(block + 1) * kArLftLids > a.lft.size())
+    return kStatusInvalid;
+  if (set) {
+    const ArLftBlock b = decode_ar_lft_block(data);
+    for (uint32_t i = 0; i < kArLftLids; ++i) {
+      if (b[i].state == ArLidState::kReserved || b[i].table != 0) return kStatusInvalid;
+      if (b[i].state != ArLidState::kStatic &&
+          size_t(b[i].group) * a.info.sub_grps_supported >= a.groups.size())
+        return kStatusInvalid;
+    }
+    for (uint32_t i = 0; i < kArLftLids; ++i) a.lft[block * kArLftLids + i] = b[i];
+  }
+  ArLftBlock b{};
+  for (uint32_t i = 0; i < kArLftLids; ++i) b[i] = a.lft[block * kArLftLids + i];
+  data = encode_ar_lft_block(b);
+  return 0;
 }
 
 uint64_t SimFabric::client_reregisters() const {

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "weft/fabric/fabric.hpp"
+#include "weft/mad/ar.hpp"
 #include "weft/mad/clock.hpp"
 #include "weft/mad/mad.hpp"
 #include "weft/perf/counters.hpp"
@@ -38,6 +39,11 @@ struct SimDefaults {
   // As ibsim: PortInfo:VLStallCount stays what the port came with whatever a Set says
   // (ibsim keeps HOQLife, not VLStallCount).
   bool drops_vl_stall_count = false;
+  // Adaptive routing (NVIDIA's vendor attributes, weft/mad/ar.hpp): the AR groups every
+  // switch holds (GroupCap; 0: no AR, the attributes answered "unsupported", as a switch
+  // without AR does) and its sub-groups per group (SubGroupsSupported). ibsim has none.
+  uint16_t ar_group_cap = 0;
+  uint8_t ar_sub_groups = 1;
 };
 
 class SimFabric {
@@ -91,6 +97,16 @@ class SimFabric {
   // the MFTs the switches hold: end ports (the sender excluded), each once.
   std::vector<std::pair<fabric::NodeIndex, PortNum>> mcast_reach(uint16_t mlid, fabric::NodeIndex n,
                                                                  PortNum p) const;
+  // What a switch holds for adaptive routing: its AdaptiveRoutingInfo, its group table
+  // (one port mask per entry: group * sub-groups + sub-group) and its AR LFT (per LID).
+  // set_ar_cap gives one switch another GroupCap (0: that switch has no AR).
+  struct ArState {
+    mad::ArInfo info;
+    std::vector<mad::ArPortMask> groups;
+    std::vector<mad::ArLftEntry> lft;
+  };
+  const ArState& ar(fabric::NodeIndex sw) const { return ar_.at(sw); }
+  void set_ar_cap(fabric::NodeIndex sw, uint16_t group_cap);
   // Counts of Sets per attribute, to check that a second sweep writes nothing.
   size_t sets(uint16_t attr) const;
   // Of them, those that came LID-routed.
@@ -203,6 +219,8 @@ class SimFabric {
   std::vector<std::vector<std::array<qos::VlArbBlock, 4>>> vlarb_;  // [node][port]
   std::vector<std::vector<PortExtras>> extras_;                     // [node][port]
   std::vector<std::vector<std::vector<uint16_t>>> mft_;  // [switch][position][MLID - 0xC000]
+  std::vector<ArState> ar_;                              // [node]; empty for CAs
+  uint16_t ar_attr(const mad::Smp& s, fabric::NodeIndex n, mad::SmpData& data);
   std::map<uint16_t, size_t> sets_, lid_sets_;
   std::vector<std::vector<MKeyState>> mkey_;             // [node][port]
   std::vector<std::vector<perf::PortCounters>> pc_;      // [node][port]
