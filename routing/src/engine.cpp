@@ -74,6 +74,14 @@ Result<EngineChain> EngineChain::parse(std::string_view spec) {
     if (name.empty())
       return fail(Errc::kInvalidInput,
                   "routing engine list \"" + std::string(spec) + "\" has an empty name");
+    const std::string_view as_given = name;
+    if (name.starts_with("ar_")) {
+      const std::string_view base = name.substr(3);
+      if (base == "updn" || base == "ftree" || base == "minhop" || base == "dor") {
+        c.adaptive_.emplace_back(as_given);
+        name = base;
+      }
+    }
     auto e = make_engine(name);
     if (!e) return std::unexpected(e.error());
     for (auto known : c.names_)

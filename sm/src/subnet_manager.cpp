@@ -486,6 +486,13 @@ void SubnetManager::phase_route() {
   run.phase_start = std::chrono::steady_clock::now();
   auto chain = routing::EngineChain::parse(opts_.routing_engine);
   if (!chain) return finish_run(std::unexpected(chain.error()));
+  if (!chain->adaptive_names().empty() && ar_told_ != opts_.routing_engine) {
+    ar_told_ = opts_.routing_engine;
+    WEFT_LOG(Warn, "SM-0058") << "routing_engine " << opts_.routing_engine
+                              << ": NVIDIA's adaptive-routing engine names are routed as their "
+                                 "static engines; weft does not program adaptive routing into "
+                                 "switches yet, so the switches get static tables only";
+  }
   routing::Options ro;
   ro.roots = opts_.roots;
   ro.progress = [](const std::string& what) { WEFT_LOG(Info, "SM-0009") << "routing: " << what; };

@@ -462,8 +462,24 @@ TEST(Chain, FallsBackInOrderAndKeepsEveryReason) {
   auto none = only->compute(with_lids("torus:dims=4x4,hosts=1"), o);
   EXPECT_FALSE(none.tables);
   EXPECT_EQ(none.fallbacks.size(), 2u);
-  for (const char* bad : {"", "minhop,", "minhop,,updn", "updn,updn", "ftree,fastest"})
+  for (const char* bad : {"", "minhop,", "minhop,,updn", "updn,updn", "ftree,fastest", "ar_dfsssp",
+                          "ar_", "ar_ftree,ftree"})
     EXPECT_FALSE(EngineChain::parse(bad)) << '"' << bad << '"';
+  EXPECT_TRUE(EngineChain::parse("ftree,updn")->adaptive_names().empty());
+}
+
+// NVIDIA's SM names its adaptive-routing engines ar_updn, ar_ftree, ar_minhop, ar_dor: an
+// opensm.conf written for it routes here with those engines (static tables), and says so.
+TEST(Chain, NvidiasAdaptiveEngineNamesAreTheirStaticEngines) {
+  auto chain = EngineChain::parse("ar_ftree, ar_updn,minhop");
+  ASSERT_TRUE(chain) << chain.error().message;
+  EXPECT_EQ(chain->names(), (std::vector<std::string_view>{"ftree", "updn", "minhop"}));
+  EXPECT_EQ(chain->adaptive_names(), (std::vector<std::string>{"ar_ftree", "ar_updn"}));
+  auto r = chain->compute(with_lids("ft2:leaves=2,spines=2,hosts=2"), {});
+  ASSERT_TRUE(r.tables);
+  EXPECT_EQ(r.engine, "ftree");
+  for (const char* name : {"ar_minhop", "ar_dor"})
+    EXPECT_EQ(EngineChain::parse(name)->adaptive_names().size(), 1u) << name;
 }
 
 namespace {

@@ -150,8 +150,12 @@ struct ChainResult {
 
 class EngineChain {
  public:
-  // "ftree,updn,minhop": names from engine_names(), no repeats, at least one.
+  // "ftree,updn,minhop": names from engine_names(), no repeats, at least one. NVIDIA's
+  // SM names its adaptive-routing engines ar_updn, ar_ftree, ar_minhop and ar_dor: each
+  // is read as that engine, and adaptive_names() lists them (weft does not program AR
+  // into switches yet: the static tables are what it writes).
   static Result<EngineChain> parse(std::string_view spec);
+  const std::vector<std::string>& adaptive_names() const { return adaptive_; }
   // A chain of the given engines, in order (tests: an engine of their own).
   static EngineChain of(std::vector<std::shared_ptr<const RoutingEngine>> engines);
   ChainResult compute(const fabric::Fabric& f, const Options& o) const;
@@ -160,6 +164,7 @@ class EngineChain {
  private:
   std::vector<std::string_view> names_;
   std::vector<std::shared_ptr<const RoutingEngine>> engines_;
+  std::vector<std::string> adaptive_;
 };
 
 // A list of switch GUIDs, one per line (OpenSM's root_guid_file format): "0x" hex,

@@ -226,6 +226,7 @@ class SubnetManager {
   SmPeers peers_;
   std::shared_ptr<const SubnetSnapshot> snapshot_;
   std::shared_ptr<const SweepReport> last_report_;
+  std::string ar_told_;  // the routing_engine whose AR engine names were last logged (SM-0058)
   std::shared_ptr<SweepRun> run_;  // the sweep under way
   uint64_t partitions_applied_ = 0;
   Publisher pub_;
