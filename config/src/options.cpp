@@ -213,6 +213,12 @@ const ForeignOption* find_foreign(std::string_view name) {
   return nullptr;
 }
 
+const ForeignOption* find_nvidia(std::string_view name) {
+  for (const auto& o : nvidia_only_options())
+    if (o.name == name) return &o;
+  return nullptr;
+}
+
 std::string lower(std::string s) {
   for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return s;
@@ -257,6 +263,7 @@ std::string suggestion(std::string_view name) {
   std::vector<std::string_view> names;
   for (const auto& o : option_table()) names.push_back(o.name);
   for (const auto& o : opensm_only_options()) names.push_back(o.name);
+  for (const auto& o : nvidia_only_options()) names.push_back(o.name);
   return text::did_you_mean(name, names);
 }
 
@@ -315,6 +322,138 @@ Result<void> check_value(const OptionSpec& o, std::string_view name, const std::
 
 const std::vector<OptionSpec>& option_table() {
   static const std::vector<OptionSpec> table = build_table();
+  return table;
+}
+
+const std::vector<ForeignOption>& nvidia_only_options() {
+  static const std::vector<ForeignOption> table = {
+      // Adaptive routing and SHIELD (routing_engine ar_* is read by the engine chain).
+      {"ar_mode", ""},
+      {"shield_mode", ""},
+      {"ar_transport_mask", "0xA"},
+      {"ar_sl_mask", ""},
+      {"adv_routing_engine", ""},
+      {"enable_ar_by_device_cap", ""},
+      {"enable_ar_group_copy", ""},
+      {"enable_empty_arlft_optimization", ""},
+      {"ar_tree_asymmetric_flow", ""},
+      {"ar_tree_asymmetric_flow_threshold", ""},
+      {"ar_tree_asymmetric_flow_threshold_limit", "2"},
+      {"adaptive_timeout_sl_mask", "0xFFFF"},
+      {"routing_flags", ""},
+      {"dump_ar", ""},
+      {"cache_ar_group_id", ""},
+      {"max_cas_on_spine", ""},
+      {"dfp_max_cas_on_spine", "2"},
+      {"dfp_down_up_turns_mode", "1"},
+      {"dfp_find_roots_color_algorithm", ""},
+      {"find_roots_color_algorithm", "TRUE"},
+      {"max_wire_smps_per_device", "2"},
+      {"pfrn_sl", "0"},
+      {"pfrn_mask_clear_timeout", "180"},
+      {"pfrn_mask_force_clear_timeout", "720"},
+      {"pfrn_over_router_enabled", ""},
+      {"hbf_sl_mask", "0xFFFF"},
+      {"hbf_hash_type", "0"},
+      {"hbf_seed_type", ""},
+      {"hbf_seed", ""},
+      {"hbf_hash_fields", "0x40F00C0F"},
+      {"hbf_weights", "auto"},
+      {"nvl_reassign_rails", "FALSE"},
+      // Virtualization (virtual ports).
+      {"virt_enabled", ""},
+      {"virt_max_ports_in_process", "64"},
+      {"virt_default_hop_limit", "2"},
+      {"aguid_default_hop_limit", "1"},
+      {"enable_virt_rec_ext", ""},
+      {"virt_dump_file", ""},
+      {"rtr_aguid_enable", ""},
+      // The SA's enhanced trust model, keys.
+      {"sa_enhanced_trust_model", "FALSE"},
+      {"sa_etm_allow_untrusted_proxy_requests", "TRUE"},
+      {"sa_etm_allow_untrusted_guidinfo_rec", "TRUE"},
+      {"sa_etm_allow_guidinfo_rec_by_vf", "TRUE"},
+      {"sa_etm_max_num_mcgs", "0"},
+      {"sa_etm_max_num_srvcs", "0"},
+      {"sa_etm_max_num_event_subs", "0"},
+      {"sa_rate_threshold", "0"},
+      {"sa_check_sgid_spoofing", "FALSE"},
+      {"periodic_key_update", "0"},
+      {"key_mgr_seed", "0x0000000000000000"},
+      {"cc_key_enable", "0"},
+      {"vs_key_enable", "0"},
+      {"n2n_key_enable", "0"},
+      {"cc_key_lease_period", "60"},
+      {"vs_key_lease_period", "60"},
+      {"n2n_key_lease_period", "60"},
+      {"cc_key_protect_bit", "1"},
+      {"enable_sa", "TRUE"},
+      // Sweeps, health monitoring, the rest.
+      {"max_seq_redisc", "4"},
+      {"rediscovery_max_link_penalty", "10"},
+      {"rediscovery_link_penalty_step", "2"},
+      {"client_rereg_mode", "2"},
+      {"master_sm_priority", "14"},
+      {"master_sm_lid", "0"},
+      {"enable_sm_port_failover", "FALSE"},
+      {"light_sweep_spst", "TRUE"},
+      {"drop_unreachable_ports_enabled", "TRUE"},
+      {"planarized_routing_enabled", "1"},
+      {"drop_subscr_on_report_fail", "TRUE"},
+      {"routing_threads_num", "0"},
+      {"max_threads_per_core", "0"},
+      {"gmp_traps_threads_num", "1"},
+      {"offsweep_balancing_window", "180"},
+      {"max_topologies_per_sw", "4"},
+      {"force_heavy_sweep_window", "-1"},
+      {"hm_num_reboots", "10"},
+      {"hm_reboots_period_secs", "900"},
+      {"hm_num_set_err_sweeps", "5"},
+      {"hm_num_set_err_sweeps_window", "7"},
+      {"hm_num_no_resp_sweeps", "5"},
+      {"hm_num_no_resp_sweeps_window", "7"},
+      {"hm_num_traps", "60"},
+      {"hm_num_traps_period_secs", "90"},
+      {"hm_num_flapping_sweeps", "5"},
+      {"hm_num_flapping_sweeps_window", "30"},
+      {"hm_num_illegal", "1"},
+      {"osm_stats_interval", "60"},
+      {"osm_stats_dump_limit", "20"},
+      {"osm_perflog_dump_limit", "20"},
+      {"sharp_enabled", "2"},
+      {"flid_compression", "2"},
+      {"rtr_pr_mtu", "255"},
+      {"rtr_pr_rate", "255"},
+      {"rtr_pr_flow_label", "0"},
+      {"rtr_pr_tclass", "0"},
+      {"suppress_mc_pkey_traps", "0x01"},
+      {"qos_config_vl_enabled", "FALSE"},
+      {"port_recovery_policy_enabled", "0"},
+      {"fast_recovery_enabled", "0"},
+      {"mlnx_congestion_control", "0"},
+      {"fabric_mode_profile", "none"},
+      {"rereg_on_guid_migr", ""},
+      {"aguid_inout_notice", ""},
+      {"rediscovery_max_node_penalty", ""},
+      {"rediscovery_node_penalty_step", ""},
+      {"smp_threads", ""},
+      {"gmp_threads", ""},
+      {"offsweep_balancing_enabled", ""},
+      {"enable_inc_mc_routing", ""},
+      {"mepi_cache_enabled", ""},
+      {"enable_crashd", ""},
+      {"validate_smps", ""},
+      {"issu_mode", ""},
+      {"issu_timeout", ""},
+      {"issu_pre_upgrade_time", ""},
+      {"tenants_policy_enabled", ""},
+      {"pgrp_policy_file", ""},
+      {"topo_policy_file", ""},
+      {"rch_policy_file", ""},
+      {"device_configuration_file", ""},
+      {"held_back_sw_file", ""},
+      {"fabric_mode_policy_file", ""},
+  };
   return table;
 }
 
@@ -519,6 +658,18 @@ Result<void> load_text(std::string_view text, const std::string& source, Values&
         v.warnings_.push_back(
             where + ": OpenSM option \"" + key + "\" is not implemented by weft; \"" + value +
             "\" has no effect (OpenSM's default is \"" + std::string(f->opensm_default) + "\")");
+      continue;
+    }
+    if (const ForeignOption* f = find_nvidia(key); f && !find(key) && !find_foreign(key)) {
+      if (!f->opensm_default.empty() && same_value(value, std::string(f->opensm_default)))
+        ++v.opensm_defaults_;
+      else
+        v.warnings_.push_back(
+            where + ": option \"" + key + "\" of NVIDIA's SM is not implemented by weft; \"" +
+            value + "\" has no effect" +
+            (f->opensm_default.empty()
+                 ? std::string()
+                 : " (NVIDIA's default is \"" + std::string(f->opensm_default) + "\")"));
       continue;
     }
     if (value.empty() && find(key) && find(key)->type != Type::kString)

@@ -1,6 +1,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "weft/config/options.hpp"
 
 using namespace weft;
@@ -72,6 +74,47 @@ TEST(Options, OpenSmOnlyOptionsAreKnownAndReportedWhenTheyWouldMatter) {
   EXPECT_EQ(v.warnings()[0],
             "opensm.conf:3: OpenSM option \"perfmgr_redir\" is not implemented by weft; \"FALSE\" "
             "has no effect (OpenSM's default is \"TRUE\")");
+}
+
+// An opensm.conf written for NVIDIA's SM loads: its engine names route as their static
+// engines, its own options are known, counted at their defaults and reported otherwise.
+TEST(Options, AnOpensmConfOfNvidiasSmLoads) {
+  Values v = defaults();
+  auto r = load_text(
+      "routing_engine ar_updn\n"
+      "ar_mode 1\n"                 // no public default: reported
+      "ar_transport_mask 0x000A\n"  // its default, written as NVIDIA's examples do
+      "virt_enabled 2\n"            // virtual ports asked for: reported
+      "sa_etm_max_num_mcgs 0\n"     // its default
+      "hm_num_reboots 10\n"         // its default
+      "max_seq_redisc 8\n"          // another value: reported
+      "sm_sl 0\n",                  // OpenSM's own, its default
+      "opensm.conf", v);
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(v.get_str("routing_engine"), "ar_updn");
+  EXPECT_EQ(v.opensm_defaults_seen(), 4u);
+  ASSERT_EQ(v.warnings().size(), 3u);
+  EXPECT_EQ(
+      v.warnings()[0],
+      "opensm.conf:2: option \"ar_mode\" of NVIDIA's SM is not implemented by weft; \"1\" has "
+      "no effect");
+  EXPECT_EQ(v.warnings()[2],
+            "opensm.conf:7: option \"max_seq_redisc\" of NVIDIA's SM is not implemented by weft; "
+            "\"8\" has no effect (NVIDIA's default is \"4\")");
+  // A misspelt one is still an error, and the suggestion knows NVIDIA's names.
+  auto bad = load_text("virt_enable 2\n", "opensm.conf", v);
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message.find("virt_enabled"), std::string::npos) << bad.error().message;
+}
+
+TEST(Options, NvidiasOptionsAreNeitherWeftsNorOpenSmsAndAreListedOnce) {
+  std::set<std::string_view> seen;
+  for (const auto& o : nvidia_only_options()) {
+    EXPECT_TRUE(seen.insert(o.name).second) << o.name << " twice";
+    for (const auto& w : option_table()) EXPECT_NE(w.name, o.name) << "weft implements it";
+    for (const auto& f : opensm_only_options()) EXPECT_NE(f.name, o.name) << "OpenSM's own";
+  }
+  EXPECT_GT(seen.size(), 100u);
 }
 
 TEST(Options, MKeyOptionsAsOpenSmWritesThemAndTheirErrors) {

@@ -41,9 +41,14 @@ const std::vector<OptionSpec>& option_table();
 // OpenSM 3.3 options weft knows but does not implement, with OpenSM's defaults.
 struct ForeignOption {
   std::string_view name;
-  std::string_view opensm_default;
+  std::string_view opensm_default;  // NVIDIA's: empty where its default is not public
 };
 const std::vector<ForeignOption>& opensm_only_options();
+// Options NVIDIA's SM (MLNX OpenSM 5.x) adds beyond OpenSM 3.3 (adaptive routing,
+// virtualization, SA trust, keys, health monitoring, ...): known so that an
+// opensm.conf written for it loads, with no effect in weft; their names and defaults
+// as NVIDIA's public headers, release notes and manuals give them.
+const std::vector<ForeignOption>& nvidia_only_options();
 
 class Values {
  public:
