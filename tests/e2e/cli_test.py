@@ -74,6 +74,17 @@ def main():
     open(os.path.join(w, "etcd-bad.conf"), "w").write("state_store etcd://10.0.0.5/weft\n")
     check("config: a bad state_store names the file", ["config", "check", os.path.join(w, "etcd-bad.conf")], 1,
           r'error: .*etcd-bad\.conf.*state_store: .*expected etcd://HOST:PORT', W, w)
+    # An opensm.conf as NVIDIA's SM writes one: its AR engine and its own options load.
+    nv = os.path.join(w, "nvidia-opensm.conf")
+    open(nv, "w").write("routing_engine ar_ftree\nar_mode 1\nshield_mode 0\nar_transport_mask 0x000A\n"
+                        "virt_enabled 2\nsa_etm_max_num_mcgs 0\nhm_num_reboots 10\n")
+    check("config: NVIDIA's SM's opensm.conf loads", ["config", "check", nv], 0,
+          r'option "ar_mode" of NVIDIA.s SM is not implemented by weft.*'
+          r": 1 options weft implements, 3 OpenSM options at OpenSM's default, 3 not implemented", W, w)
+    check("sim: ar_ftree routes as ftree, static tables, said once", ["sim", "--topology",
+          "ft2:leaves=4,spines=2,hosts=2", "--config", nv], 0,
+          r"(?=.*SM-0058 routing_engine ar_ftree: NVIDIA's adaptive-routing engine names are routed as their "
+          r"static engines)(?=.*SUBNET UP.*0 unreachable, 0 loops)", W, w)
     check("unknown command", ["frobnicate"], 2, r'unknown command "frobnicate"', W, w)
     check("sim needs a topology", ["sim"], 2, r"--topology is required", W, w)
     check("sim brings up a fat tree", ["sim", "--topology", "ft2:leaves=4,spines=2,hosts=2"], 0,
