@@ -80,6 +80,17 @@ void print_table(const json& rows) {
       std::printf("  routed by %s\n", j["routed_by"].get<std::string>().c_str());
     if (j.contains("notes"))
       for (const auto& n : j["notes"]) std::printf("  %s\n", n.get<std::string>().c_str());
+    if (j.contains("traffic"))
+      for (const auto& [p, sides] : j["traffic"].items()) {
+        const auto& s = sides["static"];
+        const auto& a = sides["adaptive"];
+        std::printf(
+            "  traffic %-11s busiest link %u static, %u adaptive; slowest flow %.3f, %.3f; "
+            "mean %.3f, %.3f\n",
+            p.c_str(), s["max_link_flows"].get<uint32_t>(), a["max_link_flows"].get<uint32_t>(),
+            s["min_flow_throughput"].get<double>(), a["min_flow_throughput"].get<double>(),
+            s["mean_flow_throughput"].get<double>(), a["mean_flow_throughput"].get<double>());
+      }
     if (status != "ok") std::printf("  %s\n", j["reason"].get<std::string>().c_str());
   }
 }
@@ -141,6 +152,9 @@ po::options_description route_command_options() {
                                            "up/down roots: a file of switch GUIDs, one per line")(
       "max-vls", po::value<unsigned>()->default_value(8), "data VLs a layered engine may use")(
       "adaptive", "also compute adaptive-routing port groups beside the static tables")(
+      "traffic", po::value<std::string>(),
+      "flow-level traffic, static beside adaptive (implies --adaptive): patterns among shift, "
+      "permutation, all-to-all, allreduce, hotspot, comma-separated")(
       "torus", po::value<std::string>(),
       "the torus or mesh shape for dor (OpenSM torus-2QoS.conf subset)")(
       "bisections", po::value<uint32_t>()->default_value(100), "random bisection patterns for eBB")(
@@ -193,6 +207,16 @@ int cmd_route(int argc, char** argv) {
   }
   simulator::Grading g;
   g.patterns = !vm.count("no-patterns");
+  if (vm.count("traffic")) {
+    for (const auto& name : split(vm["traffic"].as<std::string>())) {
+      auto p = routing::parse_pattern(name);
+      if (!p) return route_die("--traffic: " + p.error().message);
+      g.traffic.push_back(*p);
+    }
+    if (g.traffic.empty()) return route_die("--traffic names no pattern");
+    g.traffic_seed = vm["seed"].as<uint64_t>();
+    ro.adaptive = true;
+  }
   g.any = !vm.count("no-grade");
   g.pattern.bisections = vm["bisections"].as<uint32_t>();
   g.pattern.seed = vm["seed"].as<uint64_t>();

@@ -114,6 +114,14 @@ def main():
           "--lft-cap", "128"], 1, r"NOT up: 24 switches cannot hold LIDs up to 224 \(LinearFDBCap\)", W, w)
     check("route grades an engine's tables", ["route", "--topology", "ft2:leaves=2,spines=2,hosts=2"], 0,
           r"minhop\s+ok\s+100\.000\s+0\s+2\s+2\.0\s+1\.000\s+1\.0000\s+1\s+1\s+ok", W, w)
+    check("route --traffic: static beside adaptive per pattern", ["route", "--topology",
+          "ft2:leaves=4,spines=2,hosts=2", "--engine", "ftree", "--traffic", "hotspot,shift", "--json",
+          "--no-patterns"], 0,
+          r'"traffic": \{\s*"hotspot": \{\s*"adaptive": \{\s*"blackholed_flows": 0,\s*"flows": 7,\s*'
+          r'"max_link_flows": 7,.*"shift": \{.*"static": \{\s*"blackholed_flows": 0,\s*"flows": 8,\s*'
+          r'"max_link_flows": 1,\s*"mean_flow_throughput": 1\.0', W, w)
+    check("route --traffic: an unknown pattern is named", ["route", "--topology", "ft2:leaves=2",
+          "--traffic", "tornado"], 2, r'unknown traffic pattern "tornado" \(known: shift', W, w)
     check("route --json", ["route", "--topology", "torus:dims=3x3,hosts=1", "--json"], 0,
           r'"engine": "minhop".*"reachable_pct": 100\.0.*"status": "ok"', W, w)
     check("route tells minhop's torus cycle from updn", ["route", "--topology", "torus:dims=5x5,hosts=1",

@@ -12,6 +12,7 @@
 #include "weft/fabric/fabric.hpp"
 #include "weft/routing/analysis.hpp"
 #include "weft/routing/engine.hpp"
+#include "weft/routing/traffic.hpp"
 
 namespace weft::simulator {
 
@@ -19,6 +20,10 @@ struct Grading {
   bool any = true;       // false: compute only (timing and memory runs)
   bool patterns = true;  // eBB and shift
   routing::PatternOptions pattern;
+  // Flow-level traffic (routing/traffic.hpp), static beside adaptive, per pattern:
+  // "traffic": {P: {"static": {...}, "adaptive": {...}}}.
+  std::vector<routing::Pattern> traffic;
+  uint64_t traffic_seed = 1;
 };
 
 // The analyzer's grades of one set of tables, as JSON fields of `j`.
