@@ -53,7 +53,10 @@ TrafficResult run_traffic(const fabric::Fabric& f, const Tables& t, Pattern p, b
           ok = true;
           for (size_t i = 0; i < n && ok; ++i) ok = to[i] != i;
         }
-        if (!ok) std::rotate(to.begin(), to.begin() + 1, to.end());
+        if (!ok) {  // a rotation of the identity is one
+          std::iota(to.begin(), to.end(), size_t(0));
+          std::rotate(to.begin(), to.begin() + 1, to.end());
+        }
         for (size_t i = 0; i < n; ++i) pairs.push_back({i, to[i]});
         break;
       }

@@ -93,7 +93,8 @@ void service_request(const Query& q, Answer& a, uint8_t method,
     a.status = kSaStatusReqInvalid;  // another port's service
     return;
   }
-  sv.owner = me;
+  // A trusted request changing another port's service leaves it that port's.
+  sv.owner = it != services.end() && q.trusted && it->owner != 0 ? it->owner : me;
   if (method == kMethodDelete) {
     if (it == services.end()) {
       a.status = kSaStatusNoRecords;  // as OpenSM answers

@@ -1841,6 +1841,9 @@ TEST(SaKeys, OnlyTheRegisteringPortOrATrustedRequestChangesAService) {
   EXPECT_EQ(ask(fx, svc(kMethodDelete), other).status, kSaStatusReqInvalid);
   ASSERT_EQ(fx.agent.services().size(), 1u);
   EXPECT_EQ(fx.agent.services()[0].expires_s, INT64_MAX) << "the lease is the owner's";
+  // A trusted request from another port may change it; it stays the owner's.
+  EXPECT_EQ(ask(fx, keyed(svc(kMethodSet, 50)), other).status, 0);
+  EXPECT_EQ(fx.agent.services()[0].owner, c[1].guid.value);
   // The owner renews it; a trusted request from another port deletes it.
   EXPECT_EQ(ask(fx, svc(kMethodSet), owner).status, 0);
   EXPECT_EQ(ask(fx, keyed(svc(kMethodDelete)), other).status, 0);
