@@ -226,6 +226,7 @@ void SubnetManager::phase_light_check() {
         pub_.light();
         SweepReport rep = *last_report_;
         rep.heavy = false;
+        rep.mcast_foreign = prog_->multicast().foreign_mlids();  // settle() may have cleared
         rep.sms = peers_.sms();
         finish_run(rep);
       });

@@ -1355,6 +1355,7 @@ TEST(Multicast, GroupsNobodyKnowsAreLeftForASweepAndTheirMlidsNeverHandedOut) {
   auto next = fx.sm->light_sweep();
   ASSERT_TRUE(next && next->subnet_up);
   EXPECT_FALSE(next->heavy);
+  EXPECT_EQ(next->mcast_foreign, 0u);
   EXPECT_TRUE(reach(mine).empty());
   EXPECT_TRUE(reach(0xC002).empty());
   EXPECT_TRUE(reach(0xC021).empty());

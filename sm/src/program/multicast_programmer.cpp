@@ -123,6 +123,7 @@ void MulticastProgrammer::forget_all() {
   foreign_mlids_.clear();
   scan_end_ = 0;
   scan_pending_.clear();
+  unread_.clear();
   ++term_;
   term_sweeps_ = 0;
   settled_ = false;
@@ -131,7 +132,9 @@ void MulticastProgrammer::forget_all() {
 bool MulticastProgrammer::mlid_free(uint16_t mlid) const {
   if (mlid < kMlidBase) return false;
   const uint32_t block = uint32_t(mlid - kMlidBase) / 32;
-  return block < scan_end_ && !scan_pending_.count(block) && !foreign_mlids_.count(mlid);
+  if (block >= scan_end_ || scan_pending_.count(block) || foreign_mlids_.count(mlid)) return false;
+  return std::none_of(unread_.begin(), unread_.end(),
+                      [&](const BlockKey& k) { return (k.second & 0x1ff) == block; });
 }
 
 void MulticastProgrammer::drop_foreign(const BlockKey& key) {
@@ -256,7 +259,21 @@ void MulticastProgrammer::write_mfts(std::vector<std::pair<NodeIndex, uint32_t>>
       if (auto p = scan_pending_.find(block); p != scan_pending_.end() && --p->second == 0)
         scan_pending_.erase(p);
       if (rep) ++rep->mft_blocks_read;
-      if (r) note_held(bk, mad::decode_mft_block(r->data));
+      if (r) {
+        note_held(bk, mad::decode_mft_block(r->data));
+        unread_.erase(bk);
+      } else {
+        // Unknown: its MLIDs stay out of use; before the term's first sweep is over,
+        // nothing is written over what may be another group's (the next sweep reads it
+        // again), after it weft's entries are written.
+        unread_.insert(bk);
+        if (rep) {
+          ++rep->table_failures;
+          add_problem(*rep, "MFT Get (modifier 0x" + std::to_string(bk.second) + ") of switch " +
+                                hex_guid(bk.first) + ": " + r.error().message);
+        }
+        if (!settled_) return;
+      }
       // The snapshot may have moved on: the switch by its GUID on the new one.
       auto n = snap_->fabric.find(Guid{bk.first});
       if (!n) return;
@@ -271,10 +288,17 @@ void MulticastProgrammer::route_all(std::shared_ptr<const SubnetSnapshot> snap,
                                     const std::set<Guid>& reset, SweepReport& rep) {
   snap_ = std::move(snap);
   due_to_settle();
+  // Switches reset (read again) or gone from the fabric: nothing of theirs is held.
+  auto lost_switch = [&](uint64_t guid) {
+    return reset.count(Guid{guid}) > 0 || !snap_->fabric.find(Guid{guid});
+  };
   std::vector<BlockKey> lost;
   for (const auto& [key, b] : held_)
-    if (reset.count(Guid{key.first})) lost.push_back(key);
+    if (lost_switch(key.first)) lost.push_back(key);
+  for (const auto& [key, b] : foreign_)
+    if (lost_switch(key.first)) lost.push_back(key);
   for (const auto& key : lost) held_.erase(key), drop_foreign(key);
+  std::erase_if(unread_, [&](const BlockKey& k) { return lost_switch(k.first); });
   want_.clear();
   mlid_switches_.clear();
   std::vector<std::pair<NodeIndex, uint32_t>> blocks;

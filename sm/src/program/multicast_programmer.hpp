@@ -84,6 +84,7 @@ class MulticastProgrammer final : public Programmer {
   // block still under way (by block); the term (callbacks of an earlier one are spent).
   uint32_t scan_end_ = 0;
   std::map<uint32_t, size_t> scan_pending_;
+  std::set<BlockKey> unread_;  // reads that failed: what the switch forwards there is unknown
   uint64_t term_ = 0;
   uint64_t term_sweeps_ = 0;
   bool settled_ = false;
