@@ -39,9 +39,13 @@ bool same_service(const uint8_t* a, const uint8_t* b) {
 // (IBTA 15.2.5.14; OpenSM zeroes it for a request without the SA_Key).
 void add_service(Answer& a, const SaAgent::Service& sv, const Query& q) {
   if (q.trusted) return void(add(a, service_record(), sv.rec.data(), q));
+  // Matched on the key held (as OpenSM matches), shown without it.
+  if (bit(q.mask, 5) && !std::equal(sv.rec.begin() + 32, sv.rec.begin() + 48, q.rec + 32)) return;
   std::array<uint8_t, kServiceRecordSize> shown = sv.rec;
   std::fill(shown.begin() + 32, shown.begin() + 48, 0);
-  add(a, service_record(), shown.data(), q);
+  Query without_key = q;
+  without_key.mask &= ~(uint64_t(1) << 5);
+  add(a, service_record(), shown.data(), without_key);
 }
 
 // ServiceRecord Set (register, with a lease), Delete, and Get/GetTable. Leases run out
@@ -159,7 +163,9 @@ void inform_request(const Query& q, Answer& a, std::vector<SaAgent::Subscription
            std::equal(b + 33, b + 36, ii + 33);
   };
   if (ii[23]) {  // Subscribe
-    if (std::none_of(subs.begin(), subs.end(), same)) {
+    if (auto it = std::find_if(subs.begin(), subs.end(), same); it != subs.end()) {
+      it->trusted = it->trusted || q.trusted;  // subscribed again with the key
+    } else {
       if (subs.size() >= 65536) {
         a.status = kSaStatusNoResources;
         return;

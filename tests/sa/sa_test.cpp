@@ -1858,6 +1858,18 @@ TEST(SaKeys, OnlyTheRegisteringPortOrATrustedRequestChangesAService) {
   ASSERT_TRUE(back.restore_records(text, "sa-records", 0, 1000));
   ASSERT_EQ(back.services().size(), 1u);
   EXPECT_EQ(back.services()[0].owner, c[1].guid.value);
+  // An untrusted Get by ServiceKey matches the key held, and still does not show it.
+  auto by_key = [&](uint8_t k) {
+    return ask(fx,
+               request(kMethodGetTable, kSaServiceRecord, bit(5),
+                       [&](uint8_t* r) { std::memset(r + 32, k, 16); }),
+               other)
+        .records;
+  };
+  const auto found = by_key(0xab);
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0][40], 0);
+  EXPECT_TRUE(by_key(0).empty());
   // A document from before owners were kept: anyone may; a bad owner is named.
   std::string old = text;
   const auto at = old.find("\"owner\"");
@@ -1891,9 +1903,14 @@ TEST(SaKeys, SecurityTrapsReachTrustedSubscribersOnly) {
             (Q{11, 13}));
   EXPECT_EQ(heard(fx.agent, device_notice(true, 1, 2, 128, sw[0].first, sw[0].second), ctx),
             (Q{12, 13}));
+  // Subscribing again with the key makes the same subscription trusted.
+  EXPECT_EQ(ask(fx, keyed(inform(0xffff, true, 12)), host).status, 0);
+  ASSERT_EQ(fx.agent.subscriptions().size(), 3u);
+  EXPECT_EQ(heard(fx.agent, device_notice(true, 0, 1, 256, sw[0].first, sw[0].second), ctx),
+            (Q{11, 12, 13}));
   // Whether a subscription is trusted is state too.
   SaAgent back;
   ASSERT_TRUE(back.restore_records(fx.agent.records_text(0, 1000), "sa-records", 0, 1000));
   EXPECT_EQ(heard(back, device_notice(true, 0, 1, 256, sw[0].first, sw[0].second), ctx),
-            (Q{11, 13}));
+            (Q{11, 12, 13}));
 }
