@@ -261,10 +261,14 @@ namespace weft::sa {
 using namespace detail;
 
 void SaAgent::forget_ports(const std::function<bool(uint64_t)>& alive) {
-  const size_t gone =
+  size_t gone =
       std::erase_if(services_, [&](const Service& s) { return !alive(be64(s.rec.data() + 16)); }) +
       std::erase_if(subs_,
                     [&](const Subscription& s) { return !alive(be64(s.subscriber.data() + 8)); });
+  // A service whose registering port left (it registered for another port, which stays)
+  // is nobody's: any port may change it.
+  for (auto& s : services_)
+    if (s.owner && !alive(s.owner)) s.owner = 0, ++gone;
   if (gone) records_changed_ = true;
 }
 

@@ -17,12 +17,39 @@ double ms_since(std::chrono::steady_clock::time_point t0) {
 
 }  // namespace
 
+// Flow-level traffic, static beside adaptive, per pattern asked for.
+static void add_traffic(const fabric::Fabric& f, const routing::Tables& t, const Grading& g,
+                        json& j) {
+  if (g.traffic.empty()) return;
+  {
+    json traffic = json::object();
+    routing::TrafficOptions to;
+    to.seed = g.traffic_seed;
+    to.order = g.pattern.order;
+    for (routing::Pattern p : g.traffic) {
+      json sides = json::object();
+      for (bool adaptive : {false, true}) {
+        const auto r = routing::run_traffic(f, t, p, adaptive, to);
+        sides[adaptive ? "adaptive" : "static"] = {
+            {"flows", r.flows},
+            {"blackholed_flows", r.blackholed},
+            {"max_link_flows", r.max_link_flows},
+            {"min_flow_throughput", r.min_flow_throughput},
+            {"mean_flow_throughput", r.mean_flow_throughput}};
+      }
+      traffic[routing::pattern_name(p)] = std::move(sides);
+    }
+    j["traffic"] = std::move(traffic);
+  }
+}
+
 // The analyzer's grades of one set of tables, as JSON fields.
 void grade(const fabric::Fabric& f, const routing::Tables& t, const Grading& g, json& j) {
   if (!g.any) {
     j["status"] = "ok";
     j["reason"] = "not graded (--no-grade)";
     j["vls"] = std::max<int>(1, t.vls);
+    add_traffic(f, t, g, j);
     return;
   }
   const auto m = routing::analyze(f, t);
@@ -62,26 +89,7 @@ void grade(const fabric::Fabric& f, const routing::Tables& t, const Grading& g, 
     j["shift_rounds"] = p.shifts;
     j["shift_congested_rounds"] = p.shift_congested_rounds;
   }
-  if (!g.traffic.empty()) {
-    json traffic = json::object();
-    routing::TrafficOptions to;
-    to.seed = g.traffic_seed;
-    to.order = g.pattern.order;
-    for (routing::Pattern p : g.traffic) {
-      json sides = json::object();
-      for (bool adaptive : {false, true}) {
-        const auto r = routing::run_traffic(f, t, p, adaptive, to);
-        sides[adaptive ? "adaptive" : "static"] = {
-            {"flows", r.flows},
-            {"blackholed_flows", r.blackholed},
-            {"max_link_flows", r.max_link_flows},
-            {"min_flow_throughput", r.min_flow_throughput},
-            {"mean_flow_throughput", r.mean_flow_throughput}};
-      }
-      traffic[routing::pattern_name(p)] = std::move(sides);
-    }
-    j["traffic"] = std::move(traffic);
-  }
+  add_traffic(f, t, g, j);
 }
 
 json route_one(const fabric::Fabric& f, const std::string& spec, const routing::Options& ro,

@@ -289,6 +289,7 @@ void SimFabric::reset_switch(NodeIndex n, bool keep_top) {
   std::fill(lft_.at(n).begin(), lft_.at(n).end(), uint8_t(0xff));
   if (!keep_top) top_.at(n) = 0;
   for (auto& m : mft_.at(n)) std::fill(m.begin(), m.end(), uint16_t(0));
+  set_ar_cap(n, ar_.at(n).info.group_cap);  // AR off, no groups, every LID static
   psc_.at(n) = 1;
   // Its links retrain: both ends back to INIT (the peers' switches see the change too).
   for (PortNum p = 1; p <= nd.num_ports; ++p) {

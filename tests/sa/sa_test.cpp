@@ -1882,6 +1882,20 @@ TEST(SaKeys, OnlyTheRegisteringPortOrATrustedRequestChangesAService) {
   old.replace(at, 7, "\"x\"");
   ASSERT_TRUE(back.restore_records(old, "sa-records", 0, 1000));
   EXPECT_EQ(back.services()[0].owner, 0u);
+  // A port that registered a service for another port leaves: the service stays (its
+  // ServiceGID's port is there), nobody's now.
+  auto for_c1 = request(kMethodSet, kSaServiceRecord, bit(0) | bit(1), [&](uint8_t* r) {
+    put64(r, 0x7000);
+    put64(r + 8, kDefaultSubnetPrefix);
+    put64(r + 16, c[1].guid.value);
+    r[28] = r[29] = r[30] = r[31] = 0xff;
+  });
+  ASSERT_EQ(ask(fx, for_c1, other).status, 0);
+  ASSERT_EQ(fx.agent.services().size(), 2u);
+  fx.agent.forget_ports([&](uint64_t g) { return g != c[2].guid.value; });
+  ASSERT_EQ(fx.agent.services().size(), 2u);
+  EXPECT_EQ(fx.agent.services()[0].owner, c[1].guid.value);
+  EXPECT_EQ(fx.agent.services()[1].owner, 0u);
 }
 
 // The security traps (256-259) are for trusted subscribers: an untrusted InformInfo for
