@@ -19,27 +19,28 @@ void put32(uint8_t* p, uint32_t v) {
   p[0] = uint8_t(v >> 24), p[1] = uint8_t(v >> 16), p[2] = uint8_t(v >> 8), p[3] = uint8_t(v);
 }
 
+// ArInfo's one-bit fields: (field, byte, bit). Decode and encode read this one list.
+struct Flag {
+  bool ArInfo::*field;
+  int byte, bit;
+};
+constexpr Flag kFlags[] = {
+    {&ArInfo::no_fallback, 0, 0},     {&ArInfo::is4_mode, 0, 1}, {&ArInfo::glb_groups, 0, 2},
+    {&ArInfo::by_sl_cap, 0, 3},       {&ArInfo::by_sl_en, 0, 4}, {&ArInfo::by_transport_cap, 0, 5},
+    {&ArInfo::dyn_cap_calc, 0, 6},    {&ArInfo::enabled, 3, 0},  {&ArInfo::arn_sup, 3, 1},
+    {&ArInfo::frn_sup, 3, 2},         {&ArInfo::fr_sup, 3, 3},   {&ArInfo::fr_enabled, 3, 4},
+    {&ArInfo::rn_xmit_enabled, 3, 5},
+};
+
 }  // namespace
 
 ArInfo decode_ar_info(const SmpData& d) {
   ArInfo a;
   a.raw = d;
-  a.no_fallback = bit(d[0], 0);
-  a.is4_mode = bit(d[0], 1);
-  a.glb_groups = bit(d[0], 2);
-  a.by_sl_cap = bit(d[0], 3);
-  a.by_sl_en = bit(d[0], 4);
-  a.by_transport_cap = bit(d[0], 5);
-  a.dyn_cap_calc = bit(d[0], 6);
+  for (const Flag& f : kFlags) a.*f.field = bit(d[f.byte], f.bit);
   a.direction_num_sup = d[1];
   a.sub_grps_active = d[2] & 0x0f;
   a.group_table_copy_sup = d[2] >> 4;
-  a.enabled = bit(d[3], 0);
-  a.arn_sup = bit(d[3], 1);
-  a.frn_sup = bit(d[3], 2);
-  a.fr_sup = bit(d[3], 3);
-  a.fr_enabled = bit(d[3], 4);
-  a.rn_xmit_enabled = bit(d[3], 5);
   const uint32_t w = be32(&d[4]);
   a.group_cap = uint16_t(w & 0xfff);
   a.group_top = uint16_t((w >> 12) & 0xfff);
@@ -56,21 +57,9 @@ ArInfo decode_ar_info(const SmpData& d) {
 
 SmpData encode_ar_info(const ArInfo& a) {
   SmpData d = a.raw;
-  put_bit(d[0], 0, a.no_fallback);
-  put_bit(d[0], 1, a.is4_mode);
-  put_bit(d[0], 2, a.glb_groups);
-  put_bit(d[0], 3, a.by_sl_cap);
-  put_bit(d[0], 4, a.by_sl_en);
-  put_bit(d[0], 5, a.by_transport_cap);
-  put_bit(d[0], 6, a.dyn_cap_calc);
+  for (const Flag& f : kFlags) put_bit(d[f.byte], f.bit, a.*f.field);
   d[1] = a.direction_num_sup;
   d[2] = uint8_t((a.group_table_copy_sup & 0x0f) << 4 | (a.sub_grps_active & 0x0f));
-  put_bit(d[3], 0, a.enabled);
-  put_bit(d[3], 1, a.arn_sup);
-  put_bit(d[3], 2, a.frn_sup);
-  put_bit(d[3], 3, a.fr_sup);
-  put_bit(d[3], 4, a.fr_enabled);
-  put_bit(d[3], 5, a.rn_xmit_enabled);
   put32(&d[4], uint32_t(a.string_width_cap & 0xf) << 28 | uint32_t(a.group_table_cap & 0xf) << 24 |
                    uint32_t(a.group_top & 0xfff) << 12 | uint32_t(a.group_cap & 0xfff));
   d[8] = uint8_t(a.enable_by_sl_mask >> 8), d[9] = uint8_t(a.enable_by_sl_mask);

@@ -21,26 +21,23 @@ double ms_since(std::chrono::steady_clock::time_point t0) {
 static void add_traffic(const fabric::Fabric& f, const routing::Tables& t, const Grading& g,
                         json& j) {
   if (g.traffic.empty()) return;
-  {
-    json traffic = json::object();
-    routing::TrafficOptions to;
-    to.seed = g.traffic_seed;
-    to.order = g.pattern.order;
-    for (routing::Pattern p : g.traffic) {
-      json sides = json::object();
-      for (bool adaptive : {false, true}) {
-        const auto r = routing::run_traffic(f, t, p, adaptive, to);
-        sides[adaptive ? "adaptive" : "static"] = {
-            {"flows", r.flows},
-            {"blackholed_flows", r.blackholed},
-            {"max_link_flows", r.max_link_flows},
-            {"min_flow_throughput", r.min_flow_throughput},
-            {"mean_flow_throughput", r.mean_flow_throughput}};
-      }
-      traffic[routing::pattern_name(p)] = std::move(sides);
+  json traffic = json::object();
+  routing::TrafficOptions to;
+  to.seed = g.traffic_seed;
+  to.order = g.pattern.order;
+  for (routing::Pattern p : g.traffic) {
+    json sides = json::object();
+    for (bool adaptive : {false, true}) {
+      const auto r = routing::run_traffic(f, t, p, adaptive, to);
+      sides[adaptive ? "adaptive" : "static"] = {{"flows", r.flows},
+                                                 {"blackholed_flows", r.blackholed},
+                                                 {"max_link_flows", r.max_link_flows},
+                                                 {"min_flow_throughput", r.min_flow_throughput},
+                                                 {"mean_flow_throughput", r.mean_flow_throughput}};
     }
-    j["traffic"] = std::move(traffic);
+    traffic[routing::pattern_name(p)] = std::move(sides);
   }
+  j["traffic"] = std::move(traffic);
 }
 
 // The analyzer's grades of one set of tables, as JSON fields.

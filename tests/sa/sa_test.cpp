@@ -50,6 +50,17 @@ struct Fixture {
     EXPECT_TRUE(rep && rep->subnet_up);
   }
   ~Fixture() { std::filesystem::remove_all(dir); }
+  // The SM killed and started again on its state directory (minhop, default options);
+  // `fresh_sa`: its SA a new one too (a new process), not the same object.
+  Result<SweepReport> restart(bool fresh_sa = false) {
+    SmOptions o;
+    o.state_dir = dir;
+    o.routing_engine = "minhop";
+    sm.reset();
+    if (fresh_sa) agent = SaAgent();
+    sm = std::make_unique<SubnetManager>(t, o, &agent);
+    return sm->sweep();
+  }
   const SubnetSnapshot& snap() const { return *sm->snapshot(); }
   SaContext ctx() const {
     SaContext c;
@@ -1236,14 +1247,7 @@ TEST(Multicast, GroupsKeepTheirMlidsAndMembersAcrossARestart) {
   ASSERT_EQ(bcast_reach.size(), 2u);
   ASSERT_EQ(made_reach.size(), 1u);
 
-  auto restart = [&] {
-    SmOptions o;
-    o.state_dir = fx.dir;
-    o.routing_engine = "minhop";
-    fx.sm.reset();
-    fx.sm = std::make_unique<SubnetManager>(fx.t, o, &fx.agent);
-    return fx.sm->sweep();
-  };
+  auto restart = [&] { return fx.restart(); };
   auto r = restart();
   ASSERT_TRUE(r && r->subnet_up) << (r ? r->reason : r.error().message);
   EXPECT_TRUE(r->new_term);
@@ -1335,12 +1339,7 @@ TEST(Multicast, GroupsNobodyKnowsAreLeftForASweepAndTheirMlidsNeverHandedOut) {
 
   // A restart that lost the SA's groups: 0xC001, 0xC002 and 0xC021 are nobody's now.
   std::filesystem::remove(fx.dir + "/mcast-groups");
-  SmOptions o;
-  o.state_dir = fx.dir;
-  o.routing_engine = "minhop";
-  fx.sm.reset();
-  fx.sm = std::make_unique<SubnetManager>(fx.t, o, &fx.agent);
-  auto r = fx.sm->sweep();
+  auto r = fx.restart();
   ASSERT_TRUE(r && r->subnet_up) << (r ? r->reason : r.error().message);
   EXPECT_EQ(r->mcast_foreign, 3u);
   EXPECT_EQ(reach(mine), mine_reach) << "left as they are through the first sweep";
@@ -1436,15 +1435,7 @@ TEST(Sa, ServicesAndSubscriptionsOutliveARestart) {
   ASSERT_EQ(ask(fx, inform(kTrapGidOut)).status, 0);
   auto on_disk = [&] { return read_text_file(fx.dir + "/sa-records").value_or(""); };
   ASSERT_NE(on_disk().find("\"inform_info\""), std::string::npos) << on_disk();
-  auto restart = [&] {
-    SmOptions o;
-    o.state_dir = fx.dir;
-    o.routing_engine = "minhop";
-    fx.sm.reset();
-    fx.agent = SaAgent();  // a new process: an SA that knows nothing
-    fx.sm = std::make_unique<SubnetManager>(fx.t, o, &fx.agent);
-    return fx.sm->sweep();
-  };
+  auto restart = [&] { return fx.restart(true); };  // a new process: an SA that knows nothing
   auto r = restart();
   ASSERT_TRUE(r && r->subnet_up);
   EXPECT_EQ(fx.agent.services().size(), 2u);
@@ -1580,12 +1571,7 @@ TEST(Multicast, WithoutTheDocumentHostsRejoinAfterClientReregister) {
   fx.sim.on_client_reregister([&](NodeIndex n, PortNum) { told.push_back(n); });
 
   std::filesystem::remove(fx.dir + "/mcast-groups");
-  SmOptions o;
-  o.state_dir = fx.dir;
-  o.routing_engine = "minhop";
-  fx.sm.reset();
-  fx.sm = std::make_unique<SubnetManager>(fx.t, o, &fx.agent);
-  auto r = fx.sm->sweep();
+  auto r = fx.restart();
   ASSERT_TRUE(r && r->subnet_up);
   EXPECT_TRUE(fx.sm->multicast().groups().at(0xC000).members.empty());
   EXPECT_EQ(told.size(), c.size()) << "every CA port, once";

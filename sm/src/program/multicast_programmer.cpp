@@ -10,6 +10,13 @@ namespace weft::sm {
 
 using fabric::NodeIndex;
 
+namespace {
+// MFT positions of a switch: 16 ports each, port 0 included.
+uint32_t mft_positions(const fabric::Node& sw) {
+  return (uint32_t(sw.num_ports) + 1 + 15) / 16;
+}
+}  // namespace
+
 void MulticastProgrammer::step(Step s, SweepRun& run) {
   if (s == Step::kPublished && run.published) route_all(run.published, run.reset, run.rep);
 }
@@ -87,9 +94,8 @@ std::vector<std::pair<NodeIndex, uint32_t>> MulticastProgrammer::route_mlid(uint
   if (mlid < kMlidBase || !snap_) return touched;
   const fabric::Fabric& f = snap_->fabric;
   const uint32_t block = (mlid - kMlidBase) / 32, idx = (mlid - kMlidBase) % 32;
-  auto positions = [&](NodeIndex sw) { return (uint32_t(f.node(sw).num_ports) + 1 + 15) / 16; };
   for (NodeIndex sw : mlid_switches_[mlid])
-    for (uint32_t pos = 0; pos < positions(sw); ++pos) {
+    for (uint32_t pos = 0; pos < mft_positions(f.node(sw)); ++pos) {
       const uint32_t key = pos << 28 | block;
       want_[sw][key][idx] = 0;
       touched.push_back({sw, key});
@@ -104,7 +110,7 @@ std::vector<std::pair<NodeIndex, uint32_t>> MulticastProgrammer::route_mlid(uint
     (state & (kJoinFull | kJoinNon) ? receivers : senders).push_back(it->second);
   }
   for (const auto& [sw, mask] : multicast_tree(f, receivers, senders)) {
-    for (uint32_t pos = 0; pos < positions(sw); ++pos) {
+    for (uint32_t pos = 0; pos < mft_positions(f.node(sw)); ++pos) {
       uint16_t bits = 0;
       for (uint32_t i = 0; i < 16; ++i)
         if (16 * pos + i < mask.size() && mask[16 * pos + i]) bits = uint16_t(bits | (1u << i));
@@ -209,8 +215,7 @@ void MulticastProgrammer::extend_scan(std::vector<std::pair<NodeIndex, uint32_t>
   const fabric::Fabric& f = snap_->fabric;
   for (NodeIndex sw = 0; sw < f.size(); ++sw) {
     if (!f.node(sw).is_switch()) continue;
-    const uint32_t positions = (uint32_t(f.node(sw).num_ports) + 1 + 15) / 16;
-    for (uint32_t pos = 0; pos < positions; ++pos)
+    for (uint32_t pos = 0; pos < mft_positions(f.node(sw)); ++pos)
       for (uint32_t b = scan_end_; b < end; ++b) blocks.push_back({sw, pos << 28 | b});
   }
   scan_end_ = end;
@@ -312,8 +317,7 @@ void MulticastProgrammer::route_all(std::shared_ptr<const SubnetSnapshot> snap,
   const fabric::Fabric& f = snap_->fabric;
   for (NodeIndex sw = 0; sw < f.size(); ++sw) {
     if (!f.node(sw).is_switch()) continue;
-    const uint32_t positions = (uint32_t(f.node(sw).num_ports) + 1 + 15) / 16;
-    for (uint32_t pos = 0; pos < positions; ++pos)
+    for (uint32_t pos = 0; pos < mft_positions(f.node(sw)); ++pos)
       for (uint32_t b = 0; b < scan_end_; ++b)
         if (!held_.count({f.node(sw).guid.value, pos << 28 | b}))
           blocks.push_back({sw, pos << 28 | b});
