@@ -97,6 +97,10 @@ std::vector<OptionSpec> build_table() {
        "the switch port)"},
       {"routing_engine", Type::kString, "minhop", 0, 0, true,
        "routing engines, a fallback chain: ftree,updn,minhop"},
+      {"adaptive_routing", Type::kBool, "FALSE", 0, 0, true,
+       "program adaptive routing into switches that support it (NVIDIA's AR attributes): the "
+       "routing engine's port groups beside its static tables; routing_engine ar_updn, "
+       "ar_ftree, ar_minhop and ar_dor ask for it too"},
       {"torus_config", Type::kString, "", 0, 0, true,
        "torus or mesh shape for dor (OpenSM torus-2QoS.conf subset); read only when the "
        "chain has dor"},

@@ -388,6 +388,7 @@ SimFabric::Outcome SimFabric::process(const MadBuf& req, NodeIndex sm_node, Port
   } else {
     if (!mkey_check(s, n, in_port, hide)) return out;
     status = handle(s, n, in_port, data);
+    if (d_.drops_unknown_attrs && s.attr_id >= 0xFF00 && status == kStatusUnsupported) return out;
     if (hide && s.attr_id == kAttrPortInfo && status == 0) {
       PortInfo pi = decode_port_info(data);
       pi.m_key = 0;
@@ -638,7 +639,10 @@ void SimFabric::set_ar_cap(NodeIndex sw, uint16_t group_cap) {
   a.info.group_table_cap = 1;
   a.info.ar_version_cap = 2;
   a.info.raw = encode_ar_info(a.info);
-  a.groups.assign(size_t(a.info.group_cap) * a.info.sub_grps_supported, ArPortMask{});
+  // Whole blocks: the last block's spare entry is held too (unused by any group).
+  const size_t entries = size_t(a.info.group_cap) * a.info.sub_grps_supported;
+  a.groups.assign((entries + kArGroupsPerBlock - 1) / kArGroupsPerBlock * kArGroupsPerBlock,
+                  ArPortMask{});
   a.lft.assign(d_.lft_cap, ArLftEntry{});
 }
 
@@ -693,7 +697,7 @@ uint16_t SimFabric::ar_attr(const Smp& s, NodeIndex n, SmpData& data) {
     for (uint32_t i = 0; i < kArLftLids; ++i) {
       if (b[i].state == ArLidState::kReserved || b[i].table != 0) return kStatusInvalid;
       if (b[i].state != ArLidState::kStatic &&
-          size_t(b[i].group) * a.info.sub_grps_supported >= a.groups.size())
+          size_t(b[i].group) * (a.info.sub_grps_active + 1u) >= a.groups.size())
         return kStatusInvalid;
     }
     for (uint32_t i = 0; i < kArLftLids; ++i) a.lft[block * kArLftLids + i] = b[i];

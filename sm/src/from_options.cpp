@@ -43,6 +43,7 @@ Result<SmOptions> sm_from_options(const config::Values& v) {
   o.state_dir = v.get_str("state_dir");
   o.lmc = static_cast<uint8_t>(v.get_int("lmc"));
   o.routing_engine = v.get_str("routing_engine");
+  o.adaptive_routing = v.get_bool("adaptive_routing");
   o.sm_priority = static_cast<uint8_t>(v.get_int("sm_priority"));
   o.sm_key = std::strtoull(v.get_str("sm_key").c_str(), nullptr, 0);
   o.sa_key = std::strtoull(v.get_str("sa_key").c_str(), nullptr, 0);

@@ -487,14 +487,16 @@ void SubnetManager::phase_route() {
   run.phase_start = std::chrono::steady_clock::now();
   auto chain = routing::EngineChain::parse(opts_.routing_engine);
   if (!chain) return finish_run(std::unexpected(chain.error()));
+  run.adaptive = opts_.adaptive_routing || !chain->adaptive_names().empty();
   if (!chain->adaptive_names().empty() && ar_told_ != opts_.routing_engine) {
     ar_told_ = opts_.routing_engine;
-    WEFT_LOG(Warn, "SM-0058") << "routing_engine " << opts_.routing_engine
-                              << ": NVIDIA's adaptive-routing engine names are routed as their "
-                                 "static engines; weft does not program adaptive routing into "
-                                 "switches yet, so the switches get static tables only";
+    WEFT_LOG(Info, "SM-0058") << "routing_engine " << opts_.routing_engine
+                              << ": NVIDIA's adaptive-routing engine names are their static "
+                                 "engines plus adaptive routing, programmed into the switches "
+                                 "that hold it";
   }
   routing::Options ro;
+  ro.adaptive = run.adaptive;
   ro.roots = opts_.roots;
   ro.progress = [](const std::string& what) { WEFT_LOG(Info, "SM-0009") << "routing: " << what; };
   ro.torus = opts_.torus;

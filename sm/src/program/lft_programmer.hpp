@@ -47,14 +47,14 @@ class LftProgrammer final : public Programmer {
   // programming), or of any switch (a new master term).
   void forget(Guid sw);
   void forget_all() override;
-
- private:
-  void remember_block(Guid sw, size_t block, const mad::LftBlock& blk);
   // Switch n shows signs of having lost its state (a port state change, a linked port
   // not ACTIVE); what weft believes of it holds (trusted) only without them and while it
   // keeps the LinearFDBTop weft left it with.
-  bool was_reset(const SweepRun& run, fabric::NodeIndex n) const;
   bool trusted(const SweepRun& run, fabric::NodeIndex n) const;
+
+ private:
+  void remember_block(Guid sw, size_t block, const mad::LftBlock& blk);
+  bool was_reset(const SweepRun& run, fabric::NodeIndex n) const;
   // Reads block b of switch n and writes `blk` if the switch holds anything else.
   void read_then_write(SweepRun& run, fabric::NodeIndex n, const mad::DrPath& path, size_t b,
                        const mad::LftBlock& blk);

@@ -3,7 +3,7 @@
 // hold of it, and writes only what differs. They share one shape: the sweep calls
 // every programmer at each programming step, in order, and waits for all of their MADs
 // before the next step. A new kind of device state (adaptive routing, say) is one
-// more Programmer in this folder, added to Programmers.
+// more Programmer in this folder, added to Programmers (as adaptive routing is).
 //
 //   Programmers prog(eng, opts);
 //   prog.step(Step::kCheck, run);       // ... the engine idle, then kConfigure, ...
@@ -48,6 +48,7 @@ class PortProgrammer;
 class LftProgrammer;
 class DeviceTables;
 class MulticastProgrammer;
+class ArProgrammer;
 
 // Every programmer of the sweep, in the order each step calls them; typed access for
 // what the sweep asks of one (the LFT spot check of a light sweep, the multicast
@@ -73,12 +74,14 @@ class Programmers {
   DeviceTables& tables() { return *tables_; }
   MulticastProgrammer& multicast() { return *mc_; }
   const MulticastProgrammer& multicast() const { return *mc_; }
+  ArProgrammer& ar() { return *ar_; }
 
  private:
   std::unique_ptr<PortProgrammer> ports_;
   std::unique_ptr<LftProgrammer> lfts_;
   std::unique_ptr<DeviceTables> tables_;
   std::unique_ptr<MulticastProgrammer> mc_;
+  std::unique_ptr<ArProgrammer> ar_;
   std::vector<Programmer*> all_;
   std::optional<uint64_t> epoch_;
   bool had_term_ = false;

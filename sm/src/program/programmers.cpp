@@ -1,8 +1,10 @@
 // The programmers, in the order each step calls them: ports before forwarding entries
 // (as a sweep has always sent them), the tables that follow the port settings, then
-// multicast on the published snapshot.
+// multicast on the published snapshot; adaptive routing last in each step (its groups
+// and AR LFT go after the LFT blocks, AR on after LinearFDBTop).
 #include <utility>
 
+#include "ar_programmer.hpp"
 #include "device_tables.hpp"
 #include "lft_programmer.hpp"
 #include "multicast_programmer.hpp"
@@ -16,7 +18,8 @@ Programmers::Programmers(mad::MadEngine& eng, const SmOptions& o)
       lfts_(std::make_unique<LftProgrammer>(eng, o)),
       tables_(std::make_unique<DeviceTables>(eng, o, *ports_, *lfts_)),
       mc_(std::make_unique<MulticastProgrammer>(eng)),
-      all_{ports_.get(), lfts_.get(), tables_.get(), mc_.get()} {}
+      ar_(std::make_unique<ArProgrammer>(eng, *lfts_)),
+      all_{ports_.get(), lfts_.get(), tables_.get(), mc_.get(), ar_.get()} {}
 
 Programmers::~Programmers() = default;
 

@@ -38,6 +38,7 @@ struct SweepRun {
   // links, unhealthy_port_policy reroute): `target` without them.
   std::optional<fabric::Fabric> route_on;
   routing::ChainResult routed;
+  bool adaptive = false;  // adaptive routing asked for: the tables carry AR groups
   routing::Tables tables;
   qos::PartitionPlan plan;
   std::vector<std::vector<mad::PortInfo>> after;  // [node][port]: PortInfo as the last Set left it

@@ -44,6 +44,9 @@ struct SimDefaults {
   // without AR does) and its sub-groups per group (SubGroupsSupported). ibsim has none.
   uint16_t ar_group_cap = 0;
   uint8_t ar_sub_groups = 1;
+  // As ibsim: a vendor attribute a device does not hold (AR on a switch without it) is
+  // dropped without an answer, so the sender sees a timeout, not "unsupported".
+  bool drops_unknown_attrs = false;
 };
 
 class SimFabric {

@@ -34,7 +34,10 @@ struct SmOptions {
   mad::EngineOptions engine;
   std::string state_dir = "/var/lib/weft";  // holds guid2lid, guid2mkey, neighbors
   uint8_t lmc = 0;
-  std::string routing_engine = "minhop";    // a chain: "ftree,updn,minhop"
+  std::string routing_engine = "minhop";  // a chain: "ftree,updn,minhop"
+  // adaptive_routing: the engine's AR port groups programmed into switches that hold AR
+  // (an ar_* engine name asks for it too).
+  bool adaptive_routing = false;
   std::vector<Guid> roots;                  // updn/dnup roots (root_guid_file); empty = detect
   std::optional<routing::TorusSpec> torus;  // dor's shape (torus_config)
   uint8_t sm_priority = 0;

@@ -62,6 +62,13 @@ struct SweepReport {
   // MLIDs switches forward that no group holds (another SM's, or groups whose document
   // was lost): kept through the term's first full sweep as master, then cleared.
   size_t mcast_foreign = 0;
+  // Adaptive routing (when asked for, or off where weft had turned it on): switches
+  // that hold AR groups (capable), those with AR on when the sweep ended, those left
+  // with static routing (no AR, a model that does not answer, a write that failed), the
+  // AR attributes read and written, groups GroupCap could not hold, and failed AR MADs.
+  size_t ar_capable = 0, ar_enabled = 0, ar_static = 0, ar_groups_dropped = 0;
+  uint64_t ar_blocks_read = 0, ar_group_blocks_written = 0, ar_lft_blocks_written = 0,
+           ar_info_sets = 0, ar_failures = 0;
   uint64_t lft_failures =
       0;                    // LFT blocks or SwitchInfo writes that failed, switches not programmed
   uint64_t lft_capped = 0;  // switches whose LinearFDBCap is below the top LID

@@ -1,0 +1,312 @@
+// Adaptive routing: capability asked by device model, groups and AR LFT written where
+// they differ, AR on last (after LinearFDBTop, once every entry it names is in place).
+#include "ar_programmer.hpp"
+
+#include <algorithm>
+#include <numeric>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "lft_programmer.hpp"
+#include "weft/log.hpp"
+
+namespace weft::sm {
+
+using fabric::NodeIndex;
+
+ArProgrammer::Want ArProgrammer::want_of(const routing::Tables& t, NodeIndex n, uint16_t cap,
+                                         bool on) {
+  Want w;
+  if (!on || n >= t.ar_sets.size() || n >= t.ar_group.size() || n >= t.lft.size()) return w;
+  const auto& sets = t.ar_sets[n];
+  const auto& of = t.ar_group[n];
+  // LIDs per group; the most used keep a group number (group 0 is never used).
+  std::vector<size_t> uses(sets.size(), 0);
+  for (uint16_t g : of)
+    if (g != routing::Tables::kNoArGroup && g < uses.size()) ++uses[g];
+  std::vector<size_t> order(sets.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::stable_sort(order.begin(), order.end(),
+                   [&uses](size_t a, size_t b) { return uses[a] > uses[b]; });
+  const size_t room = cap > 0 ? size_t(cap) - 1 : 0;
+  std::vector<uint16_t> number(sets.size(), 0);  // 0: not held
+  std::vector<size_t> kept;
+  for (size_t i : order) {
+    if (uses[i] == 0) continue;
+    if (kept.size() == room) {
+      ++w.dropped;
+      continue;
+    }
+    kept.push_back(i);
+  }
+  std::sort(kept.begin(), kept.end());  // numbered in the engine's order
+  for (size_t k = 0; k < kept.size(); ++k) number[kept[k]] = uint16_t(k + 1);
+  w.group_top = uint16_t(kept.size());
+  w.on = w.group_top > 0;
+  if (!w.on) return w;
+  // Entries 0 .. group_top.
+  w.groups.assign((size_t(w.group_top) + mad::kArGroupsPerBlock) / mad::kArGroupsPerBlock,
+                  mad::ArGroupBlock{});
+  for (size_t k = 0; k < kept.size(); ++k) {
+    const uint16_t g = uint16_t(k + 1);
+    for (PortNum p : sets[kept[k]])
+      mad::ar_mask_set(w.groups[g / mad::kArGroupsPerBlock][g % mad::kArGroupsPerBlock], p);
+  }
+  const auto& lft = t.lft[n];
+  w.lft.assign(size_t(t.top_lid) / mad::kArLftLids + 1, mad::ArLftBlock{});
+  for (size_t lid = 0; lid < w.lft.size() * mad::kArLftLids; ++lid) {
+    mad::ArLftEntry& e = w.lft[lid / mad::kArLftLids][lid % mad::kArLftLids];
+    e.default_port = lid < lft.size() ? lft[lid] : kDropPort;
+    const uint16_t g = lid < of.size() ? of[lid] : routing::Tables::kNoArGroup;
+    if (lid <= t.top_lid && g != routing::Tables::kNoArGroup && g < number.size() && number[g]) {
+      e.state = mad::ArLidState::kBounded;
+      e.group = number[g];
+    }
+  }
+  return w;
+}
+
+void ArProgrammer::step(Step s, SweepRun& run) {
+  if (s == Step::kCheck) check(run);
+  if (s == Step::kConfigure) write_groups(run);
+  if (s == Step::kCommit) write_lft(run);
+  if (s == Step::kTables) write_info(run);
+}
+
+void ArProgrammer::check(SweepRun& run) {
+  plans_.clear();
+  const fabric::Fabric& f = run.target;
+  std::map<Model, std::vector<NodeIndex>> ask;
+  for (NodeIndex n = 0; n < f.size(); ++n) {
+    const auto& nd = f.node(n);
+    if (!nd.is_switch()) continue;
+    // What a switch was seen to hold goes with the LFT programmer's trust in it (a
+    // reset, another writer, a new term).
+    auto h = held_.find(nd.guid);
+    const bool was_on = h != held_.end() && h->second.info && h->second.info->enabled;
+    if (h != held_.end() && !lfts_.trusted(run, n)) {
+      held_.erase(h);
+      h = held_.end();
+    }
+    // Without AR asked, only switches weft turned AR on in are visited (to turn it off).
+    if (!run.adaptive && !was_on) continue;
+    if (h != held_.end() && h->second.unsupported) {
+      ++run.rep.ar_static;
+      continue;
+    }
+    if (h != held_.end() && h->second.info) {
+      planned(run, n);
+      continue;
+    }
+    const Model m{nd.vendor_id, nd.device_id, nd.revision};
+    if (auto v = models_.find(m); v != models_.end() && v->second == Verdict::kSilent) {
+      ++run.rep.ar_static;
+      continue;
+    }
+    ask[m].push_back(n);
+  }
+  for (auto& [m, nodes] : ask) {
+    if (models_.count(m)) {  // known to answer: every switch at once
+      for (NodeIndex n : nodes) ask_info(run, n, false, {});
+      continue;
+    }
+    const NodeIndex first = nodes.front();
+    nodes.erase(nodes.begin());
+    ask_info(run, first, true, std::move(nodes));
+  }
+}
+
+void ArProgrammer::ask_info(SweepRun& run, NodeIndex n, bool probe, std::vector<NodeIndex> rest) {
+  mad::SmpRequest req = mad::SmpRequest::get(mad::kAttrArInfo, 0, run.d.paths[n]);
+  if (probe) req.retries = 0;
+  eng_.submit(req, [this, &run, n, probe, rest = std::move(rest)](Result<mad::Smp> r) {
+    const auto& nd = run.target.node(n);
+    const Model m{nd.vendor_id, nd.device_id, nd.revision};
+    ++run.rep.ar_blocks_read;
+    if (!r && r.error().code == Errc::kTimeout && probe) {
+      models_[m] = Verdict::kSilent;
+      run.rep.ar_static += 1 + rest.size();
+      WEFT_LOG(Warn, "AR-0001") << "switch " << fabric::port_ref(run.target, n, 0)
+                                << " does not answer AdaptiveRoutingInfo: its model ("
+                                << fmt::format("vendor {:#x}, device {:#x}, revision {:#x}",
+                                               m.vendor, m.device, m.revision)
+                                << ", " << 1 + rest.size()
+                                << " switches here) keeps static routing, and is not asked "
+                                   "again";
+      return;
+    }
+    if (probe) {
+      models_[m] = Verdict::kAnswers;
+      for (NodeIndex o : rest) ask_info(run, o, false, {});
+    }
+    if (!r && r.error().code == Errc::kTimeout) {
+      ++run.rep.ar_static;
+      ++run.rep.ar_failures;
+      WEFT_LOG(Warn, "AR-0004") << "switch " << fabric::port_ref(run.target, n, 0)
+                                << ": AdaptiveRoutingInfo: " << r.error().message
+                                << "; static routing there this sweep";
+      return;
+    }
+    Held& h = held_[nd.guid];
+    if (r) h.info = mad::decode_ar_info(r->data);
+    if (!r || h.info->group_cap == 0) {
+      h.info.reset();
+      h.unsupported = true;
+      ++run.rep.ar_static;
+      if (told_.insert(nd.guid).second) untold_.push_back(n);
+      return;
+    }
+    planned(run, n);
+  });
+}
+
+void ArProgrammer::planned(SweepRun& run, NodeIndex n) {
+  const Guid g = run.target.node(n).guid;
+  Held& h = held_[g];
+  ++run.rep.ar_capable;
+  Plan& p = plans_[n];
+  p.want = want_of(run.tables, n, h.info->group_cap, run.adaptive);
+  run.rep.ar_groups_dropped += p.want.dropped;
+  if (p.want.dropped && std::exchange(dropped_told_[g], p.want.dropped) != p.want.dropped) {
+    WEFT_LOG(Info, "AR-0003") << "switch " << fabric::port_ref(run.target, n, 0) << ": GroupCap "
+                              << h.info->group_cap << " holds " << p.want.group_top
+                              << " of the routing's groups; the LIDs of " << p.want.dropped
+                              << " others route statically there";
+  }
+  // Read what is to be written over, where weft does not know it.
+  auto read = [&](uint16_t attr, uint32_t block, uint32_t mod) {
+    eng_.submit(mad::SmpRequest::get(attr, mod, run.d.paths[n]),
+                [this, &run, g, attr, block](Result<mad::Smp> r) {
+                  ++run.rep.ar_blocks_read;
+                  if (!r) return;  // unknown: written
+                  Held& held = held_[g];
+                  if (attr == mad::kAttrArGroupTable)
+                    held.groups[block] = mad::decode_ar_group_block(r->data);
+                  else
+                    held.lft[block] = mad::decode_ar_lft_block(r->data);
+                });
+  };
+  for (uint32_t b = 0; b < p.want.groups.size(); ++b)
+    if (!h.groups.count(b)) read(mad::kAttrArGroupTable, b, mad::ar_group_modifier(b));
+  for (uint32_t b = 0; b < p.want.lft.size(); ++b)
+    if (!h.lft.count(b)) read(mad::kAttrArLft, b, mad::ar_lft_modifier(b));
+}
+
+void ArProgrammer::set_info(SweepRun& run, NodeIndex n, const mad::ArInfo& ai) {
+  const Guid g = run.target.node(n).guid;
+  eng_.submit(
+      to_switch(run, n,
+                mad::SmpRequest::set(mad::kAttrArInfo, 0, run.d.paths[n], mad::encode_ar_info(ai))),
+      [this, &run, n, g, ai](Result<mad::Smp> r) {
+        Held& h = held_[g];
+        if (r) {
+          ++run.rep.ar_info_sets;
+          h.info = mad::decode_ar_info(r->data);
+          return;
+        }
+        ++run.rep.ar_failures;
+        h.info.reset();  // unknown now: asked again next sweep
+        WEFT_LOG(Warn, "AR-0004") << "switch " << fabric::port_ref(run.target, n, 0)
+                                  << ": AdaptiveRoutingInfo " << (ai.enabled ? "on" : "off") << ": "
+                                  << r.error().message;
+      });
+}
+
+void ArProgrammer::write_groups(SweepRun& run) {
+  if (!untold_.empty())
+    WEFT_LOG(Info, "AR-0002") << untold_.size() << " switches have no adaptive routing "
+                              << "(AdaptiveRoutingInfo refused or GroupCap 0; the first: "
+                              << fabric::port_ref(run.target, untold_.front(), 0)
+                              << "): static routing there";
+  untold_.clear();
+  // Switches whose AR goes off are turned off first, before anything they hold changes.
+  for (auto& [g, h] : held_) {
+    if (!h.info || !h.info->enabled) continue;
+    auto n = run.target.find(g);
+    if (!n || !run.target.node(*n).is_switch()) continue;
+    auto p = plans_.find(*n);
+    if (p != plans_.end() && p->second.want.on) continue;
+    mad::ArInfo off = *h.info;
+    off.enabled = false;
+    set_info(run, *n, off);
+  }
+  for (auto& [n, p] : plans_) {
+    const Guid g = run.target.node(n).guid;
+    Held& h = held_[g];
+    for (uint32_t b = 0; b < p.want.groups.size(); ++b) {
+      auto it = h.groups.find(b);
+      if (it != h.groups.end() && it->second == p.want.groups[b]) continue;
+      const mad::ArGroupBlock blk = p.want.groups[b];
+      eng_.submit(to_switch(run, n,
+                            mad::SmpRequest::set(mad::kAttrArGroupTable, mad::ar_group_modifier(b),
+                                                 run.d.paths[n], mad::encode_ar_group_block(blk))),
+                  [this, &run, n, g, b, blk](Result<mad::Smp> r) {
+                    Held& held = held_[g];
+                    if (r) {
+                      ++run.rep.ar_group_blocks_written;
+                      held.groups[b] = blk;
+                      return;
+                    }
+                    held.groups.erase(b);
+                    if (auto pl = plans_.find(n); pl != plans_.end()) pl->second.failed = true;
+                    ++run.rep.ar_failures;
+                    WEFT_LOG(Warn, "AR-0004")
+                        << "switch " << fabric::port_ref(run.target, n, 0) << ": AR group block "
+                        << b << ": " << r.error().message << "; AR off there";
+                  });
+    }
+  }
+}
+
+void ArProgrammer::write_lft(SweepRun& run) {
+  for (auto& [n, p] : plans_) {
+    if (p.failed || !p.want.on) continue;
+    const Guid g = run.target.node(n).guid;
+    Held& h = held_[g];
+    for (uint32_t b = 0; b < p.want.lft.size(); ++b) {
+      auto it = h.lft.find(b);
+      if (it != h.lft.end() && it->second == p.want.lft[b]) continue;
+      const mad::ArLftBlock blk = p.want.lft[b];
+      eng_.submit(to_switch(run, n,
+                            mad::SmpRequest::set(mad::kAttrArLft, mad::ar_lft_modifier(b),
+                                                 run.d.paths[n], mad::encode_ar_lft_block(blk))),
+                  [this, &run, n, g, b, blk](Result<mad::Smp> r) {
+                    Held& held = held_[g];
+                    if (r) {
+                      ++run.rep.ar_lft_blocks_written;
+                      held.lft[b] = blk;
+                      return;
+                    }
+                    held.lft.erase(b);
+                    if (auto pl = plans_.find(n); pl != plans_.end()) pl->second.failed = true;
+                    ++run.rep.ar_failures;
+                    WEFT_LOG(Warn, "AR-0004")
+                        << "switch " << fabric::port_ref(run.target, n, 0) << ": AR LFT block " << b
+                        << ": " << r.error().message << "; AR off there";
+                  });
+    }
+  }
+}
+
+void ArProgrammer::write_info(SweepRun& run) {
+  for (auto& [n, p] : plans_) {
+    Held& h = held_[run.target.node(n).guid];
+    if (!h.info) continue;
+    mad::ArInfo want = *h.info;
+    want.enabled = p.want.on && !p.failed;
+    if (want.enabled) {
+      want.group_top = p.want.group_top;
+      want.sub_grps_active = 0;  // one sub-group a group: group g is table entry g
+      ++run.rep.ar_enabled;
+    } else {
+      ++run.rep.ar_static;
+    }
+    if (!(want.enabled == h.info->enabled &&
+          (!want.enabled || (want.group_top == h.info->group_top &&
+                             want.sub_grps_active == h.info->sub_grps_active))))
+      set_info(run, n, want);
+  }
+}
+
+}  // namespace weft::sm

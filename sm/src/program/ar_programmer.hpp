@@ -1,0 +1,91 @@
+// The adaptive-routing programmer: NVIDIA's vendor attributes (weft/mad/ar.hpp) on the
+// switches that hold them, when adaptive routing is asked for (adaptive_routing, or an
+// ar_* engine name).
+#pragma once
+
+#include <compare>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <vector>
+
+#include "programmer.hpp"
+#include "weft/mad/ar.hpp"
+
+namespace weft::sm {
+
+class LftProgrammer;
+
+// What each switch can do (AdaptiveRoutingInfo), its port groups and AR LFT written
+// where they differ from what it holds (read first where weft does not know), AR
+// turned on last. A switch without AR, or one whose write failed, keeps its static
+// tables (AR off), and the sweep goes on.
+//
+// Capability is asked of one switch of each device model (vendor, device, revision)
+// first, with no retry: a model none of whose switches answers (ibsim drops an unknown
+// attribute, so the SMP times out) costs one timeout, is reported once, and is not
+// asked again while weft runs. The other switches of a model that answers are asked
+// together. What a switch holds is believed while the LFT programmer trusts the switch
+// (no reset, no other writer seen); a new master term believes nothing.
+class ArProgrammer final : public Programmer {
+ public:
+  ArProgrammer(mad::MadEngine& eng, const LftProgrammer& lfts) : eng_(eng), lfts_(lfts) {}
+  std::string_view name() const override { return "ar"; }
+  // kCheck: AdaptiveRoutingInfo where unknown, and the group and AR LFT blocks to be
+  // written over that weft does not know. kConfigure: AR off where it goes off; the
+  // group blocks that differ. kCommit: the AR LFT blocks that differ. kTables:
+  // AdaptiveRoutingInfo (on, GroupTop) where it differs.
+  void step(Step s, SweepRun& run) override;
+  void forget_all() override { held_.clear(); }
+
+  // The groups a switch holds (group 0 stays empty: weft's choice, so that a static
+  // entry's group number names no ports) and its AR LFT, as weft wants them.
+  struct Want {
+    bool on = false;
+    uint16_t group_top = 0;                 // the highest group in use
+    std::vector<mad::ArGroupBlock> groups;  // blocks 0 .. (group_top + 1) / 2
+    std::vector<mad::ArLftBlock> lft;       // blocks 0 .. top LID / 16
+    size_t dropped = 0;                     // groups GroupCap could not hold
+  };
+  // Switch n's groups (Tables::ar_sets, ar_group) fitted into `cap` groups: the groups
+  // most LIDs use are kept, the LIDs of the others routed statically there.
+  static Want want_of(const routing::Tables& t, fabric::NodeIndex n, uint16_t cap, bool on);
+
+ private:
+  struct Model {
+    uint32_t vendor = 0;
+    uint16_t device = 0;
+    uint32_t revision = 0;
+    auto operator<=>(const Model&) const = default;
+  };
+  enum class Verdict : uint8_t { kAnswers, kSilent };
+  struct Held {
+    std::optional<mad::ArInfo> info;  // as read or last set
+    bool unsupported = false;         // AdaptiveRoutingInfo answered with an error status
+    std::map<uint32_t, mad::ArGroupBlock> groups;
+    std::map<uint32_t, mad::ArLftBlock> lft;
+  };
+  struct Plan {
+    Want want;
+    bool failed = false;  // a write failed this sweep: AR stays off there
+  };
+  void check(SweepRun& run);
+  void ask_info(SweepRun& run, fabric::NodeIndex n, bool probe,
+                std::vector<fabric::NodeIndex> rest);
+  void planned(SweepRun& run, fabric::NodeIndex n);
+  void write_groups(SweepRun& run);
+  void write_lft(SweepRun& run);
+  void write_info(SweepRun& run);
+  void set_info(SweepRun& run, fabric::NodeIndex n, const mad::ArInfo& ai);
+  mad::MadEngine& eng_;
+  const LftProgrammer& lfts_;
+  std::map<Guid, Held> held_;
+  std::map<Model, Verdict> models_;
+  std::set<Guid> told_;                      // switches reported without AR
+  std::vector<fabric::NodeIndex> untold_;    // this sweep\'s, not reported yet
+  std::map<Guid, size_t> dropped_told_;      // groups a switch could not hold, as reported
+  std::map<fabric::NodeIndex, Plan> plans_;  // this sweep's switches with AR
+};
+
+}  // namespace weft::sm

@@ -1,0 +1,244 @@
+// Adaptive routing programmed by the sweep (issue 30, items 2 and 5): capability read
+// from every switch (a model that never answers costs one SMP, once), the engine's
+// groups written into the switches that hold AR, fitted into each one's GroupCap, AR
+// on last; a second sweep writes nothing; a reset switch is rewritten; AR no longer
+// asked for is turned off.
+#include <gtest/gtest.h>
+
+#include <deque>
+#include <set>
+
+#include "sim_sm.hpp"
+#include "weft/mad/ar.hpp"
+
+using namespace weft;
+using namespace weft::simulator;
+using namespace weft::mad;
+using namespace weft::sm;
+using namespace weft::testing;
+using fabric::NodeIndex;
+
+namespace {
+
+// Two links between every leaf and spine: every switch has groups (a spine one per leaf).
+constexpr const char* kTree = "ft2:leaves=4,spines=3,hosts=2,links=2";
+
+SimFabric sim_with(SimDefaults d) {
+  auto f = make_fabric(kTree);
+  EXPECT_TRUE(f);
+  return SimFabric(std::move(*f), d);
+}
+
+SmOptions ar_opts(const ScratchDir& d, const std::string& engine = "ar_ftree") {
+  SmOptions o = sm_opts(d);
+  o.routing_engine = engine;
+  return o;
+}
+
+size_t switches(const SimFabric& sim) {
+  size_t n = 0;
+  for (NodeIndex i = 0; i < sim.model().size(); ++i) n += sim.model().node(i).is_switch();
+  return n;
+}
+
+// Hops from every node to node `to`.
+std::vector<int> hops_to(const fabric::Fabric& f, NodeIndex to) {
+  std::vector<int> d(f.size(), -1);
+  std::deque<NodeIndex> q{to};
+  d[to] = 0;
+  while (!q.empty()) {
+    const NodeIndex n = q.front();
+    q.pop_front();
+    for (const auto& p : f.node(n).ports)
+      if (p.num && p.linked() && d[p.peer] < 0) {
+        d[p.peer] = d[n] + 1;
+        // Only switches forward.
+        if (f.node(p.peer).is_switch()) q.push_back(p.peer);
+      }
+  }
+  return d;
+}
+
+// What the switches hold, checked against their own LFTs: every AR LFT entry's default
+// port is the LFT's, a group holds its entry's default port, and every port of a group
+// is one hop nearer the destination. Returns the switches with AR on.
+size_t check_held(const SimFabric& sim) {
+  const fabric::Fabric& f = sim.model();
+  size_t on = 0;
+  for (const auto& o : routing::lid_owners(f)) {
+    const auto d = hops_to(f, o.node);
+    for (NodeIndex n = 0; n < f.size(); ++n) {
+      if (!f.node(n).is_switch() || n == o.node) continue;
+      const auto& ar = sim.ar(n);
+      if (!ar.info.enabled) continue;
+      const ArLftEntry& e = ar.lft.at(o.lid.value);
+      EXPECT_EQ(e.default_port, sim.lft(n).at(o.lid.value)) << f.node(n).name;
+      if (e.state == ArLidState::kStatic) continue;
+      EXPECT_EQ(e.state, ArLidState::kBounded);
+      EXPECT_GT(e.group, 0) << "group 0 is never used";
+      EXPECT_LE(e.group, ar.info.group_top);
+      if (e.group == 0 || e.group > ar.info.group_top) continue;
+      const ArPortMask& m = ar.groups.at(e.group);
+      EXPECT_TRUE(ar_mask_has(m, e.default_port)) << f.node(n).name << " LID " << o.lid.value;
+      for (PortNum p = 1; p <= f.node(n).num_ports; ++p) {
+        if (!ar_mask_has(m, p)) continue;
+        EXPECT_TRUE(f.node(n).ports[p].linked());
+        if (f.node(n).ports[p].linked()) {
+          EXPECT_EQ(d[f.node(n).ports[p].peer], d[n] - 1)
+              << f.node(n).name << " port " << int(p) << " to LID " << o.lid.value;
+        }
+      }
+    }
+  }
+  for (NodeIndex n = 0; n < f.size(); ++n) on += f.node(n).is_switch() && sim.ar(n).info.enabled;
+  return on;
+}
+
+// Switch entries (switch, LID) whose AR LFT names a group.
+size_t adaptive_entries(const SimFabric& sim) {
+  size_t k = 0;
+  for (NodeIndex n = 0; n < sim.model().size(); ++n)
+    if (sim.model().node(n).is_switch())
+      for (const auto& e : sim.ar(n).lft) k += e.state != ArLidState::kStatic;
+  return k;
+}
+
+}  // namespace
+
+TEST(ArSweep, CapableSwitchesGetTheirGroupsAndAreOnAndASecondSweepWritesNothing) {
+  ScratchDir dir("weft-ar");
+  SimFabric sim = sim_with({.ar_group_cap = 64});
+  SimTransport t(sim, {});
+  SubnetManager sm(t, ar_opts(dir));
+  auto rep = sm.sweep();
+  ASSERT_TRUE(rep) << rep.error().message;
+  ASSERT_TRUE(rep->subnet_up) << rep->reason;
+  EXPECT_TRUE(readback(sim).ok());
+  const size_t sw = switches(sim);
+  EXPECT_EQ(rep->ar_capable, sw);
+  EXPECT_EQ(rep->ar_enabled, sw);
+  EXPECT_EQ(rep->ar_static, 0u);
+  EXPECT_EQ(rep->ar_failures, 0u);
+  EXPECT_GT(rep->ar_group_blocks_written, 0u);
+  EXPECT_GT(rep->ar_lft_blocks_written, 0u);
+  EXPECT_EQ(rep->ar_info_sets, sw);
+  EXPECT_EQ(check_held(sim), sw);
+  EXPECT_GT(adaptive_entries(sim), 0u);
+  // Every SMP the sweep sent is counted.
+  EXPECT_EQ(t.requests_seen(), rep->smps_discovery + rep->smps_program + rep->smps_activate);
+
+  auto again = sm.sweep();
+  ASSERT_TRUE(again) << again.error().message;
+  ASSERT_TRUE(again->subnet_up) << again->reason;
+  EXPECT_EQ(again->ar_enabled, sw);
+  EXPECT_EQ(again->ar_blocks_read, 0u);
+  EXPECT_EQ(again->ar_group_blocks_written, 0u);
+  EXPECT_EQ(again->ar_lft_blocks_written, 0u);
+  EXPECT_EQ(again->ar_info_sets, 0u);
+}
+
+TEST(ArSweep, SwitchesWithoutArKeepStaticRoutesAndAModelThatNeverAnswersCostsOneSmp) {
+  ScratchDir dir("weft-ar");
+  {
+    // One switch answers "unsupported"; the others take AR.
+    SimFabric sim = sim_with({.ar_group_cap = 64});
+    const NodeIndex plain = *sim.model().find_by_name("spine1");
+    sim.set_ar_cap(plain, 0);
+    SimTransport t(sim, {});
+    SubnetManager sm(t, ar_opts(dir));
+    auto rep = sm.sweep();
+    ASSERT_TRUE(rep && rep->subnet_up);
+    EXPECT_EQ(rep->ar_static, 1u);
+    EXPECT_EQ(rep->ar_enabled, switches(sim) - 1);
+    EXPECT_FALSE(sim.ar(plain).info.enabled);
+    EXPECT_EQ(check_held(sim), switches(sim) - 1);
+    EXPECT_TRUE(readback(sim).ok());
+  }
+  {
+    // As on ibsim: no switch answers AdaptiveRoutingInfo at all.
+    ScratchDir dir2("weft-ar");
+    SimFabric sim = sim_with({.drops_unknown_attrs = true});
+    SimTransport t(sim, {});
+    SubnetManager sm(t, ar_opts(dir2, "ar_updn"));
+    auto rep = sm.sweep();
+    ASSERT_TRUE(rep) << rep.error().message;
+    ASSERT_TRUE(rep->subnet_up) << rep->reason;
+    EXPECT_TRUE(readback(sim).ok());
+    EXPECT_EQ(rep->ar_blocks_read, 1u) << "one switch of the model asked";
+    // The same bring-up without AR asked for: one SMP less (the probe is not retried).
+    ScratchDir dir3("weft-ar");
+    SimFabric plain = sim_with({.drops_unknown_attrs = true});
+    SimTransport tp(plain, {});
+    SubnetManager sp(tp, ar_opts(dir3, "updn"));
+    ASSERT_TRUE(sp.sweep());
+    EXPECT_EQ(t.requests_seen(), tp.requests_seen() + 1);
+    EXPECT_EQ(rep->ar_static, switches(sim));
+    EXPECT_EQ(rep->ar_enabled, 0u);
+    EXPECT_EQ(t.requests_seen(), rep->smps_discovery + rep->smps_program + rep->smps_activate);
+    auto again = sm.sweep();
+    ASSERT_TRUE(again && again->subnet_up);
+    EXPECT_EQ(again->ar_blocks_read, 0u) << "a silent model is not asked again";
+    EXPECT_EQ(again->ar_static, switches(sim));
+  }
+}
+
+TEST(ArSweep, GroupsBeyondGroupCapRouteStatically) {
+  ScratchDir dir("weft-ar");
+  // Two links from every spine to every leaf: a spine has one group per leaf.
+  auto f = make_fabric("ft2:leaves=4,spines=2,hosts=2,links=2");
+  ASSERT_TRUE(f);
+  SimFabric sim(std::move(*f), {.ar_group_cap = 64});
+  const NodeIndex spine = *sim.model().find_by_name("spine0");
+  sim.set_ar_cap(spine, 3);  // group 0 and two groups
+  SimTransport t(sim, {});
+  SubnetManager sm(t, ar_opts(dir));
+  auto rep = sm.sweep();
+  ASSERT_TRUE(rep && rep->subnet_up);
+  EXPECT_EQ(rep->ar_groups_dropped, 2u);
+  EXPECT_EQ(rep->ar_enabled, switches(sim));
+  EXPECT_EQ(sim.ar(spine).info.group_top, 2);
+  EXPECT_EQ(check_held(sim), switches(sim));
+  // The spine routes the hosts of two leaves adaptively, the other two statically.
+  std::set<uint16_t> groups;
+  size_t adaptive = 0, plain = 0;
+  for (const auto& o : routing::lid_owners(sim.model())) {
+    if (sim.model().node(o.node).is_switch()) continue;
+    const ArLftEntry& e = sim.ar(spine).lft.at(o.lid.value);
+    (e.state == ArLidState::kStatic ? plain : adaptive) += 1;
+    if (e.state != ArLidState::kStatic) groups.insert(e.group);
+  }
+  EXPECT_EQ(groups, (std::set<uint16_t>{1, 2}));
+  EXPECT_EQ(adaptive, 4u);
+  EXPECT_EQ(plain, 4u);
+}
+
+TEST(ArSweep, AResetSwitchIsRewrittenAndArNoLongerAskedForIsTurnedOff) {
+  ScratchDir dir("weft-ar");
+  SimFabric sim = sim_with({.ar_group_cap = 64});
+  SimTransport t(sim, {});
+  SmOptions o = ar_opts(dir);
+  SubnetManager sm(t, o);
+  ASSERT_TRUE(sm.sweep());
+  const NodeIndex leaf = *sim.model().find_by_name("leaf1");
+  const auto before = sim.ar(leaf);
+  ASSERT_TRUE(before.info.enabled);
+  sim.reset_switch(leaf, false);
+  ASSERT_FALSE(sim.ar(leaf).info.enabled);
+  auto rep = sm.sweep();
+  ASSERT_TRUE(rep && rep->subnet_up);
+  EXPECT_TRUE(sim.ar(leaf).info.enabled);
+  EXPECT_EQ(sim.ar(leaf).groups, before.groups);
+  EXPECT_EQ(sim.ar(leaf).lft, before.lft);
+  EXPECT_EQ(rep->ar_info_sets, 1u) << "only the reset switch";
+  EXPECT_EQ(check_held(sim), switches(sim));
+
+  o.routing_engine = "ftree";
+  sm.set_options(o);
+  auto off = sm.sweep();
+  ASSERT_TRUE(off && off->subnet_up);
+  EXPECT_EQ(off->ar_info_sets, switches(sim));
+  EXPECT_EQ(check_held(sim), 0u);
+  auto quiet = sm.sweep();
+  ASSERT_TRUE(quiet && quiet->subnet_up);
+  EXPECT_EQ(quiet->ar_info_sets + quiet->ar_blocks_read, 0u) << "nothing asked of AR any more";
+}
