@@ -152,8 +152,8 @@ class EngineChain {
  public:
   // "ftree,updn,minhop": names from engine_names(), no repeats, at least one. NVIDIA's
   // SM names its adaptive-routing engines ar_updn, ar_ftree, ar_minhop and ar_dor: each
-  // is read as that engine, and adaptive_names() lists them (weft does not program AR
-  // into switches yet: the static tables are what it writes).
+  // is read as that engine, and adaptive_names() lists them (the SM then asks for AR
+  // groups and programs them where switches hold AR).
   static Result<EngineChain> parse(std::string_view spec);
   const std::vector<std::string>& adaptive_names() const { return adaptive_; }
   // A chain of the given engines, in order (tests: an engine of their own).
