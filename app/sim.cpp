@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <iostream>
 
+#include <nlohmann/json.hpp>
+
 #include "commands.hpp"
 #include "sm_config.hpp"
 #include "summary.hpp"
@@ -31,6 +33,18 @@ reachable, loop-free, and how many hops. --drop-rate, --delay-rate and --dead
 inject faults; later --sweeps show what a second sweep rewrites (nothing, on a
 fabric that did not change).
 
+Adaptive routing: --ar-cap N gives every simulated switch NVIDIA's AR attributes
+with GroupCap N (none by default, as ibsim; --no-ar NODE leaves one switch
+without), and --adaptive-routing (or routing_engine ar_ftree, ar_updn, ...) asks
+the SM to program them. Each sweep then also checks, on what the switches hold,
+that every port of every group brings a packet nearer its destination.
+
+--json prints one JSON object per sweep instead of the summary: "sweep",
+"subnet_up", "reason", "switches", "cas", "lids", "smps", "lft_blocks_written",
+"routes_verified", "unreachable", "loops", and "ar": {"switches" (holding AR),
+"enabled", "static", "group_blocks_written", "lft_blocks_written",
+"groups_dropped", "verified"}.
+
 SPEC is a generator spec or a topology file (an ibsim net file, or ibnetdiscover
 output):
   ft2:leaves=L,spines=S,hosts=H[,links=K][,radix=R]       2-level fat tree
@@ -48,6 +62,8 @@ Without --state-dir the LIDs live in a temporary directory removed at exit.)",
 Examples:
   weft sim --topology ft2:leaves=16,spines=8,hosts=8
   weft sim --topology fabric.net --routing-engine ftree --sweeps 2
+  weft sim --topology ft2:leaves=8,spines=4,hosts=4,links=2 --ar-cap 64 \
+      --routing-engine ar_ftree --sweeps 2 --json
   weft sim --topology torus:dims=4x4x4,hosts=2 --drop-rate 0.05 --seed 3)"};
 
 po::options_description sim_command_options() {
@@ -64,7 +80,12 @@ po::options_description sim_command_options() {
       "sweeps", po::value<int>()->default_value(1),
       "full sweeps to run (later ones show what is rewritten)")(
       "lft-cap", po::value<int>()->default_value(49152),
-      "LinearFDBCap of the simulated switches (ibsim's default: 30720)");
+      "LinearFDBCap of the simulated switches (ibsim's default: 30720)")(
+      "ar-cap", po::value<int>()->default_value(0),
+      "adaptive-routing GroupCap of the simulated switches (0: no AR, as ibsim)")(
+      "no-ar", po::value<std::vector<std::string>>(),
+      "a switch (by name) without adaptive routing; repeatable")(
+      "json", po::bool_switch(), "one JSON object per sweep instead of the summary");
   return desc;
 }
 
@@ -93,9 +114,20 @@ int cmd_sim(int argc, char** argv) {
   const int lft_cap = vm["lft-cap"].as<int>();
   if (lft_cap < 64 || lft_cap > 49152 || lft_cap % 64)
     return die("sim: --lft-cap must be a multiple of 64 in 64..49152");
+  const int ar_cap = vm["ar-cap"].as<int>();
+  if (ar_cap < 0 || ar_cap > 0xfff) return die("sim: --ar-cap must be in 0..4095");
   simulator::SimDefaults defaults;
   defaults.lft_cap = static_cast<uint16_t>(lft_cap);
+  defaults.ar_group_cap = static_cast<uint16_t>(ar_cap);
   simulator::SimFabric sim(std::move(*fab), defaults);
+  if (vm.count("no-ar"))
+    for (const auto& name : vm["no-ar"].as<std::vector<std::string>>()) {
+      auto n = sim.model().find_by_name(name);
+      if (!n || !sim.model().node(*n).is_switch())
+        return die("sim: --no-ar: no switch named \"" + name + "\"");
+      sim.set_ar_cap(*n, 0);
+    }
+  const bool as_json = vm["json"].as<bool>();
   simulator::SimTransportOptions to;
   if (vm.count("attach")) {
     auto n = sim.model().find_by_name(vm["attach"].as<std::string>());
@@ -123,7 +155,7 @@ int cmd_sim(int argc, char** argv) {
       rc = die(rep.error().message, 1);
       break;
     }
-    print_summary(*rep, smgr.mad_stats());
+    if (!as_json) print_summary(*rep, smgr.mad_stats());
     if (i == 0) {
       if (auto r = dump_model(vm, smgr.snapshot().get()); !r) {
         rc = die(r.error().message, 1);
@@ -131,12 +163,49 @@ int cmd_sim(int argc, char** argv) {
       }
     }
     // Check what the devices hold, not what the SM meant to write.
-    auto vr = routing::verify_lfts(sim.model(), sim.held_tables());
-    std::printf(
-        "  routes   %zu (switch, LID) pairs read back: %zu unreachable, %zu loops, max %zu hops\n",
-        vr.pairs, vr.unreachable, vr.loops, vr.max_hops);
-    if (!vr.ok()) std::printf("    first: %s\n", vr.first_problem.c_str());
-    if (!rep->subnet_up || !vr.ok()) rc = 1;
+    const auto held = sim.held_tables();
+    auto vr = routing::verify_lfts(sim.model(), held);
+    auto av = routing::verify_adaptive(
+        sim.model(), held, [&sim](fabric::NodeIndex n, uint16_t lid, std::vector<PortNum>& out) {
+          sim.ar_choices(n, lid, out);
+        });
+    if (as_json) {
+      nlohmann::json j = {{"sweep", i + 1},
+                          {"subnet_up", rep->subnet_up},
+                          {"reason", rep->reason},
+                          {"switches", rep->switches},
+                          {"cas", rep->cas},
+                          {"lids", rep->lids},
+                          {"smps", rep->smps_discovery + rep->smps_program + rep->smps_activate},
+                          {"lft_blocks_written", rep->lft_blocks_written},
+                          {"routes_verified", vr.ok()},
+                          {"unreachable", vr.unreachable},
+                          {"loops", vr.loops},
+                          {"ar",
+                           {{"switches", rep->ar_capable},
+                            {"enabled", rep->ar_enabled},
+                            {"static", rep->ar_static},
+                            {"group_blocks_written", rep->ar_group_blocks_written},
+                            {"lft_blocks_written", rep->ar_lft_blocks_written},
+                            {"groups_dropped", rep->ar_groups_dropped},
+                            {"entries", av.entries},
+                            {"verified", av.ok()}}}};
+      if (!av.ok()) j["ar"]["first_problem"] = av.first_problem;
+      std::cout << j.dump() << std::endl;
+    } else {
+      std::printf(
+          "  routes   %zu (switch, LID) pairs read back: %zu unreachable, %zu loops, max %zu "
+          "hops\n",
+          vr.pairs, vr.unreachable, vr.loops, vr.max_hops);
+      if (!vr.ok()) std::printf("    first: %s\n", vr.first_problem.c_str());
+      if (rep->ar_capable || rep->ar_static)
+        std::printf(
+            "  AR       %zu switches on, %zu static; %zu (switch, LID) entries adaptive%s\n",
+            rep->ar_enabled, rep->ar_static, av.entries,
+            av.ok() ? ", every group port nearer" : "");
+      if (!av.ok()) std::printf("    first: %s\n", av.first_problem.c_str());
+    }
+    if (!rep->subnet_up || !vr.ok() || !av.ok()) rc = 1;
   }
   if (!tmp_state.empty()) std::filesystem::remove_all(tmp_state);
   return rc;

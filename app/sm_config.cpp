@@ -30,6 +30,8 @@ po::options_description sm_options() {
       "routing-engine", po::value<std::string>(),
       "routing engines, a fallback chain: ftree,updn,minhop (routing_engine)")(
       "torus-config", po::value<std::string>(), "dor's torus or mesh shape (torus_config)")(
+      "adaptive-routing", po::bool_switch(),
+      "program the engine's adaptive-routing groups where switches hold AR (adaptive_routing)")(
       "root-guids", po::value<std::string>(),
       "updn/dnup roots, one GUID per line (root_guid_file)")("lmc", po::value<std::string>(),
                                                              "LID mask control (lmc)")(
@@ -73,6 +75,9 @@ Result<config::Values> build_config(const po::variables_map& vm) {
     if (vm.count(flag))
       if (auto r = config::set(v, key, vm[flag].as<std::string>(), std::string("--") + flag); !r)
         return std::unexpected(r.error());
+  if (vm.count("adaptive-routing") && vm["adaptive-routing"].as<bool>())
+    if (auto r = config::set(v, "adaptive_routing", "TRUE", "--adaptive-routing"); !r)
+      return std::unexpected(r.error());
   if (auto e = routing::EngineChain::parse(v.get_str("routing_engine")); !e)
     return fail(Errc::kInvalidInput, v.origin("routing_engine") + ": " + e.error().message);
   return v;

@@ -646,6 +646,17 @@ void SimFabric::set_ar_cap(NodeIndex sw, uint16_t group_cap) {
   a.lft.assign(d_.lft_cap, ArLftEntry{});
 }
 
+void SimFabric::ar_choices(NodeIndex sw, uint16_t lid, std::vector<PortNum>& out) const {
+  const ArState& a = ar_.at(sw);
+  if (!a.info.enabled || lid >= a.lft.size()) return;
+  const ArLftEntry& e = a.lft[lid];
+  const size_t entry = size_t(e.group) * (a.info.sub_grps_active + 1u);
+  if (e.state == ArLidState::kStatic || e.group > a.info.group_top || entry >= a.groups.size())
+    return;
+  for (PortNum p = 1; p <= f_.node(sw).num_ports; ++p)
+    if (ar_mask_has(a.groups[entry], p)) out.push_back(p);
+}
+
 // The AR attributes of switch n: Get answers what it holds; Set takes what an SM may set
 // (enable, GroupTop, sub-groups in use, by-SL, ageing, fast recovery, transports) and
 // keeps the capabilities; a modifier naming another group table or pLFT is invalid.

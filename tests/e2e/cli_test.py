@@ -86,6 +86,18 @@ def main():
           r"(?=.*SM-0058 routing_engine ar_ftree: NVIDIA's adaptive-routing engine names are their "
           r"static engines plus adaptive routing)(?=.*AR-0002 6 switches have no adaptive routing)"
           r"(?!(?:.*AR-0002){2})(?=.*SUBNET UP.*0 unreachable, 0 loops)", W, w)
+    # Adaptive routing on switches that hold it (one without), two sweeps as JSON: AR on where
+    # groups exist, every group port checked on what the switches hold, nothing rewritten after.
+    check("sim: ar_ftree programs AR, JSON per sweep", ["sim", "--topology",
+          "ft2:leaves=8,spines=4,hosts=4,links=2", "--ar-cap", "64", "--no-ar", "spine3",
+          "--routing-engine", "ar_ftree", "--sweeps", "2", "--json"], 0,
+          r'\{"ar":\{"enabled":11,"entries":[1-9]\d*,"group_blocks_written":[1-9]\d*,"groups_dropped":0,'
+          r'"lft_blocks_written":[1-9]\d*,"static":1,"switches":11,"verified":true\}[^\n]*"routes_verified":true,'
+          r'"smps":\d+,"subnet_up":true,"sweep":1[^\n]*\n'
+          r'\{"ar":\{"enabled":11,"entries":[1-9]\d*,"group_blocks_written":0,"groups_dropped":0,'
+          r'"lft_blocks_written":0,"static":1,"switches":11,"verified":true\}[^\n]*"sweep":2', W, w)
+    check("sim: --no-ar names a switch", ["sim", "--topology", "ft2:leaves=2", "--no-ar", "h0-0"], 2,
+          r'--no-ar: no switch named "h0-0"', W, w)
     check("unknown command", ["frobnicate"], 2, r'unknown command "frobnicate"', W, w)
     check("sim needs a topology", ["sim"], 2, r"--topology is required", W, w)
     check("sim brings up a fat tree", ["sim", "--topology", "ft2:leaves=4,spines=2,hosts=2"], 0,

@@ -292,6 +292,27 @@ TEST(NativeApi, APortKeptDownIsListedAndReleasedByAnOperator) {
   EXPECT_EQ(RestRig::json_of(again).at("error").at("code"), "not_found");
 }
 
+// Adaptive routing in the last sweep's counts: the leaves (two uplinks each) get a group
+// and AR on; the spines (one link to each leaf) have no group and stay static.
+TEST(NativeApi, LastSweepCountsAdaptiveRouting) {
+  RestRig rig("ft2:leaves=2,spines=2,hosts=2", std::nullopt, false, [](sm::SmOptions& o) {
+    o.adaptive_routing = true;
+    o.routing_engine = "ftree";  // its groups hold every uplink
+  });
+  for (fabric::NodeIndex n = 0; n < rig.sim.model().size(); ++n)
+    if (rig.sim.model().node(n).is_switch()) rig.sim.set_ar_cap(n, 16);
+  rig.sweep();
+  auto ar = RestRig::json_of(rig.mon("GET", "/api/v1/sm")).at("last_sweep").at("adaptive_routing");
+  EXPECT_EQ(ar.at("switches"), 4);
+  EXPECT_EQ(ar.at("enabled"), 2);
+  EXPECT_EQ(ar.at("static"), 2);
+  EXPECT_GT(ar.at("group_blocks_written").get<int>(), 0);
+  EXPECT_GT(ar.at("lft_blocks_written").get<int>(), 0);
+  EXPECT_EQ(ar.at("failures"), 0);
+  EXPECT_TRUE(rig.sim.ar(*rig.sim.model().find_by_name("leaf0")).info.enabled);
+  EXPECT_FALSE(rig.sim.ar(*rig.sim.model().find_by_name("spine0")).info.enabled);
+}
+
 TEST(NativeApi, SmNodesPortsLftRoutes) {
   RestRig rig;
   auto sm = RestRig::json_of(rig.mon("GET", "/api/v1/sm"));

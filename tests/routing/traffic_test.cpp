@@ -7,6 +7,7 @@
 
 #include "test_fabrics.hpp"
 #include "weft/routing/traffic.hpp"
+#include "weft/routing/verify.hpp"
 
 using namespace weft;
 using namespace weft::routing;
@@ -75,4 +76,33 @@ TEST(Traffic, AdaptiveSpreadsRandomPermutationsOverTheGroups) {
   const auto a = run_traffic(f, plain, Pattern::kPermutation, true);
   EXPECT_EQ(a.max_link_flows, s.max_link_flows);
   EXPECT_DOUBLE_EQ(a.mean_flow_throughput, s.mean_flow_throughput);
+}
+
+// The AR check `weft sim --json` reports: the engines' own groups pass, and a choice that
+// leads back up (a spine sending a leaf's LID to another leaf) is found.
+TEST(Traffic, AdaptiveChoicesAreCheckedToBringEveryHopNearer) {
+  const auto f = with_lids("ft2:leaves=4,spines=2,hosts=2,links=2");
+  Options o;
+  o.adaptive = true;
+  auto t = (*make_engine("ftree"))->compute(f, o);
+  ASSERT_TRUE(t) << t.error().message;
+  auto groups = [&t](fabric::NodeIndex n, uint16_t lid, std::vector<PortNum>& out) {
+    if (n >= t->ar_group.size() || lid >= t->ar_group[n].size()) return;
+    const uint16_t g = t->ar_group[n][lid];
+    if (g != Tables::kNoArGroup) out = t->ar_sets[n][g];
+  };
+  const auto good = verify_adaptive(f, *t, groups);
+  EXPECT_TRUE(good.ok()) << good.first_problem;
+  EXPECT_GT(good.entries, 0u);
+  EXPECT_GT(good.choices, good.entries);
+  const auto spine = *f.find_by_name("spine0");
+  const auto h = *f.find_by_name("h1-0");
+  const uint16_t lid = f.node(h).ports[1].attrs.lid.value;
+  const auto bad =
+      verify_adaptive(f, *t, [&](fabric::NodeIndex n, uint16_t l, std::vector<PortNum>& out) {
+        groups(n, l, out);
+        if (n == spine && l == lid) out.push_back(1);  // port 1: a link to leaf0
+      });
+  EXPECT_EQ(bad.bad, 1u);
+  EXPECT_NE(bad.first_problem.find("leads no nearer"), std::string::npos) << bad.first_problem;
 }

@@ -90,7 +90,15 @@ size_t check_held(const SimFabric& sim) {
       }
     }
   }
+  // The same, as `weft sim --json` checks it: whatever the switches pick, every hop
+  // brings a packet nearer.
+  const auto v = routing::verify_adaptive(
+      f, sim.held_tables(), [&sim](NodeIndex n, uint16_t lid, std::vector<PortNum>& out) {
+        sim.ar_choices(n, lid, out);
+      });
+  EXPECT_TRUE(v.ok()) << v.first_problem;
   for (NodeIndex n = 0; n < f.size(); ++n) on += f.node(n).is_switch() && sim.ar(n).info.enabled;
+  EXPECT_EQ(v.entries > 0, on > 0);
   return on;
 }
 

@@ -7,7 +7,9 @@
 //   if (!report.ok()) std::cerr << report.first_problem;
 #pragma once
 
+#include <functional>
 #include <string>
+#include <vector>
 
 #include "weft/routing/engine.hpp"
 
@@ -23,5 +25,21 @@ struct VerifyReport {
 };
 
 VerifyReport verify_lfts(const fabric::Fabric& f, const Tables& t);
+
+// Adaptive routing as the switches hold it: `choices(switch, lid, ports)` fills the ports
+// a packet to `lid` may leave `switch` by (none: the static port alone). Verified when
+// every such port leads to the destination or to a switch whose static route (the
+// LFTs) is one hop shorter: whatever each switch picks, every hop brings a packet
+// nearer, so no mix of choices loops or lengthens a route.
+struct AdaptiveVerifyReport {
+  size_t entries = 0;  // (switch, LID) pairs with choices
+  size_t choices = 0;  // ports over all of them
+  size_t bad = 0;      // pairs with a port that leads no nearer
+  std::string first_problem;
+  bool ok() const { return bad == 0; }
+};
+using ChoiceFn = std::function<void(fabric::NodeIndex, uint16_t, std::vector<PortNum>&)>;
+AdaptiveVerifyReport verify_adaptive(const fabric::Fabric& f, const Tables& t,
+                                     const ChoiceFn& choices);
 
 }  // namespace weft::routing

@@ -110,6 +110,9 @@ class SimFabric {
   };
   const ArState& ar(fabric::NodeIndex sw) const { return ar_.at(sw); }
   void set_ar_cap(fabric::NodeIndex sw, uint16_t group_cap);
+  // The ports switch `sw` may send a packet to `lid` by under the AR it holds (AR on, the
+  // AR LFT entry not static: its group's ports); none otherwise (routing::ChoiceFn).
+  void ar_choices(fabric::NodeIndex sw, uint16_t lid, std::vector<PortNum>& out) const;
   // Counts of Sets per attribute, to check that a second sweep writes nothing.
   size_t sets(uint16_t attr) const;
   // Of them, those that came LID-routed.
