@@ -347,6 +347,8 @@ def main():
     ap.add_argument("--scratch", required=True)
     ap.add_argument("--engine", default="minhop", help="a routing_engine chain")
     ap.add_argument("--expect-log", action="append", default=[], help="a line the SM must log")
+    ap.add_argument("--expect-once", action="append", default=[],
+                    help="a line the SM must log exactly once a run (the bring-up, then the restart)")
     ap.add_argument("--sm-arg", action="append", default=[], help="one more argument for weft sm/sim")
     a = ap.parse_args()
 
@@ -401,7 +403,8 @@ def main():
         if problems:
             raise Failure("%d of %d (switch, LID) pairs bad: %s" % (len(problems), pairs, problems[:3]))
         print("routes: %d (switch, LID) pairs reach their LID; %d links ACTIVE; %d LIDs unique" % (pairs, len(linked), len(lids)))
-        if a.engine in ("updn", "dnup", "ftree") or a.engine.startswith("ftree,"):
+        static = a.engine[3:] if a.engine.startswith("ar_") else a.engine  # NVIDIA's AR names
+        if static in ("updn", "dnup", "ftree") or static.startswith("ftree,"):
             if not cdg_acyclic(nodes, lfts):
                 raise Failure("%s claims deadlock freedom, but the channel dependency graph read back has a cycle"
                               % a.engine)
@@ -409,6 +412,9 @@ def main():
         for line in a.expect_log:
             if line not in first.stderr:
                 raise Failure("the SM log lacks %r" % line)
+        for line in a.expect_once:
+            if first.stderr.count(line) != 1:
+                raise Failure("the SM logged %r %d times, not once" % (line, first.stderr.count(line)))
 
         # weft's own grader on what infiniband-diags read back: dump_fts with destinations
         # (ibroute format), plus the block dump_fts skips, read by `weft route --lfts`.
@@ -440,6 +446,9 @@ def main():
             raise Failure("restart renumbered ports: " + m.group(0))
         if int(w.group(1)) or int(w.group(3)):
             raise Failure("restart rewrote what the devices already hold: " + w.group(0))
+        for line in a.expect_once:
+            if second.stderr.count(line) != 1:
+                raise Failure("the restart logged %r %d times, not once" % (line, second.stderr.count(line)))
         print("restart: " + m.group(0) + "; " + w.group(0))
 
     # Parity: the in-process simulator discovers the same model from the same file.
