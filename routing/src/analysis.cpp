@@ -362,6 +362,76 @@ CdgReport channel_dependencies(const Fabric& f, const Tables& t) {
   return rep;
 }
 
+CdgReport adaptive_dependencies(const Fabric& f, const Tables& t) {
+  if (!t.path_sl.empty() || t.ar_group.empty()) return channel_dependencies(f, t);
+  CdgReport rep;
+  const detail::Channels ch = detail::channels(f);
+  const auto& base = ch.base;
+  const detail::Switches sw = detail::index_switches(f);
+  const auto owners = lid_owners(f);
+  std::vector<uint8_t> in_use(size_t(t.top_lid) + 1, 0);
+  for (const LidOwner& o : owners)
+    if (o.lid.value < in_use.size()) in_use[o.lid.value] = 1;
+  using Mask = std::array<uint64_t, 4>;
+  // Each switch's groups as port masks.
+  std::vector<std::vector<Mask>> groups(f.size());
+  for (NodeIndex n : sw.nodes) {
+    if (n >= t.ar_sets.size()) continue;
+    for (const auto& set : t.ar_sets[n]) {
+      Mask m{};
+      for (PortNum p : set) m[p >> 6] |= uint64_t(1) << (p & 63);
+      groups[n].push_back(m);
+    }
+  }
+  // The ports a packet to `lid` may leave switch n by: its group's, or the static one.
+  auto ports = [&](NodeIndex n, size_t lid, Mask& m) {
+    m = Mask{};
+    if (lid >= t.lft[n].size()) return false;
+    const PortNum p = t.lft[n][lid];
+    if (p != kDropPort) m[p >> 6] |= uint64_t(1) << (p & 63);
+    if (n < t.ar_group.size() && lid < t.ar_group[n].size()) {
+      const uint16_t g = t.ar_group[n][lid];
+      if (g != Tables::kNoArGroup && g < groups[n].size())
+        for (unsigned w = 0; w < 4; ++w) m[w] |= groups[n][g][w];
+    }
+    return p != kDropPort;
+  };
+  // next[a]: the ports at channel a's head a packet may take next (each switch fills its
+  // own channels'); then as the single-VL graph.
+  std::vector<Mask> next(base.back(), Mask{});
+  detail::parallel_for(sw.nodes.size(), [&](size_t i) {
+    const NodeIndex n = sw.nodes[i];
+    Mask here, there;
+    for (size_t lid = 1; lid < in_use.size(); ++lid) {
+      if (!in_use[lid] || !ports(n, lid, here)) continue;
+      for (unsigned w = 0; w < 4; ++w)
+        for (uint64_t bits = here[w]; bits; bits &= bits - 1) {
+          const uint32_t c = ch.isl(n, PortNum(w * 64 + __builtin_ctzll(bits)));
+          if (c == ~0u) continue;
+          if (!ports(ch.isl_peer[c], lid, there)) continue;
+          for (unsigned k = 0; k < 4; ++k) next[c][k] |= there[k];
+        }
+    }
+  });
+  std::vector<std::vector<std::vector<uint32_t>>> adj(
+      1, std::vector<std::vector<uint32_t>>(base.back()));
+  for (uint32_t a = 0; a < next.size(); ++a) {
+    if (ch.isl_peer[a] == fabric::kNoNode) continue;
+    const NodeIndex m = ch.isl_peer[a];
+    for (unsigned w = 0; w < 4; ++w)
+      for (uint64_t bits = next[a][w]; bits; bits &= bits - 1) {
+        const uint32_t d = ch.isl(m, PortNum(w * 64 + __builtin_ctzll(bits)));
+        if (d == ~0u) continue;
+        adj[0][a].push_back(d);
+        ++rep.dependencies;
+      }
+  }
+  for (NodeIndex n = 0; n < f.size(); ++n)
+    for (const auto& p : f.node(n).ports) rep.channels += ch.isl(n, p.num) != ~0u;
+  find_cycle(adj, rep);
+  return rep;
+}
+
 CdgReport updown_dependencies(const Fabric& f, const Tables& t, const std::vector<uint32_t>& height,
                               const std::vector<uint16_t>& turning) {
   if (!t.path_sl.empty() || height.size() != f.size()) return channel_dependencies(f, t);

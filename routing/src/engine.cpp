@@ -102,6 +102,35 @@ EngineChain EngineChain::of(std::vector<std::shared_ptr<const RoutingEngine>> en
   return c;
 }
 
+namespace {
+
+// Adaptive routing must not open a credit loop the static tables closed: an engine that
+// promises deadlock freedom keeps its groups only if the dependencies over every port a
+// packet may take (each group's, not only the static port) have no cycle; a layered
+// engine offers none (a group's ports would carry each layer's packets). Otherwise the
+// groups are dropped, with the reason in the notes: static tables for that engine.
+void check_groups(const fabric::Fabric& f, std::string_view engine, Tables& t) {
+  if (!t.deadlock_free) return;
+  std::string why;
+  if (!t.path_sl.empty()) {
+    why = "its paths are layered on " + std::to_string(t.vls) + " VLs";
+  } else if (const CdgReport c = adaptive_dependencies(f, t); !c.acyclic) {
+    why = "its groups close a credit loop (a dependency cycle of " +
+          std::to_string(c.cycle_length) + " channels)";
+  } else {
+    t.notes.push_back(std::string(engine) + ": adaptive routing checked before programming: " +
+                      std::to_string(c.dependencies) +
+                      " channel dependencies over every group port, no cycle");
+    return;
+  }
+  t.ar_group.clear();
+  t.ar_sets.clear();
+  t.notes.push_back(std::string(engine) + ": no adaptive-routing groups offered: " + why +
+                    "; static tables only");
+}
+
+}  // namespace
+
 ChainResult EngineChain::compute(const fabric::Fabric& f, const Options& o) const {
   ChainResult r;
   for (const auto& e : engines_) {
@@ -122,6 +151,7 @@ ChainResult EngineChain::compute(const fabric::Fabric& f, const Options& o) cons
             "programming: " + std::to_string(c.dependencies) + " channel dependencies" +
             (t->updown_height.empty() ? "" : " (of the up/down check's part)") + ", no cycle");
     }
+    if (t && !t->ar_group.empty()) check_groups(f, e->name(), *t);
     if (t) {
       r.tables = std::move(*t);
       r.engine = std::string(e->name());

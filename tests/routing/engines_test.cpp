@@ -939,3 +939,86 @@ TEST(Readers, GarbageNeverCrashes) {
 }
 
 }  // namespace
+
+namespace {
+
+// updn's tables (acyclic) with groups of every port that leads one switch hop nearer
+// the destination: fully adaptive minimal routing, which on a torus closes credit loops.
+class GreedyGroups final : public RoutingEngine {
+ public:
+  explicit GreedyGroups(std::string base = "updn") : base_(std::move(base)) {}
+  std::string_view name() const override { return "greedy"; }
+  Routed compute(const Fabric& f, const Options& o) const override {
+    auto t = (*make_engine(base_))->compute(f, o);
+    if (!t) return t;
+    t->ar_sets.assign(f.size(), {});
+    t->ar_group.assign(f.size(), std::vector<uint16_t>(size_t(t->top_lid) + 1, Tables::kNoArGroup));
+    for (const LidOwner& own : lid_owners(f)) {
+      // Switch hops to the destination's switch.
+      std::vector<int> d(f.size(), -1);
+      std::vector<NodeIndex> q{
+          f.node(own.node).is_switch() ? own.node : f.node(own.node).ports[own.port].peer};
+      d[q[0]] = 0;
+      for (size_t i = 0; i < q.size(); ++i)
+        for (const auto& p : f.node(q[i]).ports)
+          if (p.num && p.linked() && f.node(p.peer).is_switch() && d[p.peer] < 0)
+            d[p.peer] = d[q[i]] + 1, q.push_back(p.peer);
+      for (NodeIndex n = 0; n < f.size(); ++n) {
+        if (!f.node(n).is_switch() || d[n] <= 0) continue;
+        std::vector<PortNum> set;
+        for (const auto& p : f.node(n).ports)
+          if (p.num && p.linked() && f.node(p.peer).is_switch() && d[p.peer] == d[n] - 1)
+            set.push_back(p.num);
+        if (std::find(set.begin(), set.end(), t->lft[n][own.lid.value]) == set.end()) continue;
+        t->ar_group[n][own.lid.value] = uint16_t(t->ar_sets[n].size());
+        t->ar_sets[n].push_back(std::move(set));
+      }
+    }
+    return t;
+  }
+
+ private:
+  std::string base_;
+};
+
+}  // namespace
+
+TEST(Chain, AdaptiveGroupsThatWouldCloseACreditLoopAreDroppedBeforeProgramming) {
+  Fabric f = with_lids("torus:dims=4x4,hosts=1");
+  Options o;
+  o.adaptive = true;
+  auto r = EngineChain::of({std::make_shared<GreedyGroups>()}).compute(f, o);
+  ASSERT_TRUE(r.tables) << r.summary();
+  EXPECT_EQ(r.engine, "greedy");
+  EXPECT_TRUE(r.tables->ar_group.empty());
+  EXPECT_TRUE(r.tables->ar_sets.empty());
+  EXPECT_TRUE(std::any_of(r.tables->notes.begin(), r.tables->notes.end(), [](const auto& n) {
+    return n.find("greedy: no adaptive-routing groups offered: its groups close a credit loop") !=
+           std::string::npos;
+  }));
+  // The static tables are kept, and stay acyclic.
+  EXPECT_TRUE(channel_dependencies(f, *r.tables).acyclic);
+  // Groups that keep every route up*/down* (ftree on a tree; updn's parallel links) pass,
+  // and say they were checked.
+  for (auto [spec, engine] : {std::pair{"ft2:leaves=4,spines=2,hosts=2", "ftree"},
+                              std::pair{"ft2:leaves=4,spines=2,hosts=2,links=2", "updn"}}) {
+    Fabric tree = with_lids(spec);
+    auto ok = EngineChain::parse(engine)->compute(tree, o);
+    ASSERT_TRUE(ok.tables) << ok.summary();
+    EXPECT_FALSE(ok.tables->ar_sets.empty()) << engine;
+    EXPECT_TRUE(adaptive_dependencies(tree, *ok.tables).acyclic) << engine;
+    EXPECT_TRUE(std::any_of(ok.tables->notes.begin(), ok.tables->notes.end(), [](const auto& n) {
+      return n.find("adaptive routing checked before programming") != std::string::npos;
+    })) << engine;
+  }
+  // Layered tables (dfsssp's, on two VLs here) get no groups.
+  auto layered = EngineChain::of({std::make_shared<GreedyGroups>("dfsssp")}).compute(f, o);
+  ASSERT_TRUE(layered.tables) << layered.summary();
+  ASSERT_GT(layered.tables->vls, 1);
+  EXPECT_TRUE(layered.tables->ar_sets.empty());
+  EXPECT_TRUE(
+      std::any_of(layered.tables->notes.begin(), layered.tables->notes.end(), [](const auto& n) {
+        return n.find("no adaptive-routing groups offered: its paths are layered") !=
+               std::string::npos;
+      }));
+}

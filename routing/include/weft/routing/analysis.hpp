@@ -44,6 +44,10 @@ struct CdgReport {
   size_t cycle_length = 0;    // of one cycle found, when not acyclic
 };
 CdgReport channel_dependencies(const fabric::Fabric& f, const Tables& t);
+// The same over every port a packet may take under adaptive routing: on each switch, to
+// each LID, the static port and every port of its AR group (Tables::ar_*). Single-VL
+// tables only: layered tables get channel_dependencies (their groups are not offered).
+CdgReport adaptive_dependencies(const fabric::Fabric& f, const Tables& t);
 
 // channel_dependencies, exact and cheaper, for single-VL tables that route
 // up*/down*: `height` (per node) orders the switches, a link leading up toward the
