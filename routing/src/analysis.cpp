@@ -362,72 +362,187 @@ CdgReport channel_dependencies(const Fabric& f, const Tables& t) {
   return rep;
 }
 
+namespace {
+
+using Mask = std::array<uint64_t, 4>;
+
+// Adaptive routing's choices, per switch and LID: the static port and its group's.
+struct Choices {
+  std::vector<std::vector<Mask>> groups;  // [node][group]: the group's ports
+  std::vector<const PortNum*> lftp;       // row pointers, so inner loops read no headers
+  std::vector<const uint16_t*> grpp;
+  std::vector<size_t> lftn, grpn;
+  std::vector<uint8_t> in_use;  // [lid]
+  Choices(const Fabric& f, const Tables& t, const detail::Switches& sw,
+          const std::vector<LidOwner>& owners)
+      : groups(f.size()),
+        lftp(f.size(), nullptr),
+        grpp(f.size(), nullptr),
+        lftn(f.size(), 0),
+        grpn(f.size(), 0),
+        in_use(size_t(t.top_lid) + 1, 0) {
+    for (const LidOwner& o : owners)
+      if (o.lid.value < in_use.size()) in_use[o.lid.value] = 1;
+    for (NodeIndex n : sw.nodes) {
+      if (n < t.lft.size()) lftp[n] = t.lft[n].data(), lftn[n] = t.lft[n].size();
+      if (n < t.ar_group.size()) grpp[n] = t.ar_group[n].data(), grpn[n] = t.ar_group[n].size();
+      if (n >= t.ar_sets.size()) continue;
+      for (const auto& set : t.ar_sets[n]) {
+        Mask m{};
+        for (PortNum p : set) m[p >> 6] |= uint64_t(1) << (p & 63);
+        groups[n].push_back(m);
+      }
+    }
+  }
+  // The ports a packet to `lid` may leave switch n by; false where it is not routed.
+  bool of(NodeIndex n, size_t lid, Mask& m) const {
+    if (lid >= lftn[n] || lftp[n][lid] == kDropPort) return false;
+    const PortNum p = lftp[n][lid];
+    const uint16_t g = lid < grpn[n] ? grpp[n][lid] : Tables::kNoArGroup;
+    if (g != Tables::kNoArGroup && g < groups[n].size())
+      m = groups[n][g];
+    else
+      m = Mask{};
+    m[p >> 6] |= uint64_t(1) << (p & 63);
+    return true;
+  }
+};
+
+template <class Fn>
+void each_port(const Mask& m, Fn fn) {
+  for (unsigned w = 0; w < 4; ++w)
+    for (uint64_t bits = m[w]; bits; bits &= bits - 1)
+      fn(static_cast<PortNum>(w * 64 + static_cast<uint32_t>(__builtin_ctzll(bits))));
+}
+
+// The single-VL dependency graph over every port a packet may take, built on `switches`
+// (into switches `keep` marks, or all when it is empty), as single_vl_dependencies
+// builds it for the static ports.
+void adaptive_graph(const Choices& cs, const detail::Channels& ch,
+                    const std::vector<NodeIndex>& switches, const std::vector<uint8_t>& keep,
+                    std::vector<std::vector<uint32_t>>& adj, CdgReport& rep) {
+  const auto& base = ch.base;
+  auto kept = [&](NodeIndex n) { return keep.empty() || keep[n]; };
+  // next[a]: the ports at channel a's head a packet may take next (each switch fills its
+  // own channels'), in blocks of LIDs so that the neighbours' rows stay in cache.
+  std::vector<Mask> next(base.back(), Mask{});
+  constexpr size_t kBlock = 2048;
+  for (size_t first = 1; first < cs.in_use.size(); first += kBlock)
+    detail::parallel_for(switches.size(), [&](size_t i) {
+      const NodeIndex n = switches[i];
+      if (!kept(n)) return;
+      const size_t end = std::min(cs.in_use.size(), first + kBlock);
+      const uint32_t b0 = base[n], nports = base[n + 1] - base[n];
+      Mask here, there;
+      for (size_t lid = first; lid < end; ++lid) {
+        if (!cs.in_use[lid] || !cs.of(n, lid, here)) continue;
+        each_port(here, [&](PortNum p) {
+          if (p >= nports) return;
+          const NodeIndex m = ch.isl_peer[b0 + p];
+          if (m == fabric::kNoNode || !kept(m) || !cs.of(m, lid, there)) return;
+          Mask& into = next[b0 + p];
+          for (unsigned k = 0; k < 4; ++k) into[k] |= there[k];
+        });
+      }
+    });
+  for (uint32_t a = 0; a < next.size(); ++a) {
+    const NodeIndex m = ch.isl_peer[a];
+    if (m == fabric::kNoNode) continue;
+    each_port(next[a], [&](PortNum q) {
+      const uint32_t d = ch.isl(m, q);
+      if (d == ~0u || !kept(ch.isl_peer[d])) return;
+      adj[a].push_back(d);
+      ++rep.dependencies;
+    });
+  }
+}
+
+}  // namespace
+
 CdgReport adaptive_dependencies(const Fabric& f, const Tables& t) {
   if (!t.path_sl.empty() || t.ar_group.empty()) return channel_dependencies(f, t);
   CdgReport rep;
   const detail::Channels ch = detail::channels(f);
-  const auto& base = ch.base;
   const detail::Switches sw = detail::index_switches(f);
-  const auto owners = lid_owners(f);
-  std::vector<uint8_t> in_use(size_t(t.top_lid) + 1, 0);
-  for (const LidOwner& o : owners)
-    if (o.lid.value < in_use.size()) in_use[o.lid.value] = 1;
-  using Mask = std::array<uint64_t, 4>;
-  // Each switch's groups as port masks.
-  std::vector<std::vector<Mask>> groups(f.size());
-  for (NodeIndex n : sw.nodes) {
-    if (n >= t.ar_sets.size()) continue;
-    for (const auto& set : t.ar_sets[n]) {
-      Mask m{};
-      for (PortNum p : set) m[p >> 6] |= uint64_t(1) << (p & 63);
-      groups[n].push_back(m);
+  const Choices cs(f, t, sw, lid_owners(f));
+  std::vector<std::vector<std::vector<uint32_t>>> adj(
+      1, std::vector<std::vector<uint32_t>>(ch.count()));
+  adaptive_graph(cs, ch, sw.nodes, {}, adj[0], rep);
+  for (NodeIndex n = 0; n < f.size(); ++n)
+    for (const auto& p : f.node(n).ports) rep.channels += ch.isl(n, p.num) != ~0u;
+  find_cycle(adj, rep);
+  return rep;
+}
+
+CdgReport adaptive_updown_dependencies(const Fabric& f, const Tables& t,
+                                       const std::vector<uint32_t>& height,
+                                       const std::vector<uint16_t>& turning) {
+  if (!t.path_sl.empty() || t.ar_group.empty() || height.size() != f.size())
+    return adaptive_dependencies(f, t);
+  const detail::Channels ch = detail::channels(f);
+  const detail::Switches sw = detail::index_switches(f);
+  // Each switch's ports that lead down (to a lower height); a link joining equal heights
+  // leaves the order argument without ground.
+  std::vector<Mask> down(f.size(), Mask{}), up(f.size(), Mask{});
+  for (NodeIndex n : sw.nodes)
+    for (uint32_t c = ch.base[n]; c < ch.base[n + 1]; ++c) {
+      const NodeIndex m = ch.isl_peer[c];
+      if (m == fabric::kNoNode) continue;
+      if (height[m] == height[n]) return adaptive_dependencies(f, t);
+      const PortNum p = ch.port[c];
+      (height[m] < height[n] ? down : up)[n][p >> 6] |= uint64_t(1) << (p & 63);
     }
+  std::vector<uint8_t> may_turn;
+  for (const uint16_t lid : turning) {
+    if (may_turn.size() <= lid) may_turn.resize(size_t(lid) + 1, 0);
+    may_turn[lid] = 1;
   }
-  // The ports a packet to `lid` may leave switch n by: its group's, or the static one.
-  auto ports = [&](NodeIndex n, size_t lid, Mask& m) {
-    m = Mask{};
-    if (lid >= t.lft[n].size()) return false;
-    const PortNum p = t.lft[n][lid];
-    if (p != kDropPort) m[p >> 6] |= uint64_t(1) << (p & 63);
-    if (n < t.ar_group.size() && lid < t.ar_group[n].size()) {
-      const uint16_t g = t.ar_group[n][lid];
-      if (g != Tables::kNoArGroup && g < groups[n].size())
-        for (unsigned w = 0; w < 4; ++w) m[w] |= groups[n][g][w];
-    }
-    return p != kDropPort;
-  };
-  // next[a]: the ports at channel a's head a packet may take next (each switch fills its
-  // own channels'); then as the single-VL graph.
-  std::vector<Mask> next(base.back(), Mask{});
+  const Choices cs(f, t, sw, lid_owners(f));
+  // Where some choice arrives going down and some choice leaves going up: only on the
+  // way to a turning LID, else the promise is broken (the full check).
+  std::vector<std::atomic<uint8_t>> turns(f.size());
+  std::atomic<bool> broken{false};
   detail::parallel_for(sw.nodes.size(), [&](size_t i) {
     const NodeIndex n = sw.nodes[i];
     Mask here, there;
-    for (size_t lid = 1; lid < in_use.size(); ++lid) {
-      if (!in_use[lid] || !ports(n, lid, here)) continue;
-      for (unsigned w = 0; w < 4; ++w)
-        for (uint64_t bits = here[w]; bits; bits &= bits - 1) {
-          const uint32_t c = ch.isl(n, PortNum(w * 64 + __builtin_ctzll(bits)));
-          if (c == ~0u) continue;
-          if (!ports(ch.isl_peer[c], lid, there)) continue;
-          for (unsigned k = 0; k < 4; ++k) next[c][k] |= there[k];
-        }
+    for (size_t lid = 1; lid < cs.in_use.size() && !broken.load(std::memory_order_relaxed); ++lid) {
+      if (!cs.in_use[lid] || !cs.of(n, lid, here)) continue;
+      Mask d;
+      bool any = false;
+      for (unsigned w = 0; w < 4; ++w) any |= (d[w] = here[w] & down[n][w]) != 0;
+      if (!any) continue;
+      each_port(d, [&](PortNum p) {
+        const NodeIndex m = ch.isl_peer[ch.base[n] + p];
+        if (!cs.of(m, lid, there)) return;
+        bool turn = false;
+        for (unsigned w = 0; w < 4; ++w) turn |= (there[w] & up[m][w]) != 0;
+        if (!turn) return;
+        if (lid < may_turn.size() && may_turn[lid])
+          turns[m].store(1, std::memory_order_relaxed);
+        else
+          broken.store(true, std::memory_order_relaxed);
+      });
     }
   });
+  if (broken.load()) return adaptive_dependencies(f, t);
+  // The turning switches and every switch above them: all a cycle can pass.
+  std::vector<uint8_t> keep(f.size(), 0);
+  std::vector<NodeIndex> q;
+  for (const NodeIndex m : sw.nodes)
+    if (turns[m].load(std::memory_order_relaxed)) keep[m] = 1, q.push_back(m);
+  for (size_t i = 0; i < q.size(); ++i)
+    for (uint32_t c = ch.base[q[i]]; c < ch.base[q[i] + 1]; ++c) {
+      const NodeIndex m = ch.isl_peer[c];
+      if (m != fabric::kNoNode && height[m] > height[q[i]] && !keep[m]) keep[m] = 1, q.push_back(m);
+    }
+  CdgReport rep;
+  if (q.empty()) return rep;  // no turn: every dependency follows the order
+  for (const NodeIndex n : q)
+    for (uint32_t c = ch.base[n]; c < ch.base[n + 1]; ++c)
+      rep.channels += ch.isl_peer[c] != fabric::kNoNode && keep[ch.isl_peer[c]];
   std::vector<std::vector<std::vector<uint32_t>>> adj(
-      1, std::vector<std::vector<uint32_t>>(base.back()));
-  for (uint32_t a = 0; a < next.size(); ++a) {
-    if (ch.isl_peer[a] == fabric::kNoNode) continue;
-    const NodeIndex m = ch.isl_peer[a];
-    for (unsigned w = 0; w < 4; ++w)
-      for (uint64_t bits = next[a][w]; bits; bits &= bits - 1) {
-        const uint32_t d = ch.isl(m, PortNum(w * 64 + __builtin_ctzll(bits)));
-        if (d == ~0u) continue;
-        adj[0][a].push_back(d);
-        ++rep.dependencies;
-      }
-  }
-  for (NodeIndex n = 0; n < f.size(); ++n)
-    for (const auto& p : f.node(n).ports) rep.channels += ch.isl(n, p.num) != ~0u;
+      1, std::vector<std::vector<uint32_t>>(ch.count()));
+  adaptive_graph(cs, ch, q, keep, adj[0], rep);
   find_cycle(adj, rep);
   return rep;
 }

@@ -114,13 +114,18 @@ void check_groups(const fabric::Fabric& f, std::string_view engine, Tables& t) {
   std::string why;
   if (!t.path_sl.empty()) {
     why = "its paths are layered on " + std::to_string(t.vls) + " VLs";
-  } else if (const CdgReport c = adaptive_dependencies(f, t); !c.acyclic) {
+  } else if (const CdgReport c =
+                 t.updown_height.empty()
+                     ? adaptive_dependencies(f, t)
+                     : adaptive_updown_dependencies(f, t, t.updown_height, t.updown_turning);
+             !c.acyclic) {
     why = "its groups close a credit loop (a dependency cycle of " +
           std::to_string(c.cycle_length) + " channels)";
   } else {
-    t.notes.push_back(std::string(engine) + ": adaptive routing checked before programming: " +
-                      std::to_string(c.dependencies) +
-                      " channel dependencies over every group port, no cycle");
+    t.notes.push_back(
+        std::string(engine) + ": adaptive routing checked before programming: " +
+        std::to_string(c.dependencies) + " channel dependencies over every group port" +
+        (t.updown_height.empty() ? "" : " (of the up/down check's part)") + ", no cycle");
     return;
   }
   t.ar_group.clear();

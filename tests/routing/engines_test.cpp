@@ -1007,6 +1007,11 @@ TEST(Chain, AdaptiveGroupsThatWouldCloseACreditLoopAreDroppedBeforeProgramming) 
     ASSERT_TRUE(ok.tables) << ok.summary();
     EXPECT_FALSE(ok.tables->ar_sets.empty()) << engine;
     EXPECT_TRUE(adaptive_dependencies(tree, *ok.tables).acyclic) << engine;
+    ASSERT_FALSE(ok.tables->updown_height.empty()) << engine;  // the cheaper check ran
+    EXPECT_TRUE(adaptive_updown_dependencies(tree, *ok.tables, ok.tables->updown_height,
+                                             ok.tables->updown_turning)
+                    .acyclic)
+        << engine;
     EXPECT_TRUE(std::any_of(ok.tables->notes.begin(), ok.tables->notes.end(), [](const auto& n) {
       return n.find("adaptive routing checked before programming") != std::string::npos;
     })) << engine;

@@ -48,6 +48,13 @@ CdgReport channel_dependencies(const fabric::Fabric& f, const Tables& t);
 // each LID, the static port and every port of its AR group (Tables::ar_*). Single-VL
 // tables only: layered tables get channel_dependencies (their groups are not offered).
 CdgReport adaptive_dependencies(const fabric::Fabric& f, const Tables& t);
+// The same, exact and cheaper, for tables that route up*/down* (as updown_dependencies):
+// a cycle must pass a switch where some choice arrives going down and some choice
+// leaves going up, which only routes to `turning` may do; only the turning switches
+// and those above them are built and searched. Anything else gets the full check.
+CdgReport adaptive_updown_dependencies(const fabric::Fabric& f, const Tables& t,
+                                       const std::vector<uint32_t>& height,
+                                       const std::vector<uint16_t>& turning);
 
 // channel_dependencies, exact and cheaper, for single-VL tables that route
 // up*/down*: `height` (per node) orders the switches, a link leading up toward the
