@@ -305,6 +305,39 @@ void get_lft(Ctx& c) {
         {"entries", entries}});
 }
 
+void get_ar(Ctx& c) {
+  std::shared_ptr<const sm::Published> keep;
+  auto* s = swept(c, keep);
+  if (!s) return;
+  auto g = daemon::parse_port_guid(c.param("guid"));
+  auto n = g ? s->fabric.find(*g) : std::nullopt;
+  if (!n || !s->fabric.node(*n).is_switch())
+    return c.fail({404, "not_found", "no switch " + c.param("guid")});
+  const Guid guid = s->fabric.node(*n).guid;
+  json j = {{"guid", guid_hex(guid.value)},
+            {"name", fabric::port_ref(s->fabric, *n, 0)},
+            {"asked", false},
+            {"supported", false},
+            {"enabled", false}};
+  auto it = s->ar.find(guid.value);
+  if (it != s->ar.end()) {
+    const sm::ArView& v = it->second;
+    json groups = json::array(), entries = json::array();
+    for (size_t grp = 1; grp < v.groups.size(); ++grp)
+      groups.push_back({{"group", grp}, {"ports", v.groups[grp]}});
+    for (const auto& e : v.entries)
+      entries.push_back({{"lid", e.lid}, {"group", e.group}, {"default_port", e.default_port}});
+    j["asked"] = true;
+    j["supported"] = v.supported;
+    j["enabled"] = v.enabled;
+    j["group_cap"] = v.group_cap;
+    j["group_top"] = v.group_top;
+    j["groups"] = std::move(groups);
+    j["entries"] = std::move(entries);
+  }
+  c.ok(j);
+}
+
 void get_route(Ctx& c) {
   std::shared_ptr<const sm::Published> keep;
   auto* s = swept(c, keep);
@@ -888,6 +921,11 @@ void register_native(std::vector<Api::Route>& r) {
   add_route(r, "GET", "/api/v1/switches/{guid}/lft", kMon,
             "a switch's linear forwarding table as programmed, ?from=LID&to=LID", get_lft,
             {{"query", {{"from", "first LID"}, {"to", "last LID"}}}});
+  add_route(r, "GET", "/api/v1/switches/{guid}/ar", kMon,
+            "a switch's adaptive routing as weft last read or wrote it: whether it was asked "
+            "(adaptive routing asked for), supported and enabled, GroupCap, its groups' ports "
+            "and the LIDs routed adaptively (group, default port)",
+            get_ar);
   add_route(r, "GET", "/api/v1/routes", kMon,
             "the hops from src to dst through the programmed tables, and the PathRecord's SL, "
             "VL, MTU and rate",

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <set>
 
+#include "program/ar_programmer.hpp"
 #include "program/device_tables.hpp"
 #include "program/lft_programmer.hpp"
 
@@ -75,6 +76,7 @@ std::shared_ptr<SubnetSnapshot> make_snapshot(SweepRun& run, Programmers& prog, 
   snap->fabric = std::move(target);
   snap->ends = EndPortIndex::of(snap->fabric);
   snap->tables = std::move(run.tables);
+  snap->ar = prog.ar().view(snap->fabric);
   if (o.qos.enabled && o.qos_policy)
     snap->qos_policy =
         std::make_shared<const qos::PolicyMatcher>(*o.qos_policy, snap->fabric, run.plan, sm_guid);

@@ -11,6 +11,7 @@
 #include "../fuzz.hpp"
 #include "rest_fixture.hpp"
 #include "test_data.hpp"
+#include "weft/mad/ar.hpp"
 #include "weft/rest/hostlist.hpp"
 #include "weft/text_file.hpp"
 
@@ -309,8 +310,43 @@ TEST(NativeApi, LastSweepCountsAdaptiveRouting) {
   EXPECT_GT(ar.at("group_blocks_written").get<int>(), 0);
   EXPECT_GT(ar.at("lft_blocks_written").get<int>(), 0);
   EXPECT_EQ(ar.at("failures"), 0);
-  EXPECT_TRUE(rig.sim.ar(*rig.sim.model().find_by_name("leaf0")).info.enabled);
+  const auto leaf = *rig.sim.model().find_by_name("leaf0");
+  EXPECT_TRUE(rig.sim.ar(leaf).info.enabled);
   EXPECT_FALSE(rig.sim.ar(*rig.sim.model().find_by_name("spine0")).info.enabled);
+
+  // Per switch: what the leaf holds, as the simulated switch itself holds it.
+  const std::string guid = rig.sim.model().node(leaf).guid.str();
+  auto one = RestRig::json_of(rig.mon("GET", "/api/v1/switches/" + guid + "/ar"));
+  EXPECT_EQ(one.at("asked"), true);
+  EXPECT_EQ(one.at("supported"), true);
+  EXPECT_EQ(one.at("enabled"), true);
+  EXPECT_EQ(one.at("group_cap"), 16);
+  const auto& held = rig.sim.ar(leaf);
+  EXPECT_EQ(one.at("group_top"), held.info.group_top);
+  ASSERT_EQ(one.at("groups").size(), size_t(held.info.group_top));
+  for (const auto& g : one.at("groups")) {
+    const auto& mask = held.groups.at(g.at("group").get<size_t>());
+    size_t in_mask = 0;
+    for (PortNum p = 1; p < 64; ++p) in_mask += mad::ar_mask_has(mask, p);
+    EXPECT_EQ(g.at("ports").size(), in_mask);
+    for (const auto& p : g.at("ports")) EXPECT_TRUE(mad::ar_mask_has(mask, p.get<int>()));
+  }
+  size_t adaptive = 0;
+  for (const auto& e : held.lft) adaptive += e.state != mad::ArLidState::kStatic;
+  ASSERT_EQ(one.at("entries").size(), adaptive);
+  ASSERT_GT(adaptive, 0u);
+  for (const auto& e : one.at("entries")) {
+    const auto& h = held.lft.at(e.at("lid").get<size_t>());
+    EXPECT_EQ(e.at("group"), h.group);
+    EXPECT_EQ(e.at("default_port"), h.default_port);
+  }
+  // A switch asked that holds no group; a CA is no switch.
+  auto spine = RestRig::json_of(rig.mon(
+      "GET", "/api/v1/switches/" +
+                 rig.sim.model().node(*rig.sim.model().find_by_name("spine0")).guid.str() + "/ar"));
+  EXPECT_EQ(spine.at("supported"), true);
+  EXPECT_EQ(spine.at("enabled"), false);
+  EXPECT_EQ(rig.mon("GET", "/api/v1/switches/0x0002c90300009999/ar").status, 404);
 }
 
 TEST(NativeApi, SmNodesPortsLftRoutes) {

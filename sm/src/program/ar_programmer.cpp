@@ -67,6 +67,36 @@ ArProgrammer::Want ArProgrammer::want_of(const routing::Tables& t, NodeIndex n, 
   return w;
 }
 
+std::map<uint64_t, ArView> ArProgrammer::view(const fabric::Fabric& f) const {
+  std::map<uint64_t, ArView> out;
+  for (const auto& [g, h] : held_) {
+    auto n = f.find(g);
+    if (!n || !f.node(*n).is_switch()) continue;
+    ArView& v = out[g.value];
+    v.supported = h.info.has_value();
+    if (!h.info) continue;
+    v.enabled = h.info->enabled;
+    v.group_cap = h.info->group_cap;
+    v.group_top = h.info->group_top;
+    const uint32_t stride = h.info->sub_grps_active + 1u;
+    v.groups.resize(size_t(v.group_top) + 1);
+    for (uint16_t grp = 1; grp <= v.group_top; ++grp) {
+      const uint32_t e = grp * stride;
+      auto b = h.groups.find(e / mad::kArGroupsPerBlock);
+      if (b == h.groups.end()) continue;
+      for (uint32_t p = 1; p <= f.node(*n).num_ports; ++p)
+        if (mad::ar_mask_has(b->second[e % mad::kArGroupsPerBlock], p))
+          v.groups[grp].push_back(PortNum(p));
+    }
+    for (const auto& [block, blk] : h.lft)
+      for (uint32_t i = 0; i < mad::kArLftLids; ++i)
+        if (blk[i].state != mad::ArLidState::kStatic && blk[i].group <= v.group_top)
+          v.entries.push_back(
+              {uint16_t(block * mad::kArLftLids + i), blk[i].group, blk[i].default_port});
+  }
+  return out;
+}
+
 void ArProgrammer::step(Step s, SweepRun& run) {
   if (s == Step::kCheck) check(run);
   if (s == Step::kConfigure) write_groups(run);

@@ -51,6 +51,8 @@ class ArProgrammer final : public Programmer {
   // Switch n's groups (Tables::ar_sets, ar_group) fitted into `cap` groups: the groups
   // most LIDs use are kept, the LIDs of the others routed statically there.
   static Want want_of(const routing::Tables& t, fabric::NodeIndex n, uint16_t cap, bool on);
+  // What the switches of `f` hold as far as weft knows (for the published snapshot).
+  std::map<uint64_t, ArView> view(const fabric::Fabric& f) const;
 
  private:
   struct Model {

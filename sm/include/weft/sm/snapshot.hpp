@@ -8,6 +8,7 @@
 
 #include <array>
 #include <iterator>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -105,6 +106,19 @@ struct EndPortIndex {
   static EndPortIndex of(const fabric::Fabric& f);
 };
 
+// Adaptive routing on one switch, as weft last read or wrote it.
+struct ArView {
+  bool supported = false;  // AdaptiveRoutingInfo answered, with groups to hold
+  bool enabled = false;
+  uint16_t group_cap = 0, group_top = 0;
+  std::vector<std::vector<PortNum>> groups;  // [g] for g in 0..group_top (0 stays empty)
+  struct Entry {
+    uint16_t lid = 0, group = 0;
+    PortNum default_port = 0;
+  };
+  std::vector<Entry> entries;  // the LIDs routed adaptively, ascending
+};
+
 // What the last sweep produced: the fabric it found and what weft programmed into it.
 // The SA answers from it, multicast trees are computed on it, and it never changes
 // once published: node indices, paths and end ports all belong to this fabric.
@@ -126,6 +140,8 @@ struct SubnetSnapshot {
   std::vector<std::vector<std::pair<uint8_t, uint8_t>>> vlarb_caps;
   Lid sm_lid;
   Guid sm_guid;  // the SM's port GUID
+  // Adaptive routing by switch GUID: the switches weft asked (while AR is asked for).
+  std::map<uint64_t, ArView> ar;
 };
 
 struct SmOptions;
