@@ -174,6 +174,17 @@ std::string prometheus_text(const sm::Published& p,
           p.report->ms_routing / 1000);
     w.one("weft_last_sweep_lft_blocks_written", "gauge", "LFT blocks the last heavy sweep wrote",
           double(p.report->lft_blocks_written));
+    const sm::SweepReport& r = *p.report;
+    w.family("weft_ar_switches", "gauge",
+             "switches by adaptive routing after the last heavy sweep: enabled, or static (no "
+             "AR, no answer, no group, a failed write)");
+    w.sample("weft_ar_switches", double(r.ar_enabled), "state=\"enabled\"");
+    w.sample("weft_ar_switches", double(r.ar_static), "state=\"static\"");
+    w.family("weft_last_sweep_ar_blocks_written", "gauge",
+             "adaptive-routing blocks the last heavy sweep wrote, by table");
+    w.sample("weft_last_sweep_ar_blocks_written", double(r.ar_group_blocks_written),
+             "table=\"group\"");
+    w.sample("weft_last_sweep_ar_blocks_written", double(r.ar_lft_blocks_written), "table=\"lft\"");
   }
   w.one("weft_partitions_generation", "gauge", "the partition policy generation accepted",
         double(p.partitions_generation));

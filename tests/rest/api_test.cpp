@@ -347,6 +347,13 @@ TEST(NativeApi, LastSweepCountsAdaptiveRouting) {
   EXPECT_EQ(spine.at("supported"), true);
   EXPECT_EQ(spine.at("enabled"), false);
   EXPECT_EQ(rig.mon("GET", "/api/v1/switches/0x0002c90300009999/ar").status, 404);
+  auto m = rig.mon("GET", "/metrics").body;
+  EXPECT_NE(m.find("weft_ar_switches{state=\"enabled\"} 2\n"), std::string::npos) << m;
+  EXPECT_NE(m.find("weft_ar_switches{state=\"static\"} 2\n"), std::string::npos) << m;
+  EXPECT_NE(m.find("weft_last_sweep_ar_blocks_written{table=\"lft\"} " +
+                   std::to_string(ar.at("lft_blocks_written").get<int>()) + "\n"),
+            std::string::npos)
+      << m;
 }
 
 TEST(NativeApi, SmNodesPortsLftRoutes) {
