@@ -11,6 +11,7 @@
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 
 #include "weft/routing/analysis.hpp"
@@ -45,6 +46,26 @@ double ms_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 
+// Flow-level traffic lines: per pattern, static beside adaptive; with failures, until the
+// SM reroutes ("traffic") and after ("traffic_rerouted").
+void print_traffic(const json& j) {
+  for (const char* key : {"traffic", "traffic_rerouted"}) {
+    if (!j.contains(key)) continue;
+    for (const auto& [p, sides] : j[key].items()) {
+      const auto& s = sides["static"];
+      const auto& a = sides["adaptive"];
+      std::printf(
+          "  %s %-11s busiest link %.4g static, %.4g adaptive; slowest flow %.3f, %.3f; "
+          "mean %.3f, %.3f; black-holed %llu, %llu\n",
+          key, p.c_str(), s["max_link_flows"].get<double>(), a["max_link_flows"].get<double>(),
+          s["min_flow_throughput"].get<double>(), a["min_flow_throughput"].get<double>(),
+          s["mean_flow_throughput"].get<double>(), a["mean_flow_throughput"].get<double>(),
+          s["blackholed_flows"].get<unsigned long long>(),
+          a["blackholed_flows"].get<unsigned long long>());
+    }
+  }
+}
+
 void print_table(const json& rows) {
   std::printf("%-18s %-10s %8s %5s %9s %9s %7s %7s %6s %4s %5s %10s\n", "engine", "status",
               "reach %", "loops", "max load", "mean load", "stretch", "eBB", "shift", "VLs", "CDG",
@@ -60,6 +81,7 @@ void print_table(const json& rows) {
     if (!j.contains("loops")) {  // --no-grade
       std::printf("%-18s %-10s %s; VLs %d, compute %.1f ms\n", name.c_str(), status.c_str(),
                   j["reason"].get<std::string>().c_str(), j["vls"].get<int>(), num("compute_ms"));
+      print_traffic(j);
       continue;
     }
     std::printf(
@@ -80,17 +102,7 @@ void print_table(const json& rows) {
       std::printf("  routed by %s\n", j["routed_by"].get<std::string>().c_str());
     if (j.contains("notes"))
       for (const auto& n : j["notes"]) std::printf("  %s\n", n.get<std::string>().c_str());
-    if (j.contains("traffic"))
-      for (const auto& [p, sides] : j["traffic"].items()) {
-        const auto& s = sides["static"];
-        const auto& a = sides["adaptive"];
-        std::printf(
-            "  traffic %-11s busiest link %u static, %u adaptive; slowest flow %.3f, %.3f; "
-            "mean %.3f, %.3f\n",
-            p.c_str(), s["max_link_flows"].get<uint32_t>(), a["max_link_flows"].get<uint32_t>(),
-            s["min_flow_throughput"].get<double>(), a["min_flow_throughput"].get<double>(),
-            s["mean_flow_throughput"].get<double>(), a["mean_flow_throughput"].get<double>());
-      }
+    print_traffic(j);
     if (status != "ok") std::printf("  %s\n", j["reason"].get<std::string>().c_str());
   }
 }
@@ -154,7 +166,12 @@ po::options_description route_command_options() {
       "adaptive", "also compute adaptive-routing port groups beside the static tables")(
       "traffic", po::value<std::string>(),
       "flow-level traffic, static beside adaptive (implies --adaptive): patterns among shift, "
-      "permutation, all-to-all, allreduce, hotspot, comma-separated")(
+      "permutation, all-to-all, allreduce, hotspot, comma-separated; with failures, on the "
+      "tables routed before them (until the SM reroutes; the rerouted tables' in "
+      "traffic_rerouted)")(
+      "ar-rule", po::value<std::string>()->default_value("split"),
+      "how a switch uses a flow's AR group in --traffic: split (per packet, spread over the "
+      "group's ports) or least-loaded (the whole flow by the least loaded port)")(
       "torus", po::value<std::string>(),
       "the torus or mesh shape for dor (OpenSM torus-2QoS.conf subset)")(
       "bisections", po::value<uint32_t>()->default_value(100), "random bisection patterns for eBB")(
@@ -217,6 +234,10 @@ int cmd_route(int argc, char** argv) {
     g.traffic_seed = vm["seed"].as<uint64_t>();
     ro.adaptive = true;
   }
+  if (const std::string rule = vm["ar-rule"].as<std::string>(); rule == "least-loaded")
+    g.ar_rule = routing::ArRule::kLeastLoaded;
+  else if (rule != "split")
+    return route_die("--ar-rule: \"" + rule + "\" is not split or least-loaded");
   g.any = !vm.count("no-grade");
   g.pattern.bisections = vm["bisections"].as<uint32_t>();
   g.pattern.seed = vm["seed"].as<uint64_t>();
@@ -283,6 +304,16 @@ int cmd_route(int argc, char** argv) {
     return 0;
   }
 
+  // Traffic meets a failure on the tables routed before it: the fabric before, and the
+  // same with the failed links gone and every node kept where it was.
+  std::optional<fabric::Fabric> intact, broken;
+  if (!g.traffic.empty()) {
+    intact = *fab;
+    broken = *fab;
+    simulator::Failures keep = fl;
+    keep.keep_cut_off = true;
+    if (auto b = simulator::apply_failures(*broken, keep); !b) return route_die(b.error().message);
+  }
   auto applied = simulator::apply_failures(*fab, fl);
   if (!applied) return route_die(applied.error().message);
   for (const auto& what : applied->failed) say("failed " + what);
@@ -306,7 +337,13 @@ int cmd_route(int argc, char** argv) {
       if (!os.flush()) return route_die("cannot write " + path, 1);
       say("wrote " + path);
     }
-    if (!applied->failed.empty()) j["failed"] = applied->failed;
+    if (!applied->failed.empty()) {
+      j["failed"] = applied->failed;
+      if (j.contains("traffic")) {
+        j["traffic_rerouted"] = std::move(j["traffic"]);
+        j["traffic"] = simulator::traffic_until_reroute(*intact, *broken, e, ro, g);
+      }
+    }
     out.push_back(std::move(j));
   }
   if (vm.count("lfts"))

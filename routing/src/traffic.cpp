@@ -2,6 +2,7 @@
 #include "weft/routing/traffic.hpp"
 
 #include <algorithm>
+#include <functional>
 #include <limits>
 #include <map>
 #include <numeric>
@@ -73,62 +74,116 @@ TrafficResult run_traffic(const fabric::Fabric& f, const Tables& t, Pattern p, b
         break;
     }
 
-  // Route each flow in turn; a directed link is (node, port out of it).
-  std::map<std::pair<NodeIndex, PortNum>, uint32_t> load;
-  std::vector<std::vector<std::pair<NodeIndex, PortNum>>> paths;
+  // Route each flow in turn; a directed link is (node, port out of it). A flow is a
+  // set of links, each with the share of the flow it carries (1 unless split).
+  using Link = std::pair<NodeIndex, PortNum>;
+  using Path = std::vector<std::pair<Link, double>>;
+  std::map<Link, double> load;
+  std::vector<Path> paths;
   TrafficResult r;
   r.flows = pairs.size();
+  // The ports a flow to `dlid` (at dn, dp) may leave switch `at` by: the static port; or,
+  // under adaptive routing, its group's ports that lead somewhere the flow still
+  // arrives from. That is fast recovery as NVIDIA's SHIELD does it: a dead port is left
+  // for the group's others at once, and a switch whose ports toward a destination all
+  // died tells the switches before it (fault routing notifications), which then leave
+  // the port leading to it.
+  std::map<std::pair<NodeIndex, uint16_t>, int8_t> delivers;  // 1 yes, 0 no, -1 asking
+  std::function<void(NodeIndex, uint16_t, NodeIndex, PortNum, std::vector<PortNum>&)> choices;
+  auto arrives = [&](NodeIndex at, uint16_t dlid, NodeIndex dn, PortNum dp, int depth) {
+    auto [it, fresh] = delivers.try_emplace({at, dlid}, -1);
+    if (!fresh) return it->second == 1;
+    std::vector<PortNum> out;
+    if (depth < 64) choices(at, dlid, dn, dp, out);
+    const int8_t yes = out.empty() ? 0 : 1;
+    delivers[{at, dlid}] = yes;
+    return yes == 1;
+  };
+  choices = [&](NodeIndex at, uint16_t dlid, NodeIndex dn, PortNum dp, std::vector<PortNum>& out) {
+    out.clear();
+    if (!f.node(at).is_switch() || at >= t.lft.size() || dlid >= t.lft[at].size()) return;
+    const PortNum st = t.lft[at][dlid];
+    if (st == 0 || st > f.node(at).num_ports) return;
+    if (!adaptive) {
+      if (f.node(at).ports[st].linked()) out.push_back(st);
+      return;
+    }
+    auto viable = [&](PortNum q) {
+      if (q > f.node(at).num_ports || !f.node(at).ports[q].linked()) return false;
+      const auto& port = f.node(at).ports[q];
+      return (port.peer == dn && port.peer_port == dp) ||
+             (f.node(port.peer).is_switch() && arrives(port.peer, dlid, dn, dp, 0));
+    };
+    if (at < t.ar_group.size() && dlid < t.ar_group[at].size() && at < t.ar_sets.size() &&
+        t.ar_group[at][dlid] < t.ar_sets[at].size()) {
+      for (PortNum q : t.ar_sets[at][t.ar_group[at][dlid]])
+        if (viable(q)) out.push_back(q);
+    } else if (viable(st)) {
+      out.push_back(st);
+    }
+  };
+  std::vector<PortNum> ch;
   for (auto [si, di] : pairs) {
     const auto [sn, sp] = ranks[si];
     const auto [dn, dp] = ranks[di];
     const uint16_t dlid = f.node(dn).ports[dp].attrs.lid.value;
-    std::vector<std::pair<NodeIndex, PortNum>> path;
-    bool arrived = false;
+    std::map<Link, double> on;  // this flow's share of each link
+    double arrived = 0;
     const auto& first = f.node(sn).ports[sp];
     if (first.linked()) {
-      path.push_back({sn, sp});
-      NodeIndex at = first.peer;
-      PortNum in = first.peer_port;
-      for (size_t hops = 0; hops < 64; ++hops) {
-        if (at == dn && in == dp) {
-          arrived = true;
-          break;
+      on[{sn, sp}] = 1;
+      // Where the flow's shares are, one hop at a time: (node, port it came in by).
+      std::map<Link, double> here{{{first.peer, first.peer_port}, 1.0}};
+      for (size_t hops = 0; hops < 64 && !here.empty(); ++hops) {
+        std::map<Link, double> next;
+        for (const auto& [at_in, w] : here) {
+          const auto [at, in] = at_in;
+          if (at == dn && in == dp) {
+            arrived += w;
+            continue;
+          }
+          choices(at, dlid, dn, dp, ch);
+          if (ch.empty()) continue;  // lost here
+          if (o.rule == ArRule::kLeastLoaded && ch.size() > 1) {
+            // The port carrying the least so far (the static port on a tie).
+            const PortNum st = t.lft[at][dlid];
+            PortNum best = ch.front();
+            for (PortNum q : ch)
+              if (load[{at, q}] < load[{at, best}] ||
+                  (q == st && load[{at, q}] == load[{at, best}]))
+                best = q;
+            ch.assign(1, best);
+          }
+          const double share = w / double(ch.size());
+          for (PortNum q : ch) {
+            const auto& port = f.node(at).ports[q];
+            on[{at, q}] += share;
+            next[{port.peer, port.peer_port}] += share;
+          }
         }
-        if (!f.node(at).is_switch() || at >= t.lft.size() || dlid >= t.lft[at].size()) break;
-        PortNum out = t.lft[at][dlid];
-        if (out == 0 || out > f.node(at).num_ports) break;
-        if (adaptive && at < t.ar_group.size() && dlid < t.ar_group[at].size() &&
-            t.ar_group[at][dlid] != Tables::kNoArGroup && at < t.ar_sets.size() &&
-            t.ar_group[at][dlid] < t.ar_sets[at].size()) {
-          uint32_t best = f.node(at).ports[out].linked() ? load[{at, out}]
-                                                         : std::numeric_limits<uint32_t>::max();
-          for (PortNum q : t.ar_sets[at][t.ar_group[at][dlid]])
-            if (q <= f.node(at).num_ports && f.node(at).ports[q].linked() && load[{at, q}] < best)
-              best = load[{at, q}], out = q;
-        }
-        const auto& port = f.node(at).ports[out];
-        if (!port.linked()) break;
-        path.push_back({at, out});
-        at = port.peer;
-        in = port.peer_port;
+        here = std::move(next);
       }
     }
-    if (!arrived) {
-      ++r.blackholed;
-      path.clear();
+    Path path;
+    if (arrived < 1 - 1e-9) {
+      ++r.blackholed;  // all or part of it never arrives
+    } else {
+      for (const auto& [l, w] : on) {
+        path.push_back({l, w});
+        r.max_link_flows = std::max(r.max_link_flows, load[l] += w);
+      }
     }
-    for (const auto& l : path) r.max_link_flows = std::max(r.max_link_flows, ++load[l]);
     paths.push_back(std::move(path));
   }
 
-  // Max-min fair rates (progressive filling): the link whose remaining capacity shared
-  // among its unfrozen flows is least fixes those flows at that share; again until
-  // every flow that arrives is fixed.
-  std::map<std::pair<NodeIndex, PortNum>, size_t> index;
+  // Max-min fair rates (water filling): every unfrozen flow's rate rises together; the
+  // first link to fill (its remaining capacity over the shares of it its unfrozen flows
+  // carry) freezes the flows on it at that rate; again until every flow that arrives is
+  // fixed.
+  std::map<Link, size_t> index;
   for (const auto& [l, c] : load) index.emplace(l, index.size());
-  std::vector<double> cap(index.size(), 1.0);
-  std::vector<uint32_t> unfrozen(index.size(), 0);
-  std::vector<std::vector<size_t>> on(index.size());  // flows per link
+  std::vector<double> cap(index.size(), 1.0), demand(index.size(), 0.0);
+  std::vector<std::vector<size_t>> users(index.size());  // flows per link
   std::vector<double> rate(paths.size(), 0);
   std::vector<bool> done(paths.size(), false);
   size_t left = 0;
@@ -138,28 +193,32 @@ TrafficResult run_traffic(const fabric::Fabric& f, const Tables& t, Pattern p, b
       continue;
     }
     ++left;
-    for (const auto& l : paths[i]) {
+    for (const auto& [l, w] : paths[i]) {
       const size_t k = index.at(l);
-      ++unfrozen[k];
-      on[k].push_back(i);
+      demand[k] += w;
+      users[k].push_back(i);
     }
   }
+  constexpr double kNone = 1e-12;
+  double level = 0;
   while (left > 0) {
     size_t bottleneck = 0;
-    double share = std::numeric_limits<double>::max();
+    double dt = std::numeric_limits<double>::max();
     for (size_t k = 0; k < cap.size(); ++k)
-      if (unfrozen[k] && cap[k] / unfrozen[k] < share) share = cap[k] / unfrozen[k], bottleneck = k;
-    for (size_t i : on[bottleneck]) {
+      if (demand[k] > kNone && cap[k] / demand[k] < dt) dt = cap[k] / demand[k], bottleneck = k;
+    if (dt == std::numeric_limits<double>::max()) break;  // nothing left to fill
+    level += dt;
+    for (size_t k = 0; k < cap.size(); ++k)
+      if (demand[k] > kNone) cap[k] -= dt * demand[k];
+    cap[bottleneck] = 0;
+    for (size_t i : users[bottleneck]) {
       if (done[i]) continue;
       done[i] = true;
-      rate[i] = share;
+      rate[i] = level;
       --left;
-      for (const auto& l : paths[i]) {
-        const size_t k = index.at(l);
-        cap[k] -= share;
-        --unfrozen[k];
-      }
+      for (const auto& [l, w] : paths[i]) demand[index.at(l)] -= w;
     }
+    demand[bottleneck] = 0;
   }
   if (!rate.empty()) {
     r.min_flow_throughput = *std::min_element(rate.begin(), rate.end());

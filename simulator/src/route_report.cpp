@@ -17,14 +17,16 @@ double ms_since(std::chrono::steady_clock::time_point t0) {
 
 }  // namespace
 
+namespace {
+
 // Flow-level traffic, static beside adaptive, per pattern asked for.
-static void add_traffic(const fabric::Fabric& f, const routing::Tables& t, const Grading& g,
-                        json& j) {
-  if (g.traffic.empty()) return;
+json traffic_of(const fabric::Fabric& f, const routing::Tables& t, const Grading& g,
+                std::vector<std::pair<fabric::NodeIndex, PortNum>> order) {
   json traffic = json::object();
   routing::TrafficOptions to;
   to.seed = g.traffic_seed;
-  to.order = g.pattern.order;
+  to.order = std::move(order);
+  to.rule = g.ar_rule;
   for (routing::Pattern p : g.traffic) {
     json sides = json::object();
     for (bool adaptive : {false, true}) {
@@ -37,7 +39,24 @@ static void add_traffic(const fabric::Fabric& f, const routing::Tables& t, const
     }
     traffic[routing::pattern_name(p)] = std::move(sides);
   }
-  j["traffic"] = std::move(traffic);
+  return traffic;
+}
+
+void add_traffic(const fabric::Fabric& f, const routing::Tables& t, const Grading& g, json& j) {
+  if (!g.traffic.empty()) j["traffic"] = traffic_of(f, t, g, g.pattern.order);
+}
+
+}  // namespace
+
+json traffic_until_reroute(const fabric::Fabric& intact, const fabric::Fabric& broken,
+                           const std::string& spec, const routing::Options& ro, const Grading& g) {
+  auto chain = routing::EngineChain::parse(spec);
+  if (!chain) return json::object();
+  auto r = chain->compute(intact, ro);
+  if (!r.tables) return json::object();
+  // The ranks as on the whole fabric: the same flows before and after the failure.
+  return traffic_of(broken, *r.tables, g,
+                    g.pattern.order.empty() ? routing::topology_order(intact) : g.pattern.order);
 }
 
 // The analyzer's grades of one set of tables, as JSON fields.

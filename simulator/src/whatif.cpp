@@ -108,7 +108,7 @@ Result<FailureReport> apply_failures(Fabric& f, const Failures& fl) {
     ++rep.cut_off_nodes;
     for (auto& p : f.node(n).ports) p.attrs.lid = Lid{};
   }
-  if (rep.cut_off_nodes) {
+  if (rep.cut_off_nodes && !fl.keep_cut_off) {
     // Rebuild without them, links and all.
     Fabric g;
     std::vector<NodeIndex> map(f.size(), ~NodeIndex{0});

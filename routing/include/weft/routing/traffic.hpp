@@ -1,9 +1,8 @@
 // weft/routing/traffic.hpp — a flow-level traffic model: a pattern of flows among the CA
 // ports, each flow routed hop by hop, statically by the LFTs or adaptively over the AR
-// port groups (each switch sends a flow out of its group's port carrying the fewest flows
-// placed so far, the static port on a tie), then max-min fair rates over links of
-// capacity 1. It judges adaptive routing by its effect: the busiest link and the rate
-// of the slowest flow, static beside adaptive, on the same tables.
+// port groups (spread over the group's ports, or by the least loaded: ArRule), then
+// max-min fair rates over links of capacity 1. It judges adaptive routing by its effect: the
+// busiest link and the rate of the slowest flow, static beside adaptive, on the same tables.
 //
 //   auto s = weft::routing::run_traffic(fabric, tables, Pattern::kPermutation, false);
 //   auto a = weft::routing::run_traffic(fabric, tables, Pattern::kPermutation, true);
@@ -29,15 +28,24 @@ enum class Pattern : uint8_t { kShift, kPermutation, kAllToAll, kAllreduce, kHot
 Result<Pattern> parse_pattern(std::string_view name);
 const char* pattern_name(Pattern p);
 
+// How a switch uses a flow's AR group: kSplit sends each packet by another port, so the
+// flow is spread evenly over the group's ports (NVIDIA's per-packet AR); kLeastLoaded
+// sends the whole flow by the port carrying the least placed so far (the static port
+// on a tie). Either way a dead port is left for the group's others at once (SHIELD).
+enum class ArRule : uint8_t { kSplit, kLeastLoaded };
+
 struct TrafficOptions {
   uint64_t seed = 1;
   std::vector<std::pair<fabric::NodeIndex, PortNum>> order;  // rank -> CA port; empty = topology
+  ArRule rule = ArRule::kSplit;
 };
 
 struct TrafficResult {
   uint64_t flows = 0;
-  uint64_t blackholed = 0;          // flows that never arrive (rate 0)
-  uint32_t max_link_flows = 0;      // the most flows on one directed link (CA links included)
+  uint64_t blackholed = 0;  // flows all or part of which never arrive (rate 0)
+  // The most flows on one directed link (CA links included); a split flow counts by the
+  // share of it the link carries.
+  double max_link_flows = 0;
   double min_flow_throughput = 0;   // max-min fair rates, a link's capacity 1
   double mean_flow_throughput = 0;  // over every flow, blackholed ones at 0
 };

@@ -24,10 +24,17 @@ struct Grading {
   // "traffic": {P: {"static": {...}, "adaptive": {...}}}.
   std::vector<routing::Pattern> traffic;
   uint64_t traffic_seed = 1;
+  routing::ArRule ar_rule = routing::ArRule::kSplit;
 };
 
 // The analyzer's grades of one set of tables, as JSON fields of `j`.
 void grade(const fabric::Fabric& f, const routing::Tables& t, const Grading& g, nlohmann::json& j);
+// Flow-level traffic on `broken` (links failed, node indices as in `intact`) through the
+// tables `spec` computes on `intact`: what the traffic meets after the failure, until the
+// SM reroutes. The same shape as grade()'s "traffic".
+nlohmann::json traffic_until_reroute(const fabric::Fabric& intact, const fabric::Fabric& broken,
+                                     const std::string& spec, const routing::Options& ro,
+                                     const Grading& g);
 // Routes `f` with the chain `spec` and grades the result; `keep` gets the tables.
 nlohmann::json route_one(const fabric::Fabric& f, const std::string& spec,
                          const routing::Options& ro, const Grading& g, routing::Tables* keep);

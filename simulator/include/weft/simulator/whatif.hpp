@@ -21,6 +21,9 @@ struct Failures {
   std::vector<std::string> switches;  // node names or GUIDs (0x...)
   uint32_t random_links = 0;          // inter-switch links, chosen with `seed`
   uint64_t seed = 1;
+  // Keep the nodes a failure cuts off (without links or LIDs), so that node indices stay
+  // those of the fabric before it (traffic on the tables routed before the failure).
+  bool keep_cut_off = false;
 };
 
 struct FailureReport {
