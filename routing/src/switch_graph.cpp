@@ -3,9 +3,11 @@
 #include "parallel.hpp"
 
 #include <algorithm>
+#include <array>
 #include <boost/graph/compressed_sparse_row_graph.hpp>
 #include <boost/range/iterator_range.hpp>
 #include <map>
+#include <mutex>
 
 namespace weft::routing::detail {
 
@@ -149,6 +151,117 @@ void parallel_link_groups(const Fabric& f, const Switches& sw, Tables& t) {
     for (size_t lid = 1; lid < row.size(); ++lid)
       if (row[lid] < of_port.size()) group[lid] = of_port[row[lid]];
   });
+}
+
+void updown_groups(const Fabric& f, const Switches& sw, Tables& t) {
+  const auto& h = t.updown_height;
+  if (h.size() != f.size()) return parallel_link_groups(f, sw, t);
+  for (const NodeIndex n : sw.nodes)
+    for (const auto& p : f.node(n).ports)
+      if (p.num && p.linked() && f.node(p.peer).is_switch() && h[p.peer] == h[n])
+        return parallel_link_groups(f, sw, t);
+  t.ar_group.assign(f.size(), {});
+  t.ar_sets.assign(f.size(), {});
+  for (const NodeIndex n : sw.nodes) t.ar_group[n].assign(t.lft[n].size(), Tables::kNoArGroup);
+  std::vector<uint8_t> turning(size_t(t.top_lid) + 1, 0);
+  for (const uint16_t lid : t.updown_turning)
+    if (lid < turning.size()) turning[lid] = 1;
+  // The CA LIDs by the switch they hang on (a switch's own LID carries management
+  // traffic only: it keeps its static route).
+  std::vector<std::vector<uint16_t>> lids_at(f.size());
+  std::vector<NodeIndex> dests;
+  for (const LidOwner& o : lid_owners(f)) {
+    const auto& nd = f.node(o.node);
+    if (nd.is_switch()) continue;
+    const NodeIndex s = nd.ports[o.port].peer;
+    if (s == fabric::kNoNode || !f.node(s).is_switch() || o.lid.value >= turning.size() ||
+        turning[o.lid.value])
+      continue;
+    if (lids_at[s].empty()) dests.push_back(s);
+    lids_at[s].push_back(o.lid.value);
+  }
+  std::vector<NodeIndex> by_height = sw.nodes;  // highest first
+  std::sort(by_height.begin(), by_height.end(),
+            [&h](NodeIndex a, NodeIndex b) { return h[a] > h[b]; });
+  // Each switch's groups, by their ports; destinations in parallel, a switch's groups
+  // behind one of a few locks.
+  std::vector<std::map<std::vector<PortNum>, uint16_t>> ids(f.size());
+  std::array<std::mutex, 64> locks;
+  constexpr uint32_t kFar = ~0u;
+  parallel_for(
+      dests.size(),
+      [&](size_t di) {
+        const NodeIndex s = dests[di];
+        thread_local std::vector<uint32_t> down, any;
+        thread_local std::vector<NodeIndex> queue;
+        down.resize(f.size());
+        any.resize(f.size());
+        // Hops to s going down only, and by any up*down* way.
+        std::fill(down.begin(), down.end(), kFar);
+        down[s] = 0;
+        queue.assign(1, s);
+        for (size_t i = 0; i < queue.size(); ++i)
+          for (const auto& p : f.node(queue[i]).ports)
+            if (p.num && p.linked() && f.node(p.peer).is_switch() && h[p.peer] > h[queue[i]] &&
+                down[p.peer] == kFar)
+              down[p.peer] = down[queue[i]] + 1, queue.push_back(p.peer);
+        for (const NodeIndex n : by_height) {
+          any[n] = down[n];
+          for (const auto& p : f.node(n).ports)
+            if (p.num && p.linked() && f.node(p.peer).is_switch() && h[p.peer] > h[n] &&
+                any[p.peer] != kFar)
+              any[n] = std::min(any[n], any[p.peer] + 1);
+        }
+        for (const NodeIndex n : sw.nodes) {
+          if (n == s || any[n] == kFar) continue;
+          const auto& nd = f.node(n);
+          std::vector<PortNum> ups, downs;
+          for (const auto& p : nd.ports) {
+            if (!p.num || !p.linked() || !f.node(p.peer).is_switch()) continue;
+            if (h[p.peer] > h[n] && any[p.peer] != kFar && any[p.peer] + 1 == any[n])
+              ups.push_back(p.num);
+            if (h[p.peer] < h[n] && down[n] != kFar && down[p.peer] != kFar &&
+                down[p.peer] + 1 == down[n])
+              downs.push_back(p.num);
+          }
+          if (ups.size() < 2 && downs.size() < 2) continue;
+          const auto& row = t.lft[n];
+          std::vector<PortNum> set, last;
+          uint16_t last_id = Tables::kNoArGroup;
+          for (const uint16_t lid : lids_at[s]) {
+            if (lid >= row.size()) continue;
+            const PortNum st = row[lid];
+            if (st == 0 || st > nd.num_ports || !nd.ports[st].linked()) continue;
+            const bool up = h[nd.ports[st].peer] > h[n];
+            set.clear();
+            if (up) {
+              set = ups;
+            } else {
+              // Only switches that go on down for this LID: a packet that came down stays down.
+              for (const PortNum q : downs) {
+                const NodeIndex m = nd.ports[q].peer;
+                const auto& mrow = t.lft[m];
+                const bool goes_down = m == s || (lid < mrow.size() && mrow[lid] != 0 &&
+                                                  mrow[lid] <= f.node(m).num_ports &&
+                                                  f.node(m).ports[mrow[lid]].linked() &&
+                                                  h[f.node(m).ports[mrow[lid]].peer] < h[m]);
+                if (goes_down) set.push_back(q);
+              }
+            }
+            if (set.size() < 2 || std::find(set.begin(), set.end(), st) == set.end()) continue;
+            // The LIDs of one switch mostly share their group: looked up once.
+            if (set != last) {
+              std::lock_guard<std::mutex> hold(locks[n % locks.size()]);
+              auto [it, fresh] = ids[n].emplace(set, uint16_t(t.ar_sets[n].size()));
+              if (fresh) t.ar_sets[n].push_back(set);
+              last = set;
+              last_id = it->second;
+            }
+            t.ar_group[n][lid] = last_id;
+          }
+        }
+      },
+      1);
 }
 
 }  // namespace weft::routing::detail

@@ -141,4 +141,12 @@ LidsBySwitch lids_by_switch(const fabric::Fabric& f, const Switches& sw,
 // siblings to the same next switch gets them as its group (Tables::ar_*).
 void parallel_link_groups(const fabric::Fabric& f, const Switches& sw, Tables& t);
 
+// Adaptive-routing groups for tables that route up*/down* (Tables::updown_height): an
+// entry whose static port leads up gets every up port to a switch one hop nearer the
+// LID's switch by an up*down* way; one that leads down, every down port to a switch
+// one hop nearer going down whose own entry for the LID leads down too (or that holds
+// the LID). Any mix of choices stays up*down* and minimal. LIDs in updown_turning get
+// none. Without heights, or with a link joining equal heights: parallel_link_groups.
+void updown_groups(const fabric::Fabric& f, const Switches& sw, Tables& t);
+
 }  // namespace weft::routing::detail

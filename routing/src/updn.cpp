@@ -418,8 +418,8 @@ Routed UpDownEngine::compute(const Fabric& f, const Options& o) const {
       layered = *l;
     }
     if (!layered) {
-      if (o.adaptive) detail::parallel_link_groups(f, sw, out);
       promise(std::move(turning));
+      if (o.adaptive) detail::updown_groups(f, sw, out);
     } else {
       // Layered routes no longer follow one order: the chain checks them in full. No
       // adaptive groups (as dfsssp): a packet moved to a parallel link would add
@@ -455,8 +455,8 @@ Routed UpDownEngine::compute(const Fabric& f, const Options& o) const {
   const size_t missing = route(roots, out, example, &no_ca_traffic);
   if (missing == 0) {
     out.notes.push_back(std::string(name()) + ": " + std::to_string(roots.size()) + " root(s)");
-    if (o.adaptive) detail::parallel_link_groups(f, sw, out);
     promise({});
+    if (o.adaptive) detail::updown_groups(f, sw, out);
     return std::move(out);
   }
   const std::string why = describe(missing, roots.size(), example);
@@ -483,8 +483,8 @@ Routed UpDownEngine::compute(const Fabric& f, const Options& o) const {
                                " detected roots that reach every switch with CAs going down";
       if (missing2 == 0) {
         out.notes.push_back(std::string(name()) + ": " + why + "; routed with the " + kept);
-        if (o.adaptive) detail::parallel_link_groups(f, sw, out);
         promise({});
+        if (o.adaptive) detail::updown_groups(f, sw, out);
         return std::move(out);
       }
       if (no_ca2 && bridged()) {
@@ -509,8 +509,8 @@ Routed UpDownEngine::compute(const Fabric& f, const Options& o) const {
                       ", e.g. " + example1);
   out.notes.push_back(std::string(name()) + ": " + why + "; routed with the single root " +
                       f.node(sw.nodes[one[0]]).guid.str());
-  if (o.adaptive) detail::parallel_link_groups(f, sw, out);
   promise({});
+  if (o.adaptive) detail::updown_groups(f, sw, out);
   return std::move(out);
 }
 

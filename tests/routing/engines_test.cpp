@@ -634,7 +634,7 @@ TEST(Adaptive, GroupsHoldTheStaticPortAndOnlyNearerPorts) {
         for (PortNum p : ports) {
           const NodeIndex next = f.node(n).ports[p].peer;
           ASSERT_TRUE(f.node(next).is_switch()) << name;
-          if (std::string(name) == "ftree") {  // nearer, in the static port's direction
+          if (std::string(name) != "minhop") {  // nearer, in the static port's direction
             EXPECT_EQ(d[next] + 1, d[n]) << name << ": a group port that is not nearer";
             EXPECT_EQ(lv[next] > lv[n], lv[stat_next] > lv[n]) << name;
           } else {  // parallel links to the static route's next switch only
@@ -1026,4 +1026,38 @@ TEST(Chain, AdaptiveGroupsThatWouldCloseACreditLoopAreDroppedBeforeProgramming) 
         return n.find("no adaptive-routing groups offered: its paths are layered") !=
                std::string::npos;
       }));
+}
+
+// updn's groups on graphs that are no trees: what the chain keeps is checked to be free of
+// credit loops and to bring every hop nearer; on a whole 3-level tree they spread over
+// other next switches than the static one.
+TEST(Adaptive, UpDownGroupsOnAnyGraphAreCheckedAndOnTreesReachOtherSwitches) {
+  Options o;
+  o.adaptive = true;
+  for (const char* spec : {"torus:dims=4x4,hosts=1", "random:switches=20,degree=4,hosts=2,seed=3",
+                           "dragonfly:groups=5,routers=4,global=1,hosts=2",
+                           "ft3:pods=4,leaves=4,aggs=4,hosts=4,cores=4"}) {
+    SCOPED_TRACE(spec);
+    Fabric f = with_lids(spec);
+    auto r = EngineChain::parse("updn")->compute(f, o);
+    ASSERT_TRUE(r.tables) << r.summary();
+    const Tables& t = *r.tables;
+    if (t.ar_sets.empty()) continue;
+    EXPECT_TRUE(adaptive_dependencies(f, t).acyclic);
+    auto choices = [&t](NodeIndex n, uint16_t lid, std::vector<PortNum>& out) {
+      if (n < t.ar_group.size() && lid < t.ar_group[n].size() &&
+          t.ar_group[n][lid] != Tables::kNoArGroup)
+        out = t.ar_sets[n][t.ar_group[n][lid]];
+    };
+    const auto v = verify_adaptive(f, t, choices);
+    EXPECT_TRUE(v.ok()) << v.first_problem;
+    if (std::string(spec).starts_with("ft3")) {
+      size_t elsewhere = 0;
+      for (NodeIndex n = 0; n < f.size(); ++n)
+        for (const auto& set : t.ar_sets[n])
+          for (PortNum p : set)
+            elsewhere += f.node(n).ports[p].peer != f.node(n).ports[set.front()].peer;
+      EXPECT_GT(elsewhere, 0u);
+    }
+  }
 }

@@ -42,9 +42,10 @@ struct Tables {
   // Adaptive routing (when Options::adaptive): beside each static entry, the group of
   // ports a switch may choose among per packet. ar_sets[n] lists switch n's distinct
   // port groups; ar_group[n][lid] indexes them (kNoArGroup: none). Every group holds
-  // the static port. Trees (ftree): every port one hop nearer the destination in the
-  // static port's direction (up or down), so any per-packet choice stays minimal and
-  // up*down*; other engines: the parallel links to the static port's next switch,
+  // the static port. Trees (ftree) and up/down (updn, dnup, unlayered): every port one
+  // hop nearer the destination in the static port's direction (up or down; down only
+  // to switches whose own route goes on down), so any per-packet choice stays minimal
+  // and up*down*; other engines: the parallel links to the static port's next switch,
   // so any choice follows the static route.
   static constexpr uint16_t kNoArGroup = 0xFFFF;
   std::vector<std::vector<uint16_t>> ar_group;
