@@ -188,11 +188,14 @@ void MadEngine::no_reply(E e, std::deque<E>& pending, bool logged) {
     pending.push_front(std::move(e));
     return;
   }
-  if constexpr (std::is_same_v<E, Entry>)
-    ++stats_.timed_out;
-  else
+  bool probe = false;
+  if constexpr (std::is_same_v<E, Entry>) {
+    probe = e.req.probe;
+    ++(probe ? stats_.probes_unanswered : stats_.timed_out);
+  } else {
     ++stats_.gmps_timed_out;
-  if (logged)
+  }
+  if (logged && !probe)
     WEFT_LOG(Warn, "MAD-0002") << what(e.req) << " (modifier " << mod_of(e.req)
                                << "): no reply after " << e.attempts << " attempts";
   complete(
@@ -257,7 +260,7 @@ void MadEngine::handle(const InMad& in) {
     // The carrier gave up on one of ours: treat as an immediate timeout.
     auto it = wire_.find(tid);
     if (it == wire_.end()) return;
-    ++stats_.lost;
+    if (!it->second.req.probe) ++stats_.lost;
     Entry e = std::move(it->second);
     wire_.erase(it);
     no_reply(std::move(e), pending_, false);

@@ -151,6 +151,31 @@ TEST(MadEngine, LossesTheCarrierReportsAreResentAtOnceAndCounted) {
   EXPECT_EQ(eng2.stats().timed_out, 1u);
 }
 
+// A probe (an attribute a device may not implement) that nobody answers, lost by the
+// carrier or timed out: a timeout to its caller, counted apart, no loss, no timeout.
+TEST(MadEngine, UnansweredProbesAreCountedApart) {
+  for (bool carrier_drop : {true, false}) {
+    ScriptedTransport t;
+    t.answer = false;
+    if (carrier_drop) t.lose = 1;
+    MadEngine eng(t, {.window = 4, .timeout = std::chrono::milliseconds(200), .retries = 3});
+    SmpRequest req = SmpRequest::get(0xFF20, 0, DrPath{});
+    req.retries = 0;
+    req.probe = true;
+    int failed = 0;
+    eng.submit(req, [&](Result<Smp> r) {
+      ASSERT_FALSE(r);
+      EXPECT_EQ(r.error().code, Errc::kTimeout);
+      ++failed;
+    });
+    ASSERT_TRUE(eng.run());
+    EXPECT_EQ(failed, 1);
+    EXPECT_EQ(t.sent.size(), 1u);
+    EXPECT_EQ(eng.stats().probes_unanswered, 1u);
+    EXPECT_EQ(eng.stats().lost + eng.stats().timed_out + eng.stats().retried, 0u);
+  }
+}
+
 TEST(MadEngine, ErrorStatusAndMismatchedRepliesFailTheRequest) {
   ScriptedTransport t;
   t.status = 0x001C;

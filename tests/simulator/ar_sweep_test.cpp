@@ -173,13 +173,18 @@ TEST(ArSweep, SwitchesWithoutArKeepStaticRoutesAndAModelThatNeverAnswersCostsOne
     ASSERT_TRUE(rep->subnet_up) << rep->reason;
     EXPECT_TRUE(readback(sim).ok());
     EXPECT_EQ(rep->ar_blocks_read, 1u) << "one switch of the model asked";
-    // The same bring-up without AR asked for: one SMP less (the probe is not retried).
+    EXPECT_EQ(sm.mad_stats().retried, 0u) << "the probe is not retried";
+    // The same bring-up without AR asked for sends the same single probe (a new term
+    // looks for AR another SM may have left on), and nothing more.
     ScratchDir dir3("weft-ar");
     SimFabric plain = sim_with({.drops_unknown_attrs = true});
     SimTransport tp(plain, {});
     SubnetManager sp(tp, ar_opts(dir3, "updn"));
-    ASSERT_TRUE(sp.sweep());
-    EXPECT_EQ(t.requests_seen(), tp.requests_seen() + 1);
+    auto prep = sp.sweep();
+    ASSERT_TRUE(prep && prep->subnet_up);
+    EXPECT_EQ(t.requests_seen(), tp.requests_seen());
+    EXPECT_EQ(prep->ar_blocks_read, 1u);
+    EXPECT_EQ(prep->ar_static + prep->ar_capable, 0u) << "not asked: nothing counted";
     EXPECT_EQ(rep->ar_static, switches(sim));
     EXPECT_EQ(rep->ar_enabled, 0u);
     EXPECT_EQ(t.requests_seen(), rep->smps_discovery + rep->smps_program + rep->smps_activate);
@@ -249,4 +254,28 @@ TEST(ArSweep, AResetSwitchIsRewrittenAndArNoLongerAskedForIsTurnedOff) {
   auto quiet = sm.sweep();
   ASSERT_TRUE(quiet && quiet->subnet_up);
   EXPECT_EQ(quiet->ar_info_sets + quiet->ar_blocks_read, 0u) << "nothing asked of AR any more";
+}
+
+// Another SM (here an earlier weft asked for AR) left adaptive routing on; a weft that is
+// not asked for AR turns it off in its first sweep as master, and asks nothing of AR after.
+TEST(ArSweep, ArLeftOnByAnotherSmIsTurnedOffWhenNotAskedFor) {
+  ScratchDir dir("weft-ar");
+  SimFabric sim = sim_with({.ar_group_cap = 64});
+  {
+    SimTransport t(sim, {});
+    SubnetManager other(t, ar_opts(dir));
+    ASSERT_TRUE(other.sweep());
+  }
+  ASSERT_EQ(check_held(sim), switches(sim));
+  ScratchDir dir2("weft-ar");
+  SimTransport t(sim, {});
+  SubnetManager sm(t, ar_opts(dir2, "ftree"));
+  auto rep = sm.sweep();
+  ASSERT_TRUE(rep && rep->subnet_up);
+  EXPECT_EQ(rep->ar_info_sets, switches(sim));
+  EXPECT_EQ(check_held(sim), 0u);
+  EXPECT_TRUE(readback(sim).ok());
+  auto again = sm.sweep();
+  ASSERT_TRUE(again && again->subnet_up);
+  EXPECT_EQ(again->ar_blocks_read + again->ar_info_sets, 0u);
 }

@@ -119,8 +119,10 @@ void ArProgrammer::check(SweepRun& run) {
       held_.erase(h);
       h = held_.end();
     }
-    // Without AR asked, only switches weft turned AR on in are visited (to turn it off).
-    if (!run.adaptive && !was_on) continue;
+    // Without AR asked, only switches weft turned AR on in are visited, and every switch
+    // in a new term's first sweep (another SM may have left AR on, with groups that no
+    // longer match the tables weft writes): AR is turned off wherever it is found on.
+    if (!run.adaptive && !was_on && !run.rep.new_term) continue;
     if (h != held_.end() && h->second.unsupported) {
       ++run.rep.ar_static;
       continue;
@@ -149,7 +151,10 @@ void ArProgrammer::check(SweepRun& run) {
 
 void ArProgrammer::ask_info(SweepRun& run, NodeIndex n, bool probe, std::vector<NodeIndex> rest) {
   mad::SmpRequest req = mad::SmpRequest::get(mad::kAttrArInfo, 0, run.d.paths[n]);
-  if (probe) req.retries = 0;
+  if (probe) {
+    req.retries = 0;
+    req.probe = true;
+  }
   eng_.submit(req, [this, &run, n, probe, rest = std::move(rest)](Result<mad::Smp> r) {
     const auto& nd = run.target.node(n);
     const Model m{nd.vendor_id, nd.device_id, nd.revision};
@@ -157,16 +162,21 @@ void ArProgrammer::ask_info(SweepRun& run, NodeIndex n, bool probe, std::vector<
     if (!r && r.error().code == Errc::kTimeout && probe) {
       models_[m] = Verdict::kSilent;
       run.rep.ar_static += 1 + rest.size();
-      WEFT_LOG(Warn, "AR-0001") << "switch " << fabric::port_ref(run.target, n, 0)
-                                << " does not answer AdaptiveRoutingInfo: its model ("
-                                << fmt::format("vendor {:#x}, device {:#x}, revision {:#x}",
-                                               m.vendor, m.device, m.revision)
-                                << ", " << 1 + rest.size()
-                                << " switches here) keeps static routing, and is not asked "
-                                   "again";
+      const std::string msg = "switch " + fabric::port_ref(run.target, n, 0) +
+                              " does not answer AdaptiveRoutingInfo: its model (" +
+                              fmt::format("vendor {:#x}, device {:#x}, revision {:#x}", m.vendor,
+                                          m.device, m.revision) +
+                              ", " + std::to_string(1 + rest.size()) +
+                              " switches here) keeps static routing, and is not asked again";
+      if (run.adaptive)
+        WEFT_LOG(Warn, "AR-0001") << msg;
+      else
+        WEFT_LOG(Debug, "AR-0001") << msg;
       return;
     }
-    if (probe) {
+    // Without AR asked, a model whose first switch holds no AR is not asked further.
+    const bool has_ar = r && mad::decode_ar_info(r->data).group_cap > 0;
+    if (probe && (run.adaptive || has_ar)) {
       models_[m] = Verdict::kAnswers;
       for (NodeIndex o : rest) ask_info(run, o, false, {});
     }
@@ -184,7 +194,7 @@ void ArProgrammer::ask_info(SweepRun& run, NodeIndex n, bool probe, std::vector<
       h.info.reset();
       h.unsupported = true;
       ++run.rep.ar_static;
-      if (told_.insert(nd.guid).second) untold_.push_back(n);
+      if (run.adaptive && told_.insert(nd.guid).second) untold_.push_back(n);
       return;
     }
     planned(run, n);
@@ -251,6 +261,8 @@ void ArProgrammer::write_groups(SweepRun& run) {
                               << "): static routing there";
   untold_.clear();
   // Switches whose AR goes off are turned off first, before anything they hold changes.
+  size_t found_on = 0;  // without AR asked: left on by another SM (or by weft before)
+  NodeIndex first_on = 0;
   for (auto& [g, h] : held_) {
     if (!h.info || !h.info->enabled) continue;
     auto n = run.target.find(g);
@@ -259,8 +271,14 @@ void ArProgrammer::write_groups(SweepRun& run) {
     if (p != plans_.end() && p->second.want.on) continue;
     mad::ArInfo off = *h.info;
     off.enabled = false;
+    if (!run.adaptive && found_on++ == 0) first_on = *n;
     set_info(run, *n, off);
   }
+  if (found_on)
+    WEFT_LOG(Info, "AR-0005") << found_on << " switches have adaptive routing on, which is not "
+                              << "asked for (the first: "
+                              << fabric::port_ref(run.target, first_on, 0)
+                              << "): turned off, so that they forward by the tables weft writes";
   for (auto& [n, p] : plans_) {
     const Guid g = run.target.node(n).guid;
     Held& h = held_[g];
@@ -320,6 +338,12 @@ void ArProgrammer::write_lft(SweepRun& run) {
 }
 
 void ArProgrammer::write_info(SweepRun& run) {
+  // Not asked for, AR is only looked for (to turn it off): no switch counts as capable
+  // or static.
+  if (!run.adaptive) {
+    run.rep.ar_capable = run.rep.ar_static = 0;
+    return;
+  }
   for (auto& [n, p] : plans_) {
     Held& h = held_[run.target.node(n).guid];
     if (!h.info) continue;

@@ -74,6 +74,10 @@ struct SmpRequest {
   Lid dlid;
   SmpData data{};
   int retries = -1;  // attempts after a timeout; -1: the engine's transaction_retries
+  // A probe of an attribute a device may not implement (a vendor attribute ibsim drops):
+  // no answer is an answer, counted apart (EngineStats::probes_unanswered), not as a
+  // loss or a timeout, and not warned about.
+  bool probe = false;
   // The M_Key the SMP carries; nullopt: the engine's key source chooses (0 without one).
   std::optional<uint64_t> m_key;
 

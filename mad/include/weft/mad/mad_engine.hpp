@@ -45,12 +45,13 @@ struct EngineStats {
   // at once), resent without waiting; they count toward the retries a request has.
   uint64_t lost = 0;
   uint64_t completed_ok = 0;
-  uint64_t timed_out = 0;     // requests that failed after every retry
-  uint64_t error_status = 0;  // replies with a non-zero MAD status
-  uint64_t malformed = 0;     // replies that did not decode or did not match their request
-  uint64_t unmatched = 0;     // replies for no outstanding request (late, duplicate)
-  uint64_t unsolicited = 0;   // requests and traps addressed to us
-  uint64_t unserved = 0;      // MADs of classes the SM does not serve, dropped
+  uint64_t timed_out = 0;          // requests that failed after every retry
+  uint64_t probes_unanswered = 0;  // probes (SmpRequest::probe) nobody answered
+  uint64_t error_status = 0;       // replies with a non-zero MAD status
+  uint64_t malformed = 0;          // replies that did not decode or did not match their request
+  uint64_t unmatched = 0;          // replies for no outstanding request (late, duplicate)
+  uint64_t unsolicited = 0;        // requests and traps addressed to us
+  uint64_t unserved = 0;           // MADs of classes the SM does not serve, dropped
   // GMPs (counted apart: `sent` is the SMPs, SMInfo's ActCount).
   uint64_t gmps_sent = 0;  // retries included
   uint64_t gmps_ok = 0;
