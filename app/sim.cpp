@@ -14,6 +14,7 @@
 #include "weft/daemon/managers.hpp"
 #include "weft/routing/verify.hpp"
 #include "weft/simulator/generators.hpp"
+#include "weft/simulator/route_report.hpp"
 #include "weft/simulator/sim_transport.hpp"
 #include "weft/sm/subnet_manager.hpp"
 #include "weft/store/state_dir.hpp"
@@ -85,7 +86,11 @@ po::options_description sim_command_options() {
       "adaptive-routing GroupCap of the simulated switches (0: no AR, as ibsim)")(
       "no-ar", po::value<std::vector<std::string>>(),
       "a switch (by name) without adaptive routing; repeatable")(
-      "json", po::bool_switch(), "one JSON object per sweep instead of the summary");
+      "json", po::bool_switch(), "one JSON object per sweep instead of the summary")(
+      "traffic", po::value<std::string>(),
+      "after each sweep, flow-level traffic through what the switches hold (their LFTs, and "
+      "their AR groups where AR is on), static beside adaptive: patterns among shift, "
+      "permutation, all-to-all, allreduce, hotspot, comma-separated");
   return desc;
 }
 
@@ -128,6 +133,18 @@ int cmd_sim(int argc, char** argv) {
       sim.set_ar_cap(*n, 0);
     }
   const bool as_json = vm["json"].as<bool>();
+  simulator::Grading traffic;
+  if (vm.count("traffic")) {
+    std::string list = vm["traffic"].as<std::string>();
+    for (size_t at = 0; at <= list.size();) {
+      const size_t comma = std::min(list.find(',', at), list.size());
+      auto p = routing::parse_pattern(list.substr(at, comma - at));
+      if (!p) return die("sim: --traffic: " + p.error().message);
+      traffic.traffic.push_back(*p);
+      at = comma + 1;
+    }
+    traffic.traffic_seed = vm["seed"].as<uint64_t>();
+  }
   simulator::SimTransportOptions to;
   if (vm.count("attach")) {
     auto n = sim.model().find_by_name(vm["attach"].as<std::string>());
@@ -191,6 +208,7 @@ int cmd_sim(int argc, char** argv) {
                             {"entries", av.entries},
                             {"verified", av.ok()}}}};
       if (!av.ok()) j["ar"]["first_problem"] = av.first_problem;
+      if (!traffic.traffic.empty()) j["traffic"] = simulator::traffic(sim.model(), held, traffic);
       std::cout << j.dump() << std::endl;
     } else {
       std::printf(
@@ -204,6 +222,17 @@ int cmd_sim(int argc, char** argv) {
             rep->ar_enabled, rep->ar_static, av.entries,
             av.ok() ? ", every group port nearer" : "");
       if (!av.ok()) std::printf("    first: %s\n", av.first_problem.c_str());
+      const nlohmann::json flows = traffic.traffic.empty()
+                                       ? nlohmann::json::object()
+                                       : simulator::traffic(sim.model(), held, traffic);
+      for (const auto& [p, sides] : flows.items())
+        std::printf(
+            "  traffic  %s: busiest link %.4g static, %.4g adaptive; slowest flow %.3f, "
+            "%.3f\n",
+            p.c_str(), sides["static"]["max_link_flows"].get<double>(),
+            sides["adaptive"]["max_link_flows"].get<double>(),
+            sides["static"]["min_flow_throughput"].get<double>(),
+            sides["adaptive"]["min_flow_throughput"].get<double>());
     }
     if (!rep->subnet_up || !vr.ok() || !av.ok()) rc = 1;
   }

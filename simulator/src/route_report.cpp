@@ -48,6 +48,10 @@ void add_traffic(const fabric::Fabric& f, const routing::Tables& t, const Gradin
 
 }  // namespace
 
+json traffic(const fabric::Fabric& f, const routing::Tables& t, const Grading& g) {
+  return traffic_of(f, t, g, g.pattern.order);
+}
+
 json traffic_until_reroute(const fabric::Fabric& intact, const fabric::Fabric& broken,
                            const std::string& spec, const routing::Options& ro, const Grading& g) {
   auto chain = routing::EngineChain::parse(spec);

@@ -1,6 +1,7 @@
 #include "weft/simulator/sim_fabric.hpp"
 
 #include <algorithm>
+#include <map>
 #include <tuple>
 
 namespace weft::simulator {
@@ -182,6 +183,28 @@ routing::Tables SimFabric::held_tables() const {
     const auto& l = lft_[n];
     held.lft[n].assign(l.begin(), l.begin() + std::min<size_t>(l.size(), size_t(top_[n]) + 1));
     held.top_lid = std::max(held.top_lid, top_[n]);
+  }
+  // Adaptive routing where a switch has it on: each AR LFT entry's group (its ports, as
+  // ar_choices gives them) as the tables' AR groups.
+  bool any = false;
+  for (NodeIndex n = 0; n < f_.size() && !any; ++n)
+    any = !ar_[n].lft.empty() && ar_[n].info.enabled;
+  if (!any) return held;
+  held.ar_group.assign(f_.size(), {});
+  held.ar_sets.assign(f_.size(), {});
+  std::vector<PortNum> ports;
+  for (NodeIndex n = 0; n < f_.size(); ++n) {
+    if (!f_.node(n).is_switch() || !ar_[n].info.enabled) continue;
+    held.ar_group[n].assign(held.lft[n].size(), routing::Tables::kNoArGroup);
+    std::map<uint16_t, uint16_t> index;  // AR group number -> ar_sets[n] index
+    for (size_t lid = 0; lid < held.lft[n].size(); ++lid) {
+      ports.clear();
+      ar_choices(n, uint16_t(lid), ports);
+      if (ports.empty()) continue;
+      auto [it, fresh] = index.emplace(ar_[n].lft[lid].group, uint16_t(held.ar_sets[n].size()));
+      if (fresh) held.ar_sets[n].push_back(ports);
+      held.ar_group[n][lid] = it->second;
+    }
   }
   return held;
 }

@@ -96,6 +96,15 @@ def main():
           r'"smps":\d+,"subnet_up":true,"sweep":1[^\n]*\n'
           r'\{"ar":\{"enabled":11,"entries":[1-9]\d*,"group_blocks_written":0,"groups_dropped":0,'
           r'"lft_blocks_written":0,"static":1,"switches":11,"verified":true\}[^\n]*"sweep":2', W, w)
+    # Traffic through what the simulated switches hold: their LFTs, and their AR groups.
+    check("sim --traffic: through what the switches hold", ["sim", "--topology",
+          "ft2:leaves=8,spines=4,hosts=4", "--ar-cap", "64", "--routing-engine", "ar_ftree",
+          "--traffic", "permutation", "--json"], 0,
+          r'"traffic":\{"permutation":\{"adaptive":\{"blackholed_flows":0,"flows":32,'
+          r'"max_link_flows":1\.0,"mean_flow_throughput":1\.0,"min_flow_throughput":1\.0\},'
+          r'"static":\{"blackholed_flows":0,"flows":32,"max_link_flows":[2-9]', W, w)
+    check("sim --traffic names its patterns", ["sim", "--topology", "ft2:leaves=2", "--traffic",
+          "tornado"], 2, r'sim: --traffic: unknown traffic pattern "tornado"', W, w)
     check("sim: --no-ar names a switch", ["sim", "--topology", "ft2:leaves=2", "--no-ar", "h0-0"], 2,
           r'--no-ar: no switch named "h0-0"', W, w)
     check("unknown command", ["frobnicate"], 2, r'unknown command "frobnicate"', W, w)

@@ -10,6 +10,7 @@
 
 #include "sim_sm.hpp"
 #include "weft/mad/ar.hpp"
+#include "weft/routing/traffic.hpp"
 
 using namespace weft;
 using namespace weft::simulator;
@@ -278,4 +279,31 @@ TEST(ArSweep, ArLeftOnByAnotherSmIsTurnedOffWhenNotAskedFor) {
   auto again = sm.sweep();
   ASSERT_TRUE(again && again->subnet_up);
   EXPECT_EQ(again->ar_blocks_read + again->ar_info_sets, 0u);
+}
+
+// The traffic model routes by what the switches hold: their groups spread a random
+// permutation that their static ports pile up (8 leaves of 4 hosts, 4 spines).
+TEST(ArSweep, TrafficGoesByWhatTheSwitchesHold) {
+  ScratchDir dir("weft-ar");
+  auto f = make_fabric("ft2:leaves=8,spines=4,hosts=4");
+  ASSERT_TRUE(f);
+  SimFabric sim(std::move(*f), {.ar_group_cap = 64});
+  SimTransport t(sim, {});
+  SubnetManager sm(t, ar_opts(dir));
+  ASSERT_TRUE(sm.sweep());
+  auto held = sim.held_tables();
+  ASSERT_EQ(held.ar_sets.size(), sim.model().size());
+  const auto st = routing::run_traffic(sim.model(), held, routing::Pattern::kPermutation, false);
+  const auto ad = routing::run_traffic(sim.model(), held, routing::Pattern::kPermutation, true);
+  EXPECT_GT(st.max_link_flows, 1.0);
+  EXPECT_DOUBLE_EQ(ad.max_link_flows, 1.0);
+  EXPECT_DOUBLE_EQ(ad.min_flow_throughput, 1.0);
+  // AR off on the switches: the same flows go static.
+  for (fabric::NodeIndex n = 0; n < sim.model().size(); ++n)
+    if (sim.model().node(n).is_switch()) sim.set_ar_cap(n, 64);
+  held = sim.held_tables();
+  EXPECT_TRUE(held.ar_sets.empty());
+  EXPECT_EQ(
+      routing::run_traffic(sim.model(), held, routing::Pattern::kPermutation, true).max_link_flows,
+      st.max_link_flows);
 }

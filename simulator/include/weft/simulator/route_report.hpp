@@ -29,6 +29,9 @@ struct Grading {
 
 // The analyzer's grades of one set of tables, as JSON fields of `j`.
 void grade(const fabric::Fabric& f, const routing::Tables& t, const Grading& g, nlohmann::json& j);
+// Flow-level traffic through tables `t` (static beside adaptive), per pattern `g` asks
+// for: the "traffic" object of grade().
+nlohmann::json traffic(const fabric::Fabric& f, const routing::Tables& t, const Grading& g);
 // Flow-level traffic on `broken` (links failed, node indices as in `intact`) through the
 // tables `spec` computes on `intact`: what the traffic meets after the failure, until the
 // SM reroutes. The same shape as grade()'s "traffic".

@@ -118,7 +118,9 @@ class SimFabric {
   // Of them, those that came LID-routed.
   size_t lid_routed_sets(uint16_t attr) const;
   // The forwarding tables the switches hold (up to their LinearFDBTop), for checking
-  // what was really programmed rather than what the SM meant to write.
+  // what was really programmed rather than what the SM meant to write; where a switch
+  // has adaptive routing on, its AR groups as Tables::ar_* (what the traffic model
+  // routes by).
   routing::Tables held_tables() const;
 
   // Another SM at end port (n, p): it answers the SMInfo SMPs and receives the traps
