@@ -8,6 +8,7 @@
 #include <boost/range/iterator_range.hpp>
 #include <map>
 #include <mutex>
+#include <numeric>
 
 namespace weft::routing::detail {
 
@@ -185,7 +186,15 @@ void updown_groups(const Fabric& f, const Switches& sw, Tables& t) {
             [&h](NodeIndex a, NodeIndex b) { return h[a] > h[b]; });
   // Each switch's groups, by their ports; destinations in parallel, a switch's groups
   // behind one of a few locks.
-  std::vector<std::map<std::vector<PortNum>, uint16_t>> ids(f.size());
+  // Port sets keyed by their bitset (GCC 12 at -O3 warns falsely on comparing byte
+  // vectors, -Wstringop-overread).
+  using PortMask = std::array<uint64_t, 4>;
+  auto mask_of = [](const std::vector<PortNum>& ports) {
+    PortMask m{};
+    for (PortNum p : ports) m[p >> 6] |= uint64_t(1) << (p & 63);
+    return m;
+  };
+  std::vector<std::map<PortMask, uint16_t>> ids(f.size());
   std::array<std::mutex, 64> locks;
   constexpr uint32_t kFar = ~0u;
   parallel_for(
@@ -226,7 +235,8 @@ void updown_groups(const Fabric& f, const Switches& sw, Tables& t) {
           }
           if (ups.size() < 2 && downs.size() < 2) continue;
           const auto& row = t.lft[n];
-          std::vector<PortNum> set, last;
+          std::vector<PortNum> set;
+          PortMask last{};
           uint16_t last_id = Tables::kNoArGroup;
           for (const uint16_t lid : lids_at[s]) {
             if (lid >= row.size()) continue;
@@ -250,11 +260,11 @@ void updown_groups(const Fabric& f, const Switches& sw, Tables& t) {
             }
             if (set.size() < 2 || std::find(set.begin(), set.end(), st) == set.end()) continue;
             // The LIDs of one switch mostly share their group: looked up once.
-            if (set != last) {
+            if (const PortMask key = mask_of(set); key != last) {
               std::lock_guard<std::mutex> hold(locks[n % locks.size()]);
-              auto [it, fresh] = ids[n].emplace(set, uint16_t(t.ar_sets[n].size()));
+              auto [it, fresh] = ids[n].emplace(key, uint16_t(t.ar_sets[n].size()));
               if (fresh) t.ar_sets[n].push_back(set);
-              last = set;
+              last = key;
               last_id = it->second;
             }
             t.ar_group[n][lid] = last_id;
@@ -262,6 +272,27 @@ void updown_groups(const Fabric& f, const Switches& sw, Tables& t) {
         }
       },
       1);
+  // Numbered in port order, not in the order the threads came by: the same fabric gets
+  // the same group numbers every time (their writes stay diff-only).
+  parallel_for(sw.nodes.size(), [&](size_t si) {
+    const NodeIndex n = sw.nodes[si];
+    auto& sets = t.ar_sets[n];
+    std::vector<PortMask> keys;
+    for (const auto& set : sets) keys.push_back(mask_of(set));
+    std::vector<uint16_t> order(sets.size());
+    std::iota(order.begin(), order.end(), uint16_t(0));
+    std::sort(order.begin(), order.end(),
+              [&keys](uint16_t a, uint16_t b) { return keys[a] < keys[b]; });
+    std::vector<uint16_t> renumber(sets.size());
+    std::vector<std::vector<PortNum>> sorted(sets.size());
+    for (size_t k = 0; k < order.size(); ++k) {
+      renumber[order[k]] = uint16_t(k);
+      sorted[k] = std::move(sets[order[k]]);
+    }
+    sets = std::move(sorted);
+    for (uint16_t& g : t.ar_group[n])
+      if (g != Tables::kNoArGroup) g = renumber[g];
+  });
 }
 
 }  // namespace weft::routing::detail

@@ -662,10 +662,9 @@ void SimFabric::set_ar_cap(NodeIndex sw, uint16_t group_cap) {
   a.info.group_table_cap = 1;
   a.info.ar_version_cap = 2;
   a.info.raw = encode_ar_info(a.info);
-  // Whole blocks: the last block's spare entry is held too (unused by any group).
-  const size_t entries = size_t(a.info.group_cap) * a.info.sub_grps_supported;
-  a.groups.assign((entries + kArGroupsPerBlock - 1) / kArGroupsPerBlock * kArGroupsPerBlock,
-                  ArPortMask{});
+  // GroupCap entries of each sub-group: a block past them (the second half of an odd
+  // cap's last block) is refused.
+  a.groups.assign(size_t(a.info.group_cap) * a.info.sub_grps_supported, ArPortMask{});
   a.lft.assign(d_.lft_cap, ArLftEntry{});
 }
 

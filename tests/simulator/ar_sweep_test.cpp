@@ -144,6 +144,21 @@ TEST(ArSweep, CapableSwitchesGetTheirGroupsAndAreOnAndASecondSweepWritesNothing)
   EXPECT_EQ(again->ar_group_blocks_written, 0u);
   EXPECT_EQ(again->ar_lft_blocks_written, 0u);
   EXPECT_EQ(again->ar_info_sets, 0u);
+
+  // updn's groups too (numbered the same way every time, so nothing is rewritten).
+  ScratchDir dir2("weft-ar");
+  SimFabric sim2 = sim_with({.ar_group_cap = 64});
+  SimTransport t2(sim2, {});
+  SubnetManager sm2(t2, ar_opts(dir2, "ar_updn"));
+  auto first = sm2.sweep();
+  ASSERT_TRUE(first && first->subnet_up);
+  EXPECT_GT(first->ar_enabled, 0u);
+  EXPECT_EQ(check_held(sim2), first->ar_enabled);
+  for (int i = 0; i < 3; ++i) {
+    auto more = sm2.sweep();
+    ASSERT_TRUE(more && more->subnet_up);
+    EXPECT_EQ(more->ar_group_blocks_written + more->ar_lft_blocks_written + more->ar_info_sets, 0u);
+  }
 }
 
 TEST(ArSweep, SwitchesWithoutArKeepStaticRoutesAndAModelThatNeverAnswersCostsOneSmp) {
@@ -203,16 +218,18 @@ TEST(ArSweep, GroupsBeyondGroupCapRouteStatically) {
   ASSERT_TRUE(f);
   SimFabric sim(std::move(*f), {.ar_group_cap = 64});
   const NodeIndex spine = *sim.model().find_by_name("spine0");
-  sim.set_ar_cap(spine, 3);  // group 0 and two groups
+  // GroupCap 3: group 0 and one group, since the entries written come in blocks of two
+  // and the second block (entries 2 and 3) would pass the cap.
+  sim.set_ar_cap(spine, 3);
   SimTransport t(sim, {});
   SubnetManager sm(t, ar_opts(dir));
   auto rep = sm.sweep();
   ASSERT_TRUE(rep && rep->subnet_up);
-  EXPECT_EQ(rep->ar_groups_dropped, 2u);
+  EXPECT_EQ(rep->ar_groups_dropped, 3u);
   EXPECT_EQ(rep->ar_enabled, switches(sim));
-  EXPECT_EQ(sim.ar(spine).info.group_top, 2);
+  EXPECT_EQ(sim.ar(spine).info.group_top, 1);
   EXPECT_EQ(check_held(sim), switches(sim));
-  // The spine routes the hosts of two leaves adaptively, the other two statically.
+  // The spine routes the hosts of one leaf adaptively, the other three statically.
   std::set<uint16_t> groups;
   size_t adaptive = 0, plain = 0;
   for (const auto& o : routing::lid_owners(sim.model())) {
@@ -221,9 +238,10 @@ TEST(ArSweep, GroupsBeyondGroupCapRouteStatically) {
     (e.state == ArLidState::kStatic ? plain : adaptive) += 1;
     if (e.state != ArLidState::kStatic) groups.insert(e.group);
   }
-  EXPECT_EQ(groups, (std::set<uint16_t>{1, 2}));
-  EXPECT_EQ(adaptive, 4u);
-  EXPECT_EQ(plain, 4u);
+  EXPECT_EQ(groups, (std::set<uint16_t>{1}));
+  EXPECT_EQ(adaptive, 2u);
+  EXPECT_EQ(plain, 6u);
+  EXPECT_EQ(rep->ar_failures, 0u) << "nothing written past the cap";
 }
 
 TEST(ArSweep, AResetSwitchIsRewrittenAndArNoLongerAskedForIsTurnedOff) {

@@ -29,7 +29,9 @@ ArProgrammer::Want ArProgrammer::want_of(const routing::Tables& t, NodeIndex n, 
   std::iota(order.begin(), order.end(), size_t{0});
   std::stable_sort(order.begin(), order.end(),
                    [&uses](size_t a, size_t b) { return uses[a] > uses[b]; });
-  const size_t room = cap > 0 ? size_t(cap) - 1 : 0;
+  // Group 0 is never used; the entries written (whole blocks, up to GroupTop's) must all
+  // lie within GroupCap: with an odd cap the last entry cannot be used.
+  const size_t room = cap >= 2 ? size_t(cap) - 1 - (cap % mad::kArGroupsPerBlock) : 0;
   std::vector<uint16_t> number(sets.size(), 0);  // 0: not held
   std::vector<size_t> kept;
   for (size_t i : order) {
@@ -99,9 +101,20 @@ std::map<uint64_t, ArView> ArProgrammer::view(const fabric::Fabric& f) const {
 
 void ArProgrammer::step(Step s, SweepRun& run) {
   if (s == Step::kCheck) check(run);
-  if (s == Step::kConfigure) write_groups(run);
-  if (s == Step::kCommit) write_lft(run);
-  if (s == Step::kTables) write_info(run);
+  if (s == Step::kConfigure) turn_off(run);
+  if (s == Step::kCommit) write_groups(run);
+  if (s == Step::kTables) write_lft(run);
+  if (s == Step::kActivate) write_info(run);
+}
+
+bool ArProgrammer::changes(const Held& h, const Plan& p) const {
+  if (!p.want.on) return false;
+  for (uint32_t b = 0; b < p.want.groups.size(); ++b)
+    if (auto it = h.groups.find(b); it == h.groups.end() || it->second != p.want.groups[b])
+      return true;
+  for (uint32_t b = 0; b < p.want.lft.size(); ++b)
+    if (auto it = h.lft.find(b); it == h.lft.end() || it->second != p.want.lft[b]) return true;
+  return h.info && h.info->sub_grps_active != 0;
 }
 
 void ArProgrammer::check(SweepRun& run) {
@@ -114,7 +127,8 @@ void ArProgrammer::check(SweepRun& run) {
     // What a switch was seen to hold goes with the LFT programmer's trust in it (a
     // reset, another writer, a new term).
     auto h = held_.find(nd.guid);
-    const bool was_on = h != held_.end() && h->second.info && h->second.info->enabled;
+    const bool was_on =
+        (h != held_.end() && h->second.info && h->second.info->enabled) || must_off_.count(nd.guid);
     if (h != held_.end() && !lfts_.trusted(run, n)) {
       held_.erase(h);
       h = held_.end();
@@ -162,12 +176,13 @@ void ArProgrammer::ask_info(SweepRun& run, NodeIndex n, bool probe, std::vector<
     if (!r && r.error().code == Errc::kTimeout && probe) {
       models_[m] = Verdict::kSilent;
       run.rep.ar_static += 1 + rest.size();
-      const std::string msg = "switch " + fabric::port_ref(run.target, n, 0) +
-                              " does not answer AdaptiveRoutingInfo: its model (" +
-                              fmt::format("vendor {:#x}, device {:#x}, revision {:#x}", m.vendor,
-                                          m.device, m.revision) +
-                              ", " + std::to_string(1 + rest.size()) +
-                              " switches here) keeps static routing, and is not asked again";
+      const std::string msg =
+          "switch " + fabric::port_ref(run.target, n, 0) +
+          " does not answer AdaptiveRoutingInfo: its model (" +
+          fmt::format("vendor {:#x}, device {:#x}, revision {:#x}", m.vendor, m.device,
+                      m.revision) +
+          ", " + std::to_string(1 + rest.size()) +
+          " switches here) keeps static routing, and is not asked again this master term";
       if (run.adaptive)
         WEFT_LOG(Warn, "AR-0001") << msg;
       else
@@ -188,8 +203,17 @@ void ArProgrammer::ask_info(SweepRun& run, NodeIndex n, bool probe, std::vector<
                                 << "; static routing there this sweep";
       return;
     }
+    if (!r && r.error().code != Errc::kBadReply) {  // not an answer: this sweep only
+      ++run.rep.ar_static;
+      ++run.rep.ar_failures;
+      WEFT_LOG(Warn, "AR-0004") << "switch " << fabric::port_ref(run.target, n, 0)
+                                << ": AdaptiveRoutingInfo: " << r.error().message
+                                << "; static routing there this sweep";
+      return;
+    }
     Held& h = held_[nd.guid];
     if (r) h.info = mad::decode_ar_info(r->data);
+    if (r && !h.info->enabled) must_off_.erase(nd.guid);
     if (!r || h.info->group_cap == 0) {
       h.info.reset();
       h.unsupported = true;
@@ -243,9 +267,16 @@ void ArProgrammer::set_info(SweepRun& run, NodeIndex n, const mad::ArInfo& ai) {
         if (r) {
           ++run.rep.ar_info_sets;
           h.info = mad::decode_ar_info(r->data);
+          if (!h.info->enabled) must_off_.erase(g);
           return;
         }
         ++run.rep.ar_failures;
+        if (ai.enabled) {  // counted on when asked; static after all
+          --run.rep.ar_enabled;
+          ++run.rep.ar_static;
+        } else {
+          must_off_.insert(g);  // visited again until it is seen off
+        }
         h.info.reset();  // unknown now: asked again next sweep
         WEFT_LOG(Warn, "AR-0004") << "switch " << fabric::port_ref(run.target, n, 0)
                                   << ": AdaptiveRoutingInfo " << (ai.enabled ? "on" : "off") << ": "
@@ -253,14 +284,16 @@ void ArProgrammer::set_info(SweepRun& run, NodeIndex n, const mad::ArInfo& ai) {
       });
 }
 
-void ArProgrammer::write_groups(SweepRun& run) {
+void ArProgrammer::turn_off(SweepRun& run) {
   if (!untold_.empty())
     WEFT_LOG(Info, "AR-0002") << untold_.size() << " switches have no adaptive routing "
                               << "(AdaptiveRoutingInfo refused or GroupCap 0; the first: "
                               << fabric::port_ref(run.target, untold_.front(), 0)
                               << "): static routing there";
   untold_.clear();
-  // Switches whose AR goes off are turned off first, before anything they hold changes.
+  // AR goes off before anything it uses changes: where it goes off for good, and where
+  // the groups or AR LFT entries it forwards by are about to be rewritten (on again
+  // once they are all in place).
   size_t found_on = 0;  // without AR asked: left on by another SM (or by weft before)
   NodeIndex first_on = 0;
   for (auto& [g, h] : held_) {
@@ -268,7 +301,7 @@ void ArProgrammer::write_groups(SweepRun& run) {
     auto n = run.target.find(g);
     if (!n || !run.target.node(*n).is_switch()) continue;
     auto p = plans_.find(*n);
-    if (p != plans_.end() && p->second.want.on) continue;
+    if (p != plans_.end() && p->second.want.on && !changes(h, p->second)) continue;
     mad::ArInfo off = *h.info;
     off.enabled = false;
     if (!run.adaptive && found_on++ == 0) first_on = *n;
@@ -279,9 +312,17 @@ void ArProgrammer::write_groups(SweepRun& run) {
                               << "asked for (the first: "
                               << fabric::port_ref(run.target, first_on, 0)
                               << "): turned off, so that they forward by the tables weft writes";
+}
+
+void ArProgrammer::write_groups(SweepRun& run) {
   for (auto& [n, p] : plans_) {
     const Guid g = run.target.node(n).guid;
     Held& h = held_[g];
+    // AR that should be off for this but could not be turned off: left alone.
+    if (!h.info || (h.info->enabled && changes(h, p))) {
+      p.failed = true;
+      continue;
+    }
     for (uint32_t b = 0; b < p.want.groups.size(); ++b) {
       auto it = h.groups.find(b);
       if (it != h.groups.end() && it->second == p.want.groups[b]) continue;

@@ -25,7 +25,7 @@ class LftProgrammer;
 // Capability is asked of one switch of each device model (vendor, device, revision)
 // first, with no retry: a model none of whose switches answers (ibsim drops an unknown
 // attribute, so the SMP times out) costs one timeout, is reported once, and is not
-// asked again while weft runs. The other switches of a model that answers are asked
+// asked again in this master term. The other switches of a model that answers are asked
 // together. What a switch holds is believed while the LFT programmer trusts the switch
 // (no reset, no other writer seen); a new master term believes nothing.
 class ArProgrammer final : public Programmer {
@@ -33,18 +33,24 @@ class ArProgrammer final : public Programmer {
   ArProgrammer(mad::MadEngine& eng, const LftProgrammer& lfts) : eng_(eng), lfts_(lfts) {}
   std::string_view name() const override { return "ar"; }
   // kCheck: AdaptiveRoutingInfo where unknown, and the group and AR LFT blocks to be
-  // written over that weft does not know. kConfigure: AR off where it goes off; the
-  // group blocks that differ. kCommit: the AR LFT blocks that differ. kTables:
-  // AdaptiveRoutingInfo (on, GroupTop) where it differs.
+  // written over that weft does not know. kConfigure: AR off where it goes off, and where
+  // what it forwards by is about to change. kCommit: the group blocks that differ.
+  // kTables: the AR LFT blocks that differ. kActivate: AdaptiveRoutingInfo (on,
+  // GroupTop) where it differs.
   void step(Step s, SweepRun& run) override;
-  void forget_all() override { held_.clear(); }
+  // A new term: what switches hold is unknown, and models that did not answer are
+  // asked again (one SMP each).
+  void forget_all() override {
+    held_.clear();
+    std::erase_if(models_, [](const auto& m) { return m.second == Verdict::kSilent; });
+  }
 
   // The groups a switch holds (group 0 stays empty: weft's choice, so that a static
   // entry's group number names no ports) and its AR LFT, as weft wants them.
   struct Want {
     bool on = false;
     uint16_t group_top = 0;                 // the highest group in use
-    std::vector<mad::ArGroupBlock> groups;  // blocks 0 .. (group_top + 1) / 2
+    std::vector<mad::ArGroupBlock> groups;  // blocks 0 .. group_top / 2
     std::vector<mad::ArLftBlock> lft;       // blocks 0 .. top LID / 16
     size_t dropped = 0;                     // groups GroupCap could not hold
   };
@@ -73,9 +79,12 @@ class ArProgrammer final : public Programmer {
     bool failed = false;  // a write failed this sweep: AR stays off there
   };
   void check(SweepRun& run);
+  // Whether switch AR as held must change (a group or AR LFT block, sub-groups) for plan p.
+  bool changes(const Held& h, const Plan& p) const;
   void ask_info(SweepRun& run, fabric::NodeIndex n, bool probe,
                 std::vector<fabric::NodeIndex> rest);
   void planned(SweepRun& run, fabric::NodeIndex n);
+  void turn_off(SweepRun& run);
   void write_groups(SweepRun& run);
   void write_lft(SweepRun& run);
   void write_info(SweepRun& run);
@@ -84,7 +93,8 @@ class ArProgrammer final : public Programmer {
   const LftProgrammer& lfts_;
   std::map<Guid, Held> held_;
   std::map<Model, Verdict> models_;
-  std::set<Guid> told_;                      // switches reported without AR
+  std::set<Guid> must_off_;  // AR to turn off whose Set failed: visited until seen off
+  std::set<Guid> told_;      // switches reported without AR
   std::vector<fabric::NodeIndex> untold_;    // this sweep\'s, not reported yet
   std::map<Guid, size_t> dropped_told_;      // groups a switch could not hold, as reported
   std::map<fabric::NodeIndex, Plan> plans_;  // this sweep's switches with AR
