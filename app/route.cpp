@@ -52,6 +52,10 @@ void print_traffic(const json& j) {
   for (const char* key : {"traffic", "traffic_rerouted"}) {
     if (!j.contains(key)) continue;
     for (const auto& [p, sides] : j[key].items()) {
+      if (!sides.is_object()) {  // "error": why there is no traffic to show
+        std::printf("  %s: %s\n", key, sides.dump().c_str());
+        continue;
+      }
       const auto& s = sides["static"];
       const auto& a = sides["adaptive"];
       std::printf(

@@ -89,17 +89,20 @@ TrafficResult run_traffic(const fabric::Fabric& f, const Tables& t, Pattern p, b
   // died tells the switches before it (fault routing notifications), which then leave
   // the port leading to it.
   std::map<std::pair<NodeIndex, uint16_t>, int8_t> delivers;  // 1 yes, 0 no, -1 asking
-  std::function<void(NodeIndex, uint16_t, NodeIndex, PortNum, std::vector<PortNum>&)> choices;
+  // `depth`: switches asked on the way here; past 64 (a route longer than any directed
+  // route may be) nothing is delivered.
+  std::function<void(NodeIndex, uint16_t, NodeIndex, PortNum, std::vector<PortNum>&, int)> choices;
   auto arrives = [&](NodeIndex at, uint16_t dlid, NodeIndex dn, PortNum dp, int depth) {
     auto [it, fresh] = delivers.try_emplace({at, dlid}, -1);
     if (!fresh) return it->second == 1;
     std::vector<PortNum> out;
-    if (depth < 64) choices(at, dlid, dn, dp, out);
+    if (depth < 64) choices(at, dlid, dn, dp, out, depth + 1);
     const int8_t yes = out.empty() ? 0 : 1;
     delivers[{at, dlid}] = yes;
     return yes == 1;
   };
-  choices = [&](NodeIndex at, uint16_t dlid, NodeIndex dn, PortNum dp, std::vector<PortNum>& out) {
+  choices = [&](NodeIndex at, uint16_t dlid, NodeIndex dn, PortNum dp, std::vector<PortNum>& out,
+                int depth) {
     out.clear();
     if (!f.node(at).is_switch() || at >= t.lft.size() || dlid >= t.lft[at].size()) return;
     const PortNum st = t.lft[at][dlid];
@@ -112,7 +115,7 @@ TrafficResult run_traffic(const fabric::Fabric& f, const Tables& t, Pattern p, b
       if (q > f.node(at).num_ports || !f.node(at).ports[q].linked()) return false;
       const auto& port = f.node(at).ports[q];
       return (port.peer == dn && port.peer_port == dp) ||
-             (f.node(port.peer).is_switch() && arrives(port.peer, dlid, dn, dp, 0));
+             (f.node(port.peer).is_switch() && arrives(port.peer, dlid, dn, dp, depth));
     };
     if (at < t.ar_group.size() && dlid < t.ar_group[at].size() && at < t.ar_sets.size() &&
         t.ar_group[at][dlid] < t.ar_sets[at].size()) {
@@ -142,7 +145,7 @@ TrafficResult run_traffic(const fabric::Fabric& f, const Tables& t, Pattern p, b
             arrived += w;
             continue;
           }
-          choices(at, dlid, dn, dp, ch);
+          choices(at, dlid, dn, dp, ch, 0);
           if (ch.empty()) continue;  // lost here
           if (o.rule == ArRule::kLeastLoaded && ch.size() > 1) {
             // The port carrying the least so far (the static port on a tie).

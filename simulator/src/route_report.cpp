@@ -55,9 +55,9 @@ json traffic(const fabric::Fabric& f, const routing::Tables& t, const Grading& g
 json traffic_until_reroute(const fabric::Fabric& intact, const fabric::Fabric& broken,
                            const std::string& spec, const routing::Options& ro, const Grading& g) {
   auto chain = routing::EngineChain::parse(spec);
-  if (!chain) return json::object();
+  if (!chain) return {{"error", chain.error().message}};
   auto r = chain->compute(intact, ro);
-  if (!r.tables) return json::object();
+  if (!r.tables) return {{"error", spec + " routes nothing before the failure: " + r.summary()}};
   // The ranks as on the whole fabric: the same flows before and after the failure.
   return traffic_of(broken, *r.tables, g,
                     g.pattern.order.empty() ? routing::topology_order(intact) : g.pattern.order);
