@@ -107,14 +107,64 @@ void ArProgrammer::step(Step s, SweepRun& run) {
   if (s == Step::kActivate) write_info(run);
 }
 
+namespace {
+
+// Whether block b of a table, as weft wants it, is not what the switch is known to hold.
+template <class Block>
+bool differs(const std::map<uint32_t, Block>& held, uint32_t b, const Block& want) {
+  auto it = held.find(b);
+  return it == held.end() || it->second != want;
+}
+
+template <class Block>
+bool any_differs(const std::map<uint32_t, Block>& held, const std::vector<Block>& want) {
+  for (uint32_t b = 0; b < want.size(); ++b)
+    if (differs(held, b, want[b])) return true;
+  return false;
+}
+
+}  // namespace
+
+// How each table goes on the wire, and what counts its writes.
+const ArProgrammer::TableWire<mad::ArGroupBlock> ArProgrammer::kGroupWire{
+    mad::kAttrArGroupTable, mad::ar_group_modifier, mad::encode_ar_group_block,
+    &SweepReport::ar_group_blocks_written, "AR group block"};
+const ArProgrammer::TableWire<mad::ArLftBlock> ArProgrammer::kLftWire{
+    mad::kAttrArLft, mad::ar_lft_modifier, mad::encode_ar_lft_block,
+    &SweepReport::ar_lft_blocks_written, "AR LFT block"};
+
 bool ArProgrammer::changes(const Held& h, const Plan& p) const {
   if (!p.want.on) return false;
-  for (uint32_t b = 0; b < p.want.groups.size(); ++b)
-    if (auto it = h.groups.find(b); it == h.groups.end() || it->second != p.want.groups[b])
-      return true;
-  for (uint32_t b = 0; b < p.want.lft.size(); ++b)
-    if (auto it = h.lft.find(b); it == h.lft.end() || it->second != p.want.lft[b]) return true;
-  return h.info && h.info->sub_grps_active != 0;
+  return any_differs(h.groups, p.want.groups) || any_differs(h.lft, p.want.lft) ||
+         (h.info && h.info->sub_grps_active != 0);
+}
+
+template <class Block>
+void ArProgrammer::write_table(SweepRun& run, NodeIndex n, const std::vector<Block>& want,
+                               std::map<uint32_t, Block> Held::*table, const TableWire<Block>& w) {
+  const Guid g = run.target.node(n).guid;
+  const auto& held = held_[g].*table;
+  for (uint32_t b = 0; b < want.size(); ++b) {
+    if (!differs(held, b, want[b])) continue;
+    const Block blk = want[b];
+    eng_.submit(
+        to_switch(run, n,
+                  mad::SmpRequest::set(w.attr, w.modifier(b), run.d.paths[n], w.encode(blk))),
+        [this, &run, n, g, b, blk, table, &w](Result<mad::Smp> r) {
+          auto& now = held_[g].*table;
+          if (r) {
+            ++(run.rep.*w.written);
+            now[b] = blk;
+            return;
+          }
+          now.erase(b);
+          if (auto pl = plans_.find(n); pl != plans_.end()) pl->second.failed = true;
+          ++run.rep.ar_failures;
+          WEFT_LOG(Warn, "AR-0004")
+              << "switch " << fabric::port_ref(run.target, n, 0) << ": " << w.what << " " << b
+              << ": " << r.error().message << "; AR off there";
+        });
+  }
 }
 
 void ArProgrammer::check(SweepRun& run) {
@@ -323,58 +373,14 @@ void ArProgrammer::write_groups(SweepRun& run) {
       p.failed = true;
       continue;
     }
-    for (uint32_t b = 0; b < p.want.groups.size(); ++b) {
-      auto it = h.groups.find(b);
-      if (it != h.groups.end() && it->second == p.want.groups[b]) continue;
-      const mad::ArGroupBlock blk = p.want.groups[b];
-      eng_.submit(to_switch(run, n,
-                            mad::SmpRequest::set(mad::kAttrArGroupTable, mad::ar_group_modifier(b),
-                                                 run.d.paths[n], mad::encode_ar_group_block(blk))),
-                  [this, &run, n, g, b, blk](Result<mad::Smp> r) {
-                    Held& held = held_[g];
-                    if (r) {
-                      ++run.rep.ar_group_blocks_written;
-                      held.groups[b] = blk;
-                      return;
-                    }
-                    held.groups.erase(b);
-                    if (auto pl = plans_.find(n); pl != plans_.end()) pl->second.failed = true;
-                    ++run.rep.ar_failures;
-                    WEFT_LOG(Warn, "AR-0004")
-                        << "switch " << fabric::port_ref(run.target, n, 0) << ": AR group block "
-                        << b << ": " << r.error().message << "; AR off there";
-                  });
-    }
+    write_table(run, n, p.want.groups, &Held::groups, kGroupWire);
   }
 }
 
 void ArProgrammer::write_lft(SweepRun& run) {
   for (auto& [n, p] : plans_) {
     if (p.failed || !p.want.on) continue;
-    const Guid g = run.target.node(n).guid;
-    Held& h = held_[g];
-    for (uint32_t b = 0; b < p.want.lft.size(); ++b) {
-      auto it = h.lft.find(b);
-      if (it != h.lft.end() && it->second == p.want.lft[b]) continue;
-      const mad::ArLftBlock blk = p.want.lft[b];
-      eng_.submit(to_switch(run, n,
-                            mad::SmpRequest::set(mad::kAttrArLft, mad::ar_lft_modifier(b),
-                                                 run.d.paths[n], mad::encode_ar_lft_block(blk))),
-                  [this, &run, n, g, b, blk](Result<mad::Smp> r) {
-                    Held& held = held_[g];
-                    if (r) {
-                      ++run.rep.ar_lft_blocks_written;
-                      held.lft[b] = blk;
-                      return;
-                    }
-                    held.lft.erase(b);
-                    if (auto pl = plans_.find(n); pl != plans_.end()) pl->second.failed = true;
-                    ++run.rep.ar_failures;
-                    WEFT_LOG(Warn, "AR-0004")
-                        << "switch " << fabric::port_ref(run.target, n, 0) << ": AR LFT block " << b
-                        << ": " << r.error().message << "; AR off there";
-                  });
-    }
+    write_table(run, n, p.want.lft, &Held::lft, kLftWire);
   }
 }
 

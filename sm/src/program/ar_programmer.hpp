@@ -85,6 +85,22 @@ class ArProgrammer final : public Programmer {
                 std::vector<fabric::NodeIndex> rest);
   void planned(SweepRun& run, fabric::NodeIndex n);
   void turn_off(SweepRun& run);
+  // One AR table's blocks (group table, AR LFT) on the wire.
+  template <class Block>
+  struct TableWire {
+    uint16_t attr;
+    uint32_t (*modifier)(uint32_t block);
+    mad::SmpData (*encode)(const Block&);
+    uint64_t SweepReport::*written;  // counts the blocks written
+    const char* what;                // in messages: "AR LFT block"
+  };
+  static const TableWire<mad::ArGroupBlock> kGroupWire;
+  static const TableWire<mad::ArLftBlock> kLftWire;
+  // The blocks of `want` that switch n is not known to hold, written; a failure marks the
+  // plan failed (AR stays off there).
+  template <class Block>
+  void write_table(SweepRun& run, fabric::NodeIndex n, const std::vector<Block>& want,
+                   std::map<uint32_t, Block> Held::*table, const TableWire<Block>& w);
   void write_groups(SweepRun& run);
   void write_lft(SweepRun& run);
   void write_info(SweepRun& run);
