@@ -457,6 +457,48 @@ void adaptive_graph(const Choices& cs, const detail::Channels& ch,
   }
 }
 
+// Whether every inter-switch link joins two heights, leading up one way and down the
+// other: the ground the up/down order argument stands on.
+bool heights_order(const detail::Channels& ch, const detail::Switches& sw,
+                   const std::vector<uint32_t>& height) {
+  for (NodeIndex n : sw.nodes)
+    for (uint32_t c = ch.base[n]; c < ch.base[n + 1]; ++c)
+      if (ch.isl_peer[c] != fabric::kNoNode && height[ch.isl_peer[c]] == height[n]) return false;
+  return true;
+}
+
+// A mark per LID for the LIDs whose routes may turn from down to up.
+std::vector<uint8_t> lid_marks(const std::vector<uint16_t>& lids) {
+  std::vector<uint8_t> marks;
+  for (const uint16_t lid : lids) {
+    if (marks.size() <= lid) marks.resize(size_t(lid) + 1, 0);
+    marks[lid] = 1;
+  }
+  return marks;
+}
+
+// The switches a cycle can pass once only turns break the up/down order: those where
+// routes turn (`turns`) and every switch above them, marked in `keep` (none: no turn);
+// their channels into kept switches are counted in rep.channels.
+std::vector<NodeIndex> turn_closure(const detail::Channels& ch, const detail::Switches& sw,
+                                    const std::vector<std::atomic<uint8_t>>& turns,
+                                    const std::vector<uint32_t>& height, std::vector<uint8_t>& keep,
+                                    CdgReport& rep) {
+  keep.assign(height.size(), 0);
+  std::vector<NodeIndex> q;
+  for (const NodeIndex m : sw.nodes)
+    if (turns[m].load(std::memory_order_relaxed)) keep[m] = 1, q.push_back(m);
+  for (size_t i = 0; i < q.size(); ++i)
+    for (uint32_t c = ch.base[q[i]]; c < ch.base[q[i] + 1]; ++c) {
+      const NodeIndex m = ch.isl_peer[c];
+      if (m != fabric::kNoNode && height[m] > height[q[i]] && !keep[m]) keep[m] = 1, q.push_back(m);
+    }
+  for (const NodeIndex n : q)
+    for (uint32_t c = ch.base[n]; c < ch.base[n + 1]; ++c)
+      rep.channels += ch.isl_peer[c] != fabric::kNoNode && keep[ch.isl_peer[c]];
+  return q;
+}
+
 }  // namespace
 
 CdgReport adaptive_dependencies(const Fabric& f, const Tables& t) {
@@ -481,22 +523,17 @@ CdgReport adaptive_updown_dependencies(const Fabric& f, const Tables& t,
     return adaptive_dependencies(f, t);
   const detail::Channels ch = detail::channels(f);
   const detail::Switches sw = detail::index_switches(f);
-  // Each switch's ports that lead down (to a lower height); a link joining equal heights
-  // leaves the order argument without ground.
+  if (!heights_order(ch, sw, height)) return adaptive_dependencies(f, t);
+  // Each switch's ports that lead down (to a lower height), and up.
   std::vector<Mask> down(f.size(), Mask{}), up(f.size(), Mask{});
   for (NodeIndex n : sw.nodes)
     for (uint32_t c = ch.base[n]; c < ch.base[n + 1]; ++c) {
       const NodeIndex m = ch.isl_peer[c];
       if (m == fabric::kNoNode) continue;
-      if (height[m] == height[n]) return adaptive_dependencies(f, t);
       const PortNum p = ch.port[c];
       (height[m] < height[n] ? down : up)[n][p >> 6] |= uint64_t(1) << (p & 63);
     }
-  std::vector<uint8_t> may_turn;
-  for (const uint16_t lid : turning) {
-    if (may_turn.size() <= lid) may_turn.resize(size_t(lid) + 1, 0);
-    may_turn[lid] = 1;
-  }
+  const std::vector<uint8_t> may_turn = lid_marks(turning);
   const Choices cs(f, t, sw, lid_owners(f));
   // Where some choice arrives going down and some choice leaves going up: only on the
   // way to a turning LID, else the promise is broken (the full check).
@@ -526,20 +563,10 @@ CdgReport adaptive_updown_dependencies(const Fabric& f, const Tables& t,
   });
   if (broken.load()) return adaptive_dependencies(f, t);
   // The turning switches and every switch above them: all a cycle can pass.
-  std::vector<uint8_t> keep(f.size(), 0);
-  std::vector<NodeIndex> q;
-  for (const NodeIndex m : sw.nodes)
-    if (turns[m].load(std::memory_order_relaxed)) keep[m] = 1, q.push_back(m);
-  for (size_t i = 0; i < q.size(); ++i)
-    for (uint32_t c = ch.base[q[i]]; c < ch.base[q[i] + 1]; ++c) {
-      const NodeIndex m = ch.isl_peer[c];
-      if (m != fabric::kNoNode && height[m] > height[q[i]] && !keep[m]) keep[m] = 1, q.push_back(m);
-    }
   CdgReport rep;
+  std::vector<uint8_t> keep;
+  const std::vector<NodeIndex> q = turn_closure(ch, sw, turns, height, keep, rep);
   if (q.empty()) return rep;  // no turn: every dependency follows the order
-  for (const NodeIndex n : q)
-    for (uint32_t c = ch.base[n]; c < ch.base[n + 1]; ++c)
-      rep.channels += ch.isl_peer[c] != fabric::kNoNode && keep[ch.isl_peer[c]];
   std::vector<std::vector<std::vector<uint32_t>>> adj(
       1, std::vector<std::vector<uint32_t>>(ch.count()));
   adaptive_graph(cs, ch, q, keep, adj[0], rep);
@@ -554,18 +581,11 @@ CdgReport updown_dependencies(const Fabric& f, const Tables& t, const std::vecto
   const detail::Switches sw = detail::index_switches(f);
   auto up = [&](NodeIndex a, NodeIndex b) { return height[b] > height[a]; };
   // The order argument needs every link to lead up one way and down the other.
-  for (NodeIndex n : sw.nodes)
-    for (uint32_t c = ch.base[n]; c < ch.base[n + 1]; ++c)
-      if (ch.isl_peer[c] != fabric::kNoNode && height[ch.isl_peer[c]] == height[n])
-        return channel_dependencies(f, t);
+  if (!heights_order(ch, sw, height)) return channel_dependencies(f, t);
   // The switches where a route arrives going down and leaves going up (marked from any
   // thread: relaxed atomic stores of the same value). Only routes to turning LIDs may:
   // a turn on the way to any other LID breaks the promise, and gets the full check.
-  std::vector<uint8_t> may_turn;
-  for (const uint16_t lid : turning) {
-    if (may_turn.size() <= lid) may_turn.resize(size_t(lid) + 1, 0);
-    may_turn[lid] = 1;
-  }
+  const std::vector<uint8_t> may_turn = lid_marks(turning);
   std::vector<std::atomic<uint8_t>> turns(f.size());
   std::atomic<bool> broken{false};
   detail::parallel_for(sw.nodes.size(), [&](size_t i) {
@@ -586,20 +606,10 @@ CdgReport updown_dependencies(const Fabric& f, const Tables& t, const std::vecto
   });
   if (broken.load()) return channel_dependencies(f, t);
   // They and every switch above them: all a cycle can pass.
-  std::vector<uint8_t> keep(f.size(), 0);
-  std::vector<NodeIndex> q;
-  for (const NodeIndex m : sw.nodes)
-    if (turns[m].load(std::memory_order_relaxed)) keep[m] = 1, q.push_back(m);
-  for (size_t i = 0; i < q.size(); ++i)
-    for (uint32_t c = ch.base[q[i]]; c < ch.base[q[i] + 1]; ++c) {
-      const NodeIndex m = ch.isl_peer[c];
-      if (m != fabric::kNoNode && up(q[i], m) && !keep[m]) keep[m] = 1, q.push_back(m);
-    }
   CdgReport rep;
+  std::vector<uint8_t> keep;
+  const std::vector<NodeIndex> q = turn_closure(ch, sw, turns, height, keep, rep);
   if (q.empty()) return rep;  // no turn: every dependency follows the order
-  for (const NodeIndex n : q)
-    for (uint32_t c = ch.base[n]; c < ch.base[n + 1]; ++c)
-      rep.channels += ch.isl_peer[c] != fabric::kNoNode && keep[ch.isl_peer[c]];
   std::vector<std::vector<std::vector<uint32_t>>> adj(
       1, std::vector<std::vector<uint32_t>>(ch.count()));
   single_vl_dependencies(f, t, ch, q, keep, lid_owners(f), adj[0], rep);
