@@ -2,6 +2,7 @@
 // or switches, routes it with one or more engines (or a fallback chain), or reads
 // another SM's LFT dump, and grades every result with the same analyzer.
 #include "commands.hpp"
+#include "summary.hpp"
 #include "weft/read_file.hpp"
 
 #include <unistd.h>
@@ -44,30 +45,6 @@ std::vector<std::string> split(const std::string& list) {
 
 double ms_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-}
-
-// Flow-level traffic lines: per pattern, static beside adaptive; with failures, until the
-// SM reroutes ("traffic") and after ("traffic_rerouted").
-void print_traffic(const json& j) {
-  for (const char* key : {"traffic", "traffic_rerouted"}) {
-    if (!j.contains(key)) continue;
-    for (const auto& [p, sides] : j[key].items()) {
-      if (!sides.is_object()) {  // "error": why there is no traffic to show
-        std::printf("  %s: %s\n", key, sides.dump().c_str());
-        continue;
-      }
-      const auto& s = sides["static"];
-      const auto& a = sides["adaptive"];
-      std::printf(
-          "  %s %-11s busiest link %.4g static, %.4g adaptive; slowest flow %.3f, %.3f; "
-          "mean %.3f, %.3f; black-holed %llu, %llu\n",
-          key, p.c_str(), s["max_link_flows"].get<double>(), a["max_link_flows"].get<double>(),
-          s["min_flow_throughput"].get<double>(), a["min_flow_throughput"].get<double>(),
-          s["mean_flow_throughput"].get<double>(), a["mean_flow_throughput"].get<double>(),
-          s["blackholed_flows"].get<unsigned long long>(),
-          a["blackholed_flows"].get<unsigned long long>());
-    }
-  }
 }
 
 void print_table(const json& rows) {

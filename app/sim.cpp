@@ -222,17 +222,8 @@ int cmd_sim(int argc, char** argv) {
             rep->ar_enabled, rep->ar_static, av.entries,
             av.ok() ? ", every group port nearer" : "");
       if (!av.ok()) std::printf("    first: %s\n", av.first_problem.c_str());
-      const nlohmann::json flows = traffic.traffic.empty()
-                                       ? nlohmann::json::object()
-                                       : simulator::traffic(sim.model(), held, traffic);
-      for (const auto& [p, sides] : flows.items())
-        std::printf(
-            "  traffic  %s: busiest link %.4g static, %.4g adaptive; slowest flow %.3f, "
-            "%.3f\n",
-            p.c_str(), sides["static"]["max_link_flows"].get<double>(),
-            sides["adaptive"]["max_link_flows"].get<double>(),
-            sides["static"]["min_flow_throughput"].get<double>(),
-            sides["adaptive"]["min_flow_throughput"].get<double>());
+      if (!traffic.traffic.empty())
+        print_traffic({{"traffic", simulator::traffic(sim.model(), held, traffic)}});
     }
     if (!rep->subnet_up || !vr.ok() || !av.ok()) rc = 1;
   }

@@ -1,5 +1,7 @@
 #include "summary.hpp"
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 #include <cstdio>
 #include <vector>
@@ -108,6 +110,30 @@ Result<void> dump_model(const po::variables_map& vm, const sm::SubnetSnapshot* s
   if (!fp || std::fwrite(text.data(), 1, text.size(), fp) != text.size() || std::fclose(fp) != 0)
     return fail(Errc::kIo, "--dump-model " + path + ": cannot write");
   return {};
+}
+
+// Flow-level traffic lines: per pattern, static beside adaptive; with failures, until the
+// SM reroutes ("traffic") and after ("traffic_rerouted").
+void print_traffic(const nlohmann::json& j) {
+  for (const char* key : {"traffic", "traffic_rerouted"}) {
+    if (!j.contains(key)) continue;
+    for (const auto& [p, sides] : j[key].items()) {
+      if (!sides.is_object()) {  // "error": why there is no traffic to show
+        std::printf("  %s: %s\n", key, sides.dump().c_str());
+        continue;
+      }
+      const auto& s = sides["static"];
+      const auto& a = sides["adaptive"];
+      std::printf(
+          "  %s %-11s busiest link %.4g static, %.4g adaptive; slowest flow %.3f, %.3f; "
+          "mean %.3f, %.3f; black-holed %llu, %llu\n",
+          key, p.c_str(), s["max_link_flows"].get<double>(), a["max_link_flows"].get<double>(),
+          s["min_flow_throughput"].get<double>(), a["min_flow_throughput"].get<double>(),
+          s["mean_flow_throughput"].get<double>(), a["mean_flow_throughput"].get<double>(),
+          s["blackholed_flows"].get<unsigned long long>(),
+          a["blackholed_flows"].get<unsigned long long>());
+    }
+  }
 }
 
 }  // namespace weft::app
