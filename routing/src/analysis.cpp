@@ -144,6 +144,15 @@ RouteMetrics analyze(const Fabric& f, const Tables& t) {
 
 namespace {
 
+// The VLs layered tables' paths use (1 for single-VL tables).
+uint32_t path_vls(const Tables& t, const detail::Switches& sw) {
+  uint32_t vls = 1;
+  if (!t.path_sl.empty())
+    for (NodeIndex n : sw.nodes)
+      for (uint8_t v : t.path_sl.at(n)) vls = std::max<uint32_t>(vls, v + 1u);
+  return vls;
+}
+
 // Single-VL dependencies among the channels whose two ends are both kept (`keep`,
 // per node; every switch when empty), deduplicated, into adj[0]: channel (n, p)
 // depends on (m, q) exactly when n sends some LID in use over p to m and m sends it
@@ -345,10 +354,7 @@ CdgReport channel_dependencies(const Fabric& f, const Tables& t) {
   auto is_isl = [&](NodeIndex n, PortNum p) { return ch.isl(n, p) != ~0u; };
   const detail::Switches sw = detail::index_switches(f);
   const bool layered = !t.path_sl.empty();
-  uint32_t vls = 1;
-  if (layered)
-    for (NodeIndex n : sw.nodes)
-      for (uint8_t v : t.path_sl.at(n)) vls = std::max<uint32_t>(vls, v + 1u);
+  const uint32_t vls = path_vls(t, sw);
   rep.vls = vls;
   // adj[v][a]: channels that a leads to on VL v (deduplicated: out-degree <= ports).
   std::vector<std::vector<std::vector<uint32_t>>> adj(
@@ -457,6 +463,75 @@ void adaptive_graph(const Choices& cs, const detail::Channels& ch,
   }
 }
 
+// The same for layered tables, per VL: a packet keeps the SL it entered the switches with
+// (path_sl of its first switch), so on VL v it may reach every switch that some choice
+// leads to from a switch whose SL to the LID is v, and each of those switches' choices
+// adds its dependencies to VL v's graph. LIDs in parallel, each slice into masks of its
+// own (per VL and channel: the ports at the channel's head), merged at the end.
+void layered_adaptive_graph(const Choices& cs, const Tables& t, const detail::Channels& ch,
+                            const detail::Switches& sw, uint32_t vls,
+                            std::vector<std::vector<std::vector<uint32_t>>>& adj, CdgReport& rep) {
+  const auto& base = ch.base;
+  const size_t nch = base.back(), nodes = base.size() - 1;
+  std::vector<uint16_t> lids;
+  for (size_t lid = 1; lid < cs.in_use.size(); ++lid)
+    if (cs.in_use[lid]) lids.push_back(static_cast<uint16_t>(lid));
+  const size_t slices = std::clamp<size_t>(std::thread::hardware_concurrency(), 1, 4);
+  std::vector<std::vector<Mask>> next(slices);  // [slice][v * nch + channel]
+  detail::parallel_for(
+      slices,
+      [&](size_t slice) {
+        auto& into = next[slice];
+        into.assign(size_t(vls) * nch, Mask{});
+        std::vector<uint32_t> seen(nodes, 0);
+        std::vector<NodeIndex> queue;
+        uint32_t stamp = 0;
+        Mask here, there;
+        for (size_t i = slice; i < lids.size(); i += slices) {
+          const uint16_t lid = lids[i];
+          for (uint32_t v = 0; v < vls; ++v) {
+            ++stamp;
+            queue.clear();
+            for (const NodeIndex n : sw.nodes) {
+              const auto& slr = t.path_sl[n];  // a switch without an SL walks on every VL
+              if (lid < slr.size() && slr[lid] != v) continue;
+              seen[n] = stamp;
+              queue.push_back(n);
+            }
+            Mask* const mv = into.data() + size_t(v) * nch;
+            for (size_t k = 0; k < queue.size(); ++k) {
+              const NodeIndex n = queue[k];
+              if (!cs.of(n, lid, here)) continue;
+              const uint32_t b0 = base[n], nports = base[n + 1] - base[n];
+              each_port(here, [&](PortNum p) {
+                if (p >= nports) return;
+                const NodeIndex m = ch.isl_peer[b0 + p];
+                if (m == fabric::kNoNode || !cs.of(m, lid, there)) return;
+                Mask& to = mv[b0 + p];
+                for (unsigned w = 0; w < 4; ++w) to[w] |= there[w];
+                if (seen[m] != stamp) seen[m] = stamp, queue.push_back(m);
+              });
+            }
+          }
+        }
+      },
+      1);
+  for (uint32_t v = 0; v < vls; ++v)
+    for (uint32_t a = 0; a < nch; ++a) {
+      const NodeIndex m = ch.isl_peer[a];
+      if (m == fabric::kNoNode) continue;
+      Mask bits{};
+      for (const auto& s : next)
+        for (unsigned w = 0; w < 4; ++w) bits[w] |= s[size_t(v) * nch + a][w];
+      each_port(bits, [&](PortNum q) {
+        const uint32_t d = ch.isl(m, q);
+        if (d == ~0u) return;
+        adj[v][a].push_back(d);
+        ++rep.dependencies;
+      });
+    }
+}
+
 // Whether every inter-switch link joins two heights, leading up one way and down the
 // other: the ground the up/down order argument stands on.
 bool heights_order(const detail::Channels& ch, const detail::Switches& sw,
@@ -502,14 +577,18 @@ std::vector<NodeIndex> turn_closure(const detail::Channels& ch, const detail::Sw
 }  // namespace
 
 CdgReport adaptive_dependencies(const Fabric& f, const Tables& t) {
-  if (!t.path_sl.empty() || t.ar_group.empty()) return channel_dependencies(f, t);
+  if (t.ar_group.empty()) return channel_dependencies(f, t);
   CdgReport rep;
   const detail::Channels ch = detail::channels(f);
   const detail::Switches sw = detail::index_switches(f);
   const Choices cs(f, t, sw, lid_owners(f));
+  rep.vls = path_vls(t, sw);
   std::vector<std::vector<std::vector<uint32_t>>> adj(
-      1, std::vector<std::vector<uint32_t>>(ch.count()));
-  adaptive_graph(cs, ch, sw.nodes, {}, adj[0], rep);
+      rep.vls, std::vector<std::vector<uint32_t>>(ch.count()));
+  if (t.path_sl.empty())
+    adaptive_graph(cs, ch, sw.nodes, {}, adj[0], rep);
+  else
+    layered_adaptive_graph(cs, t, ch, sw, rep.vls, adj, rep);
   for (NodeIndex n = 0; n < f.size(); ++n)
     for (const auto& p : f.node(n).ports) rep.channels += ch.isl(n, p.num) != ~0u;
   find_cycle(adj, rep);
@@ -564,6 +643,7 @@ CdgReport adaptive_updown_dependencies(const Fabric& f, const Tables& t,
   if (broken.load()) return adaptive_dependencies(f, t);
   // The turning switches and every switch above them: all a cycle can pass.
   CdgReport rep;
+  rep.part = true;
   std::vector<uint8_t> keep;
   const std::vector<NodeIndex> q = turn_closure(ch, sw, turns, height, keep, rep);
   if (q.empty()) return rep;  // no turn: every dependency follows the order
@@ -607,6 +687,7 @@ CdgReport updown_dependencies(const Fabric& f, const Tables& t, const std::vecto
   if (broken.load()) return channel_dependencies(f, t);
   // They and every switch above them: all a cycle can pass.
   CdgReport rep;
+  rep.part = true;
   std::vector<uint8_t> keep;
   const std::vector<NodeIndex> q = turn_closure(ch, sw, turns, height, keep, rep);
   if (q.empty()) return rep;  // no turn: every dependency follows the order

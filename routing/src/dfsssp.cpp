@@ -14,9 +14,10 @@ using fabric::Fabric;
 using fabric::NodeIndex;
 
 Routed DfssspEngine::compute(const Fabric& f, const Options& o) const {
-  // Paths: traffic-balanced minimal routes (balanced.cpp). No adaptive groups: the
-  // layers are checked link by link, and a packet moved to a parallel link would add
-  // dependencies no layer was checked with.
+  // Paths: traffic-balanced minimal routes (balanced.cpp). Adaptive groups: the parallel
+  // links to each route's next switch. The balancing may have kept each VL acyclic only
+  // by spreading LIDs over distinct parallel links, so the chain checks every layer over
+  // the groups' ports, and drops them where a cycle closes.
   auto st = detail::start(f);
   if (!st) {
     st.error().message = "dfsssp: " + st.error().message;
@@ -34,6 +35,7 @@ Routed DfssspEngine::compute(const Fabric& f, const Options& o) const {
   if (channel_dependencies(f, out).acyclic) {
     out.notes.push_back("dfsssp: the balanced routes have no dependency cycle: 1 VL");
     out.deadlock_free = true;
+    if (o.adaptive) detail::parallel_link_groups(f, st->sw, out);
     return out;
   }
 
@@ -46,6 +48,7 @@ Routed DfssspEngine::compute(const Fabric& f, const Options& o) const {
       " branches whole, then " + std::to_string(layered->paths) + " paths one by one; " +
       std::to_string(int(out.vls)) + " VLs, each acyclic; SL i must map to VL i on every port");
   out.deadlock_free = true;
+  if (o.adaptive) detail::parallel_link_groups(f, st->sw, out);
   return out;
 }
 

@@ -106,26 +106,25 @@ namespace {
 
 // Adaptive routing must not open a credit loop the static tables closed: an engine that
 // promises deadlock freedom keeps its groups only if the dependencies over every port a
-// packet may take (each group's, not only the static port) have no cycle; a layered
-// engine offers none (a group's ports would carry each layer's packets). Otherwise the
-// groups are dropped, with the reason in the notes: static tables for that engine.
+// packet may take (each group's, not only the static port) have no cycle, on every VL
+// of layered tables. Otherwise the groups are dropped, with the reason in the notes:
+// static tables for that engine.
 void check_groups(const fabric::Fabric& f, std::string_view engine, Tables& t) {
   if (!t.deadlock_free) return;
   std::string why;
-  if (!t.path_sl.empty()) {
-    why = "its paths are layered on " + std::to_string(t.vls) + " VLs";
-  } else if (const CdgReport c =
-                 t.updown_height.empty()
-                     ? adaptive_dependencies(f, t)
-                     : adaptive_updown_dependencies(f, t, t.updown_height, t.updown_turning);
-             !c.acyclic) {
+  if (const CdgReport c = t.updown_height.empty() ? adaptive_dependencies(f, t)
+                                                  : adaptive_updown_dependencies(
+                                                        f, t, t.updown_height, t.updown_turning);
+      !c.acyclic) {
     why = "its groups close a credit loop (a dependency cycle of " +
-          std::to_string(c.cycle_length) + " channels)";
+          std::to_string(c.cycle_length) + " channels" +
+          (c.vls > 1 ? " on VL " + std::to_string(c.cyclic_vl) : std::string()) + ")";
   } else {
     t.notes.push_back(
         std::string(engine) + ": adaptive routing checked before programming: " +
         std::to_string(c.dependencies) + " channel dependencies over every group port" +
-        (t.updown_height.empty() ? "" : " (of the up/down check's part)") + ", no cycle");
+        (c.part ? " (of the up/down check's part)" : "") +
+        (c.vls > 1 ? " on " + std::to_string(c.vls) + " VLs" : std::string()) + ", no cycle");
     return;
   }
   t.ar_group.clear();
@@ -151,10 +150,10 @@ ChainResult EngineChain::compute(const fabric::Fabric& f, const Options& o) cons
                        "cycle of " + std::to_string(c.cycle_length) + " channels on VL " +
                        std::to_string(c.cyclic_vl) + "); not programmed");
       else
-        t->notes.push_back(
-            std::string(e->name()) + ": deadlock freedom checked before " +
-            "programming: " + std::to_string(c.dependencies) + " channel dependencies" +
-            (t->updown_height.empty() ? "" : " (of the up/down check's part)") + ", no cycle");
+        t->notes.push_back(std::string(e->name()) + ": deadlock freedom checked before " +
+                           "programming: " + std::to_string(c.dependencies) +
+                           " channel dependencies" +
+                           (c.part ? " (of the up/down check's part)" : "") + ", no cycle");
     }
     if (t && !t->ar_group.empty()) check_groups(f, e->name(), *t);
     if (t) {

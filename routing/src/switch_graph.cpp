@@ -164,20 +164,17 @@ void updown_groups(const Fabric& f, const Switches& sw, Tables& t) {
   t.ar_group.assign(f.size(), {});
   t.ar_sets.assign(f.size(), {});
   for (const NodeIndex n : sw.nodes) t.ar_group[n].assign(t.lft[n].size(), Tables::kNoArGroup);
-  std::vector<uint8_t> turning(size_t(t.top_lid) + 1, 0);
-  for (const uint16_t lid : t.updown_turning)
-    if (lid < turning.size()) turning[lid] = 1;
   // The CA LIDs by the switch they hang on (a switch's own LID carries management
-  // traffic only: it keeps its static route).
+  // traffic only: it keeps its static route). LIDs whose routes may turn (some switch
+  // without CAs has no up*down* way to them and was bridged) get groups too, only on
+  // the switches that have an up*down* way; the chain's check judges the turns.
   std::vector<std::vector<uint16_t>> lids_at(f.size());
   std::vector<NodeIndex> dests;
   for (const LidOwner& o : lid_owners(f)) {
     const auto& nd = f.node(o.node);
     if (nd.is_switch()) continue;
     const NodeIndex s = nd.ports[o.port].peer;
-    if (s == fabric::kNoNode || !f.node(s).is_switch() || o.lid.value >= turning.size() ||
-        turning[o.lid.value])
-      continue;
+    if (s == fabric::kNoNode || !f.node(s).is_switch() || o.lid.value > t.top_lid) continue;
     if (lids_at[s].empty()) dests.push_back(s);
     lids_at[s].push_back(o.lid.value);
   }

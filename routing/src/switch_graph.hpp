@@ -145,8 +145,10 @@ void parallel_link_groups(const fabric::Fabric& f, const Switches& sw, Tables& t
 // entry whose static port leads up gets every up port to a switch one hop nearer the
 // LID's switch by an up*down* way; one that leads down, every down port to a switch
 // one hop nearer going down whose own entry for the LID leads down too (or that holds
-// the LID). Any mix of choices stays up*down* and minimal. LIDs in updown_turning get
-// none. Without heights, or with a link joining equal heights: parallel_link_groups.
+// the LID). Any mix of choices stays up*down* and minimal. Switch LIDs get none, nor
+// does a switch without an up*down* way to a LID (its route there is bridged, and may
+// turn: the chain's check judges those turns against the groups). Without heights, or
+// with a link joining equal heights: parallel_link_groups.
 void updown_groups(const fabric::Fabric& f, const Switches& sw, Tables& t);
 
 }  // namespace weft::routing::detail

@@ -417,17 +417,13 @@ Routed UpDownEngine::compute(const Fabric& f, const Options& o) const {
       }
       layered = *l;
     }
-    if (!layered) {
-      promise(std::move(turning));
-      if (o.adaptive) detail::updown_groups(f, sw, out);
-    } else {
-      // Layered routes no longer follow one order: the chain checks them in full. No
-      // adaptive groups (as dfsssp): a packet moved to a parallel link would add
-      // dependencies no layer was checked with.
-      if (o.adaptive)
-        out.notes.push_back(std::string(name()) +
-                            ": no adaptive-routing groups: the routes are layered over VLs");
-      out.deadlock_free = true;
+    // Groups for the CA LIDs where a switch has an up*down* way to them; none for the
+    // bridged (switch, LID) pairs.
+    promise(std::move(turning));
+    if (o.adaptive) detail::updown_groups(f, sw, out);
+    if (layered) {
+      // Layered routes no longer follow one order: the chain checks them in full, and
+      // their groups per VL over every port a packet may take.
       out.updown_height.clear();
       out.updown_turning.clear();
     }

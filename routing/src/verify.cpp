@@ -172,4 +172,12 @@ AdaptiveVerifyReport verify_adaptive(const Fabric& f, const Tables& t, const Cho
   return rep;
 }
 
+ChoiceFn group_choices(const Tables& t) {
+  return [&t](fabric::NodeIndex n, uint16_t lid, std::vector<PortNum>& out) {
+    if (n >= t.ar_group.size() || lid >= t.ar_group[n].size()) return;
+    const uint16_t g = t.ar_group[n][lid];
+    if (g != Tables::kNoArGroup && g < t.ar_sets[n].size()) out = t.ar_sets[n][g];
+  };
+}
+
 }  // namespace weft::routing

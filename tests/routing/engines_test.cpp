@@ -17,6 +17,7 @@
 #include "weft/routing/analysis.hpp"
 #include "weft/routing/lft_dump.hpp"
 #include "weft/routing/torus.hpp"
+#include "weft/routing/traffic.hpp"
 #include "weft/routing/verify.hpp"
 #include "weft/simulator/whatif.hpp"
 
@@ -1016,16 +1017,69 @@ TEST(Chain, AdaptiveGroupsThatWouldCloseACreditLoopAreDroppedBeforeProgramming) 
       return n.find("adaptive routing checked before programming") != std::string::npos;
     })) << engine;
   }
-  // Layered tables (dfsssp's, on two VLs here) get no groups.
+  // Layered tables (dfsssp's, on several VLs here) are checked per VL over every port a
+  // packet of that VL may take: the greedy groups close a loop within a layer.
   auto layered = EngineChain::of({std::make_shared<GreedyGroups>("dfsssp")}).compute(f, o);
   ASSERT_TRUE(layered.tables) << layered.summary();
   ASSERT_GT(layered.tables->vls, 1);
   EXPECT_TRUE(layered.tables->ar_sets.empty());
   EXPECT_TRUE(
       std::any_of(layered.tables->notes.begin(), layered.tables->notes.end(), [](const auto& n) {
-        return n.find("no adaptive-routing groups offered: its paths are layered") !=
-               std::string::npos;
+        return n.find(
+                   "greedy: no adaptive-routing groups offered: its groups close a credit "
+                   "loop") != std::string::npos &&
+               n.find(" on VL ") != std::string::npos;
       }));
+  EXPECT_TRUE(channel_dependencies(f, *layered.tables).acyclic);
+}
+
+// Layered tables keep groups that leave every layer acyclic: updn on a degraded tree (2
+// VLs) its up*down* groups for the CA LIDs, ftree on a tree with a failed leaf uplink (2
+// VLs) its up-then-down ones; each checked in full per VL before programming, and
+// minimal and loop-free.
+TEST(Adaptive, LayeredTablesKeepGroupsThatLeaveEveryLayerAcyclic) {
+  Options o;
+  o.adaptive = true;
+  const Fabric degraded = build({"ft3:pods=6,leaves=6,aggs=6,hosts=6,cores=6", 6});
+  Fabric cut = with_lids("ft3:pods=4,leaves=4,aggs=4,hosts=4,cores=4");
+  cut.disconnect(*cut.find_by_name("leaf0-0"), 5);
+  for (auto [f, engine] :
+       {std::pair<const Fabric*, const char*>{&degraded, "updn"}, {&cut, "ftree"}}) {
+    SCOPED_TRACE(engine);
+    auto r = EngineChain::parse(engine)->compute(*f, o);
+    ASSERT_TRUE(r.tables) << r.summary();
+    const Tables& t = *r.tables;
+    ASSERT_GT(t.vls, 1);
+    ASSERT_FALSE(t.ar_sets.empty());
+    const CdgReport c = adaptive_dependencies(*f, t);
+    EXPECT_TRUE(c.acyclic);
+    EXPECT_EQ(c.vls, t.vls);
+    EXPECT_FALSE(c.part);
+    EXPECT_TRUE(std::any_of(t.notes.begin(), t.notes.end(), [&](const auto& n) {
+      return n.find(std::string(engine) + ": adaptive routing checked before programming") !=
+                 std::string::npos &&
+             n.find(" over every group port on " + std::to_string(t.vls) + " VLs, no cycle") !=
+                 std::string::npos;
+    }));
+    size_t entries = 0;
+    for (const auto& row : t.ar_group)
+      entries += size_t(std::count_if(row.begin(), row.end(),
+                                      [](uint16_t g) { return g != Tables::kNoArGroup; }));
+    EXPECT_GT(entries, 0u);
+    const auto v = verify_adaptive(*f, t, group_choices(t));
+    EXPECT_TRUE(v.ok()) << v.first_problem;
+    EXPECT_EQ(v.entries, entries);
+    // By effect: over random permutations the busiest links, summed, at most 0.6x the
+    // static tables' (the mark; a cut core link must not leave its pod's hosts
+    // without groups).
+    double fixed = 0, adaptive = 0;
+    TrafficOptions to;
+    for (to.seed = 1; to.seed <= 5; ++to.seed) {
+      fixed += run_traffic(*f, t, Pattern::kPermutation, false, to).max_link_flows;
+      adaptive += run_traffic(*f, t, Pattern::kPermutation, true, to).max_link_flows;
+    }
+    EXPECT_LE(adaptive, 0.6 * fixed) << "static " << fixed << ", adaptive " << adaptive;
+  }
 }
 
 // updn's groups on graphs that are no trees: what the chain keeps is checked to be free of
@@ -1046,12 +1100,7 @@ TEST(Adaptive, UpDownGroupsOnAnyGraphAreCheckedAndOnTreesReachOtherSwitches) {
     if (t.ar_sets.empty()) continue;
     ++kept;
     EXPECT_TRUE(adaptive_dependencies(f, t).acyclic);
-    auto choices = [&t](NodeIndex n, uint16_t lid, std::vector<PortNum>& out) {
-      if (n < t.ar_group.size() && lid < t.ar_group[n].size() &&
-          t.ar_group[n][lid] != Tables::kNoArGroup)
-        out = t.ar_sets[n][t.ar_group[n][lid]];
-    };
-    const auto v = verify_adaptive(f, t, choices);
+    const auto v = verify_adaptive(f, t, group_choices(t));
     EXPECT_TRUE(v.ok()) << v.first_problem;
     if (std::string(spec).starts_with("ft3")) {
       size_t elsewhere = 0;

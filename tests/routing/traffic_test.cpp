@@ -119,11 +119,7 @@ TEST(Traffic, AdaptiveChoicesAreCheckedToBringEveryHopNearer) {
   o.adaptive = true;
   auto t = (*make_engine("ftree"))->compute(f, o);
   ASSERT_TRUE(t) << t.error().message;
-  auto groups = [&t](fabric::NodeIndex n, uint16_t lid, std::vector<PortNum>& out) {
-    if (n >= t->ar_group.size() || lid >= t->ar_group[n].size()) return;
-    const uint16_t g = t->ar_group[n][lid];
-    if (g != Tables::kNoArGroup) out = t->ar_sets[n][g];
-  };
+  const auto groups = group_choices(*t);
   const auto good = verify_adaptive(f, *t, groups);
   EXPECT_TRUE(good.ok()) << good.first_problem;
   EXPECT_GT(good.entries, 0u);

@@ -40,13 +40,14 @@ struct CdgReport {
   uint64_t dependencies = 0;  // summed over VLs
   bool acyclic = true;        // every VL's graph
   uint32_t vls = 1;           // VLs the paths use
+  bool part = false;          // the up/down checks' cheaper part, not every channel
   int cyclic_vl = -1;         // a VL with a cycle, when not acyclic
   size_t cycle_length = 0;    // of one cycle found, when not acyclic
 };
 CdgReport channel_dependencies(const fabric::Fabric& f, const Tables& t);
 // The same over every port a packet may take under adaptive routing: on each switch, to
-// each LID, the static port and every port of its AR group (Tables::ar_*). Single-VL
-// tables only: layered tables get channel_dependencies (their groups are not offered).
+// each LID, the static port and every port of its AR group (Tables::ar_*). Layered
+// tables: per VL, every switch a packet that entered on that VL may reach by any choice.
 CdgReport adaptive_dependencies(const fabric::Fabric& f, const Tables& t);
 // The same, exact and cheaper, for tables that route up*/down* (as updown_dependencies):
 // a cycle must pass a switch where some choice arrives going down and some choice

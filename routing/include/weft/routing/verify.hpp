@@ -41,5 +41,7 @@ struct AdaptiveVerifyReport {
 using ChoiceFn = std::function<void(fabric::NodeIndex, uint16_t, std::vector<PortNum>&)>;
 AdaptiveVerifyReport verify_adaptive(const fabric::Fabric& f, const Tables& t,
                                      const ChoiceFn& choices);
+// The choices the tables' own groups give (Tables::ar_group, ar_sets); `t` must outlive it.
+ChoiceFn group_choices(const Tables& t);
 
 }  // namespace weft::routing
