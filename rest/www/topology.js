@@ -431,12 +431,27 @@
       for (const p of full.port_list || [])
         if (p.peer) rows.push([`port ${p.port}`, `${p.state} ${p.width || ""} ${p.speed || ""} → ${p.peer.name}`]);
       d.appendChild(table(rows));
+      if (n.type === "switch") d.appendChild(arTable(await api("/api/v1/switches/" + n.guid + "/ar")));
     } catch (e) {
       const p = document.createElement("p");
       p.className = "error";
       p.textContent = e.message;
       d.appendChild(p);
     }
+  }
+
+  // A switch's adaptive routing as /api/v1/switches/{guid}/ar gives it.
+  function arTable(ar) {
+    const st = !ar.asked ? "not asked" : !ar.supported ? "unsupported" : ar.enabled ? "on" : "off";
+    const rows = [["adaptive routing", st]];
+    if (ar.asked && ar.supported) {
+      rows.push(["GroupCap", ar.group_cap], ["GroupTop", ar.group_top],
+                ["groups", (ar.groups || []).length], ["LIDs routed adaptively", (ar.entries || []).length]);
+      for (const g of (ar.groups || []).slice(0, 8)) rows.push([`group ${g.group}`, "ports " + g.ports.join(", ")]);
+    }
+    const t = table(rows);
+    t.dataset.ar = st;
+    return t;
   }
 
   async function showLink(l) {

@@ -238,9 +238,13 @@ def main():
             try:
                 page.wait("document.querySelector('#details h2') && "
                           "document.querySelector('#details h2').textContent === 'leaf0' && "
-                          "document.querySelectorAll('#details table').length === 2", 5)
+                          "document.querySelectorAll('#details table').length === 3 && "
+                          "document.querySelector('#details table[data-ar]') !== null", 5)
             except CdpError:
                 raise b.Failure("no details of leaf0 on click: " + page.eval("document.querySelector('#details').innerText"))
+            # Its adaptive routing as the SM holds it: not asked for on this fabric.
+            ar_state = page.eval("document.querySelector('#details table[data-ar]').dataset.ar")
+            check(ar_state == "not asked", "leaf0's adaptive routing shown as %r" % ar_state)
             page.screenshot(os.path.join(work, "topology.png"))
 
             # Unlink leaf0/3 in ibsim: its link changes colour within 2 s.
