@@ -275,6 +275,39 @@ TEST(ArSweep, AResetSwitchIsRewrittenAndArNoLongerAskedForIsTurnedOff) {
   EXPECT_EQ(quiet->ar_info_sets + quiet->ar_blocks_read, 0u) << "nothing asked of AR any more";
 }
 
+// A switch that refuses to turn AR off (its Set answered with an error) is visited again
+// in every sweep until it is seen off, though AR is no longer asked for.
+TEST(ArSweep, ASwitchThatRefusedToTurnArOffIsVisitedUntilItIsOff) {
+  ScratchDir dir("weft-ar");
+  SimFabric sim = sim_with({.ar_group_cap = 64});
+  SimTransport t(sim, {});
+  SmOptions o = ar_opts(dir);
+  SubnetManager sm(t, o);
+  ASSERT_TRUE(sm.sweep());
+  ASSERT_EQ(check_held(sim), switches(sim));
+  const NodeIndex leaf = *sim.model().find_by_name("leaf1");
+  sim.refuse_sets(leaf, mad::kAttrArInfo, true);
+  o.routing_engine = "ftree";
+  sm.set_options(o);
+  for (int i = 0; i < 2; ++i) {
+    auto rep = sm.sweep();
+    ASSERT_TRUE(rep && rep->subnet_up);
+    EXPECT_EQ(rep->ar_failures, 1u) << "sweep " << i;
+    EXPECT_TRUE(sim.ar(leaf).info.enabled) << "sweep " << i;
+    EXPECT_EQ(check_held(sim), 1u) << "only the refusing switch still holds AR";
+  }
+  sim.refuse_sets(leaf, mad::kAttrArInfo, false);
+  auto off = sm.sweep();
+  ASSERT_TRUE(off && off->subnet_up);
+  EXPECT_EQ(off->ar_failures, 0u);
+  EXPECT_EQ(off->ar_info_sets, 1u) << "only the switch that was left on";
+  EXPECT_FALSE(sim.ar(leaf).info.enabled);
+  EXPECT_EQ(check_held(sim), 0u);
+  auto quiet = sm.sweep();
+  ASSERT_TRUE(quiet && quiet->subnet_up);
+  EXPECT_EQ(quiet->ar_info_sets + quiet->ar_blocks_read + quiet->ar_failures, 0u);
+}
+
 // Another SM (here an earlier weft asked for AR) left adaptive routing on; a weft that is
 // not asked for AR turns it off in its first sweep as master, and asks nothing of AR after.
 TEST(ArSweep, ArLeftOnByAnotherSmIsTurnedOffWhenNotAskedFor) {

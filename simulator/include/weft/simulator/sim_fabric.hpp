@@ -13,6 +13,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <vector>
 
 #include "weft/fabric/fabric.hpp"
@@ -185,6 +186,14 @@ class SimFabric {
 
   // Faults.
   void set_unresponsive(fabric::NodeIndex n, bool on) { dead_.at(n) = on ? 1 : 0; }
+  // Node `n` answers every Set of `attr` with an error status and changes nothing (a
+  // device whose firmware rejects the write); `on` false ends it.
+  void refuse_sets(fabric::NodeIndex n, uint16_t attr, bool on) {
+    if (on)
+      refused_.insert({n, attr});
+    else
+      refused_.erase({n, attr});
+  }
   // Takes a link down (both ends DOWN, switches flag a port state change).
   void unlink(fabric::NodeIndex n, PortNum p);
   // Links (n, p) and (m, q) again (both ends INIT, switches flag a port state change).
@@ -221,6 +230,7 @@ class SimFabric {
   std::vector<uint8_t> lifetime_;
   std::vector<uint8_t> psc_;
   std::vector<uint8_t> dead_;
+  std::set<std::pair<fabric::NodeIndex, uint16_t>> refused_;  // refuse_sets
   std::vector<std::vector<uint8_t>> subnet_timeout_;
   std::vector<std::vector<std::vector<uint16_t>>> pkeys_;           // [node][port]
   std::vector<std::vector<qos::Sl2Vl>> sl2vl_;                      // [node][in * (N+1) + out]
