@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <deque>
+#include <map>
 #include <set>
 
 #include "sim_sm.hpp"
@@ -273,6 +274,81 @@ TEST(ArSweep, AResetSwitchIsRewrittenAndArNoLongerAskedForIsTurnedOff) {
   auto quiet = sm.sweep();
   ASSERT_TRUE(quiet && quiet->subnet_up);
   EXPECT_EQ(quiet->ar_info_sets + quiet->ar_blocks_read, 0u) << "nothing asked of AR any more";
+}
+
+// A degraded 3-level tree (updn layers its routes on 2 VLs there) gets its groups too,
+// checked on every VL; a link cut later rewrites only the groups and entries it touched.
+TEST(ArSweep, ADegradedTreeIsProgrammedAndALinkCutRewritesOnlyWhatItTouched) {
+  ScratchDir dir("weft-ar");
+  auto f = make_fabric("ft3:pods=6,leaves=6,aggs=6,hosts=6,cores=6");
+  ASSERT_TRUE(f);
+  SimFabric sim(std::move(*f), {.ar_group_cap = 64});
+  // Cut links as bench_ar.py's degraded tree does not matter here: two core links of one
+  // aggregation switch, so that the pods it served need bridged turns.
+  const NodeIndex agg = *sim.model().find_by_name("agg0-0");
+  for (PortNum p = 1; p <= sim.model().node(agg).num_ports; ++p)
+    if (sim.model().node(agg).ports[p].linked() &&
+        sim.model().node(sim.model().node(agg).ports[p].peer).name.starts_with("core")) {
+      sim.unlink(agg, p);
+      break;
+    }
+  SimTransport t(sim, {});
+  SubnetManager sm(t, ar_opts(dir, "ar_updn"));
+  auto first = sm.sweep();
+  ASSERT_TRUE(first && first->subnet_up) << (first ? first->reason : first.error().message);
+  EXPECT_TRUE(readback(sim).ok());
+  EXPECT_GT(first->ar_enabled, 0u);
+  EXPECT_EQ(check_held(sim), first->ar_enabled);
+  auto again = sm.sweep();
+  ASSERT_TRUE(again && again->subnet_up);
+  EXPECT_EQ(again->ar_group_blocks_written + again->ar_lft_blocks_written + again->ar_info_sets,
+            0u);
+  // One more link out: a leaf's uplink. What the switches hold before and after.
+  std::map<NodeIndex, SimFabric::ArState> before;
+  for (NodeIndex n = 0; n < sim.model().size(); ++n)
+    if (sim.model().node(n).is_switch()) before[n] = sim.ar(n);
+  const NodeIndex leaf = *sim.model().find_by_name("leaf2-3");
+  sim.unlink(leaf, 7);
+  auto cut = sm.sweep();
+  ASSERT_TRUE(cut && cut->subnet_up) << (cut ? cut->reason : cut.error().message);
+  EXPECT_TRUE(readback(sim).ok());
+  EXPECT_EQ(check_held(sim), cut->ar_enabled);
+  // Blocks written = blocks changed; and a group whose ports did not change keeps its
+  // number, so entries change only where their route did.
+  size_t group_blocks = 0, lft_blocks = 0, renumbered = 0, kept = 0;
+  for (const auto& [n, was] : before) {
+    const auto& now = sim.ar(n);
+    for (size_t b = 0; b * kArGroupsPerBlock < now.groups.size(); ++b)
+      for (size_t e = b * kArGroupsPerBlock; e < (b + 1) * kArGroupsPerBlock; ++e)
+        if (e < now.groups.size() && now.groups[e] != was.groups.at(e)) {
+          ++group_blocks;
+          break;
+        }
+    for (size_t b = 0; b * kArLftLids < now.lft.size(); ++b)
+      for (size_t e = b * kArLftLids; e < (b + 1) * kArLftLids && e < now.lft.size(); ++e)
+        if (!(now.lft[e] == was.lft.at(e))) {
+          ++lft_blocks;
+          break;
+        }
+    for (uint16_t g = 1; g <= was.info.group_top; ++g) {
+      if (was.groups.at(g) == ArPortMask{}) continue;
+      bool same = false, elsewhere = false;
+      for (uint16_t h = 1; h <= now.info.group_top; ++h)
+        if (now.groups.at(h) == was.groups.at(g)) (h == g ? same : elsewhere) = true;
+      kept += same;
+      renumbered += elsewhere && !same;
+    }
+  }
+  EXPECT_EQ(cut->ar_group_blocks_written, group_blocks);
+  EXPECT_EQ(cut->ar_lft_blocks_written, lft_blocks);
+  EXPECT_GT(kept, 0u);
+  EXPECT_EQ(renumbered, 0u) << kept << " groups kept their numbers";
+  // So the AR tables change about as much as the static ones (updn routes afresh).
+  EXPECT_GT(cut->ar_lft_blocks_written, 0u);
+  EXPECT_LT(double(cut->ar_lft_blocks_written) / double(first->ar_lft_blocks_written),
+            1.5 * double(cut->lft_blocks_written) / double(first->lft_blocks_written))
+      << "AR LFT blocks " << first->ar_lft_blocks_written << ", then " << cut->ar_lft_blocks_written
+      << "; LFT blocks " << first->lft_blocks_written << ", then " << cut->lft_blocks_written;
 }
 
 // A switch that refuses to turn AR off (its Set answered with an error) is visited again

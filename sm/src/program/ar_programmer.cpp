@@ -3,6 +3,8 @@
 #include "ar_programmer.hpp"
 
 #include <algorithm>
+#include <array>
+#include <map>
 #include <numeric>
 #include <utility>
 
@@ -16,7 +18,8 @@ namespace weft::sm {
 using fabric::NodeIndex;
 
 ArProgrammer::Want ArProgrammer::want_of(const routing::Tables& t, NodeIndex n, uint16_t cap,
-                                         bool on) {
+                                         bool on,
+                                         const std::map<uint32_t, mad::ArGroupBlock>& held) {
   Want w;
   if (!on || n >= t.ar_sets.size() || n >= t.ar_group.size() || n >= t.lft.size()) return w;
   const auto& sets = t.ar_sets[n];
@@ -42,18 +45,45 @@ ArProgrammer::Want ArProgrammer::want_of(const routing::Tables& t, NodeIndex n, 
     }
     kept.push_back(i);
   }
-  std::sort(kept.begin(), kept.end());  // numbered in the engine's order
-  for (size_t k = 0; k < kept.size(); ++k) number[kept[k]] = uint16_t(k + 1);
-  w.group_top = uint16_t(kept.size());
+  std::sort(kept.begin(), kept.end());  // the engine's order
+  // Numbers: a kept group keeps the number the switch holds it under (so that a reroute
+  // rewrites only the groups and entries it changed: weft's choice, as the engines
+  // number their groups afresh each time); the others take the lowest free numbers, in
+  // the engine's order. Masks are keyed as words (GCC 12 at -O3 warns falsely on
+  // comparing byte arrays, -Wstringop-overread).
+  using Key = std::array<uint64_t, 4>;
+  auto key_of = [](const mad::ArPortMask& m) {
+    Key k{};
+    for (size_t i = 0; i < m.size(); ++i) k[i / 8] |= uint64_t(m[i]) << (8 * (i % 8));
+    return k;
+  };
+  std::map<Key, uint16_t> was;  // held mask -> its number
+  for (size_t g = 1; g <= room; ++g)
+    if (auto b = held.find(uint32_t(g / mad::kArGroupsPerBlock)); b != held.end())
+      was.emplace(key_of(b->second[g % mad::kArGroupsPerBlock]), uint16_t(g));
+  std::vector<uint8_t> taken(room + 1, 0);
+  std::vector<mad::ArPortMask> mask(kept.size());
+  for (size_t k = 0; k < kept.size(); ++k) {
+    for (PortNum p : sets[kept[k]]) mad::ar_mask_set(mask[k], p);
+    if (auto it = was.find(key_of(mask[k])); it != was.end() && !taken[it->second])
+      number[kept[k]] = it->second, taken[it->second] = 1;
+  }
+  uint16_t next = 1;
+  for (size_t k = 0; k < kept.size(); ++k) {
+    if (number[kept[k]]) continue;
+    while (taken[next]) ++next;
+    number[kept[k]] = next;
+    taken[next] = 1;
+  }
+  for (size_t k = 0; k < kept.size(); ++k) w.group_top = std::max(w.group_top, number[kept[k]]);
   w.on = w.group_top > 0;
   if (!w.on) return w;
-  // Entries 0 .. group_top.
+  // Entries 0 .. group_top; numbers no kept group has are left empty.
   w.groups.assign((size_t(w.group_top) + mad::kArGroupsPerBlock) / mad::kArGroupsPerBlock,
                   mad::ArGroupBlock{});
   for (size_t k = 0; k < kept.size(); ++k) {
-    const uint16_t g = uint16_t(k + 1);
-    for (PortNum p : sets[kept[k]])
-      mad::ar_mask_set(w.groups[g / mad::kArGroupsPerBlock][g % mad::kArGroupsPerBlock], p);
+    const uint16_t g = number[kept[k]];
+    w.groups[g / mad::kArGroupsPerBlock][g % mad::kArGroupsPerBlock] = mask[k];
   }
   const auto& lft = t.lft[n];
   w.lft.assign(size_t(t.top_lid) / mad::kArLftLids + 1, mad::ArLftBlock{});
@@ -280,7 +310,9 @@ void ArProgrammer::planned(SweepRun& run, NodeIndex n) {
   Held& h = held_[g];
   ++run.rep.ar_capable;
   Plan& p = plans_[n];
-  p.want = want_of(run.tables, n, h.info->group_cap, run.adaptive);
+  static const std::map<uint32_t, mad::ArGroupBlock> kNone;  // held with sub-groups: no hint
+  p.want = want_of(run.tables, n, h.info->group_cap, run.adaptive,
+                   h.info->sub_grps_active == 0 ? h.groups : kNone);
   run.rep.ar_groups_dropped += p.want.dropped;
   if (p.want.dropped && std::exchange(dropped_told_[g], p.want.dropped) != p.want.dropped) {
     WEFT_LOG(Info, "AR-0003") << "switch " << fabric::port_ref(run.target, n, 0) << ": GroupCap "

@@ -55,8 +55,10 @@ class ArProgrammer final : public Programmer {
     size_t dropped = 0;                     // groups GroupCap could not hold
   };
   // Switch n's groups (Tables::ar_sets, ar_group) fitted into `cap` groups: the groups
-  // most LIDs use are kept, the LIDs of the others routed statically there.
-  static Want want_of(const routing::Tables& t, fabric::NodeIndex n, uint16_t cap, bool on);
+  // most LIDs use are kept, the LIDs of the others routed statically there. A kept group
+  // the switch `held` (its group table blocks, one sub-group a group) keeps its number.
+  static Want want_of(const routing::Tables& t, fabric::NodeIndex n, uint16_t cap, bool on,
+                      const std::map<uint32_t, mad::ArGroupBlock>& held = {});
   // What the switches of `f` hold as far as weft knows (for the published snapshot).
   std::map<uint64_t, ArView> view(const fabric::Fabric& f) const;
 
