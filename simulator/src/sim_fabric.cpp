@@ -39,6 +39,7 @@ SimFabric::SimFabric(fabric::Fabric f, SimDefaults d) : f_(std::move(f)), d_(d) 
   pce_.resize(n);
   pma_caps_.assign(n, 0x1300);
   ar_.resize(n);
+  for (NodeIndex i = 0; i < n; ++i) set_cc(i, d_.cc_agents ? CcSupport::kAgent : CcSupport::kNone);
   // ibsim's power-on tables: 0xffff at P_Key index 0; SL2VL 0-14 and 15 -> 7; arbitration
   // low VL0:0 VL1..:4, high VL0:4 VL1..:0.
   qos::Sl2Vl sl2vl0;
@@ -368,7 +369,8 @@ std::optional<SimFabric::Hop> SimFabric::lid_route(NodeIndex src, PortNum src_po
 
 SimFabric::Outcome SimFabric::process(const MadBuf& req, NodeIndex sm_node, PortNum sm_port,
                                       Lid dlid) {
-  if (req[1] == perf::kClassPerf) return process_gmp(req, sm_node, sm_port, dlid);
+  if (req[1] == perf::kClassPerf || req[1] == cc::kClassCc)
+    return process_gmp(req, sm_node, sm_port, dlid);
   Outcome out;
   auto dec = decode_smp(req.data(), req.size());
   if (!dec || dec->is_response()) return out;
@@ -435,6 +437,12 @@ SimFabric::Outcome SimFabric::process_gmp(const MadBuf& req, NodeIndex sm_node, 
   // LID routed to the PMA of the port that owns `dlid` (a switch's: port 0's LID).
   auto hop = lid_route(sm_node, sm_port, dlid.value, &out.hops);
   if (!hop || dead_[hop->node]) return out;
+  if (dec->mgmt_class == cc::kClassCc) {
+    const PortNum at = f_.node(hop->node).is_switch() ? PortNum(0) : hop->port;
+    if (auto r = cc_.handle(hop->node, at, *dec, clock_ ? clock_->now() : mad::TimePoint{0}))
+      out.reply = encode_gmp(*r);
+    return out;
+  }
   ++pma_queries_;
   Gmp r = *dec;
   r.method = kMethodGetResp;
@@ -854,6 +862,15 @@ uint16_t SimFabric::port_info(bool set, NodeIndex n, PortNum in_port, uint32_t m
   }
   data = encode_port_info(make_port_info(n, p));
   return 0;
+}
+
+void SimFabric::set_cc(NodeIndex n, CcSupport s) {
+  const auto& nd = f_.node(n);
+  if (nd.is_switch()) {
+    cc_.add(n, 0, true, nd.num_ports, s, 0);
+    return;
+  }
+  for (PortNum p = 1; p <= nd.num_ports; ++p) cc_.add(n, p, false, 0, s, d_.cc_table_cap);
 }
 
 }  // namespace weft::simulator

@@ -22,6 +22,7 @@
 #include "weft/mad/mad.hpp"
 #include "weft/perf/counters.hpp"
 #include "weft/routing/engine.hpp"
+#include "weft/simulator/sim_cc.hpp"
 
 namespace weft::simulator {
 
@@ -48,6 +49,11 @@ struct SimDefaults {
   // As ibsim: a vendor attribute a device does not hold (AR on a switch without it) is
   // dropped without an answer, so the sender sees a timeout, not "unsupported".
   bool drops_unknown_attrs = false;
+  // Congestion-control agents (class 0x21, weft/simulator/sim_cc.hpp) on every switch and
+  // CA port; none by default (ibsim has none), a CC MAD then goes unanswered. CAs hold
+  // cc_table_cap CongestionControlTable blocks (64 entries each).
+  bool cc_agents = false;
+  uint8_t cc_table_cap = 2;
 };
 
 class SimFabric {
@@ -110,6 +116,11 @@ class SimFabric {
     std::vector<mad::ArLftEntry> lft;
   };
   const ArState& ar(fabric::NodeIndex sw) const { return ar_.at(sw); }
+  // Congestion-control agents: what each holds (find(node, port), a switch's at port 0),
+  // and set_cc to give one node's agents another support (none, refusing, an agent).
+  SimCc& cc() { return cc_; }
+  const SimCc& cc() const { return cc_; }
+  void set_cc(fabric::NodeIndex n, CcSupport s);
   void set_ar_cap(fabric::NodeIndex sw, uint16_t group_cap);
   // The ports switch `sw` may send a packet to `lid` by under the AR it holds (AR on, the
   // AR LFT entry not static: its group's ports); none otherwise (routing::ChoiceFn).
@@ -238,6 +249,7 @@ class SimFabric {
   std::vector<std::vector<PortExtras>> extras_;                     // [node][port]
   std::vector<std::vector<std::vector<uint16_t>>> mft_;  // [switch][position][MLID - 0xC000]
   std::vector<ArState> ar_;                              // [node]; empty for CAs
+  SimCc cc_;
   uint16_t ar_attr(const mad::Smp& s, fabric::NodeIndex n, mad::SmpData& data);
   std::map<uint16_t, size_t> sets_, lid_sets_;
   std::vector<std::vector<MKeyState>> mkey_;             // [node][port]

@@ -1,0 +1,61 @@
+// weft/simulator/sim_cc.hpp — congestion-control agents (class 0x21, IBTA vol. 1 Annex
+// A10) for the in-process simulator: one per switch (port 0) and per CA port, holding
+// the attributes weft/cc/wire.hpp encodes, with the CC_Key checked as the annex asks.
+//
+// weft's reading of the annex where the simulator must choose (and a manager must cope):
+// - a device with a CC_Key other than 0 discards a MAD carrying another key, counts a
+//   CC_KeyViolation and, when CC_KeyLeasePeriod is not 0 and the protect bit is set,
+//   starts the lease: a lease that runs out with no MAD carrying the right key clears
+//   the key (no protection), as an M_Key lease clears the M_Key's protection;
+// - a device without an agent (CcSupport::kNone) never answers (no CC at all, as a MAD
+//   to a class nobody registered); kRefuses answers status 0x0004 (class unsupported);
+// - reading CongestionLog clears it (entries and counter).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <vector>
+
+#include "weft/cc/wire.hpp"
+#include "weft/mad/clock.hpp"
+#include "weft/mad/mad.hpp"
+
+namespace weft::simulator {
+
+enum class CcSupport : uint8_t { kNone, kRefuses, kAgent };
+
+struct CcDevice {
+  CcSupport support = CcSupport::kNone;
+  bool is_switch = false;
+  uint8_t ports = 0;  // a switch's ports (for SwitchPortCongestionSetting blocks)
+  cc::CongestionInfo info;
+  cc::CongestionKeyInfo key;
+  std::optional<mad::TimePoint> lease_end;  // a violation started the lease
+  cc::SwitchCongestionSetting sw;
+  std::vector<cc::SwitchPortCongestionBlock> port_blocks;
+  cc::CaCongestionSetting ca;
+  std::vector<cc::CongestionControlTableBlock> cct;  // info.control_table_cap blocks
+  cc::CongestionLog log;
+  uint64_t gets = 0, sets = 0;  // answered
+};
+
+class SimCc {
+ public:
+  // Makes device (node, port): a switch's is port 0's.
+  CcDevice& add(uint32_t node, uint8_t port, bool is_switch, uint8_t ports, CcSupport s,
+                uint8_t table_cap);
+  CcDevice* find(uint32_t node, uint8_t port);
+  const CcDevice* find(uint32_t node, uint8_t port) const;
+  // The answer of device (node, port) to request `req` at `now`: nullopt when it does
+  // not answer (no agent, a wrong key).
+  std::optional<mad::Gmp> handle(uint32_t node, uint8_t port, const mad::Gmp& req,
+                                 mad::TimePoint now);
+  uint64_t mads() const { return mads_; }  // CC MADs that reached a device
+
+ private:
+  std::map<std::pair<uint32_t, uint8_t>, CcDevice> dev_;
+  uint64_t mads_ = 0;
+};
+
+}  // namespace weft::simulator

@@ -1,0 +1,133 @@
+#include "weft/simulator/sim_cc.hpp"
+
+#include <chrono>
+
+namespace weft::simulator {
+
+namespace {
+
+constexpr uint16_t kStatusBadClass = 0x0004;   // class or version unsupported
+constexpr uint16_t kStatusBadMethod = 0x000C;  // method / attribute unsupported
+constexpr uint16_t kStatusBadValue = 0x001C;   // invalid attribute value or modifier
+
+}  // namespace
+
+CcDevice& SimCc::add(uint32_t node, uint8_t port, bool is_switch, uint8_t ports, CcSupport s,
+                     uint8_t table_cap) {
+  CcDevice& d = dev_[{node, is_switch ? uint8_t(0) : port}];
+  d = CcDevice{};
+  d.support = s;
+  d.is_switch = is_switch;
+  d.ports = ports;
+  if (is_switch) {
+    d.port_blocks.resize(size_t(ports) / cc::kPortsPerBlock + 1);
+    d.log.log_type = cc::kLogSwitch;
+  } else {
+    d.info.control_table_cap = table_cap;
+    d.cct.resize(table_cap);
+    d.log.log_type = cc::kLogCa;
+  }
+  return d;
+}
+
+CcDevice* SimCc::find(uint32_t node, uint8_t port) {
+  auto it = dev_.find({node, port});
+  return it == dev_.end() ? nullptr : &it->second;
+}
+
+const CcDevice* SimCc::find(uint32_t node, uint8_t port) const {
+  auto it = dev_.find({node, port});
+  return it == dev_.end() ? nullptr : &it->second;
+}
+
+std::optional<mad::Gmp> SimCc::handle(uint32_t node, uint8_t port, const mad::Gmp& req,
+                                      mad::TimePoint now) {
+  CcDevice* d = find(node, port);
+  if (!d || d->support == CcSupport::kNone) return std::nullopt;
+  ++mads_;
+  mad::Gmp r = req;
+  r.method = mad::kMethodGetResp;
+  auto answer = [&](uint16_t status) {
+    r.status = status;
+    return std::optional<mad::Gmp>(r);
+  };
+  if (d->support == CcSupport::kRefuses || req.class_version != cc::kClassVersion)
+    return answer(kStatusBadClass);
+  // The CC_Key: a lease that ran out leaves the key unprotected.
+  if (d->lease_end && now >= *d->lease_end) {
+    d->key.cc_key = 0;
+    d->lease_end.reset();
+  }
+  if (d->key.cc_key != 0 && cc::key_of(req) != d->key.cc_key) {
+    ++d->key.violations;
+    if (d->key.protect && d->key.lease_period && !d->lease_end)
+      d->lease_end = now + std::chrono::seconds(d->key.lease_period);
+    return std::nullopt;
+  }
+  d->lease_end.reset();
+  const bool set = req.method == mad::kMethodSet;
+  if (!set && req.method != mad::kMethodGet) return answer(kStatusBadMethod);
+  const cc::Data in = cc::data_of(req);
+  cc::Data out{};
+  cc::LogData log_out{};
+  switch (req.attr_id) {
+    case cc::kAttrCongestionInfo:
+      if (set) return answer(kStatusBadMethod);
+      out = cc::encode(d->info);
+      break;
+    case cc::kAttrCongestionKeyInfo:
+      if (set) {
+        d->key = cc::decode_congestion_key_info(in);
+        d->lease_end.reset();
+      }
+      out = cc::encode(d->key);
+      break;
+    case cc::kAttrCongestionLog:
+      if (set) return answer(kStatusBadMethod);
+      log_out = cc::encode(d->log);
+      d->log.event_counter = 0;
+      d->log.threshold_event_map = 0;
+      d->log.switch_entries.clear();
+      d->log.ca_entries.clear();
+      d->log.port_map = {};
+      break;
+    case cc::kAttrSwitchCongestionSetting:
+      if (!d->is_switch) return answer(kStatusBadMethod);
+      if (set) d->sw = cc::decode_switch_congestion_setting(in);
+      out = cc::encode(d->sw);
+      break;
+    case cc::kAttrSwitchPortCongestionSetting:
+      if (!d->is_switch) return answer(kStatusBadMethod);
+      if (req.attr_mod >= d->port_blocks.size()) return answer(kStatusBadValue);
+      if (set) d->port_blocks[req.attr_mod] = cc::decode_switch_port_congestion_block(in);
+      out = cc::encode(d->port_blocks[req.attr_mod]);
+      break;
+    case cc::kAttrCaCongestionSetting:
+      if (d->is_switch) return answer(kStatusBadMethod);
+      if (set) d->ca = cc::decode_ca_congestion_setting(in);
+      out = cc::encode(d->ca);
+      break;
+    case cc::kAttrCongestionControlTable:
+      if (d->is_switch) return answer(kStatusBadMethod);
+      if (req.attr_mod >= d->cct.size()) return answer(kStatusBadValue);
+      if (set) d->cct[req.attr_mod] = cc::decode_cct_block(in);
+      out = cc::encode(d->cct[req.attr_mod]);
+      break;
+    case cc::kAttrTimeStamp:
+      if (set) return answer(kStatusBadMethod);
+      // In units of 1.024 us (1,024 ns), wrapping.
+      out = cc::encode_time_stamp(static_cast<uint32_t>(now.count() / 1024));
+      break;
+    default:
+      return answer(kStatusBadMethod);
+  }
+  ++(set ? d->sets : d->gets);
+  if (req.attr_id == cc::kAttrCongestionLog)
+    r = cc::request(r.method, r.attr_id, r.attr_mod, cc::key_of(req), log_out);
+  else
+    r = cc::request(r.method, r.attr_id, r.attr_mod, cc::key_of(req), out);
+  r.tid = req.tid;
+  return r;
+}
+
+}  // namespace weft::simulator
