@@ -6,6 +6,7 @@
 
 #include "commands.hpp"
 #include "sm_config.hpp"
+#include "weft/cc/options.hpp"
 #include "weft/config/option_files.hpp"
 #include "weft/durable_file.hpp"
 #include "weft/qos/vl_tables.hpp"
@@ -120,6 +121,19 @@ int cmd_config(int argc, char** argv) {
         std::printf("qos %-16s sl2vl %s, high limit %d, %zu high and %zu low arbitration entries\n",
                     name, qos::sl2vl_str(c->sl2vl).c_str(), c->high_limit, c->high.size(),
                     c->low.size());
+    }
+    auto cco = cc::cc_from_options(v);
+    if (!cco) {
+      ++errors;
+      std::printf("error: %s\n", cco.error().message.c_str());
+    } else if (cco->enabled) {
+      size_t sls = 0;
+      for (unsigned sl = 0; sl < 16; ++sl) sls += (cco->ca.control_map >> sl) & 1;
+      std::printf(
+          "congestion control: %s, switch Control_Map 0x%08x, CA entries for %zu SLs, a table "
+          "of %zu entries (%zu blocks)\n",
+          cco->key ? "a CC_Key" : "no CC_Key", cco->sw.control_map, sls, cco->cct.size(),
+          cco->cct_blocks().size());
     }
     // The state store as the daemon would open it (nothing is contacted).
     auto st = state_store(v, "weft config check", v.get_str("state_dir") + "/partitions.rest.conf");

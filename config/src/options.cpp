@@ -86,6 +86,48 @@ std::vector<OptionSpec> build_table() {
        "error thresholds in infiniband-diags' error_thresholds grammar (Name=count; empty: its "
        "defaults, SymbolErrorCounter=10 ... VL15Dropped=100), counted within "
        "perfmgr_health_window_s"},
+      // Congestion control (IBTA Annex A10), OpenSM's options read as OpenSM reads them
+      // (weft/cc/options.hpp).
+      {"congestion_control", Type::kBool, "FALSE", 0, 0, true,
+       "TRUE: program congestion control into every switch and CA port whose CongestionInfo "
+       "answers (the master, after each sweep)"},
+      {"cc_key", Type::kString, "0x0000000000000000", 0, 0, true,
+       "CC_Key set in every device and carried by every CC MAD (0 = none)"},
+      {"cc_max_outstanding_mads", Type::kInt, "500", 1, 65535, true,
+       "CC MADs on the wire at once (within the MAD engine's GMP window)"},
+      {"cc_sw_cong_setting_control_map", Type::kString, "0x0", 0, 0, true,
+       "SwitchCongestionSetting Control_Map: which of its fields a Set applies (32 bits)"},
+      {"cc_sw_cong_setting_victim_mask", Type::kString,
+       "0x0000000000000000000000000000000000000000000000000000000000000000", 0, 0, true,
+       "ports (bit i: port i, up to 256 bits in hex) that mark even when they are the victim"},
+      {"cc_sw_cong_setting_credit_mask", Type::kString,
+       "0x0000000000000000000000000000000000000000000000000000000000000000", 0, 0, true,
+       "ports (bit i: port i) where credit starvation is detected"},
+      {"cc_sw_cong_setting_threshold", Type::kInt, "0x00", 0, 15, true,
+       "how readily a switch port marks FECN (0 none .. 15 most)"},
+      {"cc_sw_cong_setting_packet_size", Type::kInt, "0", 0, 255, true,
+       "packets smaller than this many 64-byte credits are not marked"},
+      {"cc_sw_cong_setting_credit_starvation_threshold", Type::kInt, "0x00", 0, 15, true,
+       "credit starvation threshold (0 .. 15)"},
+      {"cc_sw_cong_setting_credit_starvation_return_delay", Type::kString, "0:0", 0, 0, true,
+       "credit starvation return delay, SHIFT:MULTIPLIER (0..3 : 0..16383)"},
+      {"cc_sw_cong_setting_marking_rate", Type::kInt, "0", 0, 65535, true,
+       "packets between two FECN marks"},
+      {"cc_ca_cong_setting_port_control", Type::kInt, "0x0000", 0, 65535, true,
+       "CACongestionSetting Port_Control"},
+      {"cc_ca_cong_setting_control_map", Type::kInt, "0x0000", 0, 65535, true,
+       "SLs (bit i: SL i) whose CA congestion entry applies"},
+      {"cc_ca_cong_setting_ccti_timer", Type::kString, "0 0", 0, 0, true,
+       "SL VALUE: that SL's CCTI_Timer (one line per SL)"},
+      {"cc_ca_cong_setting_ccti_increase", Type::kString, "0 0", 0, 0, true,
+       "SL VALUE: that SL's CCTI_Increase (one line per SL)"},
+      {"cc_ca_cong_setting_trigger_threshold", Type::kString, "0 0", 0, 0, true,
+       "SL VALUE: that SL's Trigger_Threshold (one line per SL)"},
+      {"cc_ca_cong_setting_ccti_min", Type::kString, "0 0", 0, 0, true,
+       "SL VALUE: that SL's CCTI_Min (one line per SL)"},
+      {"cc_cct", Type::kString, "", 0, 0, true,
+       "the CA congestion control table, SHIFT:MULTIPLIER,... (up to 128 entries; empty: "
+       "CCTI_Limit 0 as OpenSM sends)"},
       {"perfmgr_metrics_ca_ports", Type::kBool, "TRUE", 0, 0, true,
        "FALSE: /metrics carries switch ports' counter series only (large fabrics)"},
       {"perfmgr_health_window_s", Type::kInt, "3600", 1, 31536000, true,
@@ -288,7 +330,8 @@ Result<void> check_value(const OptionSpec& o, std::string_view name, const std::
       return fail(Errc::kInvalidInput,
                   origin + ": " + n + " wants TRUE or FALSE, got \"" + value + "\"");
   }
-  if (name == "guid" || name == "sm_key" || name == "sa_key" || name == "m_key") {
+  if (name == "guid" || name == "sm_key" || name == "sa_key" || name == "m_key" ||
+      name == "cc_key") {
     char* end = nullptr;
     errno = 0;
     (void)std::strtoull(value.c_str(), &end, 0);
@@ -538,26 +581,6 @@ const std::vector<ForeignOption>& opensm_only_options() {
       {"console", "off"},
       {"console_port", "10000"},
       {"suppress_sl2vl_mad_status_errors", "FALSE"},
-      {"congestion_control", "FALSE"},
-      {"cc_key", "0x0000000000000000"},
-      {"cc_max_outstanding_mads", "500"},
-      {"cc_sw_cong_setting_control_map", "0x0"},
-      {"cc_sw_cong_setting_victim_mask",
-       "0x0000000000000000000000000000000000000000000000000000000000000000"},
-      {"cc_sw_cong_setting_credit_mask",
-       "0x0000000000000000000000000000000000000000000000000000000000000000"},
-      {"cc_sw_cong_setting_threshold", "0x00"},
-      {"cc_sw_cong_setting_packet_size", "0"},
-      {"cc_sw_cong_setting_credit_starvation_threshold", "0x00"},
-      {"cc_sw_cong_setting_credit_starvation_return_delay", "0:0"},
-      {"cc_sw_cong_setting_marking_rate", "0"},
-      {"cc_ca_cong_setting_port_control", "0x0000"},
-      {"cc_ca_cong_setting_control_map", "0x0000"},
-      {"cc_ca_cong_setting_ccti_timer", "0 0"},
-      {"cc_ca_cong_setting_ccti_increase", "0 0"},
-      {"cc_ca_cong_setting_trigger_threshold", "0 0"},
-      {"cc_ca_cong_setting_ccti_min", "0 0"},
-      {"cc_cct", "(null)"},
       {"prefix_routes_file", "/etc/opensm/prefix-routes.conf"},
       {"consolidate_ipv6_snm_req", "FALSE"},
       {"log_prefix", "(null)"},
@@ -636,7 +659,19 @@ Result<void> set(Values& v, std::string_view name, std::string_view value_in,
   // OpenSM writes "(null)" for an engine it leaves to its default.
   if (name == "routing_engine" && value.empty()) value = std::string(o->default_value);
   v.v_[std::string(name)] = {value, origin};
+  if (per_sl(name)) v.each_[std::string(name)].emplace_back(value, origin);
   return {};
+}
+
+bool per_sl(std::string_view name) {
+  return name == "cc_ca_cong_setting_ccti_timer" || name == "cc_ca_cong_setting_ccti_increase" ||
+         name == "cc_ca_cong_setting_trigger_threshold" || name == "cc_ca_cong_setting_ccti_min";
+}
+
+const std::vector<std::pair<std::string, std::string>>& Values::each(std::string_view name) const {
+  static const std::vector<std::pair<std::string, std::string>> kNone;
+  auto it = each_.find(name);
+  return it == each_.end() ? kNone : it->second;
 }
 
 Result<void> load_text(std::string_view text, const std::string& source, Values& v) {

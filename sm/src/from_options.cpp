@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <sstream>
 
+#include "weft/cc/options.hpp"
 #include "weft/config/option_files.hpp"
 #include "weft/log.hpp"
 #include "weft/mad/from_options.hpp"
@@ -65,6 +66,9 @@ Result<SmOptions> sm_from_options(const config::Values& v) {
   auto perf = perf::perf_from_options(v);
   if (!perf) return std::unexpected(perf.error());
   o.perf = std::move(*perf);
+  auto cc = cc::cc_from_options(v);
+  if (!cc) return std::unexpected(cc.error());
+  o.cc = std::move(*cc);
   o.max_op_vls = static_cast<uint8_t>(v.get_int("max_op_vls"));
   o.subnet_timeout = static_cast<uint8_t>(v.get_int("subnet_timeout"));
   o.packet_life_time = static_cast<uint8_t>(v.get_int("packet_life_time"));

@@ -62,10 +62,10 @@ TEST(Options, EveryErrorOfAFileIsReported) {
 TEST(Options, OpenSmOnlyOptionsAreKnownAndReportedWhenTheyWouldMatter) {
   Values v = defaults();
   auto r = load_text(
-      "subnet_prefix 0xfe80000000000000\n"   // OpenSM's default: no effect either way
-      "local_phy_errors_threshold 0x8\n"     // = 0x08, OpenSM's default written otherwise
-      "perfmgr_redir FALSE\n"                // not implemented, and asked for: reported
-      "cc_ca_cong_setting_ccti_timer 0 0\n"  // multi-word values
+      "subnet_prefix 0xfe80000000000000\n"  // OpenSM's default: no effect either way
+      "local_phy_errors_threshold 0x8\n"    // = 0x08, OpenSM's default written otherwise
+      "perfmgr_redir FALSE\n"               // not implemented, and asked for: reported
+      "log_prefix (null)\n"                 // how OpenSM writes an empty string
       "sm_sl 0\n",
       "opensm.conf", v);
   ASSERT_TRUE(r) << r.error().message;

@@ -62,6 +62,8 @@ class Values {
   const std::vector<std::string>& warnings() const { return warnings_; }
   // OpenSM options a file set to OpenSM's own default (no effect either way).
   size_t opensm_defaults_seen() const { return opensm_defaults_; }
+  // Options given once per SL (per_sl): every value set, in order, with its origin.
+  const std::vector<std::pair<std::string, std::string>>& each(std::string_view name) const;
 
  private:
   friend Values defaults();
@@ -70,7 +72,12 @@ class Values {
   std::map<std::string, std::pair<std::string, std::string>, std::less<>> v_;  // value, origin
   std::vector<std::string> warnings_;
   size_t opensm_defaults_ = 0;
+  std::map<std::string, std::vector<std::pair<std::string, std::string>>, std::less<>> each_;
 };
+
+// Options OpenSM takes once per SL ("cc_ca_cong_setting_ccti_timer SL VALUE" on one line
+// per SL): each line sets its SL, Values::each keeps them all.
+bool per_sl(std::string_view name);
 
 Values defaults();
 // Validates and stores one value; `origin` is used in error messages and kept.

@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "weft/cc/options.hpp"
 #include "weft/config/partitions.hpp"
 #include "weft/config/qos_policy.hpp"
 #include "weft/mad/mad_engine.hpp"
@@ -88,6 +89,7 @@ struct SmOptions {
   // marked unhealthy (STATE_DIR/unhealthy-ports) and, by policy, reported, routed
   // around (switch-to-switch links) or isolated (left down at its switch port).
   perf::PerfOptions perf;
+  cc::CcOptions cc;  // congestion control (the CC manager beside the PerfMgr)
 };
 
 }  // namespace weft::sm

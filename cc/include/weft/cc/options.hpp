@@ -1,0 +1,51 @@
+// weft/cc/options.hpp — what congestion control programs, from OpenSM's options read as
+// OpenSM reads them (osm_subnet.c's parsers): congestion_control, cc_key,
+// cc_max_outstanding_mads, cc_sw_cong_setting_* (the 256-bit masks as big hex numbers,
+// the return delay SHIFT:MULTIPLIER), cc_ca_cong_setting_* (the per-SL four one line
+// per SL, "SL VALUE") and cc_cct (SHIFT:MULTIPLIER,...). Bad values are errors naming
+// where they were set; OpenSM logs and ignores them.
+//
+//   auto o = cc::cc_from_options(values);   // Result<CcOptions>
+//   cc::SwitchCongestionSetting s = o->sw;  // as the Set carries it
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "weft/cc/wire.hpp"
+#include "weft/config/options.hpp"
+#include "weft/result.hpp"
+
+namespace weft::cc {
+
+struct CcOptions {
+  bool enabled = false;
+  uint64_t key = 0;  // 0: no CC_Key set
+  // The key's protection as weft sets it with a key: protect bit on, a 60 s lease
+  // (NVIDIA's SM's defaults for cc_key_protect_bit and cc_key_lease_period).
+  bool key_protect = true;
+  uint16_t key_lease_period = 60;
+  uint32_t max_outstanding = 500;
+  SwitchCongestionSetting sw;  // Control_Map and every field as OpenSM sends them
+  CaCongestionSetting ca;      // Port_Control, Control_Map and the per-SL entries
+  std::vector<CctEntry> cct;   // cc_cct; empty: one block with CCTI_Limit 0, as OpenSM
+  // The CongestionControlTable blocks a CA gets: ceil(entries / 64), at least one, their
+  // CCTI_Limit the last entry's index (0 without entries).
+  std::vector<CongestionControlTableBlock> cct_blocks() const;
+  // Every switch port's SwitchPortCongestionSetting element (weft's choice: OpenSM sends
+  // none): valid, congestion parameters (not credit starvation), the switch-wide
+  // threshold, packet size and marking rate.
+  SwitchPortCongestionElement port_element() const;
+};
+
+Result<CcOptions> cc_from_options(const config::Values& v);
+
+// The parsers, for their tests: a 256-bit mask as a big hex number ("0x" optional, up
+// to 64 digits); SHIFT:MULTIPLIER (shift 0..3, multiplier 0..16383); a table of them
+// separated by commas (at most 128 entries).
+Result<Mask256> parse_mask256(const std::string& s);
+Result<CctEntry> parse_cct_entry(const std::string& s);
+Result<std::vector<CctEntry>> parse_cct(const std::string& s);
+
+}  // namespace weft::cc
