@@ -53,6 +53,16 @@ std::optional<mad::Gmp> SimCc::handle(uint32_t node, uint8_t port, const mad::Gm
   };
   if (d->support == CcSupport::kRefuses || req.class_version != cc::kClassVersion)
     return answer(kStatusBadClass);
+  if (d->support == CcSupport::kMisdispatch) {
+    // Another attribute's bytes (NodeInfo's versions, type, ports and GUIDs), or for a
+    // Set an uninitialised buffer: never what a CC agent says.
+    cc::Data junk{};
+    for (size_t i = 0; i < 40; ++i) junk[i] = static_cast<uint8_t>(0x01 + i * 7);
+    if (req.method == mad::kMethodSet) ++d->sets;
+    r = cc::request(mad::kMethodGetResp, req.attr_id, req.attr_mod, cc::key_of(req), junk);
+    r.tid = req.tid;
+    return r;
+  }
   // The CC_Key: a lease that ran out leaves the key unprotected.
   if (d->lease_end && now >= *d->lease_end) {
     d->key.cc_key = 0;
@@ -65,8 +75,13 @@ std::optional<mad::Gmp> SimCc::handle(uint32_t node, uint8_t port, const mad::Gm
     return std::nullopt;
   }
   d->lease_end.reset();
-  const bool set = req.method == mad::kMethodSet;
-  if (!set && req.method != mad::kMethodGet) return answer(kStatusBadMethod);
+  const bool set = req.method == mad::kMethodSet && d->support != CcSupport::kForgetful;
+  if (req.method == mad::kMethodSet && !set && req.attr_id != cc::kAttrCongestionInfo &&
+      req.attr_id != cc::kAttrCongestionLog && req.attr_id != cc::kAttrTimeStamp) {
+    ++d->sets;  // taken, and forgotten: answered with what was held
+  }
+  if (req.method != mad::kMethodSet && req.method != mad::kMethodGet)
+    return answer(kStatusBadMethod);
   const cc::Data in = cc::data_of(req);
   cc::Data out{};
   cc::LogData log_out{};

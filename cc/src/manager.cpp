@@ -1,0 +1,370 @@
+#include "weft/cc/manager.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <vector>
+
+#include "weft/log.hpp"
+
+namespace weft::cc {
+
+const char* state_name(DeviceState s) {
+  switch (s) {
+    case DeviceState::kUnknown:
+      return "unknown";
+    case DeviceState::kConfigured:
+      return "configured";
+    case DeviceState::kUnavailable:
+      return "unavailable";
+    case DeviceState::kLocked:
+      return "locked";
+    case DeviceState::kFailed:
+      return "failed";
+  }
+  return "?";
+}
+
+struct CcManager::Pass {
+  std::shared_ptr<const fabric::Fabric> fabric;
+  std::function<void(Result<CcSweep>)> done;
+  CcSweep rep;
+  size_t outstanding = 0;  // devices not finished
+};
+
+namespace {
+
+std::string guid_port(DeviceKey k) {
+  char b[48];
+  std::snprintf(b, sizeof b, "0x%016llx port %u", static_cast<unsigned long long>(k.first),
+                unsigned(k.second));
+  return b;
+}
+
+// CongestionInfo carries 3 bytes; a real agent leaves the rest of the area zero. An
+// answer with anything there is no CongestionInfo (ibsim's NodeInfo, for one).
+bool real_congestion_info(const Data& d) {
+  return std::all_of(d.begin() + 3, d.end(), [](uint8_t b) { return b == 0; });
+}
+
+// Steps run one after another, each only if the one before held; `finish` gets whether
+// all did. The steps' completions hold the chain, not the other way round.
+struct Chain : std::enable_shared_from_this<Chain> {
+  std::vector<std::function<void(std::function<void(bool)>)>> steps;
+  std::function<void(bool)> finish;
+  size_t i = 0;
+  void next() {
+    if (i == steps.size()) return finish(true);
+    auto self = shared_from_this();
+    steps[i++]([self](bool ok) {
+      if (!ok) return self->finish(false);
+      self->next();
+    });
+  }
+};
+
+}  // namespace
+
+CcManager::CcManager(mad::MadEngine& eng, CcOptions o) : eng_(eng), opts_(std::move(o)) {}
+
+void CcManager::set_options(CcOptions o) {
+  opts_ = std::move(o);
+  for (auto& [k, d] : dev_)
+    if (d.v.state == DeviceState::kConfigured) d.v.state = DeviceState::kFailed, d.v.why.clear();
+}
+
+std::map<DeviceKey, CcDeviceView> CcManager::view() const {
+  std::map<DeviceKey, CcDeviceView> out;
+  for (const auto& [k, d] : dev_) out[k] = d.v;
+  return out;
+}
+
+void CcManager::send(const std::shared_ptr<Pass>& p, uint8_t method, uint16_t attr, uint32_t mod,
+                     const Data& data, Lid lid, int retries, Done done) {
+  ++p->rep.mads;
+  if (method == mad::kMethodSet) ++p->rep.mads_written;
+  mad::GmpRequest req{request(method, attr, mod, opts_.key, data), lid};
+  req.retries = retries;
+  queue_.push_back([this, req = std::move(req), done = std::move(done)]() mutable {
+    ++inflight_;
+    eng_.submit(std::move(req), [this, done = std::move(done)](Result<mad::Gmp> r) {
+      --inflight_;
+      done(std::move(r));
+      pump();
+    });
+  });
+  pump();
+}
+
+void CcManager::pump() {
+  while (!queue_.empty() && inflight_ < std::max<uint32_t>(1, opts_.max_outstanding)) {
+    auto f = std::move(queue_.front());
+    queue_.pop_front();
+    f();
+  }
+}
+
+void CcManager::start(std::shared_ptr<const fabric::Fabric> f,
+                      std::function<void(Result<CcSweep>)> done) {
+  if (pass_) return done(fail(Errc::kUnsupported, "a congestion-control pass is under way"));
+  auto p = std::make_shared<Pass>();
+  p->fabric = std::move(f);
+  p->done = std::move(done);
+  pass_ = p;
+  // The fabric's devices: each switch (port 0) and each CA port with a LID.
+  std::map<DeviceKey, Device> seen;
+  std::vector<DeviceKey> todo;
+  const fabric::Fabric& fab = *p->fabric;
+  for (const auto& [n, port] : fab.lid_ports()) {
+    const auto& nd = fab.node(n);
+    if (!nd.is_switch() && nd.type != fabric::NodeType::kCa) continue;
+    const DeviceKey k{nd.guid.value, nd.is_switch() ? PortNum(0) : port};
+    const Lid lid = nd.ports[nd.is_switch() ? 0 : port].attrs.lid;
+    if (!lid.value || seen.count(k)) continue;
+    Device d;
+    if (auto old = dev_.find(k); old != dev_.end() && old->second.lid == lid)
+      d = std::move(old->second);  // what it holds is trusted
+    d.lid = lid;
+    d.v.is_switch = nd.is_switch();
+    d.ports = nd.num_ports;
+    nd.is_switch() ? ++p->rep.switches : ++p->rep.cas;
+    seen.emplace(k, std::move(d));
+    todo.push_back(k);
+  }
+  dev_ = std::move(seen);
+  p->outstanding = todo.size() + 1;
+  for (const DeviceKey& k : todo) visit(p, k);
+  release(p);
+}
+
+void CcManager::release(const std::shared_ptr<Pass>& p) {
+  if (--p->outstanding) return;
+  CcSweep& r = p->rep;
+  for (const auto& [k, d] : dev_) {
+    switch (d.v.state) {
+      case DeviceState::kConfigured:
+        ++r.configured;
+        break;
+      case DeviceState::kUnavailable:
+        ++r.unavailable;
+        break;
+      case DeviceState::kLocked:
+        ++r.locked;
+        break;
+      case DeviceState::kFailed:
+      case DeviceState::kUnknown:
+        ++r.failed;
+        break;
+    }
+  }
+  r.verified = r.failed == 0 && r.locked == 0;
+  pass_.reset();
+  p->done(r);
+}
+
+void CcManager::unavailable(DeviceKey k, std::string why) {
+  Device& d = dev_.at(k);
+  d.v.state = DeviceState::kUnavailable;
+  d.v.why = std::move(why);
+  if (!std::exchange(d.told, true))
+    WEFT_LOG(Info, "CC-0001") << (d.v.is_switch ? "switch " : "CA port ") << guid_port(k)
+                              << ": no congestion control (" << d.v.why << "); never written";
+}
+
+void CcManager::locked(DeviceKey k, std::string why) {
+  Device& d = dev_.at(k);
+  d.v.state = DeviceState::kLocked;
+  d.v.why = std::move(why);
+  WEFT_LOG(Warn, "CC-0003") << (d.v.is_switch ? "switch " : "CA port ") << guid_port(k) << ": "
+                            << d.v.why << "; asked again next sweep";
+}
+
+void CcManager::failed(DeviceKey k, std::string why) {
+  Device& d = dev_.at(k);
+  d.v.state = DeviceState::kFailed;
+  d.v.why = std::move(why);
+  WEFT_LOG(Warn, "CC-0002") << (d.v.is_switch ? "switch " : "CA port ") << guid_port(k) << ": "
+                            << d.v.why << "; tried again next sweep";
+}
+
+void CcManager::visit(const std::shared_ptr<Pass>& p, DeviceKey k) {
+  Device& d = dev_.at(k);
+  if (d.v.state == DeviceState::kUnavailable) return release(p);
+  if (d.v.state != DeviceState::kUnknown && d.info_read) return key_step(p, k);
+  // CongestionInfo first, once, with no retry: a device without CC costs one MAD.
+  send(p, mad::kMethodGet, kAttrCongestionInfo, 0, Data{}, d.lid, 0,
+       [this, p, k](Result<mad::Gmp> r) {
+         if (!r && opts_.key) {
+           // No CC agent, or one holding another CC_Key (it drops what carries ours):
+           // asked again next sweep, in case the other key's lease runs out.
+           locked(k,
+                  "no answer to CongestionInfo carrying cc_key (no CC agent, or another "
+                  "CC_Key): " +
+                      r.error().message);
+           return release(p);
+         }
+         if (!r) {
+           unavailable(k, "CongestionInfo: " + r.error().message);
+           return release(p);
+         }
+         if (r->status) {
+           unavailable(k, "CongestionInfo: status " + mad::mad_status_str(r->status));
+           return release(p);
+         }
+         const Data data = data_of(*r);
+         if (r->mgmt_class != kClassCc || r->attr_id != kAttrCongestionInfo ||
+             !real_congestion_info(data)) {
+           unavailable(k, "its CongestionInfo answer is no CongestionInfo (reserved bytes set)");
+           return release(p);
+         }
+         dev_.at(k).v.info = decode_congestion_info(data);
+         dev_.at(k).info_read = true;
+         key_step(p, k);
+       });
+}
+
+template <class T>
+void CcManager::converge(const std::shared_ptr<Pass>& p, DeviceKey k, uint16_t attr, uint32_t mod,
+                         const T& want, std::optional<T>& held, T (*decode)(const Data&),
+                         std::function<void(bool)> then) {
+  const Lid lid = dev_.at(k).lid;
+  auto write = [this, p, k, attr, mod, want, &held, decode, then, lid]() {
+    if (held && *held == want) return then(true);
+    send(p, mad::kMethodSet, attr, mod, encode(want), lid, -1,
+         [this, k, attr, want, &held, decode, then](Result<mad::Gmp> r) {
+           if (!r || r->status) {
+             held.reset();
+             failed(k, std::string(attr_name(attr)) + " Set: " +
+                           (r ? "status " + mad::mad_status_str(r->status) : r.error().message));
+             return then(false);
+           }
+           ++dev_.at(k).v.sets;
+           const T got = decode(data_of(*r));
+           if (!(got == want)) {
+             // Not what was written: no real CC agent behind it.
+             held.reset();
+             unavailable(k, std::string(attr_name(attr)) +
+                                ": a Set's reply does not carry what "
+                                "was written");
+             return then(false);
+           }
+           held = got;
+           then(true);
+         });
+  };
+  if (held) return write();
+  send(p, mad::kMethodGet, attr, mod, Data{}, lid, -1,
+       [this, k, attr, &held, decode, write, then](Result<mad::Gmp> r) {
+         if (!r || r->status) {
+           failed(k, std::string(attr_name(attr)) + " Get: " +
+                         (r ? "status " + mad::mad_status_str(r->status) : r.error().message));
+           return then(false);
+         }
+         held = decode(data_of(*r));
+         write();
+       });
+}
+
+void CcManager::key_step(const std::shared_ptr<Pass>& p, DeviceKey k) {
+  if (opts_.key == 0) return settings_step(p, k);
+  const CongestionKeyInfo want{opts_.key, opts_.key_protect, opts_.key_lease_period, 0};
+  Device& d = dev_.at(k);
+  // The key as held, read with ours: a device holding another key does not answer.
+  auto then = [this, p, k, want](Result<mad::Gmp> r) {
+    Device& dv = dev_.at(k);
+    if (!r) {
+      locked(k, "no answer to CongestionKeyInfo carrying cc_key (another CC_Key?): " +
+                    r.error().message);
+      return release(p);
+    }
+    if (r->status) {
+      failed(k, "CongestionKeyInfo Get: status " + mad::mad_status_str(r->status));
+      return release(p);
+    }
+    CongestionKeyInfo held = decode_congestion_key_info(data_of(*r));
+    dv.v.key_violations = held.violations;
+    held.violations = 0;
+    if (held == want) {
+      dv.key = held;
+      return settings_step(p, k);
+    }
+    send(p, mad::kMethodSet, kAttrCongestionKeyInfo, 0, encode(want), dv.lid, -1,
+         [this, p, k, want](Result<mad::Gmp> s) {
+           if (!s || s->status) {
+             failed(k, "CongestionKeyInfo Set: " +
+                           (s ? "status " + mad::mad_status_str(s->status) : s.error().message));
+             return release(p);
+           }
+           Device& dd = dev_.at(k);
+           ++dd.v.sets;
+           CongestionKeyInfo got = decode_congestion_key_info(data_of(*s));
+           got.violations = 0;
+           if (!(got == want)) {
+             unavailable(k, "CongestionKeyInfo: a Set's reply does not carry what was written");
+             return release(p);
+           }
+           dd.key = got;
+           settings_step(p, k);
+         });
+  };
+  if (d.key && d.v.state == DeviceState::kConfigured) return settings_step(p, k);
+  send(p, mad::kMethodGet, kAttrCongestionKeyInfo, 0, Data{}, d.lid, -1, then);
+}
+
+void CcManager::settings_step(const std::shared_ptr<Pass>& p, DeviceKey k) {
+  Device& d = dev_.at(k);
+  auto finish = [this, p, k](bool ok) {
+    Device& dv = dev_.at(k);
+    if (ok && (dv.v.state == DeviceState::kUnknown || dv.v.state == DeviceState::kFailed ||
+               dv.v.state == DeviceState::kLocked || dv.v.state == DeviceState::kConfigured)) {
+      dv.v.state = DeviceState::kConfigured;
+      dv.v.why.clear();
+    }
+    release(p);
+  };
+  // Every step after the one before, each only if the one before held.
+  auto chain = std::make_shared<Chain>();
+  chain->finish = finish;
+  auto* steps = &chain->steps;
+  if (d.v.is_switch) {
+    steps->push_back([this, p, k](std::function<void(bool)> next) {
+      converge<SwitchCongestionSetting>(p, k, kAttrSwitchCongestionSetting, 0, opts_.sw,
+                                        dev_.at(k).sw, decode_switch_congestion_setting, next);
+    });
+    const size_t blocks = size_t(d.ports) / kPortsPerBlock + 1;
+    if (d.port_blocks.size() != blocks) d.port_blocks.assign(blocks, std::nullopt);
+    for (size_t b = 0; b < blocks; ++b) {
+      SwitchPortCongestionBlock want{};
+      for (size_t i = 0; i < kPortsPerBlock; ++i) {
+        const size_t port = b * kPortsPerBlock + i;
+        if (port >= 1 && port <= d.ports) want[i] = opts_.port_element();
+      }
+      steps->push_back([this, p, k, b, want](std::function<void(bool)> next) {
+        converge<SwitchPortCongestionBlock>(
+            p, k, kAttrSwitchPortCongestionSetting, static_cast<uint32_t>(b), want,
+            dev_.at(k).port_blocks[b], decode_switch_port_congestion_block, next);
+      });
+    }
+  } else {
+    steps->push_back([this, p, k](std::function<void(bool)> next) {
+      converge<CaCongestionSetting>(p, k, kAttrCaCongestionSetting, 0, opts_.ca, dev_.at(k).ca,
+                                    decode_ca_congestion_setting, next);
+    });
+    auto blocks = opts_.cct_blocks();
+    const size_t cap = d.v.info.control_table_cap;
+    if (blocks.size() > cap) {
+      blocks.resize(cap);
+      const uint16_t limit = cap ? static_cast<uint16_t>(cap * kCctEntriesPerBlock - 1) : 0;
+      for (auto& b : blocks) b.ccti_limit = std::min(b.ccti_limit, limit);
+    }
+    if (d.cct.size() != blocks.size()) d.cct.assign(blocks.size(), std::nullopt);
+    for (size_t b = 0; b < blocks.size(); ++b)
+      steps->push_back([this, p, k, b, want = blocks[b]](std::function<void(bool)> next) {
+        converge<CongestionControlTableBlock>(p, k, kAttrCongestionControlTable,
+                                              static_cast<uint32_t>(b), want, dev_.at(k).cct[b],
+                                              decode_cct_block, next);
+      });
+  }
+  chain->next();
+}
+
+}  // namespace weft::cc

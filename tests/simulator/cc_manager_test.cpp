@@ -1,0 +1,209 @@
+// The congestion-control manager on the simulator's CC agents (issue 31, items 2 and 3):
+// every switch and CA port configured with OpenSM-style settings and verified as the
+// devices hold them, the second pass sends nothing, a device without CC costs one MAD and
+// is never written, a device that answers with something else (as ibsim's SMP handlers
+// do) is not written either, the CC_Key is set and carried, a device locked with another
+// key is reported.
+#include <gtest/gtest.h>
+
+#include "sim_sm.hpp"
+#include "weft/cc/manager.hpp"
+
+using namespace weft;
+using namespace weft::simulator;
+using namespace weft::testing;
+
+namespace {
+
+constexpr const char* kTree = "ft2:leaves=4,spines=2,hosts=3";
+
+cc::CcOptions opensm_style() {
+  cc::CcOptions o;
+  o.enabled = true;
+  o.sw.control_map = 0xF;
+  for (unsigned p = 1; p <= 32; ++p) cc::set_port_bit(o.sw.victim_mask, p);
+  o.sw.threshold = 0xF;
+  o.sw.packet_size = 1;
+  o.sw.marking_rate = 0xF;
+  o.ca.port_control = 1;
+  o.ca.control_map = 0x3;
+  o.ca.sl[0] = {10, 1, 2, 0};
+  o.ca.sl[1] = {20, 1, 2, 0};
+  for (uint16_t i = 0; i < 70; ++i) o.cct.push_back({0, uint16_t(i * 4)});
+  return o;
+}
+
+struct Rig {
+  ScratchDir dir{"weft-cc"};
+  SimFabric sim;
+  SimTransport t;
+  sm::SubnetManager sm;
+  explicit Rig(SimDefaults d) : sim(*make_fabric(kTree), d), t(sim, {}), sm(t, sm_opts(dir)) {
+    auto rep = sm.sweep();
+    EXPECT_TRUE(rep && rep->subnet_up);
+  }
+  std::shared_ptr<const fabric::Fabric> fabric() {
+    auto snap = sm.snapshot();
+    return std::shared_ptr<const fabric::Fabric>(snap, &snap->fabric);
+  }
+  Result<cc::CcSweep> pass(cc::CcManager& m) {
+    std::optional<Result<cc::CcSweep>> got;
+    m.start(fabric(), [&](Result<cc::CcSweep> r) { got = std::move(r); });
+    if (auto r = sm.engine().run_all(); !r) return std::unexpected(r.error());
+    if (!got) return fail(Errc::kInternal, "the pass did not finish");
+    return *got;
+  }
+  size_t switches() const {
+    size_t n = 0;
+    for (const auto& nd : sim.model().nodes()) n += nd.is_switch();
+    return n;
+  }
+  size_t cas() const { return sim.model().nodes().size() - switches(); }
+};
+
+// What every device holds is what the options ask.
+void expect_held(const SimFabric& sim, const cc::CcOptions& o, const char* where) {
+  const auto& f = sim.model();
+  for (fabric::NodeIndex n = 0; n < f.size(); ++n) {
+    const auto& nd = f.node(n);
+    if (nd.is_switch()) {
+      const CcDevice* d = sim.cc().find(n, 0);
+      ASSERT_TRUE(d);
+      EXPECT_EQ(d->sw, o.sw) << where << " " << nd.name;
+      for (PortNum p = 1; p <= nd.num_ports; ++p)
+        EXPECT_EQ(d->port_blocks.at(p / 32)[p % 32], o.port_element())
+            << nd.name << " port " << int(p);
+      EXPECT_FALSE(d->port_blocks.at(0)[0].valid) << "port 0 has no element";
+    } else {
+      const CcDevice* d = sim.cc().find(n, 1);
+      ASSERT_TRUE(d);
+      EXPECT_EQ(d->ca, o.ca) << where << " " << nd.name;
+      const auto blocks = o.cct_blocks();
+      ASSERT_EQ(blocks.size(), 2u);
+      EXPECT_EQ(d->cct.at(0), blocks[0]) << nd.name;
+      EXPECT_EQ(d->cct.at(1), blocks[1]) << nd.name;
+    }
+  }
+}
+
+}  // namespace
+
+TEST(CcManager, EveryDeviceIsConfiguredAndVerifiedAndASecondPassSendsNothing) {
+  Rig r({.cc_agents = true});
+  const cc::CcOptions o = opensm_style();
+  cc::CcManager m(r.sm.engine(), o);
+  auto first = r.pass(m);
+  ASSERT_TRUE(first) << first.error().message;
+  EXPECT_EQ(first->switches, r.switches());
+  EXPECT_EQ(first->cas, r.cas());
+  EXPECT_EQ(first->configured, r.switches() + r.cas());
+  EXPECT_EQ(first->unavailable, 0u);
+  EXPECT_TRUE(first->verified);
+  EXPECT_GT(first->mads_written, 0u);
+  EXPECT_EQ(first->mads, r.sim.cc().mads()) << "every MAD reached an agent, once";
+  expect_held(r.sim, o, "first pass");
+  auto second = r.pass(m);
+  ASSERT_TRUE(second) << second.error().message;
+  EXPECT_EQ(second->mads, 0u);
+  EXPECT_EQ(second->configured, r.switches() + r.cas());
+  // New settings: only what changed is written (the CA setting; nothing is re-read).
+  cc::CcOptions o2 = o;
+  o2.ca.sl[1].ccti_timer = 30;
+  m.set_options(o2);
+  auto third = r.pass(m);
+  ASSERT_TRUE(third) << third.error().message;
+  EXPECT_EQ(third->mads, r.cas());
+  EXPECT_EQ(third->mads_written, r.cas());
+  expect_held(r.sim, o2, "new settings");
+}
+
+TEST(CcManager, DevicesWithoutCcCostOneMadAndAreNeverWritten) {
+  Rig r({.cc_agents = true});
+  const auto& f = r.sim.model();
+  const fabric::NodeIndex quiet = *f.find_by_name("h0-0"), refusing = *f.find_by_name("leaf1");
+  r.sim.set_cc(quiet, CcSupport::kNone);
+  r.sim.set_cc(refusing, CcSupport::kRefuses);
+  cc::CcManager m(r.sm.engine(), opensm_style());
+  auto first = r.pass(m);
+  ASSERT_TRUE(first) << first.error().message;
+  EXPECT_EQ(first->unavailable, 2u);
+  EXPECT_EQ(first->configured, r.switches() + r.cas() - 2);
+  const auto v = m.view();
+  EXPECT_EQ(v.at({f.node(quiet).guid.value, 1}).state, cc::DeviceState::kUnavailable);
+  EXPECT_NE(v.at({f.node(refusing).guid.value, 0}).why.find("status 0x0004"), std::string::npos)
+      << v.at({f.node(refusing).guid.value, 0}).why;
+  EXPECT_EQ(r.sim.cc().find(refusing, 0)->sets, 0u);
+  const uint64_t seen = r.sim.cc().mads();
+  auto second = r.pass(m);
+  ASSERT_TRUE(second);
+  EXPECT_EQ(second->mads, 0u) << "never asked again";
+  EXPECT_EQ(r.sim.cc().mads(), seen);
+}
+
+// ibsim answers class 0x21 from its SMP handlers: its CongestionInfo is NodeInfo's bytes,
+// and nothing is ever written to such a device. A device whose Set replies do not carry
+// what was written is given up on after that one Set.
+TEST(CcManager, DevicesThatAreNoRealCcAgentsAreNotWritten) {
+  Rig r({.cc_agents = true});
+  const auto& f = r.sim.model();
+  const fabric::NodeIndex ibsim_like = *f.find_by_name("h1-1"), forgetful = *f.find_by_name("h3-2"),
+                          sw = *f.find_by_name("spine1");
+  r.sim.set_cc(ibsim_like, CcSupport::kMisdispatch);
+  r.sim.set_cc(sw, CcSupport::kMisdispatch);
+  r.sim.set_cc(forgetful, CcSupport::kForgetful);
+  cc::CcManager m(r.sm.engine(), opensm_style());
+  auto first = r.pass(m);
+  ASSERT_TRUE(first) << first.error().message;
+  EXPECT_EQ(first->unavailable, 3u);
+  EXPECT_EQ(first->configured, r.switches() + r.cas() - 3);
+  EXPECT_TRUE(first->verified) << "what is configured holds what was asked";
+  const auto v = m.view();
+  for (auto n : {ibsim_like, sw}) {
+    const auto& d = v.at({f.node(n).guid.value, f.node(n).is_switch() ? PortNum(0) : PortNum(1)});
+    EXPECT_EQ(d.state, cc::DeviceState::kUnavailable);
+    EXPECT_NE(d.why.find("is no CongestionInfo"), std::string::npos) << d.why;
+    EXPECT_EQ(r.sim.cc().find(n, f.node(n).is_switch() ? 0 : 1)->sets, 0u) << f.node(n).name;
+  }
+  const auto& fg = v.at({f.node(forgetful).guid.value, 1});
+  EXPECT_EQ(fg.state, cc::DeviceState::kUnavailable);
+  EXPECT_NE(fg.why.find("does not carry what was written"), std::string::npos) << fg.why;
+  EXPECT_EQ(r.sim.cc().find(forgetful, 1)->sets, 1u);
+  auto second = r.pass(m);
+  ASSERT_TRUE(second);
+  EXPECT_EQ(second->mads, 0u);
+  EXPECT_EQ(r.sim.cc().find(forgetful, 1)->sets, 1u) << "never written again";
+}
+
+TEST(CcManager, TheKeyIsSetAndCarriedAndAnotherKeyIsReported) {
+  Rig r({.cc_agents = true});
+  cc::CcOptions o = opensm_style();
+  o.key = 0xC0FFEE;
+  const fabric::NodeIndex locked = *r.sim.model().find_by_name("h2-0");
+  r.sim.cc().find(locked, 1)->key = {0x1234, false, 0, 0};
+  cc::CcManager m(r.sm.engine(), o);
+  auto first = r.pass(m);
+  ASSERT_TRUE(first) << first.error().message;
+  EXPECT_EQ(first->locked, 1u);
+  EXPECT_FALSE(first->verified);
+  EXPECT_EQ(first->configured, r.switches() + r.cas() - 1);
+  for (fabric::NodeIndex n = 0; n < r.sim.model().size(); ++n) {
+    const auto& nd = r.sim.model().node(n);
+    const CcDevice* d = r.sim.cc().find(n, nd.is_switch() ? 0 : 1);
+    ASSERT_TRUE(d);
+    EXPECT_EQ(d->key.cc_key, n == locked ? 0x1234u : 0xC0FFEEu) << nd.name;
+    if (n != locked) {
+      EXPECT_TRUE(d->key.protect);
+    }
+  }
+  const auto v = m.view();
+  const auto lk = v.at({r.sim.model().node(locked).guid.value, 1});
+  EXPECT_EQ(lk.state, cc::DeviceState::kLocked);
+  EXPECT_NE(lk.why.find("another CC_Key"), std::string::npos) << lk.why;
+  // The other SM's key is gone: the next pass configures it.
+  r.sim.cc().find(locked, 1)->key = {};
+  auto second = r.pass(m);
+  ASSERT_TRUE(second);
+  EXPECT_EQ(second->locked, 0u);
+  EXPECT_TRUE(second->verified);
+  EXPECT_EQ(r.sim.cc().find(locked, 1)->key.cc_key, 0xC0FFEEu);
+}
