@@ -13,6 +13,7 @@
 #include "summary.hpp"
 #include "weft/daemon/managers.hpp"
 #include "weft/routing/verify.hpp"
+#include "weft/simulator/cc_check.hpp"
 #include "weft/simulator/generators.hpp"
 #include "weft/simulator/route_report.hpp"
 #include "weft/simulator/sim_transport.hpp"
@@ -44,7 +45,9 @@ that every port of every group brings a packet nearer its destination.
 "subnet_up", "reason", "switches", "cas", "lids", "smps", "lft_blocks_written",
 "routes_verified", "unreachable", "loops", and "ar": {"switches" (holding AR),
 "enabled", "static", "group_blocks_written", "lft_blocks_written",
-"groups_dropped", "verified"}.
+"groups_dropped", "verified"}, and with --congestion-control "cc": {"switches", "cas",
+"configured", "unavailable", "locked", "failed", "mads", "mads_written", "verified"}
+(verified: every configured device holds what the options ask, read from it).
 
 SPEC is a generator spec or a topology file (an ibsim net file, or ibnetdiscover
 output):
@@ -86,6 +89,12 @@ po::options_description sim_command_options() {
       "adaptive-routing GroupCap of the simulated switches (0: no AR, as ibsim)")(
       "no-ar", po::value<std::vector<std::string>>(),
       "a switch (by name) without adaptive routing; repeatable")(
+      "cc-agents", po::bool_switch(),
+      "congestion-control agents on every simulated switch and CA port (none by default, as "
+      "ibsim)")("no-cc", po::value<std::vector<std::string>>(),
+                "a node (by name) without a congestion-control agent; repeatable")(
+      "congestion-control", po::bool_switch(),
+      "congestion_control TRUE: a congestion-control pass after each sweep")(
       "json", po::bool_switch(), "one JSON object per sweep instead of the summary")(
       "traffic", po::value<std::string>(),
       "after each sweep, flow-level traffic through what the switches hold (their LFTs, and "
@@ -124,7 +133,16 @@ int cmd_sim(int argc, char** argv) {
   simulator::SimDefaults defaults;
   defaults.lft_cap = static_cast<uint16_t>(lft_cap);
   defaults.ar_group_cap = static_cast<uint16_t>(ar_cap);
+  defaults.cc_agents = vm["cc-agents"].as<bool>();
   simulator::SimFabric sim(std::move(*fab), defaults);
+  if (vm.count("no-cc"))
+    for (const auto& name : vm["no-cc"].as<std::vector<std::string>>()) {
+      auto n = sim.model().find_by_name(name);
+      if (!n) return die("sim: --no-cc: no node named \"" + name + "\"");
+      sim.set_cc(*n, simulator::CcSupport::kNone);
+    }
+  if (vm["congestion-control"].as<bool>())
+    (void)config::set(*v, "congestion_control", "TRUE", "--congestion-control");
   if (vm.count("no-ar"))
     for (const auto& name : vm["no-ar"].as<std::vector<std::string>>()) {
       auto n = sim.model().find_by_name(name);
@@ -179,6 +197,14 @@ int cmd_sim(int argc, char** argv) {
         break;
       }
     }
+    // Congestion control after the sweep, judged by what the devices then hold.
+    std::optional<Result<cc::CcSweep>> ccr;
+    if (managers.cc().options().enabled && rep->subnet_up) {
+      managers.cc_pass([&ccr](Result<cc::CcSweep> r) { ccr = std::move(r); });
+      if (auto r = smgr.engine().run_all(); !r) ccr = std::unexpected(r.error());
+    }
+    const auto cc_held =
+        simulator::check_cc_held(sim, managers.cc().options(), managers.cc().view());
     // Check what the devices hold, not what the SM meant to write.
     const auto held = sim.held_tables();
     auto vr = routing::verify_lfts(sim.model(), held);
@@ -209,6 +235,19 @@ int cmd_sim(int argc, char** argv) {
                             {"verified", av.ok()}}}};
       if (!av.ok()) j["ar"]["first_problem"] = av.first_problem;
       if (!traffic.traffic.empty()) j["traffic"] = simulator::traffic(sim.model(), held, traffic);
+      if (ccr && *ccr)
+        j["cc"] = {{"switches", (*ccr)->switches},
+                   {"cas", (*ccr)->cas},
+                   {"configured", (*ccr)->configured},
+                   {"unavailable", (*ccr)->unavailable},
+                   {"locked", (*ccr)->locked},
+                   {"failed", (*ccr)->failed},
+                   {"mads", (*ccr)->mads},
+                   {"mads_written", (*ccr)->mads_written},
+                   {"verified", (*ccr)->verified && cc_held.ok()}};
+      else if (ccr)
+        j["cc"] = {{"error", ccr->error().message}};
+      if (ccr && !cc_held.ok()) j["cc"]["first_problem"] = cc_held.first_problem;
       std::cout << j.dump() << std::endl;
     } else {
       std::printf(
@@ -224,8 +263,19 @@ int cmd_sim(int argc, char** argv) {
       if (!av.ok()) std::printf("    first: %s\n", av.first_problem.c_str());
       if (!traffic.traffic.empty())
         print_traffic({{"traffic", simulator::traffic(sim.model(), held, traffic)}});
+      if (ccr && *ccr)
+        std::printf(
+            "  CC       %zu of %zu devices configured (%zu read back as asked), %zu without CC, "
+            "%zu locked by another CC_Key, %zu failed; %llu MADs, %llu Sets\n",
+            (*ccr)->configured, (*ccr)->switches + (*ccr)->cas, cc_held.checked - cc_held.wrong,
+            (*ccr)->unavailable, (*ccr)->locked, (*ccr)->failed,
+            static_cast<unsigned long long>((*ccr)->mads),
+            static_cast<unsigned long long>((*ccr)->mads_written));
+      else if (ccr)
+        std::printf("  CC       %s\n", ccr->error().message.c_str());
+      if (!cc_held.ok()) std::printf("    first: %s\n", cc_held.first_problem.c_str());
     }
-    if (!rep->subnet_up || !vr.ok() || !av.ok()) rc = 1;
+    if (!rep->subnet_up || !vr.ok() || !av.ok() || !cc_held.ok() || (ccr && !*ccr)) rc = 1;
   }
   if (!tmp_state.empty()) std::filesystem::remove_all(tmp_state);
   return rc;

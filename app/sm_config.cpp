@@ -93,12 +93,7 @@ Result<std::shared_ptr<store::StateStore>> state_store(const config::Values& v,
 
 Result<sm::SmOptions> sm_opts(const config::Values& v) {
   for (const auto& w : v.warnings()) WEFT_LOG(Warn, "CFG-0001") << w;
-  auto o = sm::sm_from_options(v);
-  if (o && o->cc.enabled)
-    WEFT_LOG(Warn, "CFG-0001") << v.origin("congestion_control")
-                               << ": congestion_control TRUE: the CC options are read and "
-                                  "checked, but this build does not program them yet";
-  return o;
+  return sm::sm_from_options(v);
 }
 
 Result<void> setup_logging(const po::variables_map& vm, const config::Values& v) {

@@ -1,5 +1,6 @@
 #include "weft/cc/options.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cstdlib>
@@ -80,7 +81,7 @@ Result<std::vector<CctEntry>> parse_cct(const std::string& in) {
   return out;
 }
 
-std::vector<CongestionControlTableBlock> CcOptions::cct_blocks() const {
+std::vector<CongestionControlTableBlock> CcOptions::cct_blocks(size_t cap) const {
   const size_t n =
       std::max<size_t>(1, (cct.size() + kCctEntriesPerBlock - 1) / kCctEntriesPerBlock);
   std::vector<CongestionControlTableBlock> blocks(n);
@@ -89,6 +90,11 @@ std::vector<CongestionControlTableBlock> CcOptions::cct_blocks() const {
     blocks[b].ccti_limit = limit;
     for (size_t i = 0; i < kCctEntriesPerBlock && b * kCctEntriesPerBlock + i < cct.size(); ++i)
       blocks[b].entries[i] = cct[b * kCctEntriesPerBlock + i];
+  }
+  if (blocks.size() > cap) {
+    blocks.resize(cap);
+    const auto last = static_cast<uint16_t>(cap * kCctEntriesPerBlock - (cap ? 1 : 0));
+    for (auto& b : blocks) b.ccti_limit = std::min(b.ccti_limit, last);
   }
   return blocks;
 }

@@ -84,6 +84,7 @@ void CcManager::send(const std::shared_ptr<Pass>& p, uint8_t method, uint16_t at
   if (method == mad::kMethodSet) ++p->rep.mads_written;
   mad::GmpRequest req{request(method, attr, mod, opts_.key, data), lid};
   req.retries = retries;
+  req.probe = retries == 0;  // CongestionInfo's first ask: no answer is an answer
   queue_.push_back([this, req = std::move(req), done = std::move(done)]() mutable {
     ++inflight_;
     eng_.submit(std::move(req), [this, done = std::move(done)](Result<mad::Gmp> r) {
@@ -124,6 +125,8 @@ void CcManager::start(std::shared_ptr<const fabric::Fabric> f,
     if (auto old = dev_.find(k); old != dev_.end() && old->second.lid == lid)
       d = std::move(old->second);  // what it holds is trusted
     d.lid = lid;
+    d.vendor_id = nd.vendor_id;
+    d.device_id = nd.device_id;
     d.v.is_switch = nd.is_switch();
     d.ports = nd.num_ports;
     nd.is_switch() ? ++p->rep.switches : ++p->rep.cas;
@@ -165,9 +168,11 @@ void CcManager::unavailable(DeviceKey k, std::string why) {
   Device& d = dev_.at(k);
   d.v.state = DeviceState::kUnavailable;
   d.v.why = std::move(why);
-  if (!std::exchange(d.told, true))
+  if (told_.emplace(d.vendor_id, d.device_id, d.v.is_switch).second)
     WEFT_LOG(Info, "CC-0001") << (d.v.is_switch ? "switch " : "CA port ") << guid_port(k)
-                              << ": no congestion control (" << d.v.why << "); never written";
+                              << " (vendor 0x" << std::hex << d.vendor_id << ", device 0x"
+                              << d.device_id << std::dec << "): no congestion control (" << d.v.why
+                              << "); never written; said once for its kind";
 }
 
 void CcManager::locked(DeviceKey k, std::string why) {
@@ -349,13 +354,7 @@ void CcManager::settings_step(const std::shared_ptr<Pass>& p, DeviceKey k) {
       converge<CaCongestionSetting>(p, k, kAttrCaCongestionSetting, 0, opts_.ca, dev_.at(k).ca,
                                     decode_ca_congestion_setting, next);
     });
-    auto blocks = opts_.cct_blocks();
-    const size_t cap = d.v.info.control_table_cap;
-    if (blocks.size() > cap) {
-      blocks.resize(cap);
-      const uint16_t limit = cap ? static_cast<uint16_t>(cap * kCctEntriesPerBlock - 1) : 0;
-      for (auto& b : blocks) b.ccti_limit = std::min(b.ccti_limit, limit);
-    }
+    const auto blocks = opts_.cct_blocks(d.v.info.control_table_cap);
     if (d.cct.size() != blocks.size()) d.cct.assign(blocks.size(), std::nullopt);
     for (size_t b = 0; b < blocks.size(); ++b)
       steps->push_back([this, p, k, b, want = blocks[b]](std::function<void(bool)> next) {

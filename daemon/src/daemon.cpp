@@ -210,6 +210,9 @@ void Daemon::sweep_now(bool heavy) {
     const bool master = r->sm_state == mad::SmState::kMaster && !sm_.polling();
     if (opts_.once) {
       exit_ = r->subnet_up || !master ? 0 : 1;
+      // The master's congestion control goes with its one sweep.
+      if (master && r->subnet_up && sm_.options().cc.enabled)
+        return cc_after_sweep([this] { asio::post(io_, [this] { stop(); }); });
       return stop();
     }
     if (!master) {
@@ -232,7 +235,33 @@ void Daemon::sweep_now(bool heavy) {
     }
     retry_ = std::chrono::seconds(1);
     arm_interval();
+    cc_after_sweep();
     maybe_sweep();
+  });
+}
+
+void Daemon::cc_after_sweep(std::function<void()> then) {
+  if (!sm_.options().cc.enabled || m_.cc_running()) {
+    if (then) then();
+    return;
+  }
+  m_.cc_pass([then = std::move(then)](Result<cc::CcSweep> r) {
+    struct After {
+      const std::function<void()>& f;
+      ~After() {
+        if (f) f();
+      }
+    } after{then};
+    if (!r) {
+      WEFT_LOG(Info, "CC-0004") << "congestion control: " << r.error().message;
+      return;
+    }
+    if (r->mads)
+      WEFT_LOG(Info, "CC-0004") << "congestion control: " << r->configured << " of "
+                                << r->switches + r->cas << " devices configured, " << r->unavailable
+                                << " without CC, " << r->locked << " locked by another CC_Key, "
+                                << r->failed << " failed; " << r->mads << " MADs ("
+                                << r->mads_written << " Sets)";
   });
 }
 

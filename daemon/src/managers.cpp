@@ -5,13 +5,16 @@
 namespace weft::daemon {
 
 Managers::Managers(mad::Transport& t, sm::SmOptions o, std::shared_ptr<store::StateStore> state)
-    : sm_(t, o, &sa_, std::move(state)), perf_(sm_.engine(), o.perf, sm_.state_store()) {
+    : sm_(t, o, &sa_, std::move(state)),
+      perf_(sm_.engine(), o.perf, sm_.state_store()),
+      cc_(sm_.engine(), o.cc) {
   sm_.set_perf(perf_.view());
   sm_.publish_stats();  // the marks read at start are in the first published view
 }
 
 void Managers::set_options(sm::SmOptions o) {
   perf_.set_options(o.perf);
+  cc_.set_options(o.cc);
   sm_.set_options(std::move(o));
 }
 
@@ -27,6 +30,19 @@ void Managers::perf_sweep(std::function<void(Result<perf::PerfSweep>)> done) {
                 sm_.publish_stats();
                 done(std::move(r));
               });
+}
+
+void Managers::cc_pass(std::function<void(Result<cc::CcSweep>)> done) {
+  auto snap = sm_.snapshot();
+  if (!cc_.options().enabled) return done(fail(Errc::kUnsupported, "congestion_control is FALSE"));
+  if (sm_.sm_state() != mad::SmState::kMaster || !snap)
+    return done(
+        fail(Errc::kUnsupported, "congestion control is the master's, once the subnet is up"));
+  cc_.start(std::shared_ptr<const fabric::Fabric>(snap, &snap->fabric),
+            [this, done = std::move(done)](Result<cc::CcSweep> r) {
+              if (r) last_cc_ = *r;
+              done(std::move(r));
+            });
 }
 
 Result<perf::Unhealthy> Managers::mark_healthy(Guid node, PortNum port) {

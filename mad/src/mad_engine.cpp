@@ -188,13 +188,11 @@ void MadEngine::no_reply(E e, std::deque<E>& pending, bool logged) {
     pending.push_front(std::move(e));
     return;
   }
-  bool probe = false;
-  if constexpr (std::is_same_v<E, Entry>) {
-    probe = e.req.probe;
+  const bool probe = e.req.probe;
+  if constexpr (std::is_same_v<E, Entry>)
     ++(probe ? stats_.probes_unanswered : stats_.timed_out);
-  } else {
-    ++stats_.gmps_timed_out;
-  }
+  else
+    ++(probe ? stats_.probes_unanswered : stats_.gmps_timed_out);
   if (logged && !probe)
     WEFT_LOG(Warn, "MAD-0002") << what(e.req) << " (modifier " << mod_of(e.req)
                                << "): no reply after " << e.attempts << " attempts";

@@ -112,6 +112,11 @@ Result<std::unique_ptr<UmadTransport>> UmadTransport::open(const UmadPortSpec& s
   if (t->agent_perf_ < 0)
     return fail(Errc::kIo, "umad_register for the PerfMgt class on " + pick->ca + "/" +
                                std::to_string(pick->port) + " failed");
+  // Congestion control (class 0x21, version 2), as a client: the CC agents' replies.
+  t->agent_cc_ = umad_register(t->portid_, 0x21, 2, 0, nullptr);
+  if (t->agent_cc_ < 0)
+    return fail(Errc::kIo, "umad_register for the congestion-control class on " + pick->ca + "/" +
+                               std::to_string(pick->port) + " failed");
   t->sendbuf_.assign(umad_size() + kMadSize, 0);
   t->recvbuf_.assign(umad_size() + kMadSize, 0);
   WEFT_LOG(Info, "UMAD-0001") << "bound to " << pick->ca << " port " << pick->port << " guid "
@@ -142,9 +147,20 @@ Result<void> UmadTransport::set_is_sm(bool on) {
 }
 
 int UmadTransport::agent_for(uint8_t mgmt_class) const {
-  if (mgmt_class == 0x03) return agent_sa_;
-  if (mgmt_class == 0x04) return agent_perf_;
-  return mgmt_class == kClassSmiDirect ? agent_dr_ : agent_lid_;
+  switch (mgmt_class) {
+    case kClassSmiDirect:
+      return agent_dr_;
+    case kClassSmiLid:
+      return agent_lid_;
+    case 0x03:
+      return agent_sa_;
+    case 0x04:
+      return agent_perf_;
+    case 0x21:
+      return agent_cc_;
+    default:
+      return -1;  // no agent: never through another class's
+  }
 }
 
 Result<void> UmadTransport::send(const MadBuf& mad, const SendAddr& to) {
@@ -154,6 +170,8 @@ Result<void> UmadTransport::send(const MadBuf& mad, const SendAddr& to) {
                 static_cast<int>(to.qkey));
   umad_set_pkey(sendbuf_.data(), to.pkey_index);
   const int agent = agent_for(mad[1]);
+  if (agent < 0)
+    return fail(Errc::kUnsupported, "no agent for management class " + std::to_string(mad[1]));
   const int tmo_ms = static_cast<int>(
       std::chrono::duration_cast<std::chrono::milliseconds>(to.response_timeout).count());
   int r = umad_send(portid_, agent, sendbuf_.data(), kMadSize, tmo_ms, 0);
@@ -171,8 +189,11 @@ Result<void> UmadTransport::send_long(std::span<const uint8_t> mad, const SendAd
   // the payload lengths from it (a requester reads the record count from them).
   // Anything else is one whole MAD.
   const size_t len = rmpp_active(mad) ? mad.size() : kMadSize;
-  int r = umad_send(portid_, agent_for(mad.size() > 1 ? mad[1] : 0), buf.data(),
-                    static_cast<int>(len), 0, 0);
+  const int agent = agent_for(mad.size() > 1 ? mad[1] : 0);
+  if (agent < 0)
+    return fail(Errc::kUnsupported,
+                "no agent for management class " + std::to_string(mad.size() > 1 ? mad[1] : 0));
+  int r = umad_send(portid_, agent, buf.data(), static_cast<int>(len), 0, 0);
   if (r < 0) return fail(Errc::kIo, "umad_send: " + errno_str(r ? r : errno));
   return {};
 }

@@ -82,6 +82,10 @@ TEST(CcOptions, AnOpenSmConfWithCcSettingsLoadsIntoTheSetsItMeans) {
   ASSERT_EQ(b->cct_blocks().size(), 2u);
   EXPECT_EQ(b->cct_blocks()[1].ccti_limit, 64);
   EXPECT_EQ(b->cct_blocks()[1].entries[0], (CctEntry{0, 65}));
+  // A CA whose table holds one block gets the first, its limit cut to entry 63.
+  ASSERT_EQ(b->cct_blocks(1).size(), 1u);
+  EXPECT_EQ(b->cct_blocks(1)[0].ccti_limit, 63);
+  EXPECT_TRUE(b->cct_blocks(0).empty());
 }
 
 TEST(CcOptions, BadValuesAreErrorsNamingWhere) {

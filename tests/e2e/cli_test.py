@@ -96,6 +96,29 @@ def main():
           r'"smps":\d+,"subnet_up":true,"sweep":1[^\n]*\n'
           r'\{"ar":\{"enabled":11,"entries":[1-9]\d*,"group_blocks_written":0,"groups_dropped":0,'
           r'"lft_blocks_written":0,"static":1,"switches":11,"verified":true\}[^\n]*"sweep":2', W, w)
+    # Congestion control on simulated CC agents (one node without): every other device
+    # configured and read back as asked, then nothing sent; an opensm.conf's CC values
+    # with a bad one is refused, naming its line.
+    cc_conf = os.path.join(w, "cc.conf")
+    with open(cc_conf, "w") as fh:
+        fh.write("congestion_control TRUE\ncc_key 0x77\ncc_ca_cong_setting_control_map 0x1\n"
+                 "cc_ca_cong_setting_ccti_timer 0 10\ncc_cct 0:0,0:2,0:4\n")
+    check("sim: congestion control, JSON per sweep", ["sim", "--topology",
+          "ft2:leaves=4,spines=2,hosts=3", "--cc-agents", "--no-cc", "h0-0", "--config", cc_conf,
+          "--sweeps", "2", "--json"], 0,
+          r'"cc":\{"cas":12,"configured":17,"failed":0,"locked":1,"mads":[1-9]\d*,'
+          r'"mads_written":[1-9]\d*,"switches":6,"unavailable":0,"verified":false\}[^\n]*"sweep":1[^\n]*\n'
+          r'.*"cc":\{"cas":12,"configured":17,"failed":0,"locked":1,"mads":1,"mads_written":0,', W, w)
+    check("sim: congestion control without a key, JSON", ["sim", "--topology",
+          "ft2:leaves=4,spines=2,hosts=3", "--cc-agents", "--no-cc", "h0-0", "--congestion-control",
+          "--sweeps", "2", "--json"], 0,
+          r'"cc":\{"cas":12,"configured":17,"failed":0,"locked":0,"mads":[1-9]\d*,"mads_written":[1-9]\d*,'
+          r'"switches":6,"unavailable":1,"verified":true\}[^\n]*\n.*"cc":\{"cas":12,"configured":17,'
+          r'"failed":0,"locked":0,"mads":0,"mads_written":0,"switches":6,"unavailable":1,"verified":true', W, w)
+    with open(cc_conf, "a") as fh:
+        fh.write("cc_ca_cong_setting_ccti_min 16 1\n")
+    check("config: a bad CC value names its line", ["config", "check", cc_conf], 1,
+          r'error: .*cc\.conf:6: cc_ca_cong_setting_ccti_min: "16 1" is not SL VALUE', W, w)
     # Traffic through what the simulated switches hold: their LFTs, and their AR groups.
     check("sim --traffic: through what the switches hold", ["sim", "--topology",
           "ft2:leaves=8,spines=4,hosts=4", "--ar-cap", "64", "--routing-engine", "ar_ftree",

@@ -8,6 +8,7 @@
 
 #include "sim_sm.hpp"
 #include "weft/cc/manager.hpp"
+#include "weft/simulator/cc_check.hpp"
 
 using namespace weft;
 using namespace weft::simulator;
@@ -102,6 +103,20 @@ TEST(CcManager, EveryDeviceIsConfiguredAndVerifiedAndASecondPassSendsNothing) {
   EXPECT_GT(first->mads_written, 0u);
   EXPECT_EQ(first->mads, r.sim.cc().mads()) << "every MAD reached an agent, once";
   expect_held(r.sim, o, "first pass");
+  // The same, as weft sim --json checks it; and a device changed behind the manager's
+  // back is found.
+  auto held = check_cc_held(r.sim, o, m.view());
+  EXPECT_TRUE(held.ok()) << held.first_problem;
+  EXPECT_EQ(held.checked, r.switches() + r.cas());
+  const fabric::NodeIndex h = *r.sim.model().find_by_name("h2-1");
+  const cc::CaCongestionSetting kept = r.sim.cc().find(h, 1)->ca;
+  r.sim.cc().find(h, 1)->ca.sl[0].ccti_timer = 99;
+  held = check_cc_held(r.sim, o, m.view());
+  EXPECT_EQ(held.wrong, 1u);
+  EXPECT_NE(held.first_problem.find("\"h2-1\" port 1: CACongestionSetting differs"),
+            std::string::npos)
+      << held.first_problem;
+  r.sim.cc().find(h, 1)->ca = kept;
   auto second = r.pass(m);
   ASSERT_TRUE(second) << second.error().message;
   EXPECT_EQ(second->mads, 0u);

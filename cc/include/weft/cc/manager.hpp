@@ -6,7 +6,8 @@
 // - CongestionInfo is read first, once per device, with no retry: a device that does
 //   not answer, answers with an error status, or answers with something that is no
 //   CongestionInfo (its reserved bytes not zero: ibsim answers class 0x21 from its SMP
-//   handlers, IBSIM.md) is CC-unavailable, reported once, and never written;
+//   handlers, IBSIM.md) is CC-unavailable, logged once per device kind (vendor, device
+//   ID), and never written;
 // - what a device holds is read, compared and only what differs written (diff-only), and
 //   a Set whose reply does not carry what was written makes the device unavailable too;
 // - the CC_Key (cc_key) is set and carried; a device that ignores it (another key) is
@@ -26,7 +27,9 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "weft/cc/options.hpp"
@@ -83,7 +86,8 @@ class CcManager {
     CcDeviceView v;
     Lid lid;
     uint8_t ports = 0;
-    bool told = false;       // its unavailability was logged
+    uint32_t vendor_id = 0;
+    uint16_t device_id = 0;
     bool info_read = false;  // its CongestionInfo answered
     std::optional<CongestionKeyInfo> key;
     std::optional<SwitchCongestionSetting> sw;
@@ -113,6 +117,8 @@ class CcManager {
   mad::MadEngine& eng_;
   CcOptions opts_;
   std::map<DeviceKey, Device> dev_;
+  // Device kinds (vendor, device ID, switch or not) whose unavailability was logged.
+  std::set<std::tuple<uint32_t, uint16_t, bool>> told_;
   std::shared_ptr<Pass> pass_;
   std::deque<std::function<void()>> queue_;  // MADs waiting for room in the window
   uint32_t inflight_ = 0;

@@ -9,6 +9,7 @@
 //   cc::SwitchCongestionSetting s = o->sw;  // as the Set carries it
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -31,8 +32,9 @@ struct CcOptions {
   CaCongestionSetting ca;      // Port_Control, Control_Map and the per-SL entries
   std::vector<CctEntry> cct;   // cc_cct; empty: one block with CCTI_Limit 0, as OpenSM
   // The CongestionControlTable blocks a CA gets: ceil(entries / 64), at least one, their
-  // CCTI_Limit the last entry's index (0 without entries).
-  std::vector<CongestionControlTableBlock> cct_blocks() const;
+  // CCTI_Limit the last entry's index (0 without entries); for a CA whose
+  // ControlTableCap is `cap` blocks, cut to them (and the limit to their last entry).
+  std::vector<CongestionControlTableBlock> cct_blocks(size_t cap = SIZE_MAX) const;
   // Every switch port's SwitchPortCongestionSetting element (weft's choice: OpenSM sends
   // none): valid, congestion parameters (not credit starvation), the switch-wide
   // threshold, packet size and marking rate.

@@ -80,6 +80,8 @@ class Daemon {
   void arm_interval();
   // The PerfMgr's counter sweeps, every perf.sweep_time from one's start to the next's.
   void arm_perf(std::chrono::steady_clock::duration after);
+  // A congestion-control pass after a sweep of the master (congestion_control TRUE).
+  void cc_after_sweep(std::function<void()> then = {});
   void arm_poll(std::chrono::milliseconds after);
   void apply_options(sm::SmOptions o);
   // The ledger's merged policy and generation into the SM's options: now, or after the

@@ -12,9 +12,11 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "weft/cc/manager.hpp"
 #include "weft/perf/manager.hpp"
 #include "weft/sa/sa.hpp"
 #include "weft/sm/subnet_manager.hpp"
@@ -34,7 +36,7 @@ class Managers {
   perf::PerfManager& perf() { return perf_; }
   sa::SaAgent& sa() { return sa_; }
 
-  // New options (a reload) for both: the SM's with its next sweep, the PerfMgr's now.
+  // New options (a reload): the SM's with its next sweep, the PerfMgr's and CC's now.
   void set_options(sm::SmOptions o);
   // One counter sweep of every port of the SM's last snapshot (master only); a port it
   // finds unhealthy gets an event and its policy, applied by the next sweep.
@@ -45,11 +47,20 @@ class Managers {
   [[nodiscard]] Result<perf::Unhealthy> mark_healthy(Guid node, PortNum port);
   // Documents of the state store another master changed: each to its owner.
   void state_changed(const std::vector<std::string>& names);
+  // One congestion-control pass over the SM's last snapshot (master only, with
+  // congestion_control TRUE): what differs is written; an unchanged fabric costs nothing.
+  void cc_pass(std::function<void(Result<cc::CcSweep>)> done);
+  bool cc_running() const { return cc_.running(); }
+  cc::CcManager& cc() { return cc_; }
+  // The last pass's counts (none before the first).
+  const std::optional<cc::CcSweep>& last_cc() const { return last_cc_; }
 
  private:
   sa::SaAgent sa_;  // the SM's SA: declared first, destroyed last
   sm::SubnetManager sm_;
   perf::PerfManager perf_;  // over sm_'s engine: declared after it, destroyed before it
+  cc::CcManager cc_;        // so is this
+  std::optional<cc::CcSweep> last_cc_;
 };
 
 }  // namespace weft::daemon

@@ -148,7 +148,8 @@ Result<Gmp> decode_gmp(const uint8_t* buf, size_t len, bool sa_ok = false);
 struct GmpRequest {
   Gmp mad;  // its TID is the engine's
   Lid dlid;
-  int retries = -1;  // as SmpRequest's
+  int retries = -1;    // as SmpRequest's
+  bool probe = false;  // as SmpRequest's: a class a device may not implement
   // Where on `dlid` it goes: QP1 (a PMA), or the QP, P_Key index and SL a subscriber
   // gave the SA (a Report).
   uint32_t qpn = 1;

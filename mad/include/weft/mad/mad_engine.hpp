@@ -46,7 +46,7 @@ struct EngineStats {
   uint64_t lost = 0;
   uint64_t completed_ok = 0;
   uint64_t timed_out = 0;          // requests that failed after every retry
-  uint64_t probes_unanswered = 0;  // probes (SmpRequest::probe) nobody answered
+  uint64_t probes_unanswered = 0;  // probes (SmpRequest::probe, GmpRequest::probe) nobody answered
   uint64_t error_status = 0;       // replies with a non-zero MAD status
   uint64_t malformed = 0;          // replies that did not decode or did not match their request
   uint64_t unmatched = 0;          // replies for no outstanding request (late, duplicate)

@@ -39,6 +39,7 @@ class UmadTransport final : public Transport {
   int agent_lid_ = -1;
   int agent_sa_ = -1;
   int agent_perf_ = -1;
+  int agent_cc_ = -1;
   int agent_for(
       uint8_t mgmt_class) const;  // the registered agent that sends this class  // SubnAdm, RMPP
                                   // version 1: the kernel segments long answers
