@@ -53,6 +53,7 @@ bench: build
 	bench/bench_bringup.sh $(BUILD)/app/weft --huge --window-sweep
 	python3 bench/bench_routing.py --weft $(abspath $(BUILD))/app/weft
 	python3 bench/bench_ar.py --weft $(abspath $(BUILD))/app/weft
+	python3 bench/bench_cc.py --weft $(abspath $(BUILD))/app/weft
 	python3 bench/bench_scale.py --weft $(abspath $(BUILD))/app/weft --opensm
 	python3 bench/bench_sa.py --weft $(abspath $(BUILD))/app/weft \
 	  --sa-bench $(abspath $(BUILD))/bench/weft_sa_bench --flood $(abspath $(BUILD))/bench/weft_sa_flood
