@@ -33,10 +33,11 @@ struct CcManager::Pass {
 
 namespace {
 
-std::string guid_port(DeviceKey k) {
-  char b[48];
-  std::snprintf(b, sizeof b, "0x%016llx port %u", static_cast<unsigned long long>(k.first),
-                unsigned(k.second));
+// "switch 0x... port 0" or "CA port 0x... port 1", as the log names a device.
+std::string who(bool is_switch, DeviceKey k) {
+  char b[64];
+  std::snprintf(b, sizeof b, "%s 0x%016llx port %u", is_switch ? "switch" : "CA port",
+                static_cast<unsigned long long>(k.first), unsigned(k.second));
   return b;
 }
 
@@ -44,6 +45,13 @@ std::string guid_port(DeviceKey k) {
 // answer with anything there is no CongestionInfo (ibsim's NodeInfo, for one).
 bool real_congestion_info(const Data& d) {
   return std::all_of(d.begin() + 3, d.end(), [](uint8_t b) { return b == 0; });
+}
+
+// CongestionKeyInfo as compared: its violation counter is the device's to count.
+CongestionKeyInfo without_violations(const Data& d) {
+  CongestionKeyInfo k = decode_congestion_key_info(d);
+  k.violations = 0;
+  return k;
 }
 
 // Steps run one after another, each only if the one before held; `finish` gets whether
@@ -67,9 +75,8 @@ struct Chain : std::enable_shared_from_this<Chain> {
 CcManager::CcManager(mad::MadEngine& eng, CcOptions o) : eng_(eng), opts_(std::move(o)) {}
 
 void CcManager::set_options(CcOptions o) {
+  // Nothing to forget: each pass compares what every device holds with the options.
   opts_ = std::move(o);
-  for (auto& [k, d] : dev_)
-    if (d.v.state == DeviceState::kConfigured) d.v.state = DeviceState::kFailed, d.v.why.clear();
 }
 
 std::map<DeviceKey, CcDeviceView> CcManager::view() const {
@@ -79,10 +86,14 @@ std::map<DeviceKey, CcDeviceView> CcManager::view() const {
 }
 
 void CcManager::send(const std::shared_ptr<Pass>& p, uint8_t method, uint16_t attr, uint32_t mod,
-                     const Data& data, Lid lid, int retries, Done done) {
+                     const Data& data, DeviceKey k, int retries, Done done) {
   ++p->rep.mads;
   if (method == mad::kMethodSet) ++p->rep.mads_written;
-  mad::GmpRequest req{request(method, attr, mod, opts_.key, data), lid};
+  // The key the device holds, as far as weft knows (to change it, the old one goes
+  // along); cc_key where it is not known.
+  const Device& d = dev_.at(k);
+  const uint64_t key = d.key ? d.key->cc_key : opts_.key;
+  mad::GmpRequest req{request(method, attr, mod, key, data), d.lid};
   req.retries = retries;
   req.probe = retries == 0;  // CongestionInfo's first ask: no answer is an answer
   queue_.push_back([this, req = std::move(req), done = std::move(done)]() mutable {
@@ -169,26 +180,28 @@ void CcManager::unavailable(DeviceKey k, std::string why) {
   d.v.state = DeviceState::kUnavailable;
   d.v.why = std::move(why);
   if (told_.emplace(d.vendor_id, d.device_id, d.v.is_switch).second)
-    WEFT_LOG(Info, "CC-0001") << (d.v.is_switch ? "switch " : "CA port ") << guid_port(k)
-                              << " (vendor 0x" << std::hex << d.vendor_id << ", device 0x"
-                              << d.device_id << std::dec << "): no congestion control (" << d.v.why
+    WEFT_LOG(Info, "CC-0001") << who(d.v.is_switch, k) << " (vendor 0x" << std::hex << d.vendor_id
+                              << ", device 0x" << d.device_id << std::dec
+                              << "): no congestion control (" << d.v.why
                               << "); never written; said once for its kind";
 }
 
 void CcManager::locked(DeviceKey k, std::string why) {
   Device& d = dev_.at(k);
+  const bool was = d.v.state == DeviceState::kLocked;
   d.v.state = DeviceState::kLocked;
   d.v.why = std::move(why);
-  WEFT_LOG(Warn, "CC-0003") << (d.v.is_switch ? "switch " : "CA port ") << guid_port(k) << ": "
-                            << d.v.why << "; asked again next sweep";
+  if (!was)
+    WEFT_LOG(Warn, "CC-0003") << who(d.v.is_switch, k) << ": " << d.v.why
+                              << "; asked again each sweep";
 }
 
 void CcManager::failed(DeviceKey k, std::string why) {
   Device& d = dev_.at(k);
   d.v.state = DeviceState::kFailed;
   d.v.why = std::move(why);
-  WEFT_LOG(Warn, "CC-0002") << (d.v.is_switch ? "switch " : "CA port ") << guid_port(k) << ": "
-                            << d.v.why << "; tried again next sweep";
+  WEFT_LOG(Warn, "CC-0002") << who(d.v.is_switch, k) << ": " << d.v.why
+                            << "; tried again next sweep";
 }
 
 void CcManager::visit(const std::shared_ptr<Pass>& p, DeviceKey k) {
@@ -196,75 +209,68 @@ void CcManager::visit(const std::shared_ptr<Pass>& p, DeviceKey k) {
   if (d.v.state == DeviceState::kUnavailable) return release(p);
   if (d.v.state != DeviceState::kUnknown && d.info_read) return key_step(p, k);
   // CongestionInfo first, once, with no retry: a device without CC costs one MAD.
-  send(p, mad::kMethodGet, kAttrCongestionInfo, 0, Data{}, d.lid, 0,
-       [this, p, k](Result<mad::Gmp> r) {
-         if (!r && opts_.key) {
-           // No CC agent, or one holding another CC_Key (it drops what carries ours):
-           // asked again next sweep, in case the other key's lease runs out.
-           locked(k,
-                  "no answer to CongestionInfo carrying cc_key (no CC agent, or another "
-                  "CC_Key): " +
-                      r.error().message);
-           return release(p);
-         }
-         if (!r) {
-           unavailable(k, "CongestionInfo: " + r.error().message);
-           return release(p);
-         }
-         if (r->status) {
-           unavailable(k, "CongestionInfo: status " + mad::mad_status_str(r->status));
-           return release(p);
-         }
-         const Data data = data_of(*r);
-         if (r->mgmt_class != kClassCc || r->attr_id != kAttrCongestionInfo ||
-             !real_congestion_info(data)) {
-           unavailable(k, "its CongestionInfo answer is no CongestionInfo (reserved bytes set)");
-           return release(p);
-         }
-         dev_.at(k).v.info = decode_congestion_info(data);
-         dev_.at(k).info_read = true;
-         key_step(p, k);
-       });
+  send(p, mad::kMethodGet, kAttrCongestionInfo, 0, Data{}, k, 0, [this, p, k](Result<mad::Gmp> r) {
+    if (!r && r.error().code == Errc::kTimeout && opts_.key) {
+      // No CC agent, or one holding another CC_Key (it drops what carries ours):
+      // asked again next sweep, in case the other key's lease runs out.
+      locked(k,
+             "no answer to CongestionInfo carrying cc_key (no CC agent, or another "
+             "CC_Key): " +
+                 r.error().message);
+      return release(p);
+    }
+    if (!r) {  // no answer without a key, or an error status: no CC here
+      unavailable(k, "CongestionInfo: " + r.error().message);
+      return release(p);
+    }
+    const Data data = data_of(*r);
+    if (!real_congestion_info(data)) {
+      unavailable(k, "its CongestionInfo answer is no CongestionInfo (reserved bytes set)");
+      return release(p);
+    }
+    dev_.at(k).v.info = decode_congestion_info(data);
+    dev_.at(k).info_read = true;
+    key_step(p, k);
+  });
 }
 
 template <class T>
 void CcManager::converge(const std::shared_ptr<Pass>& p, DeviceKey k, uint16_t attr, uint32_t mod,
-                         const T& want, std::optional<T>& held, T (*decode)(const Data&),
+                         const T& want, Slot<T> slot, T (*decode)(const Data&),
                          std::function<void(bool)> then) {
-  const Lid lid = dev_.at(k).lid;
-  auto write = [this, p, k, attr, mod, want, &held, decode, then, lid]() {
-    if (held && *held == want) return then(true);
-    send(p, mad::kMethodSet, attr, mod, encode(want), lid, -1,
-         [this, k, attr, want, &held, decode, then](Result<mad::Gmp> r) {
-           if (!r || r->status) {
-             held.reset();
-             failed(k, std::string(attr_name(attr)) + " Set: " +
-                           (r ? "status " + mad::mad_status_str(r->status) : r.error().message));
+  // What the device holds is looked up through `slot` at each completion, never kept
+  // as a reference across one.
+  auto write = [this, p, k, attr, mod, want, slot, decode, then]() {
+    if (const auto& held = slot(dev_.at(k)); held && *held == want) return then(true);
+    send(p, mad::kMethodSet, attr, mod, encode(want), k, -1,
+         [this, k, attr, want, slot, decode, then](Result<mad::Gmp> r) {
+           Device& d = dev_.at(k);
+           if (!r) {
+             slot(d).reset();
+             failed(k, std::string(attr_name(attr)) + " Set: " + r.error().message);
              return then(false);
            }
-           ++dev_.at(k).v.sets;
+           ++d.v.sets;
            const T got = decode(data_of(*r));
            if (!(got == want)) {
              // Not what was written: no real CC agent behind it.
-             held.reset();
+             slot(d).reset();
              unavailable(k, std::string(attr_name(attr)) +
-                                ": a Set's reply does not carry what "
-                                "was written");
+                                ": a Set's reply does not carry what was written");
              return then(false);
            }
-           held = got;
+           slot(d) = got;
            then(true);
          });
   };
-  if (held) return write();
-  send(p, mad::kMethodGet, attr, mod, Data{}, lid, -1,
-       [this, k, attr, &held, decode, write, then](Result<mad::Gmp> r) {
-         if (!r || r->status) {
-           failed(k, std::string(attr_name(attr)) + " Get: " +
-                         (r ? "status " + mad::mad_status_str(r->status) : r.error().message));
+  if (slot(dev_.at(k))) return write();
+  send(p, mad::kMethodGet, attr, mod, Data{}, k, -1,
+       [this, k, attr, slot, decode, write, then](Result<mad::Gmp> r) {
+         if (!r) {
+           failed(k, std::string(attr_name(attr)) + " Get: " + r.error().message);
            return then(false);
          }
-         held = decode(data_of(*r));
+         slot(dev_.at(k)) = decode(data_of(*r));
          write();
        });
 }
@@ -273,54 +279,39 @@ void CcManager::key_step(const std::shared_ptr<Pass>& p, DeviceKey k) {
   if (opts_.key == 0) return settings_step(p, k);
   const CongestionKeyInfo want{opts_.key, opts_.key_protect, opts_.key_lease_period, 0};
   Device& d = dev_.at(k);
-  // The key as held, read with ours: a device holding another key does not answer.
-  auto then = [this, p, k, want](Result<mad::Gmp> r) {
-    Device& dv = dev_.at(k);
-    if (!r) {
-      locked(k, "no answer to CongestionKeyInfo carrying cc_key (another CC_Key?): " +
-                    r.error().message);
-      return release(p);
-    }
-    if (r->status) {
-      failed(k, "CongestionKeyInfo Get: status " + mad::mad_status_str(r->status));
-      return release(p);
-    }
-    CongestionKeyInfo held = decode_congestion_key_info(data_of(*r));
-    dv.v.key_violations = held.violations;
-    held.violations = 0;
-    if (held == want) {
-      dv.key = held;
-      return settings_step(p, k);
-    }
-    send(p, mad::kMethodSet, kAttrCongestionKeyInfo, 0, encode(want), dv.lid, -1,
-         [this, p, k, want](Result<mad::Gmp> s) {
-           if (!s || s->status) {
-             failed(k, "CongestionKeyInfo Set: " +
-                           (s ? "status " + mad::mad_status_str(s->status) : s.error().message));
-             return release(p);
-           }
-           Device& dd = dev_.at(k);
-           ++dd.v.sets;
-           CongestionKeyInfo got = decode_congestion_key_info(data_of(*s));
-           got.violations = 0;
-           if (!(got == want)) {
-             unavailable(k, "CongestionKeyInfo: a Set's reply does not carry what was written");
-             return release(p);
-           }
-           dd.key = got;
-           settings_step(p, k);
-         });
-  };
-  if (d.key && d.v.state == DeviceState::kConfigured) return settings_step(p, k);
-  send(p, mad::kMethodGet, kAttrCongestionKeyInfo, 0, Data{}, d.lid, -1, then);
+  if (d.key && *d.key == want) return settings_step(p, k);
+  // Read with our key: a device holding another drops it (a timeout), and is locked.
+  send(p, mad::kMethodGet, kAttrCongestionKeyInfo, 0, Data{}, k, -1,
+       [this, p, k, want](Result<mad::Gmp> r) {
+         if (!r && r.error().code == Errc::kTimeout) {
+           locked(k, "no answer to CongestionKeyInfo carrying cc_key (another CC_Key?): " +
+                         r.error().message);
+           return release(p);
+         }
+         if (!r) {
+           failed(k, "CongestionKeyInfo Get: " + r.error().message);
+           return release(p);
+         }
+         Device& dv = dev_.at(k);
+         const CongestionKeyInfo held = decode_congestion_key_info(data_of(*r));
+         dv.v.key_violations = held.violations;
+         dv.key = without_violations(data_of(*r));
+         converge<CongestionKeyInfo>(
+             p, k, kAttrCongestionKeyInfo, 0, want,
+             [](Device& x) -> std::optional<CongestionKeyInfo>& { return x.key; },
+             without_violations,
+             [this, p, k](bool ok) {
+               if (!ok) return release(p);
+               settings_step(p, k);
+             });
+       });
 }
 
 void CcManager::settings_step(const std::shared_ptr<Pass>& p, DeviceKey k) {
   Device& d = dev_.at(k);
   auto finish = [this, p, k](bool ok) {
     Device& dv = dev_.at(k);
-    if (ok && (dv.v.state == DeviceState::kUnknown || dv.v.state == DeviceState::kFailed ||
-               dv.v.state == DeviceState::kLocked || dv.v.state == DeviceState::kConfigured)) {
+    if (ok) {
       dv.v.state = DeviceState::kConfigured;
       dv.v.why.clear();
     }
@@ -332,8 +323,10 @@ void CcManager::settings_step(const std::shared_ptr<Pass>& p, DeviceKey k) {
   auto* steps = &chain->steps;
   if (d.v.is_switch) {
     steps->push_back([this, p, k](std::function<void(bool)> next) {
-      converge<SwitchCongestionSetting>(p, k, kAttrSwitchCongestionSetting, 0, opts_.sw,
-                                        dev_.at(k).sw, decode_switch_congestion_setting, next);
+      converge<SwitchCongestionSetting>(
+          p, k, kAttrSwitchCongestionSetting, 0, opts_.sw,
+          [](Device& x) -> std::optional<SwitchCongestionSetting>& { return x.sw; },
+          decode_switch_congestion_setting, next);
     });
     const size_t blocks = size_t(d.ports) / kPortsPerBlock + 1;
     if (d.port_blocks.size() != blocks) d.port_blocks.assign(blocks, std::nullopt);
@@ -346,21 +339,27 @@ void CcManager::settings_step(const std::shared_ptr<Pass>& p, DeviceKey k) {
       steps->push_back([this, p, k, b, want](std::function<void(bool)> next) {
         converge<SwitchPortCongestionBlock>(
             p, k, kAttrSwitchPortCongestionSetting, static_cast<uint32_t>(b), want,
-            dev_.at(k).port_blocks[b], decode_switch_port_congestion_block, next);
+            [b](Device& x) -> std::optional<SwitchPortCongestionBlock>& {
+              return x.port_blocks[b];
+            },
+            decode_switch_port_congestion_block, next);
       });
     }
   } else {
     steps->push_back([this, p, k](std::function<void(bool)> next) {
-      converge<CaCongestionSetting>(p, k, kAttrCaCongestionSetting, 0, opts_.ca, dev_.at(k).ca,
-                                    decode_ca_congestion_setting, next);
+      converge<CaCongestionSetting>(
+          p, k, kAttrCaCongestionSetting, 0, opts_.ca,
+          [](Device& x) -> std::optional<CaCongestionSetting>& { return x.ca; },
+          decode_ca_congestion_setting, next);
     });
     const auto blocks = opts_.cct_blocks(d.v.info.control_table_cap);
     if (d.cct.size() != blocks.size()) d.cct.assign(blocks.size(), std::nullopt);
     for (size_t b = 0; b < blocks.size(); ++b)
       steps->push_back([this, p, k, b, want = blocks[b]](std::function<void(bool)> next) {
-        converge<CongestionControlTableBlock>(p, k, kAttrCongestionControlTable,
-                                              static_cast<uint32_t>(b), want, dev_.at(k).cct[b],
-                                              decode_cct_block, next);
+        converge<CongestionControlTableBlock>(
+            p, k, kAttrCongestionControlTable, static_cast<uint32_t>(b), want,
+            [b](Device& x) -> std::optional<CongestionControlTableBlock>& { return x.cct[b]; },
+            decode_cct_block, next);
       });
   }
   chain->next();

@@ -113,10 +113,11 @@ Result<std::unique_ptr<UmadTransport>> UmadTransport::open(const UmadPortSpec& s
     return fail(Errc::kIo, "umad_register for the PerfMgt class on " + pick->ca + "/" +
                                std::to_string(pick->port) + " failed");
   // Congestion control (class 0x21, version 2), as a client: the CC agents' replies.
+  // Without it congestion control cannot be spoken (its MADs fail), nothing else.
   t->agent_cc_ = umad_register(t->portid_, 0x21, 2, 0, nullptr);
   if (t->agent_cc_ < 0)
-    return fail(Errc::kIo, "umad_register for the congestion-control class on " + pick->ca + "/" +
-                               std::to_string(pick->port) + " failed");
+    WEFT_LOG(Warn, "UMAD-0004") << "umad_register for the congestion-control class on " << pick->ca
+                                << "/" << pick->port << " failed: no congestion control";
   t->sendbuf_.assign(umad_size() + kMadSize, 0);
   t->recvbuf_.assign(umad_size() + kMadSize, 0);
   WEFT_LOG(Info, "UMAD-0001") << "bound to " << pick->ca << " port " << pick->port << " guid "

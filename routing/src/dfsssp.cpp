@@ -17,7 +17,7 @@ Routed DfssspEngine::compute(const Fabric& f, const Options& o) const {
   // Paths: traffic-balanced minimal routes (balanced.cpp). Adaptive groups: the parallel
   // links to each route's next switch. The balancing may have kept each VL acyclic only
   // by spreading LIDs over distinct parallel links, so the chain checks every layer over
-  // the groups' ports, and drops them where a cycle closes.
+  // the groups' ports, and drops all of them if a cycle closes anywhere.
   auto st = detail::start(f);
   if (!st) {
     st.error().message = "dfsssp: " + st.error().message;

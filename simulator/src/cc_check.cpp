@@ -6,7 +6,10 @@ CcHeldReport check_cc_held(const SimFabric& sim, const cc::CcOptions& o,
                            const std::map<cc::DeviceKey, cc::CcDeviceView>& view) {
   CcHeldReport rep;
   const auto& f = sim.model();
+  bool bad = false;  // the device under check already counted
   auto wrong = [&](const std::string& what) {
+    if (bad) return;
+    bad = true;
     if (!rep.wrong++) rep.first_problem = what;
   };
   for (const auto& [key, v] : view) {
@@ -16,6 +19,7 @@ CcHeldReport check_cc_held(const SimFabric& sim, const cc::CcOptions& o,
     const auto& nd = f.node(*n);
     const CcDevice* d = sim.cc().find(*n, key.second);
     ++rep.checked;
+    bad = false;
     const std::string who = "\"" + nd.name + "\" port " + std::to_string(key.second);
     if (!d) {
       wrong(who + ": no CC agent");

@@ -75,13 +75,12 @@ std::optional<mad::Gmp> SimCc::handle(uint32_t node, uint8_t port, const mad::Gm
     return std::nullopt;
   }
   d->lease_end.reset();
-  const bool set = req.method == mad::kMethodSet && d->support != CcSupport::kForgetful;
-  if (req.method == mad::kMethodSet && !set && req.attr_id != cc::kAttrCongestionInfo &&
-      req.attr_id != cc::kAttrCongestionLog && req.attr_id != cc::kAttrTimeStamp) {
-    ++d->sets;  // taken, and forgotten: answered with what was held
-  }
   if (req.method != mad::kMethodSet && req.method != mad::kMethodGet)
     return answer(kStatusBadMethod);
+  // `set`: a Set, refused where the attribute is read-only; `store`: one that is kept (a
+  // forgetful device answers it with what it held).
+  const bool set = req.method == mad::kMethodSet;
+  const bool store = set && d->support != CcSupport::kForgetful;
   const cc::Data in = cc::data_of(req);
   cc::Data out{};
   cc::LogData log_out{};
@@ -91,7 +90,7 @@ std::optional<mad::Gmp> SimCc::handle(uint32_t node, uint8_t port, const mad::Gm
       out = cc::encode(d->info);
       break;
     case cc::kAttrCongestionKeyInfo:
-      if (set) {
+      if (store) {
         d->key = cc::decode_congestion_key_info(in);
         d->lease_end.reset();
       }
@@ -108,24 +107,24 @@ std::optional<mad::Gmp> SimCc::handle(uint32_t node, uint8_t port, const mad::Gm
       break;
     case cc::kAttrSwitchCongestionSetting:
       if (!d->is_switch) return answer(kStatusBadMethod);
-      if (set) d->sw = cc::decode_switch_congestion_setting(in);
+      if (store) d->sw = cc::decode_switch_congestion_setting(in);
       out = cc::encode(d->sw);
       break;
     case cc::kAttrSwitchPortCongestionSetting:
       if (!d->is_switch) return answer(kStatusBadMethod);
       if (req.attr_mod >= d->port_blocks.size()) return answer(kStatusBadValue);
-      if (set) d->port_blocks[req.attr_mod] = cc::decode_switch_port_congestion_block(in);
+      if (store) d->port_blocks[req.attr_mod] = cc::decode_switch_port_congestion_block(in);
       out = cc::encode(d->port_blocks[req.attr_mod]);
       break;
     case cc::kAttrCaCongestionSetting:
       if (d->is_switch) return answer(kStatusBadMethod);
-      if (set) d->ca = cc::decode_ca_congestion_setting(in);
+      if (store) d->ca = cc::decode_ca_congestion_setting(in);
       out = cc::encode(d->ca);
       break;
     case cc::kAttrCongestionControlTable:
       if (d->is_switch) return answer(kStatusBadMethod);
       if (req.attr_mod >= d->cct.size()) return answer(kStatusBadValue);
-      if (set) d->cct[req.attr_mod] = cc::decode_cct_block(in);
+      if (store) d->cct[req.attr_mod] = cc::decode_cct_block(in);
       out = cc::encode(d->cct[req.attr_mod]);
       break;
     case cc::kAttrTimeStamp:

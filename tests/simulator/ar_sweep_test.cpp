@@ -283,8 +283,7 @@ TEST(ArSweep, ADegradedTreeIsProgrammedAndALinkCutRewritesOnlyWhatItTouched) {
   auto f = make_fabric("ft3:pods=6,leaves=6,aggs=6,hosts=6,cores=6");
   ASSERT_TRUE(f);
   SimFabric sim(std::move(*f), {.ar_group_cap = 64});
-  // Cut links as bench_ar.py's degraded tree does not matter here: two core links of one
-  // aggregation switch, so that the pods it served need bridged turns.
+  // One core link of agg0-0 out: the pod it serves needs bridged turns.
   const NodeIndex agg = *sim.model().find_by_name("agg0-0");
   for (PortNum p = 1; p <= sim.model().node(agg).num_ports; ++p)
     if (sim.model().node(agg).ports[p].linked() &&

@@ -153,6 +153,16 @@ TEST(SimCc, CcMadsReachTheAgentOfTheLidTheyAreSentTo) {
   EXPECT_EQ(ask(get(cc::kAttrCongestionInfo), leaf)->status, 0x0004);
   sim.set_cc(h1, CcSupport::kNone);
   EXPECT_FALSE(ask(get(cc::kAttrCongestionInfo), h1));
-  // P_Key tables stay as they were: the class is not mistaken for an SMP.
-  EXPECT_EQ(sim.pkeys(h0, 1).at(0) & 0x7FFF, 0x7FFF);
+  // A CACongestionSetting Set (attribute 0x16, the P_Key table's number among SMPs)
+  // reaches the CC agent, not the P_Key table: the class is not mistaken for an SMP.
+  sim.set_cc(h1, CcSupport::kAgent);
+  const auto pkeys = sim.pkeys(h1, 1);
+  cc::CaCongestionSetting s;
+  s.port_control = 0x1234;
+  s.control_map = 0xFFFF;
+  auto r = ask(set(cc::kAttrCaCongestionSetting, cc::encode(s)), h1);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 0);
+  EXPECT_EQ(sim.cc().find(h1, 1)->ca, s);
+  EXPECT_EQ(sim.pkeys(h1, 1), pkeys);
 }

@@ -189,6 +189,36 @@ TEST(CcManager, DevicesThatAreNoRealCcAgentsAreNotWritten) {
   EXPECT_EQ(r.sim.cc().find(forgetful, 1)->sets, 1u) << "never written again";
 }
 
+// With a key set, a device that answers with an error status is without CC, not locked
+// (only silence may mean another key), and a new key set between passes reaches every
+// device that already held the old one.
+TEST(CcManager, WithAKeyAnErrorStatusStillMeansNoCcAndANewKeyIsSet) {
+  Rig r({.cc_agents = true});
+  const fabric::NodeIndex refusing = *r.sim.model().find_by_name("h1-0");
+  r.sim.set_cc(refusing, CcSupport::kRefuses);
+  cc::CcOptions o = opensm_style();
+  o.key = 0x1111;
+  cc::CcManager m(r.sm.engine(), o);
+  auto first = r.pass(m);
+  ASSERT_TRUE(first) << first.error().message;
+  EXPECT_EQ(first->unavailable, 1u);
+  EXPECT_EQ(first->locked, 0u);
+  EXPECT_TRUE(first->verified);
+  o.key = 0x2222;
+  m.set_options(o);
+  auto second = r.pass(m);
+  ASSERT_TRUE(second) << second.error().message;
+  EXPECT_EQ(second->configured, r.switches() + r.cas() - 1);
+  EXPECT_EQ(second->mads_written, r.switches() + r.cas() - 1) << "one key Set each";
+  for (fabric::NodeIndex n = 0; n < r.sim.model().size(); ++n) {
+    if (n == refusing) continue;
+    const auto& nd = r.sim.model().node(n);
+    EXPECT_EQ(r.sim.cc().find(n, nd.is_switch() ? 0 : 1)->key.cc_key, 0x2222u) << nd.name;
+  }
+  auto held = check_cc_held(r.sim, o, m.view());
+  EXPECT_TRUE(held.ok()) << held.first_problem;
+}
+
 TEST(CcManager, TheKeyIsSetAndCarriedAndAnotherKeyIsReported) {
   Rig r({.cc_agents = true});
   cc::CcOptions o = opensm_style();

@@ -11,8 +11,8 @@
 // - what a device holds is read, compared and only what differs written (diff-only), and
 //   a Set whose reply does not carry what was written makes the device unavailable too;
 // - the CC_Key (cc_key) is set and carried; a device that ignores it (another key) is
-//   reported and tried again in the next sweep (with a key set, a device that does not
-//   answer CongestionInfo may be one: it is asked once a sweep, not given up on);
+//   reported once and tried again in each sweep (with a key set, a device that does not
+//   answer CongestionInfo at all may be one: it is asked once a sweep, not given up on);
 // - every switch port's SwitchPortCongestionSetting is set (CcOptions::port_element);
 // - a CA's table is cut to its ControlTableCap.
 // What it holds is trusted until the device leaves the fabric or its LID changes; the
@@ -71,7 +71,8 @@ struct CcSweep {
 class CcManager {
  public:
   CcManager(mad::MadEngine& eng, CcOptions o);
-  // New settings: every configured device is compared again (nothing re-read).
+  // New settings: the next pass compares what each device holds with them and writes what
+  // differs (nothing is re-read).
   void set_options(CcOptions o);
   const CcOptions& options() const { return opts_; }
   // One pass over `fabric` (a sweep's, with its LIDs); `done` runs when the last reply
@@ -98,16 +99,19 @@ class CcManager {
   struct Pass;
   using Done = std::function<void(Result<mad::Gmp>)>;
   void send(const std::shared_ptr<Pass>& p, uint8_t method, uint16_t attr, uint32_t mod,
-            const Data& data, Lid lid, int retries, Done done);
+            const Data& data, DeviceKey k, int retries, Done done);
   void pump();
   void visit(const std::shared_ptr<Pass>& p, DeviceKey k);
   void key_step(const std::shared_ptr<Pass>& p, DeviceKey k);
   void settings_step(const std::shared_ptr<Pass>& p, DeviceKey k);
-  // Reads `attr` (block `mod`) where `held` is unknown, then writes `want` where it
+  // Where a device keeps what it holds of one attribute (block).
+  template <class T>
+  using Slot = std::function<std::optional<T>&(Device&)>;
+  // Reads `attr` (block `mod`) where the slot is unknown, then writes `want` where it
   // differs; `then` runs after, with false when the device failed.
   template <class T>
   void converge(const std::shared_ptr<Pass>& p, DeviceKey k, uint16_t attr, uint32_t mod,
-                const T& want, std::optional<T>& held, T (*decode)(const Data&),
+                const T& want, Slot<T> slot, T (*decode)(const Data&),
                 std::function<void(bool)> then);
   void unavailable(DeviceKey k, std::string why);
   void locked(DeviceKey k, std::string why);

@@ -14,7 +14,7 @@ namespace weft::simulator {
 
 struct CcHeldReport {
   size_t checked = 0;  // configured devices read
-  size_t wrong = 0;    // of them holding something else
+  size_t wrong = 0;    // of them holding something else (each counted once)
   std::string first_problem;
   bool ok() const { return wrong == 0; }
 };
