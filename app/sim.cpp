@@ -264,13 +264,8 @@ int cmd_sim(int argc, char** argv) {
       if (!traffic.traffic.empty())
         print_traffic({{"traffic", simulator::traffic(sim.model(), held, traffic)}});
       if (ccr && *ccr)
-        std::printf(
-            "  CC       %zu of %zu devices configured (%zu read back as asked), %zu without CC, "
-            "%zu locked by another CC_Key, %zu failed; %llu MADs, %llu Sets\n",
-            (*ccr)->configured, (*ccr)->switches + (*ccr)->cas, cc_held.checked - cc_held.wrong,
-            (*ccr)->unavailable, (*ccr)->locked, (*ccr)->failed,
-            static_cast<unsigned long long>((*ccr)->mads),
-            static_cast<unsigned long long>((*ccr)->mads_written));
+        std::printf("  CC       %s; %zu of them read back as asked\n", (*ccr)->summary().c_str(),
+                    cc_held.checked - cc_held.wrong);
       else if (ccr)
         std::printf("  CC       %s\n", ccr->error().message.c_str());
       if (!cc_held.ok()) std::printf("    first: %s\n", cc_held.first_problem.c_str());

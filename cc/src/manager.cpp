@@ -72,6 +72,13 @@ struct Chain : std::enable_shared_from_this<Chain> {
 
 }  // namespace
 
+std::string CcSweep::summary() const {
+  return std::to_string(configured) + " of " + std::to_string(switches + cas) +
+         " devices configured, " + std::to_string(unavailable) + " without CC, " +
+         std::to_string(locked) + " locked by another CC_Key, " + std::to_string(failed) +
+         " failed; " + std::to_string(mads) + " MADs (" + std::to_string(mads_written) + " Sets)";
+}
+
 CcManager::CcManager(mad::MadEngine& eng, CcOptions o) : eng_(eng), opts_(std::move(o)) {}
 
 void CcManager::set_options(CcOptions o) {
@@ -328,7 +335,7 @@ void CcManager::settings_step(const std::shared_ptr<Pass>& p, DeviceKey k) {
           [](Device& x) -> std::optional<SwitchCongestionSetting>& { return x.sw; },
           decode_switch_congestion_setting, next);
     });
-    const size_t blocks = size_t(d.ports) / kPortsPerBlock + 1;
+    const size_t blocks = port_blocks(d.ports);
     if (d.port_blocks.size() != blocks) d.port_blocks.assign(blocks, std::nullopt);
     for (size_t b = 0; b < blocks; ++b) {
       SwitchPortCongestionBlock want{};

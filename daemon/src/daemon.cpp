@@ -256,12 +256,7 @@ void Daemon::cc_after_sweep(std::function<void()> then) {
       WEFT_LOG(Info, "CC-0004") << "congestion control: " << r.error().message;
       return;
     }
-    if (r->mads)
-      WEFT_LOG(Info, "CC-0004") << "congestion control: " << r->configured << " of "
-                                << r->switches + r->cas << " devices configured, " << r->unavailable
-                                << " without CC, " << r->locked << " locked by another CC_Key, "
-                                << r->failed << " failed; " << r->mads << " MADs ("
-                                << r->mads_written << " Sets)";
+    if (r->mads) WEFT_LOG(Info, "CC-0004") << "congestion control: " << r->summary();
   });
 }
 

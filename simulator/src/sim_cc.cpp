@@ -20,7 +20,7 @@ CcDevice& SimCc::add(uint32_t node, uint8_t port, bool is_switch, uint8_t ports,
   d.is_switch = is_switch;
   d.ports = ports;
   if (is_switch) {
-    d.port_blocks.resize(size_t(ports) / cc::kPortsPerBlock + 1);
+    d.port_blocks.resize(cc::port_blocks(ports));
     d.log.log_type = cc::kLogSwitch;
   } else {
     d.info.control_table_cap = table_cap;

@@ -66,6 +66,9 @@ struct CcSweep {
   uint64_t mads_written = 0;  // of them Sets
   // Every configured device holds what the options ask (as its replies said).
   bool verified = false;
+  // "C of N devices configured, U without CC, L locked by another CC_Key, F failed; M MADs
+  // (S Sets)", as the log and weft sim say it.
+  std::string summary() const;
 };
 
 class CcManager {

@@ -101,6 +101,10 @@ struct SwitchPortCongestionElement {
   bool operator==(const SwitchPortCongestionElement&) const = default;
 };
 constexpr size_t kPortsPerBlock = 32;
+// The blocks a switch of `ports` ports holds (block 0: ports 0-31, port 0 included).
+constexpr size_t port_blocks(unsigned ports) {
+  return ports / kPortsPerBlock + 1;
+}
 using SwitchPortCongestionBlock = std::array<SwitchPortCongestionElement, kPortsPerBlock>;
 SwitchPortCongestionBlock decode_switch_port_congestion_block(const Data& d);
 Data encode(const SwitchPortCongestionBlock& v);
