@@ -20,12 +20,6 @@ import ibsim_bringup as b  # noqa: E402
 import ibsim_cc  # noqa: E402
 
 
-def pkeys(work, sock):
-    nodes = b.parse_ibnetdiscover(b.run(["ibnetdiscover"], work, sock).stdout)
-    lids = sorted(p[2] for n in nodes.values() if n["type"] != "Switch" for p in n["ports"].values())
-    return {lid: b.run(["smpquery", "pkeys", str(lid)], work, sock).stdout for lid in lids}
-
-
 def opensm_conf(work, sock, cc):
     """OpenSM's own full option file (opensm -c) with the CC lines in place of its own."""
     base = os.path.join(work, "opensm-defaults.conf")
@@ -73,7 +67,7 @@ def main():
                     up = "SUBNET UP" in p.stderr
                     m = re.search(r"CC-0004 congestion control: .*; (\d+) MADs \((\d+) Sets\)", p.stderr)
                     mads = "%s (%s Sets)" % m.groups() if m else ("0" if not cc else "none logged")
-                tables[cc] = pkeys(work, sock)
+                tables[cc] = ibsim_cc.pkey_tables(work, sock, ibsim_cc.ca_lids(work, sock))
             if cc:
                 changed = sum(1 for lid, t in tables[True].items() if tables[False].get(lid) != t)
                 example = ""

@@ -34,6 +34,12 @@ cc_cct 0:0,0:1,0:2,0:3
 """
 
 
+def ca_lids(work, sock):
+    """Every CA port's LID, as ibnetdiscover reads them."""
+    nodes = b.parse_ibnetdiscover(b.run(["ibnetdiscover"], work, sock).stdout)
+    return sorted(p[2] for n in nodes.values() if n["type"] != "Switch" for p in n["ports"].values())
+
+
 def pkey_tables(work, sock, lids):
     out = {}
     for lid in lids:
@@ -61,11 +67,10 @@ def main():
         plain = b.run([a.weft, "sm", "--once", "--state-dir", state], work, sock)
         if "SUBNET UP" not in plain.stderr:
             raise b.Failure("no SUBNET UP with CC off")
-        nodes = b.parse_ibnetdiscover(b.run(["ibnetdiscover"], work, sock).stdout)
-        ca_lids = sorted(p[2] for n in nodes.values() if n["type"] != "Switch" for p in n["ports"].values())
-        if len(ca_lids) != want_ca:
-            raise b.Failure("%d CA ports found, %d expected" % (len(ca_lids), want_ca))
-        before = pkey_tables(work, sock, ca_lids)
+        lids = ca_lids(work, sock)
+        if len(lids) != want_ca:
+            raise b.Failure("%d CA ports found, %d expected" % (len(lids), want_ca))
+        before = pkey_tables(work, sock, lids)
         for run_no in (1, 2):
             cc = b.run([a.weft, "sm", "--once", "--state-dir", state, "--config", conf], work, sock)
             log = cc.stderr
@@ -86,12 +91,12 @@ def main():
                 raise b.Failure("run %d: CC-0001 said %d times, not once per device kind" % (run_no, len(said)))
             if not any("is no CongestionInfo" in w or "no reply" in w for w in said):
                 raise b.Failure("run %d: CC-0001 does not say why: %s" % (run_no, said))
-            after = pkey_tables(work, sock, ca_lids)
-            changed = [lid for lid in ca_lids if after[lid] != before[lid]]
+            after = pkey_tables(work, sock, lids)
+            changed = [lid for lid in lids if after[lid] != before[lid]]
             if changed:
                 raise b.Failure("run %d: P_Key tables of LIDs %s changed:\n%s\n---\n%s"
                                 % (run_no, changed, before[changed[0]], after[changed[0]]))
-            print("run %d: %s; CC-0001 %s; %d CA P_Key tables as before" % (run_no, m.group(0), said, len(ca_lids)))
+            print("run %d: %s; CC-0001 %s; %d CA P_Key tables as before" % (run_no, m.group(0), said, len(lids)))
     print("PASS congestion control on ibsim")
 
 

@@ -275,14 +275,6 @@ void ArProgrammer::ask_info(SweepRun& run, NodeIndex n, bool probe, std::vector<
       models_[m] = Verdict::kAnswers;
       for (NodeIndex o : rest) ask_info(run, o, false, {});
     }
-    if (!r && r.error().code == Errc::kTimeout) {
-      ++run.rep.ar_static;
-      ++run.rep.ar_failures;
-      WEFT_LOG(Warn, "AR-0004") << "switch " << fabric::port_ref(run.target, n, 0)
-                                << ": AdaptiveRoutingInfo: " << r.error().message
-                                << "; static routing there this sweep";
-      return;
-    }
     if (!r && r.error().code != Errc::kBadReply) {  // not an answer: this sweep only
       ++run.rep.ar_static;
       ++run.rep.ar_failures;
