@@ -24,11 +24,19 @@ const char* state_name(DeviceState s) {
   return "?";
 }
 
+struct CcManager::LogRead {
+  Egress egress;
+  int64_t now_unix_s = 0;
+  std::function<void(Result<CcLogRead>)> done;
+  CcLogRead out;
+};
+
 struct CcManager::Pass {
   std::shared_ptr<const fabric::Fabric> fabric;
   std::function<void(Result<CcSweep>)> done;
   CcSweep rep;
-  size_t outstanding = 0;  // devices not finished
+  size_t outstanding = 0;         // devices not finished
+  std::unique_ptr<LogRead> logs;  // a read of the logs, not a pass
 };
 
 namespace {
@@ -159,6 +167,11 @@ void CcManager::start(std::shared_ptr<const fabric::Fabric> f,
 
 void CcManager::release(const std::shared_ptr<Pass>& p) {
   if (--p->outstanding) return;
+  if (p->logs) {
+    pass_.reset();
+    p->logs->out.mads = p->rep.mads;
+    return finish_read(*p->logs);
+  }
   CcSweep& r = p->rep;
   for (const auto& [k, d] : dev_) {
     switch (d.v.state) {
@@ -179,7 +192,168 @@ void CcManager::release(const std::shared_ptr<Pass>& p) {
   }
   r.verified = r.failed == 0 && r.locked == 0;
   pass_.reset();
+  last_pass_ = r;
+  publish();
   p->done(r);
+}
+
+void CcManager::read_logs(Egress egress, int64_t now_unix_s,
+                          std::function<void(Result<CcLogRead>)> done) {
+  if (pass_) return done(fail(Errc::kUnsupported, "a congestion-control pass is under way"));
+  auto p = std::make_shared<Pass>();
+  p->logs = std::make_unique<LogRead>();
+  p->logs->egress = std::move(egress);
+  p->logs->now_unix_s = now_unix_s;
+  p->logs->done = std::move(done);
+  pass_ = p;
+  ++log_reads_;
+  for (auto& [k, acc] : ports_) {
+    acc.last = 0;
+    acc.marking = false;
+  }
+  std::vector<DeviceKey> todo;
+  for (const auto& [k, d] : dev_)
+    if (d.v.state == DeviceState::kConfigured) todo.push_back(k);
+  p->logs->out.devices = todo.size();
+  p->outstanding = todo.size() + 1;
+  for (const DeviceKey& k : todo)
+    send(p, mad::kMethodGet, kAttrCongestionLog, 0, Data{}, k, -1,
+         [this, p, k](Result<mad::Gmp> r) {
+           LogRead& lr = *p->logs;
+           auto log = r ? decode_congestion_log(log_of(*r))
+                        : Result<CongestionLog>(std::unexpected(r.error()));
+           const bool sw = dev_.at(k).v.is_switch;
+           if (log && log->log_type != (sw ? kLogSwitch : kLogCa))
+             log = fail(Errc::kBadReply, "CongestionLog of the other device type");
+           if (!log) {
+             ++lr.out.failed;
+             WEFT_LOG(Warn, "CC-0005")
+                 << who(sw, k) << ": CongestionLog not read: " << log.error().message;
+           } else {
+             ++lr.out.read;
+             take_log(lr, k, *log);
+           }
+           release(p);
+         });
+  release(p);
+}
+
+void CcManager::take_log(LogRead& lr, DeviceKey k, const CongestionLog& log) {
+  const bool sw = log.log_type == kLogSwitch;
+  const size_t entries = sw ? log.switch_entries.size() : log.ca_entries.size();
+  // A device that keeps entries but no count: its entries are its events.
+  const uint64_t events = std::max<uint64_t>(log.event_counter, entries);
+  lr.out.events += events;
+  auto flow = [&](uint16_t slid, uint16_t dlid, uint8_t sl) -> FlowAcc& {
+    FlowAcc& f = flows_[{slid, dlid, sl}];
+    if (f.seen != log_reads_) {
+      f.seen = log_reads_;
+      f.last = 0;
+      f.marked_at.clear();
+      f.qps.clear();
+    }
+    ++f.last;
+    ++f.total;
+    return f;
+  };
+  auto add = [&](PortNum port, uint64_t n, bool marking) {
+    PortAcc& a = ports_[{k.first, port}];
+    a.is_switch = sw;
+    a.last += n;
+    a.total += n;
+    a.marking = a.marking || marking;
+  };
+  if (!sw) {
+    for (const CaLogEntry& e : log.ca_entries)
+      flow(e.local_lid, e.remote_lid, e.sl).qps.push_back({e.local_qp, e.remote_qp});
+    if (events) add(k.second, events, false);
+    return;
+  }
+  // A switch counts its events, not its ports': they go to its ports in proportion to
+  // the entries each port forwarded (by the entry's DLID), or evenly over the PortMap
+  // where no entry says.
+  std::map<PortNum, uint64_t> by_port;
+  for (const SwitchLogEntry& e : log.switch_entries) {
+    const PortNum out = lr.egress ? lr.egress(k.first, e.dlid) : PortNum(0);
+    FlowAcc& f = flow(e.slid, e.dlid, e.sl);
+    if (out == 0) continue;
+    ++by_port[out];
+    if (std::find(f.marked_at.begin(), f.marked_at.end(), std::pair{k.first, out}) ==
+        f.marked_at.end())
+      f.marked_at.push_back({k.first, out});
+  }
+  std::vector<PortNum> mapped;
+  for (unsigned p = 1; p < 256; ++p)
+    if (port_bit(log.port_map, p)) mapped.push_back(static_cast<PortNum>(p));
+  if (by_port.empty())
+    for (PortNum p : mapped) by_port[p] = 1;
+  uint64_t weight = 0;
+  for (const auto& [p, w] : by_port) weight += w;
+  uint64_t given = 0;
+  for (const auto& [p, w] : by_port) {
+    const uint64_t n = events * w / weight;
+    given += n;
+    add(p, n, port_bit(log.port_map, p));
+  }
+  // What rounding left goes to the ports in order, one each.
+  for (auto it = by_port.begin(); given < events && it != by_port.end(); ++it, ++given)
+    add(it->first, 1, false);
+  for (PortNum p : mapped)
+    if (!by_port.count(p)) add(p, 0, true);
+}
+
+void CcManager::finish_read(LogRead& lr) {
+  if (last_read_unix_s_ && lr.now_unix_s > last_read_unix_s_)
+    interval_s_ = double(lr.now_unix_s - last_read_unix_s_);
+  last_read_unix_s_ = lr.now_unix_s;
+  // Flows: the most recent kMaxFlows kept.
+  if (flows_.size() > CcView::kMaxFlows) {
+    std::vector<std::pair<uint64_t, std::tuple<uint16_t, uint16_t, uint8_t>>> age;
+    for (const auto& [key, f] : flows_) age.push_back({f.seen, key});
+    std::sort(age.begin(), age.end());
+    for (size_t i = 0; i + CcView::kMaxFlows < age.size(); ++i) flows_.erase(age[i].second);
+  }
+  lr.out.flows = 0;
+  for (const auto& [key, f] : flows_) lr.out.flows += f.seen == log_reads_;
+  publish();
+  for (const PortCongestion& pc : published_->ports)
+    if (pc.log_events) lr.out.ports.push_back(pc);
+  auto done = std::move(lr.done);
+  done(std::move(lr.out));
+}
+
+void CcManager::publish() {
+  auto v = std::make_shared<CcView>();
+  v->devices = view();
+  v->pass = last_pass_;
+  for (const auto& [k, a] : ports_) {
+    if (!a.total && !a.marking) continue;
+    v->ports.push_back({k.first, k.second, a.is_switch, a.last, a.total, a.marking});
+  }
+  std::stable_sort(v->ports.begin(), v->ports.end(),
+                   [](const PortCongestion& a, const PortCongestion& b) {
+                     return std::pair(a.log_events, a.log_events_total) >
+                            std::pair(b.log_events, b.log_events_total);
+                   });
+  for (const auto& [key, f] : flows_) {
+    FlowCongestion fc;
+    std::tie(fc.slid, fc.dlid, fc.sl) = key;
+    fc.count = f.seen == log_reads_ ? f.last : 0;
+    fc.total = f.total;
+    if (fc.count) {
+      fc.marked_at = f.marked_at;
+      fc.qps = f.qps;
+    }
+    v->flows.push_back(std::move(fc));
+  }
+  std::stable_sort(v->flows.begin(), v->flows.end(),
+                   [](const FlowCongestion& a, const FlowCongestion& b) {
+                     return std::pair(a.count, a.total) > std::pair(b.count, b.total);
+                   });
+  v->log_reads = log_reads_;
+  v->last_read_unix_s = last_read_unix_s_;
+  v->interval_s = interval_s_;
+  published_ = std::move(v);
 }
 
 void CcManager::unavailable(DeviceKey k, std::string why) {

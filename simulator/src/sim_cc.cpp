@@ -129,8 +129,7 @@ std::optional<mad::Gmp> SimCc::handle(uint32_t node, uint8_t port, const mad::Gm
       break;
     case cc::kAttrTimeStamp:
       if (set) return answer(kStatusBadMethod);
-      // In units of 1.024 us (1,024 ns), wrapping.
-      out = cc::encode_time_stamp(static_cast<uint32_t>(now.count() / 1024));
+      out = cc::encode_time_stamp(time_stamp(now));
       break;
     default:
       return answer(kStatusBadMethod);
@@ -142,6 +141,52 @@ std::optional<mad::Gmp> SimCc::handle(uint32_t node, uint8_t port, const mad::Gm
     r = cc::request(r.method, r.attr_id, r.attr_mod, cc::key_of(req), out);
   r.tid = req.tid;
   return r;
+}
+
+bool SimCc::marks(uint32_t node, uint8_t port) const {
+  const CcDevice* d = find(node, 0);
+  if (!d || d->support != CcSupport::kAgent || !d->is_switch) return false;
+  const size_t b = port / cc::kPortsPerBlock;
+  if (b < d->port_blocks.size()) {
+    const auto& e = d->port_blocks[b][port % cc::kPortsPerBlock];
+    if (e.valid && !e.control_type) return e.threshold != 0;
+  }
+  return d->sw.threshold != 0;
+}
+
+namespace {
+
+// Appends `e`, keeping the last `cap`.
+template <class E>
+void keep_last(std::vector<E>& v, const E& e, size_t cap) {
+  v.push_back(e);
+  if (v.size() > cap) v.erase(v.begin(), v.begin() + static_cast<long>(v.size() - cap));
+}
+
+}  // namespace
+
+void SimCc::log_switch(uint32_t node, uint8_t port, const cc::SwitchLogEntry& e) {
+  CcDevice* d = find(node, 0);
+  if (!d) return;
+  d->log.event_counter = static_cast<uint16_t>(d->log.event_counter + 1);
+  cc::set_port_bit(d->log.port_map, port);
+  d->log.time_stamp = e.timestamp;
+  keep_last(d->log.switch_entries, e, cc::kSwitchLogEntries);
+}
+
+bool SimCc::reacts(uint32_t node, uint8_t port, uint8_t sl) const {
+  const CcDevice* d = find(node, port);
+  return d && d->support == CcSupport::kAgent && !d->is_switch && sl < 16 &&
+         (d->ca.control_map >> sl & 1);
+}
+
+void SimCc::log_ca(uint32_t node, uint8_t port, const cc::CaLogEntry& e) {
+  CcDevice* d = find(node, port);
+  if (!d) return;
+  d->log.event_counter = static_cast<uint16_t>(d->log.event_counter + 1);
+  d->log.threshold_event_map = static_cast<uint16_t>(d->log.threshold_event_map | 1u << e.sl);
+  d->log.time_stamp = e.timestamp;
+  keep_last(d->log.ca_entries, e, cc::kCaLogEntries);
 }
 
 }  // namespace weft::simulator

@@ -333,8 +333,9 @@ bool SimFabric::owns_lid(NodeIndex n, PortNum p, uint16_t lid) const {
   return lid >= a.lid.value && lid < a.lid.value + (1u << a.lmc);
 }
 
-std::optional<SimFabric::Hop> SimFabric::lid_route(NodeIndex src, PortNum src_port, uint16_t dlid,
-                                                   int* hops) const {
+std::optional<SimFabric::Hop> SimFabric::lid_route(
+    NodeIndex src, PortNum src_port, uint16_t dlid, int* hops,
+    const std::function<void(NodeIndex, PortNum)>& egress) const {
   NodeIndex n = src;
   PortNum p = src_port;
   int h = 0;
@@ -360,6 +361,7 @@ std::optional<SimFabric::Hop> SimFabric::lid_route(NodeIndex src, PortNum src_po
     if (!port.linked() || port.attrs.state != PortState::kActive) return std::nullopt;
     const auto& back = f_.node(port.peer).ports[port.peer_port];
     if (back.attrs.state != PortState::kActive) return std::nullopt;
+    if (egress) egress(n, out);
     n = port.peer;
     p = port.peer_port;
     ++h;

@@ -23,4 +23,11 @@ EndPortIndex EndPortIndex::of(const fabric::Fabric& f) {
   return idx;
 }
 
+PortNum SubnetSnapshot::egress(Guid sw, uint16_t dlid) const {
+  const auto n = fabric.find(sw);
+  if (!n || *n >= tables.lft.size() || dlid >= tables.lft[*n].size()) return 0;
+  const PortNum out = tables.lft[*n][dlid];
+  return out == kDropPort ? PortNum(0) : out;
+}
+
 }  // namespace weft::sm

@@ -252,3 +252,81 @@ TEST(CcManager, TheKeyIsSetAndCarriedAndAnotherKeyIsReported) {
   EXPECT_TRUE(second->verified);
   EXPECT_EQ(r.sim.cc().find(locked, 1)->key.cc_key, 0xC0FFEEu);
 }
+
+// Issue 31 item 4 and 5: a hot spot (every other host sending to h0-0) fills the
+// switches' and the sources' CongestionLogs in the simulator; one read of the logs ranks
+// the leaf port feeding h0-0 first, names every flow to it with the QPs that reacted,
+// and a second read with no traffic since shows nothing new but keeps the totals.
+TEST(CcManager, AHotSpotIsRankedFirstFromTheCongestionLogs) {
+  Rig r({.cc_agents = true});
+  const auto& f = r.sim.model();
+  cc::CcManager m(r.sm.engine(), opensm_style());
+  auto first = r.pass(m);
+  ASSERT_TRUE(first && first->verified);
+  const fabric::NodeIndex dst = *f.find_by_name("h0-0"), leaf0 = *f.find_by_name("leaf0");
+  const uint16_t dlid = f.node(dst).ports[1].attrs.lid.value;
+  const PortNum into = f.node(dst).ports[1].peer_port;  // leaf0's port to h0-0
+  std::vector<SimFabric::Flow> flows;
+  for (fabric::NodeIndex n = 0; n < f.size(); ++n)
+    if (!f.node(n).is_switch() && n != dst) flows.push_back({n, 1, dlid, 0});
+  ASSERT_EQ(flows.size(), 11u);
+  const auto c = r.sim.congest(flows, 100);
+  EXPECT_EQ(c.routed, 11u);
+  EXPECT_EQ(c.ca_events, 11u) << "every source reacts on SL 0";
+  EXPECT_GE(c.switch_events, 11u);
+  EXPECT_EQ(r.sim.counters(leaf0, into)[perf::Counter::kXmitWait], 10u * 100);
+
+  auto snap = r.sm.snapshot();
+  auto egress = [snap](uint64_t guid, uint16_t lid) { return snap->egress(Guid{guid}, lid); };
+  std::optional<Result<cc::CcLogRead>> got;
+  m.read_logs(egress, 1000, [&](Result<cc::CcLogRead> x) { got = std::move(x); });
+  ASSERT_TRUE(r.sm.engine().run_all());
+  ASSERT_TRUE(got && *got) << (got ? (*got).error().message : "not finished");
+  const cc::CcLogRead& rd = **got;
+  EXPECT_EQ(rd.devices, r.switches() + r.cas());
+  EXPECT_EQ(rd.read, rd.devices);
+  EXPECT_EQ(rd.failed, 0u);
+  EXPECT_EQ(rd.events, c.switch_events + c.ca_events);
+  EXPECT_EQ(rd.flows, 11u);
+  const auto v = m.published();
+  ASSERT_FALSE(v->ports.empty());
+  EXPECT_EQ(v->ports[0].guid, f.node(leaf0).guid.value);
+  EXPECT_EQ(v->ports[0].port, into);
+  EXPECT_EQ(v->ports[0].log_events, 11u);
+  EXPECT_TRUE(v->ports[0].marking);
+  EXPECT_GT(v->ports[0].log_events, v->ports[1].log_events) << "the hot spot stands out";
+  uint64_t port_events = 0;
+  for (const auto& p : v->ports) port_events += p.log_events;
+  EXPECT_EQ(port_events, rd.events) << "every logged event is on a port";
+  ASSERT_EQ(v->flows.size(), 11u);
+  size_t remote = 0;
+  for (const auto& fl : v->flows) {
+    EXPECT_EQ(fl.dlid, dlid);
+    // At leaf0 and at the source; from another leaf, at a spine or the source's leaf too.
+    EXPECT_GE(fl.count, 2u);
+    remote += fl.count >= 3;
+    EXPECT_NE(std::find(fl.marked_at.begin(), fl.marked_at.end(),
+                        std::pair{f.node(leaf0).guid.value, into}),
+              fl.marked_at.end())
+        << fl.slid;
+    ASSERT_EQ(fl.qps.size(), 1u);
+  }
+  EXPECT_EQ(remote, 9u) << "the flows from the other three leaves";
+  EXPECT_EQ(r.sim.cc().find(leaf0, 0)->log.event_counter, 0u) << "reading cleared the log";
+
+  // Nothing since: nothing in the last read, the totals kept.
+  got.reset();
+  m.read_logs(egress, 1060, [&](Result<cc::CcLogRead> x) { got = std::move(x); });
+  ASSERT_TRUE(r.sm.engine().run_all());
+  ASSERT_TRUE(got && *got);
+  EXPECT_EQ((*got)->events, 0u);
+  EXPECT_TRUE((*got)->ports.empty());
+  const auto v2 = m.published();
+  EXPECT_EQ(v2->interval_s, 60.0);
+  ASSERT_FALSE(v2->ports.empty());
+  EXPECT_EQ(v2->ports[0].log_events, 0u);
+  EXPECT_EQ(v2->ports[0].log_events_total, 11u);
+  ASSERT_EQ(v2->flows.size(), 11u);
+  EXPECT_EQ(v2->flows[0].count, 0u);
+  EXPECT_GE(v2->flows[0].total, 3u);
+}

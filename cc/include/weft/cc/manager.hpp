@@ -33,43 +33,13 @@
 #include <vector>
 
 #include "weft/cc/options.hpp"
+#include "weft/cc/view.hpp"
 #include "weft/cc/wire.hpp"
 #include "weft/fabric/fabric.hpp"
 #include "weft/mad/mad_engine.hpp"
 #include "weft/result.hpp"
 
 namespace weft::cc {
-
-enum class DeviceState : uint8_t {
-  kUnknown,      // not asked yet
-  kConfigured,   // holds what the options ask
-  kUnavailable,  // no CC (no answer, an error status, not a CC answer): never written
-  kLocked,       // another CC_Key: asked again next sweep
-  kFailed,       // a write or read failed this sweep: tried again next sweep
-};
-const char* state_name(DeviceState s);
-
-struct CcDeviceView {
-  bool is_switch = false;
-  DeviceState state = DeviceState::kUnknown;
-  std::string why;  // for unavailable, locked and failed
-  CongestionInfo info;
-  uint16_t key_violations = 0;  // as last read
-  uint64_t sets = 0;            // Sets this device took
-};
-using DeviceKey = std::pair<uint64_t, PortNum>;  // node GUID, port (0: a switch)
-
-struct CcSweep {
-  size_t switches = 0, cas = 0;  // devices in the fabric
-  size_t configured = 0, unavailable = 0, locked = 0, failed = 0;
-  uint64_t mads = 0;          // CC MADs sent (retries not counted)
-  uint64_t mads_written = 0;  // of them Sets
-  // Every configured device holds what the options ask (as its replies said).
-  bool verified = false;
-  // "C of N devices configured, U without CC, L locked by another CC_Key, F failed; M MADs
-  // (S Sets)", as the log and weft sim say it.
-  std::string summary() const;
-};
 
 class CcManager {
  public:
@@ -84,6 +54,17 @@ class CcManager {
              std::function<void(Result<CcSweep>)> done);
   bool running() const { return pass_ != nullptr; }
   std::map<DeviceKey, CcDeviceView> view() const;
+
+  // The port switch `guid` forwards `dlid` by (0: not known): how a switch log's entries
+  // are put on its ports.
+  using Egress = std::function<PortNum(uint64_t guid, uint16_t dlid)>;
+  // Reads the CongestionLog of every configured device of the last pass (reading clears
+  // it) and ranks the ports and flows it names; `done` runs when the last reply is in.
+  // Fails (through `done`) while a pass or read is under way.
+  void read_logs(Egress egress, int64_t now_unix_s, std::function<void(Result<CcLogRead>)> done);
+  // Devices, the last pass and the congestion the logs showed (immutable; a new one after
+  // each pass and read).
+  std::shared_ptr<const CcView> published() const { return published_; }
 
  private:
   struct Device {
@@ -120,6 +101,10 @@ class CcManager {
   void locked(DeviceKey k, std::string why);
   void failed(DeviceKey k, std::string why);
   void release(const std::shared_ptr<Pass>& p);
+  struct LogRead;
+  void take_log(LogRead& lr, DeviceKey k, const CongestionLog& log);
+  void finish_read(LogRead& lr);
+  void publish();
 
   mad::MadEngine& eng_;
   CcOptions opts_;
@@ -129,6 +114,25 @@ class CcManager {
   std::shared_ptr<Pass> pass_;
   std::deque<std::function<void()>> queue_;  // MADs waiting for room in the window
   uint32_t inflight_ = 0;
+  // What the logs showed, by port and by flow (SLID, DLID, SL).
+  struct PortAcc {
+    bool is_switch = false;
+    uint64_t last = 0, total = 0;
+    bool marking = false;
+  };
+  struct FlowAcc {
+    uint64_t last = 0, total = 0;
+    uint64_t seen = 0;  // the read that last named it
+    std::vector<std::pair<uint64_t, PortNum>> marked_at;
+    std::vector<std::pair<uint32_t, uint32_t>> qps;
+  };
+  std::map<DeviceKey, PortAcc> ports_;
+  std::map<std::tuple<uint16_t, uint16_t, uint8_t>, FlowAcc> flows_;
+  uint64_t log_reads_ = 0;
+  int64_t last_read_unix_s_ = 0;
+  double interval_s_ = 0;
+  std::optional<CcSweep> last_pass_;
+  std::shared_ptr<const CcView> published_ = std::make_shared<CcView>();
 };
 
 }  // namespace weft::cc

@@ -57,6 +57,27 @@ class SimCc {
                                  mad::TimePoint now);
   uint64_t mads() const { return mads_; }  // CC MADs that reached a device
 
+  // The TimeStamp clock at `now`: units of 1.024 us (1,024 ns), wrapping.
+  static uint32_t time_stamp(mad::TimePoint now) {
+    return static_cast<uint32_t>(now.count() / 1024);
+  }
+
+  // Congestion, as SimFabric::congest makes it. Whether switch `node` marks packets
+  // leaving by `port`: a real agent (kAgent) whose threshold for the port is not 0 (the
+  // port's SwitchPortCongestionSetting element where valid and of the congestion type,
+  // else SwitchCongestionSetting's; weft reads 0 as "no marking", as OpenSM's option
+  // text says).
+  bool marks(uint32_t node, uint8_t port) const;
+  // One event in switch `node`'s log at `port`: LogEventsCounter, PortMap and the entry
+  // (the last 15 kept, as the log holds them).
+  void log_switch(uint32_t node, uint8_t port, const cc::SwitchLogEntry& e);
+  // Whether CA port (node, port) reacts to congestion on `sl` (a real agent whose
+  // CACongestionSetting control map has the SL).
+  bool reacts(uint32_t node, uint8_t port, uint8_t sl) const;
+  // One threshold event in the CA port's log (its counter, the SL in the event map, the
+  // entry; the last 13 kept).
+  void log_ca(uint32_t node, uint8_t port, const cc::CaLogEntry& e);
+
  private:
   std::map<std::pair<uint32_t, uint8_t>, CcDevice> dev_;
   uint64_t mads_ = 0;

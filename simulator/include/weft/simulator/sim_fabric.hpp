@@ -221,8 +221,34 @@ class SimFabric {
     fabric::NodeIndex node;
     PortNum port;
   };
-  std::optional<Hop> lid_route(fabric::NodeIndex src, PortNum src_port, uint16_t dlid,
-                               int* hops = nullptr) const;
+  // `egress`, when given, sees each switch port the packet leaves by, in order.
+  std::optional<Hop> lid_route(
+      fabric::NodeIndex src, PortNum src_port, uint16_t dlid, int* hops = nullptr,
+      const std::function<void(fabric::NodeIndex, PortNum)>& egress = {}) const;
+
+  // A coarse congestion model on the tables the switches hold, for congestion control
+  // to find: each flow sends `packets` packets from CA port (node, port) to `dlid` on
+  // `sl`, all at once at line rate. A switch port that k > 1 flows leave by is
+  // oversubscribed: it counts (k - 1) * packets ticks of PortXmitWait and, where the
+  // switch's congestion control marks on that port (SimCc::marks), logs one event per
+  // flow in the switch's CongestionLog (the port in its PortMap, an entry with the
+  // flow's SLID, DLID and SL). A flow marked on its way reaches a source whose CA agent
+  // reacts on that SL (CACongestionSetting's control map): a threshold event in the
+  // CA's log, with the flow's QPs (made up: 0x100 + the flow's index, both ends).
+  // Entries carry the TimeStamp clock (set_clock's). Flows that do not arrive are
+  // left out.
+  struct Flow {
+    fabric::NodeIndex node = fabric::kNoNode;
+    PortNum port = 0;
+    uint16_t dlid = 0;
+    uint8_t sl = 0;
+  };
+  struct Congestion {
+    size_t routed = 0;           // flows that arrive
+    size_t congested_ports = 0;  // switch ports shared by more than one
+    size_t switch_events = 0, ca_events = 0;
+  };
+  Congestion congest(const std::vector<Flow>& flows, uint64_t packets = 1000);
 
  private:
   uint16_t handle(const mad::Smp& s, fabric::NodeIndex n, PortNum in_port, mad::SmpData& data);

@@ -142,6 +142,9 @@ struct SubnetSnapshot {
   Guid sm_guid;  // the SM's port GUID
   // Adaptive routing by switch GUID: the switches weft asked (while AR is asked for).
   std::map<uint64_t, ArView> ar;
+  // The port switch `sw` forwards `dlid` by, as weft programmed it (0: not a switch of
+  // this fabric, or the LID not routed).
+  PortNum egress(Guid sw, uint16_t dlid) const;
 };
 
 struct SmOptions;
