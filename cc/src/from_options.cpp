@@ -114,6 +114,7 @@ Result<CcOptions> cc_from_options(const config::Values& v) {
     return bad("cc_key", "wants a 64-bit number, got \"" + v.get_str("cc_key") + "\"");
   o.key = n;
   o.max_outstanding = static_cast<uint32_t>(v.get_int("cc_max_outstanding_mads"));
+  o.log_interval = std::chrono::seconds(v.get_int("cc_log_interval_s"));
   if (!parse_number(v.get_str("cc_sw_cong_setting_control_map"), 0xFFFFFFFFull, &n))
     return bad(
         "cc_sw_cong_setting_control_map",

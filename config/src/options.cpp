@@ -128,6 +128,10 @@ std::vector<OptionSpec> build_table() {
       {"cc_cct", Type::kString, "", 0, 0, true,
        "the CA congestion control table, SHIFT:MULTIPLIER,... (up to 128 entries; empty: "
        "CCTI_Limit 0 as OpenSM sends)"},
+      {"cc_log_interval_s", Type::kInt, "60", 0, 86400, true,
+       "seconds between reads of every configured device's CongestionLog (0 = never): the "
+       "congested ports and flows on /api/v1/congestion, congestion events, /metrics "
+       "(weft's own)"},
       {"perfmgr_metrics_ca_ports", Type::kBool, "TRUE", 0, 0, true,
        "FALSE: /metrics carries switch ports' counter series only (large fabrics)"},
       {"perfmgr_health_window_s", Type::kInt, "3600", 1, 31536000, true,

@@ -29,7 +29,8 @@ Daemon::Daemon(mad::Transport& t, sm::SmOptions o, std::shared_ptr<store::StateS
       stats_(io_),
       poll_(io_),
       holdoff_(io_),
-      perf_(io_) {
+      perf_(io_),
+      cc_logs_(io_) {
   sm_.set_driver(driver_);
   sm_.on_event([this](const sm::SmEvent& e) { on_sm_event(e); });
   publish_partitions();
@@ -87,6 +88,7 @@ void Daemon::stop() {
     poll_.cancel();
     holdoff_.cancel();
     perf_.cancel();
+    cc_logs_.cancel();
     events_.stop();
     // A sweep under way is abandoned where it waits; the loop ends here.
     io_.stop();
@@ -111,6 +113,7 @@ int Daemon::run() {
   tick();
   asio::post(io_, [this] { sweep_now(true); });
   arm_perf(sm_.options().perf.sweep_time);
+  arm_cc_logs(sm_.options().cc.log_interval);
   io_.run();
   driver_.stop();
   return exit_;
@@ -242,21 +245,48 @@ void Daemon::sweep_now(bool heavy) {
 
 void Daemon::cc_after_sweep(std::function<void()> then) {
   if (!sm_.options().cc.enabled || m_.cc_running()) {
+    cc_pending_ = cc_pending_ || sm_.options().cc.enabled;
     if (then) then();
     return;
   }
-  m_.cc_pass([then = std::move(then)](Result<cc::CcSweep> r) {
+  cc_pending_ = false;
+  m_.cc_pass([this, then = std::move(then)](Result<cc::CcSweep> r) {
     struct After {
+      Daemon& d;
       const std::function<void()>& f;
       ~After() {
         if (f) f();
+        if (d.cc_pending_ && !d.stopping_) d.cc_after_sweep();
       }
-    } after{then};
+    } after{*this, then};
     if (!r) {
       WEFT_LOG(Info, "CC-0004") << "congestion control: " << r.error().message;
       return;
     }
     if (r->mads) WEFT_LOG(Info, "CC-0004") << "congestion control: " << r->summary();
+  });
+}
+
+void Daemon::arm_cc_logs(std::chrono::steady_clock::duration after) {
+  cc_logs_.expires_after(after);
+  cc_logs_.async_wait([this](const boost::system::error_code& ec) {
+    if (ec || stopping_) return;
+    const auto& o = sm_.options().cc;
+    // 0: never (looked at again a minute later, for a reload).
+    const std::chrono::steady_clock::duration period =
+        o.log_interval.count() ? o.log_interval : std::chrono::seconds(60);
+    if (!o.enabled || !o.log_interval.count() || sm_.sm_state() != mad::SmState::kMaster ||
+        !sm_.snapshot())
+      return arm_cc_logs(period);
+    // A pass under way: read once it is done.
+    if (m_.cc_running()) return arm_cc_logs(std::chrono::seconds(1));
+    const auto started = std::chrono::steady_clock::now();
+    m_.cc_read_logs([this, period, started](Result<cc::CcLogRead> r) {
+      if (!r) WEFT_LOG(Info, "CC-0006") << "congestion logs: " << r.error().message;
+      if (cc_pending_ && !stopping_) cc_after_sweep();
+      const auto spent = std::chrono::steady_clock::now() - started;
+      arm_cc_logs(period > spent ? period - spent : std::chrono::steady_clock::duration::zero());
+    });
   });
 }
 

@@ -1,6 +1,7 @@
 #include "weft/daemon/managers.hpp"
 
 #include <algorithm>
+#include <chrono>
 
 namespace weft::daemon {
 
@@ -41,8 +42,29 @@ void Managers::cc_pass(std::function<void(Result<cc::CcSweep>)> done) {
   cc_.start(std::shared_ptr<const fabric::Fabric>(snap, &snap->fabric),
             [this, done = std::move(done)](Result<cc::CcSweep> r) {
               if (r) last_cc_ = *r;
+              sm_.set_cc(cc_.published());
+              sm_.publish_stats();
               done(std::move(r));
             });
+}
+
+void Managers::cc_read_logs(std::function<void(Result<cc::CcLogRead>)> done) {
+  auto snap = sm_.snapshot();
+  if (!cc_.options().enabled) return done(fail(Errc::kUnsupported, "congestion_control is FALSE"));
+  if (sm_.sm_state() != mad::SmState::kMaster || !snap)
+    return done(
+        fail(Errc::kUnsupported, "congestion logs are read by the master, once the subnet is up"));
+  const auto now = std::chrono::duration_cast<std::chrono::seconds>(
+                       std::chrono::system_clock::now().time_since_epoch())
+                       .count();
+  cc_.read_logs([snap](uint64_t guid, uint16_t dlid) { return snap->egress(Guid{guid}, dlid); },
+                now,
+                [this, done = std::move(done)](Result<cc::CcLogRead> r) {
+                  sm_.set_cc(cc_.published());
+                  if (r) sm_.congestion_read(*r);
+                  sm_.publish_stats();
+                  done(std::move(r));
+                });
 }
 
 Result<perf::Unhealthy> Managers::mark_healthy(Guid node, PortNum port) {

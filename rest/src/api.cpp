@@ -134,6 +134,7 @@ Api::Api(Backend& b, Auth& auth, Jobs& jobs)
   register_native(routes_);
   register_ufm(routes_);
   register_health(routes_);
+  register_congestion(routes_);
   register_topology(routes_);
   for (auto& r : routes_) {
     static const std::set<std::string> kCacheable = {"/api/v1/nodes",

@@ -99,8 +99,9 @@ std::string prometheus_text(const sm::Published& p,
 // Handlers, by family.
 void register_native(std::vector<Api::Route>& routes);
 void register_ufm(std::vector<Api::Route>& routes);
-void register_health(std::vector<Api::Route>& routes);    // health.cpp
-void register_topology(std::vector<Api::Route>& routes);  // topology.cpp
+void register_health(std::vector<Api::Route>& routes);      // health.cpp
+void register_congestion(std::vector<Api::Route>& routes);  // congestion.cpp
+void register_topology(std::vector<Api::Route>& routes);    // topology.cpp
 
 // Switch tiers for the topology page: 0 for a switch with a CA, then by hops from one.
 struct TopologyTiers {

@@ -5,6 +5,7 @@
 #include <map>
 
 #include "handlers.hpp"
+#include "weft/cc/view.hpp"
 #include "weft/perf/view.hpp"
 #include "weft/sa/path.hpp"
 #include "weft/sm/options.hpp"
@@ -96,6 +97,28 @@ void port_counters(Writer& w, const sm::Published& p) {
     w.sample("weft_port_unhealthy", 1,
              fmt::format("node_guid=\"0x{:016x}\",port=\"{}\",counter=\"{}\"", key.first,
                          key.second, esc(u.counter)));
+}
+
+// Congestion control's series: devices by state, reads of the logs, and the events each
+// port's logs counted since weft first read them.
+void congestion(Writer& w, const sm::Published& p) {
+  if (!p.cc) return;
+  const cc::CcView& v = *p.cc;
+  std::map<cc::DeviceState, size_t> by_state;
+  for (const auto& [k, d] : v.devices) ++by_state[d.state];
+  w.family("weft_cc_devices", "gauge", "switches and CA ports by congestion-control state");
+  for (auto s : {cc::DeviceState::kConfigured, cc::DeviceState::kUnavailable,
+                 cc::DeviceState::kLocked, cc::DeviceState::kFailed, cc::DeviceState::kUnknown})
+    w.sample("weft_cc_devices", double(by_state[s]),
+             fmt::format("state=\"{}\"", cc::state_name(s)));
+  w.one("weft_cc_log_reads_total", "counter", "reads of every configured device's CongestionLog",
+        double(v.log_reads));
+  w.family("weft_cc_log_events_total", "counter",
+           "congestion events a port's logs counted (a switch port's marks, a CA port's "
+           "threshold events) since weft first read them");
+  for (const auto& pc : v.ports)
+    w.sample("weft_cc_log_events_total", double(pc.log_events_total),
+             fmt::format("node_guid=\"0x{:016x}\",port=\"{}\"", pc.guid, pc.port));
 }
 
 }  // namespace
@@ -193,6 +216,7 @@ std::string prometheus_text(const sm::Published& p,
         double(p.partitions_applied));
   w.one("weft_events", "gauge", "the id of the newest event", double(events));
   port_counters(w, p);
+  congestion(w, p);
   w.family("weft_rest_requests_total", "counter", "REST requests by route and status");
   for (const auto& [k, n] : requests)
     w.sample("weft_rest_requests_total", double(n),

@@ -72,6 +72,21 @@ void SubnetManager::counters_swept(const perf::PerfSweep& r) {
                     {"congested", r.congested.size()}});
 }
 
+void SubnetManager::congestion_read(const cc::CcLogRead& r) {
+  if (!r.events) return;
+  constexpr size_t kShown = 5;
+  nlohmann::json ports = nlohmann::json::array();
+  for (size_t i = 0; i < r.ports.size() && i < kShown; ++i)
+    ports.push_back({{"guid", hex_guid(r.ports[i].guid)},
+                     {"port", r.ports[i].port},
+                     {"log_events", r.ports[i].log_events}});
+  emit("congestion", {{"events", r.events},
+                      {"ports_congested", r.ports.size()},
+                      {"flows", r.flows},
+                      {"devices_read", r.read},
+                      {"top", std::move(ports)}});
+}
+
 void SubnetManager::apply_unhealthy(const perf::PortKey& key, const perf::Unhealthy& u) {
   const auto* st = perf_->find(key.first, key.second);
   nlohmann::json ev = {{"guid", hex_guid(key.first)},

@@ -753,6 +753,7 @@ void SubnetManager::publish() {
   }
   p->sms = peers_.sms();
   p->perf = perf_;
+  p->cc = cc_;
   p->store = books_.store().status();
   for (const auto& [key, n] : traps_.counts()) p->traps.push_back({key, n});
   for (const auto& fp : traps_.flapping()) p->flapping.push_back(fp);

@@ -5,17 +5,23 @@ table handler). With congestion_control TRUE and OpenSM-style settings, weft bri
 fabric up, asks each device CongestionInfo once, finds no real answer, writes nothing:
 every CA's P_Key table read by smpquery is the same as after a run with CC off, the log
 says why once per device kind, and the pass sends one MAD per device. A second run sends
-one again (a new process knows nothing), never a Set.
+one again (a new process knows nothing), never a Set. Then the daemon with REST and
+cc_log_interval_s 1: GET /api/v1/congestion says every device is without CC, reads of
+the logs happen (on no device: nothing is configured) and name no port, and the P_Key
+tables are still as before.
 
 Everything started is stopped by PID, also on failure."""
 import argparse
 import os
 import re
+import json
 import shutil
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ibsim_bringup as b  # noqa: E402
+from ibsim_rest import Client, Daemon, admin_password, free_port  # noqa: E402
 
 SPEC = "ft2:leaves=3,spines=2,hosts=2"  # 5 switches, 6 CAs
 CC_CONF = """congestion_control TRUE
@@ -97,7 +103,44 @@ def main():
                 raise b.Failure("run %d: P_Key tables of LIDs %s changed:\n%s\n---\n%s"
                                 % (run_no, changed, before[changed[0]], after[changed[0]]))
             print("run %d: %s; CC-0001 %s; %d CA P_Key tables as before" % (run_no, m.group(0), said, len(lids)))
+        daemon_run(a, work, sock, state, conf, want_sw + want_ca)
+        after = pkey_tables(work, sock, lids)
+        changed = [lid for lid in lids if after[lid] != before[lid]]
+        if changed:
+            raise b.Failure("daemon: P_Key tables of LIDs %s changed" % changed)
     print("PASS congestion control on ibsim")
+
+
+def daemon_run(a, work, sock, state, conf, devices):
+    """weft sm with REST, the logs read each second: /api/v1/congestion."""
+    dconf = os.path.join(work, "cc-daemon.conf")
+    open(dconf, "w").write(CC_CONF + "cc_log_interval_s 1\n")
+    port = free_port()
+    d = Daemon(a.weft, work, sock, state, os.path.join(work, "daemon.log"), port, ["--config", dconf])
+    try:
+        d.start()
+        cl = Client(port)
+        admin = {"user": "admin", "password": admin_password(state)}
+        deadline = time.monotonic() + 120
+        j = None
+        while time.monotonic() < deadline:
+            st, text, _ = cl.call("GET", "/api/v1/congestion", **admin)
+            if st != 200:
+                raise b.Failure("GET /api/v1/congestion: %d %s" % (st, text[:300]))
+            j = json.loads(text)
+            if j["log_reads"] >= 2:
+                break
+            time.sleep(0.5)
+        if not j or j["log_reads"] < 2:
+            raise b.Failure("the logs were not read twice: %s" % j)
+        dev = j["devices"]
+        if not j["congestion_control"] or dev["unavailable"] != devices or dev["configured"]:
+            raise b.Failure("daemon: devices %s, %d expected without CC" % (dev, devices))
+        if j["ports"] or j["flows"]:
+            raise b.Failure("daemon: congestion named on a fabric without CC: %s" % j)
+        print("daemon: %d log reads, devices %s, no port named" % (j["log_reads"], dev))
+    finally:
+        d.stop()
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@
 //   cc::SwitchCongestionSetting s = o->sw;  // as the Set carries it
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -28,6 +29,8 @@ struct CcOptions {
   bool key_protect = true;
   uint16_t key_lease_period = 60;
   uint32_t max_outstanding = 500;
+  // cc_log_interval_s (weft's own): how often the logs are read; 0: never.
+  std::chrono::seconds log_interval{60};
   SwitchCongestionSetting sw;  // Control_Map and every field as OpenSM sends them
   CaCongestionSetting ca;      // Port_Control, Control_Map and the per-SL entries
   std::vector<CctEntry> cct;   // cc_cct; empty: one block with CCTI_Limit 0, as OpenSM

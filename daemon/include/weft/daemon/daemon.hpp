@@ -81,7 +81,10 @@ class Daemon {
   // The PerfMgr's counter sweeps, every perf.sweep_time from one's start to the next's.
   void arm_perf(std::chrono::steady_clock::duration after);
   // A congestion-control pass after a sweep of the master (congestion_control TRUE).
+  // One asked for while a pass or a read of the logs ran goes after it.
   void cc_after_sweep(std::function<void()> then = {});
+  // Reads of the congestion logs, every cc.log_interval from one's start to the next's.
+  void arm_cc_logs(std::chrono::steady_clock::duration after);
   void arm_poll(std::chrono::milliseconds after);
   void apply_options(sm::SmOptions o);
   // The ledger's merged policy and generation into the SM's options: now, or after the
@@ -97,7 +100,8 @@ class Daemon {
   PartitionStore store_;
   EventLog& events_;
   DaemonOptions opts_;
-  boost::asio::steady_timer interval_, stats_, poll_, holdoff_, perf_;
+  boost::asio::steady_timer interval_, stats_, poll_, holdoff_, perf_, cc_logs_;
+  bool cc_pending_ = false;  // a pass asked for while the CC manager was busy
   bool holdoff_armed_ = false;
   std::optional<bool> wanted_;  // a sweep asked for (true: heavy) while one ran
   std::optional<std::pair<sm::SmOptions, std::chrono::seconds>> pending_reload_;

@@ -54,6 +54,10 @@ class Managers {
   cc::CcManager& cc() { return cc_; }
   // The last pass's counts (none before the first).
   const std::optional<cc::CcSweep>& last_cc() const { return last_cc_; }
+  // One read of the congestion logs of every device the last pass configured (master
+  // only), each switch's events put on its ports by the snapshot's tables; published,
+  // with a "congestion" event when anything was logged. Fails while a pass is under way.
+  void cc_read_logs(std::function<void(Result<cc::CcLogRead>)> done);
 
  private:
   sa::SaAgent sa_;  // the SM's SA: declared first, destroyed last

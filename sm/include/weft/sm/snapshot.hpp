@@ -30,6 +30,9 @@
 namespace weft::perf {
 struct PerfView;  // weft/perf/manager.hpp
 }
+namespace weft::cc {
+struct CcView;  // weft/cc/view.hpp
+}
 
 namespace weft::sm {
 
@@ -201,6 +204,9 @@ struct Published {
   // What the PerfMgr's last counter sweep read, and the ports marked unhealthy (null
   // before the first).
   std::shared_ptr<const perf::PerfView> perf;
+  // Congestion control: each device's state, the last pass, the congestion its logs
+  // showed (null before the first pass).
+  std::shared_ptr<const cc::CcView> cc;
   // The SM's options in force (sm/subnet_manager.hpp).
   std::shared_ptr<const SmOptions> options;
   // Where the master's state lives and how it fares, as the store said at publication

@@ -29,6 +29,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "weft/cc/view.hpp"
 #include "weft/config/partitions.hpp"
 #include "weft/config/qos_policy.hpp"
 #include "weft/mad/driver.hpp"
@@ -123,6 +124,12 @@ class SubnetManager {
   // A mark an admin cleared (`was`, on disk already): what isolate left down for the port
   // comes up and routes come back at the next sweep; an event; published.
   void port_healthy(Guid node, PortNum port, const perf::Unhealthy& was);
+  // The congestion-control manager beside it (daemon::Managers tells it): its latest
+  // view, published with the SM's.
+  void set_cc(std::shared_ptr<const cc::CcView> v) { cc_ = std::move(v); }
+  // What a read of the congestion logs found: a "congestion" event when anything was
+  // logged (the ports, ranked, the first few).
+  void congestion_read(const cc::CcLogRead& r);
   // One poll of the SM this one watches (STANDBY: the master; MASTER: a lower master
   // that has yet to hand over). `done(true)`: it is gone (or yielded), a heavy sweep
   // is due.
@@ -216,6 +223,7 @@ class SubnetManager {
   StateBooks books_;
   // The PerfMgr's view as its owner last gave it (never null).
   std::shared_ptr<const perf::PerfView> perf_ = std::make_shared<perf::PerfView>();
+  std::shared_ptr<const cc::CcView> cc_;
   SweepAsks asks_;
   // The devices as the last sweep that brought the subnet up as master left them
   // (its discovery, with the LIDs, port states and LinearFDBTop it set): what an
