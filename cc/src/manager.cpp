@@ -215,8 +215,9 @@ void CcManager::read_logs(Egress egress, int64_t now_unix_s,
   for (const auto& [k, d] : dev_)
     if (d.v.state == DeviceState::kConfigured) todo.push_back(k);
   p->logs->out.devices = todo.size();
-  p->outstanding = todo.size() + 1;
-  for (const DeviceKey& k : todo)
+  p->outstanding = 2 * todo.size() + 1;
+  for (const DeviceKey& k : todo) {
+    check_held(p, k);
     send(p, mad::kMethodGet, kAttrCongestionLog, 0, Data{}, k, -1,
          [this, p, k](Result<mad::Gmp> r) {
            LogRead& lr = *p->logs;
@@ -235,7 +236,35 @@ void CcManager::read_logs(Egress egress, int64_t now_unix_s,
            }
            release(p);
          });
+  }
   release(p);
+}
+
+void CcManager::check_held(const std::shared_ptr<Pass>& p, DeviceKey k) {
+  // A device's main setting (SwitchCongestionSetting, CACongestionSetting) read back
+  // beside its log: one that no longer holds what weft wrote (a reset, another tool) is
+  // forgotten whole, and the next pass reads and rewrites what differs.
+  const bool sw = dev_.at(k).v.is_switch;
+  const uint16_t attr = sw ? kAttrSwitchCongestionSetting : kAttrCaCongestionSetting;
+  send(p, mad::kMethodGet, attr, 0, Data{}, k, -1, [this, p, k, sw, attr](Result<mad::Gmp> r) {
+    Device& d = dev_.at(k);
+    if (r && d.v.state == DeviceState::kConfigured) {
+      const Data data = data_of(*r);
+      const bool same = sw ? d.sw && decode_switch_congestion_setting(data) == *d.sw
+                           : d.ca && decode_ca_congestion_setting(data) == *d.ca;
+      if (!same) {
+        ++p->logs->out.drifted;
+        d.key.reset();
+        d.sw.reset();
+        d.ca.reset();
+        for (auto& b : d.port_blocks) b.reset();
+        for (auto& b : d.cct) b.reset();
+        failed(k, std::string(attr_name(attr)) +
+                      " read back is not what weft wrote (a reset, or another tool)");
+      }
+    }
+    release(p);
+  });
 }
 
 void CcManager::take_log(LogRead& lr, DeviceKey k, const CongestionLog& log) {

@@ -283,6 +283,8 @@ void Daemon::arm_cc_logs(std::chrono::steady_clock::duration after) {
     const auto started = std::chrono::steady_clock::now();
     m_.cc_read_logs([this, period, started](Result<cc::CcLogRead> r) {
       if (!r) WEFT_LOG(Info, "CC-0006") << "congestion logs: " << r.error().message;
+      // A device that lost its settings is rewritten now, not at the next sweep.
+      if (r && r->drifted) cc_pending_ = true;
       if (cc_pending_ && !stopping_) cc_after_sweep();
       const auto spent = std::chrono::steady_clock::now() - started;
       arm_cc_logs(period > spent ? period - spent : std::chrono::steady_clock::duration::zero());

@@ -117,11 +117,11 @@ def main():
     # hold live state, it includes only these headers (the view types, pure queries over
     # them, and the daemon's Command).
     view = {"sm/snapshot.hpp", "sm/options.hpp", "sm/sa_stats.hpp", "sm/path_query.hpp",
-            "sm/lid_manager.hpp", "perf/view.hpp", "sa/path.hpp", "daemon/command.hpp",
+            "sm/lid_manager.hpp", "perf/view.hpp", "cc/view.hpp", "sa/path.hpp", "daemon/command.hpp",
             "daemon/partitions.hpp", "daemon/events.hpp"}
     rest_views = 0
     for p, i, line in source_lines(root, "rest"):
-        inc = re.match(r'\s*#\s*include\s*"weft/((sm|sa|perf|store|daemon)/[^"]+)"', line)
+        inc = re.match(r'\s*#\s*include\s*"weft/((sm|sa|perf|cc|store|daemon)/[^"]+)"', line)
         if not inc:
             continue
         rest_views += 1

@@ -330,3 +330,49 @@ TEST(CcManager, AHotSpotIsRankedFirstFromTheCongestionLogs) {
   EXPECT_EQ(v2->flows[0].count, 0u);
   EXPECT_GE(v2->flows[0].total, 3u);
 }
+
+// A device that lost its settings (a reset: settings and key back to zero) keeps its LID,
+// so no sweep notices; the read of the logs reads each device's main setting back too,
+// finds the two that drifted, and the next pass rewrites them and nothing else.
+TEST(CcManager, ADeviceThatLostItsSettingsIsFoundByTheLogReadAndRewritten) {
+  Rig r({.cc_agents = true});
+  cc::CcOptions o = opensm_style();
+  o.key = 0x5150;
+  cc::CcManager m(r.sm.engine(), o);
+  auto first = r.pass(m);
+  ASSERT_TRUE(first && first->verified);
+  const auto& f = r.sim.model();
+  const fabric::NodeIndex ca = *f.find_by_name("h3-1"), sw = *f.find_by_name("spine0");
+  auto reset = [&](fabric::NodeIndex n, uint8_t port) {
+    CcDevice& d = *r.sim.cc().find(n, port);
+    d.key = {};
+    d.sw = {};
+    d.ca = {};
+    for (auto& b : d.port_blocks) b = {};
+    for (auto& b : d.cct) b = {};
+  };
+  reset(ca, 1);
+  reset(sw, 0);
+  std::optional<Result<cc::CcLogRead>> got;
+  m.read_logs({}, 1, [&](Result<cc::CcLogRead> x) { got = std::move(x); });
+  ASSERT_TRUE(r.sm.engine().run_all());
+  ASSERT_TRUE(got && *got);
+  EXPECT_EQ((*got)->drifted, 2u);
+  EXPECT_EQ((*got)->mads, 2 * (r.switches() + r.cas())) << "a log and a setting each";
+  const auto v = m.view();
+  EXPECT_EQ(v.at({f.node(ca).guid.value, 1}).state, cc::DeviceState::kFailed);
+  EXPECT_NE(v.at({f.node(sw).guid.value, 0}).why.find("not what weft wrote"), std::string::npos)
+      << v.at({f.node(sw).guid.value, 0}).why;
+  auto second = r.pass(m);
+  ASSERT_TRUE(second) << second.error().message;
+  EXPECT_TRUE(second->verified);
+  // Each: the key and the setting; the CA its two CCT blocks, the switch its port block.
+  EXPECT_EQ(second->mads_written, (2u + 2u) + (2u + 1u));
+  expect_held(r.sim, o, "after the reset");
+  EXPECT_EQ(r.sim.cc().find(ca, 1)->key.cc_key, 0x5150u);
+  got.reset();
+  m.read_logs({}, 2, [&](Result<cc::CcLogRead> x) { got = std::move(x); });
+  ASSERT_TRUE(r.sm.engine().run_all());
+  ASSERT_TRUE(got && *got);
+  EXPECT_EQ((*got)->drifted, 0u);
+}

@@ -60,7 +60,10 @@ class CcManager {
   using Egress = std::function<PortNum(uint64_t guid, uint16_t dlid)>;
   // Reads the CongestionLog of every configured device of the last pass (reading clears
   // it) and ranks the ports and flows it names; `done` runs when the last reply is in.
-  // Fails (through `done`) while a pass or read is under way.
+  // Beside each log, the device's SwitchCongestionSetting or CACongestionSetting is read
+  // back: a device that no longer holds it (CcLogRead::drifted) is failed, what it holds
+  // forgotten, and the next pass rewrites what differs. Fails (through `done`) while a
+  // pass or read is under way.
   void read_logs(Egress egress, int64_t now_unix_s, std::function<void(Result<CcLogRead>)> done);
   // Devices, the last pass and the congestion the logs showed (immutable; a new one after
   // each pass and read).
@@ -103,6 +106,7 @@ class CcManager {
   void release(const std::shared_ptr<Pass>& p);
   struct LogRead;
   void take_log(LogRead& lr, DeviceKey k, const CongestionLog& log);
+  void check_held(const std::shared_ptr<Pass>& p, DeviceKey k);
   void finish_read(LogRead& lr);
   void publish();
 

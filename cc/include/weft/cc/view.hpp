@@ -76,6 +76,8 @@ struct CcLogRead {
   uint64_t events = 0;                // logged events, all devices
   std::vector<PortCongestion> ports;  // the ports with events, ranked (as CcView's)
   size_t flows = 0;                   // flows named
+  // Devices whose main setting no longer read back as written: a pass is due.
+  size_t drifted = 0;
 };
 
 // Every ranking: most events in the last read first, then the most since the first.
