@@ -129,11 +129,14 @@ int cmd_config(int argc, char** argv) {
     } else if (cco->enabled) {
       size_t sls = 0;
       for (unsigned sl = 0; sl < 16; ++sl) sls += (cco->ca.control_map >> sl) & 1;
-      std::printf(
-          "congestion control: %s, switch Control_Map 0x%08x, CA entries for %zu SLs, a table "
-          "of %zu entries (%zu blocks)\n",
-          cco->key ? "a CC_Key" : "no CC_Key", cco->sw.control_map, sls, cco->cct.size(),
-          cco->cct_blocks().size());
+      std::printf("congestion control: %s, switch Control_Map 0x%08x, CA entries for %zu SLs, ",
+                  cco->key ? "a CC_Key" : "no CC_Key", cco->sw.control_map, sls);
+      if (cco->generates_cct())
+        std::printf("a table made for each CA port's link, up to %u ns over %u entries\n",
+                    cco->cct_max_delay_ns, unsigned(cco->cct_limit) + 1);
+      else
+        std::printf("a table of %zu entries (%zu blocks)\n", cco->cct.size(),
+                    cco->cct_blocks().size());
     }
     // The state store as the daemon would open it (nothing is contacted).
     auto st = state_store(v, "weft config check", v.get_str("state_dir") + "/partitions.rest.conf");

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <cmath>
 #include <cstdlib>
 
 namespace weft::cc {
@@ -81,7 +82,36 @@ Result<std::vector<CctEntry>> parse_cct(const std::string& in) {
   return out;
 }
 
-std::vector<CongestionControlTableBlock> CcOptions::cct_blocks(size_t cap) const {
+double packet_time_ns(const fabric::PortAttrs& a) {
+  const uint8_t mtu = a.neighbor_mtu ? a.neighbor_mtu : a.mtu_cap;
+  if (mtu < 1 || mtu > 5 || !a.width_active) return 0;
+  const double bytes = double(128u << mtu) + 40;
+  // link_gbps: the data rate from FDR on (64b/66b), the signalling rate below (8b/10b).
+  const double gbps = fabric::link_gbps(a) * (a.speed_ext_active ? 1.0 : 0.8);
+  return gbps > 0 ? bytes * 8 / gbps : 0;
+}
+
+std::vector<CctEntry> generate_cct(uint32_t max_delay_ns, uint16_t limit, double packet_ns) {
+  std::vector<CctEntry> out(size_t(limit) + 1);
+  if (!limit || packet_ns <= 0) return out;
+  constexpr double kMaxMultiplier = 0x3FFF;
+  uint8_t shift = 3;
+  auto multiplier = [&](uint8_t s) { return double(max_delay_ns) * double(1u << s) / packet_ns; };
+  while (shift > 0 && multiplier(shift) > kMaxMultiplier) --shift;
+  const double top = std::min(multiplier(shift), kMaxMultiplier);
+  for (size_t i = 1; i <= limit; ++i)
+    out[i] = {shift, static_cast<uint16_t>(std::lround(top * double(i) / double(limit)))};
+  return out;
+}
+
+std::vector<CongestionControlTableBlock> CcOptions::cct_blocks(size_t cap, double packet_ns) const {
+  if (generates_cct() && packet_ns > 0 && cap > 0) {
+    CcOptions made = *this;
+    const size_t most = cap == SIZE_MAX ? SIZE_MAX : cap * kCctEntriesPerBlock - 1;
+    made.cct = generate_cct(cct_max_delay_ns,
+                            static_cast<uint16_t>(std::min<size_t>(cct_limit, most)), packet_ns);
+    return made.cct_blocks(cap);
+  }
   const size_t n =
       std::max<size_t>(1, (cct.size() + kCctEntriesPerBlock - 1) / kCctEntriesPerBlock);
   std::vector<CongestionControlTableBlock> blocks(n);
@@ -168,6 +198,8 @@ Result<CcOptions> cc_from_options(const config::Values& v) {
   auto cct = parse_cct(v.get_str("cc_cct"));
   if (!cct) return bad("cc_cct", cct.error().message);
   o.cct = *cct;
+  o.cct_max_delay_ns = static_cast<uint32_t>(v.get_int("cc_cct_max_delay_ns"));
+  o.cct_limit = static_cast<uint16_t>(v.get_int("cc_cct_limit"));
   return o;
 }
 

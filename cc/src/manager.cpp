@@ -155,6 +155,7 @@ void CcManager::start(std::shared_ptr<const fabric::Fabric> f,
     d.device_id = nd.device_id;
     d.v.is_switch = nd.is_switch();
     d.ports = nd.num_ports;
+    d.packet_ns = nd.is_switch() ? 0 : packet_time_ns(nd.ports[port].attrs);
     nd.is_switch() ? ++p->rep.switches : ++p->rep.cas;
     seen.emplace(k, std::move(d));
     todo.push_back(k);
@@ -562,7 +563,7 @@ void CcManager::settings_step(const std::shared_ptr<Pass>& p, DeviceKey k) {
           [](Device& x) -> std::optional<CaCongestionSetting>& { return x.ca; },
           decode_ca_congestion_setting, next);
     });
-    const auto blocks = opts_.cct_blocks(d.v.info.control_table_cap);
+    const auto blocks = opts_.cct_blocks(d.v.info.control_table_cap, d.packet_ns);
     if (d.cct.size() != blocks.size()) d.cct.assign(blocks.size(), std::nullopt);
     for (size_t b = 0; b < blocks.size(); ++b)
       steps->push_back([this, p, k, b, want = blocks[b]](std::function<void(bool)> next) {

@@ -128,6 +128,13 @@ std::vector<OptionSpec> build_table() {
       {"cc_cct", Type::kString, "", 0, 0, true,
        "the CA congestion control table, SHIFT:MULTIPLIER,... (up to 128 entries; empty: "
        "CCTI_Limit 0 as OpenSM sends)"},
+      {"cc_cct_max_delay_ns", Type::kInt, "0", 0, 100000000, true,
+       "with cc_cct empty: each CA port's table made for its link, its inter-packet delay "
+       "rising evenly to this many ns over cc_cct_limit + 1 entries (0 = OpenSM's one block "
+       "with CCTI_Limit 0; weft's own)"},
+      {"cc_cct_limit", Type::kInt, "127", 1, 16319, true,
+       "CCTI_Limit of a table made from cc_cct_max_delay_ns (cut to the port's "
+       "ControlTableCap; weft's own)"},
       {"cc_log_interval_s", Type::kInt, "60", 0, 86400, true,
        "seconds between reads of every configured device's CongestionLog (0 = never): the "
        "congested ports and flows on /api/v1/congestion, congestion events, /metrics "

@@ -37,7 +37,8 @@ CcHeldReport check_cc_held(const SimFabric& sim, const cc::CcOptions& o,
       continue;
     }
     if (!(d->ca == o.ca)) wrong(who + ": CACongestionSetting differs");
-    const auto blocks = o.cct_blocks(d->info.control_table_cap);
+    const auto blocks =
+        o.cct_blocks(d->info.control_table_cap, cc::packet_time_ns(nd.ports.at(key.second).attrs));
     for (size_t b = 0; b < blocks.size(); ++b)
       if (b >= d->cct.size() || !(d->cct[b] == blocks[b])) {
         wrong(who + ": CongestionControlTable block " + std::to_string(b) + " differs");

@@ -134,3 +134,51 @@ TEST(CcOptions, MasksReadAsOpenSmReadsThemBigEndian) {
   EXPECT_FALSE(parse_mask256(""));
   EXPECT_FALSE(parse_mask256("0x"));
 }
+
+// With cc_cct empty and cc_cct_max_delay_ns set, each CA port's table is made for its
+// link: a 4x EDR port with a 4096-byte MTU sends a packet in (4096 + 40) * 8 / 100 =
+// 330.88 ns, so 100 us is 302.2 packets: shift 3 and multiplier 2418 at the last entry.
+TEST(CcOptions, ATableIsMadeForEachPortFromATargetDelay) {
+  fabric::PortAttrs edr;
+  edr.width_active = 2;      // 4x
+  edr.speed_ext_active = 2;  // EDR
+  edr.neighbor_mtu = 5;      // 4096
+  EXPECT_DOUBLE_EQ(packet_time_ns(edr), 4136 * 8 / 100.0);
+  fabric::PortAttrs qdr = edr;
+  qdr.speed_ext_active = 0;
+  qdr.speed_active = 4;  // QDR: 40 Gb/s signalling, 32 data
+  EXPECT_DOUBLE_EQ(packet_time_ns(qdr), 4136 * 8 / 32.0);
+  EXPECT_EQ(packet_time_ns(fabric::PortAttrs{}), 0);
+
+  const auto t = generate_cct(100'000, 127, packet_time_ns(edr));
+  ASSERT_EQ(t.size(), 128u);
+  EXPECT_EQ(t[0], (CctEntry{0, 0}));
+  EXPECT_EQ(t[127], (CctEntry{3, 2418}));
+  EXPECT_EQ(t[64], (CctEntry{3, 1218}));  // 2417.8 * 64 / 127
+  for (size_t i = 1; i < t.size(); ++i) EXPECT_GE(t[i].multiplier, t[i - 1].multiplier) << i;
+  const double last_ns = t[127].multiplier * packet_time_ns(edr) / 8;
+  EXPECT_NEAR(last_ns, 100'000, packet_time_ns(edr) / 8);
+  // 50 ms does not fit shift 3, 2 or 1: shift 0; 100 ms does not fit at all: 0x3FFF.
+  EXPECT_EQ(generate_cct(5'000'000, 10, packet_time_ns(edr))[10], (CctEntry{0, 15111}));
+  EXPECT_EQ(generate_cct(100'000'000, 10, packet_time_ns(edr))[10], (CctEntry{0, 0x3FFF}));
+
+  auto o = load("cc_cct_max_delay_ns 100000\n");
+  ASSERT_TRUE(o) << o.error().message;
+  EXPECT_TRUE(o->generates_cct());
+  const auto blocks = o->cct_blocks(4, packet_time_ns(edr));
+  ASSERT_EQ(blocks.size(), 2u);
+  EXPECT_EQ(blocks[1].ccti_limit, 127);
+  EXPECT_EQ(blocks[1].entries[63], (CctEntry{3, 2418}));
+  // A port whose table holds one block: the whole delay over its 64 entries.
+  const auto one = o->cct_blocks(1, packet_time_ns(qdr));
+  ASSERT_EQ(one.size(), 1u);
+  EXPECT_EQ(one[0].ccti_limit, 63);
+  EXPECT_EQ(one[0].entries[63], (CctEntry{3, 774}));  // 100000 * 8 / 1034
+  // Without a packet time: OpenSM's one block with CCTI_Limit 0.
+  EXPECT_EQ(o->cct_blocks(4).size(), 1u);
+  // A table given wins.
+  auto given = load("cc_cct_max_delay_ns 100000\ncc_cct 0:1,0:2\n");
+  ASSERT_TRUE(given);
+  EXPECT_FALSE(given->generates_cct());
+  EXPECT_EQ(given->cct_blocks(4, packet_time_ns(edr))[0].entries[1], (CctEntry{0, 2}));
+}

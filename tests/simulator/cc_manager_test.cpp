@@ -376,3 +376,38 @@ TEST(CcManager, ADeviceThatLostItsSettingsIsFoundByTheLogReadAndRewritten) {
   ASSERT_TRUE(got && *got);
   EXPECT_EQ((*got)->drifted, 0u);
 }
+
+// With cc_cct empty and cc_cct_max_delay_ns set, each CA port gets a table made for its
+// link, its last entry the whole delay; the simulator's devices hold it, a second pass
+// sends nothing.
+TEST(CcManager, EachCaPortGetsATableMadeForItsLink) {
+  Rig r({.cc_agents = true});
+  cc::CcOptions o = opensm_style();
+  o.cct.clear();
+  o.cct_max_delay_ns = 50'000;
+  o.cct_limit = 100;
+  cc::CcManager m(r.sm.engine(), o);
+  auto first = r.pass(m);
+  ASSERT_TRUE(first && first->verified);
+  const auto& f = r.sim.model();
+  size_t cas = 0;
+  for (fabric::NodeIndex n = 0; n < f.size(); ++n) {
+    if (f.node(n).is_switch()) continue;
+    const double pkt = cc::packet_time_ns(f.node(n).ports[1].attrs);
+    ASSERT_GT(pkt, 0) << f.node(n).name;
+    const CcDevice* d = r.sim.cc().find(n, 1);
+    ASSERT_EQ(d->cct.size(), 2u);
+    EXPECT_EQ(d->cct[1].ccti_limit, 100);
+    const cc::CctEntry last = d->cct[1].entries[100 - 64];
+    const double ns = last.multiplier * pkt / double(1u << last.shift);
+    EXPECT_NEAR(ns, 50'000, pkt) << f.node(n).name;
+    EXPECT_EQ(d->cct[0].entries[0], (cc::CctEntry{0, 0}));
+    ++cas;
+  }
+  EXPECT_EQ(cas, r.cas());
+  auto held = check_cc_held(r.sim, o, m.view());
+  EXPECT_TRUE(held.ok()) << held.first_problem;
+  auto second = r.pass(m);
+  ASSERT_TRUE(second);
+  EXPECT_EQ(second->mads, 0u);
+}

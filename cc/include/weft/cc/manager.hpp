@@ -74,6 +74,7 @@ class CcManager {
     CcDeviceView v;
     Lid lid;
     uint8_t ports = 0;
+    double packet_ns = 0;  // a CA port's packet time (a generated table is made for it)
     uint32_t vendor_id = 0;
     uint16_t device_id = 0;
     bool info_read = false;  // its CongestionInfo answered

@@ -17,6 +17,7 @@
 
 #include "weft/cc/wire.hpp"
 #include "weft/config/options.hpp"
+#include "weft/fabric/fabric.hpp"
 #include "weft/result.hpp"
 
 namespace weft::cc {
@@ -34,10 +35,19 @@ struct CcOptions {
   SwitchCongestionSetting sw;  // Control_Map and every field as OpenSM sends them
   CaCongestionSetting ca;      // Port_Control, Control_Map and the per-SL entries
   std::vector<CctEntry> cct;   // cc_cct; empty: one block with CCTI_Limit 0, as OpenSM
-  // The CongestionControlTable blocks a CA gets: ceil(entries / 64), at least one, their
-  // CCTI_Limit the last entry's index (0 without entries); for a CA whose
+  // cc_cct_max_delay_ns and cc_cct_limit (weft's own): with cc_cct empty and a delay set,
+  // each CA port gets a table made for its link (generate_cct).
+  uint32_t cct_max_delay_ns = 0;
+  uint16_t cct_limit = 127;
+  bool generates_cct() const { return cct.empty() && cct_max_delay_ns != 0; }
+  // The CongestionControlTable blocks a CA port gets: ceil(entries / 64), at least one,
+  // their CCTI_Limit the last entry's index (0 without entries); for a port whose
   // ControlTableCap is `cap` blocks, cut to them (and the limit to their last entry).
-  std::vector<CongestionControlTableBlock> cct_blocks(size_t cap = SIZE_MAX) const;
+  // A generated table is made for `packet_ns` (packet_time_ns; 0: not known, and then
+  // OpenSM's one block with CCTI_Limit 0) with its limit within the cap, so that its
+  // last entry is the whole delay.
+  std::vector<CongestionControlTableBlock> cct_blocks(size_t cap = SIZE_MAX,
+                                                      double packet_ns = 0) const;
   // Every switch port's SwitchPortCongestionSetting element (weft's choice: OpenSM sends
   // none): valid, congestion parameters (not credit starvation), the switch-wide
   // threshold, packet size and marking rate.
@@ -45,6 +55,18 @@ struct CcOptions {
 };
 
 Result<CcOptions> cc_from_options(const config::Values& v);
+
+// The time a port takes to send one packet of its MTU (NeighborMTU, else MTUCap) with 40
+// bytes of headers at its data rate (the active width and speed; 8b/10b below FDR), in
+// ns; 0 when the port does not say.
+double packet_time_ns(const fabric::PortAttrs& a);
+// A congestion control table of limit + 1 entries whose inter-packet delay rises evenly
+// from none (entry 0) to `max_delay_ns` (the last). An entry's delay is its multiplier
+// times the packet time, shifted right by its shift (the reading Cornelis' fabric manager
+// gives the same two fields of its CCT, STL vol. 1 17.3.12); every entry has the largest
+// shift (at most 3) that keeps the last multiplier within 14 bits; a delay too long for
+// shift 0 gets the largest multiplier (0x3FFF).
+std::vector<CctEntry> generate_cct(uint32_t max_delay_ns, uint16_t limit, double packet_ns);
 
 // The parsers, for their tests: a 256-bit mask as a big hex number ("0x" optional, up
 // to 64 digits); SHIFT:MULTIPLIER (shift 0..3, multiplier 0..16383); a table of them
