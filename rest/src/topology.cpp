@@ -6,10 +6,12 @@
 
 #include <algorithm>
 #include <deque>
+#include <map>
 #include <string_view>
 
 #include "handlers.hpp"
 #include "views.hpp"
+#include "weft/cc/view.hpp"
 #include "weft/perf/view.hpp"
 #include "weft/routing/torus.hpp"
 #include "weft/sm/options.hpp"
@@ -120,6 +122,11 @@ json topology_json(const sm::Published& p) {
     auto it = pv->unhealthy.find({f.node(n).guid.value, q});
     return it == pv->unhealthy.end() ? nullptr : &it->second;
   };
+  // Congestion control's logs: the events each port counted in the last read.
+  std::map<std::pair<uint64_t, PortNum>, const cc::PortCongestion*> marks;
+  if (p.cc)
+    for (const auto& pc : p.cc->ports)
+      if (pc.log_events) marks[{pc.guid, pc.port}] = &pc;
   json links = json::array();
   for (const auto& l : f.links()) {
     const auto& a = f.node(l.a).ports[l.pa].attrs;
@@ -133,14 +140,24 @@ json topology_json(const sm::Published& p) {
               {"width", width_name(a)},
               {"speed", speed_name(a)},
               {"gbps", gbps}};
-    // Health: a mark on either end, congestion, errors counted within the window.
+    // Health: a mark on either end, congestion (PortXmitWait past the threshold, or a
+    // switch end that marked packets in the logs' last read), errors within the window.
     std::string health = "ok", why;
-    uint64_t errors = 0;
+    uint64_t errors = 0, cc_events = 0;
     double bytes_s = 0;
     for (const auto& [n, q] : {std::pair{l.a, l.pa}, std::pair{l.b, l.pb}}) {
       if (const auto* u = unhealthy(n, q)) {
         health = "unhealthy";
         why = fabric::port_ref(f, n, q) + ": " + u->reason;
+      }
+      if (auto m = marks.find({f.node(n).guid.value, q});
+          m != marks.end() && m->second->is_switch) {
+        cc_events += m->second->log_events;
+        if (health != "unhealthy") {
+          health = "congested";
+          why = fmt::format("{}: {} congestion events in the last read of the logs",
+                            fabric::port_ref(f, n, q), m->second->log_events);
+        }
       }
       if (const auto* st = stats(n, q)) {
         for (size_t i = 0; i < perf::kCounters; ++i)
@@ -154,6 +171,7 @@ json topology_json(const sm::Published& p) {
     j["health"] = health;
     if (!why.empty()) j["why"] = why;
     j["errors"] = errors;
+    j["cc_events"] = cc_events;
     j["load"] = gbps > 0 ? std::min(1.0, bytes_s * 8 / (gbps * 1e9)) : 0.0;
     links.push_back(std::move(j));
   }

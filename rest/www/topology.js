@@ -463,7 +463,8 @@
     d.appendChild(h);
     d.appendChild(table([["state", state.downed.has(l.id) ? "Down" : l.state], ["width", l.width],
                          ["speed", l.speed], ["health", l.health + (l.why ? ": " + l.why : "")],
-                         ["errors in window", l.errors], ["load", (100 * (l.load || 0)).toFixed(2) + " %"]]));
+                         ["errors in window", l.errors], ["congestion events", l.cc_events || 0],
+                         ["load", (100 * (l.load || 0)).toFixed(2) + " %"]]));
     for (const [g, p] of [[l.a, l.pa], [l.b, l.pb]]) {
       try {
         const c = await api(`/api/v1/ports/${g}/${p}/counters`);
@@ -625,9 +626,9 @@
       }
       refetchSoon(800);
     });
-    for (const type of ["link_up", "links_changed", "sweep_finished", "counters", "port_unhealthy",
-                        "port_healthy", "port_added", "port_removed"])
-      es.addEventListener(type, () => refetchSoon(type === "counters" ? 200 : 500));
+    for (const type of ["link_up", "links_changed", "sweep_finished", "counters", "congestion",
+                        "port_unhealthy", "port_healthy", "port_added", "port_removed"])
+      es.addEventListener(type, () => refetchSoon(type === "counters" || type === "congestion" ? 200 : 500));
   }
 
   // --- start -----------------------------------------------------------------

@@ -103,6 +103,21 @@ TEST(Congestion, AHotSpotIsRankedFirstWithItsFlowsAnEventAndMetrics) {
   }
   EXPECT_TRUE(j["ar_destinations_without_group"].empty());
 
+  // The topology page's links: the one into h0-0 congested, with its events.
+  const json topo = RestRig::json_of(rig.mon("GET", "/api/v1/topology"));
+  size_t congested = 0;
+  for (const auto& l : topo["links"]) {
+    const bool hot = (l["a"] == first["guid"] && l["pa"] == h.into) ||
+                     (l["b"] == first["guid"] && l["pb"] == h.into);
+    if (hot) {
+      EXPECT_EQ(l["health"], "congested") << l.dump();
+      EXPECT_EQ(l["cc_events"], 11);
+      EXPECT_NE(l["why"].get<std::string>().find("11 congestion events"), std::string::npos);
+    }
+    congested += l["cc_events"].get<uint64_t>() > 0;
+  }
+  EXPECT_EQ(congested, 5u) << "into h0-0, into leaf0, and the three leaves' uplinks";
+
   auto one = RestRig::json_of(rig.mon("GET", "/api/v1/congestion?top=1"));
   EXPECT_EQ(one["ports"].size(), 1u);
   EXPECT_EQ(one["flows"].size(), 1u);
