@@ -48,6 +48,8 @@ that every port of every group brings a packet nearer its destination.
 "groups_dropped", "verified"}, and with --congestion-control "cc": {"switches", "cas",
 "configured", "unavailable", "locked", "failed", "mads", "mads_written", "verified"}
 (verified: every configured device holds what the options ask, read from it).
+With --hotspot NODE also "congestion": {"events", "flows", "ports": [{"name", "port",
+"log_events"}...]} (the first five ports, ranked by the events the logs counted).
 
 SPEC is a generator spec or a topology file (an ibsim net file, or ibnetdiscover
 output):
@@ -95,6 +97,10 @@ po::options_description sim_command_options() {
                 "a node (by name) without a congestion-control agent; repeatable")(
       "congestion-control", po::bool_switch(),
       "congestion_control TRUE: a congestion-control pass after each sweep")(
+      "hotspot", po::value<std::string>(),
+      "with congestion control: after each pass, every other CA port sends to NODE's port 1 "
+      "(SL 0) through what the switches hold; the congestion logs are read and the ports "
+      "ranked (marking needs cc_sw_cong_setting_threshold above 0)")(
       "json", po::bool_switch(), "one JSON object per sweep instead of the summary")(
       "traffic", po::value<std::string>(),
       "after each sweep, flow-level traffic through what the switches hold (their LFTs, and "
@@ -143,6 +149,18 @@ int cmd_sim(int argc, char** argv) {
     }
   if (vm["congestion-control"].as<bool>())
     (void)config::set(*v, "congestion_control", "TRUE", "--congestion-control");
+  std::optional<fabric::NodeIndex> hotspot;
+  if (vm.count("hotspot")) {
+    const std::string name = vm["hotspot"].as<std::string>();
+    hotspot = sim.model().find_by_name(name);
+    if (!hotspot || sim.model().node(*hotspot).is_switch() ||
+        !sim.model().node(*hotspot).ports.at(1).linked())
+      return die("sim: --hotspot: no CA named \"" + name + "\" with port 1 linked");
+    if (v->get_bool("congestion_control") == false)
+      return die(
+          "sim: --hotspot needs congestion control (--congestion-control or "
+          "congestion_control TRUE in --config)");
+  }
   if (vm.count("no-ar"))
     for (const auto& name : vm["no-ar"].as<std::vector<std::string>>()) {
       auto n = sim.model().find_by_name(name);
@@ -205,6 +223,30 @@ int cmd_sim(int argc, char** argv) {
     }
     const auto cc_held =
         simulator::check_cc_held(sim, managers.cc().options(), managers.cc().view());
+    // A hot spot: every other CA port sends to one; the logs read after.
+    std::optional<Result<cc::CcLogRead>> hot;
+    if (hotspot && ccr && *ccr) {
+      std::vector<simulator::SimFabric::Flow> flows;
+      const uint16_t dlid = sim.model().node(*hotspot).ports[1].attrs.lid.value;
+      for (fabric::NodeIndex n = 0; n < sim.model().size(); ++n) {
+        const auto& nd = sim.model().node(n);
+        if (nd.is_switch() || n == *hotspot) continue;
+        for (PortNum p = 1; p <= nd.num_ports; ++p)
+          if (nd.ports[p].linked()) flows.push_back({n, p, dlid, 0});
+      }
+      sim.congest(flows);
+      managers.cc_read_logs([&hot](Result<cc::CcLogRead> r) { hot = std::move(r); });
+      if (auto r = smgr.engine().run_all(); !r) hot = std::unexpected(r.error());
+    }
+    auto hot_ports = [&](size_t most) {
+      std::vector<std::tuple<std::string, PortNum, uint64_t>> out;
+      for (const auto& pc : (*hot)->ports) {
+        if (out.size() == most) break;
+        const auto n = sim.model().find(Guid{pc.guid});
+        out.push_back({n ? sim.model().node(*n).name : hex_guid(pc.guid), pc.port, pc.log_events});
+      }
+      return out;
+    };
     // Check what the devices hold, not what the SM meant to write.
     const auto held = sim.held_tables();
     auto vr = routing::verify_lfts(sim.model(), held);
@@ -248,6 +290,15 @@ int cmd_sim(int argc, char** argv) {
       else if (ccr)
         j["cc"] = {{"error", ccr->error().message}};
       if (ccr && !cc_held.ok()) j["cc"]["first_problem"] = cc_held.first_problem;
+      if (hot && *hot) {
+        nlohmann::json ports = nlohmann::json::array();
+        for (const auto& [name, port, events] : hot_ports(5))
+          ports.push_back({{"name", name}, {"port", port}, {"log_events", events}});
+        j["congestion"] = {
+            {"events", (*hot)->events}, {"flows", (*hot)->flows}, {"ports", std::move(ports)}};
+      } else if (hot) {
+        j["congestion"] = {{"error", hot->error().message}};
+      }
       std::cout << j.dump() << std::endl;
     } else {
       std::printf(
@@ -269,8 +320,20 @@ int cmd_sim(int argc, char** argv) {
       else if (ccr)
         std::printf("  CC       %s\n", ccr->error().message.c_str());
       if (!cc_held.ok()) std::printf("    first: %s\n", cc_held.first_problem.c_str());
+      if (hot && *hot) {
+        std::printf("  congestion %llu events logged, %zu flows named; ports:",
+                    static_cast<unsigned long long>((*hot)->events), (*hot)->flows);
+        for (const auto& [name, port, events] : hot_ports(5))
+          std::printf(" %s/%u %llu", name.c_str(), unsigned(port),
+                      static_cast<unsigned long long>(events));
+        std::printf("\n");
+      } else if (hot) {
+        std::printf("  congestion %s\n", hot->error().message.c_str());
+      }
     }
-    if (!rep->subnet_up || !vr.ok() || !av.ok() || !cc_held.ok() || (ccr && !*ccr)) rc = 1;
+    if (!rep->subnet_up || !vr.ok() || !av.ok() || !cc_held.ok() || (ccr && !*ccr) ||
+        (hot && !*hot))
+      rc = 1;
   }
   if (!tmp_state.empty()) std::filesystem::remove_all(tmp_state);
   return rc;

@@ -115,6 +115,20 @@ def main():
           r'"cc":\{"cas":12,"configured":17,"failed":0,"locked":0,"mads":[1-9]\d*,"mads_written":[1-9]\d*,'
           r'"switches":6,"unavailable":1,"verified":true\}[^\n]*\n.*"cc":\{"cas":12,"configured":17,'
           r'"failed":0,"locked":0,"mads":0,"mads_written":0,"switches":6,"unavailable":1,"verified":true', W, w)
+    # A hot spot: the eleven other hosts send to h0-0; switches mark (a threshold), the
+    # logs rank leaf0's port into h0-0 first (11 flows), then the spine port into leaf0.
+    hot_conf = os.path.join(w, "hot.conf")
+    with open(hot_conf, "w") as fh:
+        fh.write("congestion_control TRUE\ncc_sw_cong_setting_control_map 0xF\n"
+                 "cc_sw_cong_setting_threshold 0xf\ncc_ca_cong_setting_control_map 0x1\n")
+    check("sim --hotspot: the congestion logs rank the port into it first", ["sim", "--topology",
+          "ft2:leaves=4,spines=2,hosts=3", "--cc-agents", "--config", hot_conf, "--hotspot", "h0-0",
+          "--json"], 0,
+          r'"congestion":\{"events":40,"flows":11,"ports":\[\{"log_events":11,"name":"leaf0","port":1\},'
+          r'\{"log_events":9,"name":"spine0","port":1\}', W, w)
+    check("sim --hotspot without congestion control is refused", ["sim", "--topology",
+          "ft2:leaves=4,spines=2,hosts=3", "--hotspot", "h0-0"], 2,
+          r"--hotspot needs congestion control", W, w)
     with open(cc_conf, "a") as fh:
         fh.write("cc_ca_cong_setting_ccti_min 16 1\n")
     check("config: a bad CC value names its line", ["config", "check", cc_conf], 1,
