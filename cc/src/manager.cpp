@@ -301,22 +301,25 @@ void CcManager::take_log(LogRead& lr, DeviceKey k, const CongestionLog& log) {
   }
   // A switch counts its events, not its ports': they go to its ports in proportion to
   // the entries each port forwarded (by the entry's DLID), or evenly over the PortMap
-  // where no entry says.
+  // where no entry says, or to the switch as a whole (port 0) where nothing says. Ports
+  // the switch does not have are no ports.
+  const unsigned ports = dev_.at(k).ports;
   std::map<PortNum, uint64_t> by_port;
   for (const SwitchLogEntry& e : log.switch_entries) {
     const PortNum out = lr.egress ? lr.egress(k.first, e.dlid) : PortNum(0);
     FlowAcc& f = flow(e.slid, e.dlid, e.sl);
-    if (out == 0) continue;
+    if (out == 0 || out > ports) continue;
     ++by_port[out];
     if (std::find(f.marked_at.begin(), f.marked_at.end(), std::pair{k.first, out}) ==
         f.marked_at.end())
       f.marked_at.push_back({k.first, out});
   }
   std::vector<PortNum> mapped;
-  for (unsigned p = 1; p < 256; ++p)
+  for (unsigned p = 1; p <= ports && p < 256; ++p)
     if (port_bit(log.port_map, p)) mapped.push_back(static_cast<PortNum>(p));
   if (by_port.empty())
     for (PortNum p : mapped) by_port[p] = 1;
+  if (by_port.empty() && events) by_port[0] = 1;
   uint64_t weight = 0;
   for (const auto& [p, w] : by_port) weight += w;
   uint64_t given = 0;

@@ -411,3 +411,32 @@ TEST(CcManager, EachCaPortGetsATableMadeForItsLink) {
   ASSERT_TRUE(second);
   EXPECT_EQ(second->mads, 0u);
 }
+
+// A switch log that names ports the switch does not have (a PortMap bit past its ports, an
+// entry whose DLID is not routed) puts its events on the switch as a whole, never on a
+// port that is not there.
+TEST(CcManager, ALogNamingPortsTheSwitchDoesNotHaveIsKeptToItsPorts) {
+  Rig r({.cc_agents = true});
+  cc::CcManager m(r.sm.engine(), opensm_style());
+  auto first = r.pass(m);
+  ASSERT_TRUE(first && first->verified);
+  const fabric::NodeIndex sw = *r.sim.model().find_by_name("spine1");
+  CcDevice& d = *r.sim.cc().find(sw, 0);
+  cc::set_port_bit(d.log.port_map, 200);
+  d.log.event_counter = 5;
+  d.log.switch_entries.push_back({3, 0xBFFF, 0, 1});  // a DLID nothing routes
+  auto snap = r.sm.snapshot();
+  std::optional<Result<cc::CcLogRead>> got;
+  m.read_logs([snap](uint64_t g, uint16_t l) { return snap->egress(Guid{g}, l); }, 1,
+              [&](Result<cc::CcLogRead> x) { got = std::move(x); });
+  ASSERT_TRUE(r.sm.engine().run_all());
+  ASSERT_TRUE(got && *got);
+  EXPECT_EQ((*got)->events, 5u);
+  const auto v = m.published();
+  ASSERT_EQ(v->ports.size(), 1u);
+  EXPECT_EQ(v->ports[0].guid, r.sim.model().node(sw).guid.value);
+  EXPECT_EQ(v->ports[0].port, 0) << "the switch as a whole";
+  EXPECT_EQ(v->ports[0].log_events, 5u);
+  ASSERT_EQ(v->flows.size(), 1u);
+  EXPECT_TRUE(v->flows[0].marked_at.empty());
+}
