@@ -9,19 +9,63 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <optional>
+#include <set>
 
 #include "commands.hpp"
 #include "sm_config.hpp"
 #include "summary.hpp"
 #include "weft/daemon/daemon.hpp"
+#include "weft/durable_file.hpp"
 #include "weft/log.hpp"
 #include "weft/mad/umad_transport.hpp"
 #include "weft/rest/server.hpp"
 #include "weft/store/state_dir.hpp"
+#include "weft/text_file.hpp"
 
 namespace weft::app {
 
 namespace {
+
+// HOST:PORT (HOST may be [v6]) into its parts; nullopt when it is not that.
+std::optional<std::pair<std::string, uint16_t>> host_port(const std::string& s) {
+  const auto colon = s.rfind(':');
+  if (colon == std::string::npos || colon == 0) return std::nullopt;
+  unsigned long port = 0;
+  const std::string digits = s.substr(colon + 1);
+  if (digits.empty() || digits.size() > 5 ||
+      digits.find_first_not_of("0123456789") != std::string::npos)
+    return std::nullopt;
+  port = std::stoul(digits);
+  if (port == 0 || port > 65535) return std::nullopt;
+  return std::pair{s.substr(0, colon), static_cast<uint16_t>(port)};
+}
+
+// What an instance's state directory claims (STATE_DIR/rest-listen: HOST:PORT), if it
+// claims anything readable.
+std::optional<std::string> rest_claim(const std::string& state_dir) {
+  auto text = read_text_file(state_dir + "/rest-listen");
+  if (!text) return std::nullopt;
+  std::string s = *text;
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  if (!host_port(s)) return std::nullopt;
+  return s;
+}
+
+// The ports other instances claim: the rest-listen files of the state directories
+// beside this one (/var/lib/weft/PORTGUID for each weft@PORTGUID).
+std::set<uint16_t> sibling_claims(const std::string& state_dir) {
+  std::set<uint16_t> out;
+  std::error_code ec;
+  const auto self = std::filesystem::weakly_canonical(state_dir, ec);
+  const auto parent = self.parent_path();
+  for (const auto& e : std::filesystem::directory_iterator(parent, ec)) {
+    if (!e.is_directory(ec) || e.path() == self) continue;
+    if (auto c = rest_claim(e.path().string()))
+      if (auto hp = host_port(*c)) out.insert(hp->second);
+  }
+  return out;
+}
 
 // What REST reads and submits, over the running daemon.
 class DaemonBackend final : public rest::Backend {
@@ -75,7 +119,10 @@ Kubernetes, Slurm and OpenStack clients. Users come from rest_users_file
 ("name:crypt-hash:role" lines, role admin, operator or monitor); without one, weft
 makes an admin user whose password it writes to STATE_DIR/rest-admin-password.
 A partition changed over REST is on disk before the answer and programmed by the
-next sweep, which the change starts.)",
+next sweep, which the change starts. With --guid and no --rest (weft@PORTGUID
+instances sharing weft.conf), rest_listen is where the instances' ports start: each
+takes the first free one no other instance claims and claims it in
+STATE_DIR/rest-listen.)",
                    R"(Files:
   /etc/weft/weft.conf   the options, every one commented out at its default
   STATE_DIR/guid2lid    LIDs by port GUID, rewritten whole (temp file, fsync,
@@ -88,6 +135,7 @@ next sweep, which the change starts.)",
   STATE_DIR/rest-tokens  REST access tokens (SHA-256 of each, never the token)
   STATE_DIR/rest-admin-password
                         the generated admin password, when there is no users file
+  STATE_DIR/rest-listen  an instance's REST address (with --guid and no --rest)
   (STATE_DIR: --state-dir, state_dir; default /var/lib/weft)
 
 Signals:
@@ -270,7 +318,42 @@ int cmd_sm(int argc, char** argv) {
     ro.max_body = size_t(v->get_int("rest_max_body"));
     ro.max_connections = size_t(v->get_int("rest_max_connections"));
     ro.timeout = std::chrono::milliseconds(v->get_int("rest_timeout_ms"));
-    auto srv = rest::RestServer::start(ro, backend);
+    // An instance (weft@PORTGUID: --guid, no --rest) shares weft.conf with the others on
+    // this host: its REST address is the one its state directory claims; without a claim,
+    // the first port from rest_listen's up that no other instance claims and that binds,
+    // claimed once it serves. Instances then keep their addresses across restarts.
+    const bool instance = !v->is_default("guid") && !vm.count("rest");
+    std::optional<Result<std::unique_ptr<rest::RestServer>>> claimed;
+    if (instance) {
+      if (auto c = rest_claim(state_dir)) {
+        ro.listen = *c;
+      } else if (auto base = host_port(listen)) {
+        const auto taken = sibling_claims(state_dir);
+        constexpr unsigned kTries = 64;
+        for (unsigned i = 0; i < kTries && base->second + i <= 65535; ++i) {
+          const auto port = static_cast<uint16_t>(base->second + i);
+          if (taken.count(port)) continue;
+          rest::RestOptions at = ro;
+          at.listen = base->first + ":" + std::to_string(port);
+          auto s = rest::RestServer::start(at, backend);
+          if (!s && rest::RestServer::could_not_listen(s.error())) continue;
+          if (s) {
+            if (auto w = write_file_durably(state_dir + "/rest-listen", at.listen + "\n"); !w)
+              WEFT_LOG(Warn, "REST-0018")
+                  << "REST on " << at.listen << " not claimed: " << w.error().message
+                  << "; the next start looks again";
+            else
+              WEFT_LOG(Info, "REST-0017")
+                  << "this instance's REST address " << at.listen << ", claimed in " << state_dir
+                  << "/rest-listen (the first free from rest_listen " << listen << ")";
+            ro.listen = at.listen;
+          }
+          claimed = std::move(s);
+          break;
+        }
+      }
+    }
+    auto srv = claimed ? std::move(*claimed) : rest::RestServer::start(ro, backend);
     if (srv) {
       serving(std::move(*srv));
     } else if (rest::RestServer::could_not_listen(srv.error())) {

@@ -141,7 +141,84 @@ def main():
                 raise b.Failure("after its holder %s, a new weft could not take state-%s: %s"
                                 % ("stopped" if k == "a" else "was killed", k, p.stderr[-500:]))
         print("after SIGTERM (a) and kill -9 (b): a new weft takes each state directory")
+        weft_at_units(a, work, socks)
     print("PASS instances")
+
+
+def weft_at_units(a, work, socks):
+    """Two instances as weft@PORTGUID starts them: one shared config (its rest_listen a
+    free port), --guid, /var/lib/weft/PORTGUID-style state directories side by side, no
+    --rest. Both serve REST, each on its own port, each claimed in its state directory;
+    restarted, an instance gets its claimed port again."""
+    probe = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    probe.bind(("127.0.0.1", 0))
+    base = probe.getsockname()[1]
+    probe.close()
+    shared = os.path.join(work, "weft.conf")
+    with open(shared, "w") as f:
+        f.write("rest_listen 127.0.0.1:%d\nsweep_interval 1\n" % base)
+    lib = os.path.join(work, "var-lib-weft")
+    guids, states = {}, {}
+    for k in ("a", "b"):
+        guids[k] = b.run(["ibstat", "-p"], work, socks[k]).stdout.split()[0]
+        states[k] = os.path.join(lib, guids[k])
+
+    def unit(k, run):
+        log = os.path.join(work, "unit-%s-%d.log" % (k, run))
+        return b.Background([a.weft, "sm", "--config", shared, "--guid", guids[k], "--state-dir", states[k],
+                             "--log-file", log], work, socks[k], log, ready="SUBNET UP")
+
+    def claim(k):
+        return open(os.path.join(states[k], "rest-listen")).read().strip()
+
+    def answers(listen, wait_s=60):
+        """Whether a weft answers REST there within `wait_s` (a port just freed may take a
+        retry or two to bind again)."""
+        deadline = time.time() + wait_s
+        while True:
+            try:
+                urllib.request.urlopen("http://%s/api/v1/sm" % listen, timeout=5)
+                return True
+            except urllib.error.HTTPError as e:
+                return e.code == 401  # a weft, asking who
+            except (urllib.error.URLError, OSError):
+                if time.time() > deadline:
+                    return False
+                time.sleep(0.2)
+
+    with unit("a", 1) as ua:
+        with unit("b", 1):
+            for k in ("a", "b"):
+                deadline = time.time() + 60
+                while time.time() < deadline and not os.path.exists(os.path.join(states[k], "rest-listen")):
+                    time.sleep(0.1)
+            claims = {k: claim(k) for k in ("a", "b")}
+            if claims["a"] == claims["b"]:
+                raise b.Failure("both instances claim %s" % claims["a"])
+            for k in ("a", "b"):
+                port = int(claims[k].rsplit(":", 1)[1])
+                if not base <= port < base + 64:
+                    raise b.Failure("instance %s claims %s, not a port from %d up" % (k, claims[k], base))
+                if not answers(claims[k]):
+                    raise b.Failure("instance %s does not answer REST on its claim %s" % (k, claims[k]))
+                if "REST-0014" in open(os.path.join(work, "unit-%s-1.log" % k)).read():
+                    raise b.Failure("instance %s could not listen (REST-0014)" % k)
+            if claims["a"] != "127.0.0.1:%d" % base:
+                raise b.Failure("the first instance took %s, not rest_listen's %d" % (claims["a"], base))
+        # b stopped; a restarted keeps its port even while it is its turn to start second.
+        b_claim = claims["b"]
+        ua.proc.send_signal(signal.SIGTERM)
+        ua.proc.wait(timeout=10)
+    with unit("b", 2):
+        with unit("a", 2):
+            if claim("a") != claims["a"] or claim("b") != b_claim:
+                raise b.Failure("restarted in the other order, the claims moved: a %s, b %s"
+                                % (claim("a"), claim("b")))
+            for k in ("a", "b"):
+                if not answers(claim(k)):
+                    raise b.Failure("restarted, instance %s does not answer on %s" % (k, claim(k)))
+    print("weft@ instances on one shared config: REST on %s and %s, each claimed in its state "
+          "directory, the same after restarting in the other order" % (claims["a"], claims["b"]))
 
 
 if __name__ == "__main__":
