@@ -83,12 +83,10 @@ Result<std::vector<CctEntry>> parse_cct(const std::string& in) {
 }
 
 double packet_time_ns(const fabric::PortAttrs& a) {
-  const uint8_t mtu = a.neighbor_mtu ? a.neighbor_mtu : a.mtu_cap;
-  if (mtu < 1 || mtu > 5 || !a.width_active) return 0;
-  const double bytes = double(128u << mtu) + 40;
-  // link_gbps: the data rate from FDR on (64b/66b), the signalling rate below (8b/10b).
-  const double gbps = fabric::link_gbps(a) * (a.speed_ext_active ? 1.0 : 0.8);
-  return gbps > 0 ? bytes * 8 / gbps : 0;
+  const uint8_t mtu = fabric::link_mtu(a);
+  const double gbps = fabric::data_gbps(a);
+  if (mtu < 1 || mtu > 5 || gbps <= 0) return 0;
+  return (double(128u << mtu) + 40) * 8 / gbps;
 }
 
 std::vector<CctEntry> generate_cct(uint32_t max_delay_ns, uint16_t limit, double packet_ns) {

@@ -156,11 +156,16 @@ void CcManager::start(std::shared_ptr<const fabric::Fabric> f,
     d.v.is_switch = nd.is_switch();
     d.ports = nd.num_ports;
     d.packet_ns = nd.is_switch() ? 0 : packet_time_ns(nd.ports[port].attrs);
+    d.lmc = nd.is_switch() ? 0 : nd.ports[port].attrs.lmc;
     nd.is_switch() ? ++p->rep.switches : ++p->rep.cas;
     seen.emplace(k, std::move(d));
     todo.push_back(k);
   }
   dev_ = std::move(seen);
+  // Congestion on devices that left the fabric is forgotten with them.
+  std::set<uint64_t> nodes;
+  for (const auto& [k, d] : dev_) nodes.insert(k.first);
+  std::erase_if(ports_, [&](const auto& e) { return !nodes.count(e.first.first); });
   p->outstanding = todo.size() + 1;
   for (const DeviceKey& k : todo) visit(p, k);
   release(p);
@@ -227,11 +232,16 @@ void CcManager::read_logs(Egress egress, int64_t now_unix_s,
            const bool sw = dev_.at(k).v.is_switch;
            if (log && log->log_type != (sw ? kLogSwitch : kLogCa))
              log = fail(Errc::kBadReply, "CongestionLog of the other device type");
+           Device& d = dev_.at(k);
            if (!log) {
              ++lr.out.failed;
-             WEFT_LOG(Warn, "CC-0005")
-                 << who(sw, k) << ": CongestionLog not read: " << log.error().message;
+             if (!d.log_failed_told)
+               WEFT_LOG(Warn, "CC-0005")
+                   << who(sw, k) << ": CongestionLog not read: " << log.error().message
+                   << "; said once until it is";
+             d.log_failed_told = true;
            } else {
+             d.log_failed_told = false;
              ++lr.out.read;
              take_log(lr, k, *log);
            }
@@ -251,9 +261,25 @@ void CcManager::check_held(const std::shared_ptr<Pass>& p, DeviceKey k) {
     Device& d = dev_.at(k);
     if (r && d.v.state == DeviceState::kConfigured) {
       const Data data = data_of(*r);
-      const bool same = sw ? d.sw && decode_switch_congestion_setting(data) == *d.sw
-                           : d.ca && decode_ca_congestion_setting(data) == *d.ca;
-      if (!same) {
+      // The same as what the device settled on, or (before it settled) as what weft wrote.
+      const bool same = d.settled ? data == *d.settled
+                        : sw      ? d.sw && decode_switch_congestion_setting(data) == *d.sw
+                                  : d.ca && decode_ca_congestion_setting(data) == *d.ca;
+      if (same) {
+        d.settled = data;
+        d.mismatch.reset();
+      } else if (!d.settled && d.mismatch && *d.mismatch == data) {
+        // Rewritten, it reads back the same other value again: the device keeps what it
+        // is given in its own way (its Set reply echoes the request), and that is taken
+        // as what it holds, so it is not rewritten every read.
+        d.settled = data;
+        d.mismatch.reset();
+        WEFT_LOG(Info, "CC-0007") << who(sw, k) << ": " << attr_name(attr)
+                                  << " reads back otherwise than its Set replied, twice; taken "
+                                     "as what it holds";
+      } else {
+        d.mismatch = data;
+        d.settled.reset();
         ++p->logs->out.drifted;
         d.key.reset();
         d.sw.reset();
@@ -294,51 +320,68 @@ void CcManager::take_log(LogRead& lr, DeviceKey k, const CongestionLog& log) {
     a.marking = a.marking || marking;
   };
   if (!sw) {
+    // A CA port names flows from its own LIDs: an entry from any other is not its own.
+    const Device& d = dev_.at(k);
     for (const CaLogEntry& e : log.ca_entries)
-      flow(e.local_lid, e.remote_lid, e.sl).qps.push_back({e.local_qp, e.remote_qp});
+      if (e.local_lid >= d.lid.value && unsigned(e.local_lid - d.lid.value) < (1u << d.lmc))
+        flow(e.local_lid, e.remote_lid, e.sl).qps.push_back({e.local_qp, e.remote_qp});
     if (events) add(k.second, events, false);
     return;
   }
-  // A switch counts its events, not its ports': they go to its ports in proportion to
-  // the entries each port forwarded (by the entry's DLID), or evenly over the PortMap
-  // where no entry says, or to the switch as a whole (port 0) where nothing says. Ports
-  // the switch does not have are no ports.
+  // A switch counts its events, not its ports'. Each entry weighs the same: on the port
+  // the switch forwards its DLID by, where that port is in the PortMap (or the map is
+  // empty); else (an unrouted DLID, or an AR switch that sent it another way) spread over
+  // the PortMap's ports; else on the switch as a whole (port 0). With no entries, the
+  // events spread the same way. Ports the switch does not have are no ports.
   const unsigned ports = dev_.at(k).ports;
-  std::map<PortNum, uint64_t> by_port;
+  std::vector<PortNum> mapped;
+  for (unsigned p = 1; p <= ports && p < 256; ++p)
+    if (port_bit(log.port_map, p)) mapped.push_back(static_cast<PortNum>(p));
+  // Weights in units of 1 / |spread|, so that an entry spread over the map stays whole.
+  const std::vector<PortNum> spread = mapped.empty() ? std::vector<PortNum>{0} : mapped;
+  std::map<PortNum, uint64_t> weight;
+  auto place_unknown = [&] {
+    for (PortNum p : spread) weight[p] += 1;
+  };
   for (const SwitchLogEntry& e : log.switch_entries) {
     const PortNum out = lr.egress ? lr.egress(k.first, e.dlid) : PortNum(0);
     FlowAcc& f = flow(e.slid, e.dlid, e.sl);
-    if (out == 0 || out > ports) continue;
-    ++by_port[out];
+    const bool placed = out >= 1 && out <= ports && (mapped.empty() || port_bit(log.port_map, out));
+    if (!placed) {
+      place_unknown();
+      continue;
+    }
+    weight[out] += spread.size();
     if (std::find(f.marked_at.begin(), f.marked_at.end(), std::pair{k.first, out}) ==
         f.marked_at.end())
       f.marked_at.push_back({k.first, out});
   }
-  std::vector<PortNum> mapped;
-  for (unsigned p = 1; p <= ports && p < 256; ++p)
-    if (port_bit(log.port_map, p)) mapped.push_back(static_cast<PortNum>(p));
-  if (by_port.empty())
-    for (PortNum p : mapped) by_port[p] = 1;
-  if (by_port.empty() && events) by_port[0] = 1;
-  uint64_t weight = 0;
-  for (const auto& [p, w] : by_port) weight += w;
+  if (weight.empty() && events) place_unknown();
+  uint64_t total = 0;
+  for (const auto& [p, w] : weight) total += w;
   uint64_t given = 0;
-  for (const auto& [p, w] : by_port) {
-    const uint64_t n = events * w / weight;
+  for (const auto& [p, w] : weight) {
+    const uint64_t n = events * w / total;
     given += n;
-    add(p, n, port_bit(log.port_map, p));
+    add(p, n, p != 0 && port_bit(log.port_map, p));
   }
-  // What rounding left goes to the ports in order, one each.
-  for (auto it = by_port.begin(); given < events && it != by_port.end(); ++it, ++given)
-    add(it->first, 1, false);
+  // What rounding left goes to the heaviest ports first, one each.
+  std::vector<std::pair<uint64_t, PortNum>> heavy;
+  for (const auto& [p, w] : weight) heavy.push_back({w, p});
+  std::stable_sort(heavy.begin(), heavy.end(),
+                   [](const auto& x, const auto& y) { return x.first > y.first; });
+  for (auto it = heavy.begin(); given < events && it != heavy.end(); ++it, ++given)
+    add(it->second, 1, false);
   for (PortNum p : mapped)
-    if (!by_port.count(p)) add(p, 0, true);
+    if (!weight.count(p)) add(p, 0, true);
 }
 
 void CcManager::finish_read(LogRead& lr) {
   if (last_read_unix_s_ && lr.now_unix_s > last_read_unix_s_)
     interval_s_ = double(lr.now_unix_s - last_read_unix_s_);
   last_read_unix_s_ = lr.now_unix_s;
+  last_read_devices_ = lr.out.devices;
+  last_read_failed_ = lr.out.failed;
   // Flows: the most recent kMaxFlows kept.
   if (flows_.size() > CcView::kMaxFlows) {
     std::vector<std::pair<uint64_t, std::tuple<uint16_t, uint16_t, uint8_t>>> age;
@@ -384,6 +427,8 @@ void CcManager::publish() {
                      return std::pair(a.count, a.total) > std::pair(b.count, b.total);
                    });
   v->log_reads = log_reads_;
+  v->last_read_devices = last_read_devices_;
+  v->last_read_failed = last_read_failed_;
   v->last_read_unix_s = last_read_unix_s_;
   v->interval_s = interval_s_;
   published_ = std::move(v);
@@ -415,7 +460,7 @@ void CcManager::failed(DeviceKey k, std::string why) {
   d.v.state = DeviceState::kFailed;
   d.v.why = std::move(why);
   WEFT_LOG(Warn, "CC-0002") << who(d.v.is_switch, k) << ": " << d.v.why
-                            << "; tried again next sweep";
+                            << "; tried again by the next pass";
 }
 
 void CcManager::visit(const std::shared_ptr<Pass>& p, DeviceKey k) {

@@ -140,7 +140,8 @@ std::vector<OptionSpec> build_table() {
        "congested ports and flows on /api/v1/congestion, congestion events, /metrics "
        "(weft's own)"},
       {"perfmgr_metrics_ca_ports", Type::kBool, "TRUE", 0, 0, true,
-       "FALSE: /metrics carries switch ports' counter series only (large fabrics)"},
+       "FALSE: /metrics carries switch ports' counter and congestion series only (large "
+       "fabrics)"},
       {"perfmgr_health_window_s", Type::kInt, "3600", 1, 31536000, true,
        "seconds an error counts toward its threshold"},
       {"unhealthy_port_policy", Type::kString, "report", 0, 0, true,

@@ -245,7 +245,7 @@ void Daemon::sweep_now(bool heavy) {
 
 void Daemon::cc_after_sweep(std::function<void()> then) {
   if (!sm_.options().cc.enabled || m_.cc_running()) {
-    cc_pending_ = cc_pending_ || sm_.options().cc.enabled;
+    cc_pending_ = sm_.options().cc.enabled;  // off: nothing is due
     if (then) then();
     return;
   }
@@ -278,8 +278,10 @@ void Daemon::arm_cc_logs(std::chrono::steady_clock::duration after) {
     if (!o.enabled || !o.log_interval.count() || sm_.sm_state() != mad::SmState::kMaster ||
         !sm_.snapshot())
       return arm_cc_logs(period);
-    // A pass under way: read once it is done.
-    if (m_.cc_running()) return arm_cc_logs(std::chrono::seconds(1));
+    // A pass or a sweep under way, or a pass due: read once they are done (a sweep may be
+    // giving LIDs anew, and a read clears the log it reaches).
+    if (m_.cc_running() || sm_.sweeping() || cc_pending_)
+      return arm_cc_logs(std::chrono::seconds(1));
     const auto started = std::chrono::steady_clock::now();
     m_.cc_read_logs([this, period, started](Result<cc::CcLogRead> r) {
       if (!r) WEFT_LOG(Info, "CC-0006") << "congestion logs: " << r.error().message;
@@ -371,7 +373,11 @@ void Daemon::take_partitions() {
 }
 
 void Daemon::apply_options(sm::SmOptions o) {
+  const auto& was = sm_.options().cc;
+  const bool logs_changed = was.enabled != o.cc.enabled || was.log_interval != o.cc.log_interval;
   m_.set_options(std::move(o));
+  // A new interval counts from now, not from the end of the old wait.
+  if (logs_changed && !stopping_) arm_cc_logs(sm_.options().cc.log_interval);
 }
 
 }  // namespace weft::daemon

@@ -186,4 +186,31 @@ double link_gbps(const PortAttrs& a) {
   return lanes * lane;
 }
 
+double data_gbps(const PortAttrs& a) {
+  const double lanes = a.width_active == 1    ? 1
+                       : a.width_active == 2  ? 4
+                       : a.width_active == 4  ? 8
+                       : a.width_active == 8  ? 12
+                       : a.width_active == 16 ? 2
+                                              : 0;
+  double lane = 0;
+  switch (a.speed_ext_active) {
+    case 1:
+      lane = 14.0625 * 64 / 66;  // FDR
+      break;
+    case 2:
+      lane = 25;  // EDR
+      break;
+    case 4:
+      lane = 50;  // HDR
+      break;
+    case 8:
+      lane = 100;  // NDR
+      break;
+    default:  // 8b/10b
+      lane = a.speed_active >= 4 ? 8 : a.speed_active >= 2 ? 4 : a.speed_active >= 1 ? 2 : 0;
+  }
+  return lanes * lane;
+}
+
 }  // namespace weft::fabric

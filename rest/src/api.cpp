@@ -386,6 +386,17 @@ ApiResult<bool> query_bool(const Ctx& c, const std::string& name, bool dflt) {
   return *v;
 }
 
+ApiResult<size_t> query_count(const Ctx& c, const std::string& name, size_t dflt, size_t most) {
+  auto q = c.query(name);
+  if (!q) return dflt;
+  size_t n = 0;
+  auto [ptr, ec] = std::from_chars(q->data(), q->data() + q->size(), n);
+  if (q->empty() || ec != std::errc() || ptr != q->data() + q->size() || n > most)
+    return api_error(400, "bad_query",
+                     fmt::format("\"{}\" wants a count 0-{}, got \"{}\"", name, most, *q));
+  return n;
+}
+
 ApiResult<uint16_t> as_pkey(const json& v, const std::string& field) {
   std::optional<uint16_t> pk;
   if (v.is_string()) pk = daemon::parse_pkey(v.get<std::string>());

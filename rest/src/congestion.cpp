@@ -6,8 +6,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <charconv>
 #include <map>
+#include <set>
 
 #include "handlers.hpp"
 #include "views.hpp"
@@ -42,12 +42,9 @@ json end_of(const sm::SubnetSnapshot* s, uint16_t lid) {
 
 void get_congestion(Ctx& c) {
   auto p = c.backend.published();
-  size_t top = 20;
-  if (auto q = c.query("top")) {
-    auto [ptr, ec] = std::from_chars(q->data(), q->data() + q->size(), top);
-    if (ec != std::errc() || ptr != q->data() + q->size() || top > 100000)
-      return c.fail({400, "bad_query", "\"top\" wants a count 0-100000, got \"" + *q + "\""});
-  }
+  auto top_q = query_count(c, "top", 20, 10000);
+  if (!top_q) return c.fail(top_q.error());
+  const size_t top = *top_q;
   const sm::SubnetSnapshot* snap = p->subnet.get();
   const cc::CcView empty;
   const cc::CcView& v = p->cc ? *p->cc : empty;
@@ -91,14 +88,31 @@ void get_congestion(Ctx& c) {
       }
     ports.push_back(std::move(j));
   }
-  // Flows, as ranked; where a switch that marked one has AR on and no group for its
-  // DLID, the flow cannot spread there.
-  json flows = json::array();
-  std::map<uint16_t, json> no_group;  // DLID -> the switches
+  // Where a switch that marked a flow has AR on and no group for its DLID, the flow
+  // cannot spread there (with AR on somewhere, a switch with AR off has no group either).
+  // Every flow of the last read is looked at; the top ones are listed.
   const bool ar_on = snap && std::any_of(snap->ar.begin(), snap->ar.end(),
                                          [](const auto& a) { return a.second.enabled; });
-  for (size_t i = 0; i < v.flows.size() && i < top; ++i) {
+  auto grouped = [&](uint64_t g, uint16_t dlid) {
+    auto ar = snap->ar.find(g);
+    if (ar == snap->ar.end() || !ar->second.enabled) return false;
+    const auto& e = ar->second.entries;  // ascending by LID
+    auto it = std::lower_bound(e.begin(), e.end(), dlid,
+                               [](const sm::ArView::Entry& x, uint16_t l) { return x.lid < l; });
+    return it != e.end() && it->lid == dlid && it->group != 0;
+  };
+  std::map<uint16_t, std::set<std::string>> no_group;  // DLID -> the switches
+  json flows = json::array();
+  for (size_t i = 0; i < v.flows.size(); ++i) {
     const auto& f = v.flows[i];
+    json stuck = json::array();
+    if (ar_on)
+      for (const auto& [g, port] : f.marked_at)
+        if (!grouped(g, f.dlid)) {
+          stuck.push_back({{"guid", guid_hex(g)}, {"port", port}});
+          no_group[f.dlid].insert(guid_hex(g));
+        }
+    if (i >= top) continue;
     json j = {{"slid", f.slid},
               {"dlid", f.dlid},
               {"sl", f.sl},
@@ -106,21 +120,8 @@ void get_congestion(Ctx& c) {
               {"total", f.total},
               {"source", end_of(snap, f.slid)},
               {"destination", end_of(snap, f.dlid)}};
-    json at = json::array(), qps = json::array(), stuck = json::array();
-    for (const auto& [g, port] : f.marked_at) {
-      at.push_back({{"guid", guid_hex(g)}, {"port", port}});
-      // With AR on somewhere, a switch with AR off has no group either.
-      if (!ar_on) continue;
-      auto ar = snap->ar.find(g);
-      const bool grouped =
-          ar != snap->ar.end() && ar->second.enabled &&
-          std::any_of(ar->second.entries.begin(), ar->second.entries.end(),
-                      [&](const sm::ArView::Entry& x) { return x.lid == f.dlid && x.group != 0; });
-      if (!grouped) {
-        stuck.push_back({{"guid", guid_hex(g)}, {"port", port}});
-        no_group[f.dlid].push_back(guid_hex(g));
-      }
-    }
+    json at = json::array(), qps = json::array();
+    for (const auto& [g, port] : f.marked_at) at.push_back({{"guid", guid_hex(g)}, {"port", port}});
     for (const auto& [l, r] : f.qps) qps.push_back({{"local", l}, {"remote", r}});
     j["marked_at"] = std::move(at);
     j["qps"] = std::move(qps);
@@ -128,11 +129,8 @@ void get_congestion(Ctx& c) {
     flows.push_back(std::move(j));
   }
   json without = json::array();
-  for (auto& [dlid, sws] : no_group) {
-    std::sort(sws.begin(), sws.end());
-    sws.erase(std::unique(sws.begin(), sws.end()), sws.end());
+  for (const auto& [dlid, sws] : no_group)
     without.push_back({{"dlid", dlid}, {"destination", end_of(snap, dlid)}, {"switches", sws}});
-  }
   const bool on = p->options && p->options->cc.enabled;
   json devices = {{"switches", 0},    {"cas", 0},    {"configured", 0},
                   {"unavailable", 0}, {"locked", 0}, {"failed", 0}};
@@ -144,6 +142,7 @@ void get_congestion(Ctx& c) {
   c.ok({{"congestion_control", on},
         {"log_interval_s", p->options ? p->options->cc.log_interval.count() : 0},
         {"log_reads", v.log_reads},
+        {"last_read", {{"devices", v.last_read_devices}, {"failed", v.last_read_failed}}},
         {"last_read_at_s", v.last_read_unix_s},
         {"interval_s", v.interval_s},
         {"devices", std::move(devices)},

@@ -79,6 +79,8 @@ ApiResult<nlohmann::json> body_object(const Request& req);
 // A boolean as clients send it: true/false, "true"/"True"/"false", 1/0, "1"/"0".
 ApiResult<bool> as_bool(const nlohmann::json& v, const std::string& field);
 ApiResult<bool> query_bool(const Ctx& c, const std::string& name, bool dflt);
+// ?name=N, a count 0..most (`dflt` when absent); 400 otherwise.
+ApiResult<size_t> query_count(const Ctx& c, const std::string& name, size_t dflt, size_t most);
 // A P_Key (string or number) into its low 15 bits.
 ApiResult<uint16_t> as_pkey(const nlohmann::json& v, const std::string& field);
 ApiResult<uint16_t> pkey_param(const std::string& s);

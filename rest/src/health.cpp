@@ -132,12 +132,9 @@ uint64_t window_errors(const perf::PortStats& st) {
 void get_health(Ctx& c) {
   auto p = c.backend.published();
   auto v = perf_view(*p);
-  size_t top = 10;
-  if (auto q = c.query("top")) {
-    auto [ptr, ec] = std::from_chars(q->data(), q->data() + q->size(), top);
-    if (ec != std::errc() || ptr != q->data() + q->size() || top > 10000)
-      return c.fail({400, "bad_query", "\"top\" wants a count 0-10000, got \"" + *q + "\""});
-  }
+  auto top_q = query_count(c, "top", 10, 10000);
+  if (!top_q) return c.fail(top_q.error());
+  const size_t top = *top_q;
   json unhealthy = json::array();
   for (const auto& [key, u] : v->unhealthy) {
     json j = unhealthy_json(key, u);

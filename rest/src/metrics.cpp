@@ -116,9 +116,11 @@ void congestion(Writer& w, const sm::Published& p) {
   w.family("weft_cc_log_events_total", "counter",
            "congestion events a port's logs counted (a switch port's marks, a CA port's "
            "threshold events) since weft first read them");
+  const bool cas = !p.options || p.options->perf.metrics_ca_ports;
   for (const auto& pc : v.ports)
-    w.sample("weft_cc_log_events_total", double(pc.log_events_total),
-             fmt::format("node_guid=\"0x{:016x}\",port=\"{}\"", pc.guid, pc.port));
+    if (cas || pc.is_switch)
+      w.sample("weft_cc_log_events_total", double(pc.log_events_total),
+               fmt::format("node_guid=\"0x{:016x}\",port=\"{}\"", pc.guid, pc.port));
 }
 
 }  // namespace

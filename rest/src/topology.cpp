@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <deque>
 #include <map>
 #include <string_view>
@@ -122,9 +123,17 @@ json topology_json(const sm::Published& p) {
     auto it = pv->unhealthy.find({f.node(n).guid.value, q});
     return it == pv->unhealthy.end() ? nullptr : &it->second;
   };
-  // Congestion control's logs: the events each port counted in the last read.
+  // Congestion control's logs: the events each port counted in the last read, while that
+  // read is recent (CC on, within two log intervals: a master that stopped reading them,
+  // or a standby, paints nothing from old reads).
   std::map<std::pair<uint64_t, PortNum>, const cc::PortCongestion*> marks;
-  if (p.cc)
+  const int64_t now = std::chrono::duration_cast<std::chrono::seconds>(
+                          std::chrono::system_clock::now().time_since_epoch())
+                          .count();
+  const bool fresh = p.cc && p.options && p.options->cc.enabled &&
+                     p.options->cc.log_interval.count() > 0 &&
+                     now - p.cc->last_read_unix_s <= 2 * p.options->cc.log_interval.count();
+  if (fresh)
     for (const auto& pc : p.cc->ports)
       if (pc.log_events) marks[{pc.guid, pc.port}] = &pc;
   json links = json::array();

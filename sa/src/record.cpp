@@ -52,10 +52,6 @@ uint8_t rate_code(double gbps) {
   return best;
 }
 // A link's MTU: the neighbour MTU the SM set, else the port's own cap.
-uint8_t link_mtu(const fabric::PortAttrs& a) {
-  return a.neighbor_mtu ? a.neighbor_mtu : a.mtu_cap;
-}
-
 bool add(Answer& a, const Layout& l, const uint8_t* cand, const Query& q) {
   for (size_t b = 0; b < l.fields.size(); ++b)
     if (bit(q.mask, int(b)) && !same(cand, q.rec, l.fields[b])) return false;

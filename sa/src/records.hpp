@@ -92,8 +92,7 @@ inline bool bit(uint64_t mask, int b) {
 // IBTA rate codes: a code's nominal Gb/s, and the fastest code not above `gbps`.
 double rate_gbps(uint8_t code);
 uint8_t rate_code(double gbps);
-// A link's MTU: the neighbour MTU the SM set, else the port's own cap.
-uint8_t link_mtu(const fabric::PortAttrs& a);
+using fabric::link_mtu;  // a link's MTU: the neighbour MTU the SM set, else the cap
 
 // MTU and rate selectors (0 greater than, 1 less than, 2 exactly, 3 largest): the
 // value to answer, or nullopt when the path cannot meet the request. `rank` orders

@@ -107,8 +107,15 @@ std::optional<mad::Gmp> SimCc::handle(uint32_t node, uint8_t port, const mad::Gm
       break;
     case cc::kAttrSwitchCongestionSetting:
       if (!d->is_switch) return answer(kStatusBadMethod);
-      if (store) d->sw = cc::decode_switch_congestion_setting(in);
-      out = cc::encode(d->sw);
+      if (store) {
+        d->sw = cc::decode_switch_congestion_setting(in);
+        if (d->normalises)
+          for (unsigned p = d->ports + 1u; p < 256; ++p) {
+            cc::set_port_bit(d->sw.victim_mask, p, false);
+            cc::set_port_bit(d->sw.credit_mask, p, false);
+          }
+      }
+      out = set && d->normalises ? in : cc::encode(d->sw);
       break;
     case cc::kAttrSwitchPortCongestionSetting:
       if (!d->is_switch) return answer(kStatusBadMethod);

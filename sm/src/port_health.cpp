@@ -81,7 +81,7 @@ void SubnetManager::congestion_read(const cc::CcLogRead& r) {
                      {"port", r.ports[i].port},
                      {"log_events", r.ports[i].log_events}});
   emit("congestion", {{"events", r.events},
-                      {"ports_congested", r.ports.size()},
+                      {"ports", r.ports.size()},
                       {"flows", r.flows},
                       {"devices_read", r.read},
                       {"top", std::move(ports)}});

@@ -158,7 +158,7 @@ TEST(CcOptions, ATableIsMadeForEachPortFromATargetDelay) {
   for (size_t i = 1; i < t.size(); ++i) EXPECT_GE(t[i].multiplier, t[i - 1].multiplier) << i;
   const double last_ns = t[127].multiplier * packet_time_ns(edr) / 8;
   EXPECT_NEAR(last_ns, 100'000, packet_time_ns(edr) / 8);
-  // 50 ms does not fit shift 3, 2 or 1: shift 0; 100 ms does not fit at all: 0x3FFF.
+  // 5 ms does not fit shift 3, 2 or 1: shift 0; 100 ms does not fit at all: 0x3FFF.
   EXPECT_EQ(generate_cct(5'000'000, 10, packet_time_ns(edr))[10], (CctEntry{0, 15111}));
   EXPECT_EQ(generate_cct(100'000'000, 10, packet_time_ns(edr))[10], (CctEntry{0, 0x3FFF}));
 

@@ -415,7 +415,7 @@ TEST(CcManager, EachCaPortGetsATableMadeForItsLink) {
 // A switch log that names ports the switch does not have (a PortMap bit past its ports, an
 // entry whose DLID is not routed) puts its events on the switch as a whole, never on a
 // port that is not there.
-TEST(CcManager, ALogNamingPortsTheSwitchDoesNotHaveIsKeptToItsPorts) {
+TEST(CcManager, ALogNamingOnlyPortsTheSwitchDoesNotHaveIsOnTheSwitchAsAWhole) {
   Rig r({.cc_agents = true});
   cc::CcManager m(r.sm.engine(), opensm_style());
   auto first = r.pass(m);
@@ -439,4 +439,88 @@ TEST(CcManager, ALogNamingPortsTheSwitchDoesNotHaveIsKeptToItsPorts) {
   EXPECT_EQ(v->ports[0].log_events, 5u);
   ASSERT_EQ(v->flows.size(), 1u);
   EXPECT_TRUE(v->flows[0].marked_at.empty());
+}
+
+namespace {
+
+// One read of the logs, with the snapshot's tables as the egress.
+Result<cc::CcLogRead> read(Rig& r, cc::CcManager& m, int64_t now) {
+  auto snap = r.sm.snapshot();
+  std::optional<Result<cc::CcLogRead>> got;
+  m.read_logs([snap](uint64_t g, uint16_t l) { return snap->egress(Guid{g}, l); }, now,
+              [&](Result<cc::CcLogRead> x) { got = std::move(x); });
+  if (auto e = r.sm.engine().run_all(); !e) return std::unexpected(e.error());
+  if (!got) return fail(Errc::kInternal, "the read did not finish");
+  return *got;
+}
+
+uint64_t events_at(const cc::CcView& v, uint64_t guid, PortNum port) {
+  for (const auto& p : v.ports)
+    if (p.guid == guid && p.port == port) return p.log_events;
+  return 0;
+}
+
+}  // namespace
+
+// A switch's 15 events: 10 entries it forwards by port X, 5 whose DLID nothing routes,
+// PortMap {X, Y}: the 10 go to X, the 5 spread over X and Y (2.5 each): X 13, Y 2. With a
+// valid PortMap and only unrouted entries, the events spread over the map, not port 0.
+TEST(CcManager, ASwitchsEventsGoToThePortsItsEntriesAndPortMapName) {
+  Rig r({.cc_agents = true});
+  cc::CcManager m(r.sm.engine(), opensm_style());
+  ASSERT_TRUE(r.pass(m));
+  const auto& f = r.sim.model();
+  const fabric::NodeIndex sw = *f.find_by_name("spine0"), dst = *f.find_by_name("h0-0");
+  const uint16_t dlid = f.node(dst).ports[1].attrs.lid.value;
+  const PortNum x = r.sm.snapshot()->egress(f.node(sw).guid, dlid);
+  ASSERT_NE(x, 0);
+  const PortNum y = x == 1 ? 2 : 1;
+  CcDevice& d = *r.sim.cc().find(sw, 0);
+  d.log.event_counter = 15;
+  cc::set_port_bit(d.log.port_map, x);
+  cc::set_port_bit(d.log.port_map, y);
+  for (int i = 0; i < 10; ++i) d.log.switch_entries.push_back({uint16_t(3 + i), dlid, 0, 1});
+  for (int i = 0; i < 5; ++i) d.log.switch_entries.push_back({uint16_t(3 + i), 0xBFFF, 0, 1});
+  auto first = read(r, m, 1);
+  ASSERT_TRUE(first) << first.error().message;
+  EXPECT_EQ(first->events, 15u);
+  const uint64_t g = f.node(sw).guid.value;
+  EXPECT_EQ(events_at(*m.published(), g, x), 13u);
+  EXPECT_EQ(events_at(*m.published(), g, y), 2u);
+  EXPECT_EQ(events_at(*m.published(), g, 0), 0u);
+
+  d.log.event_counter = 4;
+  cc::set_port_bit(d.log.port_map, y);
+  d.log.switch_entries = {{3, 0xBFFF, 0, 2}, {4, 0xBFFE, 0, 2}};
+  auto second = read(r, m, 2);
+  ASSERT_TRUE(second);
+  EXPECT_EQ(events_at(*m.published(), g, y), 4u) << "the map's only port";
+  EXPECT_EQ(events_at(*m.published(), g, 0), 0u);
+}
+
+// A switch whose Get reads back otherwise than its Set replied (it keeps the masks its own
+// way) is rewritten once, then taken as holding what it reads back: not rewritten on
+// every read of the logs.
+TEST(CcManager, ADeviceThatKeepsASettingItsOwnWayIsRewrittenOnceNotForEver) {
+  Rig r({.cc_agents = true});
+  const fabric::NodeIndex sw = *r.sim.model().find_by_name("leaf2");
+  r.sim.cc().find(sw, 0)->normalises = true;
+  cc::CcManager m(r.sm.engine(), opensm_style());
+  ASSERT_TRUE(r.pass(m));
+  const uint64_t sets = r.sim.cc().find(sw, 0)->sets;
+  auto first = read(r, m, 1);
+  ASSERT_TRUE(first);
+  EXPECT_EQ(first->drifted, 1u) << "it does not hold what its reply said";
+  auto again = r.pass(m);
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->mads_written, 1u);
+  for (int i = 2; i < 5; ++i) {
+    auto next = read(r, m, i);
+    ASSERT_TRUE(next);
+    EXPECT_EQ(next->drifted, 0u) << "read " << i;
+    auto pass = r.pass(m);
+    ASSERT_TRUE(pass);
+    EXPECT_EQ(pass->mads, 0u) << "pass after read " << i;
+  }
+  EXPECT_EQ(r.sim.cc().find(sw, 0)->sets, sets + 1);
 }

@@ -74,6 +74,7 @@ class CcManager {
     CcDeviceView v;
     Lid lid;
     uint8_t ports = 0;
+    uint8_t lmc = 0;       // a CA port's: the LIDs its log may name as its own
     double packet_ns = 0;  // a CA port's packet time (a generated table is made for it)
     uint32_t vendor_id = 0;
     uint16_t device_id = 0;
@@ -83,6 +84,10 @@ class CcManager {
     std::vector<std::optional<SwitchPortCongestionBlock>> port_blocks;
     std::optional<CaCongestionSetting> ca;
     std::vector<std::optional<CongestionControlTableBlock>> cct;
+    // The main setting's read-back check (check_held): what a Get returned that is taken
+    // as the device holding what weft wrote, and the last one that was not.
+    std::optional<Data> settled, mismatch;
+    bool log_failed_told = false;  // CC-0005 said for this device
   };
   struct Pass;
   using Done = std::function<void(Result<mad::Gmp>)>;
@@ -134,6 +139,7 @@ class CcManager {
   std::map<DeviceKey, PortAcc> ports_;
   std::map<std::tuple<uint16_t, uint16_t, uint8_t>, FlowAcc> flows_;
   uint64_t log_reads_ = 0;
+  size_t last_read_devices_ = 0, last_read_failed_ = 0;
   int64_t last_read_unix_s_ = 0;
   double interval_s_ = 0;
   std::optional<CcSweep> last_pass_;

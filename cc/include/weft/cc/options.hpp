@@ -56,9 +56,8 @@ struct CcOptions {
 
 Result<CcOptions> cc_from_options(const config::Values& v);
 
-// The time a port takes to send one packet of its MTU (NeighborMTU, else MTUCap) with 40
-// bytes of headers at its data rate (the active width and speed; 8b/10b below FDR), in
-// ns; 0 when the port does not say.
+// The time a port takes to send one packet of its MTU (fabric::link_mtu) with 40 bytes of
+// headers at its data rate (fabric::data_gbps), in ns; 0 when the port does not say.
 double packet_time_ns(const fabric::PortAttrs& a);
 // A congestion control table of limit + 1 entries whose inter-packet delay rises evenly
 // from none (entry 0) to `max_delay_ns` (the last). An entry's delay is its multiplier

@@ -88,6 +88,7 @@ struct CcView {
   std::vector<FlowCongestion> flows;  // ranked; the most recent kMaxFlows kept
   static constexpr size_t kMaxFlows = 4096;
   uint64_t log_reads = 0;
+  size_t last_read_devices = 0, last_read_failed = 0;  // configured devices; logs not read
   int64_t last_read_unix_s = 0;
   double interval_s = 0;  // between the last two reads (0: one or none)
 };

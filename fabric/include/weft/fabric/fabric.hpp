@@ -51,6 +51,13 @@ struct PortAttrs {
 
 // A link's signalling rate in Gb/s from PortInfo's active width and speed (4x EDR: 100).
 double link_gbps(const PortAttrs& a);
+// A link's data rate in Gb/s: the active lanes times each speed's nominal data rate per
+// lane (SDR 2, DDR 4, QDR 8, FDR 13.64, EDR 25, HDR 50, NDR 100); 0 when not active.
+double data_gbps(const PortAttrs& a);
+// The MTU a link carries (PortInfo's NeighborMTU, else MTUCap), as the code 1..5.
+inline uint8_t link_mtu(const PortAttrs& a) {
+  return a.neighbor_mtu ? a.neighbor_mtu : a.mtu_cap;
+}
 
 using NodeIndex = uint32_t;
 constexpr NodeIndex kNoNode = 0xFFFFFFFF;

@@ -42,6 +42,9 @@ struct CcDevice {
   std::vector<cc::CongestionControlTableBlock> cct;  // info.control_table_cap blocks
   cc::CongestionLog log;
   uint64_t gets = 0, sets = 0;  // answered
+  // A switch that keeps SwitchCongestionSetting its own way: the mask bits past its ports
+  // cleared, while its Set reply echoes what was written.
+  bool normalises = false;
 };
 
 class SimCc {
