@@ -65,6 +65,7 @@ bench: build
 	python3 bench/bench_perf.py --weft $(abspath $(BUILD))/app/weft --shim $(abspath $(BUILD))/bench/libweft_madcount.so
 	python3 bench/bench_state_store.py --weft $(abspath $(BUILD))/app/weft
 	python3 bench/bench_takeover.py --weft $(abspath $(BUILD))/app/weft --shim $(abspath $(BUILD))/bench/libweft_madcount.so
+	python3 bench/bench_restart.py --weft $(abspath $(BUILD))/app/weft --sa-client $(abspath $(BUILD))/tests/weft_sa_client
 
 install: build
 	cmake --install $(BUILD)

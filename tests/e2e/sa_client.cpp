@@ -3,7 +3,11 @@
 // answer's status, MLID and MGID; or asks MultiPathRecords (GetMulti) from its port to
 // others and prints each PathRecord's SLID and DLID. saquery cannot send either.
 //
-//   weft_sa_client join|leave MGID [full|sendonly]
+//   weft_sa_client join|leave|create MGID [full|sendonly]
+//
+// create joins with the components IBTA asks of a join that creates a group (Q_Key
+// 0x0b1b, TClass 0, P_Key 0xffff, SL 0, FlowLabel 0, HopLimit 0, as IPoIB sends them),
+// which OpenSM requires.
 //   weft_sa_client multipath NUMBPATH DGUID...
 #include <arpa/inet.h>
 #include <infiniband/umad.h>
@@ -94,7 +98,7 @@ int multipath(int argc, char** argv) {
 int main(int argc, char** argv) {
   if (argc < 3) {
     std::fprintf(stderr,
-                 "usage: weft_sa_client join|leave MGID [full|sendonly]\n"
+                 "usage: weft_sa_client join|leave|create MGID [full|sendonly]\n"
                  "       weft_sa_client multipath NUMBPATH DGUID...\n");
     return 2;
   }
@@ -102,6 +106,8 @@ int main(int argc, char** argv) {
   if (op == "multipath") return multipath(argc - 2, argv + 2);
   uint8_t mgid[16];
   if (inet_pton(AF_INET6, argv[2], mgid) != 1) return std::fprintf(stderr, "bad MGID\n"), 2;
+  if (op != "join" && op != "leave" && op != "create")
+    return std::fprintf(stderr, "unknown op\n"), 2;
   const uint8_t state = argc > 3 && std::string(argv[3]) == "sendonly" ? 4 : 1;
   return exchange(
       [&](uint8_t* m, uint64_t guid) {
@@ -113,6 +119,12 @@ int main(int argc, char** argv) {
         std::memcpy(r, mgid, 16);
         put_gid(r + 16, guid);
         r[48] = uint8_t(2 << 4 | state);
+        if (op == "create") {
+          // And Q_Key (bit 2), TClass (6), P_Key (7), SL (12), FlowLabel (13), HopLimit (14).
+          m[55] = 0xC7, m[54] = 0x70;
+          r[32] = 0x00, r[33] = 0x00, r[34] = 0x0b, r[35] = 0x1b;  // Q_Key
+          r[40] = 0xff, r[41] = 0xff;                              // P_Key
+        }
       },
       [](const uint8_t* a, int, uint64_t guid) {
         char gid[INET6_ADDRSTRLEN];

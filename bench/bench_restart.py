@@ -1,0 +1,136 @@
+#!/usr/bin/env python3
+"""A restart nobody notices (issue 29): what an SM keeps of the fabric's multicast state
+when it is killed (kill -9) and started again on its own state, weft beside OpenSM
+3.3.23, each alone on a fresh ibsim fabric (6 switches, 12 CAs).
+
+Each run: the SM at h0-0 brings the subnet up; hosts h1-0 and h2-1 join group X
+(weft_sa_client, a full-member MCMemberRecord Set, as a host stack's join); the MFTs
+are read (ibroute -M on every switch) once they forward X's MLID. Then kill -9, the same
+SM started again (weft: its state directory; OpenSM: its cache directory), and after its
+SUBNET UP and two more sweeps:
+- does its SA still know X (saquery MCMR --gid, for h1-0), at which MLID;
+- do the switches still forward X's MLID to the same ports (ibroute -M);
+- a new group Y joined by h3-0: which MLID it gets, and whether that MLID is X's while
+  the switches still forward X there (Y's traffic would then reach X's members).
+ibsim's hosts have no host stack: a ClientReregister makes nobody join again, so what
+the SM does not keep stays lost here. Everything started is stopped by PID."""
+import argparse
+import ipaddress
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "tests", "e2e"))
+import ibsim_bringup as b  # noqa: E402
+import ibsim_standby as sb  # noqa: E402
+from ibsim_tables import mfts  # noqa: E402
+
+SPEC = "ft2:leaves=4,spines=2,hosts=3"
+X = "ff12:601b:ffff::1:1"
+Y = "ff12:601b:ffff::1:2"
+
+
+def join(client, work, sock, host, mgid):
+    r = b.run([client, "create", mgid, "full"], work, sock, timeout=30, check=False, env={"SIM_HOST": host})
+    m = re.search(r"status 0x0000 mlid (0x[0-9a-f]+)", r.stdout)
+    if r.returncode != 0 or not m:
+        raise b.Failure("join %s from %s: rc %d %s %s" % (mgid, host, r.returncode, r.stdout, r.stderr[-300:]))
+    return int(m.group(1), 16)
+
+
+def forwarding(tables, mlid):
+    """{switch: ports} of the switches that forward `mlid`."""
+    return {sw: t[mlid] for sw, t in tables.items() if t.get(mlid)}
+
+
+def sa_mlid(work, sock, gid):
+    """The MLID the SA answers for the member with port GID `gid`, or None."""
+    for _ in range(5):  # the killed SM's ibsim client answers the first request 110
+        mr = b.run(["saquery", "MCMR", "--gid", gid], work, sock, check=False, env={"SIM_HOST": "h1-1"})
+        if mr.returncode != 110:
+            break
+    m = re.search(r"MGID\.+%s\s.*?mlid\.+(0x[0-9a-f]+)" % re.escape(X), mr.stdout, re.S | re.I)
+    return int(m.group(1), 16) if mr.returncode == 0 and m else None
+
+
+def one(a, net, kind):
+    work = os.path.join(a.scratch, kind)
+    shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(work)
+    sock = "weft-bench-restart-%d-%s" % (os.getpid(), kind)
+    with b.Ibsim(net, work, sock):
+        sm = sb.Sm(kind, "sm", "h0-0", 1, work, sock, a.weft, a.users)
+        again = None
+        try:
+            sm.start()
+            sm.wait(r"SUBNET UP", 1, 120)
+            # The switches' LIDs, as the SM gave them (the same after the restart: each
+            # keeps its guid2lid).
+            nodes = b.parse_ibnetdiscover(b.run(["ibnetdiscover"], work, sock).stdout)
+            switches = {g: n for g, n in nodes.items() if n["type"] == "Switch"}
+            by_name = {n.get("name"): g for g, n in nodes.items()}
+            mlid = join(a.sa_client, work, sock, "h1-0", X)
+            join(a.sa_client, work, sock, "h2-1", X)
+            deadline = time.time() + 30
+            before = forwarding(mfts(work, sock, switches), mlid)
+            while len(before) < 3 and time.time() < deadline:  # leaf1, leaf2, a spine
+                time.sleep(0.2)
+                before = forwarding(mfts(work, sock, switches), mlid)
+            sm.proc.kill()
+            sm.proc.wait(timeout=10)
+            ups = len(re.findall(r"SUBNET UP", sm.text()))
+            again = sb.Sm(kind, "sm", "h0-0", 1, work, sock, a.weft, a.users)
+            again.start()
+            again.wait(r"SUBNET UP", ups + 1, 120)
+            time.sleep(3)  # two more sweeps (weft: 1 s; OpenSM: -s 1)
+            after = forwarding(mfts(work, sock, switches), mlid)
+            h10 = by_name["h1-0"]
+            gid = str(ipaddress.IPv6Address((0xfe80 << 112) | nodes[h10]["port_guids"].get(1, h10)))
+            kept = sa_mlid(work, sock, gid)
+            y = join(a.sa_client, work, sock, "h3-0", Y)
+            time.sleep(2)
+            still = forwarding(mfts(work, sock, switches), mlid)
+            return {"mlid": mlid, "before": before, "after": after, "sa": kept, "y": y,
+                    "clash": y == mlid and bool(still)}
+        finally:
+            if again:
+                again.stop()
+            sm.stop()
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--weft", required=True)
+    ap.add_argument("--sa-client", required=True)
+    ap.add_argument("--scratch", default="/tmp/weft-bench-restart")
+    a = ap.parse_args()
+    shutil.rmtree(a.scratch, ignore_errors=True)
+    os.makedirs(a.scratch)
+    a.users = sb.write_users(os.path.join(a.scratch, "users"))
+    net = os.path.join(a.scratch, "ft2.net")
+    b.run([a.weft, "topo", SPEC, "-o", net], a.scratch, "", preload=False)
+    res = {k: one(a, net, k) for k in ("opensm", "weft")}
+    print()
+    print("kill -9 and restart on its own state, 6 switches / 12 CAs; group X joined by h1-0 and h2-1, "
+          "group Y joined by h3-0 after the restart")
+    print()
+    print("| SM | X's MLID | SA knows X after | switches forwarding X before / after | Y's MLID | Y on X's MLID while switches forward X |")
+    print("|---|---|---|---|---|---|")
+    for k in ("weft", "opensm"):
+        r = res[k]
+        sa = "0x%04x" % r["sa"] if r["sa"] is not None else "no"
+        same = "same ports" if r["after"] == r["before"] else "changed"
+        print("| %s | 0x%04x | %s | %d / %d (%s) | 0x%04x | %s |" % (
+            k, r["mlid"], sa, len(r["before"]), len(r["after"]), same, r["y"], "yes" if r["clash"] else "no"))
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    except (b.Failure, subprocess.TimeoutExpired) as e:
+        print("FAIL: %s" % e, file=sys.stderr)
+        sys.exit(1)
