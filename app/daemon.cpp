@@ -59,9 +59,12 @@ std::set<uint16_t> sibling_claims(const std::string& state_dir) {
   std::error_code ec;
   const auto self = std::filesystem::weakly_canonical(state_dir, ec);
   const auto parent = self.parent_path();
-  for (const auto& e : std::filesystem::directory_iterator(parent, ec)) {
-    if (!e.is_directory(ec) || e.path() == self) continue;
-    if (auto c = rest_claim(e.path().string()))
+  // No throwing increments: a directory that cannot be read is one without claims.
+  std::filesystem::directory_iterator it(parent, ec), end;
+  for (; !ec && it != end; it.increment(ec)) {
+    std::error_code ec2;
+    if (!it->is_directory(ec2) || it->path() == self) continue;
+    if (auto c = rest_claim(it->path().string()))
       if (auto hp = host_port(*c)) out.insert(hp->second);
   }
   return out;
@@ -284,11 +287,59 @@ int cmd_sm(int argc, char** argv) {
     server = std::move(s);
     server_ptr = server.get();
   };
+  // An instance (weft@PORTGUID: --guid, no --rest) shares weft.conf with the others on
+  // this host: its REST address is the one its state directory claims, if that is still
+  // within rest_listen's span (its host, its port to 63 above); else the first port from
+  // rest_listen's up that no other instance claims and that binds, claimed once it
+  // serves. Every try (the retries too) looks so: an instance never takes rest_listen's
+  // port unclaimed.
+  const bool instance = vm.count("guid") && !vm.count("rest");
+  auto start_rest = [&](const rest::RestOptions& ro) -> Result<std::unique_ptr<rest::RestServer>> {
+    const auto base = host_port(listen);
+    if (!instance || !base) return rest::RestServer::start(ro, backend);
+    constexpr unsigned kSpan = 64;
+    auto within = [&](const std::string& at) {
+      const auto hp = host_port(at);
+      return hp && hp->first == base->first && hp->second >= base->second &&
+             unsigned(hp->second - base->second) < kSpan;
+    };
+    if (auto c = rest_claim(state_dir); c && within(*c)) {
+      rest::RestOptions at = ro;
+      at.listen = *c;
+      return rest::RestServer::start(at, backend);
+    }
+    const auto taken = sibling_claims(state_dir);
+    Result<std::unique_ptr<rest::RestServer>> last =
+        fail(Errc::kIo, "rest_listen " + listen + ": its port and the " +
+                            std::to_string(kSpan - 1) + " above are claimed or in use");
+    for (unsigned i = 0; i < kSpan && base->second + i <= 65535; ++i) {
+      const auto port = static_cast<uint16_t>(base->second + i);
+      if (taken.count(port)) continue;
+      rest::RestOptions at = ro;
+      at.listen = base->first + ":" + std::to_string(port);
+      auto s = rest::RestServer::start(at, backend);
+      if (!s && rest::RestServer::could_not_listen(s.error())) {
+        last = std::move(s);
+        continue;
+      }
+      if (!s) return s;
+      if (auto w = write_file_durably(state_dir + "/rest-listen", at.listen + "\n"); !w)
+        WEFT_LOG(Warn, "REST-0018")
+            << "REST on " << at.listen << " not claimed: " << w.error().message
+            << "; the next start looks again";
+      else
+        WEFT_LOG(Info, "REST-0017")
+            << "this instance's REST address " << at.listen << ", claimed in " << state_dir
+            << "/rest-listen (the first free from rest_listen " << listen << ")";
+      return s;
+    }
+    return last;
+  };
   retry_rest = [&](rest::RestOptions ro, int tries) {
     rest_retry.expires_after(kRestRetry);
     rest_retry.async_wait([&, ro, tries](const boost::system::error_code& ec) {
       if (ec) return;
-      auto s = rest::RestServer::start(ro, backend);
+      auto s = start_rest(ro);
       if (!s) {
         // The first failure was logged; then once a minute.
         if (tries % 12 == 0)
@@ -318,42 +369,7 @@ int cmd_sm(int argc, char** argv) {
     ro.max_body = size_t(v->get_int("rest_max_body"));
     ro.max_connections = size_t(v->get_int("rest_max_connections"));
     ro.timeout = std::chrono::milliseconds(v->get_int("rest_timeout_ms"));
-    // An instance (weft@PORTGUID: --guid, no --rest) shares weft.conf with the others on
-    // this host: its REST address is the one its state directory claims; without a claim,
-    // the first port from rest_listen's up that no other instance claims and that binds,
-    // claimed once it serves. Instances then keep their addresses across restarts.
-    const bool instance = !v->is_default("guid") && !vm.count("rest");
-    std::optional<Result<std::unique_ptr<rest::RestServer>>> claimed;
-    if (instance) {
-      if (auto c = rest_claim(state_dir)) {
-        ro.listen = *c;
-      } else if (auto base = host_port(listen)) {
-        const auto taken = sibling_claims(state_dir);
-        constexpr unsigned kTries = 64;
-        for (unsigned i = 0; i < kTries && base->second + i <= 65535; ++i) {
-          const auto port = static_cast<uint16_t>(base->second + i);
-          if (taken.count(port)) continue;
-          rest::RestOptions at = ro;
-          at.listen = base->first + ":" + std::to_string(port);
-          auto s = rest::RestServer::start(at, backend);
-          if (!s && rest::RestServer::could_not_listen(s.error())) continue;
-          if (s) {
-            if (auto w = write_file_durably(state_dir + "/rest-listen", at.listen + "\n"); !w)
-              WEFT_LOG(Warn, "REST-0018")
-                  << "REST on " << at.listen << " not claimed: " << w.error().message
-                  << "; the next start looks again";
-            else
-              WEFT_LOG(Info, "REST-0017")
-                  << "this instance's REST address " << at.listen << ", claimed in " << state_dir
-                  << "/rest-listen (the first free from rest_listen " << listen << ")";
-            ro.listen = at.listen;
-          }
-          claimed = std::move(s);
-          break;
-        }
-      }
-    }
-    auto srv = claimed ? std::move(*claimed) : rest::RestServer::start(ro, backend);
+    auto srv = start_rest(ro);
     if (srv) {
       serving(std::move(*srv));
     } else if (rest::RestServer::could_not_listen(srv.error())) {

@@ -53,6 +53,8 @@ def sa_mlid(work, sock, gid):
         mr = b.run(["saquery", "MCMR", "--gid", gid], work, sock, check=False, env={"SIM_HOST": "h1-1"})
         if mr.returncode != 110:
             break
+    if mr.returncode != 0:
+        raise b.Failure("saquery MCMR --gid %s: rc %d %s" % (gid, mr.returncode, mr.stderr[-300:]))
     m = re.search(r"MGID\.+%s\s.*?mlid\.+(0x[0-9a-f]+)" % re.escape(X), mr.stdout, re.S | re.I)
     return int(m.group(1), 16) if mr.returncode == 0 and m else None
 
@@ -80,6 +82,8 @@ def one(a, net, kind):
             while len(before) < 3 and time.time() < deadline:  # leaf1, leaf2, a spine
                 time.sleep(0.2)
                 before = forwarding(mfts(work, sock, switches), mlid)
+            if len(before) < 3:
+                raise b.Failure("%s: %d switches forward 0x%04x 30 s after the joins" % (kind, len(before), mlid))
             sm.proc.kill()
             sm.proc.wait(timeout=10)
             ups = len(re.findall(r"SUBNET UP", sm.text()))

@@ -261,25 +261,11 @@ void CcManager::check_held(const std::shared_ptr<Pass>& p, DeviceKey k) {
     Device& d = dev_.at(k);
     if (r && d.v.state == DeviceState::kConfigured) {
       const Data data = data_of(*r);
-      // The same as what the device settled on, or (before it settled) as what weft wrote.
-      const bool same = d.settled ? data == *d.settled
-                        : sw      ? d.sw && decode_switch_congestion_setting(data) == *d.sw
-                                  : d.ca && decode_ca_congestion_setting(data) == *d.ca;
-      if (same) {
-        d.settled = data;
-        d.mismatch.reset();
-      } else if (!d.settled && d.mismatch && *d.mismatch == data) {
-        // Rewritten, it reads back the same other value again: the device keeps what it
-        // is given in its own way (its Set reply echoes the request), and that is taken
-        // as what it holds, so it is not rewritten every read.
-        d.settled = data;
-        d.mismatch.reset();
-        WEFT_LOG(Info, "CC-0007") << who(sw, k) << ": " << attr_name(attr)
-                                  << " reads back otherwise than its Set replied, twice; taken "
-                                     "as what it holds";
-      } else {
-        d.mismatch = data;
-        d.settled.reset();
+      const bool same = sw ? d.sw && decode_switch_congestion_setting(data) == *d.sw
+                           : d.ca && decode_ca_congestion_setting(data) == *d.ca;
+      if (!same) {
+        // The pass that rewrites it reads it back once more (confirm_held).
+        d.confirm = true;
         ++p->logs->out.drifted;
         d.key.reset();
         d.sw.reset();
@@ -566,6 +552,32 @@ void CcManager::key_step(const std::shared_ptr<Pass>& p, DeviceKey k) {
        });
 }
 
+void CcManager::confirm_held(const std::shared_ptr<Pass>& p, DeviceKey k,
+                             std::function<void(bool)> next) {
+  // After a drift was rewritten: a Get of the main setting must read back what the Set
+  // replied. One that does not keeps it its own way or drops it, and weft cannot tell
+  // which: it is left alone, said so, rather than taken as configured or rewritten at
+  // every read.
+  if (!dev_.at(k).confirm) return next(true);
+  const bool sw = dev_.at(k).v.is_switch;
+  const uint16_t attr = sw ? kAttrSwitchCongestionSetting : kAttrCaCongestionSetting;
+  send(p, mad::kMethodGet, attr, 0, Data{}, k, -1, [this, k, sw, attr, next](Result<mad::Gmp> r) {
+    Device& d = dev_.at(k);
+    if (!r) {
+      failed(k, std::string(attr_name(attr)) + " Get: " + r.error().message);
+      return next(false);
+    }
+    d.confirm = false;
+    const Data data = data_of(*r);
+    const bool same = sw ? d.sw && decode_switch_congestion_setting(data) == *d.sw
+                         : d.ca && decode_ca_congestion_setting(data) == *d.ca;
+    if (same) return next(true);
+    unavailable(k, std::string(attr_name(attr)) +
+                       ": rewritten, it reads back otherwise than its Set replied");
+    next(false);
+  });
+}
+
 void CcManager::settings_step(const std::shared_ptr<Pass>& p, DeviceKey k) {
   Device& d = dev_.at(k);
   auto finish = [this, p, k](bool ok) {
@@ -587,6 +599,7 @@ void CcManager::settings_step(const std::shared_ptr<Pass>& p, DeviceKey k) {
           [](Device& x) -> std::optional<SwitchCongestionSetting>& { return x.sw; },
           decode_switch_congestion_setting, next);
     });
+    steps->push_back([this, p, k](std::function<void(bool)> next) { confirm_held(p, k, next); });
     const size_t blocks = port_blocks(d.ports);
     if (d.port_blocks.size() != blocks) d.port_blocks.assign(blocks, std::nullopt);
     for (size_t b = 0; b < blocks; ++b) {
@@ -611,6 +624,7 @@ void CcManager::settings_step(const std::shared_ptr<Pass>& p, DeviceKey k) {
           [](Device& x) -> std::optional<CaCongestionSetting>& { return x.ca; },
           decode_ca_congestion_setting, next);
     });
+    steps->push_back([this, p, k](std::function<void(bool)> next) { confirm_held(p, k, next); });
     const auto blocks = opts_.cct_blocks(d.v.info.control_table_cap, d.packet_ns);
     if (d.cct.size() != blocks.size()) d.cct.assign(blocks.size(), std::nullopt);
     for (size_t b = 0; b < blocks.size(); ++b)

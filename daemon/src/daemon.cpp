@@ -283,13 +283,18 @@ void Daemon::arm_cc_logs(std::chrono::steady_clock::duration after) {
     if (m_.cc_running() || sm_.sweeping() || cc_pending_)
       return arm_cc_logs(std::chrono::seconds(1));
     const auto started = std::chrono::steady_clock::now();
-    m_.cc_read_logs([this, period, started](Result<cc::CcLogRead> r) {
+    m_.cc_read_logs([this, started](Result<cc::CcLogRead> r) {
       if (!r) WEFT_LOG(Info, "CC-0006") << "congestion logs: " << r.error().message;
       // A device that lost its settings is rewritten now, not at the next sweep.
       if (r && r->drifted) cc_pending_ = true;
       if (cc_pending_ && !stopping_) cc_after_sweep();
+      if (stopping_) return;
+      // The interval in force now (a reload during the read counts).
+      const auto& now = sm_.options().cc;
+      const std::chrono::steady_clock::duration next =
+          now.log_interval.count() ? now.log_interval : std::chrono::seconds(60);
       const auto spent = std::chrono::steady_clock::now() - started;
-      arm_cc_logs(period > spent ? period - spent : std::chrono::steady_clock::duration::zero());
+      arm_cc_logs(next > spent ? next - spent : std::chrono::steady_clock::duration::zero());
     });
   });
 }

@@ -42,7 +42,7 @@ json end_of(const sm::SubnetSnapshot* s, uint16_t lid) {
 
 void get_congestion(Ctx& c) {
   auto p = c.backend.published();
-  auto top_q = query_count(c, "top", 20, 10000);
+  auto top_q = query_count(c, "top", 20, 100000);
   if (!top_q) return c.fail(top_q.error());
   const size_t top = *top_q;
   const sm::SubnetSnapshot* snap = p->subnet.get();

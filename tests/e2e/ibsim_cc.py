@@ -136,8 +136,6 @@ def daemon_run(a, work, sock, state, conf, devices):
         dev = j["devices"]
         if not j["congestion_control"] or dev["unavailable"] != devices or dev["configured"]:
             raise b.Failure("daemon: devices %s, %d expected without CC" % (dev, devices))
-        if j["last_read"]["devices"] != 0:
-            raise b.Failure("daemon: a read of the logs went to %d devices without CC" % j["last_read"]["devices"])
         print("daemon: %d log reads (to no device), devices %s" % (j["log_reads"], dev))
     finally:
         d.stop()

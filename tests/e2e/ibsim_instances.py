@@ -205,20 +205,32 @@ def weft_at_units(a, work, socks):
                     raise b.Failure("instance %s could not listen (REST-0014)" % k)
             if claims["a"] != "127.0.0.1:%d" % base:
                 raise b.Failure("the first instance took %s, not rest_listen's %d" % (claims["a"], base))
-        # b stopped; a restarted keeps its port even while it is its turn to start second.
-        b_claim = claims["b"]
         ua.proc.send_signal(signal.SIGTERM)
         ua.proc.wait(timeout=10)
+    # Both stopped. b forgets its claim and starts first, while a (which claimed
+    # rest_listen's own port) is down: b must not take a's claimed port. Then a starts
+    # and serves on its claim again.
+    os.unlink(os.path.join(states["b"], "rest-listen"))
     with unit("b", 2):
         with unit("a", 2):
-            if claim("a") != claims["a"] or claim("b") != b_claim:
-                raise b.Failure("restarted in the other order, the claims moved: a %s, b %s"
-                                % (claim("a"), claim("b")))
             for k in ("a", "b"):
-                if not answers(claim(k)):
-                    raise b.Failure("restarted, instance %s does not answer on %s" % (k, claim(k)))
+                deadline = time.time() + 60
+                while time.time() < deadline and not os.path.exists(os.path.join(states[k], "rest-listen")):
+                    time.sleep(0.1)
+            if claim("a") != claims["a"]:
+                raise b.Failure("restarted, a's claim moved: %s, was %s" % (claim("a"), claims["a"]))
+            if claim("b") == claims["a"]:
+                raise b.Failure("b, started first without a claim, took a's claimed %s" % claims["a"])
+            for k in ("a", "b"):
+                log = os.path.join(work, "unit-%s-2.log" % k)
+                deadline = time.time() + 60
+                while time.time() < deadline and "REST API on http://%s " % claim(k) not in open(log).read():
+                    time.sleep(0.2)
+                if "REST API on http://%s " % claim(k) not in open(log).read():
+                    raise b.Failure("restarted, instance %s does not serve on its claim %s" % (k, claim(k)))
     print("weft@ instances on one shared config: REST on %s and %s, each claimed in its state "
-          "directory, the same after restarting in the other order" % (claims["a"], claims["b"]))
+          "directory; restarted with b first and its claim gone, b skips a's claim (now %s) and a "
+          "serves on its own" % (claims["a"], claims["b"], claim("b")))
 
 
 if __name__ == "__main__":

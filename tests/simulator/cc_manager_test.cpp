@@ -499,8 +499,8 @@ TEST(CcManager, ASwitchsEventsGoToThePortsItsEntriesAndPortMapName) {
 }
 
 // A switch whose Get reads back otherwise than its Set replied (it keeps the masks its own
-// way) is rewritten once, then taken as holding what it reads back: not rewritten on
-// every read of the logs.
+// way) is rewritten once, read back again, and then left alone as without CC weft can
+// verify: not rewritten on every read of the logs, and not counted as configured.
 TEST(CcManager, ADeviceThatKeepsASettingItsOwnWayIsRewrittenOnceNotForEver) {
   Rig r({.cc_agents = true});
   const fabric::NodeIndex sw = *r.sim.model().find_by_name("leaf2");
@@ -514,6 +514,10 @@ TEST(CcManager, ADeviceThatKeepsASettingItsOwnWayIsRewrittenOnceNotForEver) {
   auto again = r.pass(m);
   ASSERT_TRUE(again);
   EXPECT_EQ(again->mads_written, 1u);
+  EXPECT_EQ(again->unavailable, 1u);
+  const auto st = m.view().at({r.sim.model().node(sw).guid.value, 0});
+  EXPECT_EQ(st.state, cc::DeviceState::kUnavailable);
+  EXPECT_NE(st.why.find("reads back otherwise than its Set replied"), std::string::npos) << st.why;
   for (int i = 2; i < 5; ++i) {
     auto next = read(r, m, i);
     ASSERT_TRUE(next);

@@ -84,9 +84,8 @@ class CcManager {
     std::vector<std::optional<SwitchPortCongestionBlock>> port_blocks;
     std::optional<CaCongestionSetting> ca;
     std::vector<std::optional<CongestionControlTableBlock>> cct;
-    // The main setting's read-back check (check_held): what a Get returned that is taken
-    // as the device holding what weft wrote, and the last one that was not.
-    std::optional<Data> settled, mismatch;
+    // The main setting drifted (check_held): the pass that rewrites it reads it back.
+    bool confirm = false;
     bool log_failed_told = false;  // CC-0005 said for this device
   };
   struct Pass;
@@ -113,6 +112,7 @@ class CcManager {
   struct LogRead;
   void take_log(LogRead& lr, DeviceKey k, const CongestionLog& log);
   void check_held(const std::shared_ptr<Pass>& p, DeviceKey k);
+  void confirm_held(const std::shared_ptr<Pass>& p, DeviceKey k, std::function<void(bool)> next);
   void finish_read(LogRead& lr);
   void publish();
 
