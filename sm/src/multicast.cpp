@@ -21,19 +21,6 @@ uint32_t McDb::lowest_free(const MlidFree& free, uint32_t end) const {
   return mlid;
 }
 
-const McGroup& McDb::ensure(const McGroup& proto, const MlidFree& free) {
-  if (McGroup* g = find(proto.mgid)) {
-    g->well_known = true;
-    return *g;
-  }
-  uint32_t mlid = lowest_free(free, 0xffff);
-  if (mlid > 0xfffe) mlid = lowest_free({}, 0xffff);  // the partition file's groups exist always
-  McGroup g = proto;
-  g.mlid = uint16_t(mlid);
-  g.well_known = true;
-  return groups_[g.mlid] = g;
-}
-
 McGroup* McDb::find(const Gid& mgid) {
   for (auto& [mlid, g] : groups_)
     if (g.mgid == mgid) return &g;

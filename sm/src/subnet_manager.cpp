@@ -638,6 +638,12 @@ void SubnetManager::phase_finish(Result<void> pumped) {
   if (!pumped)
     add_problem(rep, "transport failed while programming MFTs: " + pumped.error().message);
   rep.smps_program += eng_.stats().sent - run.sent_at_phase;
+  // The partition file's groups placed once the MFT scan had read: on disk too.
+  if (prog_->multicast().take_placed()) save_groups(&rep);
+  if (const size_t wait = prog_->multicast().unplaced())
+    WEFT_LOG(Info, "MC-0008") << wait
+                              << " of the partition file's multicast groups wait for an MLID "
+                                 "no switch forwards to another group's ports";
   rep.mcast_groups = prog_->multicast().groups().groups().size();
   rep.mcast_foreign = prog_->multicast().foreign_mlids();
   auto because = [&rep](const std::string& why) {

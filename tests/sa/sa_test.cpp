@@ -594,6 +594,13 @@ NodeIndex sim_node(const Fixture& fx, const Fixture::Ca& c) {
   return *fx.sim.model().find(fx.snap().fabric.node(c.n).guid);
 }
 
+// The MLID of the group with `mgid` (0 when there is none).
+uint16_t mlid_of(const Fixture& fx, const Gid& mgid) {
+  for (const auto& [mlid, g] : fx.sm->multicast().groups())
+    if (g.mgid == mgid) return mlid;
+  return 0;
+}
+
 }  // namespace
 
 TEST(Multicast, JoinsBuildATreeThatReachesReceiversOnlyAndLeavesPruneIt) {
@@ -1265,20 +1272,32 @@ TEST(Multicast, GroupsKeepTheirMlidsAndMembersAcrossARestart) {
   EXPECT_EQ(be16(next.records.at(0).data() + 36), mlid + 1);
 
   // Without the document, a restart knows the partition's group only, with no members.
+  // The switches still forward 0xC000 and the made group's MLID for groups it does not
+  // know now: the partition's group is placed past them, and their entries stay through
+  // the first sweep (the hosts re-join after ClientReregister).
   std::filesystem::remove(fx.dir + "/mcast-groups");
   auto wiped = restart();
   ASSERT_TRUE(wiped && wiped->subnet_up);
-  EXPECT_GT(wiped->mft_blocks_written, 0u);
-  EXPECT_FALSE(fx.sm->multicast().groups().count(mlid));
-  EXPECT_TRUE(fx.sm->multicast().groups().at(0xC000).members.empty());
+  EXPECT_EQ(wiped->mcast_foreign, 3u);  // 0xC000, mlid, and mlid + 1 (the one made last)
+  EXPECT_EQ(wiped->mft_blocks_written, 0u);
+  EXPECT_EQ(fx.sm->multicast().groups().size(), 1u);
+  EXPECT_EQ(mlid_of(fx, bcast), mlid + 2);
+  EXPECT_TRUE(fx.sm->multicast().groups().at(mlid + 2).members.empty());
+  EXPECT_EQ(reach(0xC000, 1), bcast_reach);
+  auto cleared = fx.sm->sweep();
+  ASSERT_TRUE(cleared && cleared->subnet_up);
+  EXPECT_GT(cleared->mft_blocks_written, 0u);
   EXPECT_TRUE(reach(0xC000, 1).empty());
-  // A document that is not one: the SM says so and starts without groups.
+  // A document that is not one: the SM says so and starts without groups; nothing
+  // forwards an MLID now, so the partition's group is at 0xC000 again.
   {
     std::ofstream bad(fx.dir + "/mcast-groups");
     bad << "{\"weft_mcast_groups\": 1, \"groups\": [{\"mgid\": 1}]}";
   }
   auto broken = restart();
   ASSERT_TRUE(broken && broken->subnet_up);
+  EXPECT_EQ(broken->mcast_foreign, 0u);
+  EXPECT_EQ(mlid_of(fx, bcast), 0xC000);
   EXPECT_TRUE(fx.sm->multicast().groups().at(0xC000).members.empty());
 }
 
@@ -1337,18 +1356,22 @@ TEST(Multicast, GroupsNobodyKnowsAreLeftForASweepAndTheirMlidsNeverHandedOut) {
   ASSERT_GT(c002.size(), 1u);
   ASSERT_EQ(c021, c002);
 
-  // A restart that lost the SA's groups: 0xC001, 0xC002 and 0xC021 are nobody's now.
+  // A restart that lost the SA's groups: 0xC000 (the broadcast group, with c[4]), 0xC001,
+  // 0xC002 and 0xC021 are nobody's now; the partition's broadcast group is placed on the
+  // first MLID no switch forwards, once the MFTs have been read.
+  const auto bcast_reach = reach(0xC000);
   std::filesystem::remove(fx.dir + "/mcast-groups");
   auto r = fx.restart();
   ASSERT_TRUE(r && r->subnet_up) << (r ? r->reason : r.error().message);
-  EXPECT_EQ(r->mcast_foreign, 3u);
+  EXPECT_EQ(r->mcast_foreign, 4u);
+  EXPECT_EQ(mlid_of(fx, bcast), 0xC003);
   EXPECT_EQ(reach(mine), mine_reach) << "left as they are through the first sweep";
   EXPECT_EQ(reach(0xC002), c002);
   EXPECT_EQ(reach(0xC021), c021);
-  EXPECT_TRUE(reach(0xC000).empty()) << "the partition's group is known: its old member goes";
+  EXPECT_EQ(reach(0xC000), bcast_reach) << "another group's for all weft knows now";
   // New groups skip every MLID still forwarded.
-  EXPECT_EQ(make(3, 0x43), 0xC003);
-  EXPECT_EQ(make(5, 0x44), 0xC004);
+  EXPECT_EQ(make(3, 0x43), 0xC004);
+  EXPECT_EQ(make(5, 0x44), 0xC005);
 
   // The next sweep (a quiet one: light) clears them, and their MLIDs are free again.
   auto next = fx.sm->light_sweep();
@@ -1358,12 +1381,43 @@ TEST(Multicast, GroupsNobodyKnowsAreLeftForASweepAndTheirMlidsNeverHandedOut) {
   EXPECT_TRUE(reach(mine).empty());
   EXPECT_TRUE(reach(0xC002).empty());
   EXPECT_TRUE(reach(0xC021).empty());
-  EXPECT_EQ(make(6, 0x45), 0xC001);
+  EXPECT_TRUE(reach(0xC000).empty());
+  EXPECT_EQ(make(6, 0x45), 0xC000);
   auto again = fx.sm->sweep();
   ASSERT_TRUE(again && again->subnet_up);
   EXPECT_EQ(again->mcast_foreign, 0u);
   EXPECT_EQ(again->mft_blocks_written, 0u);
-  EXPECT_EQ(make(7, 0x46), 0xC002);
+  EXPECT_EQ(make(7, 0x46), 0xC001);
+}
+
+// Issue 29: a new term without the groups' document places the partition file's groups
+// only where the MFTs read say no switch forwards the MLID: with another SM's groups on
+// every MLID of the first block, the broadcast group goes to the next block, read first.
+TEST(Multicast, ThePartitionsGroupsTakeNoMlidAnotherSmsGroupStillUses) {
+  Fixture fx("ft2:leaves=2,spines=2,hosts=2");
+  const auto c = fx.cas();
+  const Gid bcast{0xff, 0x12, 0x40, 0x1b, 0xff, 0xff, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff};
+  ASSERT_EQ(mlid_of(fx, bcast), 0xC000);
+  for (uint16_t m = 0xC000; m < 0xC020; ++m) foreign_group(fx, m);
+  auto reach = [&](uint16_t ml) { return fx.sim.mcast_reach(ml, sim_node(fx, c[1]), 1); };
+  const auto first = reach(0xC000), last = reach(0xC01F);
+  ASSERT_GT(first.size(), 1u);
+  std::filesystem::remove(fx.dir + "/mcast-groups");
+  auto r = fx.restart();
+  ASSERT_TRUE(r && r->subnet_up) << (r ? r->reason : r.error().message);
+  EXPECT_EQ(r->mcast_foreign, 32u);
+  EXPECT_EQ(mlid_of(fx, bcast), 0xC020);
+  EXPECT_EQ(r->mft_blocks_written, 0u) << "nothing of the other groups' is overwritten";
+  EXPECT_EQ(reach(0xC000), first);
+  EXPECT_EQ(reach(0xC01F), last);
+  // On disk at its new MLID: a restart now keeps it there, the other groups still forwarded.
+  auto doc = read_text_file(fx.dir + "/mcast-groups").value_or("");
+  EXPECT_NE(doc.find("0xc020"), std::string::npos) << doc;
+  ASSERT_EQ(ask(fx, mc_request(kMethodSet, bcast, c[1].guid, kJoinFull)).status, 0);
+  auto joined = ask(fx, mc_request(kMethodSet, bcast, c[3].guid, kJoinFull));
+  ASSERT_EQ(joined.status, 0);
+  EXPECT_EQ(be16(joined.records.at(0).data() + 36), 0xC020);
+  EXPECT_FALSE(reach(0xC020).empty());
 }
 
 namespace {
@@ -1573,7 +1627,11 @@ TEST(Multicast, WithoutTheDocumentHostsRejoinAfterClientReregister) {
   std::filesystem::remove(fx.dir + "/mcast-groups");
   auto r = fx.restart();
   ASSERT_TRUE(r && r->subnet_up);
-  EXPECT_TRUE(fx.sm->multicast().groups().at(0xC000).members.empty());
+  // 0xC000 is forwarded for a group weft does not know now: the broadcast group is
+  // placed past it.
+  const uint16_t now = mlid_of(fx, bcast);
+  ASSERT_EQ(now, 0xC001);
+  EXPECT_TRUE(fx.sm->multicast().groups().at(now).members.empty());
   EXPECT_EQ(told.size(), c.size()) << "every CA port, once";
   EXPECT_EQ(std::set<NodeIndex>(told.begin(), told.end()).size(), c.size());
   // The host stacks re-join.
@@ -1582,12 +1640,13 @@ TEST(Multicast, WithoutTheDocumentHostsRejoinAfterClientReregister) {
     if (it == joined.end()) continue;
     ASSERT_EQ(ask(fx, mc_request(kMethodSet, bcast, c[it->second].guid, kJoinFull)).status, 0);
   }
-  EXPECT_EQ(fx.sm->multicast().groups().at(0xC000).members, members);
-  EXPECT_EQ(fx.sim.mcast_reach(0xC000, sim_node(fx, c[1]), 1), reach);
-  // Another sweep tells nobody again.
+  EXPECT_EQ(fx.sm->multicast().groups().at(now).members, members);
+  EXPECT_EQ(fx.sim.mcast_reach(now, sim_node(fx, c[1]), 1), reach);
+  // Another sweep tells nobody again, and clears the old entries.
   told.clear();
   ASSERT_TRUE(fx.sm->sweep());
   EXPECT_TRUE(told.empty());
+  EXPECT_TRUE(fx.sim.mcast_reach(0xC000, sim_node(fx, c[1]), 1).empty());
 }
 
 // --- Reports (issue 29, item 3) -----------------------------------------------------

@@ -18,7 +18,8 @@ McDb sample() {
   bcast.mgid = {0xff, 0x12, 0x40, 0x1b, 0xff, 0xff, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff};
   bcast.qkey = 0x0b1b;
   bcast.pkey = 0xffff;
-  db.ensure(bcast);
+  bcast.well_known = true;
+  EXPECT_EQ(db.create(bcast, 64), 0xC000);
   McGroup made;
   made.qkey = 0x42;
   made.pkey = 0x8002;

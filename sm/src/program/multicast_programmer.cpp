@@ -30,9 +30,15 @@ void MulticastProgrammer::sync_groups(const qos::PartitionPlan& plan, bool qos_o
     if (v.empty()) v.push_back(dflt);
     return v;
   };
-  // The partition file's groups take MLIDs found forwarded to another group's ports only
-  // when nothing else is left (they are placed before a new term's scan has read).
-  const McDb::MlidFree not_foreign = [this](uint16_t m) { return !mlid_foreign(m); };
+  // The partition file's groups not in the database yet are placed where the term's scan
+  // has read that no switch forwards the MLID (now, or when the scan has read far enough).
+  unplaced_.clear();
+  auto want = [this](const McGroup& g) {
+    if (McGroup* have = mc_.find(g.mgid))
+      have->well_known = true;
+    else
+      unplaced_.push_back(g);
+  };
   for (const auto& part : plan.partitions) {
     const uint16_t pkey = uint16_t(part.pkey | 0x8000);
     McGroup base;
@@ -64,7 +70,7 @@ void MulticastProgrammer::sync_groups(const qos::PartitionPlan& plan, bool qos_o
                   0xff};
         g.scope = sc;
         g.qkey = part.flags.qkey ? part.flags.qkey : 0x0b1b;
-        mc_.ensure(g, not_foreign);
+        want(g);
       }
     }
     for (const auto& mg : part.groups) {
@@ -80,13 +86,44 @@ void MulticastProgrammer::sync_groups(const qos::PartitionPlan& plan, bool qos_o
         g.qkey = mg.flags.qkey;
         g.tclass = mg.flags.tclass;
         g.flow_label = mg.flags.flow_label;
-        mc_.ensure(g, not_foreign);
+        want(g);
       }
     }
   }
   for (uint16_t mlid : mc_.prune([&](uint64_t g) { return snap.end_ports.count(g) > 0; }))
     WEFT_LOG(Info, "MC-0001") << "multicast group MLID 0x" << std::hex << mlid << std::dec
                               << ": members whose ports left the fabric removed";
+  // With no switch there is no MFT to read and any MLID will do.
+  bool any_switch = false;
+  for (NodeIndex n = 0; n < snap.fabric.size() && !any_switch; ++n)
+    any_switch = snap.fabric.node(n).is_switch();
+  place(any_switch);
+}
+
+std::vector<uint16_t> MulticastProgrammer::place(bool check_switches) {
+  std::vector<uint16_t> placed;
+  const McDb::MlidFree free = [this](uint16_t m) { return mlid_free(m); };
+  std::erase_if(unplaced_, [&](McGroup& g) {
+    g.well_known = true;
+    auto mlid = check_switches ? mc_.create(g, mft_cap(), free) : mc_.create(g, 0x3fff);
+    if (mlid) placed.push_back(*mlid);
+    return mlid.has_value();
+  });
+  if (!placed.empty()) placed_ = true;
+  return placed;
+}
+
+void MulticastProgrammer::place_after_scan(SweepReport* rep) {
+  if (unplaced_.empty() || !scan_pending_.empty() || !snap_) return;
+  std::vector<std::pair<NodeIndex, uint32_t>> blocks;
+  for (uint16_t mlid : place(true)) {
+    auto b = route_mlid(mlid);
+    blocks.insert(blocks.end(), b.begin(), b.end());
+  }
+  // Still no MLID free within the blocks read: one more block is read (within the
+  // switches' MulticastFDBCap), and this runs again when it has been.
+  extend_scan(blocks, unplaced_.empty() ? 0 : scan_end_ + 1);
+  if (!blocks.empty()) write_mfts(std::move(blocks), rep);
 }
 
 std::vector<std::pair<NodeIndex, uint32_t>> MulticastProgrammer::route_mlid(uint16_t mlid) {
@@ -204,13 +241,15 @@ void MulticastProgrammer::settle() {
   write_mfts(std::move(blocks), nullptr);
 }
 
-void MulticastProgrammer::extend_scan(std::vector<std::pair<NodeIndex, uint32_t>>& blocks) {
+void MulticastProgrammer::extend_scan(std::vector<std::pair<NodeIndex, uint32_t>>& blocks,
+                                      uint32_t at_least) {
   if (!snap_) return;
   const uint32_t cap_blocks = (uint32_t(snap_->mft_cap) + 31) / 32;
-  uint32_t end = 1;
+  // Blocks enough for every group, the unplaced ones too, were none forwarded elsewhere.
+  uint32_t end = uint32_t((mc_.groups().size() + unplaced_.size()) / 32 + 1);
   if (!mc_.groups().empty() && std::prev(mc_.groups().end())->first >= kMlidBase)
-    end = uint32_t(std::prev(mc_.groups().end())->first - kMlidBase) / 32 + 2;
-  end = std::min(end, cap_blocks);
+    end = std::max(end, uint32_t(std::prev(mc_.groups().end())->first - kMlidBase) / 32 + 2);
+  end = std::min(std::max(end, at_least), cap_blocks);
   if (end <= scan_end_) return;
   const fabric::Fabric& f = snap_->fabric;
   for (NodeIndex sw = 0; sw < f.size(); ++sw) {
@@ -277,14 +316,14 @@ void MulticastProgrammer::write_mfts(std::vector<std::pair<NodeIndex, uint32_t>>
           add_problem(*rep, "MFT Get (modifier 0x" + std::to_string(bk.second) + ") of switch " +
                                 hex_guid(bk.first) + ": " + r.error().message);
         }
-        if (!settled_) return;
+        if (!settled_) return place_after_scan(rep);
       }
       // The snapshot may have moved on: the switch by its GUID on the new one.
-      auto n = snap_->fabric.find(Guid{bk.first});
-      if (!n) return;
-      const mad::MftBlock want = effective(*n, bk);
-      if (r && held_[bk] == want) return;
-      write(want);
+      if (auto n = snap_->fabric.find(Guid{bk.first})) {
+        const mad::MftBlock want = effective(*n, bk);
+        if (!r || held_[bk] != want) write(want);
+      }
+      place_after_scan(rep);
     });
   }
 }
@@ -329,6 +368,7 @@ void MulticastProgrammer::route_all(std::shared_ptr<const SubnetSnapshot> snap,
       if (std::any_of(held.begin(), held.end(), [](uint16_t m) { return m != 0; }))
         blocks.push_back({*n, key.second});
   write_mfts(std::move(blocks), &rep);
+  place_after_scan(&rep);  // the scan read everything before: placed now
 }
 
 void MulticastProgrammer::route_changed(const std::vector<uint16_t>& mlids) {

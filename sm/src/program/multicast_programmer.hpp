@@ -26,7 +26,9 @@ class MulticastProgrammer final : public Programmer {
   McDb& groups() { return mc_; }
   const McDb& groups() const { return mc_; }
   uint16_t mft_cap() const { return snap_ ? snap_->mft_cap : 0; }
-  // The partition policy's groups; members whose ports are not in `snap` leave.
+  // The partition policy's groups; members whose ports are not in `snap` leave. A group
+  // new to the database gets an MLID once the term's scan has read that no switch
+  // forwards it (in a new term's first sweep, when the MFT reads are back).
   void sync_groups(const qos::PartitionPlan& plan, bool qos_on, const SubnetSnapshot& snap);
   // A new snapshot: every group's tree is computed again on it and the blocks that
   // differ are written (`rep` counts them). `reset` are switches that lost their
@@ -53,6 +55,10 @@ class MulticastProgrammer final : public Programmer {
   bool sweep_done_once() const { return term_sweeps_ > 0; }
   // A light sweep: clears them when due (route_all does in a heavy one).
   void settle();
+  // The partition file's groups still waiting for an MLID, and whether any was placed
+  // since the last call (the groups' document is then written again).
+  size_t unplaced() const { return unplaced_.size(); }
+  bool take_placed() { return std::exchange(placed_, false); }
 
  private:
   using BlockKey = std::pair<uint64_t, uint32_t>;  // switch GUID, modifier (pos << 28 | block)
@@ -60,7 +66,14 @@ class MulticastProgrammer final : public Programmer {
   void write_mfts(std::vector<std::pair<fabric::NodeIndex, uint32_t>> blocks, SweepReport* rep);
   // Blocks [scan_end_, one beyond the highest group's block) on every switch, the scan
   // moved there; within the switches' MulticastFDBCap.
-  void extend_scan(std::vector<std::pair<fabric::NodeIndex, uint32_t>>& blocks);
+  // At least to `at_least` (a block more for groups not placed yet).
+  void extend_scan(std::vector<std::pair<fabric::NodeIndex, uint32_t>>& blocks,
+                   uint32_t at_least = 0);
+  // Unplaced groups into the database where an MLID is free (any MLID when
+  // `!check_switches`: a fabric without switches); the MLIDs placed.
+  std::vector<uint16_t> place(bool check_switches);
+  // Once no read of the scan is pending: place, route and write them, or read on.
+  void place_after_scan(SweepReport* rep);
   // Whether the term's first full sweep is over (and the foreign entries go).
   bool due_to_settle();
   // What weft writes to a block: the trees' entries, and until settled the foreign ones.
@@ -88,6 +101,8 @@ class MulticastProgrammer final : public Programmer {
   uint64_t term_ = 0;
   uint64_t term_sweeps_ = 0;
   bool settled_ = false;
+  std::vector<McGroup> unplaced_;
+  bool placed_ = false;
 };
 
 }  // namespace weft::sm

@@ -46,9 +46,6 @@ class McDb {
   // while switches may still forward it to ports of a group it does not know. Empty:
   // every MLID may.
   using MlidFree = std::function<bool(uint16_t)>;
-  // A group the partition file asks for (IPoIB broadcast groups, mgid= lines); an
-  // existing group keeps its members and MLID.
-  const McGroup& ensure(const McGroup& proto, const MlidFree& free = {});
   McGroup* find(const Gid& mgid);
   McGroup* by_mlid(uint16_t mlid);
   // A new group: MLID from `mlid_cap` (0xC000 + cap - 1 at most), the lowest `free`
