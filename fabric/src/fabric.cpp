@@ -145,72 +145,56 @@ std::string port_ref(const Fabric& f, NodeIndex n, PortNum p) {
   return s;
 }
 
-double link_gbps(const PortAttrs& a) {
-  double lanes = 1;
-  switch (a.width_active) {
-    case 1:
-      lanes = 1;
-      break;
-    case 2:
-      lanes = 4;
-      break;
-    case 4:
-      lanes = 8;
-      break;
-    case 8:
-      lanes = 12;
-      break;
-    case 16:
-      lanes = 2;
-      break;
-    default:
-      lanes = 1;
-  }
-  double lane = 2.5;
+LaneRate lane_rate(const PortAttrs& a) {
+  // PortInfo's LinkSpeedExtActive (FDR and up) wins over LinkSpeedActive.
   switch (a.speed_ext_active) {
     case 1:
-      lane = 14;
-      break;
+      return {14, 14.0625, 14.0625 * 64 / 66};  // FDR
     case 2:
-      lane = 25;
-      break;
+      return {25, 25.78125, 25};  // EDR
     case 4:
-      lane = 50;
-      break;
+      return {50, 53.125, 50};  // HDR
     case 8:
-      lane = 100;
-      break;
-    default:
-      lane = a.speed_active >= 4 ? 10 : a.speed_active >= 2 ? 5 : 2.5;
+      return {100, 106.25, 100};  // NDR
   }
-  return lanes * lane;
+  switch (a.speed_active) {  // 8b/10b
+    case 1:
+      return {2.5, 2.5, 2};  // SDR
+    case 2:
+      return {5, 5, 4};  // DDR
+    case 4:
+      return {10, 10, 8};  // QDR
+  }
+  return {};
+}
+
+unsigned active_lanes(const PortAttrs& a) {
+  switch (a.width_active) {
+    case 1:
+      return 1;
+    case 2:
+      return 4;
+    case 4:
+      return 8;
+    case 8:
+      return 12;
+    case 16:
+      return 2;
+  }
+  return 0;
+}
+
+double link_gbps(const PortAttrs& a) {
+  const double lane = lane_rate(a).nominal;
+  return std::max(active_lanes(a), 1u) * (lane ? lane : 2.5);
 }
 
 double data_gbps(const PortAttrs& a) {
-  const double lanes = a.width_active == 1    ? 1
-                       : a.width_active == 2  ? 4
-                       : a.width_active == 4  ? 8
-                       : a.width_active == 8  ? 12
-                       : a.width_active == 16 ? 2
-                                              : 0;
-  double lane = 0;
-  switch (a.speed_ext_active) {
-    case 1:
-      lane = 14.0625 * 64 / 66;  // FDR
-      break;
-    case 2:
-      lane = 25;  // EDR
-      break;
-    case 4:
-      lane = 50;  // HDR
-      break;
-    case 8:
-      lane = 100;  // NDR
-      break;
-    default:  // 8b/10b
-      lane = a.speed_active >= 4 ? 8 : a.speed_active >= 2 ? 4 : a.speed_active >= 1 ? 2 : 0;
-  }
-  return lanes * lane;
+  return active_lanes(a) * lane_rate(a).data;
+}
+
+double signalling_gbps(const PortAttrs& a) {
+  return active_lanes(a) * lane_rate(a).signalling;
 }
 
 }  // namespace weft::fabric

@@ -50,33 +50,6 @@ std::string width_name(const fabric::PortAttrs& a) {
   return "";
 }
 
-double port_gbps(const fabric::PortAttrs& a) {
-  double lane = 0;
-  switch (a.speed_ext_active) {
-    case 1:
-      lane = 14.0625;
-      break;
-    case 2:
-      lane = 25.78125;
-      break;
-    case 4:
-      lane = 53.125;
-      break;
-    case 8:
-      lane = 106.25;
-      break;
-    default:
-      lane = a.speed_active == 4 ? 10 : a.speed_active == 2 ? 5 : a.speed_active == 1 ? 2.5 : 0;
-  }
-  const int lanes = a.width_active == 1    ? 1
-                    : a.width_active == 2  ? 4
-                    : a.width_active == 4  ? 8
-                    : a.width_active == 8  ? 12
-                    : a.width_active == 16 ? 2
-                                           : 0;
-  return lane * lanes;
-}
-
 const char* phys_state_name(uint8_t s) {
   switch (s) {
     case 1:
@@ -146,7 +119,7 @@ json port_json(const sm::SubnetSnapshot& s, NodeIndex n, PortNum p) {
             {"phys_state", phys_state_name(a.phys_state)},
             {"width", width_name(a)},
             {"speed", speed_name(a)},
-            {"rate_gbps", port_gbps(a)},
+            {"rate_gbps", fabric::signalling_gbps(a)},
             {"mtu", mtu_bytes(a.neighbor_mtu ? a.neighbor_mtu : a.mtu_cap)},
             {"mtu_cap", mtu_bytes(a.mtu_cap)},
             {"vls", a.oper_vls},

@@ -12,9 +12,8 @@ namespace weft::rest {
 
 std::string speed_name(const fabric::PortAttrs& a);  // "EDR", "HDR", ...; "" unknown
 std::string width_name(const fabric::PortAttrs& a);  // "4x", ...
-double port_gbps(const fabric::PortAttrs& a);
-const char* phys_state_name(uint8_t s);  // "LinkUp", "Polling", ...
-int mtu_bytes(uint8_t code);             // 256..4096; 0 unknown
+const char* phys_state_name(uint8_t s);              // "LinkUp", "Polling", ...
+int mtu_bytes(uint8_t code);                         // 256..4096; 0 unknown
 
 // Native shapes.
 nlohmann::json node_json(const sm::SubnetSnapshot& s, fabric::NodeIndex n);

@@ -49,11 +49,23 @@ struct PortAttrs {
   bool operator==(const PortAttrs&) const = default;
 };
 
-// A link's signalling rate in Gb/s from PortInfo's active width and speed (4x EDR: 100).
+// One lane of a port's active speed in Gb/s (the one table of lane rates): `nominal` as
+// the speed is named and the SA's rates count (SDR 2.5, DDR 5, QDR 10, FDR 14, EDR 25,
+// HDR 50, NDR 100), `signalling` the exact line rate (FDR 14.0625, EDR 25.78125, HDR
+// 53.125, NDR 106.25), `data` after 8b/10b or 64b/66b encoding (SDR 2, DDR 4, QDR 8,
+// FDR 13.64, EDR 25, HDR 50, NDR 100). All 0 when no speed is active.
+struct LaneRate {
+  double nominal = 0, signalling = 0, data = 0;
+};
+LaneRate lane_rate(const PortAttrs& a);
+// Lanes of PortInfo's active width (1x, 2x, 4x, 8x, 12x); 0 when none is.
+unsigned active_lanes(const PortAttrs& a);
+// A link's nominal rate (4x EDR: 100); 1x SDR for what a port does not say.
 double link_gbps(const PortAttrs& a);
-// A link's data rate in Gb/s: the active lanes times each speed's nominal data rate per
-// lane (SDR 2, DDR 4, QDR 8, FDR 13.64, EDR 25, HDR 50, NDR 100); 0 when not active.
+// A link's data rate (4x FDR: 54.55); 0 when not active.
 double data_gbps(const PortAttrs& a);
+// A link's exact signalling rate (4x EDR: 103.125); 0 when not active.
+double signalling_gbps(const PortAttrs& a);
 // The MTU a link carries (PortInfo's NeighborMTU, else MTUCap), as the code 1..5.
 inline uint8_t link_mtu(const PortAttrs& a) {
   return a.neighbor_mtu ? a.neighbor_mtu : a.mtu_cap;
