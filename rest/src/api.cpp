@@ -356,11 +356,30 @@ json Api::openapi() const {
 
 // ---- shared helpers ---------------------------------------------------------------------
 
-ApiResult<json> body_object(const Request& req) {
+ApiResult<void> only_fields(const json& obj, std::span<const std::string_view> fields,
+                            const std::string& what) {
+  for (const auto& [key, v] : obj.items()) {
+    if (std::find(fields.begin(), fields.end(), key) != fields.end()) continue;
+    std::string takes;
+    for (auto f : fields) takes += (takes.empty() ? "" : ", ") + std::string(f);
+    return api_error(422, "unknown_field",
+                     fmt::format("\"{}\" is not a field of {}; it takes {}", key, what,
+                                 takes.empty() ? "none" : takes));
+  }
+  return {};
+}
+
+ApiResult<json> body_object(const Request& req, std::span<const std::string_view> fields) {
   if (req.body.empty()) return api_error(400, "bad_request", "a JSON body is expected");
+  // RFC 8259 forbids sending one; nlohmann would skip it: refused, as UFM does.
+  if (req.body.starts_with("\xEF\xBB\xBF"))
+    return api_error(400, "bad_json",
+                     "the body starts with a byte-order mark (EF BB BF): send the JSON without it");
   json j = json::parse(req.body, nullptr, false);
   if (j.is_discarded()) return api_error(400, "bad_json", "the body is not JSON");
   if (!j.is_object()) return api_error(422, "bad_body", "the body must be a JSON object");
+  if (auto ok = only_fields(j, fields, "this request's body"); !ok)
+    return std::unexpected(ok.error());
   return j;
 }
 

@@ -6,7 +6,9 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <span>
 #include <string>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -74,8 +76,22 @@ void add_ufm_route(std::vector<Api::Route>& routes, std::string method, const st
                    std::optional<Role> role, std::string summary, Handler h,
                    nlohmann::json doc = nlohmann::json::object());
 
-// The body as a JSON object (400 when it is not JSON, 422 when not an object).
-ApiResult<nlohmann::json> body_object(const Request& req);
+// The body as a JSON object whose keys are all among `fields`: 400 when it is not JSON
+// (a byte-order mark before it included), 422 when not an object or a key is not one
+// of `fields` (named, with the fields the request takes).
+ApiResult<nlohmann::json> body_object(const Request& req, std::span<const std::string_view> fields);
+inline ApiResult<nlohmann::json> body_object(const Request& req,
+                                             std::initializer_list<std::string_view> fields) {
+  return body_object(req, std::span(fields.begin(), fields.size()));
+}
+// The same check of an object inside a body (`what` names it: "a member").
+ApiResult<void> only_fields(const nlohmann::json& obj, std::span<const std::string_view> fields,
+                            const std::string& what);
+inline ApiResult<void> only_fields(const nlohmann::json& obj,
+                                   std::initializer_list<std::string_view> fields,
+                                   const std::string& what) {
+  return only_fields(obj, std::span(fields.begin(), fields.size()), what);
+}
 // A boolean as clients send it: true/false, "true"/"True"/"false", 1/0, "1"/"0".
 ApiResult<bool> as_bool(const nlohmann::json& v, const std::string& field);
 ApiResult<bool> query_bool(const Ctx& c, const std::string& name, bool dflt);

@@ -279,7 +279,7 @@ void ufm_get_unhealthy(Ctx& c) {
 
 // PUT {"ports": ["GUID_PORT", ...], "devices": ["GUID", ...], "ports_policy": "HEALTHY"}.
 void ufm_put_unhealthy(Ctx& c) {
-  auto b = body_object(c.req);
+  auto b = body_object(c.req, {"ports", "devices", "ports_policy"});
   if (!b) return c.fail(b.error());
   const auto pol = b->find("ports_policy");
   if (pol == b->end() || !pol->is_string())

@@ -391,6 +391,11 @@ void get_route(Ctx& c) {
 
 // Members in a native body: [{"guid"|"host", "membership", "index0"}] or plain GUID
 // strings; "hosts" a hostlist string.
+// What a partition body may hold (POST, PUT and POST members alike; "pkey" where the
+// path does not name it, or names the same).
+constexpr std::string_view kPartitionFields[] = {
+    "pkey", "name", "ipoib", "mtu", "rate", "sl", "membership", "index0", "members", "hosts"};
+
 ApiResult<AddSpec> native_spec(Ctx& c, const json& b, uint16_t pkey) {
   AddSpec s;
   s.pkey = pkey;
@@ -441,14 +446,20 @@ ApiResult<AddSpec> native_spec(Ctx& c, const json& b, uint16_t pkey) {
       }
       if (!m.is_object() || !m.contains("guid"))
         return api_error(422, "bad_value", "a member is a GUID string or {\"guid\": ...}");
-      if (m.contains("membership") && as_membership(m["membership"], "membership") != s.membership)
-        return api_error(422, "bad_value",
-                         "members with different memberships: send them in separate requests");
+      if (auto ok = only_fields(m, {"guid", "membership"}, "a member"); !ok)
+        return std::unexpected(ok.error());
       auto g = m["guid"].is_string() ? daemon::parse_port_guid(m["guid"].get<std::string>())
                                      : std::nullopt;
       if (!g) return api_error(422, "bad_guid", json_text(m["guid"]) + " is not a port GUID");
       s.guids.push_back(*g);
+      if (m.contains("membership")) {
+        auto ms = as_membership(m["membership"], "membership");
+        if (!ms) return std::unexpected(ms.error());
+        s.memberships.resize(s.guids.size() - 1, s.membership);
+        s.memberships.push_back(*ms);
+      }
     }
+    if (!s.memberships.empty()) s.memberships.resize(s.guids.size(), s.membership);
   }
   if (b.contains("hosts")) {
     if (!b["hosts"].is_string())
@@ -465,6 +476,17 @@ ApiResult<AddSpec> native_spec(Ctx& c, const json& b, uint16_t pkey) {
     s.guids.insert(s.guids.end(), r.guids.begin(), r.guids.end());
   }
   return s;
+}
+
+// A "pkey" in the body of a request whose path names one: the same, or 422.
+ApiResult<void> path_pkey(const json& b, uint16_t pkey) {
+  if (!b.contains("pkey")) return {};
+  auto pk = as_pkey(b["pkey"], "pkey");
+  if (!pk) return std::unexpected(pk.error());
+  if (*pk != pkey)
+    return api_error(422, "bad_value",
+                     fmt::format("\"pkey\" is 0x{:04x} but the path names 0x{:04x}", *pk, pkey));
+  return {};
 }
 
 std::optional<PartitionItem> find_item(Ctx& c, uint16_t pkey) {
@@ -493,7 +515,7 @@ void list_partitions(Ctx& c) {
 }
 
 void create_partition(Ctx& c) {
-  auto b = body_object(c.req);
+  auto b = body_object(c.req, kPartitionFields);
   if (!b) return c.fail(b.error());
   if (!b->contains("pkey")) return c.fail({422, "missing_field", "\"pkey\" is required"});
   auto pk = as_pkey((*b)["pkey"], "pkey");
@@ -531,8 +553,9 @@ void get_partition(Ctx& c) {
 void put_partition(Ctx& c) {
   auto pk = pkey_param(c.param("pkey"));
   if (!pk) return c.fail(pk.error());
-  auto b = body_object(c.req);
+  auto b = body_object(c.req, kPartitionFields);
   if (!b) return c.fail(b.error());
+  if (auto same = path_pkey(*b, *pk); !same) return c.fail(same.error());
   auto s = native_spec(c, *b, *pk);
   if (!s) return c.fail(s.error());
   const bool members = b->contains("members") || b->contains("hosts");
@@ -558,8 +581,9 @@ void delete_partition(Ctx& c) {
 void add_members(Ctx& c) {
   auto pk = pkey_param(c.param("pkey"));
   if (!pk) return c.fail(pk.error());
-  auto b = body_object(c.req);
+  auto b = body_object(c.req, kPartitionFields);
   if (!b) return c.fail(b.error());
+  if (auto same = path_pkey(*b, *pk); !same) return c.fail(same.error());
   auto s = native_spec(c, *b, *pk);
   if (!s) return c.fail(s.error());
   if (s->guids.empty())
@@ -648,7 +672,7 @@ void get_qos(Ctx& c) {
 void post_sweep(Ctx& c) {
   bool heavy = true;
   if (!c.req.body.empty()) {
-    auto b = body_object(c.req);
+    auto b = body_object(c.req, {"type"});
     if (!b) return c.fail(b.error());
     if (b->contains("type")) {
       const auto& t = (*b)["type"];
@@ -691,7 +715,8 @@ void accepted_job(Ctx& c, std::optional<std::string> id) {
 }
 
 void post_whatif(Ctx& c) {
-  auto b = body_object(c.req);
+  auto b = body_object(c.req, {"engines", "fail_links", "fail_switches", "fail_random", "seed",
+                               "patterns", "topology"});
   if (!b) return c.fail(b.error());
   simulator::Failures fl;
   std::vector<std::string> engines{"minhop"};
@@ -768,10 +793,14 @@ void post_whatif(Ctx& c) {
 }
 
 void post_roce(Ctx& c, bool diff) {
-  auto b = body_object(c.req);
+  auto b = diff ? body_object(c.req, {"profile", "fabric", "mode", "observed"})
+                : body_object(c.req, {"profile", "fabric"});
   if (!b) return c.fail(b.error());
+  for (const char* k : {"profile", "fabric"})
+    if (b->contains(k) && !(*b)[k].is_string())
+      return c.fail({422, "bad_value", fmt::format("\"{}\" wants a YAML text (a string)", k)});
   auto text = [&](const char* k) -> std::optional<std::string> {
-    if (!b->contains(k) || !(*b)[k].is_string()) return std::nullopt;
+    if (!b->contains(k)) return std::nullopt;
     return (*b)[k].get<std::string>();
   };
   roce::RoceProfile profile = roce::default_roce_profile();
@@ -804,6 +833,8 @@ void post_roce(Ctx& c, bool diff) {
     for (const auto& o : (*b)["observed"]) {
       if (!o.is_object() || !o.contains("text") || !o["text"].is_string())
         return c.fail({422, "bad_value", "an observed entry wants \"text\""});
+      if (auto ok = only_fields(o, {"name", "device", "text"}, "an observed entry"); !ok)
+        return c.fail(ok.error());
       const std::string name =
           o.contains("name") && o["name"].is_string() ? o["name"].get<std::string>() : "observed";
       const std::string device =
@@ -992,7 +1023,7 @@ void register_native(std::vector<Api::Route>& r) {
             [](Ctx& c) {
               std::optional<std::chrono::seconds> ttl;
               if (!c.req.body.empty()) {
-                auto b = body_object(c.req);
+                auto b = body_object(c.req, {"ttl_s"});
                 if (!b) return c.fail(b.error());
                 if (b->contains("ttl_s")) {
                   if (!(*b)["ttl_s"].is_number_unsigned() || (*b)["ttl_s"].get<uint64_t>() == 0)

@@ -182,10 +182,19 @@ daemon::RestPartition& ensure(daemon::RestPartitions& parts, const AddSpec& s) {
 
 }  // namespace
 
+namespace {
+template <class P>
+void put_members(P& p, const AddSpec& s) {
+  for (size_t i = 0; i < s.guids.size(); ++i)
+    p.members[s.guids[i].value] = {i < s.memberships.size() ? s.memberships[i] : s.membership,
+                                   s.index0};
+}
+}  // namespace
+
 ApiResult<daemon::RestPartitions> op_add(const daemon::RestPartitions& cur, const AddSpec& s) {
   daemon::RestPartitions next = cur;
   auto& p = ensure(next, s);
-  for (Guid g : s.guids) p.members[g.value] = {s.membership, s.index0};
+  put_members(p, s);
   return next;
 }
 
@@ -193,7 +202,7 @@ ApiResult<daemon::RestPartitions> op_replace(const daemon::RestPartitions& cur, 
   daemon::RestPartitions next = cur;
   auto& p = ensure(next, s);
   p.members.clear();
-  for (Guid g : s.guids) p.members[g.value] = {s.membership, s.index0};
+  put_members(p, s);
   return next;
 }
 

@@ -51,6 +51,8 @@ struct AddSpec {
   uint16_t pkey = 0;
   std::vector<Guid> guids;
   config::Membership membership = config::Membership::kFull;
+  // Per GUID, in the order of `guids` (UFM's "memberships"); empty: `membership` for all.
+  std::vector<config::Membership> memberships;
   bool index0 = false;
   std::optional<bool> ipoib;
   std::optional<std::string> name;

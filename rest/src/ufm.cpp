@@ -51,8 +51,16 @@ json ufm_partition(const PartitionItem& it, bool with_guids) {
   return j;
 }
 
-// The fields UFM's pkey calls take: pkey, guids, membership, index0, ip_over_ib, and
-// for pkeys/add the QoS ones.
+// The fields UFM's pkey calls take (UFM Enterprise REST API, PKey GUIDs): pkey, guids,
+// membership or memberships (one per GUID, in order), index0, ip_over_ib, and the QoS
+// ones pkeys/add documents (which the others take too).
+constexpr std::string_view kPkeyFields[] = {
+    "pkey",       "guids",     "membership",    "memberships", "index0",
+    "ip_over_ib", "mtu_limit", "service_level", "rate_limit",  "partition_name"};
+constexpr std::string_view kHostsFields[] = {"pkey",          "hosts_names", "membership",
+                                             "index0",        "ip_over_ib",  "mtu_limit",
+                                             "service_level", "rate_limit",  "partition_name"};
+
 ApiResult<AddSpec> add_spec(const json& b, bool guids_required) {
   AddSpec s;
   if (!b.contains("pkey")) return api_error(422, "missing_field", "\"pkey\" is required");
@@ -70,6 +78,21 @@ ApiResult<AddSpec> add_spec(const json& b, bool guids_required) {
     auto m = as_membership(b["membership"], "membership");
     if (!m) return std::unexpected(m.error());
     s.membership = *m;
+  }
+  if (b.contains("memberships")) {
+    if (b.contains("membership"))
+      return api_error(422, "bad_value",
+                       "\"membership\" and \"memberships\" conflict: send one of them");
+    const auto& ms = b["memberships"];
+    if (!ms.is_array() || ms.size() != s.guids.size())
+      return api_error(
+          422, "bad_value",
+          fmt::format("\"memberships\" wants a list as long as \"guids\" ({})", s.guids.size()));
+    for (size_t i = 0; i < ms.size(); ++i) {
+      auto m = as_membership(ms[i], fmt::format("memberships[{}]", i));
+      if (!m) return std::unexpected(m.error());
+      s.memberships.push_back(*m);
+    }
   }
   if (b.contains("index0")) {
     auto v = as_bool(b["index0"], "index0");
@@ -130,7 +153,7 @@ void get_pkey(Ctx& c) {
 
 // Adds GUIDs (idempotent), replaces the set, or defines an empty P_Key.
 void add_guids(Ctx& c, bool replace) {
-  auto b = body_object(c.req);
+  auto b = body_object(c.req, kPkeyFields);
   if (!b) return c.fail(b.error());
   auto s = add_spec(*b, true);
   if (!s) return c.fail(s.error());
@@ -143,7 +166,7 @@ void add_guids(Ctx& c, bool replace) {
 }
 
 void define_pkey(Ctx& c) {
-  auto b = body_object(c.req);
+  auto b = body_object(c.req, kPkeyFields);
   if (!b) return c.fail(b.error());
   auto s = add_spec(*b, false);
   if (!s) return c.fail(s.error());
@@ -196,7 +219,7 @@ ApiResult<std::vector<Guid>> host_guids(Ctx& c, const std::string& list) {
 }
 
 void add_hosts(Ctx& c) {
-  auto b = body_object(c.req);
+  auto b = body_object(c.req, kHostsFields);
   if (!b) return c.fail(b.error());
   auto s = add_spec(*b, false);
   if (!s) return c.fail(s.error());
@@ -303,7 +326,7 @@ void register_ufm(std::vector<Api::Route>& r) {
   add_ufm_route(r, "POST", "actions/remove_guids_from_pkey", kOp,
                 "removes GUIDs from a P_Key (UFM's older action form)",
                 [](Ctx& c) {
-                  auto b = body_object(c.req);
+                  auto b = body_object(c.req, {"pkey", "guids"});
                   if (!b) return c.fail(b.error());
                   auto s = add_spec(*b, true);
                   if (!s) return c.fail(s.error());

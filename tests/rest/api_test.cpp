@@ -1,9 +1,11 @@
 // The REST API over a simulated fabric: the UFM facade with the requests its real
 // clients send (byte for byte where they build the body by hand), the native API,
 // authentication and roles, errors, and a fuzz of the mutating routes.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <map>
 #include <random>
 #include <set>
 #include <thread>
@@ -640,6 +642,102 @@ TEST(Errors, StatusesAndShape) {
   EXPECT_EQ(w.status, 503) << w.body;
   rig.backend->fail_writes(false);
   EXPECT_EQ(rig.mon("GET", "/ufmRest/resources/pkeys/0x5").status, 404);
+}
+
+// Issue 33, item 4: every body is checked. Bodies of another API's shape, unknown keys,
+// wrong types and a byte-order mark are 4xx JSON errors naming the field, on native and
+// UFM routes alike, and nothing is created by a request that fails; the bodies the real
+// clients send are still served.
+TEST(Errors, EveryBodyIsCheckedAndAFailedRequestCreatesNothing) {
+  RestRig rig;
+  const std::string bom = "\xEF\xBB\xBF";
+  struct Case {
+    std::string method, target, body;
+    int status;
+    std::string names;  // in the message
+  };
+  for (
+      const auto& c : std::vector<Case>{
+          // UFM-shaped bodies on the native route (seen answered 201, empty partitions).
+          {"POST", "/api/v1/partitions", R"({"pkey": "0x21", "guids": ["0002c90400000001"]})", 422,
+           "\"guids\""},
+          {"POST", "/api/v1/partitions", R"({"pkey": "0x22", "ip_over_ib": true})", 422,
+           "\"ip_over_ib\""},
+          {"POST", "/api/v1/partitions", R"({"pkey": "0x23", "mtu_limit": 4})", 422,
+           "\"mtu_limit\""},
+          {"POST", "/api/v1/partitions", R"({"pkey": "0x24", "service_level": 1})", 422,
+           "\"service_level\""},
+          {"POST", "/api/v1/partitions", bom + R"({"pkey": "0x25"})", 400, "byte-order mark"},
+          {"POST", "/api/v1/partitions",
+           R"({"pkey": "0x26", "members": [{"guid": "0002c90400000001", "member": "full"}]})", 422,
+           "\"member\""},
+          {"PUT", "/api/v1/partitions/0x27", R"({"pkey": "0x28"})", 422, "0x0028"},
+          {"POST", "/api/v1/partitions/0x7fff/members", R"({"guid": "0002c90400000001"})", 422,
+           "\"guid\""},
+          // Native-shaped and misspelt bodies on the UFM routes.
+          {"POST", "/ufmRest/resources/pkeys",
+           R"({"pkey": "0x29", "members": ["0002c90400000001"]})", 422, "\"members\""},
+          {"POST", "/ufmRest/resources/pkeys", R"({"pkey": "0x2a", "guid": ["0002c90400000001"]})",
+           422, "\"guid\""},
+          {"POST", "/ufmRest/resources/pkeys",
+           bom + R"({"pkey": "0x2b", "guids": ["0002c90400000001"]})", 400, "byte-order mark"},
+          {"POST", "/ufmRest/resources/pkeys/add", R"({"pkey": "0x2c", "ipoib": true})", 422,
+           "\"ipoib\""},
+          {"POST", "/ufmRest/resources/pkeys",
+           R"({"pkey": "0x2d", "guids": ["0002c90400000001", "0002c90400000002"], "memberships": ["full"]})",
+           422, "\"memberships\""},
+          {"POST", "/ufmRest/resources/pkeys",
+           R"({"pkey": "0x2e", "guids": ["0002c90400000001"], "memberships": ["full"], "membership": "full"})",
+           422, "conflict"},
+          {"POST", "/ufmRest/resources/pkeys/hosts", R"({"pkey": "0x2f", "hosts": "h1-0"})", 422,
+           "\"hosts\""},
+          // Other routes: a wrong type and an unknown key.
+          {"POST", "/api/v1/sweep", R"({"kind": "light"})", 422, "\"kind\""},
+          {"POST", "/api/v1/roce/check", R"({"profile": 5, "fabric": "x"})", 422, "\"profile\""},
+          {"POST", "/api/v1/roce/check", R"({"fabric": "x", "observed": []})", 422, "\"observed\""},
+          {"POST", "/api/v1/whatif", R"({"engine": ["minhop"]})", 422, "\"engine\""},
+          {"POST", "/api/v1/tokens", R"({"ttl": 60})", 422, "\"ttl\""},
+      }) {
+    auto r = rig.admin(c.method, c.target, c.body);
+    EXPECT_EQ(r.status, c.status) << c.method << " " << c.target << " " << c.body << " -> "
+                                  << r.body;
+    auto j = RestRig::json_of(r);
+    ASSERT_TRUE(j.contains("error") && j["error"]["message"].is_string()) << r.body;
+    EXPECT_NE(j["error"]["message"].get<std::string>().find(c.names), std::string::npos)
+        << c.body << " -> " << r.body;
+  }
+  // Nothing was created: the partitions are the ones there were.
+  auto ufm = RestRig::json_of(rig.mon("GET", "/ufmRest/resources/pkeys"));
+  for (int pk = 0x21; pk <= 0x2f; ++pk) {
+    EXPECT_EQ(rig.mon("GET", fmt::format("/api/v1/partitions/0x{:04x}", pk)).status, 404) << pk;
+    EXPECT_FALSE(ufm.contains(fmt::format("0x{:x}", pk))) << pk;
+  }
+  EXPECT_EQ(rig.file_text().find("0x0021"), std::string::npos) << rig.file_text();
+
+  // UFM's "memberships" (one per GUID, in order) is served as UFM documents it; and the
+  // body ib-kubernetes sends to make an empty P_Key.
+  auto per = rig.op(
+      "POST", "/ufmRest/resources/pkeys",
+      R"({"pkey": "0x31", "guids": ["0002c90400000001", "0002c90400000002"], "memberships": ["full", "limited"], "ip_over_ib": true})");
+  ASSERT_EQ(per.status, 200) << per.body;
+  auto got = RestRig::json_of(rig.mon("GET", "/ufmRest/resources/pkeys/0x31?guids_data=true"));
+  std::map<std::string, std::string> ms;
+  for (const auto& g : got.at("guids")) ms[g.at("guid")] = g.at("membership");
+  EXPECT_EQ(ms, (std::map<std::string, std::string>{{"0002c90400000001", "full"},
+                                                    {"0002c90400000002", "limited"}}))
+      << got.dump();
+  auto empty = rig.op(
+      "POST", "/ufmRest/resources/pkeys/add",
+      R"({"pkey": "0x1234", "index0": true, "ip_over_ib": true, "mtu_limit": 4, "service_level": 0, "rate_limit": 300, "guids": [], "membership": "full"})");
+  EXPECT_EQ(empty.status, 200) << empty.body;
+  // Native members each with their own membership.
+  auto mixed = rig.op(
+      "POST", "/api/v1/partitions",
+      R"({"pkey": "0x32", "members": [{"guid": "0002c90400000001", "membership": "limited"}, "0002c90400000002"]})");
+  ASSERT_EQ(mixed.status, 201) << mixed.body;
+  auto p = RestRig::json_of(rig.mon("GET", "/api/v1/partitions/0x32"));
+  EXPECT_EQ(p.at("members_full"), 1) << p.dump();
+  EXPECT_EQ(p.at("members_limited"), 1);
 }
 
 // Every route is in openapi.json and every documented operation is served (answers
