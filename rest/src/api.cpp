@@ -125,12 +125,13 @@ void add_ufm_route(std::vector<Api::Route>& routes, std::string method, const st
   }
 }
 
-Api::Api(Backend& b, Auth& auth, Jobs& jobs)
+Api::Api(Backend& b, Auth& auth, Jobs& jobs, LoginThrottle::Clock now)
     : b_(b),
       auth_(auth),
       jobs_(jobs),
       stats_(std::make_unique<RouteStats>()),
-      cache_(std::make_unique<ResponseCache>()) {
+      cache_(std::make_unique<ResponseCache>()),
+      throttle_(std::make_unique<LoginThrottle>(std::move(now))) {
   register_native(routes_);
   register_ufm(routes_);
   register_health(routes_);
@@ -226,7 +227,27 @@ void Api::handle(const Request& req, Reply reply) {
   Identity who;
   if (route->role) {
     const std::string authz = req.header("authorization");
+    // A source that kept failing waits before its credentials are tried again.
+    if (const uint32_t wait = authz.empty() ? 0 : throttle_->blocked_for(req.source)) {
+      Response r =
+          error_response(429, "too_many_failures",
+                         fmt::format("too many failed logins from {}: try again in {} s",
+                                     req.source.empty() ? "this client" : req.source, wait));
+      r.headers.push_back({"Retry-After", std::to_string(wait)});
+      return counted(std::move(r));
+    }
     auto id = authz.empty() ? std::nullopt : auth_.check(authz, route->scheme);
+    if (!authz.empty()) {
+      if (id)
+        throttle_->succeeded(req.source);
+      else if (throttle_->failed(req.source))
+        WEFT_LOG(Warn, "REST-0019")
+            << "security: " << LoginThrottle::kFree + 1 << " failed logins in a row from "
+            << (req.source.empty() ? "an in-process client" : req.source)
+            << ": its credentials are answered 429 (not tried) for a time that doubles with "
+               "each further failure, up to "
+            << LoginThrottle::kMaxBlock.count() << " s, until one succeeds";
+    }
     if (!id) {
       Response r = error_response(
           401, "unauthorized",

@@ -232,6 +232,7 @@ struct RestServer::Impl {
       r.headers[name] = f.value();
     });
     r.body = req->body();
+    r.source = req->remote_endpoint().address().to_string();
     const bool head = r.method == "HEAD";
     if (r.body.size() > opts.max_body) {
       send(req,

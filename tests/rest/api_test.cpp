@@ -536,6 +536,64 @@ TEST(Auth, RolesAndCredentials) {
   EXPECT_EQ(rig.admin("GET", "/api/v1/sm").status, 200);
 }
 
+// Issue 33, item 5: password guessing is throttled per source. Five failures pass as
+// 401s; the sixth blocks the source, whose next requests with credentials (the right
+// ones too) get 429 and Retry-After without being tried, while the right password from
+// another source works at once; the block doubles with each failure after it, and a
+// success clears the source.
+TEST(Auth, PasswordGuessingIsThrottledPerSource) {
+  RestRig rig;
+  rig.source = "198.51.100.7";
+  auto retry_after = [](const rest::Response& r) {
+    for (const auto& [k, v] : r.headers)
+      if (k == "Retry-After") return std::stoi(v);
+    return -1;
+  };
+  for (int i = 0; i < 5; ++i)
+    EXPECT_EQ(rig.call("GET", "/api/v1/sm", "", basic("admin", "guess" + std::to_string(i))).status,
+              401)
+        << i;
+  EXPECT_EQ(rig.call("GET", "/api/v1/sm", "", basic("admin", "guess5")).status, 401);
+  auto blocked = rig.admin("GET", "/api/v1/sm");
+  EXPECT_EQ(blocked.status, 429) << blocked.body;
+  EXPECT_EQ(retry_after(blocked), 1);
+  EXPECT_NE(RestRig::json_of(blocked)["error"]["message"].get<std::string>().find("198.51.100.7"),
+            std::string::npos);
+  EXPECT_EQ(rig.call("GET", "/healthz").status, 200) << "no credentials: not throttled";
+  // Another source: the right password works at once, a wrong one is a plain 401.
+  rig.source = "198.51.100.8";
+  EXPECT_EQ(rig.admin("GET", "/api/v1/sm").status, 200);
+  EXPECT_EQ(rig.call("GET", "/api/v1/sm", "", basic("admin", "nope")).status, 401);
+  // A second later the first source may try once more; a failure doubles the wait.
+  rig.source = "198.51.100.7";
+  rig.login_clock += std::chrono::seconds(1);
+  EXPECT_EQ(rig.call("GET", "/api/v1/sm", "", basic("admin", "guess6")).status, 401);
+  auto longer = rig.admin("GET", "/api/v1/sm");
+  EXPECT_EQ(longer.status, 429);
+  EXPECT_EQ(retry_after(longer), 2);
+  rig.login_clock += std::chrono::seconds(1);
+  EXPECT_EQ(rig.admin("GET", "/api/v1/sm").status, 429);
+  // Past the block the right password gets in and clears the source: five more free tries.
+  rig.login_clock += std::chrono::seconds(1);
+  EXPECT_EQ(rig.admin("GET", "/api/v1/sm").status, 200);
+  for (int i = 0; i < 5; ++i)
+    EXPECT_EQ(rig.call("GET", "/api/v1/sm", "", basic("admin", "again")).status, 401) << i;
+  EXPECT_EQ(rig.admin("GET", "/api/v1/sm").status, 200);
+  // Wrong tokens count as well.
+  for (int i = 0; i < 6; ++i) rig.call("GET", "/api/v1/sm", "", "Bearer nope");
+  EXPECT_EQ(rig.call("GET", "/ufmRestV3/app/ufm_version", "", "Basic notatoken").status, 429);
+  // The block is capped: after many failures, at most 300 s.
+  for (int i = 0; i < 20; ++i) {
+    rig.login_clock += std::chrono::seconds(400);
+    rig.call("GET", "/api/v1/sm", "", basic("admin", "x"));
+  }
+  EXPECT_EQ(retry_after(rig.admin("GET", "/api/v1/sm")), 300);
+  // Ten minutes after its last failure a source is forgiven.
+  rig.login_clock += std::chrono::seconds(601);
+  EXPECT_EQ(rig.call("GET", "/api/v1/sm", "", basic("admin", "y")).status, 401);
+  EXPECT_EQ(rig.admin("GET", "/api/v1/sm").status, 200);
+}
+
 TEST(Auth, TokensExpireAndPersist) {
   RestRig rig;
   rest::Identity who{"op", rest::Role::kOperator, ""};

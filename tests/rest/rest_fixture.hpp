@@ -6,6 +6,7 @@
 #pragma once
 
 #include <gtest/gtest.h>
+#include <chrono>
 
 #include <unistd.h>
 #include <filesystem>
@@ -207,7 +208,7 @@ struct RestRig {
     auto a = rest::Auth::open({.users_file = users_file, .state_dir = dir.path()});
     EXPECT_TRUE(a) << (a ? "" : a.error().message);
     auth = std::move(*a);
-    api.emplace(*backend, *auth, jobs);
+    api.emplace(*backend, *auth, jobs, [this] { return login_clock; });
   }
 
   static fabric::Fabric make(const std::string& spec) {
@@ -251,6 +252,7 @@ struct RestRig {
     if (!authz.empty()) req.headers["authorization"] = authz;
     if (!body.empty()) req.headers["content-type"] = "application/json";
     req.body = body;
+    req.source = source;
     std::optional<rest::Response> got;
     int answers = 0;
     api->handle(req, [&](rest::Response r) {
@@ -319,6 +321,9 @@ struct RestRig {
   std::unique_ptr<rest::Auth> auth;
   rest::Jobs jobs;
   std::optional<rest::Api> api;
+  // Where call() comes from, and the login throttle's clock (moved by tests).
+  std::string source = "192.0.2.1";
+  std::chrono::steady_clock::time_point login_clock{};
 };
 
 }  // namespace weft::testing

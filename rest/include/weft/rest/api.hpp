@@ -23,6 +23,7 @@
 #include "weft/daemon/command.hpp"
 #include "weft/daemon/events.hpp"
 #include "weft/daemon/partitions.hpp"
+#include "weft/rest/throttle.hpp"
 #include "weft/result.hpp"
 #include "weft/sm/snapshot.hpp"
 
@@ -34,6 +35,7 @@ struct Request {
   std::map<std::string, std::string> query;    // decoded
   std::map<std::string, std::string> headers;  // names lower-case
   std::string body;
+  std::string source;  // the client's address ("127.0.0.1"); "" in process
   std::string header(const std::string& lower_name) const {
     auto it = headers.find(lower_name);
     return it == headers.end() ? std::string() : it->second;
@@ -88,7 +90,8 @@ struct ResponseCache;
 
 class Api {
  public:
-  Api(Backend& b, Auth& auth, Jobs& jobs);
+  // `now`: the login throttle's clock (tests move it; empty: steady_clock).
+  Api(Backend& b, Auth& auth, Jobs& jobs, LoginThrottle::Clock now = {});
   ~Api();
   // Answers `req`, now or later, exactly once.
   void handle(const Request& req, Reply reply);
@@ -106,6 +109,7 @@ class Api {
   std::vector<Route> routes_;
   std::unique_ptr<RouteStats> stats_;
   std::unique_ptr<ResponseCache> cache_;
+  std::unique_ptr<LoginThrottle> throttle_;
 };
 
 }  // namespace weft::rest

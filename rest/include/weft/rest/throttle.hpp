@@ -1,0 +1,55 @@
+// weft/rest/throttle.hpp — password guessing slowed per source address.
+//
+// After kFree failed logins from one source (each within kForget of the one before), every
+// further failure blocks that source for a time that doubles (1 s, 2 s, 4 s ... 256 s,
+// then kMaxBlock): while blocked, its requests that carry credentials are answered 429
+// with Retry-After, their credentials not tried. A login that succeeds clears its source;
+// other sources are never affected (the right password from elsewhere works at once).
+// At most kMaxSources sources are tracked; past that the stalest is dropped. weft's own
+// choice of numbers: an admin's typo or a client with a stale password gets through
+// kFree tries unslowed, a guesser gets about 15 tries in the first 10 minutes.
+//
+//   LoginThrottle t;
+//   if (auto s = t.blocked_for(src)) return reply_429(s);
+//   ok ? t.succeeded(src) : (void)t.failed(src);
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+namespace weft::rest {
+
+class LoginThrottle {
+ public:
+  using Clock = std::function<std::chrono::steady_clock::time_point()>;
+  static constexpr uint32_t kFree = 5;
+  static constexpr std::chrono::seconds kForget{600};
+  static constexpr std::chrono::seconds kMaxBlock{300};
+  static constexpr size_t kMaxSources = 4096;
+
+  explicit LoginThrottle(Clock now = {});
+  // Whole seconds `source` must still wait (at least 1); 0 when it may try now.
+  uint32_t blocked_for(const std::string& source);
+  // A failed login from `source`. True when it is the one that first blocks the source in
+  // its run of failures (the caller says so once, as a security event).
+  bool failed(const std::string& source);
+  void succeeded(const std::string& source);
+  // Sources blocked now (for /metrics and tests).
+  size_t blocked_sources();
+
+ private:
+  struct Source {
+    uint32_t failures = 0;
+    std::chrono::steady_clock::time_point last{}, until{};
+  };
+  std::chrono::steady_clock::time_point now() const;
+  Clock now_;
+  std::mutex mu_;
+  std::unordered_map<std::string, Source> sources_;
+};
+
+}  // namespace weft::rest
