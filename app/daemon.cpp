@@ -369,6 +369,8 @@ int cmd_sm(int argc, char** argv) {
     ro.max_body = size_t(v->get_int("rest_max_body"));
     ro.max_connections = size_t(v->get_int("rest_max_connections"));
     ro.timeout = std::chrono::milliseconds(v->get_int("rest_timeout_ms"));
+    ro.read_timeout = std::chrono::milliseconds(v->get_int("rest_read_timeout_ms"));
+    ro.max_per_source = size_t(v->get_int("rest_max_connections_per_source"));
     auto srv = start_rest(ro);
     if (srv) {
       serving(std::move(*srv));

@@ -213,8 +213,14 @@ std::vector<OptionSpec> build_table() {
       {"rest_max_body", Type::kInt, "16777216", 1024, 1073741824, false,
        "largest REST request body in bytes (413 above it)"},
       {"rest_max_connections", Type::kInt, "256", 1, 65536, false, "REST connections open at once"},
+      {"rest_max_connections_per_source", Type::kInt, "32", 1, 65536, false,
+       "REST connections open at once from one client address (more are closed as they come), "
+       "so that slow or many clients from one address cannot take every connection"},
+      {"rest_read_timeout_ms", Type::kInt, "10000", 100, 3600000, false,
+       "ms to read a REST request (its header and body), and to wait for the next one on a kept "
+       "connection"},
       {"rest_timeout_ms", Type::kInt, "30000", 100, 3600000, false,
-       "ms to read a REST request, to handle it and to write its answer"},
+       "ms to handle a REST request and to write its answer"},
       {"rest_token_ttl", Type::kInt, "604800", 60, 315360000, false, "seconds a REST token lasts"},
       {"state_store", Type::kString, "dir", 0, 0, false,
        "where the master's state lives (guid2lid, guid2mkey, neighbors, REST partitions and "

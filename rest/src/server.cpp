@@ -9,7 +9,9 @@
 #include <charconv>
 #include <condition_variable>
 #include <future>
+#include <map>
 #include <mutex>
+#include <set>
 #include <thread>
 
 #include "jobs.hpp"
@@ -20,11 +22,73 @@ namespace weft::rest {
 
 namespace {
 
+// Connections open at once, in all (rest_max_connections) and per client address
+// (rest_max_connections_per_source): counted as RESTinio's IP blocker lets each in and as
+// its closed notice comes (every connection let in gets one: a normal close, an error, a
+// time-out, a failed TLS handshake); one more past either cap is closed as it is
+// accepted, before anything is read. Slow clients from one address then hold a few
+// connections and leave the rest to others. RESTinio's own connection count limiter is
+// off: in 0.6.16 every connection an IP blocker denies keeps one of its accept slots, and
+// after max_parallel_connections denials it accepts nothing more. (A connection let in
+// whose handler could not be made, an allocation failure, would keep its count: RESTinio
+// gives no notice of it.)
+class ConnectionLimiter {
+ public:
+  ConnectionLimiter(size_t total, size_t per_source) : total_(total), per_source_(per_source) {}
+  restinio::ip_blocker::inspection_result_t inspect(
+      const restinio::ip_blocker::incoming_info_t& in) noexcept {
+    const auto a = in.remote_endpoint().address();
+    std::lock_guard lk(mu_);
+    size_t& open = open_[a];
+    if (open < per_source_ && all_ < total_) {
+      ++open;
+      ++all_;
+      return restinio::ip_blocker::allow();
+    }
+    if (open == 0) open_.erase(a);
+    const bool whole = all_ >= total_;
+    if (!said_.count(whole ? restinio::asio_ns::ip::address{} : a)) {
+      said_.insert(whole ? restinio::asio_ns::ip::address{} : a);
+      if (whole)
+        WEFT_LOG(Warn, "REST-0020")
+            << all_ << " REST connections open (rest_max_connections): more are closed as they "
+            << "come until some close";
+      else
+        WEFT_LOG(Warn, "REST-0020")
+            << a.to_string() << " has " << per_source_
+            << " REST connections open (rest_max_connections_per_source): more from it are "
+               "closed as they come until some close";
+    }
+    return restinio::ip_blocker::deny();
+  }
+  void state_changed(const restinio::connection_state::notice_t& n) noexcept {
+    if (!restinio::holds_alternative<restinio::connection_state::closed_t>(n.cause())) return;
+    const auto a = n.remote_endpoint().address();
+    std::lock_guard lk(mu_);
+    if (auto it = open_.find(a); it != open_.end()) {
+      --all_;
+      if (--it->second == 0) open_.erase(it);
+      said_.erase(a);
+      said_.erase(restinio::asio_ns::ip::address{});
+    }
+  }
+
+ private:
+  const size_t total_, per_source_;
+  std::mutex mu_;
+  size_t all_ = 0;
+  std::map<restinio::asio_ns::ip::address, size_t> open_;
+  // REST-0020 said while at a cap: per address, and the default address for the total.
+  std::set<restinio::asio_ns::ip::address> said_;
+};
+
 struct PlainTraits : public restinio::default_traits_t {
-  static constexpr bool use_connection_count_limiter = true;
+  using ip_blocker_t = ConnectionLimiter;
+  using connection_state_listener_t = ConnectionLimiter;
 };
 struct TlsTraits : public restinio::default_tls_traits_t {
-  static constexpr bool use_connection_count_limiter = true;
+  using ip_blocker_t = ConnectionLimiter;
+  using connection_state_listener_t = ConnectionLimiter;
 };
 
 // An io_context whose services can be shut down before it is destroyed. At stop, the
@@ -306,8 +370,7 @@ struct RestServer::Impl {
     Settings s;
     s.address(host)
         .port(port)
-        .max_parallel_connections(opts.max_connections)
-        .read_next_http_message_timelimit(opts.timeout)
+        .read_next_http_message_timelimit(opts.read_timeout)
         .write_http_response_timelimit(opts.timeout)
         .handle_request_timeout(opts.timeout)
         .incoming_http_msg_limits(restinio::incoming_http_msg_limits_t{}
@@ -317,6 +380,8 @@ struct RestServer::Impl {
                                       .max_field_count(100)
                                       .max_body_size(4 * opts.max_body))
         .request_handler([this](auto req) { return handle(std::move(req)); });
+    auto limiter = std::make_shared<ConnectionLimiter>(opts.max_connections, opts.max_per_source);
+    s.ip_blocker(limiter).connection_state_listener(limiter);
     if constexpr (std::is_same_v<Traits, TlsTraits>) {
       restinio::asio_ns::ssl::context ctx{restinio::asio_ns::ssl::context::tls_server};
       ctx.set_options(

@@ -26,7 +26,9 @@ struct RestOptions {
   AuthOptions auth;
   size_t max_body = 16u << 20;
   size_t max_connections = 256;
-  std::chrono::milliseconds timeout{30000};  // reading a request, handling it, writing it
+  size_t max_per_source = 32;                     // from one client address; more are closed
+  std::chrono::milliseconds read_timeout{10000};  // reading a request; idle between two
+  std::chrono::milliseconds timeout{30000};       // handling a request, writing its answer
   size_t threads = 2;
 };
 
