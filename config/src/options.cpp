@@ -30,6 +30,10 @@ std::vector<OptionSpec> build_table() {
       {"transaction_retries", Type::kInt, "3", 0, 100, true, "extra attempts after a timeout"},
       {"sweep_interval", Type::kInt, "10", 0, 86400, true,
        "seconds between light sweeps (0 = none)"},
+      {"drift_check_blocks", Type::kInt, "1", 0, 1024, true,
+       "LFT blocks of each switch read back every sweep and compared with what weft wrote "
+       "(rotating: every block within ceil(blocks / N) sweeps; 0 = none); one that differs "
+       "has the switch read back whole and rewritten"},
       {"lmc", Type::kInt, "0", 0, 7, false, "LID mask control: 2^lmc LIDs per CA port"},
       {"sm_priority", Type::kInt, "0", 0, 15, true,
        "SMInfo priority: of two SMs the higher is master (equal: the lower port GUID)"},

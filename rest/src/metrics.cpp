@@ -139,6 +139,9 @@ std::string prometheus_text(const sm::Published& p,
   w.family("weft_sweeps_total", "counter", "sweeps finished, by kind");
   w.sample("weft_sweeps_total", double(p.heavy_sweeps), "kind=\"heavy\"");
   w.sample("weft_sweeps_total", double(p.light_sweeps), "kind=\"light\"");
+  w.family("weft_drift_found_total", "counter",
+           "tables found holding what weft did not write (drift_check_blocks), by table");
+  w.sample("weft_drift_found_total", double(p.drift_lft), "table=\"lft\"");
   w.family("weft_sweep_duration_seconds", "histogram", "heavy sweeps' durations");
   for (size_t i = 0; i < p.sweep_le.size(); ++i)
     w.sample("weft_sweep_duration_seconds_bucket", double(p.sweep_le[i]),

@@ -30,6 +30,7 @@ std::shared_ptr<const Published> Publisher::publish(std::shared_ptr<Published> p
     p->multicast = old->multicast;
   p->heavy_sweeps = heavy_sweeps_;
   p->light_sweeps = light_sweeps_;
+  p->drift_lft = drift_lft_;
   p->sweep_le = sweep_le_;
   p->sweep_count = heavy_sweeps_;
   p->sweep_seconds = sweep_seconds_;

@@ -69,6 +69,11 @@ SubnetManager::SubnetManager(mad::Transport& t, SmOptions o, SubnAdm* sa,
   eng_.set_keys(&books_.keys());
   eng_.on_unsolicited([this](const mad::Smp& s, const mad::InMad& in) { on_unsolicited(s, in); });
   eng_.on_sa([this](const mad::InMad& in) { serve_sa(in); });
+  prog_->lfts().on_drift([this](Guid sw, size_t block, const std::string& where) {
+    pub_.drift_found();
+    emit("drift",
+         {{"table", "lft"}, {"switch", hex_guid(sw.value)}, {"block", block}, {"where", where}});
+  });
   pub_.set_options(std::make_shared<const SmOptions>(opts_));
   publish();
 }
@@ -188,14 +193,16 @@ void SubnetManager::phase_light_check() {
                     if (si.port_state_change || si.lft_top != model_->switch_info[n].lft_top)
                       psc->push_back(n);
                   });
-  // A spot check of one LFT block per switch (rotating): another writer that kept
-  // LinearFDBTop (another SM, a tool) shows as a block that is not what weft wrote; the
-  // switch is then believed in nothing and read again, its tables read back whole.
-  const uint64_t round = pub_.heavy_sweeps() + pub_.light_sweeps();
+  // A spot check of drift_check_blocks LFT blocks per switch (rotating): another writer
+  // that kept LinearFDBTop (another SM, a tool) shows as a block that is not what weft
+  // wrote; the switch is then believed in nothing and read again, its tables read back
+  // whole.
+  const uint64_t round = prog_->lfts().next_round();
   for (NodeIndex n = 0; n < model_->fabric.size(); ++n) {
     if (!model_->fabric.node(n).is_switch()) continue;
     prog_->lfts().check_block(model_->fabric, n, model_->paths[n], round,
-                              [this, psc, n](bool, bool differs) {
+                              [this, psc, n](size_t answered, bool differs) {
+                                run_->rep.lft_blocks_checked += answered;
                                 if (!differs) return;
                                 ++run_->rep.lft_switches_changed;
                                 psc->push_back(n);
@@ -226,6 +233,9 @@ void SubnetManager::phase_light_check() {
         pub_.light();
         SweepReport rep = *last_report_;
         rep.heavy = false;
+        // This sweep's own checks (nothing found, or it would not be quiet).
+        rep.lft_blocks_checked = run_->rep.lft_blocks_checked;
+        rep.lft_switches_changed = 0;
         rep.mcast_foreign = prog_->multicast().foreign_mlids();  // settle() may have cleared
         rep.sms = peers_.sms();
         finish_run(rep);

@@ -855,6 +855,7 @@ TEST(Metrics, PrometheusText) {
   EXPECT_NE(m.body.find("weft_ports{state=\"Active\"} 12"), std::string::npos) << m.body;
   EXPECT_NE(m.body.find("weft_ports{state=\"Down\"} 0"), std::string::npos) << m.body;
   EXPECT_EQ(m.body.find("weft_ports{state=\"ACTIVE\"}"), std::string::npos) << "one spelling";
+  EXPECT_NE(m.body.find("weft_drift_found_total{table=\"lft\"} 0"), std::string::npos) << m.body;
 }
 
 TEST(Hostlist, SlurmSyntax) {

@@ -254,3 +254,72 @@ TEST(Takeover, LftBlocksChangedUnderASteadyMasterAreFoundAndTheSwitchReadBackWho
   ASSERT_TRUE(after && after->subnet_up);
   EXPECT_FALSE(after->heavy);
 }
+
+// Issue 33, item 2: nothing silently drifts. With drift_check_blocks N, every sweep reads
+// back N LFT blocks of each switch (rotating), so a block changed with no other sign is
+// found within ceil(blocks / N) sweeps on every switch, rewritten, told as a "drift"
+// event and counted (weft_drift_found_total); 0 turns the checks off.
+TEST(Takeover, ABlockChangedWithNoOtherSignIsFoundWithinTheStatedSweeps) {
+  ScratchDir dir("weft-drift");
+  SimFabric sim = sim_of("ft2:leaves=8,spines=4,hosts=24");
+  const NodeIndex weft_node = *sim.model().find_by_name("h0-0");
+  SimTransport t(sim, {.attach = weft_node, .port = 1});
+  SubnetManager weft(t, role_opts(dir, 2));
+  std::vector<nlohmann::json> drift;
+  weft.on_event([&](const SmEvent& e) {
+    if (e.type == "drift") drift.push_back(e.data);
+  });
+  auto up = weft.sweep();
+  ASSERT_TRUE(up && up->subnet_up) << (up ? up->reason : up.error().message);
+  const size_t blocks = size_t(up->top_lid) / 64 + 1;
+  ASSERT_EQ(blocks, 4u);
+  ASSERT_EQ(weft.options().drift_check_blocks, 1u) << "the default";
+
+  // One block a sweep: the last block, changed on every switch, is found on each within
+  // 4 sweeps (switches check different blocks in one sweep), and only once.
+  const size_t switches = rewrite_lft_block(sim, *weft.snapshot(), weft_node, 3);
+  ASSERT_GT(lft_differences(sim, *weft.snapshot()), 0u);
+  size_t found = 0, sweeps = 0;
+  while (found < switches && sweeps < 2 * blocks) {
+    auto r = weft.light_sweep();
+    ASSERT_TRUE(r && r->subnet_up) << (r ? r->reason : r.error().message);
+    found += r->lft_switches_changed;
+    ++sweeps;
+  }
+  EXPECT_EQ(found, switches);
+  EXPECT_LE(sweeps, blocks);
+  EXPECT_EQ(lft_differences(sim, *weft.snapshot()), 0u);
+  EXPECT_TRUE(readback(sim).ok()) << readback(sim).first_problem;
+  ASSERT_EQ(drift.size(), switches);
+  for (const auto& d : drift) {
+    EXPECT_EQ(d.at("table"), "lft");
+    EXPECT_EQ(d.at("block"), 3);
+  }
+  EXPECT_EQ(weft.published()->drift_lft, switches);
+
+  // Every block every sweep: found by the next one.
+  SmOptions o = weft.options();
+  o.drift_check_blocks = 4;
+  weft.set_options(o);
+  rewrite_lft_block(sim, *weft.snapshot(), weft_node, 1);
+  auto all = weft.light_sweep();
+  ASSERT_TRUE(all && all->subnet_up);
+  EXPECT_EQ(all->lft_switches_changed, switches);
+  EXPECT_EQ(lft_differences(sim, *weft.snapshot()), 0u);
+  auto quiet = weft.light_sweep();
+  ASSERT_TRUE(quiet && quiet->subnet_up);
+  EXPECT_EQ(quiet->lft_blocks_checked, blocks * switches);
+  EXPECT_EQ(quiet->lft_switches_changed, 0u);
+
+  // Off: nothing is read back, and the change stays.
+  o.drift_check_blocks = 0;
+  weft.set_options(o);
+  rewrite_lft_block(sim, *weft.snapshot(), weft_node, 2);
+  for (size_t i = 0; i < 2 * blocks; ++i) {
+    auto r = weft.light_sweep();
+    ASSERT_TRUE(r && r->subnet_up);
+    EXPECT_EQ(r->lft_blocks_checked, 0u);
+  }
+  EXPECT_GT(lft_differences(sim, *weft.snapshot()), 0u);
+  EXPECT_EQ(drift.size(), 2 * switches);
+}

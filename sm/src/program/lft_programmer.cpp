@@ -28,17 +28,23 @@ bool LftProgrammer::steady(Guid sw, uint16_t lft_top_now) const {
   return it != tops_.end() && it->second != 0 && it->second == lft_top_now;
 }
 
-std::optional<std::pair<size_t, mad::LftBlock>> LftProgrammer::spot_block(Guid sw,
-                                                                          uint64_t round) const {
+std::vector<std::pair<size_t, mad::LftBlock>> LftProgrammer::spot_blocks(Guid sw, uint64_t round,
+                                                                         size_t count) const {
+  std::vector<std::pair<size_t, mad::LftBlock>> out;
   auto it = cache_.find(sw);
-  if (it == cache_.end() || it->second.size() < 64) return std::nullopt;
+  if (it == cache_.end() || it->second.size() < 64) return out;
   const size_t blocks = it->second.size() / 64;
   // Switches check different blocks in one round (spread by GUID), each its every block
-  // over `blocks` rounds.
-  const size_t b = size_t((round + sw.value % 997) % blocks);
-  mad::LftBlock blk;
-  std::copy(it->second.begin() + b * 64, it->second.begin() + (b + 1) * 64, blk.begin());
-  return std::pair(b, blk);
+  // over ceil(blocks / count) rounds.
+  count = std::min(count, blocks);
+  const size_t first = size_t((round * count + sw.value % 997) % blocks);
+  for (size_t k = 0; k < count; ++k) {
+    const size_t b = (first + k) % blocks;
+    mad::LftBlock blk;
+    std::copy(it->second.begin() + b * 64, it->second.begin() + (b + 1) * 64, blk.begin());
+    out.emplace_back(b, blk);
+  }
+  return out;
 }
 
 bool LftProgrammer::was_reset(const SweepRun& run, NodeIndex n) const {
@@ -66,12 +72,12 @@ bool LftProgrammer::trusted(const SweepRun& run, NodeIndex n) const {
 }
 
 void LftProgrammer::spot_check(SweepRun& run) {
-  ++round_;
+  const uint64_t round = next_round();
   for (NodeIndex n = 0; n < run.target.size(); ++n) {
     if (!run.target.node(n).is_switch() || !trusted(run, n)) continue;
     // By directed route: the LID routes go through the tables being checked.
-    check_block(run.target, n, run.d.paths[n], round_, [&run](bool, bool differs) {
-      ++run.rep.lft_blocks_checked;
+    check_block(run.target, n, run.d.paths[n], round, [&run](size_t answered, bool differs) {
+      run.rep.lft_blocks_checked += answered;
       if (differs) ++run.rep.lft_switches_changed;
     });
   }
@@ -79,23 +85,32 @@ void LftProgrammer::spot_check(SweepRun& run) {
 
 void LftProgrammer::check_block(const fabric::Fabric& f, NodeIndex n, const mad::DrPath& path,
                                 uint64_t round,
-                                std::function<void(bool answered, bool differs)> done) {
+                                std::function<void(size_t answered, bool differs)> done) {
   const Guid g = f.node(n).guid;
-  auto spot = spot_block(g, round);
-  if (!spot) return;
-  eng_.submit(mad::SmpRequest::get(mad::kAttrLft, static_cast<uint32_t>(spot->first), path),
-              [this, g, spot = *spot, where = fabric::port_ref(f, n, 0),
-               done = std::move(done)](Result<mad::Smp> r) {
-                const bool differs = r && mad::decode_lft_block(r->data) != spot.second;
-                if (differs) {
-                  WEFT_LOG(Warn, "SM-0055")
-                      << "switch " << where << ": LFT block " << spot.first
-                      << " is not what weft wrote (another writer, LinearFDBTop unchanged): "
-                         "reading its tables back whole";
-                  forget(g);
-                }
-                done(r.has_value(), differs);
-              });
+  auto spots = spot_blocks(g, round, opts_.drift_check_blocks);
+  if (spots.empty()) return;
+  struct Check {
+    size_t left = 0, answered = 0;
+    bool differs = false;
+    std::function<void(size_t, bool)> done;
+  };
+  auto c = std::make_shared<Check>(Check{spots.size(), 0, false, std::move(done)});
+  const std::string where = fabric::port_ref(f, n, 0);
+  for (auto& spot : spots)
+    eng_.submit(mad::SmpRequest::get(mad::kAttrLft, static_cast<uint32_t>(spot.first), path),
+                [this, g, spot, where, c](Result<mad::Smp> r) {
+                  c->answered += r.has_value();
+                  if (r && mad::decode_lft_block(r->data) != spot.second && !c->differs) {
+                    c->differs = true;
+                    WEFT_LOG(Warn, "SM-0055")
+                        << "switch " << where << ": LFT block " << spot.first
+                        << " is not what weft wrote (another writer, LinearFDBTop unchanged): "
+                           "reading its tables back whole";
+                    forget(g);
+                    if (on_drift_) on_drift_(g, spot.first, where);
+                  }
+                  if (--c->left == 0) c->done(c->answered, c->differs);
+                });
 }
 
 void LftProgrammer::forget(Guid sw) {

@@ -22,27 +22,37 @@ class LftProgrammer final : public Programmer {
   std::string_view name() const override { return "lft"; }
   // kCheck: spot_check(); kConfigure: write_blocks(); kCommit: write_tops().
   void step(Step s, SweepRun& run) override;
-  // Before programming (nothing else in flight): one block of every switch weft
-  // believes it knows, read back by directed route and compared (the block rotates
-  // sweep by sweep). A switch whose block differs (another writer that kept
+  // Before programming (nothing else in flight): drift_check_blocks blocks of every
+  // switch weft believes it knows, read back by directed route and compared (the blocks
+  // rotate sweep by sweep). A switch with a block that differs (another writer that kept
   // LinearFDBTop) is believed in nothing from then on: read back whole when written.
   // Counted in the report (lft_blocks_checked, lft_switches_changed).
   void spot_check(SweepRun& run);
-  // One such check of switch `n` (its block for `round`), by directed route `path`: a
-  // block that is not what weft wrote is logged (SM-0055) and the switch forgotten.
-  // `done(answered, differs)` when the answer (or none) is in; nothing is sent, and
-  // `done` never called, for a switch weft holds no table of.
+  // One such check of switch `n` (its blocks for `round`), by directed route `path`: a
+  // block that is not what weft wrote is logged (SM-0055), told to on_drift() and the
+  // switch forgotten. `done(answered, differs)` once every answer (or none) is in, with
+  // the blocks that answered; nothing is sent, and `done` never called, for a switch
+  // weft holds no table of.
   void check_block(const fabric::Fabric& f, fabric::NodeIndex n, const mad::DrPath& path,
-                   uint64_t round, std::function<void(bool answered, bool differs)> done);
+                   uint64_t round, std::function<void(size_t answered, bool differs)> done);
+  // The next round of checks (one per sweep, light or heavy, so that the blocks rotate
+  // through every sweep).
+  uint64_t next_round() { return ++round_; }
+  // Told of each switch found holding a block weft did not write: (switch, block, where).
+  void on_drift(std::function<void(Guid, size_t, const std::string&)> f) {
+    on_drift_ = std::move(f);
+  }
   // Phase 1: every block that differs. Phase 2 (after the blocks): LinearFDBTop.
   void write_blocks(SweepRun& run);
   void write_tops(SweepRun& run);
   // A switch still holds what weft left it with: the LinearFDBTop it was set to. (A
   // switch that rebooted comes back with another.)
   bool steady(Guid sw, uint16_t lft_top_now) const;
-  // One block of what weft believes switch `sw` holds, to read back and compare (a
-  // spot check: the block rotates with `round`); nullopt where nothing is believed.
-  std::optional<std::pair<size_t, mad::LftBlock>> spot_block(Guid sw, uint64_t round) const;
+  // `count` blocks of what weft believes switch `sw` holds, to read back and compare (a
+  // spot check: the blocks rotate with `round`, every block within ceil(blocks / count)
+  // rounds); none where nothing is believed.
+  std::vector<std::pair<size_t, mad::LftBlock>> spot_blocks(Guid sw, uint64_t round,
+                                                            size_t count) const;
   // Believe nothing of switch `sw` (its blocks are read back whole at its next
   // programming), or of any switch (a new master term).
   void forget(Guid sw);
@@ -66,6 +76,7 @@ class LftProgrammer final : public Programmer {
   std::unordered_map<uint64_t, uint16_t> tops_;  // LinearFDBTop each switch was left with
   std::vector<fabric::NodeIndex> topped_;        // this sweep: switches whose top to write
   uint64_t round_ = 0;                           // spot_check calls: which block each checks
+  std::function<void(Guid, size_t, const std::string&)> on_drift_;
 };
 
 }  // namespace weft::sm

@@ -62,6 +62,9 @@ struct SmOptions {
   // interval's is heavy); a port whose link changes flap_threshold times within
   // flap_window is reported flapping.
   mad::Duration trap_holdoff = std::chrono::seconds(1);
+  // drift_check_blocks (weft's own): LFT blocks per switch read back every sweep,
+  // rotating, so that a change nobody announced is found within ceil(blocks / N) sweeps.
+  uint32_t drift_check_blocks = 1;
   int flap_threshold = 6;
   mad::Duration flap_window = std::chrono::seconds(60);
   // A switch with a flapping port gets at most one trap-driven heavy sweep per

@@ -28,6 +28,8 @@ class Publisher {
   void heavy(double ms);
   void heavy_untimed() { ++heavy_sweeps_; }
   void light() { ++light_sweeps_; }
+  // A switch found holding an LFT block weft did not write (drift_check_blocks).
+  void drift_found() { ++drift_lft_; }
   uint64_t heavy_sweeps() const { return heavy_sweeps_; }
   uint64_t light_sweeps() const { return light_sweeps_; }
 
@@ -48,7 +50,7 @@ class Publisher {
   std::shared_ptr<const Published> published() const { return published_.load(); }
 
  private:
-  uint64_t heavy_sweeps_ = 0, light_sweeps_ = 0;
+  uint64_t heavy_sweeps_ = 0, light_sweeps_ = 0, drift_lft_ = 0;
   std::array<uint64_t, std::size(Published::kSweepBuckets)> sweep_le_{};
   double sweep_seconds_ = 0;
   Versions versions_;

@@ -186,6 +186,8 @@ struct Published {
   };
   std::vector<DownPort> ports_down;
   uint64_t heavy_sweeps = 0, light_sweeps = 0;
+  // Switches found holding an LFT block weft did not write, since start.
+  uint64_t drift_lft = 0;
   bool sweeping = false;
   // Partition policy generations: the latest accepted, and the latest whose P_Key
   // tables a sweep wrote without a failure.
