@@ -239,7 +239,7 @@ def main():
                 page.wait("document.querySelector('#details h2') && "
                           "document.querySelector('#details h2').textContent === 'leaf0' && "
                           "document.querySelectorAll('#details table').length === 3 && "
-                          "document.querySelector('#details table[data-ar]') !== null", 5)
+                          "document.querySelector('#details table[data-ar]') !== null", 60)
             except CdpError:
                 raise b.Failure("no details of leaf0 on click: " + page.eval("document.querySelector('#details').innerText"))
             # Its adaptive routing as the SM holds it: not asked for on this fabric.
