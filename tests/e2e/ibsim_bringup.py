@@ -135,6 +135,18 @@ def run(cmd, workdir, sock, timeout=240, preload=True, check=True, env=None):
     return p
 
 
+def sa_query(args, workdir, sock, host, tries=5):
+    """saquery ARGS from `host` after an SM was killed (kill -9) and another took its
+    place: the dead SM's ibsim client was never detached, so ibsim hands the first SA
+    request to it, finds it dead, detaches it and answers status 110; the next request
+    reaches the SM now in place. The last run's CompletedProcess."""
+    for _ in range(tries):
+        p = run(["saquery"] + list(args), workdir, sock, check=False, env={"SIM_HOST": host})
+        if p.returncode != 110:
+            break
+    return p
+
+
 def expected_nodes(path):
     """Counts Switch and CA records of a net file or ibnetdiscover dump."""
     sw = ca = 0

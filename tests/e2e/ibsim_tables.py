@@ -47,7 +47,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from ibsim_bringup import (Background, Failure, Ibsim, degrade_net,  # noqa: E402
-                           parse_ibnetdiscover, read_routes, run)
+                           parse_ibnetdiscover, read_routes, run, sa_query)
 
 CA_SL2VL = [0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 15]
 SWE_SL2VL = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15]
@@ -253,13 +253,7 @@ def restart_keeps_groups(bg, daemon_cmd, work, sock, nodes):
             raise Failure("the restarted SM did not read the groups back:\n" + text[-2000:])
         h = next(g for g, n in nodes.items() if n.get("name") == "h0-1")
         gid = str(ipaddress.IPv6Address((0xfe80 << 112) | nodes[h]["port_guids"].get(1, h)))
-        # The killed SM's ibsim client at h0-0 was never detached (kill -9): ibsim hands
-        # the first SA request to it, finds it dead, detaches it and answers status 110.
-        # The next request reaches the new SM.
-        for _ in range(5):
-            mr = run(["saquery", "MCMR", "--gid", gid], work, sock, check=False, env={"SIM_HOST": "h1-1"})
-            if mr.returncode != 110:
-                break
+        mr = sa_query(["MCMR", "--gid", gid], work, sock, "h1-1")
         if mr.returncode != 0 or "0xc000" not in mr.stdout.lower():
             raise Failure("saquery MCMR --gid %s after the restart: rc %d\n%s%s\n%s" % (
                 gid, mr.returncode, mr.stdout, mr.stderr[-800:], text[-3000:]))
