@@ -389,8 +389,9 @@ void get_route(Ctx& c) {
 
 // ---- partitions -----------------------------------------------------------------
 
-// Members in a native body: [{"guid"|"host", "membership", "index0"}] or plain GUID
-// strings; "hosts" a hostlist string.
+// Members in a native body: plain GUID strings or {"guid", "membership"} objects, each
+// member its own membership (the body's "membership" otherwise); "hosts" a hostlist
+// string, taking the body's membership and index0.
 // What a partition body may hold (POST, PUT and POST members alike; "pkey" where the
 // path does not name it, or names the same).
 constexpr std::string_view kPartitionFields[] = {

@@ -27,7 +27,10 @@ namespace {
 // its closed notice comes (every connection let in gets one: a normal close, an error, a
 // time-out, a failed TLS handshake); one more past either cap is closed as it is
 // accepted, before anything is read. Slow clients from one address then hold a few
-// connections and leave the rest to others. RESTinio's own connection count limiter is
+// connections and leave the rest to others. A TLS client that never finishes its
+// handshake holds its connection until it goes (RESTinio 0.6.16 starts its time limits
+// after the handshake): the per-address cap bounds what one address holds that way.
+// RESTinio's own connection count limiter is
 // off: in 0.6.16 every connection an IP blocker denies keeps one of its accept slots, and
 // after max_parallel_connections denials it accepts nothing more. (A connection let in
 // whose handler could not be made, an allocation failure, would keep its count: RESTinio
@@ -40,7 +43,7 @@ class ConnectionLimiter {
     const auto a = in.remote_endpoint().address();
     std::lock_guard lk(mu_);
     size_t& open = open_[a];
-    if (open < per_source_ && all_ < total_) {
+    if (open < per_source_ && all_ < total_ && conns_.insert(in.remote_endpoint()).second) {
       ++open;
       ++all_;
       return restinio::ip_blocker::allow();
@@ -65,12 +68,13 @@ class ConnectionLimiter {
     if (!restinio::holds_alternative<restinio::connection_state::closed_t>(n.cause())) return;
     const auto a = n.remote_endpoint().address();
     std::lock_guard lk(mu_);
-    if (auto it = open_.find(a); it != open_.end()) {
-      --all_;
-      if (--it->second == 0) open_.erase(it);
-      said_.erase(a);
-      said_.erase(restinio::asio_ns::ip::address{});
+    // By the connection's own endpoint: a second notice for it changes nothing.
+    if (conns_.erase(n.remote_endpoint()) == 0) return;
+    if (auto it = open_.find(a); it != open_.end() && --it->second == 0) {
+      open_.erase(it);
+      said_.erase(a);  // said again only once it has none open
     }
+    if (--all_ == 0) said_.erase(restinio::asio_ns::ip::address{});
   }
 
  private:
@@ -78,6 +82,7 @@ class ConnectionLimiter {
   std::mutex mu_;
   size_t all_ = 0;
   std::map<restinio::asio_ns::ip::address, size_t> open_;
+  std::set<restinio::endpoint_t> conns_;  // the connections let in, by remote endpoint
   // REST-0020 said while at a cap: per address, and the default address for the total.
   std::set<restinio::asio_ns::ip::address> said_;
 };

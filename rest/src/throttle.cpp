@@ -27,10 +27,15 @@ bool LoginThrottle::failed(const std::string& source) {
   auto it = sources_.find(source);
   if (it == sources_.end()) {
     if (sources_.size() >= kMaxSources) {
-      auto stalest = std::min_element(sources_.begin(), sources_.end(), [](auto& a, auto& b) {
-        return a.second.last < b.second.last;
+      // Room for it: never by unblocking a source that is blocked now (an attacker with
+      // many addresses would free its own), unless every one is; then the one whose
+      // block ends first.
+      auto worst = std::min_element(sources_.begin(), sources_.end(), [&](auto& a, auto& b) {
+        const bool ab = a.second.until > t, bb = b.second.until > t;
+        if (ab != bb) return !ab;
+        return ab ? a.second.until < b.second.until : a.second.last < b.second.last;
       });
-      sources_.erase(stalest);
+      sources_.erase(worst);
     }
     it = sources_.emplace(source, Source{}).first;
   }

@@ -545,6 +545,7 @@ uint16_t SimFabric::handle(const Smp& s, NodeIndex n, PortNum in_port, SmpData& 
   if (set) ++sets_[s.attr_id];
   if (set && s.mgmt_class == kClassSmiLid) ++lid_sets_[s.attr_id];
   if (set && refused_.count({n, s.attr_id})) return kStatusInvalid;
+  if (!set && refused_gets_.count({n, s.attr_id})) return kStatusInvalid;
   switch (s.attr_id) {
     case kAttrPkeyTable: {
       const PortNum p = nd.is_switch() ? static_cast<PortNum>(s.attr_mod >> 16) : in_port;

@@ -230,6 +230,10 @@ void SubnetManager::phase_light_check() {
               << "light sweep: a switch reports a port change, or another SM changed; full sweep";
           return phase_discover();
         }
+        // MLIDs the term's settling freed: the partition file's groups still waiting
+        // take them now, and are on disk before the sweep is done.
+        prog_->multicast().place_waiting();
+        if (prog_->multicast().take_placed()) save_groups(nullptr);
         pub_.light();
         SweepReport rep = *last_report_;
         rep.heavy = false;

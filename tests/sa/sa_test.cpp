@@ -1390,6 +1390,29 @@ TEST(Multicast, GroupsNobodyKnowsAreLeftForASweepAndTheirMlidsNeverHandedOut) {
   EXPECT_EQ(make(7, 0x46), 0xC001);
 }
 
+// A switch whose MFT could not be read: the partition's group waits (no MLID is known
+// free there) without the scan reading on block after block to the cap, and is placed
+// when the next sweep reads it.
+TEST(Multicast, AnUnreadMftDelaysThePartitionsGroupsUntilItIsRead) {
+  Fixture fx("ft2:leaves=2,spines=2,hosts=2");
+  const Gid bcast{0xff, 0x12, 0x40, 0x1b, 0xff, 0xff, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff};
+  const NodeIndex leaf = *fx.sim.model().find_by_name("leaf1");
+  fx.sim.refuse_gets(leaf, kAttrMft, true);
+  std::filesystem::remove(fx.dir + "/mcast-groups");
+  auto r = fx.restart();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(mlid_of(fx, bcast), 0) << "no MLID known free on leaf1";
+  // Block 0 on the 4 switches, read once each: not block after block up to the cap.
+  EXPECT_EQ(r->mft_blocks_read, 4u);
+  EXPECT_FALSE(r->subnet_up) << "a table it could not read";
+  fx.sim.refuse_gets(leaf, kAttrMft, false);
+  auto next = fx.sm->sweep();
+  ASSERT_TRUE(next && next->subnet_up) << (next ? next->reason : next.error().message);
+  EXPECT_EQ(mlid_of(fx, bcast), 0xC000);
+  auto doc = read_text_file(fx.dir + "/mcast-groups").value_or("");
+  EXPECT_NE(doc.find("0xc000"), std::string::npos) << doc;
+}
+
 // Issue 29: a new term without the groups' document places the partition file's groups
 // only where the MFTs read say no switch forwards the MLID: with another SM's groups on
 // every MLID of the first block, the broadcast group goes to the next block, read first.

@@ -103,7 +103,16 @@ void MulticastProgrammer::sync_groups(const qos::PartitionPlan& plan, bool qos_o
 std::vector<uint16_t> MulticastProgrammer::place(bool check_switches) {
   std::vector<uint16_t> placed;
   const McDb::MlidFree free = [this](uint16_t m) { return mlid_free(m); };
+  // Switches that hold no MFT (MulticastFDBCap 0): nothing to read, any MLID will do.
+  if (snap_ && snap_->mft_cap == 0) check_switches = false;
   std::erase_if(unplaced_, [&](McGroup& g) {
+    // A join may have made it meanwhile (the SA answers during sweeps): that group is
+    // the partition's now.
+    if (McGroup* have = mc_.find(g.mgid)) {
+      have->well_known = true;
+      placed_ = true;
+      return true;
+    }
     g.well_known = true;
     auto mlid = check_switches ? mc_.create(g, mft_cap(), free) : mc_.create(g, 0x3fff);
     if (mlid) placed.push_back(*mlid);
@@ -120,9 +129,10 @@ void MulticastProgrammer::place_after_scan(SweepReport* rep) {
     auto b = route_mlid(mlid);
     blocks.insert(blocks.end(), b.begin(), b.end());
   }
-  // Still no MLID free within the blocks read: one more block is read (within the
-  // switches' MulticastFDBCap), and this runs again when it has been.
-  extend_scan(blocks, unplaced_.empty() ? 0 : scan_end_ + 1);
+  // Still no MLID free within the blocks read because another group holds them all: one
+  // more block is read (within the switches' MulticastFDBCap), and this runs again when
+  // it has been. Not when reads failed: those blocks are read again by the next sweep.
+  extend_scan(blocks, unplaced_.empty() || !unread_.empty() ? 0 : scan_end_ + 1);
   if (!blocks.empty()) write_mfts(std::move(blocks), rep);
 }
 
@@ -176,8 +186,10 @@ bool MulticastProgrammer::mlid_free(uint16_t mlid) const {
   if (mlid < kMlidBase) return false;
   const uint32_t block = uint32_t(mlid - kMlidBase) / 32;
   if (block >= scan_end_ || scan_pending_.count(block) || foreign_mlids_.count(mlid)) return false;
-  return std::none_of(unread_.begin(), unread_.end(),
-                      [&](const BlockKey& k) { return (k.second & 0x1ff) == block; });
+  // A block a switch would not let us read: unknown until the term's first sweep is
+  // over; after it weft writes its own entries there whatever it held.
+  return settled_ || std::none_of(unread_.begin(), unread_.end(),
+                                  [&](const BlockKey& k) { return (k.second & 0x1ff) == block; });
 }
 
 void MulticastProgrammer::drop_foreign(const BlockKey& key) {
@@ -277,6 +289,7 @@ void MulticastProgrammer::write_mfts(std::vector<std::pair<NodeIndex, uint32_t>>
                     if (term != term_) return;
                     if (r) {
                       note_held(bk, want);
+                      unread_.erase(bk);  // what it holds is known now
                       if (rep) ++rep->mft_blocks_written;
                       return;
                     }

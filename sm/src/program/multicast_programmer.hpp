@@ -58,6 +58,9 @@ class MulticastProgrammer final : public Programmer {
   // The partition file's groups still waiting for an MLID, and whether any was placed
   // since the last call (the groups' document is then written again).
   size_t unplaced() const { return unplaced_.size(); }
+  // Between heavy sweeps (a quiet light sweep, after settle() freed MLIDs): place the
+  // waiting groups where an MLID is free now, route them and write their blocks.
+  void place_waiting() { place_after_scan(nullptr); }
   bool take_placed() { return std::exchange(placed_, false); }
 
  private:

@@ -5,7 +5,8 @@
 // then kMaxBlock): while blocked, its requests that carry credentials are answered 429
 // with Retry-After, their credentials not tried. A login that succeeds clears its source;
 // other sources are never affected (the right password from elsewhere works at once).
-// At most kMaxSources sources are tracked; past that the stalest is dropped. weft's own
+// At most kMaxSources sources are tracked; past that the stalest one not blocked now is
+// dropped (a blocked one only when all are: the one whose block ends first). weft's own
 // choice of numbers: an admin's typo or a client with a stale password gets through
 // kFree tries unslowed, a guesser gets about 15 tries in the first 10 minutes.
 //

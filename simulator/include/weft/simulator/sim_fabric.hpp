@@ -205,6 +205,13 @@ class SimFabric {
     else
       refused_.erase({n, attr});
   }
+  // The same for Gets of `attr` (a device that will not say what it holds).
+  void refuse_gets(fabric::NodeIndex n, uint16_t attr, bool on) {
+    if (on)
+      refused_gets_.insert({n, attr});
+    else
+      refused_gets_.erase({n, attr});
+  }
   // Takes a link down (both ends DOWN, switches flag a port state change).
   void unlink(fabric::NodeIndex n, PortNum p);
   // Links (n, p) and (m, q) again (both ends INIT, switches flag a port state change).
@@ -267,7 +274,8 @@ class SimFabric {
   std::vector<uint8_t> lifetime_;
   std::vector<uint8_t> psc_;
   std::vector<uint8_t> dead_;
-  std::set<std::pair<fabric::NodeIndex, uint16_t>> refused_;  // refuse_sets
+  std::set<std::pair<fabric::NodeIndex, uint16_t>> refused_;       // refuse_sets
+  std::set<std::pair<fabric::NodeIndex, uint16_t>> refused_gets_;  // refuse_gets
   std::vector<std::vector<uint8_t>> subnet_timeout_;
   std::vector<std::vector<std::vector<uint16_t>>> pkeys_;           // [node][port]
   std::vector<std::vector<qos::Sl2Vl>> sl2vl_;                      // [node][in * (N+1) + out]
