@@ -87,8 +87,16 @@ def one(a, net, kind, mode):
     shutil.rmtree(work, ignore_errors=True)
     os.makedirs(work)
     sock = "weft-bench-restart-%d-%s-%s" % (os.getpid(), kind, mode)
-    etcd = Etcd(work).start() if mode == "takeover" and kind == "weft" else None
+    etcd = Etcd(work) if mode == "takeover" and kind == "weft" else None
     sms = []
+
+    def stop_all():
+        """Every SM started, then etcd, each stopped whatever the others do."""
+        for s_ in sms + ([etcd] if etcd else []):
+            try:
+                s_.stop()
+            except Exception as e:  # noqa: BLE001 (the rest are stopped all the same)
+                print("stopping %s: %s" % (getattr(s_, "name", "etcd"), e), file=sys.stderr)
 
     def sm_at(name, host, prio):
         sm = sb.Sm(kind, name, host, prio, work, sock, a.weft, a.users)
@@ -101,59 +109,66 @@ def one(a, net, kind, mode):
         return sm.start()
 
     try:
-        with b.Ibsim(net, work, sock):
-            sm = sm_at("sm", "h0-0", 2)
-            sm.wait(r"SUBNET UP", 1, 120)
-            standby = None
-            if mode == "takeover":
-                standby = sm_at("standby", "h3-2", 1)
-                wait_standby(standby)
-            # The switches' LIDs, as the SM gave them (the same after the restart or
-            # takeover: each keeps them).
-            nodes = b.parse_ibnetdiscover(b.run(["ibnetdiscover"], work, sock).stdout)
-            switches = {g: n for g, n in nodes.items() if n["type"] == "Switch"}
-            by_name = {n.get("name"): g for g, n in nodes.items()}
-            mlid = join(a.sa_client, work, sock, "h1-0", X)
-            join(a.sa_client, work, sock, "h2-1", X)
-            deadline = time.time() + 30
-            before = forwarding(mfts(work, sock, switches), mlid)
-            while len(before) < 3 and time.time() < deadline:  # leaf1, leaf2, a spine
-                time.sleep(0.2)
-                before = forwarding(mfts(work, sock, switches), mlid)
-            if len(before) < 3:
-                raise b.Failure("%s: %d switches forward 0x%04x 30 s after the joins" % (kind, len(before), mlid))
-            if etcd:  # the standby's copy holds the last join before the kill
-                h21 = "%016x" % nodes[by_name["h2-1"]]["port_guids"].get(1, by_name["h2-1"])
-                copy = os.path.join(standby.dir, "state", "mcast-groups")
-                deadline = time.time() + 30
-                while time.time() < deadline and not (os.path.exists(copy) and h21 in open(copy).read()):
-                    time.sleep(0.2)
-                if not (os.path.exists(copy) and h21 in open(copy).read()):
-                    raise b.Failure("the standby's copy of mcast-groups lacks h2-1 30 s after the join")
-            sm.proc.kill()
-            sm.proc.wait(timeout=10)
-            if standby:
-                master = standby
-                master.wait(r"SUBNET UP", len(re.findall(r"SUBNET UP", standby.text())) + 1, 120)
-            else:
-                ups = len(re.findall(r"SUBNET UP", sm.text()))
-                master = sm_at("sm", "h0-0", 2)
-                master.wait(r"SUBNET UP", ups + 1, 120)
-            time.sleep(3)  # two more sweeps (weft: 1 s; OpenSM: -s 1)
-            after = forwarding(mfts(work, sock, switches), mlid)
-            h10 = by_name["h1-0"]
-            gid = str(ipaddress.IPv6Address((0xfe80 << 112) | nodes[h10]["port_guids"].get(1, h10)))
-            kept = sa_mlid(work, sock, gid)
-            y = join(a.sa_client, work, sock, "h3-0", Y)
-            time.sleep(2)
-            still = forwarding(mfts(work, sock, switches), mlid)
-            return {"mlid": mlid, "before": before, "after": after, "sa": kept, "y": y,
-                    "clash": y == mlid and bool(still)}
-    finally:
-        for s_ in sms:
-            s_.stop()
         if etcd:
-            etcd.stop()
+            etcd.start()
+        with b.Ibsim(net, work, sock):
+            try:
+                return measure(a, work, sock, kind, mode, sm_at)
+            finally:
+                stop_all()  # before ibsim goes
+    finally:
+        stop_all()  # etcd (and anything left) when ibsim or etcd would not start
+
+
+def measure(a, work, sock, kind, mode, sm_at):
+    """One run on a started fabric: the SMs started by `sm_at` are stopped by the caller."""
+    sm = sm_at("sm", "h0-0", 2)
+    sm.wait(r"SUBNET UP", 1, 120)
+    standby = None
+    if mode == "takeover":
+        standby = sm_at("standby", "h3-2", 1)
+        wait_standby(standby)
+    # The switches' LIDs, as the SM gave them (the same after the restart or
+    # takeover: each keeps them).
+    nodes = b.parse_ibnetdiscover(b.run(["ibnetdiscover"], work, sock).stdout)
+    switches = {g: n for g, n in nodes.items() if n["type"] == "Switch"}
+    by_name = {n.get("name"): g for g, n in nodes.items()}
+    mlid = join(a.sa_client, work, sock, "h1-0", X)
+    join(a.sa_client, work, sock, "h2-1", X)
+    deadline = time.time() + 30
+    before = forwarding(mfts(work, sock, switches), mlid)
+    while len(before) < 3 and time.time() < deadline:  # leaf1, leaf2, a spine
+        time.sleep(0.2)
+        before = forwarding(mfts(work, sock, switches), mlid)
+    if len(before) < 3:
+        raise b.Failure("%s: %d switches forward 0x%04x 30 s after the joins" % (kind, len(before), mlid))
+    if standby and kind == "weft":  # its copy (through etcd) holds the last join before the kill
+        h21 = "%016x" % nodes[by_name["h2-1"]]["port_guids"].get(1, by_name["h2-1"])
+        copy = os.path.join(standby.dir, "state", "mcast-groups")
+        deadline = time.time() + 30
+        while time.time() < deadline and not (os.path.exists(copy) and h21 in open(copy).read()):
+            time.sleep(0.2)
+        if not (os.path.exists(copy) and h21 in open(copy).read()):
+            raise b.Failure("the standby's copy of mcast-groups lacks h2-1 30 s after the join")
+    sm.proc.kill()
+    sm.proc.wait(timeout=10)
+    if standby:
+        master = standby
+        master.wait(r"SUBNET UP", len(re.findall(r"SUBNET UP", standby.text())) + 1, 120)
+    else:
+        ups = len(re.findall(r"SUBNET UP", sm.text()))
+        master = sm_at("sm", "h0-0", 2)
+        master.wait(r"SUBNET UP", ups + 1, 120)
+    time.sleep(3)  # two more sweeps (weft: 1 s; OpenSM: -s 1)
+    after = forwarding(mfts(work, sock, switches), mlid)
+    h10 = by_name["h1-0"]
+    gid = str(ipaddress.IPv6Address((0xfe80 << 112) | nodes[h10]["port_guids"].get(1, h10)))
+    kept = sa_mlid(work, sock, gid)
+    y = join(a.sa_client, work, sock, "h3-0", Y)
+    time.sleep(2)
+    still = forwarding(mfts(work, sock, switches), mlid)
+    return {"mlid": mlid, "before": before, "after": after, "sa": kept, "y": y,
+            "clash": y == mlid and bool(still)}
 
 
 def main():
