@@ -43,7 +43,11 @@ class ConnectionLimiter {
     const auto a = in.remote_endpoint().address();
     std::lock_guard lk(mu_);
     size_t& open = open_[a];
-    if (open < per_source_ && all_ < total_ && conns_.insert(in.remote_endpoint()).second) {
+    if (open < per_source_ && all_ < total_) {
+      if (!conns_.insert(in.remote_endpoint()).second) {  // its endpoint is open already
+        if (open == 0) open_.erase(a);
+        return restinio::ip_blocker::deny();
+      }
       ++open;
       ++all_;
       return restinio::ip_blocker::allow();

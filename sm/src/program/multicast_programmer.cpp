@@ -103,8 +103,6 @@ void MulticastProgrammer::sync_groups(const qos::PartitionPlan& plan, bool qos_o
 std::vector<uint16_t> MulticastProgrammer::place(bool check_switches) {
   std::vector<uint16_t> placed;
   const McDb::MlidFree free = [this](uint16_t m) { return mlid_free(m); };
-  // Switches that hold no MFT (MulticastFDBCap 0): nothing to read, any MLID will do.
-  if (snap_ && snap_->mft_cap == 0) check_switches = false;
   std::erase_if(unplaced_, [&](McGroup& g) {
     // A join may have made it meanwhile (the SA answers during sweeps): that group is
     // the partition's now.
@@ -186,10 +184,10 @@ bool MulticastProgrammer::mlid_free(uint16_t mlid) const {
   if (mlid < kMlidBase) return false;
   const uint32_t block = uint32_t(mlid - kMlidBase) / 32;
   if (block >= scan_end_ || scan_pending_.count(block) || foreign_mlids_.count(mlid)) return false;
-  // A block a switch would not let us read: unknown until the term's first sweep is
-  // over; after it weft writes its own entries there whatever it held.
-  return settled_ || std::none_of(unread_.begin(), unread_.end(),
-                                  [&](const BlockKey& k) { return (k.second & 0x1ff) == block; });
+  // A block a switch would not let us read: unknown until a read or a write of it
+  // succeeds (after the term's first sweep weft writes its own entries there).
+  return std::none_of(unread_.begin(), unread_.end(),
+                      [&](const BlockKey& k) { return (k.second & 0x1ff) == block; });
 }
 
 void MulticastProgrammer::drop_foreign(const BlockKey& key) {
