@@ -53,11 +53,4 @@ void LoginThrottle::succeeded(const std::string& source) {
   sources_.erase(source);
 }
 
-size_t LoginThrottle::blocked_sources() {
-  std::lock_guard lk(mu_);
-  const auto t = now();
-  return size_t(std::count_if(sources_.begin(), sources_.end(),
-                              [&](const auto& kv) { return kv.second.until > t; }));
-}
-
 }  // namespace weft::rest

@@ -47,7 +47,6 @@ class MulticastProgrammer final : public Programmer {
   // master, then cleared; until a switch is seen not to forward an MLID, and until its
   // block has been read on every switch this term, no new group gets it.
   bool mlid_free(uint16_t mlid) const;
-  bool mlid_foreign(uint16_t mlid) const { return foreign_mlids_.count(mlid) > 0; }
   size_t foreign_mlids() const { return foreign_mlids_.size(); }
   // A sweep as master brought the subnet up: after the term's first, entries of groups
   // nobody knows are no longer kept.

@@ -39,8 +39,6 @@ class LoginThrottle {
   // its run of failures (the caller says so once, as a security event).
   bool failed(const std::string& source);
   void succeeded(const std::string& source);
-  // Sources blocked now (for /metrics and tests).
-  size_t blocked_sources();
 
  private:
   struct Source {
