@@ -44,6 +44,7 @@ void MadEngine::set_options(EngineOptions o) {
   opts_ = o;
   opts_.window = std::max(1, opts_.window);
   opts_.retries = std::max(0, opts_.retries);
+  opts_.rounds = std::max(1, opts_.rounds);
   opts_.gmp_window = std::max(1, opts_.gmp_window);
 }
 
@@ -90,7 +91,7 @@ Result<void> MadEngine::service() {
 
 std::optional<TimePoint> MadEngine::next_deadline() const {
   if (deadlines_.empty()) return std::nullopt;
-  return deadlines_.front().first;
+  return deadlines_.top().first;
 }
 
 uint32_t MadEngine::take_tid() {
@@ -114,7 +115,13 @@ void MadEngine::send_attempt(Entry e) {
     wire = encode_smp(keyed, tid);
   }
   SendAddr to = e.req.directed ? SendAddr::directed() : SendAddr::lid(e.req.dlid);
-  to.response_timeout = opts_.timeout;
+  // An attempt of a later round (EngineOptions::rounds) waits twice as long.
+  const int per_round = retries_of(e.req) + 1;
+  if (e.attempts > per_round && (e.attempts - 1) % per_round == 0) ++stats_.rounds_again;
+  const Duration timeout = e.req.timeout > Duration{0} ? e.req.timeout
+                           : e.attempts > per_round    ? 2 * opts_.timeout
+                                                       : opts_.timeout;
+  to.response_timeout = timeout;
   auto r = t_.send(wire, to);
   ++stats_.sent;
   if (!r) {
@@ -123,7 +130,7 @@ void MadEngine::send_attempt(Entry e) {
     complete(e, std::unexpected(r.error()));
     return;
   }
-  deadlines_.emplace_back(t_.clock().now() + opts_.timeout, tid);
+  deadlines_.emplace(t_.clock().now() + timeout, tid);
   wire_.emplace(tid, std::move(e));
 }
 
@@ -141,7 +148,7 @@ void MadEngine::send_attempt(GmpEntry e) {
     complete(e, Result<Gmp>(std::unexpected(r.error())));
     return;
   }
-  deadlines_.emplace_back(t_.clock().now() + opts_.timeout, tid);
+  deadlines_.emplace(t_.clock().now() + opts_.timeout, tid);
   gwire_.emplace(tid, std::move(e));
 }
 
@@ -179,7 +186,7 @@ Result<void> MadEngine::fill_window() {
 
 template <class E>
 void MadEngine::no_reply(E e, std::deque<E>& pending, bool logged) {
-  if (e.attempts <= retries_of(e.req)) {
+  if (e.attempts < attempts_of(e.req)) {
     if (logged) {
       ++stats_.retried;
       WEFT_LOG(Debug, "MAD-0001") << what(e.req) << ": no reply, retry " << e.attempts;
@@ -203,9 +210,9 @@ void MadEngine::no_reply(E e, std::deque<E>& pending, bool logged) {
 }
 
 void MadEngine::expire(TimePoint now) {
-  while (!deadlines_.empty() && deadlines_.front().first <= now) {
-    uint32_t tid = deadlines_.front().second;
-    deadlines_.pop_front();
+  while (!deadlines_.empty() && deadlines_.top().first <= now) {
+    uint32_t tid = deadlines_.top().second;
+    deadlines_.pop();
     auto it = wire_.find(tid);
     if (it != wire_.end()) {
       Entry e = std::move(it->second);
@@ -358,7 +365,7 @@ void MadEngine::fail_all(const Error& err) {
   while (!wire_.empty() || !pending_.empty() || !gwire_.empty() || !gpending_.empty()) {
     auto smps = take(wire_, pending_);
     auto gmps = take(gwire_, gpending_);
-    deadlines_.clear();
+    deadlines_ = {};
     for (auto& e : smps) complete(e, Result<Smp>(std::unexpected(err)));
     for (auto& e : gmps) complete(e, Result<Gmp>(std::unexpected(err)));
   }
@@ -381,7 +388,7 @@ Result<void> MadEngine::pump(TimePoint until, Until until_what) {
     if (until_what == Until::kQuiet && idle() && gmps_idle()) return {};
     if (!until_idle && now >= until) return {};
     TimePoint wake = until_idle ? now + opts_.timeout : until;
-    if (!deadlines_.empty()) wake = std::min(wake, deadlines_.front().first);
+    if (!deadlines_.empty()) wake = std::min(wake, deadlines_.top().first);
     auto got = t_.receive(std::max(Duration{0}, wake - now));
     if (!got) {
       WEFT_LOG(Error, "MAD-0008") << "transport failed: " << got.error().message;

@@ -155,6 +155,9 @@ std::string prometheus_text(const sm::Published& p,
         double(p.mad.retried));
   w.one("weft_mad_lost_total", "counter", "MAD attempts the carrier reported lost, resent at once",
         double(p.mad.lost));
+  w.one("weft_mad_rounds_total", "counter",
+        "SMPs that began another round of attempts after a whole round went unanswered",
+        double(p.mad.rounds_again));
   w.one("weft_mad_timeouts_total", "counter", "SMPs that failed after every retry",
         double(p.mad.timed_out));
   w.one("weft_mad_error_status_total", "counter", "SMP replies with an error status",

@@ -125,6 +125,7 @@ void get_sm(Ctx& c) {
               {"sets", p->mad.sets},
               {"retried", p->mad.retried},
               {"lost", p->mad.lost},
+              {"rounds_again", p->mad.rounds_again},
               {"timed_out", p->mad.timed_out},
               {"error_status", p->mad.error_status},
               {"malformed", p->mad.malformed},

@@ -21,6 +21,7 @@ struct Raw {
   std::vector<mad::SwitchInfo> si;
   std::vector<std::string> problems;
   size_t unexplored = 0;
+  size_t failed_reads = 0;
   NodeIndex local = fabric::kNoNode;
   PortNum local_port = 0;
 };
@@ -183,10 +184,12 @@ class Walker {
   void explore(NodeIndex n, PortNum entry) {
     const mad::DrPath path = raw_.paths[n];
     eng_.submit(mad::SmpRequest::get(mad::kAttrNodeDesc, 0, path), [this, n](Result<mad::Smp> r) {
-      if (r)
+      if (r) {
         raw_.f.node(n).description = mad::decode_node_desc(r->data);
-      else
-        problem("NodeDescription of " + raw_.f.node(n).guid.str() + ": " + r.error().message);
+        return;
+      }
+      ++raw_.failed_reads;
+      problem("NodeDescription of " + raw_.f.node(n).guid.str() + ": " + r.error().message);
     });
     const auto& nd = raw_.f.node(n);
     if (nd.is_switch()) {
@@ -201,6 +204,7 @@ class Walker {
               sw.lifetime = raw_.si[n].lifetime;
               sw.enhanced_port0 = raw_.si[n].enhanced_port0;
             } else {
+              ++raw_.failed_reads;
               problem("SwitchInfo of " + raw_.f.node(n).guid.str() + ": " + r.error().message);
             }
           });
@@ -215,6 +219,7 @@ class Walker {
                 [this, n, p, path, probe_beyond](Result<mad::Smp> r) {
                   auto& nd = raw_.f.node(n);
                   if (!r) {
+                    ++raw_.failed_reads;
                     problem("PortInfo " + fabric::port_ref(raw_.f, n, p) + " via DR " + path.str() +
                             ": " + r.error().message);
                     return;
@@ -352,6 +357,7 @@ Discovered canonicalise(Raw&& raw) {
   Discovered d;
   d.problems = std::move(raw.problems);
   d.unexplored = raw.unexplored;
+  d.failed_reads = raw.failed_reads;
   for (NodeIndex old : order) {
     fabric::Node copy = f.node(old);
     for (auto& p : copy.ports) p.peer = fabric::kNoNode, p.peer_port = 0;

@@ -94,7 +94,8 @@ TEST(MadEngine, CompletesEachRequestExactlyOnce) {
 TEST(MadEngine, TimesOutAfterRetriesOnTheInjectedClock) {
   ScriptedTransport t;
   t.answer = false;
-  MadEngine eng(t, {.window = 8, .timeout = std::chrono::milliseconds(200), .retries = 3});
+  MadEngine eng(
+      t, {.window = 8, .timeout = std::chrono::milliseconds(200), .retries = 3, .rounds = 1});
   int calls = 0;
   Errc code{};
   eng.submit(SmpRequest::get(kAttrNodeInfo, 0, DrPath{}), [&](Result<Smp> r) {
@@ -122,7 +123,8 @@ TEST(MadEngine, TimesOutAfterRetriesOnTheInjectedClock) {
 TEST(MadEngine, LossesTheCarrierReportsAreResentAtOnceAndCounted) {
   ScriptedTransport t;
   t.lose = 3;
-  MadEngine eng(t, {.window = 4, .timeout = std::chrono::milliseconds(500), .retries = 3});
+  MadEngine eng(
+      t, {.window = 4, .timeout = std::chrono::milliseconds(500), .retries = 3, .rounds = 1});
   int ok = 0;
   for (int i = 0; i < 10; ++i)
     eng.submit(SmpRequest::get(kAttrNodeInfo, 0, DrPath{}.extended(static_cast<uint8_t>(i + 1))),
@@ -138,7 +140,8 @@ TEST(MadEngine, LossesTheCarrierReportsAreResentAtOnceAndCounted) {
   // Lost on every attempt: the request fails after its retries, each loss counted.
   ScriptedTransport always;
   always.lose = 100;
-  MadEngine eng2(always, {.window = 4, .timeout = std::chrono::milliseconds(500), .retries = 2});
+  MadEngine eng2(
+      always, {.window = 4, .timeout = std::chrono::milliseconds(500), .retries = 2, .rounds = 1});
   int failed = 0;
   eng2.submit(SmpRequest::get(kAttrNodeInfo, 0, DrPath{}), [&](Result<Smp> r) {
     ASSERT_FALSE(r);
@@ -149,6 +152,58 @@ TEST(MadEngine, LossesTheCarrierReportsAreResentAtOnceAndCounted) {
   EXPECT_EQ(failed, 1);
   EXPECT_EQ(eng2.stats().lost, 3u);
   EXPECT_EQ(eng2.stats().timed_out, 1u);
+}
+
+// An SMP that fails a whole round (1 + retries attempts) starts another, each attempt of
+// a later round waiting twice the timeout, up to `rounds` rounds; one that names its own
+// retries (a poll) gets one round. On a lossy fabric a request lost on more attempts
+// than one round has still gets through.
+TEST(MadEngine, ARequestThatFailsAWholeRoundStartsAnotherWithLongerTimeouts) {
+  ScriptedTransport t;
+  t.answer = false;
+  MadEngine eng(
+      t, {.window = 8, .timeout = std::chrono::milliseconds(200), .retries = 3, .rounds = 3});
+  int calls = 0;
+  std::string msg;
+  eng.submit(SmpRequest::get(kAttrNodeInfo, 0, DrPath{}), [&](Result<Smp> r) {
+    ++calls;
+    ASSERT_FALSE(r);
+    EXPECT_EQ(r.error().code, Errc::kTimeout);
+    msg = r.error().message;
+  });
+  ASSERT_TRUE(eng.run());
+  EXPECT_EQ(calls, 1);
+  EXPECT_EQ(t.sent.size(), 12u);  // three rounds of four
+  EXPECT_EQ(eng.stats().rounds_again, 2u);
+  EXPECT_EQ(eng.stats().retried, 11u);
+  EXPECT_EQ(eng.stats().timed_out, 1u);
+  EXPECT_NE(msg.find("after 12 attempts"), std::string::npos) << msg;
+  // On the manual clock: 4 attempts of 200 ms, then 8 of 400 ms.
+  EXPECT_EQ(t.clock_.now(), std::chrono::milliseconds(4 * 200 + 8 * 400));
+
+  // Lost six times (more than a round holds): answered on the seventh attempt.
+  ScriptedTransport lossy;
+  lossy.lose = 6;
+  MadEngine eng2(lossy, {.window = 4, .timeout = std::chrono::milliseconds(200), .retries = 3});
+  bool ok = false;
+  eng2.submit(SmpRequest::get(kAttrNodeInfo, 0, DrPath{}),
+              [&](Result<Smp> r) { ok = r.has_value(); });
+  ASSERT_TRUE(eng2.run());
+  EXPECT_TRUE(ok);
+  EXPECT_EQ(lossy.sent.size(), 7u);
+  EXPECT_EQ(eng2.stats().lost, 6u);
+  EXPECT_EQ(eng2.stats().rounds_again, 1u);
+
+  // A request that names its retries gets exactly those.
+  ScriptedTransport none;
+  none.answer = false;
+  MadEngine eng3(none, {.window = 4, .timeout = std::chrono::milliseconds(200), .retries = 3});
+  SmpRequest poll = SmpRequest::get(kAttrSmInfo, 0, DrPath{});
+  poll.retries = 1;
+  eng3.submit(poll, [](Result<Smp> r) { EXPECT_FALSE(r); });
+  ASSERT_TRUE(eng3.run());
+  EXPECT_EQ(none.sent.size(), 2u);
+  EXPECT_EQ(eng3.stats().rounds_again, 0u);
 }
 
 // A probe (an attribute a device may not implement) that nobody answers, lost by the
@@ -202,7 +257,8 @@ TEST(MadEngine, ErrorStatusAndMismatchedRepliesFailTheRequest) {
 TEST(MadEngine, TruncatedRepliesAreDroppedAndTheRequestRetried) {
   ScriptedTransport t;
   t.truncate = true;
-  MadEngine eng(t, {.window = 1, .timeout = std::chrono::milliseconds(10), .retries = 1});
+  MadEngine eng(t,
+                {.window = 1, .timeout = std::chrono::milliseconds(10), .retries = 1, .rounds = 1});
   int calls = 0;
   eng.submit(SmpRequest::get(kAttrNodeInfo, 0, DrPath{}), [&](Result<Smp> r) {
     ++calls;
@@ -302,7 +358,8 @@ TEST(MadEngine, ABrokenTransportFailsNestedSubmissionsExactlyOnce) {
 // next_deadline() says when a timeout is due; the transport is never read inline.
 TEST(MadEngine, PushedModeSendsOnServiceAndTakesDeliveredReplies) {
   ScriptedTransport t;
-  MadEngine eng(t, {.window = 2, .timeout = std::chrono::milliseconds(100), .retries = 1});
+  MadEngine eng(
+      t, {.window = 2, .timeout = std::chrono::milliseconds(100), .retries = 1, .rounds = 1});
   int kicks = 0;
   eng.on_work([&] { ++kicks; });
   int ok = 0, timed_out = 0;
@@ -347,7 +404,8 @@ TEST(MadEngine, MadsOfClassesItDoesNotServeAreDroppedAndCounted) {
   // the SMInfo handler or an outstanding request, and must not be answered.
   ScriptedTransport t;
   t.answer = false;
-  MadEngine eng(t, {.window = 4, .timeout = std::chrono::milliseconds(100), .retries = 0});
+  MadEngine eng(
+      t, {.window = 4, .timeout = std::chrono::milliseconds(100), .retries = 0, .rounds = 1});
   int unsolicited = 0, sa = 0;
   eng.on_unsolicited([&](const Smp&, const InMad&) { ++unsolicited; });
   eng.on_sa([&](const InMad&) { ++sa; });

@@ -107,6 +107,54 @@ TEST(BringUpFaults, LostSmpsAreRetried) {
   EXPECT_TRUE(readback(sim).ok());
 }
 
+// Loss on 40 % of all attempts, default options: a request that fails a whole round of
+// attempts (0.4^4, some 2.6 % of them) starts another, so the bring-up completes with
+// correct tables. With one round (OpenSM's behaviour) the same seeded loss leaves it
+// not up.
+TEST(BringUpFaults, HeavyLossIsRiddenOutWithDefaultOptions) {
+  for (int rounds : {3, 1}) {
+    ScratchDir dir("weft-bringup");
+    SimFabric sim = sim_of("ft2:leaves=6,spines=3,hosts=4");
+    SimTransport t(sim, {.drop_rate = 0.4, .seed = 5});
+    SmOptions o = opts(dir);
+    ASSERT_EQ(o.engine.rounds, 3) << "the default";
+    o.engine.rounds = rounds;
+    SubnetManager sm(t, o);
+    auto rep = sm.sweep();
+    ASSERT_TRUE(rep);
+    if (rounds == 1) {
+      EXPECT_FALSE(rep->subnet_up);
+      EXPECT_GT(sm.mad_stats().timed_out, 0u);
+      continue;
+    }
+    EXPECT_TRUE(rep->subnet_up) << rep->reason;
+    EXPECT_GT(sm.mad_stats().rounds_again, 0u);
+    EXPECT_EQ(sm.mad_stats().timed_out, 0u);
+    EXPECT_EQ(rep->cas, 24u);
+    EXPECT_TRUE(readback(sim).ok());
+  }
+}
+
+// A switch whose ports cannot be read hides what hangs on them (here its hosts): the
+// sweep says so and is not SUBNET UP with those hosts missing.
+TEST(BringUpFaults, PortsThatCannotBeReadKeepTheSubnetFromBeingUp) {
+  ScratchDir dir("weft-bringup");
+  SimFabric sim = sim_of("ft2:leaves=4,spines=2,hosts=2");
+  sim.refuse_gets(*sim.model().find_by_name("leaf3"), kAttrPortInfo, true);
+  SimTransport t(sim, {});
+  SubnetManager sm(t, opts(dir));
+  auto rep = sm.sweep();
+  ASSERT_TRUE(rep);
+  EXPECT_FALSE(rep->subnet_up);
+  EXPECT_NE(rep->reason.find("discovery reads failed"), std::string::npos) << rep->reason;
+  EXPECT_EQ(rep->cas, 6u);  // leaf3's two hosts were not found
+  sim.refuse_gets(*sim.model().find_by_name("leaf3"), kAttrPortInfo, false);
+  auto again = sm.sweep();
+  ASSERT_TRUE(again);
+  EXPECT_TRUE(again->subnet_up) << again->reason;
+  EXPECT_EQ(again->cas, 8u);
+}
+
 TEST(BringUpFaults, AStateChangeWhoseReplyWasLostIsReadBackNotFailed) {
   // As on ibsim: the port moved, its reply was lost, and the resent Set is refused
   // (the port is already there). The SM reads the port back and carries on.

@@ -21,8 +21,10 @@
 #include <deque>
 #include <functional>
 #include <optional>
+#include <queue>
 #include <set>
 #include <unordered_map>
+#include <vector>
 
 #include "weft/mad/transport.hpp"
 
@@ -32,15 +34,23 @@ struct EngineOptions {
   int window = 64;  // SMPs on the wire at once (OpenSM: max_wire_smps)
   Duration timeout = std::chrono::milliseconds(200);  // per attempt (OpenSM: transaction_timeout)
   int retries = 3;  // extra attempts after the first (transaction_retries)
+  // An SMP that got no reply to any of its 1 + retries attempts starts another round of
+  // as many, each attempt of a later round waiting twice the timeout, up to this many
+  // rounds in all (transaction_rounds; 1: OpenSM's behaviour). On a lossy fabric a
+  // multi-hop SMP fails a whole round now and then, and a sweep is only as good as its
+  // worst SMP; a device that never answers costs (1 + 2 + 2) x retries+1 timeouts.
+  // Requests that name their own retries (polls, probes) get one round.
+  int rounds = 3;
   // GMPs on the wire at once, apart from the SMPs (perfmgr_max_outstanding_queries).
   int gmp_window = 500;
 };
 
 struct EngineStats {
   uint64_t submitted = 0;
-  uint64_t sets = 0;     // of them SubnSet requests: what changes a device (or another SM)
-  uint64_t sent = 0;     // MADs put on the wire, retries included
-  uint64_t retried = 0;  // attempts resent after waiting out the timeout
+  uint64_t sets = 0;          // of them SubnSet requests: what changes a device (or another SM)
+  uint64_t sent = 0;          // MADs put on the wire, retries included
+  uint64_t retried = 0;       // attempts resent after waiting out the timeout
+  uint64_t rounds_again = 0;  // SMPs that began another round after failing a whole one
   // Attempts the carrier reported lost (umad's send timeout: ibsim hands its drops back
   // at once), resent without waiting; they count toward the retries a request has.
   uint64_t lost = 0;
@@ -124,6 +134,11 @@ class MadEngine {
   int retries_of(const Req& r) const {
     return r.retries >= 0 ? r.retries : opts_.retries;
   }
+  // Attempts a request gets in all: GMPs and requests that name their retries, one round.
+  int attempts_of(const SmpRequest& r) const {
+    return (retries_of(r) + 1) * (r.retries < 0 && !r.probe ? opts_.rounds : 1);
+  }
+  int attempts_of(const GmpRequest& r) const { return retries_of(r) + 1; }
   std::set<uint8_t> unserved_seen_;  // classes dropped so far (logged once each)
   template <class Req, class Done>
   struct EntryOf {
@@ -161,7 +176,10 @@ class MadEngine {
   std::unordered_map<uint32_t, Entry> wire_;  // keyed by the TID's low 32 bits
   std::deque<GmpEntry> gpending_;
   std::unordered_map<uint32_t, GmpEntry> gwire_;
-  std::deque<std::pair<TimePoint, uint32_t>> deadlines_;  // one timeout for all: FIFO is sorted
+  // Each attempt's deadline and TID, soonest on top (answered ones are skipped when
+  // they come up).
+  using Deadline = std::pair<TimePoint, uint32_t>;
+  std::priority_queue<Deadline, std::vector<Deadline>, std::greater<>> deadlines_;
   uint32_t take_tid();
   uint32_t next_tid_ = 0x10000;
   std::function<void()> kick_;  // set: pushed mode

@@ -31,7 +31,10 @@ struct Discovered {
   std::vector<mad::SwitchInfo> switch_info;  // per node (switches only)
   std::vector<std::string> problems;         // MADs that failed, inconsistencies
   size_t unexplored = 0;  // ports with a live link whose far end did not answer or made no sense
-  uint64_t smps = 0;      // SMPs put on the wire for this discovery
+  // NodeDescription, SwitchInfo and PortInfo reads that failed (after every attempt the
+  // engine gives): a port not read may lead to nodes this discovery then misses.
+  size_t failed_reads = 0;
+  uint64_t smps = 0;  // SMPs put on the wire for this discovery
   // An update (Discovery::start_update) rather than a full walk: the switches read
   // again, and the links it found gone and new.
   bool update = false;
