@@ -12,8 +12,8 @@
 #               beside weft and OpenSM beside OpenSM; reroute after a link cut (time, LFT
 #               blocks written); counter sweeps (PerfMgr) beside OpenSM's and the topology
 #               page's load on the 444-switch tree; failover and REST partition changes
-#               with the state directory and with etcd as the state store. Every figure in README.md comes
-#               from here (about 60 min).
+#               with the state directory and with etcd as the state store; bring-up through
+#               MAD loss on every node. Every figure in README.md comes from here (about 75 min).
 #   make asan   the same tests under AddressSanitizer + UBSan
 #   make install  install weft, /etc/weft/weft.conf, the systemd units and weft.8
 #               (PREFIX=/usr for Debian's paths; DESTDIR=... to stage)
@@ -66,6 +66,7 @@ bench: build
 	python3 bench/bench_state_store.py --weft $(abspath $(BUILD))/app/weft
 	python3 bench/bench_takeover.py --weft $(abspath $(BUILD))/app/weft --shim $(abspath $(BUILD))/bench/libweft_madcount.so
 	python3 bench/bench_restart.py --weft $(abspath $(BUILD))/app/weft --sa-client $(abspath $(BUILD))/tests/weft_sa_client
+	python3 bench/bench_loss.py --weft $(abspath $(BUILD))/app/weft
 
 install: build
 	cmake --install $(BUILD)

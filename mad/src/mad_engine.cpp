@@ -51,7 +51,7 @@ void MadEngine::set_options(EngineOptions o) {
 void MadEngine::submit(SmpRequest req, Completion done) {
   ++stats_.submitted;
   if (req.method == kMethodSet) ++stats_.sets;
-  pending_.push_back(Entry{std::move(req), std::move(done), 0});
+  pending_.push_back(Entry{std::move(req), std::move(done), 0, stats_.recovered});
   if (kick_ && !kicked_) {
     kicked_ = true;
     kick_();
@@ -186,7 +186,7 @@ Result<void> MadEngine::fill_window() {
 
 template <class E>
 void MadEngine::no_reply(E e, std::deque<E>& pending, bool logged) {
-  if (e.attempts < attempts_of(e.req)) {
+  if (e.attempts < attempts_of(e)) {
     if (logged) {
       ++stats_.retried;
       WEFT_LOG(Debug, "MAD-0001") << what(e.req) << ": no reply, retry " << e.attempts;
@@ -303,6 +303,7 @@ void MadEngine::handle(const InMad& in) {
     return;
   }
   ++stats_.completed_ok;
+  if (e.attempts > 1) ++stats_.recovered;
   if (keys_) keys_->observe(e.req, s);
   complete(e, s);
 }

@@ -30,7 +30,7 @@ class ScriptedTransport final : public Transport {
       queue.push_back(in);
       return {};
     }
-    if (answer) {
+    if (answer && !dead_ports.count(decode_smp(mad.data(), kMadSize)->path.ports[1])) {
       auto s = decode_smp(mad.data(), kMadSize);
       Smp r = *s;
       r.method = kMethodGetResp;
@@ -69,7 +69,8 @@ class ScriptedTransport final : public Transport {
        fail_receive = false;
   uint16_t status = 0;
   int outstanding = 0, max_outstanding = 0;
-  int lose = 0;  // attempts to hand back as lost
+  int lose = 0;                  // attempts to hand back as lost
+  std::set<uint8_t> dead_ports;  // DR requests out of these ports are never answered
 };
 
 }  // namespace
@@ -193,6 +194,24 @@ TEST(MadEngine, ARequestThatFailsAWholeRoundStartsAnotherWithLongerTimeouts) {
   EXPECT_EQ(lossy.sent.size(), 7u);
   EXPECT_EQ(eng2.stats().lost, 6u);
   EXPECT_EQ(eng2.stats().rounds_again, 1u);
+
+  // On a fabric that shows loss (another request was answered after a lost attempt
+  // while this one waited) twice as many rounds.
+  ScriptedTransport mixed;
+  mixed.lose = 1;
+  mixed.dead_ports = {9};
+  MadEngine eng4(mixed, {.window = 1, .timeout = std::chrono::milliseconds(200), .retries = 3});
+  bool first = false, second = true;
+  eng4.submit(SmpRequest::get(kAttrNodeInfo, 0, DrPath{}.extended(1)),
+              [&](Result<Smp> r) { first = r.has_value(); });
+  eng4.submit(SmpRequest::get(kAttrNodeInfo, 0, DrPath{}.extended(9)),
+              [&](Result<Smp> r) { second = r.has_value(); });
+  ASSERT_TRUE(eng4.run());
+  EXPECT_TRUE(first);
+  EXPECT_FALSE(second);
+  EXPECT_EQ(eng4.stats().recovered, 1u);
+  EXPECT_EQ(mixed.sent.size(), 2u + 24u);  // the first twice, the second six rounds of four
+  EXPECT_EQ(eng4.stats().rounds_again, 5u);
 
   // A request that names its retries gets exactly those.
   ScriptedTransport none;

@@ -23,6 +23,7 @@
 #include <optional>
 #include <queue>
 #include <set>
+#include <type_traits>
 #include <unordered_map>
 #include <vector>
 
@@ -38,8 +39,11 @@ struct EngineOptions {
   // as many, each attempt of a later round waiting twice the timeout, up to this many
   // rounds in all (transaction_rounds; 1: OpenSM's behaviour). On a lossy fabric a
   // multi-hop SMP fails a whole round now and then, and a sweep is only as good as its
-  // worst SMP; a device that never answers costs (1 + 2 + 2) x retries+1 timeouts.
-  // Requests that name their own retries (polls, probes) get one round.
+  // worst SMP. While the fabric shows loss (another SMP was answered only after an
+  // unanswered attempt since this one was submitted) it gets twice as many rounds; a
+  // device that never answers on a fabric that loses nothing costs (1 + 2 + 2) x
+  // (retries + 1) timeouts. Requests that name their own retries (polls, probes) get one
+  // round, and so does every request with rounds 1.
   int rounds = 3;
   // GMPs on the wire at once, apart from the SMPs (perfmgr_max_outstanding_queries).
   int gmp_window = 500;
@@ -51,6 +55,7 @@ struct EngineStats {
   uint64_t sent = 0;          // MADs put on the wire, retries included
   uint64_t retried = 0;       // attempts resent after waiting out the timeout
   uint64_t rounds_again = 0;  // SMPs that began another round after failing a whole one
+  uint64_t recovered = 0;     // SMPs answered after at least one unanswered attempt
   // Attempts the carrier reported lost (umad's send timeout: ibsim hands its drops back
   // at once), resent without waiting; they count toward the retries a request has.
   uint64_t lost = 0;
@@ -134,17 +139,24 @@ class MadEngine {
   int retries_of(const Req& r) const {
     return r.retries >= 0 ? r.retries : opts_.retries;
   }
-  // Attempts a request gets in all: GMPs and requests that name their retries, one round.
-  int attempts_of(const SmpRequest& r) const {
-    return (retries_of(r) + 1) * (r.retries < 0 && !r.probe ? opts_.rounds : 1);
+  // Attempts a request gets in all (EngineOptions::rounds); GMPs and requests that name
+  // their retries get one round.
+  template <class E>
+  int attempts_of(const E& e) const {
+    const int per_round = retries_of(e.req) + 1;
+    if constexpr (std::is_same_v<E, EntryOf<SmpRequest, Completion>>) {
+      if (e.req.retries < 0 && !e.req.probe && opts_.rounds > 1)
+        return per_round * opts_.rounds * (stats_.recovered > e.recovered_before ? 2 : 1);
+    }
+    return per_round;
   }
-  int attempts_of(const GmpRequest& r) const { return retries_of(r) + 1; }
   std::set<uint8_t> unserved_seen_;  // classes dropped so far (logged once each)
   template <class Req, class Done>
   struct EntryOf {
     Req req;
     Done done;
     int attempts = 0;
+    uint64_t recovered_before = 0;  // EngineStats::recovered when it was submitted
   };
   using Entry = EntryOf<SmpRequest, Completion>;
   using GmpEntry = EntryOf<GmpRequest, GmpCompletion>;
