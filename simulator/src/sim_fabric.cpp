@@ -540,8 +540,9 @@ void SimFabric::attach_sm(NodeIndex n, PortNum p, SmAgent agent) {
 
 uint16_t SimFabric::handle(const Smp& s, NodeIndex n, PortNum in_port, SmpData& data) {
   auto& nd = f_.node(n);
-  const bool set = s.method == kMethodSet;
-  if (s.method != kMethodGet && !set) return 0x0008;  // method not supported
+  // A Set the device ignores is answered as a Get: with what it still holds.
+  const bool set = s.method == kMethodSet && !ignored_.count({n, s.attr_id});
+  if (s.method != kMethodGet && s.method != kMethodSet) return 0x0008;  // method not supported
   if (set) ++sets_[s.attr_id];
   if (set && s.mgmt_class == kClassSmiLid) ++lid_sets_[s.attr_id];
   if (set && refused_.count({n, s.attr_id})) return kStatusInvalid;

@@ -155,6 +155,33 @@ TEST(BringUpFaults, PortsThatCannotBeReadKeepTheSubnetFromBeingUp) {
   EXPECT_EQ(again->cas, 8u);
 }
 
+// A switch that answers its LFT writes with success but does not take them: the reply
+// (the block as the switch holds it after the Set) shows it, and the sweep is not
+// SUBNET UP over tables the switch does not hold. Once the switch takes writes again,
+// the next sweep writes them.
+TEST(BringUpFaults, ForwardingTablesTheSwitchDidNotTakeKeepTheSubnetFromBeingUp) {
+  ScratchDir dir("weft-bringup");
+  SimFabric sim = sim_of("ft2:leaves=4,spines=2,hosts=2");
+  const auto leaf = *sim.model().find_by_name("leaf3");
+  sim.ignore_sets(leaf, kAttrLft, true);
+  SimTransport t(sim, {});
+  SubnetManager sm(t, opts(dir));
+  auto rep = sm.sweep();
+  ASSERT_TRUE(rep);
+  EXPECT_FALSE(rep->subnet_up);
+  EXPECT_NE(rep->reason.find("forwarding-table writes failed"), std::string::npos) << rep->reason;
+  EXPECT_GT(rep->lft_failures, 0u);
+  bool named = false;
+  for (const auto& p : rep->problems) named |= p.find("other than written") != std::string::npos;
+  EXPECT_TRUE(named);
+  EXPECT_FALSE(readback(sim).ok());
+  sim.ignore_sets(leaf, kAttrLft, false);
+  auto again = sm.sweep();
+  ASSERT_TRUE(again);
+  EXPECT_TRUE(again->subnet_up) << again->reason;
+  EXPECT_TRUE(readback(sim).ok());
+}
+
 TEST(BringUpFaults, AStateChangeWhoseReplyWasLostIsReadBackNotFailed) {
   // As on ibsim: the port moved, its reply was lost, and the resent Set is refused
   // (the port is already there). The SM reads the port back and carries on.

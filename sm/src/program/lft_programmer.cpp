@@ -130,7 +130,10 @@ void LftProgrammer::write_block(SweepRun& run, NodeIndex n, const mad::DrPath& p
                         mad::SmpRequest::set(mad::kAttrLft, static_cast<uint32_t>(b), path,
                                              mad::encode_lft_block(blk))),
               [this, &run, n, b, g, blk](Result<mad::Smp> r) {
-                if (r) {
+                // The reply to a Set carries the block as the switch holds it after the
+                // write (a SubnSet is answered with the attribute after the Set): one that
+                // differs was not taken as written.
+                if (r && mad::decode_lft_block(r->data) == blk) {
                   ++run.rep.lft_blocks_written;
                   remember_block(g, b, blk);
                   return;
@@ -138,7 +141,9 @@ void LftProgrammer::write_block(SweepRun& run, NodeIndex n, const mad::DrPath& p
                 ++run.rep.lft_failures;
                 add_problem(run.rep, "LFT block " + std::to_string(b) + " on " +
                                          fabric::port_ref(run.target, n, 0) + ": " +
-                                         r.error().message);
+                                         (r ? std::string("the reply shows the block other than "
+                                                          "written")
+                                            : r.error().message));
                 cache_.erase(g);
               });
 }

@@ -205,6 +205,14 @@ class SimFabric {
     else
       refused_.erase({n, attr});
   }
+  // Node `n` answers every Set of `attr` with success and what it held before, changing
+  // nothing (a device that silently does not take the write); `on` false ends it.
+  void ignore_sets(fabric::NodeIndex n, uint16_t attr, bool on) {
+    if (on)
+      ignored_.insert({n, attr});
+    else
+      ignored_.erase({n, attr});
+  }
   // The same for Gets of `attr` (a device that will not say what it holds).
   void refuse_gets(fabric::NodeIndex n, uint16_t attr, bool on) {
     if (on)
@@ -276,6 +284,7 @@ class SimFabric {
   std::vector<uint8_t> dead_;
   std::set<std::pair<fabric::NodeIndex, uint16_t>> refused_;       // refuse_sets
   std::set<std::pair<fabric::NodeIndex, uint16_t>> refused_gets_;  // refuse_gets
+  std::set<std::pair<fabric::NodeIndex, uint16_t>> ignored_;       // ignore_sets
   std::vector<std::vector<uint8_t>> subnet_timeout_;
   std::vector<std::vector<std::vector<uint16_t>>> pkeys_;           // [node][port]
   std::vector<std::vector<qos::Sl2Vl>> sl2vl_;                      // [node][in * (N+1) + out]
