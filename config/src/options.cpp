@@ -30,8 +30,9 @@ std::vector<OptionSpec> build_table() {
       {"transaction_retries", Type::kInt, "3", 0, 100, true, "extra attempts after a timeout"},
       {"transaction_rounds", Type::kInt, "3", 1, 10, true,
        "rounds of 1 + transaction_retries attempts an SMP gets when every attempt of a round "
-       "went unanswered, later rounds waiting twice transaction_timeout; twice as many while "
-       "the fabric shows loss (1 = OpenSM's behaviour: one round)"},
+       "went unanswered, later rounds waiting twice transaction_timeout; while the fabric "
+       "shows loss twice as many, four times to a device that answered before (1 = "
+       "OpenSM's behaviour: one round)"},
       {"sweep_interval", Type::kInt, "10", 0, 86400, true,
        "seconds between light sweeps (0 = none)"},
       {"drift_check_blocks", Type::kInt, "1", 0, 1024, true,

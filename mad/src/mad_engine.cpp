@@ -94,6 +94,22 @@ std::optional<TimePoint> MadEngine::next_deadline() const {
   return deadlines_.top().first;
 }
 
+uint64_t MadEngine::target_key(const SmpRequest& r) {
+  if (!r.directed) return (uint64_t{1} << 63) | r.dlid.value;
+  uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a over the hops and the ports
+  h = (h ^ r.path.hops) * 0x100000001b3ull;
+  for (int i = 1; i <= r.path.hops; ++i) h = (h ^ r.path.ports[i]) * 0x100000001b3ull;
+  return h & ~(uint64_t{1} << 63);
+}
+
+bool MadEngine::alive(const SmpRequest& r) const {
+  if (answered_.count(target_key(r))) return true;
+  if (!r.directed || r.path.hops == 0) return false;
+  SmpRequest shorter = r;
+  --shorter.path.hops;
+  return answered_.count(target_key(shorter)) > 0;
+}
+
 uint32_t MadEngine::take_tid() {
   // ibsim rewrites the upper 32 TID bits with its client id: match on the lower 32.
   uint32_t tid = next_tid_++;
@@ -304,6 +320,8 @@ void MadEngine::handle(const InMad& in) {
   }
   ++stats_.completed_ok;
   if (e.attempts > 1) ++stats_.recovered;
+  if (answered_.size() >= (1u << 20)) answered_.clear();
+  answered_.insert(target_key(e.req));
   if (keys_) keys_->observe(e.req, s);
   complete(e, s);
 }

@@ -6,8 +6,9 @@ show that the drops took effect) and resend them. It must still bring the subnet
 with correct tables (read back with dump_fts once the drops are cleared), with no
 sweep failed before SUBNET UP when only the SM's port drops, and at most
 MAX_FAILED_SWEEPS when every port does. An SMP gets three rounds of four attempts
-(transaction_rounds 3, transaction_retries 3), six while the fabric shows loss (other
-SMPs answered only after an unanswered attempt). At 10 % on every port about one attempt
+(transaction_rounds 3, transaction_retries 3); while the fabric shows loss (other SMPs
+answered only after an unanswered attempt) six, twelve to a device that answered
+before. At 10 % on every port about one attempt
 in three is lost (some 450 of the sweep's 1,300 attempts, measured), more on the
 longer routes: with one round of four (OpenSM's behaviour) a few SMPs failed every
 sweep and the subnet never came up in 120 s; with three rounds no sweep failed in

@@ -158,7 +158,8 @@ TEST(MadEngine, LossesTheCarrierReportsAreResentAtOnceAndCounted) {
 // An SMP that fails a whole round (1 + retries attempts) starts another, each attempt of
 // a later round waiting twice the timeout, up to `rounds` rounds; one that names its own
 // retries (a poll) gets one round. On a lossy fabric a request lost on more attempts
-// than one round has still gets through.
+// than one round has still gets through, and more rounds are given while the fabric
+// shows loss.
 TEST(MadEngine, ARequestThatFailsAWholeRoundStartsAnotherWithLongerTimeouts) {
   ScriptedTransport t;
   t.answer = false;
@@ -212,6 +213,34 @@ TEST(MadEngine, ARequestThatFailsAWholeRoundStartsAnotherWithLongerTimeouts) {
   EXPECT_EQ(eng4.stats().recovered, 1u);
   EXPECT_EQ(mixed.sent.size(), 2u + 24u);  // the first twice, the second six rounds of four
   EXPECT_EQ(eng4.stats().rounds_again, 5u);
+
+  // Four times as many when the target answered before: the device is there, the
+  // fabric loses its MADs.
+  ScriptedTransport alive;
+  MadEngine eng5(alive, {.window = 4, .timeout = std::chrono::milliseconds(200), .retries = 3});
+  eng5.submit(SmpRequest::get(kAttrNodeInfo, 0, DrPath{}.extended(1)),
+              [](Result<Smp> r) { EXPECT_TRUE(r); });
+  ASSERT_TRUE(eng5.run());
+  alive.dead_ports = {1};
+  alive.lose = 1;
+  bool other = false, again = true;
+  eng5.submit(SmpRequest::get(kAttrPortInfo, 0, DrPath{}.extended(2)),
+              [&](Result<Smp> r) { other = r.has_value(); });
+  eng5.submit(SmpRequest::get(kAttrNodeInfo, 0, DrPath{}.extended(1)),
+              [&](Result<Smp> r) { again = r.has_value(); });
+  ASSERT_TRUE(eng5.run());
+  EXPECT_TRUE(other);
+  EXPECT_FALSE(again);
+  EXPECT_EQ(alive.sent.size(), 1u + 2u + 48u);  // twelve rounds of four
+  // So does a probe one hop beyond a switch that answered (route 0,1 answered: 0,1,7).
+  alive.sent.clear();
+  alive.lose = 1;
+  eng5.submit(SmpRequest::get(kAttrPortInfo, 0, DrPath{}.extended(2)),
+              [&](Result<Smp> r) { other = r.has_value(); });
+  eng5.submit(SmpRequest::get(kAttrNodeInfo, 0, DrPath{}.extended(1).extended(7)),
+              [&](Result<Smp> r) { again = r.has_value(); });
+  ASSERT_TRUE(eng5.run());
+  EXPECT_EQ(alive.sent.size(), 2u + 48u);
 
   // A request that names its retries gets exactly those.
   ScriptedTransport none;

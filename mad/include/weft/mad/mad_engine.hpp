@@ -25,6 +25,7 @@
 #include <set>
 #include <type_traits>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "weft/mad/transport.hpp"
@@ -40,10 +41,12 @@ struct EngineOptions {
   // rounds in all (transaction_rounds; 1: OpenSM's behaviour). On a lossy fabric a
   // multi-hop SMP fails a whole round now and then, and a sweep is only as good as its
   // worst SMP. While the fabric shows loss (another SMP was answered only after an
-  // unanswered attempt since this one was submitted) it gets twice as many rounds; a
-  // device that never answers on a fabric that loses nothing costs (1 + 2 + 2) x
-  // (retries + 1) timeouts. Requests that name their own retries (polls, probes) get one
-  // round, and so does every request with rounds 1.
+  // unanswered attempt since this one was submitted) it gets twice as many rounds, and
+  // four times as many when its target (its directed route or LID) answered an SMP
+  // before, or the switch one hop short of it did (a probe across a link): the device
+  // is there, the fabric loses its MADs. A device that never answers
+  // on a fabric that loses nothing costs (1 + 2 + 2) x (retries + 1) timeouts. Requests that name
+  // their own retries (polls, probes) get one round, and so does every request with rounds 1.
   int rounds = 3;
   // GMPs on the wire at once, apart from the SMPs (perfmgr_max_outstanding_queries).
   int gmp_window = 500;
@@ -145,11 +148,22 @@ class MadEngine {
   int attempts_of(const E& e) const {
     const int per_round = retries_of(e.req) + 1;
     if constexpr (std::is_same_v<E, EntryOf<SmpRequest, Completion>>) {
-      if (e.req.retries < 0 && !e.req.probe && opts_.rounds > 1)
-        return per_round * opts_.rounds * (stats_.recovered > e.recovered_before ? 2 : 1);
+      if (e.req.retries < 0 && !e.req.probe && opts_.rounds > 1) {
+        if (stats_.recovered == e.recovered_before) return per_round * opts_.rounds;
+        return per_round * opts_.rounds * (alive(e.req) ? 4 : 2);
+      }
     }
     return per_round;
   }
+  // Where an SMP goes (its directed route, or its LID), as a key of answered_.
+  static uint64_t target_key(const SmpRequest& r);
+  // The target answered an SMP before, or (a directed route) the switch one hop short of
+  // it did: a probe across a link goes out of a switch that answered.
+  bool alive(const SmpRequest& r) const;
+  // Targets that answered an SMP (bounded: cleared when it holds 1 << 20): on a lossy
+  // fabric, an SMP to a device that answers others gets more rounds than one to a
+  // device that may be dead.
+  std::unordered_set<uint64_t> answered_;
   std::set<uint8_t> unserved_seen_;  // classes dropped so far (logged once each)
   template <class Req, class Done>
   struct EntryOf {
