@@ -156,7 +156,10 @@ def main():
             return "never in %d s" % a.deadline if t is None else "%.2f" % t
 
         def pct(good, total):
-            return "%.1f %%" % (100.0 * good / total) if total else "-"
+            if not total:
+                return "-"
+            share = 100.0 * good / total
+            return ("%.1f %%" if share >= 1 or share == 0 else "%.3f %%") % share
         print("| %s | %d %% | %s | %d | %s | %s | %s |" % (name, rate, up(w[0]), w[1], pct(w[2], w[3]), up(o[0]),
                                                       pct(o[2], o[3])))
 

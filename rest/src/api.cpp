@@ -228,7 +228,7 @@ void Api::handle(const Request& req, Reply reply) {
   if (route->role) {
     const std::string authz = req.header("authorization");
     // A source that kept failing waits before its credentials are tried again.
-    if (const uint32_t wait = authz.empty() ? 0 : throttle_->blocked_for(req.source)) {
+    if (const uint32_t wait = authz.empty() ? 0 : throttle_->admit(req.source)) {
       Response r =
           error_response(429, "too_many_failures",
                          fmt::format("too many failed logins from {}: try again in {} s",

@@ -15,6 +15,7 @@
 #include "test_data.hpp"
 #include "weft/mad/ar.hpp"
 #include "weft/rest/hostlist.hpp"
+#include "weft/rest/throttle.hpp"
 #include "weft/text_file.hpp"
 
 using namespace weft;
@@ -592,6 +593,28 @@ TEST(Auth, PasswordGuessingIsThrottledPerSource) {
   rig.login_clock += std::chrono::seconds(601);
   EXPECT_EQ(rig.call("GET", "/api/v1/sm", "", basic("admin", "y")).status, 401);
   EXPECT_EQ(rig.admin("GET", "/api/v1/sm").status, 200);
+}
+
+// Checking and counting are one step: tries from one source that are under way at once
+// (REST's worker threads) get no more than tries one after another would. With five
+// free tries, a sixth at once waits; once they are spent, one at a time; a success ends
+// its try and clears the source.
+TEST(Auth, ConcurrentLoginsFromOneSourceGetNoMoreTriesThanSequentialOnes) {
+  auto t = std::chrono::steady_clock::time_point{} + std::chrono::hours(1);
+  rest::LoginThrottle th([&t] { return t; });
+  const std::string src = "203.0.113.9";
+  for (uint32_t i = 0; i < rest::LoginThrottle::kFree; ++i) EXPECT_EQ(th.admit(src), 0u) << i;
+  EXPECT_EQ(th.admit(src), 1u) << "a sixth try while five are under way";
+  EXPECT_EQ(th.admit("203.0.113.10"), 0u) << "another source is not held back";
+  for (uint32_t i = 0; i < rest::LoginThrottle::kFree; ++i) EXPECT_FALSE(th.failed(src));
+  EXPECT_EQ(th.admit(src), 0u);
+  EXPECT_EQ(th.admit(src), 1u) << "free tries spent: one at a time";
+  EXPECT_TRUE(th.failed(src));  // the sixth failure blocks the source
+  EXPECT_EQ(th.admit(src), 1u);
+  t += std::chrono::seconds(1);
+  EXPECT_EQ(th.admit(src), 0u);
+  th.succeeded(src);
+  for (uint32_t i = 0; i < rest::LoginThrottle::kFree; ++i) EXPECT_EQ(th.admit(src), 0u) << i;
 }
 
 TEST(Auth, TokensExpireAndPersist) {
