@@ -89,8 +89,4 @@ def main():
 
 
 if __name__ == "__main__":
-    try:
-        main()
-    except (b.Failure, b.subprocess.TimeoutExpired) as e:
-        print("FAIL: %s" % e)
-        sys.exit(1)
+    b.run_main(main)

@@ -193,8 +193,4 @@ def main():
 
 
 if __name__ == "__main__":
-    try:
-        main()
-    except (b.Failure, subprocess.TimeoutExpired) as e:
-        print("FAIL: %s" % e, file=sys.stderr)
-        sys.exit(1)
+    b.run_main(main)

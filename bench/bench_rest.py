@@ -452,8 +452,4 @@ def ca_lids(disc, k=None):
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except (b.Failure, subprocess.TimeoutExpired) as e:
-        print("FAIL: %s" % e, file=sys.stderr)
-        sys.exit(1)
+    b.run_main(main)

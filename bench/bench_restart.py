@@ -26,7 +26,6 @@ import ipaddress
 import os
 import re
 import shutil
-import subprocess
 import sys
 import time
 
@@ -200,8 +199,4 @@ def main():
 
 
 if __name__ == "__main__":
-    try:
-        main()
-    except (b.Failure, subprocess.TimeoutExpired) as e:
-        print("FAIL: %s" % e, file=sys.stderr)
-        sys.exit(1)
+    b.run_main(main)

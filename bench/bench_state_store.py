@@ -19,7 +19,6 @@ import os
 import re
 import shutil
 import statistics
-import subprocess
 import sys
 import time
 
@@ -188,8 +187,4 @@ def main():
 
 
 if __name__ == "__main__":
-    try:
-        main()
-    except (b.Failure, subprocess.TimeoutExpired) as e:
-        print("FAIL: %s" % e, file=sys.stderr)
-        sys.exit(1)
+    b.run_main(main)

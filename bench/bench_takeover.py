@@ -36,7 +36,6 @@ import os
 import re
 import shutil
 import statistics
-import subprocess
 import sys
 import time
 
@@ -345,8 +344,4 @@ def main():
 
 
 if __name__ == "__main__":
-    try:
-        main()
-    except (b.Failure, subprocess.TimeoutExpired) as e:
-        print("FAIL: %s" % e, file=sys.stderr)
-        sys.exit(1)
+    b.run_main(main)

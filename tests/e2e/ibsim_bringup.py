@@ -123,6 +123,17 @@ class Background:
         return False
 
 
+def run_main(main, also=()):
+    """A script's entry point: main()'s return value is the exit status (None: 0); a
+    Failure, a command that timed out, or an exception of `also` is one FAIL line on
+    stderr and exit status 1."""
+    try:
+        sys.exit(main())
+    except (Failure, subprocess.TimeoutExpired) + tuple(also) as e:
+        print("FAIL: %s" % e, file=sys.stderr)
+        sys.exit(1)
+
+
 def run(cmd, workdir, sock, timeout=240, preload=True, check=True, env=None):
     """`env`: more variables for this run (SIM_HOST picks the node a client attaches to)."""
     # An ASan build must not insist on being first in the preload list.
@@ -477,8 +488,4 @@ def main():
 
 
 if __name__ == "__main__":
-    try:
-        main()
-    except (Failure, subprocess.TimeoutExpired) as e:
-        print("FAIL: %s" % e, file=sys.stderr)
-        sys.exit(1)
+    run_main(main)

@@ -142,8 +142,4 @@ def daemon_run(a, work, sock, state, conf, devices):
 
 
 if __name__ == "__main__":
-    try:
-        main()
-    except (b.Failure, b.subprocess.TimeoutExpired) as e:
-        print("FAIL: %s" % e)
-        sys.exit(1)
+    b.run_main(main)

@@ -13,7 +13,6 @@ import re
 import shutil
 import signal
 import socket
-import subprocess
 import sys
 import time
 import urllib.error
@@ -234,8 +233,4 @@ def weft_at_units(a, work, socks):
 
 
 if __name__ == "__main__":
-    try:
-        main()
-    except (b.Failure, subprocess.TimeoutExpired) as e:
-        print("FAIL: %s" % e, file=sys.stderr)
-        sys.exit(1)
+    b.run_main(main)

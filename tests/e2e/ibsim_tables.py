@@ -47,7 +47,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from ibsim_bringup import (Background, Failure, Ibsim, degrade_net,  # noqa: E402
-                           parse_ibnetdiscover, read_routes, run, sa_query)
+                           parse_ibnetdiscover, read_routes, run, run_main, sa_query)
 
 CA_SL2VL = [0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 15]
 SWE_SL2VL = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15]
@@ -556,8 +556,4 @@ def main():
 
 
 if __name__ == "__main__":
-    try:
-        main()
-    except (Failure, subprocess.TimeoutExpired) as e:
-        print("FAIL: %s" % e, file=sys.stderr)
-        sys.exit(1)
+    run_main(main)
