@@ -11,6 +11,8 @@ For each fabric, each loss rate and each SM, on a fresh ibsim:
     (source port, destination port) counts as reachable when the source's switch
     forwards the destination's LID, hop by hop, to that port. A CA left without a LID
     reaches nobody.
+Not like for like: OpenSM leaves its retries to the kernel (umad_send's retries), which
+umad2sim ignores, so on ibsim OpenSM sends each MAD once, where weft's engine resends.
 Usage: bench_loss.py --weft BUILD/app/weft [--fabrics a,b] [--rates 1,5,10] [--deadline S]
 """
 import argparse

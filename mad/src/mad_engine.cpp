@@ -102,14 +102,6 @@ uint64_t MadEngine::target_key(const SmpRequest& r) {
   return h & ~(uint64_t{1} << 63);
 }
 
-bool MadEngine::alive(const SmpRequest& r) const {
-  if (answered_.count(target_key(r))) return true;
-  if (!r.directed || r.path.hops == 0) return false;
-  SmpRequest shorter = r;
-  --shorter.path.hops;
-  return answered_.count(target_key(shorter)) > 0;
-}
-
 uint32_t MadEngine::take_tid() {
   // ibsim rewrites the upper 32 TID bits with its client id: match on the lower 32.
   uint32_t tid = next_tid_++;
@@ -134,9 +126,7 @@ void MadEngine::send_attempt(Entry e) {
   // An attempt of a later round (EngineOptions::rounds) waits twice as long.
   const int per_round = retries_of(e.req) + 1;
   if (e.attempts > per_round && (e.attempts - 1) % per_round == 0) ++stats_.rounds_again;
-  const Duration timeout = e.req.timeout > Duration{0} ? e.req.timeout
-                           : e.attempts > per_round    ? 2 * opts_.timeout
-                                                       : opts_.timeout;
+  const Duration timeout = e.attempts > per_round ? 2 * opts_.timeout : opts_.timeout;
   to.response_timeout = timeout;
   auto r = t_.send(wire, to);
   ++stats_.sent;
@@ -212,9 +202,10 @@ void MadEngine::no_reply(E e, std::deque<E>& pending, bool logged) {
     return;
   }
   const bool probe = e.req.probe;
-  if constexpr (std::is_same_v<E, Entry>)
+  if constexpr (std::is_same_v<E, Entry>) {
     ++(probe ? stats_.probes_unanswered : stats_.timed_out);
-  else
+    answered_.erase(target_key(e.req));  // it may be gone
+  } else
     ++(probe ? stats_.probes_unanswered : stats_.gmps_timed_out);
   if (logged && !probe)
     WEFT_LOG(Warn, "MAD-0002") << what(e.req) << " (modifier " << mod_of(e.req)

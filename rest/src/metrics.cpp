@@ -156,7 +156,7 @@ std::string prometheus_text(const sm::Published& p,
   w.one("weft_mad_lost_total", "counter", "MAD attempts the carrier reported lost, resent at once",
         double(p.mad.lost));
   w.one("weft_mad_rounds_total", "counter",
-        "SMPs that began another round of attempts after a whole round went unanswered",
+        "rounds of attempts begun again by SMPs a whole round of which went unanswered",
         double(p.mad.rounds_again));
   w.one("weft_mad_timeouts_total", "counter", "SMPs that failed after every retry",
         double(p.mad.timed_out));

@@ -21,7 +21,8 @@ struct Raw {
   std::vector<mad::SwitchInfo> si;
   std::vector<std::string> problems;
   size_t unexplored = 0;
-  size_t failed_reads = 0;
+  // Ports whose PortInfo read failed where what lies beyond would have been explored.
+  std::vector<std::pair<NodeIndex, PortNum>> unread;
   NodeIndex local = fabric::kNoNode;
   PortNum local_port = 0;
 };
@@ -188,7 +189,6 @@ class Walker {
         raw_.f.node(n).description = mad::decode_node_desc(r->data);
         return;
       }
-      ++raw_.failed_reads;
       problem("NodeDescription of " + raw_.f.node(n).guid.str() + ": " + r.error().message);
     });
     const auto& nd = raw_.f.node(n);
@@ -204,7 +204,6 @@ class Walker {
               sw.lifetime = raw_.si[n].lifetime;
               sw.enhanced_port0 = raw_.si[n].enhanced_port0;
             } else {
-              ++raw_.failed_reads;
               problem("SwitchInfo of " + raw_.f.node(n).guid.str() + ": " + r.error().message);
             }
           });
@@ -219,7 +218,7 @@ class Walker {
                 [this, n, p, path, probe_beyond](Result<mad::Smp> r) {
                   auto& nd = raw_.f.node(n);
                   if (!r) {
-                    ++raw_.failed_reads;
+                    if (probe_beyond && p != 0) raw_.unread.push_back({n, p});
                     problem("PortInfo " + fabric::port_ref(raw_.f, n, p) + " via DR " + path.str() +
                             ": " + r.error().message);
                     return;
@@ -357,7 +356,9 @@ Discovered canonicalise(Raw&& raw) {
   Discovered d;
   d.problems = std::move(raw.problems);
   d.unexplored = raw.unexplored;
-  d.failed_reads = raw.failed_reads;
+  // An unread port whose link was found from its other end hid nothing.
+  for (auto [n, p] : raw.unread)
+    if (!f.node(n).ports[p].linked()) ++d.failed_reads;
   for (NodeIndex old : order) {
     fabric::Node copy = f.node(old);
     for (auto& p : copy.ports) p.peer = fabric::kNoNode, p.peer_port = 0;

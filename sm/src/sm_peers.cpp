@@ -107,6 +107,7 @@ std::shared_ptr<std::optional<Error>> SmPeers::send_handover(const RemoteSm& to,
   mad::SmpRequest req =
       mad::SmpRequest::set(mad::kAttrSmInfo, uint32_t(SmControl::kHandover), to.path,
                            mad::encode_sm_info(role_.self(act_count(), true)));
+  req.retries = eng_.options().retries;  // one round, as every SMInfo to a peer
   auto failed = std::make_shared<std::optional<Error>>();
   eng_.submit(req, [failed](Result<mad::Smp> r) {
     if (!r) *failed = r.error();
@@ -185,6 +186,7 @@ std::optional<SmPeers::Control> SmPeers::on_sm_info(const mad::Smp& s, const mad
       req_ack->directed = false;
       req_ack->dlid = in.slid;
     }
+    if (req_ack) req_ack->retries = eng_.options().retries;  // one round
     if (req_ack)
       eng_.submit(*req_ack, [g = req.guid](Result<mad::Smp> r) {
         if (!r)
@@ -204,6 +206,8 @@ mad::SmpRequest SmPeers::sm_info_get(const mad::DrPath& path) const {
   // Another weft answers it with its key only when ours matches.
   mad::SmpRequest req = mad::SmpRequest::get(mad::kAttrSmInfo, 0, path);
   req.data = mad::encode_sm_info(role_.self(act_count(), true));
+  // One round of attempts (no more for a peer SM that hangs: the sweep waits on it).
+  req.retries = eng_.options().retries;
   return req;
 }
 

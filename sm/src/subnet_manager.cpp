@@ -677,7 +677,7 @@ void SubnetManager::phase_finish(Result<void> pumped) {
     because(std::to_string(run.d.unexplored) + " live links lead to nodes that did not answer");
   if (run.d.failed_reads)
     because(std::to_string(run.d.failed_reads) +
-            " discovery reads failed (what lies beyond an unread port is not known)");
+            " ports could not be read (what lies beyond them is not known)");
   rep.subnet_up = rep.reason.empty();
   rep.ms_total = ms_since(run.t0);
   if (rep.subnet_up && rep.sm_state == mad::SmState::kMaster) {

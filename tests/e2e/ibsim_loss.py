@@ -29,7 +29,7 @@ import ibsim_bringup as b  # noqa: E402
 
 TOPO = "ft2:leaves=6,spines=3,hosts=3"  # 9 switches, 18 CAs
 # Sweeps that may end with failures before SUBNET UP with loss on every port (none did
-# in four runs at 10 %; a margin for the rare SMP that fails all twelve attempts).
+# in four runs at 10 %; a margin for the rare SMP that fails all its attempts).
 MAX_FAILED_SWEEPS = 3
 
 

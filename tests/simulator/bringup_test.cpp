@@ -146,13 +146,16 @@ TEST(BringUpFaults, PortsThatCannotBeReadKeepTheSubnetFromBeingUp) {
   auto rep = sm.sweep();
   ASSERT_TRUE(rep);
   EXPECT_FALSE(rep->subnet_up);
-  EXPECT_NE(rep->reason.find("discovery reads failed"), std::string::npos) << rep->reason;
+  EXPECT_NE(rep->reason.find("2 ports could not be read"), std::string::npos) << rep->reason;
   EXPECT_EQ(rep->cas, 6u);  // leaf3's two hosts were not found
   sim.refuse_gets(*sim.model().find_by_name("leaf3"), kAttrPortInfo, false);
+  // A host that will not give its NodeDescription hides nothing: up, with a problem.
+  sim.refuse_gets(*sim.model().find_by_name("h0-0"), kAttrNodeDesc, true);
   auto again = sm.sweep();
   ASSERT_TRUE(again);
   EXPECT_TRUE(again->subnet_up) << again->reason;
   EXPECT_EQ(again->cas, 8u);
+  EXPECT_FALSE(again->problems.empty());
 }
 
 // A switch that answers its LFT writes with success but does not take them: the reply

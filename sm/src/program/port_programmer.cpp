@@ -149,21 +149,24 @@ void PortProgrammer::configure(SweepRun& run) {
       want.attrs.phys_state = 0;     // no change
       want.attrs.width_enabled = 0;  // no change
       want.attrs.speed_enabled = 0;  // no change
-      eng_.submit(mad::SmpRequest::set(mad::kAttrPortInfo, p, dr_path_to(d, n, p),
-                                       mad::encode_port_info(want)),
-                  [this, &run, n, p, want, pkey](Result<mad::Smp> r) {
-                    auto ok = [this, &run, n, p, want, pkey](const mad::PortInfo& got) {
-                      ++run.rep.portinfo_sets;
-                      if (want.client_reregister) {
-                        reregistered_.insert(pkey);
-                        ++run.rep.client_reregisters;
-                      }
-                      run.after[n][p] = got;
-                      note_ignored(run.target, n, p, pkey, want, got, run.rep);
-                    };
-                    if (r) return ok(mad::decode_port_info(r->data));
-                    confirm(run, n, p, want, r.error(), "PortInfo Set", ok);
-                  });
+      auto set = mad::SmpRequest::set(mad::kAttrPortInfo, p, dr_path_to(d, n, p),
+                                      mad::encode_port_info(want));
+      // A Set that changes the port's M_Key gets one round: its retries carry the old
+      // key, which a port that took the Set (its reply lost) refuses.
+      if (want.m_key != cur.m_key) set.retries = eng_.options().retries;
+      eng_.submit(set, [this, &run, n, p, want, pkey](Result<mad::Smp> r) {
+        auto ok = [this, &run, n, p, want, pkey](const mad::PortInfo& got) {
+          ++run.rep.portinfo_sets;
+          if (want.client_reregister) {
+            reregistered_.insert(pkey);
+            ++run.rep.client_reregisters;
+          }
+          run.after[n][p] = got;
+          note_ignored(run.target, n, p, pkey, want, got, run.rep);
+        };
+        if (r) return ok(mad::decode_port_info(r->data));
+        confirm(run, n, p, want, r.error(), "PortInfo Set", ok);
+      });
     }
   }
 }

@@ -75,9 +75,6 @@ struct SmpRequest {
   Lid dlid;
   SmpData data{};
   int retries = -1;  // attempts after a timeout; -1: the engine's transaction_retries
-  // How long each attempt waits for its reply; zero: the engine's transaction_timeout.
-  // A caller that tries a request again after every attempt failed may wait longer.
-  Duration timeout{0};
   // A probe of an attribute a device may not implement (a vendor attribute ibsim drops):
   // no answer is an answer, counted apart (EngineStats::probes_unanswered), not as a
   // loss or a timeout, and not warned about.

@@ -43,9 +43,10 @@ struct EngineOptions {
   // worst SMP. While the fabric shows loss (another SMP was answered only after an
   // unanswered attempt since this one was submitted) it gets twice as many rounds, and
   // four times as many when its target (its directed route or LID) answered an SMP
-  // before, or the switch one hop short of it did (a probe across a link): the device
-  // is there, the fabric loses its MADs. A device that never answers
-  // on a fabric that loses nothing costs (1 + 2 + 2) x (retries + 1) timeouts. Requests that name
+  // before: the device is there, the fabric loses its MADs (a target that then runs
+  // out of rounds is forgotten: it may be gone). A device that never answers
+  // on a fabric that loses nothing costs, with 3 rounds, (1 + 2 + 2) x (retries + 1)
+  // timeouts. Requests that name
   // their own retries (polls, probes) get one round, and so does every request with rounds 1.
   int rounds = 3;
   // GMPs on the wire at once, apart from the SMPs (perfmgr_max_outstanding_queries).
@@ -57,7 +58,7 @@ struct EngineStats {
   uint64_t sets = 0;          // of them SubnSet requests: what changes a device (or another SM)
   uint64_t sent = 0;          // MADs put on the wire, retries included
   uint64_t retried = 0;       // attempts resent after waiting out the timeout
-  uint64_t rounds_again = 0;  // SMPs that began another round after failing a whole one
+  uint64_t rounds_again = 0;  // rounds begun again by SMPs that failed a whole one
   uint64_t recovered = 0;     // SMPs answered after at least one unanswered attempt
   // Attempts the carrier reported lost (umad's send timeout: ibsim hands its drops back
   // at once), resent without waiting; they count toward the retries a request has.
@@ -150,19 +151,16 @@ class MadEngine {
     if constexpr (std::is_same_v<E, EntryOf<SmpRequest, Completion>>) {
       if (e.req.retries < 0 && !e.req.probe && opts_.rounds > 1) {
         if (stats_.recovered == e.recovered_before) return per_round * opts_.rounds;
-        return per_round * opts_.rounds * (alive(e.req) ? 4 : 2);
+        return per_round * opts_.rounds * (answered_.count(target_key(e.req)) ? 4 : 2);
       }
     }
     return per_round;
   }
   // Where an SMP goes (its directed route, or its LID), as a key of answered_.
   static uint64_t target_key(const SmpRequest& r);
-  // The target answered an SMP before, or (a directed route) the switch one hop short of
-  // it did: a probe across a link goes out of a switch that answered.
-  bool alive(const SmpRequest& r) const;
   // Targets that answered an SMP (bounded: cleared when it holds 1 << 20): on a lossy
   // fabric, an SMP to a device that answers others gets more rounds than one to a
-  // device that may be dead.
+  // device that may be dead; a target whose request ran out of rounds leaves it.
   std::unordered_set<uint64_t> answered_;
   std::set<uint8_t> unserved_seen_;  // classes dropped so far (logged once each)
   template <class Req, class Done>
@@ -203,7 +201,7 @@ class MadEngine {
   std::deque<GmpEntry> gpending_;
   std::unordered_map<uint32_t, GmpEntry> gwire_;
   // Each attempt's deadline and TID, soonest on top (answered ones are skipped when
-  // they come up).
+  // they come up); attempts of later rounds wait longer, so the order is not FIFO.
   using Deadline = std::pair<TimePoint, uint32_t>;
   std::priority_queue<Deadline, std::vector<Deadline>, std::greater<>> deadlines_;
   uint32_t take_tid();

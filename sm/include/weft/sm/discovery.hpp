@@ -31,8 +31,8 @@ struct Discovered {
   std::vector<mad::SwitchInfo> switch_info;  // per node (switches only)
   std::vector<std::string> problems;         // MADs that failed, inconsistencies
   size_t unexplored = 0;  // ports with a live link whose far end did not answer or made no sense
-  // NodeDescription, SwitchInfo and PortInfo reads that failed (after every attempt the
-  // engine gives): a port not read may lead to nodes this discovery then misses.
+  // Ports whose PortInfo read failed (after every attempt the engine gives) and whose
+  // link was not found from the other end either: what lies beyond them is not known.
   size_t failed_reads = 0;
   uint64_t smps = 0;  // SMPs put on the wire for this discovery
   // An update (Discovery::start_update) rather than a full walk: the switches read
