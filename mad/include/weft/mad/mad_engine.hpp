@@ -44,10 +44,10 @@ struct EngineOptions {
   // unanswered attempt since this one was submitted) it gets twice as many rounds, and
   // four times as many when its target (its directed route or LID) answered an SMP
   // before: the device is there, the fabric loses its MADs (a target that then runs
-  // out of rounds is forgotten: it may be gone). A device that never answers
-  // on a fabric that loses nothing costs, with 3 rounds, (1 + 2 + 2) x (retries + 1)
-  // timeouts. Requests that name
-  // their own retries (polls, probes) get one round, and so does every request with rounds 1.
+  // out of rounds is forgotten: it may be gone). A device that never answers on a
+  // fabric that loses nothing costs, with 3 rounds, (1 + 2 + 2) x (retries + 1)
+  // timeouts. Requests that name their own retries (polls, probes) get one round, and
+  // so does every request with rounds 1.
   int rounds = 3;
   // GMPs on the wire at once, apart from the SMPs (perfmgr_max_outstanding_queries).
   int gmp_window = 500;
