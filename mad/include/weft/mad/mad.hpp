@@ -14,7 +14,6 @@
 #include <string>
 
 #include "weft/fabric/fabric.hpp"
-#include "weft/mad/clock.hpp"
 #include "weft/qos/vl_tables.hpp"
 #include "weft/result.hpp"
 
