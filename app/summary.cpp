@@ -50,11 +50,13 @@ void print_summary(const sm::SweepReport& r, const mad::EngineStats& s) {
       r.new_term ? "; a new master term: every table read back" : "");
   std::printf(
       "  tables   P_Key blocks %llu written (%llu read), %llu switch ports enforce P_Keys; SL2VL "
-      "%llu written (%llu read); VLArb blocks %llu written (%llu read)\n",
+      "%llu written (%llu read); VLArb blocks %llu written (%llu read); %llu blocks "
+      "spot-checked, %llu found changed\n",
       (unsigned long long)r.pkey_blocks_written, (unsigned long long)r.pkey_blocks_read,
       (unsigned long long)r.ports_enforcing, (unsigned long long)r.sl2vl_written,
       (unsigned long long)r.sl2vl_read, (unsigned long long)r.vlarb_written,
-      (unsigned long long)r.vlarb_read);
+      (unsigned long long)r.vlarb_read, (unsigned long long)r.table_blocks_checked,
+      (unsigned long long)r.table_blocks_changed);
   std::printf("  ports    %zu of %zu linked port ends ACTIVE\n", r.ports_active, r.ports_linked);
   std::printf(
       "  time ms  discovery %.1f, LIDs %.1f, routing %.1f, programming %.1f, activation %.1f, "

@@ -39,6 +39,10 @@ std::vector<OptionSpec> build_table() {
        "LFT blocks of each switch read back every sweep and compared with what weft wrote "
        "(rotating: every block within ceil(blocks / N) sweeps; 0 = none); one that differs "
        "has the switch read back whole and rewritten"},
+      {"drift_check_table_blocks", Type::kInt, "256", 0, 65536, true,
+       "P_Key, SL2VL and VLArb blocks read back every sweep, fabric-wide, and compared with "
+       "what weft wrote (rotating: every block within ceil(blocks held / N) sweeps; 0 = none); "
+       "one that differs is read again and rewritten"},
       {"lmc", Type::kInt, "0", 0, 7, false, "LID mask control: 2^lmc LIDs per CA port"},
       {"sm_priority", Type::kInt, "0", 0, 15, true,
        "SMInfo priority: of two SMs the higher is master (equal: the lower port GUID)"},

@@ -140,8 +140,12 @@ std::string prometheus_text(const sm::Published& p,
   w.sample("weft_sweeps_total", double(p.heavy_sweeps), "kind=\"heavy\"");
   w.sample("weft_sweeps_total", double(p.light_sweeps), "kind=\"light\"");
   w.family("weft_drift_found_total", "counter",
-           "tables found holding what weft did not write (drift_check_blocks), by table");
+           "tables found holding what weft did not write (drift_check_blocks: switches by their "
+           "LFT; drift_check_table_blocks: P_Key, SL2VL and VLArb blocks), by table");
   w.sample("weft_drift_found_total", double(p.drift_lft), "table=\"lft\"");
+  w.sample("weft_drift_found_total", double(p.drift_pkey), "table=\"pkey\"");
+  w.sample("weft_drift_found_total", double(p.drift_sl2vl), "table=\"sl2vl\"");
+  w.sample("weft_drift_found_total", double(p.drift_vlarb), "table=\"vlarb\"");
   w.family("weft_sweep_duration_seconds", "histogram", "heavy sweeps' durations");
   for (size_t i = 0; i < p.sweep_le.size(); ++i)
     w.sample("weft_sweep_duration_seconds_bucket", double(p.sweep_le[i]),

@@ -59,6 +59,7 @@ Result<SmOptions> sm_from_options(const config::Values& v) {
   o.flap_threshold = static_cast<int>(v.get_int("flap_threshold"));
   o.flap_window = std::chrono::seconds(v.get_int("flap_window_s"));
   o.drift_check_blocks = uint32_t(v.get_int("drift_check_blocks"));
+  o.drift_check_table_blocks = uint32_t(v.get_int("drift_check_table_blocks"));
   auto flap = config::option_word(v, "flap_policy", flap_policy_named);
   if (!flap) return std::unexpected(flap.error());
   o.flap_policy = *flap;

@@ -31,6 +31,9 @@ std::shared_ptr<const Published> Publisher::publish(std::shared_ptr<Published> p
   p->heavy_sweeps = heavy_sweeps_;
   p->light_sweeps = light_sweeps_;
   p->drift_lft = drift_lft_;
+  p->drift_pkey = drift_pkey_;
+  p->drift_sl2vl = drift_sl2vl_;
+  p->drift_vlarb = drift_vlarb_;
   p->sweep_le = sweep_le_;
   p->sweep_count = heavy_sweeps_;
   p->sweep_seconds = sweep_seconds_;

@@ -70,9 +70,13 @@ SubnetManager::SubnetManager(mad::Transport& t, SmOptions o, SubnAdm* sa,
   eng_.on_unsolicited([this](const mad::Smp& s, const mad::InMad& in) { on_unsolicited(s, in); });
   eng_.on_sa([this](const mad::InMad& in) { serve_sa(in); });
   prog_->lfts().on_drift([this](Guid sw, size_t block, const std::string& where) {
-    pub_.drift_found();
+    pub_.drift_found("lft");
     emit("drift",
          {{"table", "lft"}, {"switch", hex_guid(sw.value)}, {"block", block}, {"where", where}});
+  });
+  prog_->tables().on_drift([this](std::string_view table, const std::string& where, uint32_t mod) {
+    pub_.drift_found(table);
+    emit("drift", {{"table", table}, {"where", where}, {"modifier", mod}});
   });
   pub_.set_options(std::make_shared<const SmOptions>(opts_));
   publish();
@@ -208,6 +212,21 @@ void SubnetManager::phase_light_check() {
                                 psc->push_back(n);
                               });
   }
+  // The same of the P_Key, SL2VL and VLArb blocks weft believes ports hold: a changed
+  // one is read again by an update at the switch (the port's own, or a CA's neighbour;
+  // a full sweep where there is none).
+  prog_->tables().check(*model_, [this, psc, changed](NodeIndex n, PortNum p, bool differs) {
+    ++run_->rep.table_blocks_checked;
+    if (!differs) return;
+    ++run_->rep.table_blocks_changed;
+    const auto& f = model_->fabric;
+    const NodeIndex sw =
+        f.node(n).is_switch() || !f.node(n).ports[p].linked() ? n : f.node(n).ports[p].peer;
+    if (f.node(sw).is_switch())
+      psc->push_back(sw);
+    else
+      *changed = true;
+  });
   // The other SMs, as OpenSM's light sweep polls them: one that became master, or now
   // outranks this one, calls for a heavy sweep (a handover either way).
   auto seen = peers_.recheck();
@@ -223,7 +242,7 @@ void SubnetManager::phase_light_check() {
           psc->insert(psc->end(), silent->begin(), silent->end());
           std::sort(psc->begin(), psc->end());
           psc->erase(std::unique(psc->begin(), psc->end()), psc->end());
-          return phase_update(std::move(*psc), "PortStateChange or LinearFDBTop");
+          return phase_update(std::move(*psc), "PortStateChange, LinearFDBTop or a table changed");
         }
         if (*changed || seen->changed) {
           WEFT_LOG(Info, "SM-0030")
@@ -240,6 +259,8 @@ void SubnetManager::phase_light_check() {
         // This sweep's own checks (nothing found, or it would not be quiet).
         rep.lft_blocks_checked = run_->rep.lft_blocks_checked;
         rep.lft_switches_changed = 0;
+        rep.table_blocks_checked = run_->rep.table_blocks_checked;
+        rep.table_blocks_changed = 0;
         rep.mcast_foreign = prog_->multicast().foreign_mlids();  // settle() may have cleared
         rep.sms = peers_.sms();
         finish_run(rep);

@@ -323,3 +323,97 @@ TEST(Takeover, ABlockChangedWithNoOtherSignIsFoundWithinTheStatedSweeps) {
   EXPECT_GT(lft_differences(sim, *weft.snapshot()), 0u);
   EXPECT_EQ(drift.size(), 2 * switches);
 }
+
+// Issue 33, item 2, for the tables that follow the ports: with drift_check_table_blocks
+// N, every sweep reads back N of the P_Key, SL2VL and VLArb blocks weft believes ports
+// hold (rotating fabric-wide), so a block changed with no other sign is found within
+// ceil(held / N) sweeps, rewritten, told as a "drift" event and counted; a heavy sweep
+// checks the same way; 0 turns the checks off.
+TEST(Takeover, APkeyBlockChangedWithNoOtherSignIsFoundWithinTheStatedSweeps) {
+  ScratchDir dir("weft-drift-tables");
+  SimFabric sim = sim_of("ft2:leaves=8,spines=4,hosts=24");
+  const NodeIndex weft_node = *sim.model().find_by_name("h0-0");
+  const NodeIndex victim = *sim.model().find_by_name("h1-0");
+  SimTransport t(sim, {.attach = weft_node, .port = 1});
+  SmOptions o = role_opts(dir, 2);
+  o.partitions = partitions(sim, "Storage", 8002, {"h0-1", "h1-0", "h2-2"});
+  o.drift_check_table_blocks = 65536;  // every block: how many weft holds
+  SubnetManager weft(t, o);
+  std::vector<nlohmann::json> drift;
+  weft.on_event([&](const SmEvent& e) {
+    if (e.type == "drift") drift.push_back(e.data);
+  });
+  auto up = weft.sweep();
+  ASSERT_TRUE(up && up->subnet_up) << (up ? up->reason : up.error().message);
+  auto all = weft.light_sweep();
+  ASSERT_TRUE(all && all->subnet_up);
+  const size_t held = all->table_blocks_checked;
+  // At least every CA port's P_Key block and every enforcing switch port's.
+  ASSERT_GE(held, 2 * sim.model().num_endpoints());
+  EXPECT_EQ(all->table_blocks_changed, 0u);
+  const std::vector<uint16_t> want = sim.pkeys(victim, 1);
+  ASSERT_NE(std::find(want.begin(), want.end(), 0x8002), want.end());
+
+  // Another writer leaves only the default partition on h1-0's port, with no other sign.
+  const auto& snap = *weft.snapshot();
+  const auto& port = snap.fabric.node(*snap.fabric.find(sim.model().node(victim).guid)).ports[1];
+  const DrPath path = snap.node_paths[port.peer].extended(port.peer_port);
+  auto wipe = [&] {
+    PkeyBlock blk{};
+    blk[0] = 0xffff;
+    auto out =
+        sim.process(encode_smp(SmpRequest::set(kAttrPkeyTable, 0, path, encode_pkey_block(blk)), 9),
+                    weft_node, 1);
+    ASSERT_TRUE(out.reply);
+    ASSERT_NE(sim.pkeys(victim, 1), want);
+  };
+
+  // N = 8: found within ceil(held / 8) light sweeps, once, and rewritten.
+  o.drift_check_table_blocks = 8;
+  weft.set_options(o);
+  wipe();
+  size_t found = 0, sweeps = 0;
+  const size_t bound = (held + 7) / 8;
+  while (found == 0 && sweeps < 2 * bound) {
+    auto r = weft.light_sweep();
+    ASSERT_TRUE(r && r->subnet_up) << (r ? r->reason : r.error().message);
+    // A sweep that finds a change goes on as an update, which checks 8 more.
+    EXPECT_EQ(r->table_blocks_checked, r->heavy ? 16u : 8u);
+    found += r->table_blocks_changed;
+    ++sweeps;
+  }
+  EXPECT_EQ(found, 1u);
+  EXPECT_LE(sweeps, bound);
+  EXPECT_EQ(sim.pkeys(victim, 1), want);
+  ASSERT_EQ(drift.size(), 1u);
+  EXPECT_EQ(drift[0].at("table"), "pkey");
+  EXPECT_NE(drift[0].at("where").get<std::string>().find("h1-0"), std::string::npos) << drift[0];
+  EXPECT_EQ(weft.published()->drift_pkey, 1u);
+  EXPECT_EQ(weft.published()->drift_lft, 0u);
+  auto quiet = weft.light_sweep();
+  ASSERT_TRUE(quiet && quiet->subnet_up);
+  EXPECT_EQ(quiet->table_blocks_changed, 0u);
+
+  // A heavy sweep checks before it programs, and rewrites the block in the same sweep.
+  o.drift_check_table_blocks = 65536;
+  weft.set_options(o);
+  wipe();
+  auto heavy = weft.sweep();
+  ASSERT_TRUE(heavy && heavy->subnet_up);
+  EXPECT_EQ(heavy->table_blocks_changed, 1u);
+  EXPECT_EQ(heavy->table_blocks_checked, held);
+  EXPECT_EQ(sim.pkeys(victim, 1), want);
+  EXPECT_EQ(drift.size(), 2u);
+
+  // Off: nothing is read back, and the change stays.
+  o.drift_check_table_blocks = 0;
+  weft.set_options(o);
+  wipe();
+  for (size_t i = 0; i < 2 * bound; ++i) {
+    auto r = weft.light_sweep();
+    ASSERT_TRUE(r && r->subnet_up);
+    EXPECT_EQ(r->table_blocks_checked, 0u);
+  }
+  EXPECT_NE(sim.pkeys(victim, 1), want);
+  EXPECT_EQ(drift.size(), 2u);
+}

@@ -13,6 +13,7 @@
 namespace weft::sm {
 
 void DeviceTables::step(Step s, SweepRun& run) {
+  if (s == Step::kCheck) spot_check(run);
   if (s == Step::kCommit) read(run);
   if (s == Step::kTables) write(run);
   if (s == Step::kActivate) settle(run);
@@ -33,6 +34,10 @@ std::string hex(uint32_t v) {
   return b;
 }
 
+const char* table_name(uint16_t attr) {
+  return attr == mad::kAttrPkeyTable ? "pkey" : attr == mad::kAttrSl2Vl ? "sl2vl" : "vlarb";
+}
+
 }  // namespace
 
 bool DeviceTables::steady(const Discovered& d, NodeIndex n, PortNum p) const {
@@ -43,8 +48,55 @@ bool DeviceTables::steady(const Discovered& d, NodeIndex n, PortNum p) const {
 
 DeviceTables::Key DeviceTables::key(const Discovered& d, NodeIndex n, PortNum p, uint16_t attr,
                                     uint32_t mod) const {
-  const auto& nd = d.fabric.node(n);
-  return {nd.is_switch() ? nd.guid.value : nd.ports[p].guid.value, mod, attr, p};
+  return {d.fabric.node(n).guid.value, mod, attr, p};
+}
+
+void DeviceTables::spot_check(SweepRun& run) {
+  check(run.d, [&run](NodeIndex, PortNum, bool differs) {
+    ++run.rep.table_blocks_checked;
+    run.rep.table_blocks_changed += differs;
+  });
+}
+
+void DeviceTables::check(const Discovered& d,
+                         std::function<void(NodeIndex, PortNum, bool)> answered) {
+  const size_t want = opts_.drift_check_table_blocks;
+  if (want == 0 || cache_.empty()) return;
+  auto it = cursor_ ? cache_.lower_bound(*cursor_) : cache_.begin();
+  size_t sent = 0;
+  // One pass over the cache at most: blocks of ports gone or not steady are skipped
+  // (the next programming reads those again anyway).
+  for (size_t seen = 0; seen < cache_.size() && sent < want; ++seen, ++it) {
+    if (it == cache_.end()) it = cache_.begin();
+    const Key k = it->first;
+    if (k.mod == kAllInputs) continue;  // stands for the per-input entries, checked apart
+    const auto n = d.fabric.find(Guid{k.guid});
+    if (!n || k.port > d.fabric.node(*n).num_ports || !steady(d, *n, k.port)) continue;
+    const NodeIndex node = *n;
+    const PortNum p = k.port;
+    // The bytes that carry the table: an SL2VL table is 8 of its 64.
+    const size_t bytes = k.attr == mad::kAttrSl2Vl ? 8 : it->second.size();
+    const std::string where = fabric::port_ref(d.fabric, node, p);
+    ++sent;
+    eng_.submit(
+        mad::SmpRequest::get(k.attr, k.mod, dr_path_to(d, node, p)),
+        [this, k, node, p, bytes, where, held = it->second, answered](Result<mad::Smp> r) {
+          if (!r) return;
+          const bool differs = !std::equal(held.begin(), held.begin() + bytes, r->data.begin());
+          if (differs) {
+            WEFT_LOG(Warn, "SM-0059")
+                << where << ": " << mad::attr_name(k.attr) << " block (modifier 0x" << hex(k.mod)
+                << ") is not what weft wrote or read (another writer, no other sign): "
+                   "reading it again and rewriting it";
+            // Believed no more; an SL2VL table also no longer stands for all inputs.
+            cache_.erase(k);
+            if (k.attr == mad::kAttrSl2Vl) cache_.erase(Key{k.guid, kAllInputs, k.attr, k.port});
+            if (on_drift_) on_drift_(table_name(k.attr), where, k.mod);
+          }
+          answered(node, p, differs);
+        });
+  }
+  cursor_ = it == cache_.end() ? std::nullopt : std::optional<Key>(it->first);
 }
 
 const mad::SmpData* DeviceTables::held(const Discovered& d, NodeIndex n, PortNum p, uint16_t attr,

@@ -2,7 +2,11 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -31,7 +35,27 @@ class DeviceTables final : public Programmer {
   void write(SweepRun& run);
   void settle(SweepRun& run);
   // A new master term: believe nothing any port was seen to hold.
-  void forget_all() override { cache_.clear(); }
+  void forget_all() override {
+    cache_.clear();
+    cursor_.reset();
+  }
+  // Before programming (kCheck), and in a light sweep: drift_check_table_blocks of the
+  // table blocks weft believes ports hold (of ports still steady), read back by directed
+  // route and compared. The blocks rotate: each check goes on after the last block the
+  // previous one read, so every block held is read within ceil(held / N) checks. A block
+  // that is not what weft wrote or read (another writer; a port that lost it with no
+  // other sign) is logged (SM-0059), told to on_drift(), and believed no more: the next
+  // programming reads it again and rewrites it. `answered(n, p, differs)` for each block
+  // that answered.
+  void check(const Discovered& d,
+             std::function<void(fabric::NodeIndex, PortNum, bool differs)> answered);
+  void spot_check(SweepRun& run);
+  // Told of each block found changed: (table: "pkey", "sl2vl" or "vlarb", the port, the
+  // attribute modifier).
+  void on_drift(
+      std::function<void(std::string_view table, const std::string& where, uint32_t mod)> f) {
+    on_drift_ = std::move(f);
+  }
   // [node][port]: the P_Key table each port holds as weft laid it out, for the snapshot.
   std::vector<std::vector<std::vector<uint16_t>>> take_pkey_tables() {
     return std::exchange(pkey_tables_, {});
@@ -39,11 +63,11 @@ class DeviceTables final : public Programmer {
 
  private:
   struct Key {
-    uint64_t guid;  // the switch's node GUID, or the CA port's GUID
+    uint64_t guid;  // the node GUID (a switch's, a CA's or a router's)
     uint32_t mod;
     uint16_t attr;
     uint8_t port;
-    bool operator==(const Key&) const = default;
+    auto operator<=>(const Key&) const = default;
   };
   struct KeyHash {
     size_t operator()(const Key& k) const {
@@ -80,7 +104,10 @@ class DeviceTables final : public Programmer {
   const SmOptions& opts_;
   const PortProgrammer& ports_;
   const LftProgrammer& lfts_;
-  std::unordered_map<Key, mad::SmpData, KeyHash> cache_;
+  // Ordered, so that the drift checks rotate through it from where the last one ended.
+  std::map<Key, mad::SmpData> cache_;
+  std::optional<Key> cursor_;  // the first block the next check reads
+  std::function<void(std::string_view, const std::string&, uint32_t)> on_drift_;
   std::unordered_map<Key, std::string, KeyHash> read_errors_;  // this sweep's failed reads
   std::vector<PkeyJob> pkey_jobs_;                             // this sweep's
   std::vector<Want> wants_;  // this sweep's SL2VL and VLArb tables

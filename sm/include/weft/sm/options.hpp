@@ -65,6 +65,10 @@ struct SmOptions {
   // drift_check_blocks (weft's own): LFT blocks per switch read back every sweep,
   // rotating, so that a change nobody announced is found within ceil(blocks / N) sweeps.
   uint32_t drift_check_blocks = 1;
+  // drift_check_table_blocks (weft's own): P_Key, SL2VL and VLArb blocks read back every
+  // sweep across the fabric, rotating through every block weft believes a port holds,
+  // so that each is checked within ceil(blocks held / N) sweeps.
+  uint32_t drift_check_table_blocks = 256;
   int flap_threshold = 6;
   mad::Duration flap_window = std::chrono::seconds(60);
   // A switch with a flapping port gets at most one trap-driven heavy sweep per

@@ -14,6 +14,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <string_view>
 
 #include "weft/sm/snapshot.hpp"
 
@@ -28,8 +29,14 @@ class Publisher {
   void heavy(double ms);
   void heavy_untimed() { ++heavy_sweeps_; }
   void light() { ++light_sweeps_; }
-  // A switch found holding an LFT block weft did not write (drift_check_blocks).
-  void drift_found() { ++drift_lft_; }
+  // A switch found holding an LFT block weft did not write (drift_check_blocks), or a
+  // P_Key, SL2VL or VLArb block (drift_check_table_blocks): by table.
+  void drift_found(std::string_view table) {
+    ++(table == "lft"     ? drift_lft_
+       : table == "pkey"  ? drift_pkey_
+       : table == "sl2vl" ? drift_sl2vl_
+                          : drift_vlarb_);
+  }
   uint64_t heavy_sweeps() const { return heavy_sweeps_; }
   uint64_t light_sweeps() const { return light_sweeps_; }
 
@@ -50,7 +57,8 @@ class Publisher {
   std::shared_ptr<const Published> published() const { return published_.load(); }
 
  private:
-  uint64_t heavy_sweeps_ = 0, light_sweeps_ = 0, drift_lft_ = 0;
+  uint64_t heavy_sweeps_ = 0, light_sweeps_ = 0, drift_lft_ = 0, drift_pkey_ = 0, drift_sl2vl_ = 0,
+           drift_vlarb_ = 0;
   std::array<uint64_t, std::size(Published::kSweepBuckets)> sweep_le_{};
   double sweep_seconds_ = 0;
   Versions versions_;

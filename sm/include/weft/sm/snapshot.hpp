@@ -61,6 +61,9 @@ struct SweepReport {
   uint64_t sl2vl_read = 0, sl2vl_written = 0, vlarb_read = 0, vlarb_written = 0;
   uint64_t ports_enforcing = 0;  // switch ports that filter P_Keys
   uint64_t table_failures = 0;   // P_Key, SL2VL or VLArb reads and writes that failed
+  // P_Key, SL2VL and VLArb blocks weft believes ports hold, read back to check
+  // (drift_check_table_blocks), and those that differed: read again and rewritten.
+  uint64_t table_blocks_checked = 0, table_blocks_changed = 0;
   uint64_t mft_blocks_read = 0, mft_blocks_written = 0;
   size_t mcast_groups = 0;
   // MLIDs switches forward that no group holds (another SM's, or groups whose document
@@ -186,8 +189,9 @@ struct Published {
   };
   std::vector<DownPort> ports_down;
   uint64_t heavy_sweeps = 0, light_sweeps = 0;
-  // Switches found holding an LFT block weft did not write, since start.
-  uint64_t drift_lft = 0;
+  // Switches found holding an LFT block weft did not write, since start; P_Key, SL2VL
+  // and VLArb blocks found holding what weft did not write or read.
+  uint64_t drift_lft = 0, drift_pkey = 0, drift_sl2vl = 0, drift_vlarb = 0;
   bool sweeping = false;
   // Partition policy generations: the latest accepted, and the latest whose P_Key
   // tables a sweep wrote without a failure.
