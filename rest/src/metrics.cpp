@@ -146,6 +146,7 @@ std::string prometheus_text(const sm::Published& p,
   w.sample("weft_drift_found_total", double(p.drift_pkey), "table=\"pkey\"");
   w.sample("weft_drift_found_total", double(p.drift_sl2vl), "table=\"sl2vl\"");
   w.sample("weft_drift_found_total", double(p.drift_vlarb), "table=\"vlarb\"");
+  w.sample("weft_drift_found_total", double(p.drift_ar), "table=\"ar\"");
   w.family("weft_sweep_duration_seconds", "histogram", "heavy sweeps' durations");
   for (size_t i = 0; i < p.sweep_le.size(); ++i)
     w.sample("weft_sweep_duration_seconds_bucket", double(p.sweep_le[i]),

@@ -94,6 +94,8 @@ json report_json(const sm::SweepReport& r) {
             {"groups_dropped", r.ar_groups_dropped},
             {"group_blocks_written", r.ar_group_blocks_written},
             {"lft_blocks_written", r.ar_lft_blocks_written},
+            {"blocks_checked", r.ar_blocks_checked},
+            {"switches_changed", r.ar_switches_changed},
             {"failures", r.ar_failures}}},
           {"routing", {{"engine", r.routing_engine}, {"fallbacks", fb}}},
           {"problems", problems},

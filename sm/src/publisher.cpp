@@ -34,6 +34,7 @@ std::shared_ptr<const Published> Publisher::publish(std::shared_ptr<Published> p
   p->drift_pkey = drift_pkey_;
   p->drift_sl2vl = drift_sl2vl_;
   p->drift_vlarb = drift_vlarb_;
+  p->drift_ar = drift_ar_;
   p->sweep_le = sweep_le_;
   p->sweep_count = heavy_sweeps_;
   p->sweep_seconds = sweep_seconds_;

@@ -10,6 +10,7 @@
 #include <set>
 #include <sstream>
 
+#include "program/ar_programmer.hpp"
 #include "program/device_tables.hpp"
 #include "program/lft_programmer.hpp"
 #include "program/multicast_programmer.hpp"
@@ -73,6 +74,10 @@ SubnetManager::SubnetManager(mad::Transport& t, SmOptions o, SubnAdm* sa,
     pub_.drift_found("lft");
     emit("drift",
          {{"table", "lft"}, {"switch", hex_guid(sw.value)}, {"block", block}, {"where", where}});
+  });
+  prog_->ar().on_drift([this](Guid sw, const std::string& where) {
+    pub_.drift_found("ar");
+    emit("drift", {{"table", "ar"}, {"switch", hex_guid(sw.value)}, {"where", where}});
   });
   prog_->tables().on_drift([this](std::string_view table, const std::string& where, uint32_t mod) {
     pub_.drift_found(table);
@@ -212,6 +217,18 @@ void SubnetManager::phase_light_check() {
                                 psc->push_back(n);
                               });
   }
+  // The same of the AR state weft believes switches hold.
+  const uint64_t ar_round = prog_->ar().next_round();
+  for (NodeIndex n = 0; n < model_->fabric.size(); ++n) {
+    if (!model_->fabric.node(n).is_switch()) continue;
+    prog_->ar().check_blocks(model_->fabric, n, model_->paths[n], ar_round,
+                             [this, psc, n](size_t answered, bool differs) {
+                               run_->rep.ar_blocks_checked += answered;
+                               if (!differs) return;
+                               ++run_->rep.ar_switches_changed;
+                               psc->push_back(n);
+                             });
+  }
   // The same of the P_Key, SL2VL and VLArb blocks weft believes ports hold: a changed
   // one is read again by an update at the switch (the port's own, or a CA's neighbour;
   // a full sweep where there is none).
@@ -261,6 +278,8 @@ void SubnetManager::phase_light_check() {
         rep.lft_switches_changed = 0;
         rep.table_blocks_checked = run_->rep.table_blocks_checked;
         rep.table_blocks_changed = 0;
+        rep.ar_blocks_checked = run_->rep.ar_blocks_checked;
+        rep.ar_switches_changed = 0;
         rep.mcast_foreign = prog_->multicast().foreign_mlids();  // settle() may have cleared
         rep.sms = peers_.sms();
         finish_run(rep);

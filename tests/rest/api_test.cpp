@@ -879,7 +879,7 @@ TEST(Metrics, PrometheusText) {
   EXPECT_NE(m.body.find("weft_ports{state=\"Down\"} 0"), std::string::npos) << m.body;
   EXPECT_EQ(m.body.find("weft_ports{state=\"ACTIVE\"}"), std::string::npos) << "one spelling";
   EXPECT_NE(m.body.find("weft_drift_found_total{table=\"lft\"} 0"), std::string::npos) << m.body;
-  for (const char* table : {"pkey", "sl2vl", "vlarb"})
+  for (const char* table : {"pkey", "sl2vl", "vlarb", "ar"})
     EXPECT_NE(m.body.find(std::string("weft_drift_found_total{table=\"") + table + "\"} 0"),
               std::string::npos)
         << table;

@@ -433,3 +433,97 @@ TEST(ArSweep, TrafficGoesByWhatTheSwitchesHold) {
       routing::run_traffic(sim.model(), held, routing::Pattern::kPermutation, true).max_link_flows,
       st.max_link_flows);
 }
+
+// Issue 33, item 2, for adaptive routing: every sweep reads back drift_check_blocks of
+// the AR state weft believes each switch holds (AdaptiveRoutingInfo, group blocks, AR
+// LFT blocks, rotating), so AR turned off or an AR LFT block rewritten by another writer
+// with no other sign is found, written back, told as a "drift" event and counted.
+TEST(ArSweep, ArStateChangedWithNoOtherSignIsFoundAndWrittenBack) {
+  ScratchDir dir("weft-ar-drift");
+  SimFabric sim = sim_with({.ar_group_cap = 64});
+  SimTransport t(sim, {});
+  SmOptions o = ar_opts(dir);
+  o.drift_check_blocks = 1024;  // every block each sweep: how many weft holds
+  SubnetManager sm(t, o);
+  std::vector<nlohmann::json> drift;
+  sm.on_event([&](const SmEvent& e) {
+    if (e.type == "drift") drift.push_back(e.data);
+  });
+  auto up = sm.sweep();
+  ASSERT_TRUE(up && up->subnet_up) << (up ? up->reason : up.error().message);
+  const size_t sw = switches(sim);
+  ASSERT_EQ(check_held(sim), sw);
+  auto all = sm.light_sweep();
+  ASSERT_TRUE(all && all->subnet_up);
+  EXPECT_EQ(all->ar_switches_changed, 0u);
+  const size_t held = all->ar_blocks_checked;  // every switch's info, groups and AR LFT
+  ASSERT_GT(held, 3 * sw);
+
+  const auto& snap = *sm.snapshot();
+  std::vector<NodeIndex> sws;  // snapshot indexes
+  for (NodeIndex s = 0; s < snap.fabric.size(); ++s)
+    if (snap.fabric.node(s).is_switch()) sws.push_back(s);
+  auto sim_index = [&](NodeIndex s) { return *sim.model().find(snap.fabric.node(s).guid); };
+  auto set = [&](NodeIndex s, uint16_t attr, uint32_t mod, const SmpData& data) {
+    auto out =
+        sim.process(encode_smp(SmpRequest::set(attr, mod, snap.node_paths[s], data), 9), 0, 1);
+    ASSERT_TRUE(out.reply);
+  };
+  // Another writer turns AR off on one switch and makes AR LFT block 0 all static on
+  // another.
+  const NodeIndex off = sws[0], rewritten = sws[1];
+  ArInfo ai = sim.ar(sim_index(off)).info;
+  ai.enabled = false;
+  set(off, kAttrArInfo, 0, encode_ar_info(ai));
+  ASSERT_FALSE(sim.ar(sim_index(off)).info.enabled);
+  ArLftBlock blk{};
+  for (size_t i = 0; i < kArLftLids; ++i) blk[i].default_port = sim.lft(sim_index(rewritten)).at(i);
+  set(rewritten, kAttrArLft, ar_lft_modifier(0), encode_ar_lft_block(blk));
+  const size_t entries = adaptive_entries(sim);
+
+  auto found = sm.light_sweep();
+  ASSERT_TRUE(found && found->subnet_up) << (found ? found->reason : found.error().message);
+  EXPECT_EQ(found->ar_switches_changed, 2u);
+  EXPECT_EQ(check_held(sim), sw);
+  EXPECT_GT(adaptive_entries(sim), entries);
+  EXPECT_EQ(found->ar_info_sets, 3u) << "on again where it went off; off and on where rewritten";
+  EXPECT_EQ(found->ar_lft_blocks_written, 1u);
+  EXPECT_EQ(found->ar_group_blocks_written, 0u);
+  ASSERT_EQ(drift.size(), 2u);
+  for (const auto& d : drift) EXPECT_EQ(d.at("table"), "ar");
+  EXPECT_EQ(sm.published()->drift_ar, 2u);
+  auto quiet = sm.light_sweep();
+  ASSERT_TRUE(quiet && quiet->subnet_up);
+  EXPECT_EQ(quiet->ar_switches_changed, 0u);
+  EXPECT_EQ(quiet->ar_blocks_checked, held);
+
+  // One block a sweep: AR turned off is found within the switch's held blocks in sweeps.
+  o.drift_check_blocks = 1;
+  sm.set_options(o);
+  set(off, kAttrArInfo, 0, encode_ar_info(ai));
+  size_t changed = 0, sweeps = 0;
+  while (changed == 0 && sweeps < held) {
+    auto r = sm.light_sweep();
+    ASSERT_TRUE(r && r->subnet_up);
+    changed += r->ar_switches_changed;
+    ++sweeps;
+  }
+  EXPECT_EQ(changed, 1u);
+  // Its AdaptiveRoutingInfo, group blocks and AR LFT blocks, one a sweep.
+  const size_t its = 1 + (size_t(ai.group_top) + kArGroupsPerBlock) / kArGroupsPerBlock +
+                     size_t(up->top_lid) / kArLftLids + 1;
+  EXPECT_LE(sweeps, its);
+  EXPECT_EQ(check_held(sim), sw);
+
+  // Off: nothing is read back, and AR stays off there.
+  o.drift_check_blocks = 0;
+  sm.set_options(o);
+  set(off, kAttrArInfo, 0, encode_ar_info(ai));
+  for (size_t i = 0; i < 4; ++i) {
+    auto r = sm.light_sweep();
+    ASSERT_TRUE(r && r->subnet_up);
+    EXPECT_EQ(r->ar_blocks_checked, 0u);
+  }
+  EXPECT_EQ(check_held(sim), sw - 1);
+  EXPECT_EQ(drift.size(), 3u);
+}

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <map>
+#include <memory>
 #include <numeric>
 #include <utility>
 
@@ -130,7 +131,10 @@ std::map<uint64_t, ArView> ArProgrammer::view(const fabric::Fabric& f) const {
 }
 
 void ArProgrammer::step(Step s, SweepRun& run) {
-  if (s == Step::kCheck) check(run);
+  if (s == Step::kCheck) {
+    spot_check(run);  // its answers come in before kConfigure: check() plans on them
+    check(run);
+  }
   if (s == Step::kConfigure) turn_off(run);
   if (s == Step::kCommit) write_groups(run);
   if (s == Step::kTables) write_lft(run);
@@ -240,6 +244,84 @@ void ArProgrammer::check(SweepRun& run) {
     const NodeIndex first = nodes.front();
     nodes.erase(nodes.begin());
     ask_info(run, first, true, std::move(nodes));
+  }
+}
+
+void ArProgrammer::spot_check(SweepRun& run) {
+  const uint64_t round = next_round();
+  for (NodeIndex n = 0; n < run.target.size(); ++n) {
+    if (!run.target.node(n).is_switch() || !lfts_.trusted(run, n)) continue;
+    check_blocks(run.target, n, run.d.paths[n], round, [&run](size_t answered, bool differs) {
+      run.rep.ar_blocks_checked += answered;
+      run.rep.ar_switches_changed += differs;
+    });
+  }
+}
+
+void ArProgrammer::check_blocks(const fabric::Fabric& f, NodeIndex n, const mad::DrPath& path,
+                                uint64_t round,
+                                std::function<void(size_t answered, bool differs)> done) {
+  const Guid g = f.node(n).guid;
+  auto hit = held_.find(g);
+  if (hit == held_.end() || !hit->second.info) return;
+  const Held& h = hit->second;
+  // What weft believes the switch holds, in one order: AdaptiveRoutingInfo, the group
+  // blocks, the AR LFT blocks.
+  struct Item {
+    uint16_t attr;
+    uint32_t block;
+  };
+  std::vector<Item> items{{mad::kAttrArInfo, 0}};
+  for (const auto& b : h.groups) items.push_back({mad::kAttrArGroupTable, b.first});
+  for (const auto& b : h.lft) items.push_back({mad::kAttrArLft, b.first});
+  const size_t count = std::min<size_t>(opts_.drift_check_blocks, items.size());
+  if (count == 0) return;
+  struct Check {
+    size_t left = 0, answered = 0;
+    bool differs = false;
+    std::function<void(size_t, bool)> done;
+  };
+  auto c = std::make_shared<Check>(Check{count, 0, false, std::move(done)});
+  const std::string where = fabric::port_ref(f, n, 0);
+  const size_t first = size_t((round * count + g.value % 997) % items.size());
+  for (size_t k = 0; k < count; ++k) {
+    const Item it = items[(first + k) % items.size()];
+    const uint32_t mod = it.attr == mad::kAttrArInfo         ? 0
+                         : it.attr == mad::kAttrArGroupTable ? mad::ar_group_modifier(it.block)
+                                                             : mad::ar_lft_modifier(it.block);
+    eng_.submit(
+        mad::SmpRequest::get(it.attr, mod, path), [this, g, it, where, c](Result<mad::Smp> r) {
+          auto held = held_.find(g);
+          if (r && held != held_.end() && held->second.info) {
+            ++c->answered;
+            Held& h = held->second;
+            bool differs = false;
+            // Taken as held: the next programming writes back just what differs.
+            if (it.attr == mad::kAttrArInfo) {
+              const mad::ArInfo now = mad::decode_ar_info(r->data);
+              differs = now.enabled != h.info->enabled || now.group_top != h.info->group_top ||
+                        now.sub_grps_active != h.info->sub_grps_active;
+              if (differs) h.info = now;
+            } else if (it.attr == mad::kAttrArGroupTable) {
+              const mad::ArGroupBlock now = mad::decode_ar_group_block(r->data);
+              differs = h.groups[it.block] != now;
+              h.groups[it.block] = now;
+            } else {
+              const mad::ArLftBlock now = mad::decode_ar_lft_block(r->data);
+              differs = h.lft[it.block] != now;
+              h.lft[it.block] = now;
+            }
+            if (differs && !c->differs) {
+              c->differs = true;
+              WEFT_LOG(Warn, "AR-0006")
+                  << "switch " << where << ": " << mad::attr_name(it.attr) << " (block " << it.block
+                  << ") is not what weft wrote or read (another writer, no other "
+                     "sign): writing back what differs";
+              if (on_drift_) on_drift_(g, where);
+            }
+          }
+          if (--c->left == 0) c->done(c->answered, c->differs);
+        });
   }
 }
 

@@ -5,9 +5,11 @@
 
 #include <compare>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
+#include <string>
 #include <vector>
 
 #include "programmer.hpp"
@@ -30,7 +32,8 @@ class LftProgrammer;
 // (no reset, no other writer seen); a new master term believes nothing.
 class ArProgrammer final : public Programmer {
  public:
-  ArProgrammer(mad::MadEngine& eng, const LftProgrammer& lfts) : eng_(eng), lfts_(lfts) {}
+  ArProgrammer(mad::MadEngine& eng, const SmOptions& o, const LftProgrammer& lfts)
+      : eng_(eng), opts_(o), lfts_(lfts) {}
   std::string_view name() const override { return "ar"; }
   // kCheck: AdaptiveRoutingInfo where unknown, and the group and AR LFT blocks to be
   // written over that weft does not know. kConfigure: AR off where it goes off, and where
@@ -59,6 +62,19 @@ class ArProgrammer final : public Programmer {
   // the switch `held` (its group table blocks, one sub-group a group) keeps its number.
   static Want want_of(const routing::Tables& t, fabric::NodeIndex n, uint16_t cap, bool on,
                       const std::map<uint32_t, mad::ArGroupBlock>& held = {});
+  // drift_check_blocks of the AR state weft believes switch n holds (its
+  // AdaptiveRoutingInfo, then its group blocks, then its AR LFT blocks: rotating with
+  // `round`, so that each is read within ceil(held / N) rounds), read back by directed
+  // route `path`. What differs (another writer; AR turned on or off, a table rewritten)
+  // is logged (AR-0006), told to on_drift(), and taken as what the switch holds, so that
+  // the next programming writes just that back. `done(answered, differs)` once every
+  // answer is in; nothing is sent, and `done` never called, for a switch whose AR weft
+  // does not know.
+  void check_blocks(const fabric::Fabric& f, fabric::NodeIndex n, const mad::DrPath& path,
+                    uint64_t round, std::function<void(size_t answered, bool differs)> done);
+  void on_drift(std::function<void(Guid, const std::string&)> f) { on_drift_ = std::move(f); }
+  // The next round of checks (one per sweep, light or heavy).
+  uint64_t next_round() { return ++round_; }
   // What the switches of `f` hold as far as weft knows (for the published snapshot).
   std::map<uint64_t, ArView> view(const fabric::Fabric& f) const;
 
@@ -81,6 +97,8 @@ class ArProgrammer final : public Programmer {
     bool failed = false;  // a write failed this sweep: AR stays off there
   };
   void check(SweepRun& run);
+  // Before check(): check_blocks() of every switch the LFT programmer trusts.
+  void spot_check(SweepRun& run);
   // Whether switch AR as held must change (a group or AR LFT block, sub-groups) for plan p.
   bool changes(const Held& h, const Plan& p) const;
   void ask_info(SweepRun& run, fabric::NodeIndex n, bool probe,
@@ -108,7 +126,10 @@ class ArProgrammer final : public Programmer {
   void write_info(SweepRun& run);
   void set_info(SweepRun& run, fabric::NodeIndex n, const mad::ArInfo& ai);
   mad::MadEngine& eng_;
+  const SmOptions& opts_;
   const LftProgrammer& lfts_;
+  uint64_t round_ = 0;  // spot_check calls
+  std::function<void(Guid, const std::string&)> on_drift_;
   std::map<Guid, Held> held_;
   std::map<Model, Verdict> models_;
   std::set<Guid> must_off_;  // AR to turn off whose Set failed: visited until seen off

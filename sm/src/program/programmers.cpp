@@ -18,7 +18,7 @@ Programmers::Programmers(mad::MadEngine& eng, const SmOptions& o)
       lfts_(std::make_unique<LftProgrammer>(eng, o)),
       tables_(std::make_unique<DeviceTables>(eng, o, *ports_, *lfts_)),
       mc_(std::make_unique<MulticastProgrammer>(eng)),
-      ar_(std::make_unique<ArProgrammer>(eng, *lfts_)),
+      ar_(std::make_unique<ArProgrammer>(eng, o, *lfts_)),
       all_{ports_.get(), lfts_.get(), tables_.get(), mc_.get(), ar_.get()} {}
 
 Programmers::~Programmers() = default;

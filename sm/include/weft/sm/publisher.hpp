@@ -35,6 +35,7 @@ class Publisher {
     ++(table == "lft"     ? drift_lft_
        : table == "pkey"  ? drift_pkey_
        : table == "sl2vl" ? drift_sl2vl_
+       : table == "ar"    ? drift_ar_
                           : drift_vlarb_);
   }
   uint64_t heavy_sweeps() const { return heavy_sweeps_; }
@@ -58,7 +59,7 @@ class Publisher {
 
  private:
   uint64_t heavy_sweeps_ = 0, light_sweeps_ = 0, drift_lft_ = 0, drift_pkey_ = 0, drift_sl2vl_ = 0,
-           drift_vlarb_ = 0;
+           drift_vlarb_ = 0, drift_ar_ = 0;
   std::array<uint64_t, std::size(Published::kSweepBuckets)> sweep_le_{};
   double sweep_seconds_ = 0;
   Versions versions_;

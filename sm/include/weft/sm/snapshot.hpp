@@ -76,6 +76,9 @@ struct SweepReport {
   size_t ar_capable = 0, ar_enabled = 0, ar_static = 0, ar_groups_dropped = 0;
   uint64_t ar_blocks_read = 0, ar_group_blocks_written = 0, ar_lft_blocks_written = 0,
            ar_info_sets = 0, ar_failures = 0;
+  // AR state weft believes switches hold, read back to check (drift_check_blocks a
+  // switch), and the switches where it differed: taken as held, and rewritten.
+  uint64_t ar_blocks_checked = 0, ar_switches_changed = 0;
   uint64_t lft_failures =
       0;                    // LFT blocks or SwitchInfo writes that failed, switches not programmed
   uint64_t lft_capped = 0;  // switches whose LinearFDBCap is below the top LID
@@ -191,7 +194,7 @@ struct Published {
   uint64_t heavy_sweeps = 0, light_sweeps = 0;
   // Switches found holding an LFT block weft did not write, since start; P_Key, SL2VL
   // and VLArb blocks found holding what weft did not write or read.
-  uint64_t drift_lft = 0, drift_pkey = 0, drift_sl2vl = 0, drift_vlarb = 0;
+  uint64_t drift_lft = 0, drift_pkey = 0, drift_sl2vl = 0, drift_vlarb = 0, drift_ar = 0;
   bool sweeping = false;
   // Partition policy generations: the latest accepted, and the latest whose P_Key
   // tables a sweep wrote without a failure.
