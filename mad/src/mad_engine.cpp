@@ -119,7 +119,7 @@ void MadEngine::send_attempt(Entry e) {
     wire = encode_smp(e.req, tid);
   } else {
     SmpRequest keyed = e.req;
-    keyed.m_key = keys_->key_for(e.req);
+    keyed.m_key = keys_->key_for(e.req, e.attempts);
     wire = encode_smp(keyed, tid);
   }
   SendAddr to = e.req.directed ? SendAddr::directed() : SendAddr::lid(e.req.dlid);
@@ -205,6 +205,7 @@ void MadEngine::no_reply(E e, std::deque<E>& pending, bool logged) {
   if constexpr (std::is_same_v<E, Entry>) {
     ++(probe ? stats_.probes_unanswered : stats_.timed_out);
     answered_.erase(target_key(e.req));  // it may be gone
+    if (keys_) keys_->unanswered(e.req);
   } else
     ++(probe ? stats_.probes_unanswered : stats_.gmps_timed_out);
   if (logged && !probe)

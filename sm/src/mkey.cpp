@@ -91,25 +91,65 @@ std::string MKeyBook::path_key(const mad::DrPath& p, uint8_t hops) {
   return std::string(reinterpret_cast<const char*>(p.ports.data()) + 1, hops);
 }
 
-uint64_t MKeyBook::key_for(const mad::SmpRequest& req) const {
-  if (!keyed()) return 0;
-  if (!o_.lookup) return o_.m_key;
+std::optional<Guid> MKeyBook::port_of(const mad::SmpRequest& req) const {
   if (!req.directed) {
     auto it = at_lid_.find(req.dlid.value);
-    return it != at_lid_.end() ? held(Guid{it->second}) : o_.m_key;
+    if (it != at_lid_.end()) return Guid{it->second};
+    return std::nullopt;
   }
   const mad::DrPath& p = req.path;
   if (auto it = at_path_.find(path_key(p, p.hops)); it != at_path_.end())
-    return held(Guid{it->second.guid});
-  if (p.hops == 0 && local_) return held(Guid{local_});
+    return Guid{it->second.guid};
+  if (p.hops == 0 && local_) return Guid{local_};
   // Not reached in this process yet: the port behind the last hop, by the links known.
   if (p.hops > 0) {
     if (auto up = at_path_.find(path_key(p, p.hops - 1)); up != at_path_.end()) {
       auto far = neighbors_.find({up->second.guid, p.ports[p.hops]});
-      if (far != neighbors_.end()) return held(Guid{far->second.first});
+      if (far != neighbors_.end()) return Guid{far->second.first};
     }
   }
-  return o_.m_key;
+  return std::nullopt;
+}
+
+std::optional<uint64_t> MKeyBook::key_change(const mad::SmpRequest& req, Guid port) const {
+  if (req.attr_id != mad::kAttrPortInfo || req.method != mad::kMethodSet) return std::nullopt;
+  // A switch's key is port 0's: a Set of another of its ports carries no key of its own.
+  if (req.directed) {
+    auto it = at_path_.find(path_key(req.path, req.path.hops));
+    if (it != at_path_.end() && it->second.is_switch && req.attr_mod != 0) return std::nullopt;
+  }
+  const uint64_t next = mad::decode_port_info(req.data).m_key;
+  if (next == held(port)) return std::nullopt;
+  return next;
+}
+
+uint64_t MKeyBook::key_for(const mad::SmpRequest& req, int attempt) const {
+  if (!keyed()) return 0;
+  if (!o_.lookup) return o_.m_key;
+  const auto port = port_of(req);
+  if (!port) return o_.m_key;
+  const uint64_t now = held(*port);
+  // The old key or the new one: a port that took a key change whose reply was lost
+  // refuses the old key, one that never saw it the new key (weft's choice: alternate,
+  // the held key first, rather than be locked out until the lease runs out, which
+  // with m_key_lease_period 0 it never does).
+  std::optional<uint64_t> other = pending(*port);
+  if (!other) other = key_change(req, *port);
+  if (other && *other != now && attempt % 2 == 0) return *other;
+  return now;
+}
+
+std::optional<uint64_t> MKeyBook::pending(Guid port) const {
+  auto it = pending_.find(port.value);
+  if (it == pending_.end()) return std::nullopt;
+  return it->second;
+}
+
+void MKeyBook::unanswered(const mad::SmpRequest& req) {
+  if (!keyed() || !o_.lookup) return;
+  const auto port = port_of(req);
+  if (!port) return;
+  if (auto next = key_change(req, *port)) pending_[port->value] = *next;
 }
 
 void MKeyBook::observe(const mad::SmpRequest& req, const mad::Smp& reply) {
@@ -134,6 +174,7 @@ void MKeyBook::observe(const mad::SmpRequest& req, const mad::Smp& reply) {
 }
 
 void MKeyBook::note_held(Guid port, uint64_t key) {
+  pending_.erase(port.value);  // known now
   auto [it, fresh] = g2m_.try_emplace(port.value, key);
   if (!fresh && it->second == key) return;
   if (!fresh && it->second != 0) --nonzero_held_;

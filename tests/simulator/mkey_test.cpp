@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <filesystem>
 #include <fstream>
+#include <set>
 
 #include "sim_sm.hpp"
 #include "weft/simulator/sim_transport.hpp"
@@ -267,4 +268,51 @@ TEST(MKey, ALeaseIsStoppedByWeftAfterTrap256AndAPortWhoseLeaseRanOutIsKeyedAgain
   EXPECT_EQ(sim.mkey(leaf, 0).protect, 2);
   EXPECT_EQ(sim.mkey(leaf, 0).key, key);
   EXPECT_FALSE(other.send(SmpRequest::get(kAttrPortInfo, 0, other.to_leaf()), 0));
+}
+
+// A key change whose reply is lost (issue 33): the port took the new key and refuses
+// the old one. The attempts alternate the old key and the new, so the Set's own retry
+// is taken and weft learns the key the port holds in the same sweep; before, every
+// retry carried the old key and the port was lost to weft until its lease ran out,
+// which with m_key_lease_period 0 it never does.
+TEST(MKey, AKeyChangeWhoseReplyIsLostLocksNoPortOut) {
+  for (uint8_t level : {1, 3}) {
+    SCOPED_TRACE("protection level " + std::to_string(level));
+    ScratchDir dir("weft-mkey");
+    SimFabric sim = sim_of(kFabric);
+    SimTransport t(sim, {.attach = 0});
+    SmOptions o = keyed_opts(dir, level, /*per_port=*/false);
+    SubnetManager sm(t, o);
+    ASSERT_TRUE(sm.sweep()->subnet_up);
+    o.mkey.per_port = true;
+    o.mkey.m_key = 0x0123456789abcdefull;
+    std::set<uint64_t> fresh, lost;
+    for (auto [n, p] : key_ports(sim))
+      fresh.insert(derive_m_key(o.mkey.m_key, sim.model().node(n).ports[p].guid));
+    // The first reply that shows each port's new key (the Set's) is lost on its way.
+    t.mangle_replies([&](MadBuf& m) {
+      auto s = decode_smp(m.data(), kMadSize);
+      if (!s || s->attr_id != kAttrPortInfo) return;
+      const uint64_t k = decode_port_info(s->data).m_key;
+      if (fresh.count(k) && lost.insert(k).second) m[12] ^= 0x80;  // another TID: unmatched
+    });
+    sm.set_options(o);
+    auto rep = sm.sweep();
+    ASSERT_TRUE(rep && rep->subnet_up) << (rep ? rep->reason : rep.error().message);
+    EXPECT_EQ(lost, fresh) << "every port's Set reply was lost";
+    for (auto [n, p] : key_ports(sim))
+      EXPECT_EQ(sim.mkey(n, p).key, derive_m_key(o.mkey.m_key, sim.model().node(n).ports[p].guid));
+    MKeyBook book;
+    ASSERT_TRUE(book.load(dir.path()));
+    for (auto [n, p] : key_ports(sim)) {
+      const Guid g = sim.model().node(n).ports[p].guid;
+      ASSERT_TRUE(book.guid2mkey().count(g.value));
+      EXPECT_EQ(book.guid2mkey().at(g.value), sim.mkey(n, p).key)
+          << fabric::port_ref(sim.model(), n, p);
+    }
+    auto again = sm.sweep();
+    ASSERT_TRUE(again && again->subnet_up) << (again ? again->reason : again.error().message);
+    EXPECT_EQ(again->portinfo_sets, 0u);
+    EXPECT_TRUE(readback(sim).ok());
+  }
 }

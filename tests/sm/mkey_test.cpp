@@ -147,6 +147,47 @@ TEST(MKeyBook, AnSmpCarriesTheKeyOfThePortItsRouteLeadsTo) {
   EXPECT_EQ(none.key_for(SmpRequest::get(kAttrNodeInfo, 0, p2)), 0u);
 }
 
+// A PortInfo Set that changes a port's key: its attempts alternate the held key and the
+// new one; once it went unanswered, so do those of every SMP to that port, until a reply
+// shows the key the port holds (issue 33: a lost reply must not lock weft out).
+TEST(MKeyBook, AKeyChangeWithAnUnknownOutcomeAlternatesTheOldKeyAndTheNew) {
+  const Guid leaf{0x0002c90300001000};
+  MKeyBook book({.m_key = 0x1000});
+  const DrPath p1 = DrPath{}.extended(1);
+  book.observe(SmpRequest::get(kAttrNodeInfo, 0, p1),
+               reply(node_info(leaf, fabric::NodeType::kSwitch)));
+  book.note_held(leaf, 0x1000);
+  PortInfo pi;
+  pi.m_key = 0x2000;
+  const auto set = SmpRequest::set(kAttrPortInfo, 0, p1, encode_port_info(pi));
+  const auto get = SmpRequest::get(kAttrPortInfo, 0, p1);
+  EXPECT_EQ(book.key_for(set, 1), 0x1000u);
+  EXPECT_EQ(book.key_for(set, 2), 0x2000u);
+  EXPECT_EQ(book.key_for(set, 3), 0x1000u);
+  EXPECT_EQ(book.key_for(get, 2), 0x1000u) << "nothing unknown yet";
+  // A Set of another switch port carries no key of its own.
+  const auto other = SmpRequest::set(kAttrPortInfo, 3, p1, encode_port_info(pi));
+  EXPECT_EQ(book.key_for(other, 2), 0x1000u);
+  book.unanswered(other);
+  EXPECT_FALSE(book.pending(leaf));
+  // Unanswered: either key, for every SMP to the port.
+  book.unanswered(set);
+  EXPECT_EQ(book.pending(leaf), 0x2000u);
+  EXPECT_EQ(book.key_for(get, 1), 0x1000u);
+  EXPECT_EQ(book.key_for(get, 2), 0x2000u);
+  EXPECT_EQ(book.key_for(SmpRequest::get(kAttrNodeInfo, 0, p1), 4), 0x2000u);
+  // A key hidden under protection settles nothing; one shown does.
+  PortInfo hidden;
+  hidden.m_key_protect = 1;
+  book.observe(get, reply(encode_port_info(hidden)));
+  EXPECT_EQ(book.pending(leaf), 0x2000u);
+  book.observe(get, reply(encode_port_info(pi)));
+  EXPECT_FALSE(book.pending(leaf));
+  EXPECT_EQ(book.held(leaf), 0x2000u);
+  EXPECT_EQ(book.key_for(get, 2), 0x2000u);
+  EXPECT_EQ(book.key_for(set, 2), 0x2000u) << "no change any more";
+}
+
 TEST(MKeyBook, FuzzedStateFilesLoadOrWarnNeverCrash) {
   Dir dir;
   std::mt19937_64 rng(11);

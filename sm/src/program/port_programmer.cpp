@@ -149,11 +149,11 @@ void PortProgrammer::configure(SweepRun& run) {
       want.attrs.phys_state = 0;     // no change
       want.attrs.width_enabled = 0;  // no change
       want.attrs.speed_enabled = 0;  // no change
+      // A Set that changes the port's M_Key: its attempts, and those of any SMP to the
+      // port after it went unanswered, alternate the old key and the new (MKeyBook), so
+      // that a port that took it with its reply lost is not lost to weft.
       auto set = mad::SmpRequest::set(mad::kAttrPortInfo, p, dr_path_to(d, n, p),
                                       mad::encode_port_info(want));
-      // A Set that changes the port's M_Key gets one round: its retries carry the old
-      // key, which a port that took the Set (its reply lost) refuses.
-      if (want.m_key != cur.m_key) set.retries = eng_.options().retries;
       eng_.submit(set, [this, &run, n, p, want, pkey](Result<mad::Smp> r) {
         auto ok = [this, &run, n, p, want, pkey](const mad::PortInfo& got) {
           ++run.rep.portinfo_sets;
@@ -263,8 +263,11 @@ void PortProgrammer::note_ignored(const fabric::Fabric& f, NodeIndex n, PortNum 
   if (want.hoq_life != got.hoq_life) bits |= kIgnoresHoqLife;
   if (want.vl_stall_count != got.vl_stall_count) bits |= kIgnoresStallCount;
   const bool mkey_port = !f.node(n).is_switch() || p == 0;
-  if (mkey_port && (want.m_key != got.m_key || want.m_key_protect != got.m_key_protect ||
-                    want.m_key_lease != got.m_key_lease))
+  // A key of 0 under protection is hidden (a Get with another key), not dropped.
+  const bool hidden = got.m_key == 0 && got.m_key_protect != 0;
+  if (mkey_port && !hidden &&
+      (want.m_key != got.m_key || want.m_key_protect != got.m_key_protect ||
+       want.m_key_lease != got.m_key_lease))
     bits |= kIgnoresMKey;
   uint8_t& known = ignores_[key];
   const uint8_t fresh = bits & ~known;

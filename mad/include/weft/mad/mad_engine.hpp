@@ -86,8 +86,11 @@ using GmpCompletion = std::function<void(Result<Gmp>)>;
 class KeySource {
  public:
   virtual ~KeySource() = default;
-  virtual uint64_t key_for(const SmpRequest& req) const = 0;
+  // The key attempt `attempt` (1, 2, ...) of `req` carries.
+  virtual uint64_t key_for(const SmpRequest& req, int attempt) const = 0;
+  // A reply to `req`; and `req` unanswered after its every attempt.
   virtual void observe(const SmpRequest& req, const Smp& reply) = 0;
+  virtual void unanswered(const SmpRequest&) {}
 };
 using UnsolicitedHandler = std::function<void(const Smp&, const InMad&)>;
 

@@ -22,6 +22,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -60,8 +61,14 @@ class MKeyBook final : public mad::KeySource {
   // The key it holds as far as weft knows (guid2mkey), else the one it should hold.
   uint64_t held(Guid port) const;
   // KeySource: the key an SMP to the request's target carries; what a reply shows.
-  uint64_t key_for(const mad::SmpRequest& req) const override;
+  // A port whose key change has an unknown outcome (a PortInfo Set that changes it,
+  // while unanswered, and after it went unanswered until a reply shows the key) holds
+  // the old key or the new one: the attempts alternate them, the held one first.
+  uint64_t key_for(const mad::SmpRequest& req, int attempt = 1) const override;
   void observe(const mad::SmpRequest& req, const mad::Smp& reply) override;
+  void unanswered(const mad::SmpRequest& req) override;
+  // The key a port may hold instead of held() (a key change whose outcome is unknown).
+  std::optional<uint64_t> pending(Guid port) const;
   // A Set with the right key was taken: `port` now holds `key`.
   void note_held(Guid port, uint64_t key);
   // A sweep's model: every link (both directions) and every LID.
@@ -82,11 +89,17 @@ class MKeyBook final : public mad::KeySource {
  private:
   using End = std::pair<uint64_t, uint8_t>;  // port GUID, port number
   static std::string path_key(const mad::DrPath& p, uint8_t hops);
+  // The port whose key guards `req`'s target (by the directed routes NodeInfo answered
+  // on, the links known, or the LIDs); none where unknown.
+  std::optional<Guid> port_of(const mad::SmpRequest& req) const;
+  // The key a PortInfo Set gives the key-holding port it reaches, if it changes it.
+  std::optional<uint64_t> key_change(const mad::SmpRequest& req, Guid port) const;
   bool keyed() const { return o_.enabled() || nonzero_held_ > 0; }
 
   MKeyOptions o_;
   uint64_t local_ = 0;
-  std::map<uint64_t, uint64_t> g2m_;  // port GUID -> the key it holds
+  std::map<uint64_t, uint64_t> g2m_;      // port GUID -> the key it holds
+  std::map<uint64_t, uint64_t> pending_;  // port GUID -> a key it may hold instead
   size_t nonzero_held_ = 0;
   std::map<End, End> neighbors_;
   struct Reached {
