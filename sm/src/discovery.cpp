@@ -1,5 +1,6 @@
 #include "weft/sm/discovery.hpp"
 
+#include <algorithm>
 #include <deque>
 
 #include "weft/log.hpp"
@@ -21,6 +22,7 @@ struct Raw {
   std::vector<mad::SwitchInfo> si;
   std::vector<std::string> problems;
   size_t unexplored = 0;
+  std::vector<NodeIndex> unexplored_at;  // the nodes those links leave from
   // Ports whose PortInfo read failed where what lies beyond would have been explored.
   std::vector<std::pair<NodeIndex, PortNum>> unread;
   NodeIndex local = fabric::kNoNode;
@@ -244,6 +246,7 @@ class Walker {
                                                                     path](Result<mad::Smp> r) {
       if (!r) {
         ++raw_.unexplored;
+        raw_.unexplored_at.push_back(from);
         problem("NodeInfo beyond " + fabric::port_ref(raw_.f, from, from_port) + ": " +
                 r.error().message);
         return;
@@ -251,6 +254,7 @@ class Walker {
       auto ni = mad::decode_node_info(r->data);
       if (!ni) {
         ++raw_.unexplored;
+        raw_.unexplored_at.push_back(from);
         problem("NodeInfo beyond " + fabric::port_ref(raw_.f, from, from_port) + ": " +
                 ni.error().message);
         return;
@@ -358,7 +362,14 @@ Discovered canonicalise(Raw&& raw) {
   d.unexplored = raw.unexplored;
   // An unread port whose link was found from its other end hid nothing.
   for (auto [n, p] : raw.unread)
-    if (!f.node(n).ports[p].linked()) ++d.failed_reads;
+    if (!f.node(n).ports[p].linked()) {
+      ++d.failed_reads;
+      if (new_index[n] != fabric::kNoNode) d.incomplete.push_back(new_index[n]);
+    }
+  for (NodeIndex n : raw.unexplored_at)
+    if (new_index[n] != fabric::kNoNode) d.incomplete.push_back(new_index[n]);
+  std::sort(d.incomplete.begin(), d.incomplete.end());
+  d.incomplete.erase(std::unique(d.incomplete.begin(), d.incomplete.end()), d.incomplete.end());
   for (NodeIndex old : order) {
     fabric::Node copy = f.node(old);
     for (auto& p : copy.ports) p.peer = fabric::kNoNode, p.peer_port = 0;

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <set>
 #include <sstream>
+#include <utility>
 
 #include "program/ar_programmer.hpp"
 #include "program/device_tables.hpp"
@@ -145,6 +146,20 @@ void SubnetManager::start_sweep(bool heavy, SweepDone done) {
   }
   if (dirty.size() == asks_.dirty_lids.size() && !dirty.empty())
     return phase_update(std::move(dirty), "trap 128");
+  // The last sweep as master could not read some ports or links (MADs lost): it keeps
+  // what it learned, and this one reads again only the switches that hold them (and
+  // any a trap 128 named), discovering in full if that fails too.
+  if (model_ && !retry_.empty() && !asks_.full() && last_report_ && !last_report_->subnet_up &&
+      peers_.role().state() == mad::SmState::kMaster && same_term) {
+    std::vector<NodeIndex> again = std::exchange(retry_, {});
+    const auto& f = model_->fabric;
+    for (NodeIndex n = 0; n < f.size(); ++n)
+      if (f.node(n).is_switch() && asks_.dirty_lids.count(f.node(n).ports[0].attrs.lid.value))
+        again.push_back(n);
+    std::sort(again.begin(), again.end());
+    again.erase(std::unique(again.begin(), again.end()), again.end());
+    return phase_update(std::move(again), "ports or links the last sweep could not read");
+  }
   phase_discover();
 }
 
@@ -259,7 +274,11 @@ void SubnetManager::phase_light_check() {
           psc->insert(psc->end(), silent->begin(), silent->end());
           std::sort(psc->begin(), psc->end());
           psc->erase(std::unique(psc->begin(), psc->end()), psc->end());
-          return phase_update(std::move(*psc), "PortStateChange, LinearFDBTop or a table changed");
+          const bool tables =
+              run_->rep.table_blocks_changed > 0 || run_->rep.ar_switches_changed > 0;
+          return phase_update(std::move(*psc), tables ? "a P_Key, SL2VL, VLArb or AR block "
+                                                        "changed, PortStateChange or LinearFDBTop"
+                                                      : "PortStateChange or LinearFDBTop");
         }
         if (*changed || seen->changed) {
           WEFT_LOG(Info, "SM-0030")
@@ -753,7 +772,16 @@ void SubnetManager::phase_finish(Result<void> pumped) {
   const bool was_up = last_report_ && last_report_->subnet_up;
   pub_.heavy(rep.ms_total);
   last_report_ = std::make_shared<const SweepReport>(rep);
-  if (rep.subnet_up && rep.sm_state == mad::SmState::kMaster)
+  // Not up with ports or links it could not read, each on a switch of the model: the
+  // next sweep reads those switches again on this model (and programs the whole of
+  // it again, where anything else failed too).
+  retry_.clear();
+  bool retry = !rep.subnet_up && rep.sm_state == mad::SmState::kMaster && run.model &&
+               !run.d.incomplete.empty();
+  for (NodeIndex n : run.d.incomplete)
+    retry = retry && n < run.model->fabric.size() && run.model->fabric.node(n).is_switch();
+  if (retry) retry_ = run.d.incomplete;
+  if ((rep.subnet_up || retry) && rep.sm_state == mad::SmState::kMaster)
     model_ = std::move(run.model);
   else
     model_.reset();

@@ -34,6 +34,9 @@ struct Discovered {
   // Ports whose PortInfo read failed (after every attempt the engine gives) and whose
   // link was not found from the other end either: what lies beyond them is not known.
   size_t failed_reads = 0;
+  // The nodes that hold those ports, and the ports whose far end did not answer: what
+  // an update reads again to learn what this discovery could not (sorted, unique).
+  std::vector<fabric::NodeIndex> incomplete;
   uint64_t smps = 0;  // SMPs put on the wire for this discovery
   // An update (Discovery::start_update) rather than a full walk: the switches read
   // again, and the links it found gone and new.

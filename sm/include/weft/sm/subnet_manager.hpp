@@ -227,8 +227,11 @@ class SubnetManager {
   SweepAsks asks_;
   // The devices as the last sweep that brought the subnet up as master left them
   // (its discovery, with the LIDs, port states and LinearFDBTop it set): what an
-  // update starts from. Empty after any other sweep.
+  // update starts from. Also kept after a sweep as master that was not up only
+  // because some ports or links could not be read (retry_: the switches that hold
+  // them, read again by the next sweep rather than everything). Empty otherwise.
   std::unique_ptr<const Discovered> model_;
+  std::vector<fabric::NodeIndex> retry_;
   TrapBook traps_;
   // The SMInfo role, this SM's port and the other SMs found: the MADs between SMs.
   SmPeers peers_;
