@@ -61,10 +61,20 @@ constexpr std::string_view kHostsFields[] = {"pkey",          "hosts_names", "me
                                              "index0",        "ip_over_ib",  "mtu_limit",
                                              "service_level", "rate_limit",  "partition_name"};
 
+// UFM takes P_Keys 0x0-0x7fff exclusive: the default partition (0x7fff, 0xffff) is
+// the SM's own, never an orchestrator's to add GUIDs to or remove them from.
+ApiResult<uint16_t> not_default(ApiResult<uint16_t> pk, int status) {
+  if (pk && *pk == 0x7fff)
+    return api_error(status, "bad_pkey",
+                     "\"pkey\": 0x7fff (0xffff) is the default partition, which the UFM API "
+                     "does not change; it takes 0x0001-0x7ffe");
+  return pk;
+}
+
 ApiResult<AddSpec> add_spec(const json& b, bool guids_required) {
   AddSpec s;
   if (!b.contains("pkey")) return api_error(422, "missing_field", "\"pkey\" is required");
-  auto pk = as_pkey(b["pkey"], "pkey");
+  auto pk = not_default(as_pkey(b["pkey"], "pkey"), 422);
   if (!pk) return std::unexpected(pk.error());
   s.pkey = *pk;
   if (b.contains("guids")) {
@@ -189,7 +199,7 @@ void remove_guids(Ctx& c, uint16_t pkey, std::vector<Guid> guids) {
 }
 
 void delete_pkey(Ctx& c) {
-  auto pk = pkey_param(c.param("pkey"));
+  auto pk = not_default(pkey_param(c.param("pkey")), 400);
   if (!pk) return c.fail(pk.error());
   commit(
       c,
@@ -237,7 +247,7 @@ void add_hosts(Ctx& c) {
 }
 
 void remove_hosts(Ctx& c) {
-  auto pk = pkey_param(c.param("pkey"));
+  auto pk = not_default(pkey_param(c.param("pkey")), 400);
   if (!pk) return c.fail(pk.error());
   auto guids = host_guids(c, c.param("hosts"));
   if (!guids) return c.fail(guids.error());
@@ -317,7 +327,7 @@ void register_ufm(std::vector<Api::Route>& r) {
                 delete_pkey);
   add_ufm_route(r, "DELETE", "resources/pkeys/{pkey}/guids/{guids}", kOp,
                 "removes GUIDs (comma-separated) from a P_Key", [](Ctx& c) {
-                  auto pk = pkey_param(c.param("pkey"));
+                  auto pk = not_default(pkey_param(c.param("pkey")), 400);
                   if (!pk) return c.fail(pk.error());
                   auto g = as_guids(json(c.param("guids")), "guids");
                   if (!g) return c.fail(g.error());

@@ -685,6 +685,19 @@ TEST(Errors, StatusesAndShape) {
            {"POST", "/ufmRest/resources/pkeys", R"({"guids": []})", 422},
            {"POST", "/ufmRest/resources/pkeys", R"({"pkey": "0x0", "guids": []})", 422},
            {"POST", "/ufmRest/resources/pkeys", R"({"pkey": "0x8000", "guids": []})", 422},
+           // UFM takes 0x0-0x7fff exclusive: the default partition is not the orchestrator's
+           // (issue 34, item 5).
+           {"POST", "/ufmRest/resources/pkeys",
+            R"({"pkey": "0x7fff", "guids": ["0002c90400000001"]})", 422},
+           {"POST", "/ufmRest/resources/pkeys",
+            R"({"pkey": "0xffff", "guids": ["0002c90400000001"]})", 422},
+           {"POST", "/ufmRest/resources/pkeys", R"({"pkey": 65535, "guids": ["0002c90400000001"]})",
+            422},
+           {"POST", "/ufmRest/resources/pkeys/hosts",
+            R"({"pkey": "0x7fff", "hosts_names": "h0-0"})", 422},
+           {"DELETE", "/ufmRest/resources/pkeys/0x7fff", "", 400},
+           {"DELETE", "/ufmRest/resources/pkeys/0xffff/guids/0002c90400000001", "", 400},
+           {"DELETE", "/ufmRest/resources/pkeys/0x7fff/hosts/h0-0", "", 400},
            {"POST", "/ufmRest/resources/pkeys", R"({"pkey": "zz", "guids": []})", 422},
            {"POST", "/ufmRest/resources/pkeys", R"({"pkey": "0x5", "guids": ["xyz"]})", 422},
            {"POST", "/ufmRest/resources/pkeys", R"({"pkey": "0x5", "guids": [5]})", 422},
@@ -707,6 +720,11 @@ TEST(Errors, StatusesAndShape) {
     auto r = rig.admin(c.method, c.target, c.body);
     EXPECT_EQ(r.status, c.status) << c.method << " " << c.target << " " << c.body << " -> "
                                   << r.body;
+    if (c.target.find("ufmRest") != std::string::npos &&
+        (c.target.find("fff") != std::string::npos || c.body.find("fff") != std::string::npos ||
+         c.body.find("65535") != std::string::npos)) {
+      EXPECT_NE(r.body.find("0x0001-0x7ffe"), std::string::npos) << "names the range: " << r.body;
+    }
     auto j = RestRig::json_of(r);
     EXPECT_TRUE(j.contains("error") && j["error"].contains("code") &&
                 j["error"]["message"].is_string() && !j["error"]["message"].empty())
