@@ -5,6 +5,9 @@
 #include <fmt/format.h>
 #include <cstring>
 
+#include "weft/mad/ar.hpp"
+#include "weft/mad/vport.hpp"
+
 namespace weft::mad {
 namespace {
 
@@ -50,6 +53,28 @@ const char* attr_name(uint16_t attr) {
       return "MulticastForwardingTable";
     case kAttrSmInfo:
       return "SMInfo";
+    case kAttrArInfo:
+      return "AdaptiveRoutingInfo";
+    case kAttrArGroupTable:
+      return "AdaptiveRoutingGroupTable";
+    case kAttrArLft:
+      return "AdaptiveRoutingLFT";
+    case kAttrGeneralInfo:
+      return "GeneralInfo";
+    case kAttrVirtualizationInfo:
+      return "VirtualizationInfo";
+    case kAttrVPortInfo:
+      return "VPortInfo";
+    case kAttrVNodeInfo:
+      return "VNodeInfo";
+    case kAttrVPortState:
+      return "VPortState";
+    case kAttrVNodeDesc:
+      return "VNodeDescription";
+    case kAttrVPortGuidInfo:
+      return "VPortGUIDInfo";
+    case kAttrVPortPkeyTable:
+      return "VPortPKeyTable";
   }
   return "attribute";
 }
