@@ -657,6 +657,16 @@ uint16_t SimFabric::handle(const Smp& s, NodeIndex n, PortNum in_port, SmpData& 
     case kAttrArGroupTable:
     case kAttrArLft:
       return ar_attr(s, n, data);
+    case kAttrGeneralInfo:
+    case kAttrVirtualizationInfo:
+    case kAttrVPortInfo:
+    case kAttrVNodeInfo:
+    case kAttrVPortState:
+    case kAttrVNodeDesc:
+    case kAttrVPortGuidInfo:
+    case kAttrVPortPkeyTable:
+      if (nd.is_switch()) return kStatusUnsupported;
+      return vports_.handle(s, n, in_port, nd.ports[in_port].attrs.lid.value, data);
     default:
       return kStatusUnsupported;
   }

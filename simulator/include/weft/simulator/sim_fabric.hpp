@@ -23,6 +23,7 @@
 #include "weft/perf/counters.hpp"
 #include "weft/routing/engine.hpp"
 #include "weft/simulator/sim_cc.hpp"
+#include "weft/simulator/sim_vports.hpp"
 
 namespace weft::simulator {
 
@@ -119,6 +120,9 @@ class SimFabric {
   // Congestion-control agents: what each holds (find(node, port), a switch's at port 0),
   // and set_cc to give one node's agents another support (none, refusing, an agent).
   SimCc& cc() { return cc_; }
+  // SR-IOV virtual ports of chosen CA ports (none by default; ibsim has none).
+  SimVPorts& vports() { return vports_; }
+  const SimVPorts& vports() const { return vports_; }
   const SimCc& cc() const { return cc_; }
   void set_cc(fabric::NodeIndex n, CcSupport s);
   void set_ar_cap(fabric::NodeIndex sw, uint16_t group_cap);
@@ -293,6 +297,7 @@ class SimFabric {
   std::vector<std::vector<std::vector<uint16_t>>> mft_;  // [switch][position][MLID - 0xC000]
   std::vector<ArState> ar_;                              // [node]; empty for CAs
   SimCc cc_;
+  SimVPorts vports_;
   uint16_t ar_attr(const mad::Smp& s, fabric::NodeIndex n, mad::SmpData& data);
   std::map<uint16_t, size_t> sets_, lid_sets_;
   std::vector<std::vector<MKeyState>> mkey_;             // [node][port]
