@@ -306,6 +306,9 @@ void MadEngine::handle(const InMad& in) {
   }
   if (s.status != 0) {
     ++stats_.error_status;
+    // An earlier attempt may have been taken with its reply lost (a Set that changed the
+    // port's M_Key, then refused as a repeat): what the port holds is not settled.
+    if (keys_) keys_->unanswered(e.req);
     WEFT_LOG(Debug, "MAD-0007") << w << ": status " << mad_status_str(s.status);
     complete(e, fail(Errc::kBadReply, w + ": status " + mad_status_str(s.status)));
     return;

@@ -207,6 +207,7 @@ void MKeyBook::learn(const fabric::Fabric& f) {
 
 Result<std::vector<std::string>> MKeyBook::load(const std::string& dir) {
   g2m_.clear();
+  pending_.clear();
   neighbors_.clear();
   nonzero_held_ = 0;
   auto keys = read_pairs(dir + "/guid2mkey", [this](const std::string& g, const std::string& k) {

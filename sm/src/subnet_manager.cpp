@@ -153,12 +153,17 @@ void SubnetManager::start_sweep(bool heavy, SweepDone done) {
       peers_.role().state() == mad::SmState::kMaster && same_term) {
     std::vector<NodeIndex> again = std::exchange(retry_, {});
     const auto& f = model_->fabric;
+    size_t named = 0;
     for (NodeIndex n = 0; n < f.size(); ++n)
-      if (f.node(n).is_switch() && asks_.dirty_lids.count(f.node(n).ports[0].attrs.lid.value))
+      if (f.node(n).is_switch() && asks_.dirty_lids.count(f.node(n).ports[0].attrs.lid.value)) {
         again.push_back(n);
+        ++named;
+      }
     std::sort(again.begin(), again.end());
     again.erase(std::unique(again.begin(), again.end()), again.end());
-    return phase_update(std::move(again), "ports or links the last sweep could not read");
+    // A trap from a LID the model does not hold: discover in full, as below.
+    if (named == asks_.dirty_lids.size())
+      return phase_update(std::move(again), "ports or links the last sweep could not read");
   }
   phase_discover();
 }
@@ -772,12 +777,13 @@ void SubnetManager::phase_finish(Result<void> pumped) {
   const bool was_up = last_report_ && last_report_->subnet_up;
   pub_.heavy(rep.ms_total);
   last_report_ = std::make_shared<const SweepReport>(rep);
-  // Not up with ports or links it could not read, each on a switch of the model: the
-  // next sweep reads those switches again on this model (and programs the whole of
-  // it again, where anything else failed too).
+  // Not up with ports or links it could not read, each on a switch of the model, and no
+  // write failed (the model holds what the writes meant to leave, LinearFDBTop
+  // included): the next sweep reads those switches again on this model.
   retry_.clear();
   bool retry = !rep.subnet_up && rep.sm_state == mad::SmState::kMaster && run.model &&
-               !run.d.incomplete.empty();
+               !run.d.incomplete.empty() && rep.lft_failures == 0 && rep.table_failures == 0 &&
+               rep.lft_capped == 0;
   for (NodeIndex n : run.d.incomplete)
     retry = retry && n < run.model->fabric.size() && run.model->fabric.node(n).is_switch();
   if (retry) retry_ = run.d.incomplete;

@@ -92,6 +92,44 @@ TEST(MadEngine, CompletesEachRequestExactlyOnce) {
   EXPECT_LE(t.max_outstanding, 4);
 }
 
+// The key source hears the attempt number of each SMP it keys, every reply, and every
+// request whose outcome no reply settles: unanswered after its every attempt, or
+// answered with an error status (a key-changing Set refused as a repeat after its first
+// attempt was taken with the reply lost). MKeyBook keys such a port both ways then.
+TEST(MadEngine, TheKeySourceHearsAttemptsRepliesAndUnsettledRequests) {
+  struct Keys final : KeySource {
+    std::vector<int> attempts;
+    int observed = 0, unsettled = 0;
+    uint64_t key_for(const SmpRequest&, int attempt) const override {
+      const_cast<Keys*>(this)->attempts.push_back(attempt);
+      return 0x42;
+    }
+    void observe(const SmpRequest&, const Smp&) override { ++observed; }
+    void unanswered(const SmpRequest&) override { ++unsettled; }
+  } keys;
+  ScriptedTransport t;
+  MadEngine eng(
+      t, {.window = 4, .timeout = std::chrono::milliseconds(100), .retries = 2, .rounds = 1});
+  eng.set_keys(&keys);
+  const auto set = SmpRequest::set(kAttrPortInfo, 0, DrPath{}.extended(1), SmpData{});
+  eng.submit(set, [](Result<Smp> r) { EXPECT_TRUE(r); });
+  ASSERT_TRUE(eng.run());
+  EXPECT_EQ(keys.observed, 1);
+  EXPECT_EQ(keys.unsettled, 0);
+  EXPECT_EQ(decode_smp(t.sent.back().data(), kMadSize)->m_key, 0x42u);
+  t.status = 0x1C;
+  eng.submit(set, [](Result<Smp> r) { EXPECT_FALSE(r); });
+  ASSERT_TRUE(eng.run());
+  EXPECT_EQ(keys.observed, 1);
+  EXPECT_EQ(keys.unsettled, 1) << "an error status settles nothing";
+  t.answer = false;
+  keys.attempts.clear();
+  eng.submit(set, [](Result<Smp> r) { EXPECT_FALSE(r); });
+  ASSERT_TRUE(eng.run());
+  EXPECT_EQ(keys.unsettled, 2);
+  EXPECT_EQ(keys.attempts, (std::vector<int>{1, 2, 3}));
+}
+
 TEST(MadEngine, TimesOutAfterRetriesOnTheInjectedClock) {
   ScriptedTransport t;
   t.answer = false;

@@ -132,7 +132,9 @@ std::map<uint64_t, ArView> ArProgrammer::view(const fabric::Fabric& f) const {
 
 void ArProgrammer::step(Step s, SweepRun& run) {
   if (s == Step::kCheck) {
-    spot_check(run);  // its answers come in before kConfigure: check() plans on them
+    // The answers come in before kConfigure: turning AR off and the writes go by them
+    // (check() plans group numbers on what was believed before).
+    spot_check(run);
     check(run);
   }
   if (s == Step::kConfigure) turn_off(run);

@@ -74,8 +74,16 @@ void DeviceTables::check(const Discovered& d,
     if (!n || k.port > d.fabric.node(*n).num_ports || !steady(d, *n, k.port)) continue;
     const NodeIndex node = *n;
     const PortNum p = k.port;
-    // The bytes that carry the table: an SL2VL table is 8 of its 64.
-    const size_t bytes = k.attr == mad::kAttrSl2Vl ? 8 : it->second.size();
+    // The bytes that carry the table: an SL2VL table is 8 of its 64, a VLArb block the
+    // entries within the port's VLArbitration capacity (as write() compares them).
+    size_t bytes = k.attr == mad::kAttrSl2Vl ? 8 : it->second.size();
+    if (k.attr == mad::kAttrVlArb) {
+      const uint32_t block = k.mod >> 16;  // 1-2 the low-priority table, 3-4 the high
+      const mad::PortInfo& pi = d.port_info[node][p];
+      const size_t cap = block <= 2 ? pi.vl_arb_low_cap : pi.vl_arb_high_cap;
+      const size_t first = (block - 1) % 2 * 32;
+      bytes = cap > first ? 2 * std::min<size_t>(32, cap - first) : 0;
+    }
     const std::string where = fabric::port_ref(d.fabric, node, p);
     ++sent;
     eng_.submit(

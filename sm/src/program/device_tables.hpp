@@ -1,6 +1,7 @@
 // The device tables' programmer: P_Key, SL2VL and VL arbitration tables.
 #pragma once
 
+#include <compare>
 #include <cstdint>
 #include <functional>
 #include <map>

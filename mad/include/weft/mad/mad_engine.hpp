@@ -88,7 +88,8 @@ class KeySource {
   virtual ~KeySource() = default;
   // The key attempt `attempt` (1, 2, ...) of `req` carries.
   virtual uint64_t key_for(const SmpRequest& req, int attempt) const = 0;
-  // A reply to `req`; and `req` unanswered after its every attempt.
+  // A reply to `req`; and `req` unanswered after its every attempt, or answered with an
+  // error status (either way, what it set is not known from a reply).
   virtual void observe(const SmpRequest& req, const Smp& reply) = 0;
   virtual void unanswered(const SmpRequest&) {}
 };

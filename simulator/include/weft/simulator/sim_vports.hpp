@@ -5,7 +5,7 @@
 //   SimVPorts v;
 //   v.add(node, 1, {.vports = 8, .lid_required = 3, .node_guid = g});  // VFs 1-8
 //   v.host_set_guid(node, 1, 2, Guid{0x...});  // `ip link set DEV vf 1 port_guid ...`
-//   uint16_t status = v.handle(smp, node, 1, data);  // the SMA's answer
+//   uint16_t status = v.handle(smp, node, 1, port_lid, data);  // the SMA's answer
 //
 // Vport 0 stands for the physical function (the port itself, its GUID and LID); VFs are
 // vports 1..N. A VF is Down until the host gives it a GUID (then Init, with

@@ -62,7 +62,8 @@ class MKeyBook final : public mad::KeySource {
   uint64_t held(Guid port) const;
   // KeySource: the key an SMP to the request's target carries; what a reply shows.
   // A port whose key change has an unknown outcome (a PortInfo Set that changes it,
-  // while unanswered, and after it went unanswered until a reply shows the key) holds
+  // while unanswered, and after it went unanswered or was refused with an error status,
+  // until a reply shows the key) holds
   // the old key or the new one: the attempts alternate them, the held one first.
   uint64_t key_for(const mad::SmpRequest& req, int attempt = 1) const override;
   void observe(const mad::SmpRequest& req, const mad::Smp& reply) override;
