@@ -63,22 +63,6 @@ SmpData encode_virtualization_info(const VirtualizationInfo& v) {
   return d;
 }
 
-const char* vport_state_name(uint8_t s) {
-  switch (s) {
-    case 0:
-      return "NoChange";
-    case 1:
-      return "Down";
-    case 2:
-      return "Init";
-    case 3:
-      return "Armed";
-    case 4:
-      return "Active";
-  }
-  return "reserved";
-}
-
 VPortInfo decode_vport_info(const SmpData& d) {
   VPortInfo v;
   v.raw = d;

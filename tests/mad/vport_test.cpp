@@ -87,7 +87,7 @@ TEST(VPortCodec, VPortInfoFieldByField) {
   d[40] = 0x77;  // reserved: kept
   VPortInfo v = decode_vport_info(d);
   EXPECT_EQ(v.state, uint8_t(VPortState::kActive));
-  EXPECT_STREQ(vport_state_name(v.state), "Active");
+  EXPECT_STREQ(fabric::port_state_name(VPortState(v.state)), "Active");
   EXPECT_TRUE(v.lid_required);
   EXPECT_FALSE(v.client_reregister);
   EXPECT_EQ(v.guid_cap, 2);

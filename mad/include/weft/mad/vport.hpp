@@ -63,9 +63,9 @@ struct VirtualizationInfo {
 VirtualizationInfo decode_virtualization_info(const SmpData& d);
 SmpData encode_virtualization_info(const VirtualizationInfo& v);
 
-// A vport's state (VPortInfo's and VPortState's 4-bit values).
-enum class VPortState : uint8_t { kNoChange = 0, kDown = 1, kInit = 2, kArmed = 3, kActive = 4 };
-const char* vport_state_name(uint8_t s);
+// A vport's state (VPortInfo's and VPortState's 4-bit values): PortInfo's PortState
+// encoding, named by fabric::port_state_name.
+using VPortState = fabric::PortState;
 
 struct VPortInfo {
   uint8_t state = 0;                // byte 0 [7:4], settable (a VPortState value)
