@@ -225,8 +225,8 @@ void SubnetManager::phase_light_check() {
   // A spot check of drift_check_blocks LFT blocks per switch (rotating): another writer
   // that kept LinearFDBTop (another SM, a tool) shows as a block that is not what weft
   // wrote; the switch is then believed in nothing and read again, its tables read back
-  // whole.
-  const uint64_t round = prog_->lfts().next_round();
+  // whole. The same of the AR state weft believes switches hold.
+  const uint64_t round = prog_->lfts().next_round(), ar_round = prog_->ar().next_round();
   for (NodeIndex n = 0; n < model_->fabric.size(); ++n) {
     if (!model_->fabric.node(n).is_switch()) continue;
     prog_->lfts().check_block(model_->fabric, n, model_->paths[n], round,
@@ -236,11 +236,6 @@ void SubnetManager::phase_light_check() {
                                 ++run_->rep.lft_switches_changed;
                                 psc->push_back(n);
                               });
-  }
-  // The same of the AR state weft believes switches hold.
-  const uint64_t ar_round = prog_->ar().next_round();
-  for (NodeIndex n = 0; n < model_->fabric.size(); ++n) {
-    if (!model_->fabric.node(n).is_switch()) continue;
     prog_->ar().check_blocks(model_->fabric, n, model_->paths[n], ar_round,
                              [this, psc, n](size_t answered, bool differs) {
                                run_->rep.ar_blocks_checked += answered;

@@ -278,14 +278,9 @@ void ArProgrammer::check_blocks(const fabric::Fabric& f, NodeIndex n, const mad:
   for (const auto& b : h.lft) items.push_back({mad::kAttrArLft, b.first});
   const size_t count = std::min<size_t>(opts_.drift_check_blocks, items.size());
   if (count == 0) return;
-  struct Check {
-    size_t left = 0, answered = 0;
-    bool differs = false;
-    std::function<void(size_t, bool)> done;
-  };
-  auto c = std::make_shared<Check>(Check{count, 0, false, std::move(done)});
+  auto c = std::make_shared<SpotCheck>(count, std::move(done));
   const std::string where = fabric::port_ref(f, n, 0);
-  const size_t first = size_t((round * count + g.value % 997) % items.size());
+  const size_t first = SpotCheck::first(round, count, g, items.size());
   for (size_t k = 0; k < count; ++k) {
     const Item it = items[(first + k) % items.size()];
     const uint32_t mod = it.attr == mad::kAttrArInfo         ? 0
@@ -295,7 +290,6 @@ void ArProgrammer::check_blocks(const fabric::Fabric& f, NodeIndex n, const mad:
         mad::SmpRequest::get(it.attr, mod, path), [this, g, it, where, c](Result<mad::Smp> r) {
           auto held = held_.find(g);
           if (r && held != held_.end() && held->second.info) {
-            ++c->answered;
             Held& h = held->second;
             bool differs = false;
             // Taken as held: the next programming writes back just what differs.
@@ -313,8 +307,7 @@ void ArProgrammer::check_blocks(const fabric::Fabric& f, NodeIndex n, const mad:
               differs = h.lft[it.block] != now;
               h.lft[it.block] = now;
             }
-            if (differs && !c->differs) {
-              c->differs = true;
+            if (c->in(true, differs)) {
               WEFT_LOG(Warn, "AR-0006")
                   << "switch " << where << ": " << mad::attr_name(it.attr) << " (block " << it.block
                   << ") is not what weft wrote or read (another writer, no other "
@@ -322,7 +315,7 @@ void ArProgrammer::check_blocks(const fabric::Fabric& f, NodeIndex n, const mad:
               if (on_drift_) on_drift_(g, where);
             }
           }
-          if (--c->left == 0) c->done(c->answered, c->differs);
+          c->read_done();
         });
   }
 }

@@ -37,7 +37,7 @@ std::vector<std::pair<size_t, mad::LftBlock>> LftProgrammer::spot_blocks(Guid sw
   // Switches check different blocks in one round (spread by GUID), each its every block
   // over ceil(blocks / count) rounds.
   count = std::min(count, blocks);
-  const size_t first = size_t((round * count + sw.value % 997) % blocks);
+  const size_t first = SpotCheck::first(round, count, sw, blocks);
   for (size_t k = 0; k < count; ++k) {
     const size_t b = (first + k) % blocks;
     mad::LftBlock blk;
@@ -89,19 +89,12 @@ void LftProgrammer::check_block(const fabric::Fabric& f, NodeIndex n, const mad:
   const Guid g = f.node(n).guid;
   auto spots = spot_blocks(g, round, opts_.drift_check_blocks);
   if (spots.empty()) return;
-  struct Check {
-    size_t left = 0, answered = 0;
-    bool differs = false;
-    std::function<void(size_t, bool)> done;
-  };
-  auto c = std::make_shared<Check>(Check{spots.size(), 0, false, std::move(done)});
+  auto c = std::make_shared<SpotCheck>(spots.size(), std::move(done));
   const std::string where = fabric::port_ref(f, n, 0);
   for (auto& spot : spots)
     eng_.submit(mad::SmpRequest::get(mad::kAttrLft, static_cast<uint32_t>(spot.first), path),
                 [this, g, spot, where, c](Result<mad::Smp> r) {
-                  c->answered += r.has_value();
-                  if (r && mad::decode_lft_block(r->data) != spot.second && !c->differs) {
-                    c->differs = true;
+                  if (c->in(r.has_value(), r && mad::decode_lft_block(r->data) != spot.second)) {
                     WEFT_LOG(Warn, "SM-0055")
                         << "switch " << where << ": LFT block " << spot.first
                         << " is not what weft wrote (another writer, LinearFDBTop unchanged): "
@@ -109,7 +102,7 @@ void LftProgrammer::check_block(const fabric::Fabric& f, NodeIndex n, const mad:
                     forget(g);
                     if (on_drift_) on_drift_(g, spot.first, where);
                   }
-                  if (--c->left == 0) c->done(c->answered, c->differs);
+                  c->read_done();
                 });
 }
 

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string_view>
@@ -42,6 +43,36 @@ class Programmer {
   // A new master term: believe nothing a device was seen to hold (another SM may have
   // programmed since); the next sweep reads back what it writes over.
   virtual void forget_all() = 0;
+};
+
+// One switch's spot check (the LFT's and AR's drift checks): its reads go out together,
+// and `done(answered, differs)` is told once the last is in (or lost).
+class SpotCheck {
+ public:
+  SpotCheck(size_t reads, std::function<void(size_t answered, bool differs)> done)
+      : left_(reads), done_(std::move(done)) {}
+  // One read's outcome; true for the first that differs (to say so once).
+  bool in(bool answered, bool differs) {
+    answered_ += answered;
+    const bool first = differs && !differs_;
+    differs_ |= differs;
+    return first;
+  }
+  // After in(): the last read calls done.
+  void read_done() {
+    if (--left_ == 0) done_(answered_, differs_);
+  }
+  // The first of a switch's `items` it checks in `round`, `count` a round: switches
+  // start at different items (spread by GUID), each reads its every item within
+  // ceil(items / count) rounds.
+  static size_t first(uint64_t round, size_t count, Guid sw, size_t items) {
+    return size_t((round * count + sw.value % 997) % items);
+  }
+
+ private:
+  size_t left_, answered_ = 0;
+  bool differs_ = false;
+  std::function<void(size_t, bool)> done_;
 };
 
 class PortProgrammer;
