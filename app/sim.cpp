@@ -17,6 +17,7 @@
 #include "weft/simulator/generators.hpp"
 #include "weft/simulator/route_report.hpp"
 #include "weft/simulator/sim_transport.hpp"
+#include "weft/simulator/sim_vports.hpp"
 #include "weft/sm/subnet_manager.hpp"
 #include "weft/store/state_dir.hpp"
 
@@ -35,6 +36,11 @@ reachable, loop-free, and how many hops. --drop-rate, --delay-rate and --dead
 inject faults; later --sweeps show what a second sweep rewrites (nothing, on a
 fabric that did not change).
 
+SR-IOV: --vports N gives every CA port N virtual ports (VFs) as NVIDIA's
+ConnectX-4 and later have them, with GUIDs a host admin has written; the SM
+(virt_enabled 2, the default) finds them, partitions them by GUID and brings
+them to ACTIVE. --vports-lid-required K: the first K of each port want a LID.
+
 Adaptive routing: --ar-cap N gives every simulated switch NVIDIA's AR attributes
 with GroupCap N (none by default, as ibsim; --no-ar NODE leaves one switch
 without), and --adaptive-routing (or routing_engine ar_ftree, ar_updn, ...) asks
@@ -45,7 +51,8 @@ that every port of every group brings a packet nearer its destination.
 "subnet_up", "reason", "switches", "cas", "lids", "smps", "lft_blocks_written",
 "routes_verified", "unreachable", "loops", and "ar": {"switches" (holding AR),
 "enabled", "static", "group_blocks_written", "lft_blocks_written",
-"groups_dropped", "verified"}, and with --congestion-control "cc": {"switches", "cas",
+"groups_dropped", "verified"}, with --vports "vports": {"found", "with_lid",
+"pkey_blocks_written", "activated", "failures"}, and with --congestion-control "cc": {"switches", "cas",
 "configured", "unavailable", "locked", "failed", "mads", "mads_written", "verified"}
 (verified: every configured device holds what the options ask, read from it).
 With --hotspot NODE also "congestion": {"events", "flows", "ports": [{"name", "port",
@@ -101,6 +108,11 @@ po::options_description sim_command_options() {
       "with congestion control: after each pass, every other CA port sends to NODE's port 1 "
       "(SL 0) through what the switches hold; the congestion logs are read and the ports "
       "ranked (marking needs cc_sw_cong_setting_threshold above 0)")(
+      "vports", po::value<int>()->default_value(0),
+      "SR-IOV virtual ports: every CA port gets N VFs (1..127), each with a GUID derived from "
+      "its port's as a host admin writes it (none by default, as ibsim)")(
+      "vports-lid-required", po::value<int>()->default_value(0),
+      "with --vports: the first K VFs of each port want a LID of their own")(
       "json", po::bool_switch(), "one JSON object per sweep instead of the summary")(
       "traffic", po::value<std::string>(),
       "after each sweep, flow-level traffic through what the switches hold (their LFTs, and "
@@ -160,6 +172,14 @@ int cmd_sim(int argc, char** argv) {
       return die(
           "sim: --hotspot needs congestion control (--congestion-control or "
           "congestion_control TRUE in --config)");
+  }
+  if (const int nv = vm["vports"].as<int>(), lr = vm["vports-lid-required"].as<int>(); nv || lr) {
+    if (nv < 1 || nv > 127 || lr < 0 || lr > nv)
+      return die("sim: --vports must be in 1..127 and --vports-lid-required in 0..--vports");
+    if (auto r =
+            simulator::add_vports_everywhere(sim.vports(), sim.model(), uint16_t(nv), uint16_t(lr));
+        !r)
+      return die("sim: " + r.error().message);
   }
   if (vm.count("no-ar"))
     for (const auto& name : vm["no-ar"].as<std::vector<std::string>>()) {
@@ -276,6 +296,12 @@ int cmd_sim(int argc, char** argv) {
                             {"entries", av.entries},
                             {"verified", av.ok()}}}};
       if (!av.ok()) j["ar"]["first_problem"] = av.first_problem;
+      if (vm["vports"].as<int>())
+        j["vports"] = {{"found", rep->vports_found},
+                       {"with_lid", rep->vports_with_lid},
+                       {"pkey_blocks_written", rep->vport_pkey_blocks_written},
+                       {"activated", rep->vports_activated},
+                       {"failures", rep->vport_failures}};
       if (!traffic.traffic.empty()) j["traffic"] = simulator::traffic(sim.model(), held, traffic);
       if (ccr && *ccr)
         j["cc"] = {{"switches", (*ccr)->switches},

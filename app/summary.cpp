@@ -58,6 +58,15 @@ void print_summary(const sm::SweepReport& r, const mad::EngineStats& s) {
       (unsigned long long)r.vlarb_read, (unsigned long long)r.table_blocks_checked,
       (unsigned long long)r.table_blocks_changed);
   std::printf("  ports    %zu of %zu linked port ends ACTIVE\n", r.ports_active, r.ports_linked);
+  if (r.virt_ports)
+    std::printf(
+        "  vports   %zu on %zu CA ports with virtualization, %zu with a LID of their own; %llu "
+        "SMPs to find them; VPortPKeyTable %llu blocks written (%llu read); %llu brought to "
+        "ACTIVE, %llu failures\n",
+        r.vports_found, r.virt_ports, r.vports_with_lid, (unsigned long long)r.vport_reads,
+        (unsigned long long)r.vport_pkey_blocks_written,
+        (unsigned long long)r.vport_pkey_blocks_read, (unsigned long long)r.vports_activated,
+        (unsigned long long)r.vport_failures);
   std::printf(
       "  time ms  discovery %.1f, LIDs %.1f, routing %.1f, programming %.1f, activation %.1f, "
       "total %.1f\n",

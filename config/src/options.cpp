@@ -43,6 +43,12 @@ std::vector<OptionSpec> build_table() {
        "P_Key, SL2VL and VLArb blocks read back every sweep, fabric-wide, and compared with "
        "what weft wrote (rotating: every block within ceil(blocks held / N) sweeps; 0 = none); "
        "one that differs is read again and rewritten"},
+      {"virt_enabled", Type::kInt, "2", 0, 2, true,
+       "SR-IOV virtual ports on CA ports that support them (NVIDIA's virtualization): 0 "
+       "leaves them alone, 1 disables virtualization there, 2 enables it and discovers, "
+       "gives LIDs to and partitions the vports"},
+      {"virt_max_ports_in_process", Type::kInt, "64", 1, 65535, true,
+       "CA ports whose virtual ports are read at once"},
       {"lmc", Type::kInt, "0", 0, 7, false, "LID mask control: 2^lmc LIDs per CA port"},
       {"sm_priority", Type::kInt, "0", 0, 15, true,
        "SMInfo priority: of two SMs the higher is master (equal: the lower port GUID)"},
@@ -439,8 +445,6 @@ const std::vector<ForeignOption>& nvidia_only_options() {
       {"hbf_weights", "auto"},
       {"nvl_reassign_rails", "FALSE"},
       // Virtualization (virtual ports).
-      {"virt_enabled", ""},
-      {"virt_max_ports_in_process", "64"},
       {"virt_default_hop_limit", "2"},
       {"aguid_default_hop_limit", "1"},
       {"enable_virt_rec_ext", ""},

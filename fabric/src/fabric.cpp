@@ -1,6 +1,7 @@
 #include "weft/fabric/fabric.hpp"
 
 #include <algorithm>
+#include <tuple>
 
 namespace weft::fabric {
 
@@ -116,6 +117,35 @@ std::vector<Link> Fabric::links() const {
 size_t Fabric::num_switches() const {
   return static_cast<size_t>(
       std::count_if(nodes_.begin(), nodes_.end(), [](const Node& n) { return n.is_switch(); }));
+}
+
+Result<void> Fabric::set_vports(std::vector<VPort> v) {
+  std::sort(v.begin(), v.end(), [](const VPort& a, const VPort& b) {
+    return std::tuple(a.node, a.port, a.index) < std::tuple(b.node, b.port, b.index);
+  });
+  for (size_t i = 0; i < v.size(); ++i) {
+    const VPort& x = v[i];
+    if (x.node >= nodes_.size() || nodes_[x.node].is_switch() || x.port == 0 ||
+        x.port > nodes_[x.node].num_ports)
+      return fail(Errc::kInvalidInput, "vport " + std::to_string(x.index) + " of node " +
+                                           std::to_string(x.node) + " port " +
+                                           std::to_string(x.port) + ": not a CA port");
+    if (x.index == 0)
+      return fail(Errc::kInvalidInput, "vport 0 of " + port_ref(*this, x.node, x.port) +
+                                           " is the port itself, not a vport");
+    if (i && v[i - 1].node == x.node && v[i - 1].port == x.port && v[i - 1].index == x.index)
+      return fail(Errc::kInvalidInput, "vport " + std::to_string(x.index) + " of " +
+                                           port_ref(*this, x.node, x.port) + " listed twice");
+  }
+  vports_ = std::move(v);
+  return {};
+}
+
+const VPort* Fabric::find_vport(Guid port_guid) const {
+  if (!port_guid.value) return nullptr;
+  for (const auto& v : vports_)
+    if (v.guid == port_guid) return &v;
+  return nullptr;
 }
 
 size_t Fabric::num_endpoints() const {

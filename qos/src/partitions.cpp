@@ -1,6 +1,7 @@
 #include "weft/qos/partitions.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <optional>
 #include <unordered_map>
 
@@ -19,6 +20,7 @@ struct EndPort {
   PortNum p;
   Guid guid;
   NodeType type;
+  size_t vport = SIZE_MAX;  // an index of f.vports(), or none: a physical port
 };
 
 struct Acc {
@@ -42,6 +44,11 @@ PartitionPlan plan_partitions(const config::PartitionPolicy* policy, const fabri
     }
     for (PortNum p = 1; p <= nd.num_ports; ++p)
       if (nd.ports[p].linked()) eps.push_back({n, p, nd.ports[p].guid, nd.type});
+  }
+  plan.vport_pkeys.resize(f.vports().size());
+  for (size_t i = 0; i < f.vports().size(); ++i) {
+    const auto& v = f.vports()[i];
+    if (v.guid.value) eps.push_back({v.node, v.port, v.guid, NodeType::kCa, i});
   }
   std::unordered_map<uint64_t, size_t> by_guid;
   for (size_t i = 0; i < eps.size(); ++i) by_guid.emplace(eps[i].guid.value, i);
@@ -140,7 +147,10 @@ PartitionPlan plan_partitions(const config::PartitionPolicy* policy, const fabri
       return std::pair(x & 0x7fff, x & kFullMember) < std::pair(y & 0x7fff, y & kFullMember);
     });
     keys.insert(keys.begin(), *first);
-    plan.pkeys[eps[i].n][eps[i].p] = std::move(keys);
+    if (eps[i].vport != SIZE_MAX)
+      plan.vport_pkeys[eps[i].vport] = std::move(keys);
+    else
+      plan.pkeys[eps[i].n][eps[i].p] = std::move(keys);
   }
   for (auto& a : parts) {
     for (uint8_t b : a.bits) {
@@ -166,6 +176,27 @@ std::optional<uint16_t> PartitionPlan::common_pkey(NodeIndex a, PortNum pa, Node
 
 bool PartitionPlan::share_partition(NodeIndex a, PortNum pa, NodeIndex b, PortNum pb) const {
   return common_pkey(a, pa, b, pb).has_value();
+}
+
+std::vector<uint16_t> facing_pkeys(const PartitionPlan& plan, const fabric::Fabric& f, NodeIndex n,
+                                   PortNum p) {
+  std::vector<uint16_t> keys = plan.pkeys.at(n).at(p);
+  const auto& vps = f.vports();
+  auto it = std::lower_bound(vps.begin(), vps.end(), std::pair(n, p),
+                             [](const auto& v, auto k) { return std::pair(v.node, v.port) < k; });
+  for (; it != vps.end() && it->node == n && it->port == p; ++it) {
+    const size_t i = size_t(it - vps.begin());
+    if (i >= plan.vport_pkeys.size()) break;
+    for (uint16_t k : plan.vport_pkeys[i]) {
+      auto same = std::find_if(keys.begin(), keys.end(),
+                               [k](uint16_t h) { return (h & 0x7fff) == (k & 0x7fff); });
+      if (same == keys.end())
+        keys.push_back(k);
+      else
+        *same |= k & kFullMember;
+    }
+  }
+  return keys;
 }
 
 PkeyLayout layout_pkeys(const std::vector<uint16_t>& want, const std::vector<uint16_t>& held,

@@ -875,6 +875,12 @@ uint16_t SimFabric::port_info(bool set, NodeIndex n, PortNum in_port, uint32_t m
     }
   }
   data = encode_port_info(make_port_info(n, p));
+  if (!nd.is_switch() && vports_.has(n, p)) {
+    // CapabilityMask.IsCapabilityMask2Supported and CapabilityMask2's
+    // IsVirtualizationSupported (weft/mad/vport.hpp).
+    data[22] |= 0x80;
+    data[61] |= 0x04;
+  }
   return 0;
 }
 

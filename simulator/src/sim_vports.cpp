@@ -2,6 +2,7 @@
 #include "weft/simulator/sim_vports.hpp"
 
 #include <algorithm>
+#include <unordered_set>
 
 namespace weft::simulator {
 
@@ -126,7 +127,7 @@ uint16_t SimVPorts::handle(const Smp& s, fabric::NodeIndex n, PortNum p, uint16_
       vn.partition_cap = port.partition_cap;
       vn.local_port = 1;
       vn.num_ports = 1;
-      vn.node_guid = Guid{port.node_guid.value + vport};
+      vn.node_guid = vport ? derived_vport_guid(port.node_guid, vport) : port.node_guid;
       data = encode_vnode_info(vn);
       return 0;
     }
@@ -171,6 +172,42 @@ bool SimVPorts::may_talk(fabric::NodeIndex a, PortNum pa, uint16_t va, fabric::N
       if ((m & 0x7fff) == (k & 0x7fff) && ((k | m) & 0x8000)) return true;
   }
   return false;
+}
+
+Guid derived_vport_guid(Guid port, uint16_t vf) {
+  return Guid{(port.value & ~(uint64_t(0xff) << 32)) | (uint64_t(0x80 | (vf & 0x7f)) << 32)};
+}
+
+Result<void> add_vports_everywhere(SimVPorts& v, const fabric::Fabric& f, uint16_t vports,
+                                   uint16_t lid_required) {
+  if (vports < 1 || vports > 127 || lid_required > vports)
+    return fail(Errc::kInvalidInput, "vports: " + std::to_string(vports) + " VFs with " +
+                                         std::to_string(lid_required) +
+                                         " requiring a LID; want 1..127 VFs and at most as many "
+                                         "requiring a LID");
+  std::unordered_set<uint64_t> taken;
+  for (const auto& nd : f.nodes()) {
+    taken.insert(nd.guid.value);
+    for (const auto& p : nd.ports) taken.insert(p.guid.value);
+  }
+  for (fabric::NodeIndex n = 0; n < f.size(); ++n) {
+    const auto& nd = f.node(n);
+    if (nd.is_switch()) continue;
+    for (PortNum p = 1; p <= nd.num_ports; ++p) {
+      if (!nd.ports[p].linked()) continue;
+      v.add(n, p, {.vports = vports, .lid_required = lid_required, .node_guid = nd.guid});
+      for (uint16_t i = 1; i <= vports; ++i) {
+        const Guid g = derived_vport_guid(nd.ports[p].guid, i);
+        if (!taken.insert(g.value).second)
+          return fail(Errc::kInvalidInput, "vports: the GUID " + g.str() + " for VF " +
+                                               std::to_string(i) + " of " +
+                                               fabric::port_ref(f, n, p) +
+                                               " is already carried by another node, port or VF");
+        v.host_set_guid(n, p, i, g);
+      }
+    }
+  }
+  return {};
 }
 
 }  // namespace weft::simulator

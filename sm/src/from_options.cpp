@@ -60,6 +60,8 @@ Result<SmOptions> sm_from_options(const config::Values& v) {
   o.flap_window = std::chrono::seconds(v.get_int("flap_window_s"));
   o.drift_check_blocks = uint32_t(v.get_int("drift_check_blocks"));
   o.drift_check_table_blocks = uint32_t(v.get_int("drift_check_table_blocks"));
+  o.virt_enabled = uint8_t(v.get_int("virt_enabled"));
+  o.virt_max_ports_in_process = uint32_t(v.get_int("virt_max_ports_in_process"));
   auto flap = config::option_word(v, "flap_policy", flap_policy_named);
   if (!flap) return std::unexpected(flap.error());
   o.flap_policy = *flap;

@@ -16,6 +16,7 @@
 #include "program/lft_programmer.hpp"
 #include "program/multicast_programmer.hpp"
 #include "program/programmer.hpp"
+#include "program/vport_programmer.hpp"
 #include "sweep_outcome.hpp"
 #include "weft/durable_file.hpp"
 #include "weft/log.hpp"
@@ -449,7 +450,7 @@ void SubnetManager::phase_role(Result<void> pumped) {
     run_->rep.new_term = true;
   }
   books_.set_master(true);  // before the LIDs are written
-  phase_assign_lids();
+  phase_vports();
 }
 
 void SubnetManager::phase_handover(Result<void> pumped) {
@@ -460,7 +461,7 @@ void SubnetManager::phase_handover(Result<void> pumped) {
                 "HANDOVER to " + run.decision.peer->name +
                     " failed: " + (*run.handover_error)->message + "; staying master",
                 "SM-0046");
-    return phase_assign_lids();
+    return phase_vports();
   }
   peers_.role().handover_sent(*run.decision.peer);
   finish_standby("handed over to " + run.decision.peer->name + ": " + run.decision.why);
@@ -484,6 +485,22 @@ void SubnetManager::finish_standby(const std::string& why) {
                           {"sm_state", mad::sm_state_name(peers_.role().state())},
                           {"problems", rep.problems.size()}});
   finish_run(rep);
+}
+
+void SubnetManager::phase_vports() {
+  prog_->vports().discover(*run_);
+  next_phase(&SubnetManager::phase_adopt_vports);
+}
+
+void SubnetManager::phase_adopt_vports(Result<void> pumped) {
+  SweepRun& run = *run_;
+  if (!pumped) return finish_run(std::unexpected(pumped.error()));
+  prog_->vports().adopt(run);
+  if (run.rep.virt_ports)
+    WEFT_LOG(Info, "VRT-0008") << run.d.fabric.vports().size() << " vports on "
+                               << run.rep.virt_ports << " CA ports with virtualization, "
+                               << run.rep.vport_reads << " SMPs";
+  phase_assign_lids();
 }
 
 void SubnetManager::phase_assign_lids() {

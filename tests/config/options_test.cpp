@@ -84,7 +84,7 @@ TEST(Options, AnOpensmConfOfNvidiasSmLoads) {
       "routing_engine ar_updn\n"
       "ar_mode 1\n"                 // no public default: reported
       "ar_transport_mask 0x000A\n"  // its default, written as NVIDIA's examples do
-      "virt_enabled 2\n"            // virtual ports asked for: reported
+      "shield_mode 1\n"             // no public default: reported
       "sa_etm_max_num_mcgs 0\n"     // its default
       "hm_num_reboots 10\n"         // its default
       "max_seq_redisc 8\n"          // another value: reported

@@ -80,7 +80,7 @@ def main():
                         "virt_enabled 2\nsa_etm_max_num_mcgs 0\nhm_num_reboots 10\n")
     check("config: NVIDIA's SM's opensm.conf loads", ["config", "check", nv], 0,
           r'option "ar_mode" of NVIDIA.s SM is not implemented by weft.*'
-          r": 1 options weft implements, 3 OpenSM options at OpenSM's default, 3 not implemented", W, w)
+          r": 2 options weft implements, 3 OpenSM options at OpenSM's default, 2 not implemented", W, w)
     check("sim: ar_ftree on switches without AR: static tables, said once", ["sim", "--topology",
           "ft2:leaves=4,spines=2,hosts=2", "--config", nv], 0,
           r"(?=.*SM-0058 routing_engine ar_ftree: NVIDIA's adaptive-routing engine names are their "
@@ -96,6 +96,15 @@ def main():
           r'"smps":\d+,"subnet_up":true,"sweep":1[^\n]*\n'
           r'\{"ar":\{"enabled":11,"entries":[1-9]\d*,"group_blocks_written":0,"groups_dropped":0,'
           r'"lft_blocks_written":0,"static":1,"switches":11,"verified":true\}[^\n]*"sweep":2', W, w)
+    # SR-IOV: every CA port with 8 VFs, each partitioned and brought to ACTIVE in the first
+    # sweep; the second reads one attribute a port and writes nothing.
+    check("sim: --vports, JSON per sweep", ["sim", "--topology", "ft2:leaves=2,spines=1,hosts=2",
+          "--vports", "8", "--vports-lid-required", "3", "--sweeps", "2", "--json"], 0,
+          r'"sweep":1[^\n]*"vports":\{"activated":32,"failures":0,"found":32,"pkey_blocks_written":32,'
+          r'[^\n]*\n[^\n]*"sweep":2[^\n]*"vports":\{"activated":0,"failures":0,"found":32,'
+          r'"pkey_blocks_written":0,', W, w)
+    check("sim: --vports out of range", ["sim", "--topology", "ft2:leaves=2,spines=1,hosts=2",
+          "--vports", "128"], 2, r"--vports must be in 1\.\.127", W, w)
     # Congestion control on simulated CC agents (one node without): every other device
     # configured and read back as asked, then nothing sent; an opensm.conf's CC values
     # with a bad one is refused, naming its line.

@@ -106,7 +106,7 @@ TEST(SimVPorts, AVirtualizedPortAnswersAsTheHeadersLayItOut) {
 
   VNodeInfo vn = decode_vnode_info(sma.get(kAttrVNodeInfo, vport_modifier(2))->data);
   EXPECT_EQ(vn.partition_cap, 32);
-  EXPECT_EQ(vn.node_guid.value, 0x0200000000000102u);
+  EXPECT_EQ(vn.node_guid.value, 0x0200008200000100u);  // derived_vport_guid(node GUID, 2)
   EXPECT_EQ(
       decode_vport_guid_block(sma.get(kAttrVPortGuidInfo, vport_block_modifier(2, 0))->data)[0]
           .value,

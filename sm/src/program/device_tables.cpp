@@ -187,7 +187,8 @@ void DeviceTables::plan_pkeys(SweepRun& run) {
       }
       const auto& port = nd.ports[p];
       if (!port.linked() || target.node(port.peer).is_switch()) continue;
-      const auto& keys = plan.pkeys[port.peer][port.peer_port];
+      // The CA port's keys and its vports' (their traffic crosses this port too).
+      const auto keys = qos::facing_pkeys(plan, target, port.peer, port.peer_port);
       const mad::SwitchInfo& si = d.switch_info[n];
       if (ports_.enforces(run, n, p)) {
         ++run.rep.ports_enforcing;

@@ -80,6 +80,7 @@ class LftProgrammer;
 class DeviceTables;
 class MulticastProgrammer;
 class ArProgrammer;
+class VPortProgrammer;
 
 // Every programmer of the sweep, in the order each step calls them; typed access for
 // what the sweep asks of one (the LFT spot check of a light sweep, the multicast
@@ -106,6 +107,7 @@ class Programmers {
   MulticastProgrammer& multicast() { return *mc_; }
   const MulticastProgrammer& multicast() const { return *mc_; }
   ArProgrammer& ar() { return *ar_; }
+  VPortProgrammer& vports() { return *vports_; }
 
  private:
   std::unique_ptr<PortProgrammer> ports_;
@@ -113,6 +115,7 @@ class Programmers {
   std::unique_ptr<DeviceTables> tables_;
   std::unique_ptr<MulticastProgrammer> mc_;
   std::unique_ptr<ArProgrammer> ar_;
+  std::unique_ptr<VPortProgrammer> vports_;
   std::vector<Programmer*> all_;
   std::optional<uint64_t> epoch_;
   bool had_term_ = false;

@@ -111,6 +111,24 @@ struct Node {
   const Port& port(PortNum n) const { return ports.at(n); }
 };
 
+// An SR-IOV virtual port behind a CA port (NVIDIA's virtualization: weft/mad/vport.hpp),
+// a VF as the SM found it; vport 0, the physical function, is the port itself and is not
+// listed. A vport that requires a LID holds its own (`lid`, given by the SM); one that
+// does not answers on its port's LID.
+struct VPort {
+  NodeIndex node = 0;
+  PortNum port = 0;
+  uint16_t index = 0;  // 1.. (VirtualizationInfo's vport index)
+  Guid guid;           // its port GUID (0: the host has given it none yet)
+  Guid node_guid;      // its virtual node's GUID
+  PortState state = PortState::kDown;
+  bool lid_required = false;
+  Lid lid;                     // its own LID; 0 where it shares its port's
+  uint16_t partition_cap = 0;  // entries of its VPortPKeyTable
+  std::string description;     // VNodeDescription
+  bool operator==(const VPort&) const = default;
+};
+
 // A link as seen from its lower (node, port) end, for listings and comparisons.
 struct Link {
   NodeIndex a;
@@ -141,6 +159,15 @@ class Fabric {
   std::optional<NodeIndex> find(Guid node_guid) const;
   std::optional<NodeIndex> find_by_name(const std::string& name) const;
 
+  // The virtual ports found behind CA ports, ordered by (node, port, index).
+  const std::vector<VPort>& vports() const { return vports_; }
+  std::vector<VPort>& vports() { return vports_; }
+  // Replaces them (sorted here); fails on a node or port that is no CA port, a vport
+  // index 0, or one listed twice.
+  Result<void> set_vports(std::vector<VPort> v);
+  // The vport with this port GUID, if any (GUID 0: none); a linear search.
+  const VPort* find_vport(Guid port_guid) const;
+
   // Every link once, ordered by (a, pa).
   std::vector<Link> links() const;
   size_t num_switches() const;
@@ -153,6 +180,7 @@ class Fabric {
   std::vector<Node> nodes_;
   std::unordered_map<Guid, NodeIndex> by_guid_;
   std::unordered_map<std::string, NodeIndex> by_name_;
+  std::vector<VPort> vports_;
 };
 
 // A human-readable reference to a port, e.g. `"leaf3" (0x0002c90300001003) port 7`.

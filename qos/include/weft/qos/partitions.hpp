@@ -42,6 +42,10 @@ struct PartitionPlan {
   // membership bit included; the key that belongs at index 0 first, the rest in
   // ascending order. Empty for other ports.
   std::vector<std::vector<std::vector<uint16_t>>> pkeys;
+  // Per vport of the fabric (f.vports(), in that order): its P_Keys, as for an end port.
+  // A vport is a CA end port of its own GUID (ALL and ALL_CAS take it in, and so does
+  // the Default partition); one the host has given no GUID yet holds none.
+  std::vector<std::vector<uint16_t>> vport_pkeys;
   std::vector<std::string> warnings;  // e.g. a GUID of the file that is not in the fabric
   // Whether two end ports can talk: a P_Key both hold, at least one as a full member.
   bool share_partition(fabric::NodeIndex a, PortNum pa, fabric::NodeIndex b, PortNum pb) const;
@@ -49,6 +53,12 @@ struct PartitionPlan {
   std::optional<uint16_t> common_pkey(fabric::NodeIndex a, PortNum pa, fabric::NodeIndex b,
                                       PortNum pb, uint16_t want = 0) const;
 };
+
+// The P_Keys the switch port facing CA port (n, p) of `f` holds to let its traffic
+// through: the port's own and those of its vports (a key held as a full member by any of
+// them, held full), the port's first key first. `f` is the fabric `plan` was made for.
+std::vector<uint16_t> facing_pkeys(const PartitionPlan& plan, const fabric::Fabric& f,
+                                   fabric::NodeIndex n, PortNum p);
 
 // `policy` null: no partition file (or OpenSM's default path missing).
 PartitionPlan plan_partitions(const config::PartitionPolicy* policy, const fabric::Fabric& f,

@@ -32,7 +32,7 @@ class SimVPorts {
   struct Config {
     uint16_t vports = 0;        // VFs: vports 1..vports
     uint16_t lid_required = 0;  // the first this many VFs want a LID of their own
-    Guid node_guid;             // the VFs' vnode GUIDs derive from it
+    Guid node_guid;             // the CA's: VF i's vnode GUID is derived_vport_guid(it, i)
     uint16_t partition_cap = 32;
   };
   struct VPort {
@@ -74,5 +74,16 @@ class SimVPorts {
  private:
   std::map<std::pair<fabric::NodeIndex, PortNum>, Port> ports_;
 };
+
+// The GUID a host admin of `weft sim --vports` gives VF `vf` (1..127) of the port with
+// GUID `port`: the port's GUID with 0x80 | vf in place of its byte 3 (weft's choice:
+// the vendor's OUI kept, apart from every GUID a generator makes).
+Guid derived_vport_guid(Guid port, uint16_t vf);
+
+// Every linked CA port of `f` gets `vports` VFs (1..127), the first `lid_required` of
+// them wanting a LID, each carrying derived_vport_guid(). Fails on a count out of range
+// or a derived GUID that another node or port already carries.
+Result<void> add_vports_everywhere(SimVPorts& v, const fabric::Fabric& f, uint16_t vports,
+                                   uint16_t lid_required);
 
 }  // namespace weft::simulator

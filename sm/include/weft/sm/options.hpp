@@ -69,6 +69,12 @@ struct SmOptions {
   // sweep across the fabric, rotating through every block weft believes a port holds,
   // so that each is checked within ceil(blocks held / N) sweeps.
   uint32_t drift_check_table_blocks = 256;
+  // SR-IOV virtual ports (virt_enabled): on CA ports whose PortInfo says they support
+  // virtualization, leave it alone (0), turn it off (1), or turn it on and discover,
+  // give LIDs to and partition their vports (2); virt_max_ports_in_process such ports
+  // read at once.
+  uint8_t virt_enabled = 2;
+  uint32_t virt_max_ports_in_process = 64;
   int flap_threshold = 6;
   mad::Duration flap_window = std::chrono::seconds(60);
   // A switch with a flapping port gets at most one trap-driven heavy sweep per

@@ -159,6 +159,8 @@ class SubnetManager {
   void phase_lids(Result<void> pumped);
   void phase_role(Result<void> pumped);
   void phase_handover(Result<void> pumped);
+  void phase_vports();  // as master: the CA ports' virtual ports, then the LIDs
+  void phase_adopt_vports(Result<void> pumped);
   void phase_assign_lids();
   void phase_route();
   void phase_program();

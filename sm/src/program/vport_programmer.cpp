@@ -1,0 +1,419 @@
+// SR-IOV virtual ports: discovery, P_Key tables and states (vport_programmer.hpp).
+#include "vport_programmer.hpp"
+
+#include <algorithm>
+#include <unordered_set>
+
+#include "weft/log.hpp"
+
+namespace weft::sm {
+
+using fabric::NodeIndex;
+using fabric::PortState;
+
+struct VPortProgrammer::Walk {
+  NodeIndex n;
+  PortNum p;
+  Guid port_guid;
+  mad::DrPath path;
+  std::string where;
+  Book book;        // what this sweep reads
+  size_t left = 0;  // reads of the vports still out
+  bool failed = false;
+};
+
+void VPortProgrammer::step(Step s, SweepRun& run) {
+  if (s == Step::kCommit) read_tables(run);
+  if (s == Step::kTables) write_tables(run);
+  if (s == Step::kActivate) activate(run);
+  if (s == Step::kCount) {
+    run.rep.vports_found = run.target.vports().size();
+    run.rep.vports_with_lid =
+        size_t(std::count_if(run.target.vports().begin(), run.target.vports().end(),
+                             [](const fabric::VPort& v) { return v.lid.value; }));
+  }
+}
+
+void VPortProgrammer::discover(SweepRun& run) {
+  queue_.clear();
+  next_ = out_ = 0;
+  if (opts_.virt_enabled == 0) return;
+  const Discovered& d = run.d;
+  for (NodeIndex n = 0; n < d.fabric.size(); ++n) {
+    const auto& nd = d.fabric.node(n);
+    if (nd.is_switch()) continue;
+    for (PortNum p = 1; p <= nd.num_ports; ++p)
+      if (nd.ports[p].linked() && p < d.port_read[n].size() && d.port_read[n][p] &&
+          mad::port_info_virtualization(d.port_info[n][p]))
+        queue_.emplace_back(n, p);
+  }
+  run.rep.virt_ports = queue_.size();
+  start_next(run);
+}
+
+void VPortProgrammer::start_next(SweepRun& run) {
+  while (next_ < queue_.size() && out_ < std::max<uint32_t>(1, opts_.virt_max_ports_in_process)) {
+    const auto [n, p] = queue_[next_++];
+    auto w = std::make_shared<Walk>();
+    w->n = n;
+    w->p = p;
+    w->port_guid = run.d.fabric.node(n).ports[p].guid;
+    w->path = dr_path_to(run.d, n, p);
+    w->where = fabric::port_ref(run.d.fabric, n, p);
+    ++out_;
+    read_port(run, std::move(w));
+  }
+}
+
+void VPortProgrammer::read_port(SweepRun& run, std::shared_ptr<Walk> w) {
+  eng_.submit(
+      mad::SmpRequest::get(mad::kAttrVirtualizationInfo, 0, w->path),
+      [this, &run, w](Result<mad::Smp> r) {
+        ++run.rep.vport_reads;
+        if (!r) {
+          ++run.rep.vport_failures;
+          add_problem(run.rep, "VirtualizationInfo of " + w->where + ": " + r.error().message,
+                      "VRT-0001");
+          w->failed = true;
+          return port_done(run, w);
+        }
+        mad::VirtualizationInfo vi = mad::decode_virtualization_info(r->data);
+        const bool on = opts_.virt_enabled == 2;
+        const auto it = books_.find(w->port_guid.value);
+        const bool known = it != books_.end() && it->second.known;
+        if (on && vi.enabled && !vi.state_change && known) {
+          w->book = it->second;  // nothing changed: nothing read again
+          return port_done(run, w);
+        }
+        if (!on && !vi.enabled) return port_done(run, w);
+        // Turned on (or off), VPortStateChange written 1 to clear it, in one Set.
+        vi.enabled = on;
+        vi.client_reregister = false;
+        vi.state_change = on;
+        eng_.submit(
+            mad::SmpRequest::set(mad::kAttrVirtualizationInfo, 0, w->path,
+                                 mad::encode_virtualization_info(vi)),
+            [this, &run, w, on](Result<mad::Smp> s) {
+              ++run.rep.vport_reads;
+              if (!s) {
+                ++run.rep.vport_failures;
+                add_problem(run.rep,
+                            std::string("VirtualizationInfo Set (virtualization ") +
+                                (on ? "on" : "off") + ") on " + w->where + ": " + s.error().message,
+                            "VRT-0002");
+                w->failed = true;
+                return port_done(run, w);
+              }
+              const auto got = mad::decode_virtualization_info(s->data);
+              if (got.enabled != on) {
+                ++run.rep.vport_failures;
+                add_problem(run.rep,
+                            w->where + ": VirtualizationInfo Set answered with virtualization " +
+                                (got.enabled ? "on" : "off"),
+                            "VRT-0002");
+                w->failed = true;
+                return port_done(run, w);
+              }
+              if (!on) return port_done(run, w);
+              WEFT_LOG(Debug, "VRT-0003")
+                  << w->where << ": reading its " << got.vport_index_top << " vports";
+              read_vports(run, w, std::min(got.vport_index_top, got.vport_cap));
+            });
+      });
+}
+
+void VPortProgrammer::read_vports(SweepRun& run, std::shared_ptr<Walk> w, uint16_t top) {
+  if (top == 0) return port_done(run, w);
+  const uint32_t blocks = uint32_t(top) / mad::kVPortStatesPerBlock + 1;
+  w->left = blocks;
+  auto live = std::make_shared<std::vector<std::pair<uint16_t, uint8_t>>>();
+  // After every state block: VPortInfo, VNodeInfo and VNodeDescription of each live vport.
+  auto read_each = [this, &run, w, live]() {
+    if (live->empty()) return port_done(run, w);
+    w->book.vports.resize(live->size());
+    w->left = live->size() * 3;
+    auto one_done = [this, &run, w]() {
+      if (--w->left == 0) port_done(run, w);
+    };
+    for (size_t i = 0; i < live->size(); ++i) {
+      const auto [index, state] = (*live)[i];
+      Found& f = w->book.vports[i];
+      f.v.index = index;
+      f.v.state = PortState(state);
+      auto failed = [this, &run, w, index](const char* what, const Error& e) {
+        ++run.rep.vport_failures;
+        add_problem(run.rep,
+                    std::string(what) + " of vport " + std::to_string(index) + " of " + w->where +
+                        ": " + e.message,
+                    "VRT-0004");
+        w->failed = true;
+      };
+      eng_.submit(mad::SmpRequest::get(mad::kAttrVPortInfo, mad::vport_modifier(index), w->path),
+                  [&run, w, i, failed, one_done](Result<mad::Smp> r) {
+                    ++run.rep.vport_reads;
+                    if (!r) {
+                      failed("VPortInfo", r.error());
+                    } else {
+                      Found& f = w->book.vports[i];
+                      f.info = mad::decode_vport_info(r->data);
+                      f.v.guid = f.info.port_guid;
+                      f.v.state = PortState(f.info.state);
+                      f.v.lid_required = f.info.lid_required;
+                      f.v.lid = f.info.lid_required ? Lid{f.info.lid} : Lid{};
+                    }
+                    one_done();
+                  });
+      eng_.submit(mad::SmpRequest::get(mad::kAttrVNodeInfo, mad::vport_modifier(index), w->path),
+                  [&run, w, i, failed, one_done](Result<mad::Smp> r) {
+                    ++run.rep.vport_reads;
+                    if (!r) {
+                      failed("VNodeInfo", r.error());
+                    } else {
+                      const auto vn = mad::decode_vnode_info(r->data);
+                      w->book.vports[i].v.node_guid = vn.node_guid;
+                      w->book.vports[i].v.partition_cap = vn.partition_cap;
+                    }
+                    one_done();
+                  });
+      eng_.submit(mad::SmpRequest::get(mad::kAttrVNodeDesc, mad::vport_modifier(index), w->path),
+                  [&run, w, i, failed, one_done](Result<mad::Smp> r) {
+                    ++run.rep.vport_reads;
+                    if (!r)
+                      failed("VNodeDescription", r.error());
+                    else
+                      w->book.vports[i].v.description = mad::decode_node_desc(r->data);
+                    one_done();
+                  });
+    }
+  };
+  for (uint32_t b = 0; b < blocks; ++b) {
+    eng_.submit(
+        mad::SmpRequest::get(mad::kAttrVPortState, mad::vport_state_modifier(uint16_t(b)), w->path),
+        [this, &run, w, live, b, top, read_each](Result<mad::Smp> r) {
+          ++run.rep.vport_reads;
+          if (!r) {
+            ++run.rep.vport_failures;
+            add_problem(run.rep,
+                        "VPortState block " + std::to_string(b) + " of " + w->where + ": " +
+                            r.error().message,
+                        "VRT-0004");
+            w->failed = true;
+          } else {
+            const auto states = mad::decode_vport_state_block(r->data);
+            for (uint32_t i = 0; i < mad::kVPortStatesPerBlock; ++i) {
+              const uint32_t index = b * mad::kVPortStatesPerBlock + i;
+              if (index == 0 || index > top) continue;  // vport 0: the port itself
+              const uint8_t s = states[i];
+              if (s >= uint8_t(PortState::kInit) && s <= uint8_t(PortState::kActive))
+                live->emplace_back(uint16_t(index), s);
+            }
+          }
+          if (--w->left == 0) {
+            std::sort(live->begin(), live->end());
+            read_each();
+          }
+        });
+  }
+}
+
+void VPortProgrammer::port_done(SweepRun& run, const std::shared_ptr<Walk>& w) {
+  Book& b = books_[w->port_guid.value];
+  if (w->failed && w->book.vports.empty()) {
+    // Nothing read: the vports as last read stand, and are read again next sweep.
+    b.known = false;
+  } else {
+    if (!w->book.known) {
+      // Read again (or for the first time): their tables are read again too.
+      const uint64_t g = w->port_guid.value;
+      std::erase_if(tables_, [g](const auto& e) { return std::get<0>(e.first) == g; });
+      w->book.known = !w->failed;
+    }
+    b = std::move(w->book);
+  }
+  --out_;
+  start_next(run);
+}
+
+void VPortProgrammer::adopt(SweepRun& run) {
+  fabric::Fabric& f = run.d.fabric;
+  std::unordered_set<uint64_t> taken, seen_ports;
+  for (const auto& nd : f.nodes()) {
+    taken.insert(nd.guid.value);
+    for (const auto& p : nd.ports) taken.insert(p.guid.value);
+  }
+  std::vector<fabric::VPort> all;
+  for (const auto& [n, p] : queue_) {
+    const uint64_t g = f.node(n).ports[p].guid.value;
+    seen_ports.insert(g);
+    auto it = books_.find(g);
+    if (it == books_.end()) continue;
+    for (const Found& x : it->second.vports) {
+      fabric::VPort v = x.v;
+      v.node = n;
+      v.port = p;
+      if (v.guid.value && !taken.insert(v.guid.value).second) {
+        add_problem(run.rep,
+                    "vport " + std::to_string(v.index) + " of " + fabric::port_ref(f, n, p) +
+                        " carries the GUID " + v.guid.str() +
+                        " of another port or vport: left out of the model",
+                    "VRT-0005");
+        continue;
+      }
+      all.push_back(std::move(v));
+    }
+  }
+  // Ports no longer read (gone, or virtualization no longer supported): forgotten.
+  std::erase_if(books_, [&seen_ports](const auto& e) { return !seen_ports.count(e.first); });
+  if (auto r = f.set_vports(std::move(all)); !r)
+    add_problem(run.rep, "vports: " + r.error().message, "VRT-0005");
+}
+
+namespace {
+
+bool programmable(const fabric::VPort& v) {
+  return v.guid.value && v.partition_cap && v.state >= PortState::kInit &&
+         v.state <= PortState::kActive;
+}
+
+}  // namespace
+
+void VPortProgrammer::read_tables(SweepRun& run) {
+  const auto& vps = run.target.vports();
+  ready_.assign(vps.size(), false);
+  for (const auto& v : vps) {
+    if (!programmable(v)) continue;
+    const uint64_t g = run.target.node(v.node).ports[v.port].guid.value;
+    const mad::DrPath path = dr_path_to(run.d, v.node, v.port);
+    for (uint16_t b = 0; b < (v.partition_cap + 31) / 32; ++b) {
+      const TableKey k{g, v.index, b};
+      if (tables_.count(k)) continue;
+      eng_.submit(mad::SmpRequest::get(mad::kAttrVPortPkeyTable,
+                                       mad::vport_block_modifier(v.index, b), path),
+                  [this, &run, k](Result<mad::Smp> r) {
+                    ++run.rep.vport_pkey_blocks_read;
+                    if (r)
+                      tables_[k] = r->data;
+                    else
+                      ++run.rep.vport_failures;
+                  });
+    }
+  }
+}
+
+void VPortProgrammer::write_tables(SweepRun& run) {
+  const auto& vps = run.target.vports();
+  for (size_t i = 0; i < vps.size(); ++i) {
+    const auto& v = vps[i];
+    if (!programmable(v) || i >= run.plan.vport_pkeys.size()) continue;
+    const uint64_t g = run.target.node(v.node).ports[v.port].guid.value;
+    const size_t blocks = (v.partition_cap + 31) / 32;
+    std::vector<uint16_t> held;
+    bool complete = true;
+    for (uint16_t b = 0; b < blocks && complete; ++b) {
+      auto it = tables_.find({g, v.index, b});
+      if (it == tables_.end()) {
+        complete = false;
+        break;
+      }
+      const auto keys = mad::decode_pkey_block(it->second);
+      held.insert(held.end(), keys.begin(), keys.end());
+    }
+    const std::string where =
+        "vport " + std::to_string(v.index) + " of " + fabric::port_ref(run.target, v.node, v.port);
+    if (!complete) {
+      add_problem(run.rep,
+                  where +
+                      ": its VPortPKeyTable could not be read; not written, the "
+                      "vport not activated",
+                  "VRT-0006");
+      continue;
+    }
+    held.resize(v.partition_cap);
+    auto lay = qos::layout_pkeys(run.plan.vport_pkeys[i], held, v.partition_cap, true);
+    if (!lay.dropped.empty())
+      add_problem(run.rep,
+                  where + " holds " + std::to_string(v.partition_cap) + " P_Keys; " +
+                      std::to_string(lay.dropped.size()) +
+                      " of its partitions do not fit and are left out",
+                  "PRT-0003");
+    lay.table.resize(blocks * 32, 0);
+    held.resize(blocks * 32, 0);
+    const mad::DrPath path = dr_path_to(run.d, v.node, v.port);
+    for (uint16_t b = 0; b < blocks; ++b) {
+      if (std::equal(lay.table.begin() + b * 32, lay.table.begin() + (b + 1) * 32,
+                     held.begin() + b * 32))
+        continue;
+      mad::PkeyBlock out{};
+      std::copy(lay.table.begin() + b * 32, lay.table.begin() + (b + 1) * 32, out.begin());
+      const TableKey k{g, v.index, b};
+      eng_.submit(
+          mad::SmpRequest::set(mad::kAttrVPortPkeyTable, mad::vport_block_modifier(v.index, b),
+                               path, mad::encode_pkey_block(out)),
+          [this, &run, k, i, want = out, where](Result<mad::Smp> r) {
+            if (r && mad::decode_pkey_block(r->data) == want) {
+              ++run.rep.vport_pkey_blocks_written;
+              tables_[k] = r->data;
+              return;
+            }
+            tables_.erase(k);
+            ready_[i] = false;
+            ++run.rep.vport_failures;
+            add_problem(run.rep,
+                        where + ": VPortPKeyTable Set: " +
+                            (r ? std::string("the reply holds other P_Keys") : r.error().message),
+                        "VRT-0006");
+          });
+    }
+    ready_[i] = true;
+  }
+}
+
+void VPortProgrammer::activate(SweepRun& run) {
+  auto& vps = run.target.vports();
+  for (size_t i = 0; i < vps.size() && i < ready_.size(); ++i) {
+    if (!ready_[i]) continue;
+    if (vps[i].state == PortState::kInit) set_state(run, i, PortState::kArmed);
+    if (vps[i].state == PortState::kArmed) set_state(run, i, PortState::kActive);
+  }
+}
+
+void VPortProgrammer::set_state(SweepRun& run, size_t i, mad::VPortState to) {
+  const fabric::VPort& v = run.target.vports()[i];
+  const uint64_t g = run.target.node(v.node).ports[v.port].guid.value;
+  auto b = books_.find(g);
+  if (b == books_.end()) return;
+  auto f = std::find_if(b->second.vports.begin(), b->second.vports.end(),
+                        [&v](const Found& x) { return x.v.index == v.index; });
+  if (f == b->second.vports.end()) return;
+  mad::VPortInfo info = f->info;
+  info.state = uint8_t(to);
+  info.client_reregister = false;
+  const std::string where =
+      "vport " + std::to_string(v.index) + " of " + fabric::port_ref(run.target, v.node, v.port);
+  eng_.submit(mad::SmpRequest::set(mad::kAttrVPortInfo, mad::vport_modifier(v.index),
+                                   dr_path_to(run.d, v.node, v.port), mad::encode_vport_info(info)),
+              [this, &run, i, g, index = v.index, to, where](Result<mad::Smp> r) {
+                const auto got = r ? mad::decode_vport_info(r->data) : mad::VPortInfo{};
+                if (!r || got.state != uint8_t(to)) {
+                  ++run.rep.vport_failures;
+                  add_problem(run.rep,
+                              where + ": VPortInfo Set to " + fabric::port_state_name(to) + ": " +
+                                  (r ? std::string("answered ") +
+                                           fabric::port_state_name(PortState(got.state))
+                                     : r.error().message),
+                              "VRT-0007");
+                  return;
+                }
+                run.target.vports()[i].state = to;
+                if (auto b = books_.find(g); b != books_.end())
+                  for (Found& x : b->second.vports)
+                    if (x.v.index == index) {
+                      x.info = got;
+                      x.v.state = to;
+                    }
+                if (to == PortState::kArmed) return set_state(run, i, PortState::kActive);
+                ++run.rep.vports_activated;
+              });
+}
+
+}  // namespace weft::sm

@@ -1,0 +1,77 @@
+// SR-IOV virtual ports (the wire: weft/mad/vport.hpp). On every CA port whose PortInfo
+// says it supports virtualization, virt_enabled 2 turns virtualization on and finds the
+// port's vports: VirtualizationInfo, VPortState by block of 128, then each live vport's
+// VPortInfo, VNodeInfo and VNodeDescription. Later sweeps read VirtualizationInfo only,
+// and read a port's vports again where its VPortStateChange says they changed (the Set
+// that turns it on also clears that bit, before the states are read: a change after it
+// raises the bit again). Each vport's VPortPKeyTable gets the partitions its GUID is a
+// member of (read where not known, written where it differs), and a vport the host
+// brought to INIT goes to ARMED and ACTIVE once its table holds them. virt_enabled 1
+// turns virtualization off where it is on; 0 leaves every port alone.
+//
+//   vp.discover(run);   // after discovery, as master: VirtualizationInfo and the vports
+//   ...                 // the engine idle
+//   vp.adopt(run);      // run.d.fabric.vports(): what was found
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string_view>
+#include <tuple>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "programmer.hpp"
+#include "weft/mad/vport.hpp"
+
+namespace weft::sm {
+
+class VPortProgrammer final : public Programmer {
+ public:
+  VPortProgrammer(mad::MadEngine& eng, const SmOptions& o) : eng_(eng), opts_(o) {}
+  std::string_view name() const override { return "vports"; }
+  void discover(SweepRun& run);
+  void adopt(SweepRun& run);
+  // kCommit: read the VPortPKeyTable blocks not known; kTables: write what differs;
+  // kActivate: vports the host brought up to ARMED, then ACTIVE.
+  void step(Step s, SweepRun& run) override;
+  void forget_all() override {
+    books_.clear();
+    tables_.clear();
+  }
+
+ private:
+  struct Found {
+    fabric::VPort v;
+    mad::VPortInfo info;  // as read: the Sets write over it
+  };
+  struct Book {
+    bool known = false;  // read whole since the port's last VPortStateChange
+    std::vector<Found> vports;
+  };
+  struct Walk;  // one port's reads this sweep
+  // (port GUID, vport index, block) -> the VPortPKeyTable block it holds.
+  using TableKey = std::tuple<uint64_t, uint16_t, uint16_t>;
+
+  void start_next(SweepRun& run);
+  void read_port(SweepRun& run, std::shared_ptr<Walk> w);
+  void read_vports(SweepRun& run, std::shared_ptr<Walk> w, uint16_t top);
+  void port_done(SweepRun& run, const std::shared_ptr<Walk>& w);
+  void read_tables(SweepRun& run);
+  void write_tables(SweepRun& run);
+  void activate(SweepRun& run);
+  void set_state(SweepRun& run, size_t i, mad::VPortState to);
+
+  mad::MadEngine& eng_;
+  const SmOptions& opts_;
+  std::unordered_map<uint64_t, Book> books_;  // by physical port GUID
+  std::map<TableKey, mad::SmpData> tables_;
+  // This sweep's: the ports to read (node, port), the next to start, how many are out.
+  std::vector<std::pair<fabric::NodeIndex, PortNum>> queue_;
+  size_t next_ = 0, out_ = 0;
+  std::vector<bool> ready_;  // per run.target.vports(): its table holds what it should
+};
+
+}  // namespace weft::sm

@@ -1,0 +1,222 @@
+// SR-IOV virtual ports programmed by the sweep (issue 34, items 2 and 3): CA ports that
+// support virtualization have it turned on and their vports found; a vport's P_Key
+// table follows its GUID's partition membership, kept ahead of the GUID existing (the
+// ib-kubernetes order: the partition first, then the host writes the VF's GUID); a
+// second sweep reads one attribute a port and writes nothing.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "sim_sm.hpp"
+#include "weft/config/partitions.hpp"
+#include "weft/mad/vport.hpp"
+#include "weft/simulator/sim_vports.hpp"
+
+using namespace weft;
+using namespace weft::simulator;
+using namespace weft::mad;
+using namespace weft::sm;
+using namespace weft::testing;
+using fabric::NodeIndex;
+using fabric::PortState;
+
+namespace {
+
+constexpr const char* kTree = "ft2:leaves=2,spines=1,hosts=2";
+
+std::vector<NodeIndex> cas(const fabric::Fabric& f) {
+  std::vector<NodeIndex> v;
+  for (NodeIndex n = 0; n < f.size(); ++n)
+    if (!f.node(n).is_switch()) v.push_back(n);
+  return v;
+}
+
+std::vector<uint16_t> used(const std::vector<uint16_t>& t) {
+  std::vector<uint16_t> v;
+  for (uint16_t k : t)
+    if (k & 0x7fff) v.push_back(k);
+  std::sort(v.begin(), v.end());
+  return v;
+}
+
+const SimVPorts::VPort& vf(const SimFabric& sim, NodeIndex n, uint16_t i) {
+  return sim.vports().find(n, 1)->vports.at(i);
+}
+
+SmOptions with_partitions(const ScratchDir& d, const std::string& text) {
+  SmOptions o = sm_opts(d);
+  auto pol = config::parse_partitions(text, "partitions.conf");
+  EXPECT_TRUE(pol) << pol.error().message;
+  o.partitions = *pol;
+  return o;
+}
+
+// The switch port that faces CA n's port 1.
+std::pair<NodeIndex, PortNum> facing(const SimFabric& sim, NodeIndex n) {
+  const auto& p = sim.model().node(n).ports[1];
+  return {p.peer, p.peer_port};
+}
+
+}  // namespace
+
+TEST(VPortSweep, TheIbKubernetesSequenceGivesAndTakesAVfsPartitionWithinOneSweep) {
+  ScratchDir dir("weft-vports");
+  SimFabric sim = sim_of(kTree);
+  const auto ca = cas(sim.model());
+  ASSERT_EQ(ca.size(), 4u);
+  // CA 1 (the SM runs on CA 0): 8 VFs, 3 of them wanting a LID; no GUIDs yet.
+  sim.vports().add(ca[1], 1,
+                   {.vports = 8, .lid_required = 3, .node_guid = sim.model().node(ca[1]).guid});
+  const Guid pod{0x0002c9fe00000a01};
+  const std::string base = "Default=0x7fff : ALL, SELF=full ;\n";
+  // The orchestrator puts the GUID in the partition before any VF carries it.
+  SimTransport t(sim, {});
+  SubnetManager sm(t, with_partitions(dir, base + "pod=0x0a12 : " + pod.str() + "=full ;\n"));
+  auto r1 = sm.sweep();
+  ASSERT_TRUE(r1 && r1->subnet_up) << (r1 ? r1->reason : r1.error().message);
+  EXPECT_EQ(r1->virt_ports, 1u);
+  EXPECT_TRUE(sim.vports().find(ca[1], 1)->enabled);
+  EXPECT_EQ(r1->vports_found, 0u);  // every VF is DOWN: the host has written no GUID
+  EXPECT_EQ(r1->vport_failures, 0u);
+
+  // The CNI writes the GUID into VF 2 (`ip link set ... vf 1 port_guid ...`).
+  sim.vports().host_set_guid(ca[1], 1, 2, pod);
+  auto r2 = sm.sweep();
+  ASSERT_TRUE(r2 && r2->subnet_up) << (r2 ? r2->reason : r2.error().message);
+  EXPECT_EQ(r2->vports_found, 1u);
+  EXPECT_EQ(used(vf(sim, ca[1], 2).pkeys), (std::vector<uint16_t>{0x7fff, 0x8a12}));
+  EXPECT_EQ(vf(sim, ca[1], 2).state, uint8_t(PortState::kActive));
+  EXPECT_EQ(r2->vports_activated, 1u);
+  EXPECT_EQ(r2->vport_pkey_blocks_written, 1u);
+  EXPECT_FALSE(sim.vports().find(ca[1], 1)->state_change);  // cleared by the SM
+  // The physical port keeps its own; the switch port facing it lets the VF's through.
+  EXPECT_EQ(used(sim.pkeys(ca[1], 1)), std::vector<uint16_t>{0x7fff});
+  const auto [sw, swp] = facing(sim, ca[1]);
+  EXPECT_EQ(used(sim.pkeys(sw, swp)), (std::vector<uint16_t>{0x7fff, 0x8a12}));
+  // In the published model, with its GUID, state and vnode.
+  const auto snap = sm.snapshot();
+  ASSERT_EQ(snap->fabric.vports().size(), 1u);
+  const auto& v = snap->fabric.vports()[0];
+  EXPECT_EQ(v.guid, pod);
+  EXPECT_EQ(v.index, 2u);
+  EXPECT_EQ(v.state, PortState::kActive);
+  EXPECT_TRUE(v.lid_required);
+  EXPECT_EQ(v.node_guid, derived_vport_guid(sim.model().node(ca[1]).guid, 2));
+  EXPECT_EQ(snap->fabric.node(v.node).guid, sim.model().node(ca[1]).guid);
+
+  // Nothing changed: one VirtualizationInfo read, nothing written.
+  const size_t vsets = sim.sets(kAttrVPortPkeyTable) + sim.sets(kAttrVPortInfo);
+  auto r3 = sm.sweep();
+  ASSERT_TRUE(r3 && r3->subnet_up);
+  EXPECT_EQ(r3->vports_found, 1u);
+  EXPECT_EQ(r3->vport_reads, 1u);
+  EXPECT_EQ(r3->vport_pkey_blocks_read, 0u);
+  EXPECT_EQ(r3->vport_pkey_blocks_written, 0u);
+  EXPECT_EQ(sim.sets(kAttrVPortPkeyTable) + sim.sets(kAttrVPortInfo), vsets);
+
+  // The orchestrator takes the GUID out: the next sweep takes the key away.
+  sm.set_options(with_partitions(dir, base));
+  auto r4 = sm.sweep();
+  ASSERT_TRUE(r4 && r4->subnet_up);
+  EXPECT_EQ(used(vf(sim, ca[1], 2).pkeys), std::vector<uint16_t>{0x7fff});
+  EXPECT_EQ(used(sim.pkeys(sw, swp)), std::vector<uint16_t>{0x7fff});
+  EXPECT_EQ(r4->vport_pkey_blocks_written, 1u);
+}
+
+TEST(VPortSweep, PodsInDifferentPartitionsCannotTalkAndPodsInOneCan) {
+  ScratchDir dir("weft-vports");
+  SimFabric sim = sim_of(kTree);
+  ASSERT_TRUE(add_vports_everywhere(sim.vports(), sim.model(), 4, 0));
+  const auto ca = cas(sim.model());
+  auto g = [&](NodeIndex n, uint16_t i) {
+    return derived_vport_guid(sim.model().node(n).ports[1].guid, i);
+  };
+  // Tenant a: VF 1 of CA 1 and VF 3 of CA 2; tenant b: VF 1 of CA 2 and VF 2 of CA 3.
+  SimTransport t(sim, {});
+  SubnetManager sm(
+      t, with_partitions(dir,
+                         "Default=0x7fff : ALL, SELF=full ;\n"
+                         "a=0x0a12 : " +
+                             g(ca[1], 1).str() + "=full, " + g(ca[2], 3).str() +
+                             "=full ;\n"
+                             "b=0x0b34 : " +
+                             g(ca[2], 1).str() + "=full, " + g(ca[3], 2).str() + "=full ;\n"));
+  auto r = sm.sweep();
+  ASSERT_TRUE(r && r->subnet_up) << (r ? r->reason : r.error().message);
+  EXPECT_EQ(r->virt_ports, 4u);
+  EXPECT_EQ(r->vports_found, 16u);
+  EXPECT_EQ(r->vports_activated, 16u);
+  EXPECT_EQ(r->vport_failures, 0u);
+  const auto& v = sim.vports();
+  EXPECT_TRUE(v.may_talk(ca[1], 1, 1, ca[2], 1, 3));   // a with a
+  EXPECT_TRUE(v.may_talk(ca[2], 1, 1, ca[3], 1, 2));   // b with b
+  EXPECT_FALSE(v.may_talk(ca[1], 1, 1, ca[2], 1, 1));  // a with b
+  EXPECT_FALSE(v.may_talk(ca[1], 1, 1, ca[3], 1, 4));  // a with a VF in no partition
+  // VFs in no partition are limited members of the default one: not each other's.
+  EXPECT_FALSE(v.may_talk(ca[1], 1, 4, ca[3], 1, 4));
+  auto again = sm.sweep();
+  ASSERT_TRUE(again && again->subnet_up);
+  EXPECT_EQ(again->vport_reads, 4u);
+  EXPECT_EQ(again->vport_pkey_blocks_written, 0u);
+  EXPECT_EQ(again->pkey_blocks_written, 0u);
+}
+
+TEST(VPortSweep, VirtEnabledZeroLeavesPortsAloneAndOneTurnsVirtualizationOff) {
+  ScratchDir dir("weft-vports");
+  SimFabric sim = sim_of(kTree);
+  ASSERT_TRUE(add_vports_everywhere(sim.vports(), sim.model(), 2, 1));
+  const auto ca = cas(sim.model());
+  SimTransport t(sim, {});
+  SmOptions o = sm_opts(dir);
+  o.virt_enabled = 0;
+  {
+    SubnetManager sm(t, o);
+    auto r = sm.sweep();
+    ASSERT_TRUE(r && r->subnet_up);
+    EXPECT_EQ(r->virt_ports, 0u);
+    EXPECT_EQ(r->vport_reads, 0u);
+    EXPECT_EQ(sim.sets(kAttrVirtualizationInfo), 0u);
+    EXPECT_FALSE(sim.vports().find(ca[1], 1)->enabled);
+  }
+  o.virt_enabled = 2;
+  {
+    SubnetManager sm(t, o);
+    auto r = sm.sweep();
+    ASSERT_TRUE(r && r->subnet_up);
+    EXPECT_EQ(r->vports_found, 8u);
+  }
+  o.virt_enabled = 1;
+  SubnetManager sm(t, o);
+  auto r = sm.sweep();
+  ASSERT_TRUE(r && r->subnet_up);
+  EXPECT_EQ(r->vports_found, 0u);
+  for (NodeIndex n : ca) EXPECT_FALSE(sim.vports().find(n, 1)->enabled);
+  EXPECT_TRUE(sm.snapshot()->fabric.vports().empty());
+}
+
+TEST(VPortSweep, AVfTheHostTakesAwayLeavesTheModelAndAnotherAppears) {
+  ScratchDir dir("weft-vports");
+  SimFabric sim = sim_of(kTree);
+  ASSERT_TRUE(add_vports_everywhere(sim.vports(), sim.model(), 3, 0));
+  const auto ca = cas(sim.model());
+  SimTransport t(sim, {});
+  SubnetManager sm(t, sm_opts(dir));
+  auto r = sm.sweep();
+  ASSERT_TRUE(r && r->subnet_up);
+  EXPECT_EQ(r->vports_found, 12u);
+  // The host of CA 3 takes VF 2's GUID away and gives VF 3 another.
+  sim.vports().host_set_guid(ca[3], 1, 2, Guid{});
+  const Guid fresh{0x0002c9fe00000b07};
+  sim.vports().host_set_guid(ca[3], 1, 3, fresh);
+  auto r2 = sm.sweep();
+  ASSERT_TRUE(r2 && r2->subnet_up);
+  EXPECT_EQ(r2->vports_found, 11u);
+  const auto& f = sm.snapshot()->fabric;
+  ASSERT_NE(f.find_vport(fresh), nullptr);
+  EXPECT_EQ(f.find_vport(fresh)->state, PortState::kActive);
+  EXPECT_EQ(f.find_vport(derived_vport_guid(sim.model().node(ca[3]).ports[1].guid, 2)), nullptr);
+  // Only CA 3's port was read again: VirtualizationInfo and its Set on it, a state
+  // block, three reads of each of its two live VFs; one read on each other port.
+  EXPECT_EQ(r2->vport_reads, 3u + 2u + 1u + 2u * 3u);
+  EXPECT_EQ(r2->vports_activated, 1u);
+}
