@@ -459,7 +459,8 @@ TEST(ArSweep, ArStateChangedWithNoOtherSignIsFoundAndWrittenBack) {
   const size_t held = all->ar_blocks_checked;  // every switch's info, groups and AR LFT
   ASSERT_GT(held, 3 * sw);
 
-  const auto& snap = *sm.snapshot();
+  const auto held_snap = sm.snapshot();  // held: later sweeps replace the SM's
+  const auto& snap = *held_snap;
   std::vector<NodeIndex> sws;  // snapshot indexes
   for (NodeIndex s = 0; s < snap.fabric.size(); ++s)
     if (snap.fabric.node(s).is_switch()) sws.push_back(s);
