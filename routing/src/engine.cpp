@@ -311,6 +311,13 @@ std::vector<LidOwner> lid_owners(const fabric::Fabric& f) {
     for (int k = 0; k < count && a.lid.value + k <= Lid::kMaxUnicast; ++k)
       out.push_back({Lid{static_cast<uint16_t>(a.lid.value + k)}, n, p});
   }
+  // A virtual port's own LID(s) are reached through its physical port, as the port's.
+  for (const auto& v : f.vports()) {
+    if (!v.lid.is_unicast()) continue;
+    const int count = 1 << f.node(v.node).ports[v.port].attrs.lmc;
+    for (int k = 0; k < count && v.lid.value + k <= Lid::kMaxUnicast; ++k)
+      out.push_back({Lid{static_cast<uint16_t>(v.lid.value + k)}, v.node, v.port});
+  }
   std::sort(out.begin(), out.end(),
             [](const LidOwner& a, const LidOwner& b) { return a.lid < b.lid; });
   return out;

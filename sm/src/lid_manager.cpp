@@ -94,11 +94,18 @@ Result<LidAssignment> assign_lids(fabric::Fabric& f, Guid2Lid& db, uint8_t lmc, 
     Guid guid;
     Lid current;
     bool done = false;
+    size_t vport = SIZE_MAX;  // an index of f.vports(): a vport that requires a LID
   };
   std::vector<Slot> slots;
   for (auto [n, p] : f.lid_ports()) {
     const auto& port = f.node(n).ports[p];
     if (port.guid.value != 0) slots.push_back({n, p, port.guid, port.attrs.lid});
+  }
+  // Virtual ports that require a LID of their own, after every port: by their GUID,
+  // in the state file like any port.
+  for (size_t i = 0; i < f.vports().size(); ++i) {
+    const auto& v = f.vports()[i];
+    if (v.lid_required && v.guid.value) slots.push_back({v.node, v.port, v.guid, v.lid, false, i});
   }
   std::vector<uint8_t> used(size_t(Lid::kMaxUnicast) + 2,
                             0);  // 1 = taken now, 2 = reserved by file
@@ -113,10 +120,14 @@ Result<LidAssignment> assign_lids(fabric::Fabric& f, Guid2Lid& db, uint8_t lmc, 
   };
   auto take = [&](Slot& s, uint16_t l) {
     for (uint16_t k = 0; k < span; ++k) used[l + k] = 1;
-    auto& attrs = f.node(s.node).ports[s.port].attrs;
-    if (attrs.lid.value != l) ++out.changed;
-    attrs.lid = Lid{l};
-    attrs.lmc = lmc;
+    if (s.vport != SIZE_MAX) {
+      f.vports()[s.vport].lid = Lid{l};
+    } else {
+      auto& attrs = f.node(s.node).ports[s.port].attrs;
+      attrs.lid = Lid{l};
+      attrs.lmc = lmc;
+    }
+    if (s.current.value != l) ++out.changed;
     db.set(s.guid, Lid{l});
     out.top = std::max<uint16_t>(out.top, static_cast<uint16_t>(l + span - 1));
     s.done = true;

@@ -260,11 +260,22 @@ void SubnetManager::phase_light_check() {
     else
       *changed = true;
   });
+  // SR-IOV: a CA port whose vports changed (a host wrote a VF's GUID) is read again by
+  // an update at its switch.
+  auto vports = std::make_shared<size_t>(0);
+  prog_->vports().check(*model_, [this, psc, changed, vports](NodeIndex n, PortNum p) {
+    ++*vports;
+    const auto& port = model_->fabric.node(n).ports[p];
+    if (port.linked() && model_->fabric.node(port.peer).is_switch())
+      psc->push_back(port.peer);
+    else
+      *changed = true;
+  });
   // The other SMs, as OpenSM's light sweep polls them: one that became master, or now
   // outranks this one, calls for a heavy sweep (a handover either way).
   auto seen = peers_.recheck();
   driver_->when_idle(
-      [this, changed, seen, psc, silent](Result<void> pumped) {
+      [this, changed, seen, psc, silent, vports](Result<void> pumped) {
         if (!pumped) return finish_run(std::unexpected(pumped.error()));
         peers_.set_sms(seen->sms);
         // A switch that did not answer may only be behind the link that changed (the
@@ -277,9 +288,12 @@ void SubnetManager::phase_light_check() {
           psc->erase(std::unique(psc->begin(), psc->end()), psc->end());
           const bool tables =
               run_->rep.table_blocks_changed > 0 || run_->rep.ar_switches_changed > 0;
-          return phase_update(std::move(*psc), tables ? "a P_Key, SL2VL, VLArb or AR block "
-                                                        "changed, PortStateChange or LinearFDBTop"
-                                                      : "PortStateChange or LinearFDBTop");
+          return phase_update(std::move(*psc),
+                              tables    ? "a P_Key, SL2VL, VLArb or AR block changed, "
+                                          "PortStateChange or LinearFDBTop"
+                              : *vports ? "a CA port's virtual ports changed, PortStateChange "
+                                          "or LinearFDBTop"
+                                        : "PortStateChange or LinearFDBTop");
         }
         if (*changed || seen->changed) {
           WEFT_LOG(Info, "SM-0030")

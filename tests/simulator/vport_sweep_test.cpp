@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
+#include <set>
 
 #include "sim_sm.hpp"
 #include "weft/config/partitions.hpp"
@@ -219,4 +221,89 @@ TEST(VPortSweep, AVfTheHostTakesAwayLeavesTheModelAndAnotherAppears) {
   // block, three reads of each of its two live VFs; one read on each other port.
   EXPECT_EQ(r2->vport_reads, 3u + 2u + 1u + 2u * 3u);
   EXPECT_EQ(r2->vports_activated, 1u);
+}
+
+TEST(VPortSweep, VfsThatRequireALidGetOneRoutedThroughTheirPortAndKeptAcrossARestart) {
+  ScratchDir dir("weft-vports");
+  SimFabric sim = sim_of(kTree);
+  ASSERT_TRUE(add_vports_everywhere(sim.vports(), sim.model(), 4, 2));
+  const auto ca = cas(sim.model());
+  SimTransport t(sim, {});
+  std::map<uint64_t, uint16_t> lids;  // VF GUID -> LID
+  {
+    SubnetManager sm(t, sm_opts(dir));
+    auto r = sm.sweep();
+    ASSERT_TRUE(r && r->subnet_up) << (r ? r->reason : r.error().message);
+    EXPECT_EQ(r->vports_found, 16u);
+    EXPECT_EQ(r->vports_with_lid, 8u);
+    EXPECT_EQ(r->vport_lids_set, 8u);
+    EXPECT_EQ(r->vport_failures, 0u);
+    EXPECT_TRUE(readback(sim).ok());
+    std::set<uint16_t> seen;
+    for (NodeIndex n : ca) {
+      const auto& port = sim.model().node(n).ports[1];
+      const uint16_t plid = port.attrs.lid.value;
+      for (uint16_t i = 1; i <= 4; ++i) {
+        const auto& v = vf(sim, n, i);
+        if (i > 2) {
+          EXPECT_EQ(v.lid, 0u) << "VF " << i << " shares its port's LID";
+          continue;
+        }
+        ASSERT_NE(v.lid, 0u);
+        EXPECT_TRUE(seen.insert(v.lid).second) << "LID " << v.lid << " twice";
+        EXPECT_NE(v.lid, plid);
+        lids[v.guid.value] = v.lid;
+        // Every switch forwards the VF's LID as it forwards its port's: the leaf out of
+        // the port's link.
+        EXPECT_EQ(sim.lft(port.peer).at(v.lid), port.peer_port);
+        for (NodeIndex s = 0; s < sim.model().size(); ++s)
+          if (sim.model().node(s).is_switch()) {
+            EXPECT_EQ(sim.lft(s).at(v.lid), sim.lft(s).at(plid));
+          }
+      }
+    }
+    EXPECT_EQ(seen.size(), 8u);
+    auto again = sm.sweep();
+    ASSERT_TRUE(again && again->subnet_up);
+    EXPECT_EQ(again->vport_lids_set, 0u);
+    EXPECT_EQ(again->lft_blocks_written, 0u);
+  }
+  // A restart: every VF keeps its LID (guid2lid), nothing is written again.
+  SubnetManager sm(t, sm_opts(dir));
+  auto r = sm.sweep();
+  ASSERT_TRUE(r && r->subnet_up);
+  EXPECT_EQ(r->vport_lids_set, 0u);
+  EXPECT_EQ(r->vports_with_lid, 8u);
+  for (const auto& v : sm.snapshot()->fabric.vports())
+    if (v.lid_required) {
+      EXPECT_EQ(lids.at(v.guid.value), v.lid.value);
+    }
+}
+
+TEST(VPortSweep, ALightSweepSeesAVfChangeAndUpdatesOnlyAtItsSwitch) {
+  ScratchDir dir("weft-vports");
+  SimFabric sim = sim_of(kTree);
+  const auto ca = cas(sim.model());
+  sim.vports().add(ca[2], 1, {.vports = 4, .node_guid = sim.model().node(ca[2]).guid});
+  SimTransport t(sim, {});
+  SubnetManager sm(t, sm_opts(dir));
+  auto r = sm.sweep();
+  ASSERT_TRUE(r && r->subnet_up);
+  EXPECT_EQ(r->vports_found, 0u);
+  // Nothing changed: the light sweep stays light.
+  auto quiet = sm.light_sweep();
+  ASSERT_TRUE(quiet && quiet->subnet_up);
+  EXPECT_FALSE(quiet->heavy);
+  // The host writes a VF's GUID: the next light sweep updates at CA 2's switch.
+  const Guid g{0x0002c9fe00000c01};
+  sim.vports().host_set_guid(ca[2], 1, 3, g);
+  auto seen = sm.light_sweep();
+  ASSERT_TRUE(seen && seen->subnet_up) << (seen ? seen->reason : seen.error().message);
+  EXPECT_TRUE(seen->heavy);
+  EXPECT_TRUE(seen->updated);
+  EXPECT_EQ(seen->vports_found, 1u);
+  EXPECT_EQ(vf(sim, ca[2], 3).state, uint8_t(PortState::kActive));
+  auto after = sm.light_sweep();
+  ASSERT_TRUE(after && after->subnet_up);
+  EXPECT_FALSE(after->heavy);
 }

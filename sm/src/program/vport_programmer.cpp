@@ -23,6 +23,7 @@ struct VPortProgrammer::Walk {
 };
 
 void VPortProgrammer::step(Step s, SweepRun& run) {
+  if (s == Step::kConfigure) write_lids(run);
   if (s == Step::kCommit) read_tables(run);
   if (s == Step::kTables) write_tables(run);
   if (s == Step::kActivate) activate(run);
@@ -49,6 +50,30 @@ void VPortProgrammer::discover(SweepRun& run) {
   }
   run.rep.virt_ports = queue_.size();
   start_next(run);
+}
+
+void VPortProgrammer::check(const Discovered& model,
+                            std::function<void(NodeIndex, PortNum)> changed) {
+  if (opts_.virt_enabled == 0) return;
+  const auto& f = model.fabric;
+  for (NodeIndex n = 0; n < f.size(); ++n) {
+    const auto& nd = f.node(n);
+    if (nd.is_switch() || n >= model.port_info.size()) continue;
+    for (PortNum p = 1; p <= nd.num_ports && p < model.port_info[n].size(); ++p) {
+      if (!nd.ports[p].linked() || !mad::port_info_virtualization(model.port_info[n][p])) continue;
+      auto b = books_.find(nd.ports[p].guid.value);
+      if (b == books_.end() || !b->second.known) {
+        changed(n, p);
+        continue;
+      }
+      eng_.submit(mad::SmpRequest::get(mad::kAttrVirtualizationInfo, 0, dr_path_to(model, n, p)),
+                  [this, n, p, changed](Result<mad::Smp> r) {
+                    if (!r) return;  // the port's switch shows a port gone
+                    const auto vi = mad::decode_virtualization_info(r->data);
+                    if (vi.state_change || vi.enabled != (opts_.virt_enabled == 2)) changed(n, p);
+                  });
+    }
+  }
 }
 
 void VPortProgrammer::start_next(SweepRun& run) {
@@ -368,6 +393,45 @@ void VPortProgrammer::write_tables(SweepRun& run) {
   }
 }
 
+VPortProgrammer::Found* VPortProgrammer::found(const SweepRun& run, const fabric::VPort& v) {
+  auto b = books_.find(run.target.node(v.node).ports[v.port].guid.value);
+  if (b == books_.end()) return nullptr;
+  auto f = std::find_if(b->second.vports.begin(), b->second.vports.end(),
+                        [&v](const Found& x) { return x.v.index == v.index; });
+  return f == b->second.vports.end() ? nullptr : &*f;
+}
+
+void VPortProgrammer::write_lids(SweepRun& run) {
+  const auto& vps = run.target.vports();
+  for (size_t i = 0; i < vps.size(); ++i) {
+    const auto& v = vps[i];
+    Found* f = v.lid_required && v.lid.value ? found(run, v) : nullptr;
+    if (!f || f->info.lid == v.lid.value) continue;
+    mad::VPortInfo info = f->info;
+    info.state = 0;  // no change
+    info.client_reregister = false;
+    info.lid = v.lid.value;
+    const std::string where =
+        "vport " + std::to_string(v.index) + " of " + fabric::port_ref(run.target, v.node, v.port);
+    eng_.submit(
+        mad::SmpRequest::set(mad::kAttrVPortInfo, mad::vport_modifier(v.index),
+                             dr_path_to(run.d, v.node, v.port), mad::encode_vport_info(info)),
+        [this, &run, i, want = v.lid.value, where](Result<mad::Smp> r) {
+          const auto got = r ? mad::decode_vport_info(r->data) : mad::VPortInfo{};
+          if (Found* f = found(run, run.target.vports()[i]); f && r) f->info = got;
+          if (r && got.lid == want) {
+            ++run.rep.vport_lids_set;
+            return;
+          }
+          ++run.rep.vport_failures;
+          add_problem(run.rep,
+                      where + ": VPortInfo Set of LID " + std::to_string(want) + ": " +
+                          (r ? "answered LID " + std::to_string(got.lid) : r.error().message),
+                      "VRT-0009");
+        });
+  }
+}
+
 void VPortProgrammer::activate(SweepRun& run) {
   auto& vps = run.target.vports();
   for (size_t i = 0; i < vps.size() && i < ready_.size(); ++i) {
@@ -379,12 +443,8 @@ void VPortProgrammer::activate(SweepRun& run) {
 
 void VPortProgrammer::set_state(SweepRun& run, size_t i, mad::VPortState to) {
   const fabric::VPort& v = run.target.vports()[i];
-  const uint64_t g = run.target.node(v.node).ports[v.port].guid.value;
-  auto b = books_.find(g);
-  if (b == books_.end()) return;
-  auto f = std::find_if(b->second.vports.begin(), b->second.vports.end(),
-                        [&v](const Found& x) { return x.v.index == v.index; });
-  if (f == b->second.vports.end()) return;
+  const Found* f = found(run, v);
+  if (!f) return;
   mad::VPortInfo info = f->info;
   info.state = uint8_t(to);
   info.client_reregister = false;
@@ -392,7 +452,7 @@ void VPortProgrammer::set_state(SweepRun& run, size_t i, mad::VPortState to) {
       "vport " + std::to_string(v.index) + " of " + fabric::port_ref(run.target, v.node, v.port);
   eng_.submit(mad::SmpRequest::set(mad::kAttrVPortInfo, mad::vport_modifier(v.index),
                                    dr_path_to(run.d, v.node, v.port), mad::encode_vport_info(info)),
-              [this, &run, i, g, index = v.index, to, where](Result<mad::Smp> r) {
+              [this, &run, i, to, where](Result<mad::Smp> r) {
                 const auto got = r ? mad::decode_vport_info(r->data) : mad::VPortInfo{};
                 if (!r || got.state != uint8_t(to)) {
                   ++run.rep.vport_failures;
@@ -405,12 +465,10 @@ void VPortProgrammer::set_state(SweepRun& run, size_t i, mad::VPortState to) {
                   return;
                 }
                 run.target.vports()[i].state = to;
-                if (auto b = books_.find(g); b != books_.end())
-                  for (Found& x : b->second.vports)
-                    if (x.v.index == index) {
-                      x.info = got;
-                      x.v.state = to;
-                    }
+                if (Found* f = found(run, run.target.vports()[i])) {
+                  f->info = got;
+                  f->v.state = to;
+                }
                 if (to == PortState::kArmed) return set_state(run, i, PortState::kActive);
                 ++run.rep.vports_activated;
               });

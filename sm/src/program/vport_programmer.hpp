@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string_view>
@@ -33,8 +34,13 @@ class VPortProgrammer final : public Programmer {
   VPortProgrammer(mad::MadEngine& eng, const SmOptions& o) : eng_(eng), opts_(o) {}
   std::string_view name() const override { return "vports"; }
   void discover(SweepRun& run);
+  // A light sweep's check on the last model: VirtualizationInfo of every CA port with
+  // virtualization; `changed(n, p)` for each whose vports changed (VPortStateChange),
+  // whose virtualization is not as virt_enabled asks, or whose last read failed.
+  void check(const Discovered& model, std::function<void(fabric::NodeIndex, PortNum)> changed);
   void adopt(SweepRun& run);
-  // kCommit: read the VPortPKeyTable blocks not known; kTables: write what differs;
+  // kConfigure: the LIDs of vports that require one; kCommit: read the VPortPKeyTable
+  // blocks not known; kTables: write what differs;
   // kActivate: vports the host brought up to ARMED, then ACTIVE.
   void step(Step s, SweepRun& run) override;
   void forget_all() override {
@@ -59,6 +65,8 @@ class VPortProgrammer final : public Programmer {
   void read_port(SweepRun& run, std::shared_ptr<Walk> w);
   void read_vports(SweepRun& run, std::shared_ptr<Walk> w, uint16_t top);
   void port_done(SweepRun& run, const std::shared_ptr<Walk>& w);
+  Found* found(const SweepRun& run, const fabric::VPort& v);
+  void write_lids(SweepRun& run);
   void read_tables(SweepRun& run);
   void write_tables(SweepRun& run);
   void activate(SweepRun& run);

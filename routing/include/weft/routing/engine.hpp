@@ -186,7 +186,8 @@ Result<TorusSpec> read_torus_spec(std::istream& in, const std::string& origin);
 // destinations in it, and the analyzer's shift patterns follow it.
 std::vector<std::pair<fabric::NodeIndex, PortNum>> topology_order(const fabric::Fabric& f);
 
-// Every LID in use and where it lives: (lid, node, port). Switches contribute port 0.
+// Every LID in use and where it lives: (lid, node, port). Switches contribute port 0;
+// a virtual port with a LID of its own (Fabric::vports) lives at its physical port.
 struct LidOwner {
   Lid lid;
   fabric::NodeIndex node;

@@ -46,7 +46,8 @@ struct LidAssignment {
 };
 
 // Assigns a LID to every LID-holding port of `f` (switch port 0, linked CA and
-// router ports), writing it into the port attributes, and records each in `db`. A
+// router ports), writing it into the port attributes, and to every virtual port that
+// requires one and has a GUID (VPort::lid), after the ports; records each in `db`. A
 // port keeps its LID from `db`, else the one it holds if free, else gets the lowest
 // free one; `fabric_first` (an SM taking over from another master) puts what the
 // ports hold before `db`.

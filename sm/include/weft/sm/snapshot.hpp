@@ -82,11 +82,11 @@ struct SweepReport {
   // SR-IOV virtual ports (virt_enabled): CA ports whose PortInfo says they support
   // virtualization, the vports found on them (not DOWN), those holding a LID of their
   // own; vport SMPs of discovery (VirtualizationInfo, VPortState, VPortInfo, VNodeInfo,
-  // VNodeDescription), VPortPKeyTable blocks read and written, vports moved to ACTIVE,
-  // and vport SMPs that failed.
+  // VNodeDescription), LIDs written (VPortInfo), VPortPKeyTable blocks read and written, vports
+  // moved to ACTIVE, and vport SMPs that failed.
   size_t virt_ports = 0, vports_found = 0, vports_with_lid = 0;
-  uint64_t vport_reads = 0, vport_pkey_blocks_read = 0, vport_pkey_blocks_written = 0,
-           vports_activated = 0, vport_failures = 0;
+  uint64_t vport_reads = 0, vport_lids_set = 0, vport_pkey_blocks_read = 0,
+           vport_pkey_blocks_written = 0, vports_activated = 0, vport_failures = 0;
   uint64_t lft_failures =
       0;                    // LFT blocks or SwitchInfo writes that failed, switches not programmed
   uint64_t lft_capped = 0;  // switches whose LinearFDBCap is below the top LID
