@@ -50,9 +50,19 @@ std::string who(bool is_switch, DeviceKey k) {
 }
 
 // CongestionInfo carries 3 bytes; a real agent leaves the rest of the area zero. An
-// answer with anything there is no CongestionInfo (ibsim's NodeInfo, for one).
+// answer with anything there is no CongestionInfo (ibsim's echo of the request, below).
 bool real_congestion_info(const Data& d) {
   return std::all_of(d.begin() + 3, d.end(), [](uint8_t b) { return b == 0; });
+}
+
+// The Get carries a marker in those reserved bytes: an agent answers them zero, ibsim
+// echoes the request (its SMP handlers never copy their data out for class 0x21), so
+// the echo is told apart by bytes that are on the wire, not by whatever follows them
+// (umad2sim delivers only a MAD's first 224 bytes; the rest is past its heap buffer).
+Data congestion_info_get() {
+  Data d{};
+  std::fill(d.begin() + 3, d.end(), uint8_t{0xA5});
+  return d;
 }
 
 // CongestionKeyInfo as compared: its violation counter is the device's to count.
@@ -454,29 +464,30 @@ void CcManager::visit(const std::shared_ptr<Pass>& p, DeviceKey k) {
   if (d.v.state == DeviceState::kUnavailable) return release(p);
   if (d.v.state != DeviceState::kUnknown && d.info_read) return key_step(p, k);
   // CongestionInfo first, once, with no retry: a device without CC costs one MAD.
-  send(p, mad::kMethodGet, kAttrCongestionInfo, 0, Data{}, k, 0, [this, p, k](Result<mad::Gmp> r) {
-    if (!r && r.error().code == Errc::kTimeout && opts_.key) {
-      // No CC agent, or one holding another CC_Key (it drops what carries ours):
-      // asked again next sweep, in case the other key's lease runs out.
-      locked(k,
-             "no answer to CongestionInfo carrying cc_key (no CC agent, or another "
-             "CC_Key): " +
-                 r.error().message);
-      return release(p);
-    }
-    if (!r) {  // no answer without a key, or an error status: no CC here
-      unavailable(k, "CongestionInfo: " + r.error().message);
-      return release(p);
-    }
-    const Data data = data_of(*r);
-    if (!real_congestion_info(data)) {
-      unavailable(k, "its CongestionInfo answer is no CongestionInfo (reserved bytes set)");
-      return release(p);
-    }
-    dev_.at(k).v.info = decode_congestion_info(data);
-    dev_.at(k).info_read = true;
-    key_step(p, k);
-  });
+  send(p, mad::kMethodGet, kAttrCongestionInfo, 0, congestion_info_get(), k, 0,
+       [this, p, k](Result<mad::Gmp> r) {
+         if (!r && r.error().code == Errc::kTimeout && opts_.key) {
+           // No CC agent, or one holding another CC_Key (it drops what carries ours):
+           // asked again next sweep, in case the other key's lease runs out.
+           locked(k,
+                  "no answer to CongestionInfo carrying cc_key (no CC agent, or another "
+                  "CC_Key): " +
+                      r.error().message);
+           return release(p);
+         }
+         if (!r) {  // no answer without a key, or an error status: no CC here
+           unavailable(k, "CongestionInfo: " + r.error().message);
+           return release(p);
+         }
+         const Data data = data_of(*r);
+         if (!real_congestion_info(data)) {
+           unavailable(k, "its CongestionInfo answer is no CongestionInfo (reserved bytes set)");
+           return release(p);
+         }
+         dev_.at(k).v.info = decode_congestion_info(data);
+         dev_.at(k).info_read = true;
+         key_step(p, k);
+       });
 }
 
 template <class T>

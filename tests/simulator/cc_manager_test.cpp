@@ -155,9 +155,9 @@ TEST(CcManager, DevicesWithoutCcCostOneMadAndAreNeverWritten) {
   EXPECT_EQ(r.sim.cc().mads(), seen);
 }
 
-// ibsim answers class 0x21 from its SMP handlers: its CongestionInfo is NodeInfo's bytes,
-// and nothing is ever written to such a device. A device whose Set replies do not carry
-// what was written is given up on after that one Set.
+// ibsim answers class 0x21 from its SMP handlers, copying no data: its answer is the request
+// echoed (the Get's marker with it), and nothing is ever written to such a device. A device whose
+// Set replies do not carry what was written is given up on after that one Set.
 TEST(CcManager, DevicesThatAreNoRealCcAgentsAreNotWritten) {
   Rig r({.cc_agents = true});
   const auto& f = r.sim.model();

@@ -23,10 +23,10 @@
 
 namespace weft::simulator {
 
-// kMisdispatch: as ibsim, which answers class 0x21 from its SMP handlers (IBSIM.md): a
-// Get's answer is another attribute's bytes, a Set answers "success" with its data never
-// copied in. kForgetful: a real CongestionInfo, but Sets answered with what the device
-// held before, changing nothing (a reply that does not read back what was written).
+// kMisdispatch: as ibsim, which answers class 0x21 from its SMP handlers (IBSIM.md) and
+// copies no data in or out: every answer is the request echoed with status 0.
+// kForgetful: a real CongestionInfo, but Sets answered with what the device held before,
+// changing nothing (a reply that does not read back what was written).
 enum class CcSupport : uint8_t { kNone, kRefuses, kAgent, kMisdispatch, kForgetful };
 
 struct CcDevice {
