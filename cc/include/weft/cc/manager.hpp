@@ -6,8 +6,8 @@
 // - CongestionInfo is read first, once per device, with no retry: a device that does
 //   not answer, answers with an error status, or answers with something that is no
 //   CongestionInfo (its reserved bytes not zero: the Get carries a marker there, which
-//   ibsim, answering class 0x21 from its SMP handlers, echoes back) is CC-unavailable, logged once per device kind (vendor, device
-//   ID), and never written;
+//   ibsim, answering class 0x21 from its SMP handlers, echoes back) is CC-unavailable, logged once
+//   per device kind (vendor, device ID), and never written;
 // - what a device holds is read, compared and only what differs written (diff-only), and
 //   a Set whose reply does not carry what was written makes the device unavailable too;
 // - the CC_Key (cc_key) is set and carried; a device that ignores it (another key) is
