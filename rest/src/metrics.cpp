@@ -205,6 +205,13 @@ std::string prometheus_text(const sm::Published& p,
         if (port.num && port.linked()) ++by_state[fabric::port_state_name(port.attrs.state)];
   for (const auto& [s, n] : by_state)
     w.sample("weft_ports", double(n), fmt::format("state=\"{}\"", esc(s)));
+  w.family("weft_vports", "gauge",
+           "SR-IOV virtual ports behind CA ports by state, from the last sweep");
+  for (auto& [st, n] : by_state) n = 0;
+  if (p.subnet)
+    for (const auto& v : p.subnet->fabric.vports()) ++by_state[fabric::port_state_name(v.state)];
+  for (const auto& [s, n] : by_state)
+    w.sample("weft_vports", double(n), fmt::format("state=\"{}\"", esc(s)));
   if (p.report) {
     w.one("weft_routing_compute_seconds", "gauge", "the last heavy sweep's routing time",
           p.report->ms_routing / 1000);

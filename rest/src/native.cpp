@@ -944,7 +944,8 @@ void register_native(std::vector<Api::Route>& r) {
                {"limit", "page size"},
                {"offset", "first item"}}}});
   add_route(r, "GET", "/api/v1/ports/{guid}/{num}", kMon,
-            "one port as programmed: LID, state, width, speed, MTU, VLs, P_Keys", get_port);
+            "one port as programmed: LID, state, width, speed, MTU, VLs, P_Keys, its SR-IOV vports",
+            get_port);
   add_route(r, "POST", "/api/v1/ports/{guid}/{num}/enable", kOp,
             "lets a switch port weft keeps down (flap_policy down) come up at the next sweep",
             post_enable_port,

@@ -142,6 +142,25 @@ json port_json(const sm::SubnetSnapshot& s, NodeIndex n, PortNum p) {
       if (k & 0x7fff) keys.push_back(fmt::format("0x{:04x}", k));
     j["pkeys"] = keys;
   }
+  // SR-IOV virtual ports behind a CA port, as the last sweep found them.
+  json vports = json::array();
+  const auto& vps = s.fabric.vports();
+  for (size_t i = 0; i < vps.size(); ++i) {
+    const auto& v = vps[i];
+    if (v.node != n || v.port != p) continue;
+    json keys = json::array();
+    if (i < s.partitions.vport_pkeys.size())
+      for (uint16_t k : s.partitions.vport_pkeys[i]) keys.push_back(fmt::format("0x{:04x}", k));
+    vports.push_back({{"index", v.index},
+                      {"guid", guid_hex(v.guid.value)},
+                      {"node_guid", guid_hex(v.node_guid.value)},
+                      {"description", v.description},
+                      {"state", fabric::port_state_name(v.state)},
+                      {"lid_required", v.lid_required},
+                      {"lid", v.lid.value ? v.lid.value : nd.ports[p].attrs.lid.value},
+                      {"pkeys", std::move(keys)}});
+  }
+  if (!vports.empty()) j["vports"] = std::move(vports);
   return j;
 }
 

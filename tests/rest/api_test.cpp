@@ -93,6 +93,60 @@ TEST(UfmFacade, KubernetesPluginFlow) {
   EXPECT_TRUE(has_guid(j["0xa12"]["guids"], "02000000000000ab"));
 }
 
+// The same client with SR-IOV (ib-kubernetes with ib-sriov-cni): the VF's GUID goes into
+// the partition before the VF carries it; once the CNI writes it into the VF, the next
+// sweep puts the partition into that virtual port's table, and takes it away after
+// RemoveGuidsFromPKey. The vport shows on its physical port and in /metrics.
+TEST(UfmFacade, KubernetesFlowReachesAVirtualFunction) {
+  RestRig rig("ft2:leaves=2,spines=1,hosts=2", std::nullopt, /*bring_up=*/false);
+  const auto h10 = *rig.sim.model().find_by_name("h1-0");
+  rig.sim.vports().add(
+      h10, 1, {.vports = 8, .lid_required = 3, .node_guid = rig.sim.model().node(h10).guid});
+  rig.sweep();
+  const std::string vf = "02000000000000ab";
+  auto add = rig.op(
+      "POST", "/ufmRest/resources/pkeys",
+      R"({"pkey": "0x0A12", "index0": false, "ip_over_ib": true, "membership": "full", "guids": [")" +
+          vf + R"("]})");
+  ASSERT_EQ(add.status, 200) << add.body;
+  rig.sweep();  // no VF carries it yet
+  auto vkeys = [&] {
+    std::vector<uint16_t> out;
+    for (uint16_t k : rig.sim.vports().find(h10, 1)->vports.at(1).pkeys)
+      if (k & 0x7fff) out.push_back(k);
+    return out;
+  };
+  EXPECT_FALSE(holds(vkeys(), 0x0a12));
+  // The CNI: `ip link set ... vf 0 port_guid 02:00:00:00:00:00:00:ab`.
+  rig.sim.vports().host_set_guid(h10, 1, 1, Guid{0x02000000000000ab});
+  rig.sweep();
+  EXPECT_TRUE(holds(vkeys(), 0x0a12));
+  EXPECT_EQ(rig.sim.vports().find(h10, 1)->vports.at(1).state, 4) << "ACTIVE";
+  EXPECT_FALSE(holds(rig.held_pkeys(kH10), 0x0a12)) << "the physical port is not the pod's";
+
+  auto port = rig.mon("GET", "/api/v1/ports/0x0002c90400000021/1");
+  ASSERT_EQ(port.status, 200) << port.body;
+  auto j = RestRig::json_of(port);
+  ASSERT_TRUE(j.contains("vports")) << j.dump();
+  ASSERT_EQ(j["vports"].size(), 1u) << j.dump();
+  const auto& v = j["vports"][0];
+  EXPECT_EQ(v["index"], 1);
+  EXPECT_EQ(v["guid"], "0x" + vf);
+  EXPECT_EQ(v["state"], "Active");
+  EXPECT_EQ(v["lid_required"], true);
+  EXPECT_NE(v["lid"], j["lid"]) << "a LID of its own";
+  // No partition file: every port a full member of the Default partition (OpenSM's rule).
+  EXPECT_EQ(v["pkeys"], json::array({"0xffff", "0x8a12"})) << v.dump();
+  auto m = rig.mon("GET", "/metrics");
+  EXPECT_NE(m.body.find("weft_vports{state=\"Active\"} 1"), std::string::npos) << m.body;
+
+  auto rm = rig.op("POST", "/ufmRest/actions/remove_guids_from_pkey",
+                   R"({"pkey": "0x0A12", "guids": [")" + vf + R"("]})");
+  ASSERT_EQ(rm.status, 200) << rm.body;
+  rig.sweep();
+  EXPECT_FALSE(holds(vkeys(), 0x0a12));
+}
+
 // UFM's Slurm integration (ufm_slurm_utils.py): POST pkeys/hosts with the job's
 // SLURM_JOB_NODELIST and the config's strings for booleans; DELETE
 // pkeys/<pkey>/hosts/<nodelist> in the epilog; /ufmRestV3 with "Basic <token>".
