@@ -396,6 +396,10 @@ def main():
         print(first.stdout)
         if "SUBNET UP" not in first.stderr:
             raise Failure("no SUBNET UP line in the log")
+        # virt_enabled 2 is the default: ibsim's CAs say no virtualization in PortInfo, so
+        # not one vport SMP goes to them (no VRT- line, no vports line in the summary).
+        if "VRT-" in first.stderr or re.search(r"^\s*vports\s", first.stdout, re.M):
+            raise Failure("vport SMPs went to ibsim's CAs, which have no virtualization")
 
         disc = run(["ibnetdiscover"], work, sock).stdout
         open(os.path.join(work, "ibnetdiscover.txt"), "w").write(disc)
