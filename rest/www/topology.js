@@ -429,7 +429,13 @@
       const full = await api("/api/v1/nodes/" + n.guid);
       const rows = [];
       for (const p of full.port_list || [])
-        if (p.peer) rows.push([`port ${p.port}`, `${p.state} ${p.width || ""} ${p.speed || ""} → ${p.peer.name}`]);
+        if (p.peer) {
+          rows.push([`port ${p.port}`, `${p.state} ${p.width || ""} ${p.speed || ""} → ${p.peer.name}`]);
+          // SR-IOV virtual ports behind a CA port.
+          for (const v of p.vports || [])
+            rows.push([`port ${p.port} VF ${v.index}`,
+                       `${v.state} ${v.guid} LID ${v.lid} P_Keys ${(v.pkeys || []).join(" ")}`]);
+        }
       d.appendChild(table(rows));
       if (n.type === "switch") d.appendChild(arTable(await api("/api/v1/switches/" + n.guid + "/ar")));
     } catch (e) {
