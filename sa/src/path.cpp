@@ -9,35 +9,57 @@
 
 namespace weft::sa::detail {
 
+namespace {
+
+// The port GUID a path end answers for, and the P_Keys it holds.
+uint64_t guid_of(const SubnetSnapshot& snap, const PathEnd& e) {
+  return e.vport != SIZE_MAX ? snap.fabric.vports()[e.vport].guid.value
+                             : snap.fabric.node(e.n).ports[e.p].guid.value;
+}
+
+const std::vector<uint16_t>& pkeys_of(const SubnetSnapshot& snap, const PathEnd& e) {
+  static const std::vector<uint16_t> none;
+  if (e.vport == SIZE_MAX) return snap.partitions.pkeys[e.n][e.p];
+  return e.vport < snap.partitions.vport_pkeys.size() ? snap.partitions.vport_pkeys[e.vport] : none;
+}
+
+}  // namespace
+
 bool path_record(const Query& q, const PathEnd& s, const PathEnd& d, Answer& a) {
   const auto& snap = *q.ctx.snap;
   const auto& f = snap.fabric;
   const auto& t = snap.tables;
+  const uint64_t sguid = guid_of(snap, s), dguid = guid_of(snap, d);
   // P_Key: one the two ports share with a full member among them.
   const uint16_t want_pkey = bit(q.mask, kPrPkey) ? be16(q.rec + 50) : 0;
   if (bit(q.mask, kPrPkey) && !(want_pkey & 0x7fff)) return false;
   // The QoS policy (under QoS): the level of the first rule the query matches.
   std::optional<qos::QosDecision> level;
   if (q.ctx.qos && snap.qos_policy) {
-    const auto& fs = snap.fabric.node(s.n).ports[s.p];
-    const auto& fd = snap.fabric.node(d.n).ports[d.p];
     std::optional<uint64_t> sid;
     if (bit(q.mask, 0) || bit(q.mask, 1)) sid = be64(q.rec);
     std::optional<uint16_t> pkq;
     if (bit(q.mask, kPrPkey)) pkq = want_pkey;
     std::optional<uint16_t> qc;
     if (bit(q.mask, kPrQos)) qc = uint16_t(be16(q.rec + 52) >> 4);
-    level = snap.qos_policy->decide(fs.guid.value, fd.guid.value, sid, pkq, qc);
+    level = snap.qos_policy->decide(sguid, dguid, sid, pkq, qc);
   }
   // P_Key: one the two ports share (a full member among them), within the level's.
   std::optional<uint16_t> pk;
-  for (uint16_t k : snap.partitions.pkeys[s.n][s.p]) {
+  const auto& dkeys = pkeys_of(snap, d);
+  for (uint16_t k : pkeys_of(snap, s)) {
     if (want_pkey && (k & 0x7fff) != (want_pkey & 0x7fff)) continue;
     if (level && !level->pkeys.empty() &&
         std::none_of(level->pkeys.begin(), level->pkeys.end(),
                      [&](const config::Range64& r) { return r.contains(k & 0x7fff); }))
       continue;
-    if ((pk = snap.partitions.common_pkey(s.n, s.p, d.n, d.p, k))) break;
+    // The same partition, a full member among the two (IBTA 10.9.3).
+    for (uint16_t m : dkeys)
+      if ((m & 0x7fff) == (k & 0x7fff) && ((k | m) & qos::kFullMember)) {
+        pk = k;
+        break;
+      }
+    if (pk) break;
   }
   if (!pk) return false;
   // Walk the forwarding tables: MTU and rate are the least of the links crossed.
@@ -96,12 +118,10 @@ bool path_record(const Query& q, const PathEnd& s, const PathEnd& d, Answer& a) 
     return false;
   }
   std::array<uint8_t, kPathRecordSize> r{};
-  const auto& sp = f.node(s.n).ports[s.p];  // end ports: a switch's is port 0
-  const auto& dp = f.node(d.n).ports[d.p];
   put64(r.data() + 8, q.ctx.subnet_prefix);
-  put64(r.data() + 16, dp.guid.value);
+  put64(r.data() + 16, dguid);
   put64(r.data() + 24, q.ctx.subnet_prefix);
-  put64(r.data() + 32, sp.guid.value);
+  put64(r.data() + 32, sguid);
   put16(r.data() + 40, d.lid);
   put16(r.data() + 42, s.lid);
   // FlowLabel, HopLimit and TClass: what the requester gave (one subnet: no routing).
@@ -133,9 +153,28 @@ void path_records(const Query& q, Answer& a) {
     NodeIndex n;
     PortNum p;
     uint16_t first, count;
+    size_t vport = SIZE_MAX;
   };
   auto lids_of = [&](NodeIndex n, PortNum p) {
     return uint16_t(1u << (f.node(n).ports[p].attrs.lmc & 7));
+  };
+  // A virtual port by its GUID or its own LID (linear: vports are not in the index).
+  const auto& vps = f.vports();
+  auto vport_lid = [&](size_t i) {
+    const auto& v = vps[i];
+    return v.lid.value ? v.lid.value : idx.lid_of[v.node][v.port];
+  };
+  auto vport_by_guid = [&](uint64_t g) -> std::optional<size_t> {
+    for (size_t i = 0; i < vps.size(); ++i)
+      if (vps[i].guid.value == g) return i;
+    return std::nullopt;
+  };
+  auto vport_by_lid = [&](uint16_t lid) -> std::optional<size_t> {
+    for (size_t i = 0; i < vps.size(); ++i)
+      if (vps[i].lid.value && lid >= vps[i].lid.value &&
+          lid < vps[i].lid.value + lids_of(vps[i].node, vps[i].port))
+        return i;
+    return std::nullopt;
   };
   // An end given by GID (subnet prefix + port GUID) or by LID; nullopt = not given.
   auto end = [&](int gid_bit, size_t gid_off, int lid_bit, size_t lid_off,
@@ -144,6 +183,19 @@ void path_records(const Query& q, Answer& a) {
     if (bit(q.mask, gid_bit)) {
       const uint64_t prefix = be64(q.rec + gid_off), guid = be64(q.rec + gid_off + 8);
       auto it = idx.by_guid.find(guid);
+      if (prefix == q.ctx.subnet_prefix && it == idx.by_guid.end())
+        if (auto vi = vport_by_guid(guid)) {
+          const auto& vp = vps[*vi];
+          const uint16_t base = vport_lid(*vi);
+          if (bit(q.mask, lid_bit)) {
+            const uint16_t lid = be16(q.rec + lid_off);
+            if (lid < base || lid >= base + lids_of(vp.node, vp.port)) return v;
+            v.push_back({vp.node, vp.port, lid, 1, *vi});
+          } else if (base) {
+            v.push_back({vp.node, vp.port, base, lids_of(vp.node, vp.port), *vi});
+          }
+          return v;
+        }
       if (prefix != q.ctx.subnet_prefix || it == idx.by_guid.end()) {
         *status = kSaStatusInvalidGid;
         return v;
@@ -160,7 +212,10 @@ void path_records(const Query& q, Answer& a) {
     }
     if (bit(q.mask, lid_bit)) {
       const uint16_t lid = be16(q.rec + lid_off);
-      if (auto at = idx.at(lid)) v.push_back({at->first, at->second, lid, 1});
+      if (auto at = idx.at(lid))
+        v.push_back({at->first, at->second, lid, 1});
+      else if (auto vi = vport_by_lid(lid))
+        v.push_back({vps[*vi].node, vps[*vi].port, lid, 1, *vi});
       return v;
     }
     return std::nullopt;
@@ -192,8 +247,8 @@ void path_records(const Query& q, Answer& a) {
     for (const auto& d : ds) {
       size_t got = 0;
       auto one = [&](uint16_t i, uint16_t j, uint8_t preference) {
-        if (path_record(q, {s.n, s.p, uint16_t(s.first + i)}, {d.n, d.p, uint16_t(d.first + j)},
-                        a)) {
+        if (path_record(q, {s.n, s.p, uint16_t(s.first + i), s.vport},
+                        {d.n, d.p, uint16_t(d.first + j), d.vport}, a)) {
           a.records[a.records.size() - kPathRecordSize + 57] = preference;
           ++got;
         }

@@ -158,10 +158,14 @@ void sl2vl_records(const Query& q, Answer& a);
 void vlarb_records(const Query& q, Answer& a);
 
 // --- PathRecord and MultiPathRecord (path.cpp) --------------------------------------
+// An end port, or an SR-IOV virtual port behind one (vport: its index in the
+// snapshot's fabric.vports(); its GID is its own GUID, its P_Keys its own, its LID its
+// own or its port's).
 struct PathEnd {
   NodeIndex n;
   PortNum p;
   uint16_t lid;
+  size_t vport = SIZE_MAX;
 };
 // One PathRecord from `s` to `d`, or nothing when no path meets the request.
 bool path_record(const Query& q, const PathEnd& s, const PathEnd& d, Answer& a);

@@ -16,6 +16,7 @@
 #include "weft/sa/sa.hpp"
 #include "weft/simulator/generators.hpp"
 #include "weft/simulator/sim_transport.hpp"
+#include "weft/simulator/sim_vports.hpp"
 #include "weft/sm/subnet_manager.hpp"
 #include "weft/text_file.hpp"
 
@@ -332,6 +333,67 @@ TEST(Sa, PathRecordsFollowPartitionsAndTheLinks) {
       request(kMethodGetTable, kSaPathRecord, bit(5), [&](uint8_t* r) { put16(r + 42, c[0].lid); }),
       fx.ctx()));
   EXPECT_EQ(from_sm.records.size(), fx.snap().fabric.num_switches() + c.size());
+}
+
+// SR-IOV: a VF answers PathRecords for its own GID, with its own LID where it requires one
+// (its port's otherwise), and with the P_Keys its GUID was given, not its port's.
+TEST(Sa, PathRecordsReachVirtualPortsByTheirGidAndLid) {
+  Fixture probe("ft2:leaves=2,spines=2,hosts=3");
+  const auto c = probe.cas();
+  const Guid a = derived_vport_guid(c[1].guid, 1), b = derived_vport_guid(c[2].guid, 1),
+             cv = derived_vport_guid(c[3].guid, 2);
+  Fixture fx("ft2:leaves=2,spines=2,hosts=3",
+             "Default=0x7fff : ALL, SELF=full ;\npa=0x0a12 : " + a.str() + "=full, " + b.str() +
+                 "=full ;\npb=0x0b34 : " + cv.str() + "=full ;\n");
+  // VF 1 of every CA port requires a LID, VF 2 shares its port's.
+  ASSERT_TRUE(add_vports_everywhere(fx.sim.vports(), fx.sim.model(), 2, 1));
+  auto rep = fx.sm->sweep();
+  ASSERT_TRUE(rep && rep->subnet_up);
+  ASSERT_EQ(rep->vports_with_lid, c.size());
+  const auto& f = fx.snap().fabric;
+  const auto* vb = f.find_vport(b);
+  ASSERT_NE(vb, nullptr);
+  ASSERT_NE(vb->lid.value, 0u);
+  SaAgent sa;
+  auto by_gid = [&](Guid s, Guid d) {
+    return decode(sa.answer(request(kMethodGet, kSaPathRecord, bit(2) | bit(3),
+                                    [&](uint8_t* r) {
+                                      put64(r + 8, kDefaultSubnetPrefix);
+                                      put64(r + 16, d.value);
+                                      put64(r + 24, kDefaultSubnetPrefix);
+                                      put64(r + 32, s.value);
+                                    }),
+                            fx.ctx()));
+  };
+  auto gid_at = [](const std::vector<uint8_t>& r, size_t off) {
+    uint64_t g = 0;
+    for (size_t i = off; i < off + 8; ++i) g = g << 8 | r[i];
+    return g;
+  };
+  // Two pods of one partition: a path, to the VF's own LID, with their P_Key.
+  auto ab = by_gid(a, b);
+  ASSERT_EQ(ab.records.size(), 1u) << ab.status;
+  EXPECT_EQ(be16(ab.records[0].data() + 40), vb->lid.value);
+  EXPECT_EQ(gid_at(ab.records[0], 16), b.value);
+  EXPECT_EQ(gid_at(ab.records[0], 32), a.value);
+  EXPECT_EQ(be16(ab.records[0].data() + 50), 0x8a12);
+  // Pods of two partitions (limited members of the Default one): none.
+  EXPECT_EQ(by_gid(a, cv).status, kSaStatusNoRecords);
+  // A VF with no LID of its own answers on its port's; the SM's port reaches it.
+  auto to_cv = by_gid(c[0].guid, cv);
+  ASSERT_EQ(to_cv.records.size(), 1u) << to_cv.status;
+  EXPECT_EQ(be16(to_cv.records[0].data() + 40), c[3].lid);
+  EXPECT_EQ(gid_at(to_cv.records[0], 16), cv.value);
+  // By LIDs: the VF's own LID names it.
+  auto by_lid = decode(sa.answer(request(kMethodGet, kSaPathRecord, bit(4) | bit(5),
+                                         [&](uint8_t* r) {
+                                           put16(r + 40, vb->lid.value);
+                                           put16(r + 42, f.find_vport(a)->lid.value);
+                                         }),
+                                 fx.ctx()));
+  ASSERT_EQ(by_lid.records.size(), 1u) << by_lid.status;
+  EXPECT_EQ(gid_at(by_lid.records[0], 16), b.value);
+  EXPECT_EQ(be16(by_lid.records[0].data() + 50), 0x8a12);
 }
 
 TEST(Sa, LayeredRoutesAnswerWithTheirSl) {
