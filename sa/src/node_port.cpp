@@ -110,15 +110,41 @@ void node_records(const Query& q, Answer& a) {
     std::memcpy(r.data() + 44, nd.description.data(), std::min<size_t>(64, nd.description.size()));
     add(a, l, r.data(), q);
   };
+  // An SR-IOV VF with a LID of its own: its virtual node, one port, behind its CA (one
+  // that shares its port's LID is that LID's port's record).
+  auto one_vport = [&](const fabric::VPort& v) {
+    const auto& nd = f.node(v.node);
+    std::array<uint8_t, 112> r{};
+    mad_set_field(r.data(), 0, IB_SA_NR_LID_F, v.lid.value);
+    mad_set_field(r.data(), 0, IB_SA_NR_BASEVER_F, 1);
+    mad_set_field(r.data(), 0, IB_SA_NR_CLASSVER_F, 1);
+    mad_set_field(r.data(), 0, IB_SA_NR_TYPE_F, static_cast<uint32_t>(fabric::NodeType::kCa));
+    mad_set_field(r.data(), 0, IB_SA_NR_NPORTS_F, 1);
+    mad_set_field64(r.data(), 0, IB_SA_NR_SYSTEM_GUID_F, nd.system_guid.value);
+    mad_set_field64(r.data(), 0, IB_SA_NR_GUID_F, v.node_guid.value);
+    mad_set_field64(r.data(), 0, IB_SA_NR_PORT_GUID_F, v.guid.value);
+    mad_set_field(r.data(), 0, IB_SA_NR_PARTITION_CAP_F, v.partition_cap);
+    mad_set_field(r.data(), 0, IB_SA_NR_DEVID_F, nd.device_id);
+    mad_set_field(r.data(), 0, IB_SA_NR_REVISION_F, nd.revision);
+    mad_set_field(r.data(), 0, IB_SA_NR_LOCAL_PORT_F, 1);
+    mad_set_field(r.data(), 0, IB_SA_NR_VENDORID_F, nd.vendor_id);
+    std::memcpy(r.data() + 44, v.description.data(), std::min<size_t>(64, v.description.size()));
+    add(a, l, r.data(), q);
+  };
   if (bit(q.mask, 0)) {  // by LID: one port at most
     const uint16_t lid = be16(q.rec);
     if (auto at = q.idx.at(lid); at && q.idx.lid_of[at->first][at->second] == lid)
       one(at->first, at->second);
+    else
+      for (const auto& v : f.vports())
+        if (v.lid.value == lid) one_vport(v);
     return;
   }
   for (NodeIndex n = 0; n < f.size() && !a.status; ++n)
     for (PortNum p = 0; p < f.node(n).ports.size(); ++p)
       if (q.idx.lid_of[n][p]) one(n, p);
+  for (const auto& v : f.vports())
+    if (v.lid.value && !a.status) one_vport(v);
 }
 
 void port_info_records(const Query& q, Answer& a) {

@@ -394,6 +394,25 @@ TEST(Sa, PathRecordsReachVirtualPortsByTheirGidAndLid) {
   ASSERT_EQ(by_lid.records.size(), 1u) << by_lid.status;
   EXPECT_EQ(gid_at(by_lid.records[0], 16), b.value);
   EXPECT_EQ(be16(by_lid.records[0].data() + 50), 0x8a12);
+  // NodeRecords: a VF with a LID of its own is a virtual node of one port.
+  auto nodes = decode(sa.answer(request(kMethodGetTable, kSaNodeRecord, 0), fx.ctx()));
+  size_t vnodes = 0;
+  for (const auto& r : nodes.records) {
+    const Guid port{mad_get_field64(const_cast<uint8_t*>(r.data()), 0, IB_SA_NR_PORT_GUID_F)};
+    if (!f.find_vport(port)) continue;
+    ++vnodes;
+    if (port == b) {
+      EXPECT_EQ(be16(r.data()), vb->lid.value);
+      EXPECT_EQ(mad_get_field64(const_cast<uint8_t*>(r.data()), 0, IB_SA_NR_GUID_F),
+                vb->node_guid.value);
+    }
+  }
+  EXPECT_EQ(vnodes, c.size()) << "VF 1 of each CA port; VF 2 shares its port's LID";
+  auto one = decode(sa.answer(
+      request(kMethodGet, kSaNodeRecord, bit(0), [&](uint8_t* r) { put16(r, vb->lid.value); }),
+      fx.ctx()));
+  ASSERT_EQ(one.records.size(), 1u);
+  EXPECT_EQ(mad_get_field64(one.records[0].data(), 0, IB_SA_NR_PORT_GUID_F), b.value);
 }
 
 TEST(Sa, LayeredRoutesAnswerWithTheirSl) {
