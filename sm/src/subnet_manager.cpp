@@ -542,6 +542,7 @@ void SubnetManager::phase_assign_lids() {
   // Unhealthy switch-to-switch links under unhealthy_port_policy reroute: routed
   // around, their ports kept ACTIVE (a CA's link has no way around: reported only).
   run.route_on.reset();
+  std::vector<std::pair<NodeIndex, PortNum>> reroute;  // cut from route_on once LIDs are in
   for (const auto& [key, u] : perf_->unhealthy) {
     if (u.policy != perf::UnhealthyPolicy::kReroute) continue;
     auto n = run.target.find(Guid{key.first});
@@ -550,8 +551,7 @@ void SubnetManager::phase_assign_lids() {
     if (!port.linked() || !run.target.node(*n).is_switch() ||
         !run.target.node(port.peer).is_switch())
       continue;
-    if (!run.route_on) run.route_on = run.target;
-    run.route_on->disconnect(*n, key.second);
+    reroute.emplace_back(*n, key.second);
   }
   // Released ports stay asked for until a sweep reads them enabled.
   run.bring_up = books_.down().released();
@@ -569,6 +569,11 @@ void SubnetManager::phase_assign_lids() {
     rep.reason = la.error().message;
     WEFT_LOG(Error, "SM-0004") << "LID assignment failed: " << rep.reason;
     return finish_run(rep);
+  }
+  // What routing runs on: the fabric with the LIDs just assigned, less those links.
+  for (const auto& [n, p] : reroute) {
+    if (!run.route_on) run.route_on = run.target;
+    run.route_on->disconnect(n, p);
   }
   rep.lid_assignment = *la;
   rep.top_lid = la->top;
