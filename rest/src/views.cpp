@@ -157,7 +157,7 @@ json port_json(const sm::SubnetSnapshot& s, NodeIndex n, PortNum p) {
                       {"description", v.description},
                       {"state", fabric::port_state_name(v.state)},
                       {"lid_required", v.lid_required},
-                      {"lid", v.lid.value ? v.lid.value : nd.ports[p].attrs.lid.value},
+                      {"lid", v.lid_required ? v.lid.value : nd.ports[p].attrs.lid.value},
                       {"pkeys", std::move(keys)}});
   }
   if (!vports.empty()) j["vports"] = std::move(vports);

@@ -1,6 +1,7 @@
 #include "weft/sm/lid_manager.hpp"
 
 #include "weft/durable_file.hpp"
+#include "weft/log.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -178,6 +179,13 @@ Result<LidAssignment> assign_lids(fabric::Fabric& f, Guid2Lid& db, uint8_t lmc, 
       for (uint16_t k = 0; k < span; ++k) free = free && used[next + k] == 0;
       if (free) break;
       next += span;
+    }
+    if (next + span - 1 > Lid::kMaxUnicast && s.vport != SIZE_MAX) {
+      // A VF is not worth the subnet: it goes without (not activated, said so).
+      WEFT_LOG(Warn, "LID-0006") << "out of unicast LIDs: VF " << s.guid.str() << " of "
+                                 << fabric::port_ref(f, s.node, s.port) << " gets none";
+      f.vports()[s.vport].lid = Lid{};
+      continue;
     }
     if (next + span - 1 > Lid::kMaxUnicast)
       return fail(Errc::kUnsupported, "out of unicast LIDs: " + std::to_string(slots.size()) +

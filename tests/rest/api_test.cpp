@@ -123,6 +123,9 @@ TEST(UfmFacade, KubernetesFlowReachesAVirtualFunction) {
   EXPECT_TRUE(holds(vkeys(), 0x0a12));
   EXPECT_EQ(rig.sim.vports().find(h10, 1)->vports.at(1).state, 4) << "ACTIVE";
   EXPECT_FALSE(holds(rig.held_pkeys(kH10), 0x0a12)) << "the physical port is not the pod's";
+  // The switch port facing the CA lets the VF's partition through (it filters P_Keys).
+  const auto& link = rig.sim.model().node(h10).ports[1];
+  EXPECT_TRUE(holds(rig.sim.pkeys(link.peer, link.peer_port), 0x0a12));
 
   auto port = rig.mon("GET", "/api/v1/ports/0x0002c90400000021/1");
   ASSERT_EQ(port.status, 200) << port.body;
@@ -145,6 +148,7 @@ TEST(UfmFacade, KubernetesFlowReachesAVirtualFunction) {
   ASSERT_EQ(rm.status, 200) << rm.body;
   rig.sweep();
   EXPECT_FALSE(holds(vkeys(), 0x0a12));
+  EXPECT_FALSE(holds(rig.sim.pkeys(link.peer, link.peer_port), 0x0a12));
 }
 
 // UFM's Slurm integration (ufm_slurm_utils.py): POST pkeys/hosts with the job's

@@ -307,3 +307,49 @@ TEST(VPortSweep, ALightSweepSeesAVfChangeAndUpdatesOnlyAtItsSwitch) {
   ASSERT_TRUE(after && after->subnet_up);
   EXPECT_FALSE(after->heavy);
 }
+
+TEST(VPortSweep, AReadThatFailsKeepsTheVfsAsLastReadAndTheirPartitions) {
+  ScratchDir dir("weft-vports");
+  SimFabric sim = sim_of(kTree);
+  const auto ca = cas(sim.model());
+  sim.vports().add(ca[1], 1, {.vports = 4, .node_guid = sim.model().node(ca[1]).guid});
+  const Guid pod{0x0002c9fe00000d01}, other{0x0002c9fe00000d02};
+  sim.vports().host_set_guid(ca[1], 1, 1, pod);
+  SimTransport t(sim, {});
+  SubnetManager sm(t, with_partitions(dir, "Default=0x7fff : ALL, SELF=full ;\npod=0x0a12 : " +
+                                               pod.str() + "=full ;\n"));
+  auto r = sm.sweep();
+  ASSERT_TRUE(r && r->subnet_up);
+  ASSERT_EQ(r->vports_found, 1u);
+  const auto [sw, swp] = facing(sim, ca[1]);
+  ASSERT_EQ(used(sim.pkeys(sw, swp)), (std::vector<uint16_t>{0x7fff, 0x8a12}));
+  // The host brings up another VF, and the port then refuses VNodeInfo reads.
+  sim.vports().host_set_guid(ca[1], 1, 3, other);
+  sim.refuse_gets(ca[1], kAttrVNodeInfo, true);
+  auto bad = sm.sweep();
+  ASSERT_TRUE(bad && bad->subnet_up);
+  EXPECT_GT(bad->vport_failures, 0u);
+  EXPECT_EQ(bad->vports_found, 1u) << "the VFs as last read";
+  ASSERT_NE(sm.snapshot()->fabric.find_vport(pod), nullptr);
+  EXPECT_EQ(used(sim.pkeys(sw, swp)), (std::vector<uint16_t>{0x7fff, 0x8a12}))
+      << "the pod's partition stays on the switch port";
+  EXPECT_EQ(used(vf(sim, ca[1], 1).pkeys), (std::vector<uint16_t>{0x7fff, 0x8a12}));
+  // A light sweep does not read the port again at once, but within two.
+  sim.refuse_gets(ca[1], kAttrVNodeInfo, false);
+  size_t light = 0;
+  std::optional<SweepReport> seen;
+  while (light < 4) {
+    auto l = sm.light_sweep();
+    ASSERT_TRUE(l && l->subnet_up);
+    ++light;
+    if (l->heavy) {
+      seen = *l;
+      break;
+    }
+  }
+  ASSERT_TRUE(seen) << "never read again";
+  EXPECT_EQ(light, 2u) << "after 2^1 light sweeps";
+  EXPECT_EQ(seen->vports_found, 2u);
+  EXPECT_EQ(seen->vport_failures, 0u);
+  EXPECT_EQ(vf(sim, ca[1], 3).state, uint8_t(PortState::kActive));
+}

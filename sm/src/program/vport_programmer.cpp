@@ -11,6 +11,16 @@ namespace weft::sm {
 using fabric::NodeIndex;
 using fabric::PortState;
 
+namespace {
+
+// What weft reads of one port at most, whatever its VirtualizationInfo and VNodeInfo
+// say (weft's bounds: a ConnectX port has at most 127 VFs, and P_Key tables of 128): a
+// hostile or broken answer costs a bounded number of SMPs.
+constexpr uint16_t kMaxVPortIndex = 1024;
+constexpr uint16_t kMaxVPortPkeys = 1024;
+
+}  // namespace
+
 struct VPortProgrammer::Walk {
   NodeIndex n;
   PortNum p;
@@ -27,6 +37,12 @@ void VPortProgrammer::step(Step s, SweepRun& run) {
   if (s == Step::kCommit) read_tables(run);
   if (s == Step::kTables) write_tables(run);
   if (s == Step::kActivate) activate(run);
+  if (s == Step::kPublished) {
+    // The port activation is done; the snapshot shows these INIT until the next sweep.
+    for (const fabric::VPort& v : std::exchange(deferred_, {}))
+      set_state(run, v, SIZE_MAX,
+                v.state == PortState::kInit ? PortState::kArmed : PortState::kActive);
+  }
   if (s == Step::kCount) {
     run.rep.vports_found = run.target.vports().size();
     run.rep.vports_with_lid =
@@ -62,15 +78,22 @@ void VPortProgrammer::check(const Discovered& model,
     for (PortNum p = 1; p <= nd.num_ports && p < model.port_info[n].size(); ++p) {
       if (!nd.ports[p].linked() || !mad::port_info_virtualization(model.port_info[n][p])) continue;
       auto b = books_.find(nd.ports[p].guid.value);
-      if (b == books_.end() || !b->second.known) {
-        changed(n, p);
+      if (b == books_.end()) {
+        changed(n, p);  // never read
         continue;
       }
+      // A port whose last read failed: again after 2^failures light sweeps (at most 64).
+      bool retry = false;
+      if (!b->second.known && ++b->second.waits >= (1u << std::min(b->second.failures, 6u))) {
+        b->second.waits = 0;
+        retry = true;
+      }
       eng_.submit(mad::SmpRequest::get(mad::kAttrVirtualizationInfo, 0, dr_path_to(model, n, p)),
-                  [this, n, p, changed](Result<mad::Smp> r) {
+                  [this, n, p, changed, retry](Result<mad::Smp> r) {
                     if (!r) return;  // the port's switch shows a port gone
                     const auto vi = mad::decode_virtualization_info(r->data);
-                    if (vi.state_change || vi.enabled != (opts_.virt_enabled == 2)) changed(n, p);
+                    if (retry || vi.state_change || vi.enabled != (opts_.virt_enabled == 2))
+                      changed(n, p);
                   });
     }
   }
@@ -140,9 +163,18 @@ void VPortProgrammer::read_port(SweepRun& run, std::shared_ptr<Walk> w) {
                 return port_done(run, w);
               }
               if (!on) return port_done(run, w);
-              WEFT_LOG(Debug, "VRT-0003")
-                  << w->where << ": reading its " << got.vport_index_top << " vports";
-              read_vports(run, w, std::min(got.vport_index_top, got.vport_cap));
+              uint16_t top = got.vport_index_top;
+              if (top > got.vport_cap || top > kMaxVPortIndex) {
+                top = std::min<uint16_t>(got.vport_cap, kMaxVPortIndex);
+                add_problem(run.rep,
+                            w->where + ": VirtualizationInfo says vports up to " +
+                                std::to_string(got.vport_index_top) + " of " +
+                                std::to_string(got.vport_cap) + "; reading up to " +
+                                std::to_string(top),
+                            "VRT-0010");
+              }
+              WEFT_LOG(Debug, "VRT-0003") << w->where << ": reading its " << top << " vports";
+              read_vports(run, w, top);
             });
       });
 }
@@ -184,7 +216,9 @@ void VPortProgrammer::read_vports(SweepRun& run, std::shared_ptr<Walk> w, uint16
                       f.v.guid = f.info.port_guid;
                       f.v.state = PortState(f.info.state);
                       f.v.lid_required = f.info.lid_required;
-                      f.v.lid = f.info.lid_required ? Lid{f.info.lid} : Lid{};
+                      // A LID a VF with no GUID still holds is nobody's: not routed.
+                      f.v.lid = f.info.lid_required && f.v.guid.value ? Lid{f.info.lid} : Lid{};
+                      ++f.reads_ok;
                     }
                     one_done();
                   });
@@ -196,7 +230,9 @@ void VPortProgrammer::read_vports(SweepRun& run, std::shared_ptr<Walk> w, uint16
                     } else {
                       const auto vn = mad::decode_vnode_info(r->data);
                       w->book.vports[i].v.node_guid = vn.node_guid;
-                      w->book.vports[i].v.partition_cap = vn.partition_cap;
+                      w->book.vports[i].v.partition_cap =
+                          std::min<uint16_t>(vn.partition_cap, kMaxVPortPkeys);
+                      ++w->book.vports[i].reads_ok;
                     }
                     one_done();
                   });
@@ -205,8 +241,10 @@ void VPortProgrammer::read_vports(SweepRun& run, std::shared_ptr<Walk> w, uint16
                     ++run.rep.vport_reads;
                     if (!r)
                       failed("VNodeDescription", r.error());
-                    else
+                    else {
                       w->book.vports[i].v.description = mad::decode_node_desc(r->data);
+                      ++w->book.vports[i].reads_ok;
+                    }
                     one_done();
                   });
     }
@@ -243,15 +281,23 @@ void VPortProgrammer::read_vports(SweepRun& run, std::shared_ptr<Walk> w, uint16
 
 void VPortProgrammer::port_done(SweepRun& run, const std::shared_ptr<Walk>& w) {
   Book& b = books_[w->port_guid.value];
-  if (w->failed && w->book.vports.empty()) {
-    // Nothing read: the vports as last read stand, and are read again next sweep.
+  const uint64_t g = w->port_guid.value;
+  if (w->failed) {
+    // A read that failed says nothing about the vports: those as last read stand (their
+    // partitions stay on the switch port facing them), and the port is read again.
+    if (b.vports.empty()) {
+      std::erase_if(tables_, [g](const auto& e) { return std::get<0>(e.first) == g; });
+      for (Found& f : w->book.vports)
+        if (f.reads_ok == 3) b.vports.push_back(std::move(f));
+    }
     b.known = false;
+    ++b.failures;
+    b.waits = 0;
   } else {
     if (!w->book.known) {
       // Read again (or for the first time): their tables are read again too.
-      const uint64_t g = w->port_guid.value;
       std::erase_if(tables_, [g](const auto& e) { return std::get<0>(e.first) == g; });
-      w->book.known = !w->failed;
+      w->book.known = true;
     }
     b = std::move(w->book);
   }
@@ -315,11 +361,12 @@ void VPortProgrammer::read_tables(SweepRun& run) {
       eng_.submit(mad::SmpRequest::get(mad::kAttrVPortPkeyTable,
                                        mad::vport_block_modifier(v.index, b), path),
                   [this, &run, k](Result<mad::Smp> r) {
-                    ++run.rep.vport_pkey_blocks_read;
-                    if (r)
+                    if (r) {
+                      ++run.rep.vport_pkey_blocks_read;
                       tables_[k] = r->data;
-                    else
+                    } else {
                       ++run.rep.vport_failures;
+                    }
                   });
     }
   }
@@ -354,7 +401,8 @@ void VPortProgrammer::write_tables(SweepRun& run) {
       continue;
     }
     held.resize(v.partition_cap);
-    auto lay = qos::layout_pkeys(run.plan.vport_pkeys[i], held, v.partition_cap, true);
+    auto lay =
+        qos::layout_pkeys(run.plan.vport_pkeys[i], held, v.partition_cap, opts_.keep_pkey_indexes);
     if (!lay.dropped.empty())
       add_problem(run.rep,
                   where + " holds " + std::to_string(v.partition_cap) + " P_Keys; " +
@@ -394,7 +442,8 @@ void VPortProgrammer::write_tables(SweepRun& run) {
 }
 
 VPortProgrammer::Found* VPortProgrammer::found(const SweepRun& run, const fabric::VPort& v) {
-  auto b = books_.find(run.target.node(v.node).ports[v.port].guid.value);
+  // run.d's fabric: the target's node numbers, and still whole once published.
+  auto b = books_.find(run.d.fabric.node(v.node).ports[v.port].guid.value);
   if (b == books_.end()) return nullptr;
   auto f = std::find_if(b->second.vports.begin(), b->second.vports.end(),
                         [&v](const Found& x) { return x.v.index == v.index; });
@@ -434,25 +483,40 @@ void VPortProgrammer::write_lids(SweepRun& run) {
 
 void VPortProgrammer::activate(SweepRun& run) {
   auto& vps = run.target.vports();
+  deferred_.clear();
   for (size_t i = 0; i < vps.size() && i < ready_.size(); ++i) {
-    if (!ready_[i]) continue;
-    if (vps[i].state == PortState::kInit) set_state(run, i, PortState::kArmed);
-    if (vps[i].state == PortState::kArmed) set_state(run, i, PortState::kActive);
+    const auto& v = vps[i];
+    if (!ready_[i] || (v.state != PortState::kInit && v.state != PortState::kArmed)) continue;
+    if (v.lid_required && !v.lid.value) {
+      add_problem(run.rep,
+                  "vport " + std::to_string(v.index) + " of " +
+                      fabric::port_ref(run.target, v.node, v.port) +
+                      " requires a LID and has none: not activated",
+                  "VRT-0011");
+      continue;
+    }
+    // After its port: a VF above its port's state is not what a device expects.
+    const bool port_active = v.node < run.after.size() && v.port < run.after[v.node].size() &&
+                             run.after[v.node][v.port].attrs.state == PortState::kActive;
+    if (port_active)
+      set_state(run, v, i, v.state == PortState::kInit ? PortState::kArmed : PortState::kActive);
+    else
+      deferred_.push_back(v);
   }
 }
 
-void VPortProgrammer::set_state(SweepRun& run, size_t i, mad::VPortState to) {
-  const fabric::VPort& v = run.target.vports()[i];
+void VPortProgrammer::set_state(SweepRun& run, fabric::VPort v, size_t i, mad::VPortState to) {
   const Found* f = found(run, v);
   if (!f) return;
   mad::VPortInfo info = f->info;
   info.state = uint8_t(to);
   info.client_reregister = false;
   const std::string where =
-      "vport " + std::to_string(v.index) + " of " + fabric::port_ref(run.target, v.node, v.port);
-  eng_.submit(mad::SmpRequest::set(mad::kAttrVPortInfo, mad::vport_modifier(v.index),
-                                   dr_path_to(run.d, v.node, v.port), mad::encode_vport_info(info)),
-              [this, &run, i, to, where](Result<mad::Smp> r) {
+      "vport " + std::to_string(v.index) + " of " + fabric::port_ref(run.d.fabric, v.node, v.port);
+  const mad::DrPath path = dr_path_to(run.d, v.node, v.port);
+  eng_.submit(mad::SmpRequest::set(mad::kAttrVPortInfo, mad::vport_modifier(v.index), path,
+                                   mad::encode_vport_info(info)),
+              [this, &run, v, i, to, where](Result<mad::Smp> r) {
                 const auto got = r ? mad::decode_vport_info(r->data) : mad::VPortInfo{};
                 if (!r || got.state != uint8_t(to)) {
                   ++run.rep.vport_failures;
@@ -464,12 +528,13 @@ void VPortProgrammer::set_state(SweepRun& run, size_t i, mad::VPortState to) {
                               "VRT-0007");
                   return;
                 }
-                run.target.vports()[i].state = to;
-                if (Found* f = found(run, run.target.vports()[i])) {
+                // The model the snapshot is made of, while it is not yet published.
+                if (i < run.target.vports().size()) run.target.vports()[i].state = to;
+                if (Found* f = found(run, v)) {
                   f->info = got;
                   f->v.state = to;
                 }
-                if (to == PortState::kArmed) return set_state(run, i, PortState::kActive);
+                if (to == PortState::kArmed) return set_state(run, v, i, PortState::kActive);
                 ++run.rep.vports_activated;
               });
 }

@@ -40,8 +40,9 @@ class VPortProgrammer final : public Programmer {
   void check(const Discovered& model, std::function<void(fabric::NodeIndex, PortNum)> changed);
   void adopt(SweepRun& run);
   // kConfigure: the LIDs of vports that require one; kCommit: read the VPortPKeyTable
-  // blocks not known; kTables: write what differs;
-  // kActivate: vports the host brought up to ARMED, then ACTIVE.
+  // blocks not known; kTables: write what differs; kActivate: vports the host brought
+  // up to ARMED, then ACTIVE, where their port is ACTIVE (kPublished: the others, once
+  // the sweep has activated their ports).
   void step(Step s, SweepRun& run) override;
   void forget_all() override {
     books_.clear();
@@ -52,10 +53,14 @@ class VPortProgrammer final : public Programmer {
   struct Found {
     fabric::VPort v;
     mad::VPortInfo info;  // as read: the Sets write over it
+    int reads_ok = 0;     // of its VPortInfo, VNodeInfo and VNodeDescription
   };
   struct Book {
     bool known = false;  // read whole since the port's last VPortStateChange
     std::vector<Found> vports;
+    // Reads of the port that failed in a row, and light sweeps since the last: a port
+    // that keeps failing is read again after 1, 2, 4, ... 64 light sweeps, not each.
+    uint32_t failures = 0, waits = 0;
   };
   struct Walk;  // one port's reads this sweep
   // (port GUID, vport index, block) -> the VPortPKeyTable block it holds.
@@ -70,7 +75,9 @@ class VPortProgrammer final : public Programmer {
   void read_tables(SweepRun& run);
   void write_tables(SweepRun& run);
   void activate(SweepRun& run);
-  void set_state(SweepRun& run, size_t i, mad::VPortState to);
+  // Vport v (of run.target.vports()[i], SIZE_MAX once published) to `to`; ARMED goes on
+  // to ACTIVE.
+  void set_state(SweepRun& run, fabric::VPort v, size_t i, mad::VPortState to);
 
   mad::MadEngine& eng_;
   const SmOptions& opts_;
@@ -80,6 +87,9 @@ class VPortProgrammer final : public Programmer {
   std::vector<std::pair<fabric::NodeIndex, PortNum>> queue_;
   size_t next_ = 0, out_ = 0;
   std::vector<bool> ready_;  // per run.target.vports(): its table holds what it should
+  // This sweep's vports whose port was not ACTIVE yet: activated once the snapshot is
+  // published (run.target is the snapshot's then: they carry what set_state needs).
+  std::vector<fabric::VPort> deferred_;
 };
 
 }  // namespace weft::sm
