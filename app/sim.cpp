@@ -38,8 +38,8 @@ fabric that did not change).
 
 SR-IOV: --vports N gives every CA port N virtual ports (VFs) as NVIDIA's
 ConnectX-4 and later have them, with GUIDs a host admin has written; the SM
-(virt_enabled 2, the default) finds them, partitions them by GUID and brings
-them to ACTIVE. --vports-lid-required K: the first K of each port want a LID.
+(virt_enabled 2, which --vports sets unless a --config says otherwise) finds
+them, partitions them by GUID and brings them to ACTIVE. --vports-lid-required K: the first K of each port want a LID.
 
 Adaptive routing: --ar-cap N gives every simulated switch NVIDIA's AR attributes
 with GroupCap N (none by default, as ibsim; --no-ar NODE leaves one switch
@@ -176,6 +176,9 @@ int cmd_sim(int argc, char** argv) {
   if (const int nv = vm["vports"].as<int>(), lr = vm["vports-lid-required"].as<int>(); nv || lr) {
     if (nv < 1 || nv > 127 || lr < 0 || lr > nv)
       return die("sim: --vports must be in 1..127 and --vports-lid-required in 0..--vports");
+    // The simulated VFs are there to be managed: virt_enabled 2 unless a config says.
+    if (v->origin("virt_enabled") == "default")
+      (void)config::set(*v, "virt_enabled", "2", "--vports");
     if (auto r =
             simulator::add_vports_everywhere(sim.vports(), sim.model(), uint16_t(nv), uint16_t(lr));
         !r)

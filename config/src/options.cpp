@@ -43,10 +43,11 @@ std::vector<OptionSpec> build_table() {
        "P_Key, SL2VL and VLArb blocks read back every sweep, fabric-wide, and compared with "
        "what weft wrote (rotating: every block within ceil(blocks held / N) sweeps; 0 = none); "
        "one that differs is read again and rewritten"},
-      {"virt_enabled", Type::kInt, "2", 0, 2, true,
+      {"virt_enabled", Type::kInt, "0", 0, 2, true,
        "SR-IOV virtual ports on CA ports that support them (NVIDIA's virtualization): 0 "
        "leaves them alone, 1 disables virtualization there, 2 enables it and discovers, "
-       "gives LIDs to and partitions the vports"},
+       "gives LIDs to, partitions and activates the vports (weft's SA does not yet serve "
+       "their multicast joins: IPoIB on such VFs needs them)"},
       {"virt_max_ports_in_process", Type::kInt, "64", 1, 65535, true,
        "CA ports whose virtual ports are read at once"},
       {"lmc", Type::kInt, "0", 0, 7, false, "LID mask control: 2^lmc LIDs per CA port"},

@@ -98,7 +98,8 @@ TEST(UfmFacade, KubernetesPluginFlow) {
 // sweep puts the partition into that virtual port's table, and takes it away after
 // RemoveGuidsFromPKey. The vport shows on its physical port and in /metrics.
 TEST(UfmFacade, KubernetesFlowReachesAVirtualFunction) {
-  RestRig rig("ft2:leaves=2,spines=1,hosts=2", std::nullopt, /*bring_up=*/false);
+  RestRig rig("ft2:leaves=2,spines=1,hosts=2", std::nullopt, /*bring_up=*/false,
+              [](sm::SmOptions& o) { o.virt_enabled = 2; });
   const auto h10 = *rig.sim.model().find_by_name("h1-0");
   rig.sim.vports().add(
       h10, 1, {.vports = 8, .lid_required = 3, .node_guid = rig.sim.model().node(h10).guid});

@@ -45,6 +45,7 @@ struct Fixture {
     o.state_dir = dir;
     o.lmc = lmc;
     o.routing_engine = std::move(engine);
+    o.virt_enabled = 2;  // SR-IOV VFs where a test gives the simulator some
     if (!partitions.empty()) o.partitions = *config::parse_partitions(partitions, "p.conf");
     sm = std::make_unique<SubnetManager>(t, o, &agent);
     auto rep = sm->sweep();

@@ -45,8 +45,15 @@ const SimVPorts::VPort& vf(const SimFabric& sim, NodeIndex n, uint16_t i) {
   return sim.vports().find(n, 1)->vports.at(i);
 }
 
-SmOptions with_partitions(const ScratchDir& d, const std::string& text) {
+// virt_enabled 2: weft manages the vports.
+SmOptions vopts(const ScratchDir& d) {
   SmOptions o = sm_opts(d);
+  o.virt_enabled = 2;
+  return o;
+}
+
+SmOptions with_partitions(const ScratchDir& d, const std::string& text) {
+  SmOptions o = vopts(d);
   auto pol = config::parse_partitions(text, "partitions.conf");
   EXPECT_TRUE(pol) << pol.error().message;
   o.partitions = *pol;
@@ -170,7 +177,7 @@ TEST(VPortSweep, VirtEnabledZeroLeavesPortsAloneAndOneTurnsVirtualizationOff) {
   const auto ca = cas(sim.model());
   SimTransport t(sim, {});
   SmOptions o = sm_opts(dir);
-  o.virt_enabled = 0;
+  ASSERT_EQ(o.virt_enabled, 0) << "the default: vports left alone";
   {
     SubnetManager sm(t, o);
     auto r = sm.sweep();
@@ -202,7 +209,7 @@ TEST(VPortSweep, AVfTheHostTakesAwayLeavesTheModelAndAnotherAppears) {
   ASSERT_TRUE(add_vports_everywhere(sim.vports(), sim.model(), 3, 0));
   const auto ca = cas(sim.model());
   SimTransport t(sim, {});
-  SubnetManager sm(t, sm_opts(dir));
+  SubnetManager sm(t, vopts(dir));
   auto r = sm.sweep();
   ASSERT_TRUE(r && r->subnet_up);
   EXPECT_EQ(r->vports_found, 12u);
@@ -231,7 +238,7 @@ TEST(VPortSweep, VfsThatRequireALidGetOneRoutedThroughTheirPortAndKeptAcrossARes
   SimTransport t(sim, {});
   std::map<uint64_t, uint16_t> lids;  // VF GUID -> LID
   {
-    SubnetManager sm(t, sm_opts(dir));
+    SubnetManager sm(t, vopts(dir));
     auto r = sm.sweep();
     ASSERT_TRUE(r && r->subnet_up) << (r ? r->reason : r.error().message);
     EXPECT_EQ(r->vports_found, 16u);
@@ -269,7 +276,7 @@ TEST(VPortSweep, VfsThatRequireALidGetOneRoutedThroughTheirPortAndKeptAcrossARes
     EXPECT_EQ(again->lft_blocks_written, 0u);
   }
   // A restart: every VF keeps its LID (guid2lid), nothing is written again.
-  SubnetManager sm(t, sm_opts(dir));
+  SubnetManager sm(t, vopts(dir));
   auto r = sm.sweep();
   ASSERT_TRUE(r && r->subnet_up);
   EXPECT_EQ(r->vport_lids_set, 0u);
@@ -286,7 +293,7 @@ TEST(VPortSweep, ALightSweepSeesAVfChangeAndUpdatesOnlyAtItsSwitch) {
   const auto ca = cas(sim.model());
   sim.vports().add(ca[2], 1, {.vports = 4, .node_guid = sim.model().node(ca[2]).guid});
   SimTransport t(sim, {});
-  SubnetManager sm(t, sm_opts(dir));
+  SubnetManager sm(t, vopts(dir));
   auto r = sm.sweep();
   ASSERT_TRUE(r && r->subnet_up);
   EXPECT_EQ(r->vports_found, 0u);

@@ -514,29 +514,34 @@ void VPortProgrammer::set_state(SweepRun& run, fabric::VPort v, size_t i, mad::V
   const std::string where =
       "vport " + std::to_string(v.index) + " of " + fabric::port_ref(run.d.fabric, v.node, v.port);
   const mad::DrPath path = dr_path_to(run.d, v.node, v.port);
-  eng_.submit(mad::SmpRequest::set(mad::kAttrVPortInfo, mad::vport_modifier(v.index), path,
-                                   mad::encode_vport_info(info)),
-              [this, &run, v, i, to, where](Result<mad::Smp> r) {
-                const auto got = r ? mad::decode_vport_info(r->data) : mad::VPortInfo{};
-                if (!r || got.state != uint8_t(to)) {
-                  ++run.rep.vport_failures;
-                  add_problem(run.rep,
-                              where + ": VPortInfo Set to " + fabric::port_state_name(to) + ": " +
-                                  (r ? std::string("answered ") +
-                                           fabric::port_state_name(PortState(got.state))
-                                     : r.error().message),
-                              "VRT-0007");
-                  return;
-                }
-                // The model the snapshot is made of, while it is not yet published.
-                if (i < run.target.vports().size()) run.target.vports()[i].state = to;
-                if (Found* f = found(run, v)) {
-                  f->info = got;
-                  f->v.state = to;
-                }
-                if (to == PortState::kArmed) return set_state(run, v, i, PortState::kActive);
-                ++run.rep.vports_activated;
-              });
+  eng_.submit(
+      mad::SmpRequest::set(mad::kAttrVPortInfo, mad::vport_modifier(v.index), path,
+                           mad::encode_vport_info(info)),
+      [this, &run, v, i, to, where](Result<mad::Smp> r) {
+        const auto got = r ? mad::decode_vport_info(r->data) : mad::VPortInfo{};
+        if (!r || got.state != uint8_t(to)) {
+          ++run.rep.vport_failures;
+          add_problem(
+              run.rep,
+              where + ": VPortInfo Set to " + fabric::port_state_name(to) + ": " +
+                  (r ? std::string("answered ") + fabric::port_state_name(PortState(got.state))
+                     : r.error().message),
+              "VRT-0007");
+          return;
+        }
+        // The model the snapshot is made of, while it is not yet published.
+        if (i < run.target.vports().size()) run.target.vports()[i].state = to;
+        if (Found* f = found(run, v)) {
+          f->info = got;
+          f->v.state = to;
+        }
+        if (to == PortState::kArmed) return set_state(run, v, i, PortState::kActive);
+        ++run.rep.vports_activated;
+        if (!std::exchange(told_multicast_, true))
+          WEFT_LOG(Warn, "VRT-0012")
+              << "SR-IOV VFs are ACTIVE; weft's SA does not serve their multicast joins yet "
+                 "(IPoIB on a VF needs them): their PathRecords and NodeRecords it does serve";
+      });
 }
 
 }  // namespace weft::sm

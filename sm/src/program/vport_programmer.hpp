@@ -90,6 +90,7 @@ class VPortProgrammer final : public Programmer {
   // This sweep's vports whose port was not ACTIVE yet: activated once the snapshot is
   // published (run.target is the snapshot's then: they carry what set_state needs).
   std::vector<fabric::VPort> deferred_;
+  bool told_multicast_ = false;  // VRT-0012, said once
 };
 
 }  // namespace weft::sm

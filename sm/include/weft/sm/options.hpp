@@ -73,7 +73,7 @@ struct SmOptions {
   // virtualization, leave it alone (0), turn it off (1), or turn it on and discover,
   // give LIDs to and partition their vports (2); virt_max_ports_in_process such ports
   // read at once.
-  uint8_t virt_enabled = 2;
+  uint8_t virt_enabled = 0;
   uint32_t virt_max_ports_in_process = 64;
   int flap_threshold = 6;
   mad::Duration flap_window = std::chrono::seconds(60);
