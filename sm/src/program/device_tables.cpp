@@ -290,24 +290,11 @@ void DeviceTables::write_pkeys(SweepRun& run, const PkeyJob& j) {
     const mad::PkeyBlock blk = mad::decode_pkey_block(it->second);
     std::copy(blk.begin(), blk.end(), have.begin() + b * 32);
   }
-  have.resize(j.cap);
-  qos::PkeyLayout lay = qos::layout_pkeys(j.want, have, j.cap, opts_.keep_pkey_indexes);
-  pkey_tables_[j.n][j.p] = lay.table;
-  if (!lay.dropped.empty())
-    add_problem(run.rep,
-                fabric::port_ref(run.target, j.n, j.p) + " holds " + std::to_string(j.cap) +
-                    " P_Keys; " + std::to_string(lay.dropped.size()) +
-                    " of its partitions do not fit and are left out",
-                "PRT-0003");
-  lay.table.resize(blocks * 32, 0);
-  have.resize(blocks * 32, 0);
+  PkeyWrite pw = plan_pkey_write(j.want, std::move(have), j.cap, opts_.keep_pkey_indexes,
+                                 fabric::port_ref(run.target, j.n, j.p), run.rep);
+  pkey_tables_[j.n][j.p] = pw.lay.table;
   const mad::DrPath path = dr_path_to(d, j.n, j.p);
-  for (size_t w = 0; w < blocks; ++w) {
-    if (std::equal(lay.table.begin() + w * 32, lay.table.begin() + (w + 1) * 32,
-                   have.begin() + w * 32))
-      continue;
-    mad::PkeyBlock out{};
-    std::copy(lay.table.begin() + w * 32, lay.table.begin() + (w + 1) * 32, out.begin());
+  for (const auto& [w, out] : pw.blocks) {
     const uint32_t mod = j.mod_base | static_cast<uint32_t>(w);
     const Key k = key(d, j.n, j.p, mad::kAttrPkeyTable, mod);
     const NodeIndex n = j.n;

@@ -10,11 +10,14 @@
 //   if (prog.begin_term(epoch)) ...;    // a new master term: every cache void
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
+#include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "sweep_run.hpp"
@@ -74,6 +77,39 @@ class SpotCheck {
   bool differs_ = false;
   std::function<void(size_t, bool)> done_;
 };
+
+// A P_Key table of `cap` keys laid out for `want` over what the port holds (`held`, its
+// blocks as read), keeping indexes where `keep`; and the 32-key blocks whose content
+// changes, in order. Keys that do not fit are a problem (PRT-0003) of `where`. The
+// P_KeyTable's and the VPortPKeyTable's writers share it.
+struct PkeyWrite {
+  qos::PkeyLayout lay;                                      // `cap` keys
+  std::vector<std::pair<uint16_t, mad::PkeyBlock>> blocks;  // (block, its keys) to write
+};
+inline PkeyWrite plan_pkey_write(const std::vector<uint16_t>& want, std::vector<uint16_t> held,
+                                 size_t cap, bool keep, const std::string& where,
+                                 SweepReport& rep) {
+  const size_t blocks = (cap + 31) / 32;
+  held.resize(cap, 0);
+  PkeyWrite w{qos::layout_pkeys(want, held, cap, keep), {}};
+  if (!w.lay.dropped.empty())
+    add_problem(rep,
+                where + " holds " + std::to_string(cap) + " P_Keys; " +
+                    std::to_string(w.lay.dropped.size()) +
+                    " of its partitions do not fit and are left out",
+                "PRT-0003");
+  std::vector<uint16_t> table = w.lay.table;
+  table.resize(blocks * 32, 0);
+  held.resize(blocks * 32, 0);
+  for (size_t b = 0; b < blocks; ++b) {
+    if (std::equal(table.begin() + b * 32, table.begin() + (b + 1) * 32, held.begin() + b * 32))
+      continue;
+    mad::PkeyBlock out{};
+    std::copy(table.begin() + b * 32, table.begin() + (b + 1) * 32, out.begin());
+    w.blocks.emplace_back(uint16_t(b), out);
+  }
+  return w;
+}
 
 class PortProgrammer;
 class LftProgrammer;

@@ -400,24 +400,10 @@ void VPortProgrammer::write_tables(SweepRun& run) {
                   "VRT-0006");
       continue;
     }
-    held.resize(v.partition_cap);
-    auto lay =
-        qos::layout_pkeys(run.plan.vport_pkeys[i], held, v.partition_cap, opts_.keep_pkey_indexes);
-    if (!lay.dropped.empty())
-      add_problem(run.rep,
-                  where + " holds " + std::to_string(v.partition_cap) + " P_Keys; " +
-                      std::to_string(lay.dropped.size()) +
-                      " of its partitions do not fit and are left out",
-                  "PRT-0003");
-    lay.table.resize(blocks * 32, 0);
-    held.resize(blocks * 32, 0);
+    const PkeyWrite pw = plan_pkey_write(run.plan.vport_pkeys[i], std::move(held), v.partition_cap,
+                                         opts_.keep_pkey_indexes, where, run.rep);
     const mad::DrPath path = dr_path_to(run.d, v.node, v.port);
-    for (uint16_t b = 0; b < blocks; ++b) {
-      if (std::equal(lay.table.begin() + b * 32, lay.table.begin() + (b + 1) * 32,
-                     held.begin() + b * 32))
-        continue;
-      mad::PkeyBlock out{};
-      std::copy(lay.table.begin() + b * 32, lay.table.begin() + (b + 1) * 32, out.begin());
+    for (const auto& [b, out] : pw.blocks) {
       const TableKey k{g, v.index, b};
       eng_.submit(
           mad::SmpRequest::set(mad::kAttrVPortPkeyTable, mad::vport_block_modifier(v.index, b),
