@@ -303,21 +303,20 @@ Result<TorusSpec> read_torus_spec(std::istream& in, const std::string& origin) {
 
 std::vector<LidOwner> lid_owners(const fabric::Fabric& f) {
   std::vector<LidOwner> out;
+  // `count` LIDs from `base`, all living at (n, p).
+  auto own = [&out](Lid base, int count, fabric::NodeIndex n, PortNum p) {
+    if (!base.is_unicast()) return;
+    for (int k = 0; k < count && base.value + k <= Lid::kMaxUnicast; ++k)
+      out.push_back({Lid{static_cast<uint16_t>(base.value + k)}, n, p});
+  };
+  // LMC: a CA port owns 2^LMC LIDs; switch port 0 owns one (base port 0 ignores LMC).
   for (auto [n, p] : f.lid_ports()) {
     const auto& a = f.node(n).ports[p].attrs;
-    if (!a.lid.is_unicast()) continue;
-    // LMC: a CA port owns 2^LMC LIDs; switch port 0 owns one (base port 0 ignores LMC).
-    const int count = f.node(n).is_switch() ? 1 : 1 << a.lmc;
-    for (int k = 0; k < count && a.lid.value + k <= Lid::kMaxUnicast; ++k)
-      out.push_back({Lid{static_cast<uint16_t>(a.lid.value + k)}, n, p});
+    own(a.lid, f.node(n).is_switch() ? 1 : 1 << a.lmc, n, p);
   }
   // A virtual port's own LID(s) are reached through its physical port, as the port's.
-  for (const auto& v : f.vports()) {
-    if (!v.lid.is_unicast()) continue;
-    const int count = 1 << f.node(v.node).ports[v.port].attrs.lmc;
-    for (int k = 0; k < count && v.lid.value + k <= Lid::kMaxUnicast; ++k)
-      out.push_back({Lid{static_cast<uint16_t>(v.lid.value + k)}, v.node, v.port});
-  }
+  for (const auto& v : f.vports())
+    own(v.lid, 1 << f.node(v.node).ports[v.port].attrs.lmc, v.node, v.port);
   std::sort(out.begin(), out.end(),
             [](const LidOwner& a, const LidOwner& b) { return a.lid < b.lid; });
   return out;

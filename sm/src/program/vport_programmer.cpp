@@ -13,6 +13,20 @@ using fabric::PortState;
 
 namespace {
 
+// The linked CA ports of `d` whose PortInfo (read) says they support virtualization.
+std::vector<std::pair<NodeIndex, PortNum>> virt_ports(const Discovered& d) {
+  std::vector<std::pair<NodeIndex, PortNum>> out;
+  for (NodeIndex n = 0; n < d.fabric.size(); ++n) {
+    const auto& nd = d.fabric.node(n);
+    if (nd.is_switch() || n >= d.port_read.size()) continue;
+    for (PortNum p = 1; p <= nd.num_ports; ++p)
+      if (nd.ports[p].linked() && p < d.port_read[n].size() && d.port_read[n][p] &&
+          mad::port_info_virtualization(d.port_info[n][p]))
+        out.emplace_back(n, p);
+  }
+  return out;
+}
+
 // What weft reads of one port at most, whatever its VirtualizationInfo and VNodeInfo
 // say (weft's bounds: a ConnectX port has at most 127 VFs, and P_Key tables of 128): a
 // hostile or broken answer costs a bounded number of SMPs.
@@ -55,15 +69,7 @@ void VPortProgrammer::discover(SweepRun& run) {
   queue_.clear();
   next_ = out_ = 0;
   if (opts_.virt_enabled == 0) return;
-  const Discovered& d = run.d;
-  for (NodeIndex n = 0; n < d.fabric.size(); ++n) {
-    const auto& nd = d.fabric.node(n);
-    if (nd.is_switch()) continue;
-    for (PortNum p = 1; p <= nd.num_ports; ++p)
-      if (nd.ports[p].linked() && p < d.port_read[n].size() && d.port_read[n][p] &&
-          mad::port_info_virtualization(d.port_info[n][p]))
-        queue_.emplace_back(n, p);
-  }
+  queue_ = virt_ports(run.d);
   run.rep.virt_ports = queue_.size();
   start_next(run);
 }
@@ -71,31 +77,25 @@ void VPortProgrammer::discover(SweepRun& run) {
 void VPortProgrammer::check(const Discovered& model,
                             std::function<void(NodeIndex, PortNum)> changed) {
   if (opts_.virt_enabled == 0) return;
-  const auto& f = model.fabric;
-  for (NodeIndex n = 0; n < f.size(); ++n) {
-    const auto& nd = f.node(n);
-    if (nd.is_switch() || n >= model.port_info.size()) continue;
-    for (PortNum p = 1; p <= nd.num_ports && p < model.port_info[n].size(); ++p) {
-      if (!nd.ports[p].linked() || !mad::port_info_virtualization(model.port_info[n][p])) continue;
-      auto b = books_.find(nd.ports[p].guid.value);
-      if (b == books_.end()) {
-        changed(n, p);  // never read
-        continue;
-      }
-      // A port whose last read failed: again after 2^failures light sweeps (at most 64).
-      bool retry = false;
-      if (!b->second.known && ++b->second.waits >= (1u << std::min(b->second.failures, 6u))) {
-        b->second.waits = 0;
-        retry = true;
-      }
-      eng_.submit(mad::SmpRequest::get(mad::kAttrVirtualizationInfo, 0, dr_path_to(model, n, p)),
-                  [this, n, p, changed, retry](Result<mad::Smp> r) {
-                    if (!r) return;  // the port's switch shows a port gone
-                    const auto vi = mad::decode_virtualization_info(r->data);
-                    if (retry || vi.state_change || vi.enabled != (opts_.virt_enabled == 2))
-                      changed(n, p);
-                  });
+  for (const auto& [n, p] : virt_ports(model)) {
+    auto b = books_.find(model.fabric.node(n).ports[p].guid.value);
+    if (b == books_.end()) {
+      changed(n, p);  // never read
+      continue;
     }
+    // A port whose last read failed: again after 2^failures light sweeps (at most 64).
+    bool retry = false;
+    if (!b->second.known && ++b->second.waits >= (1u << std::min(b->second.failures, 6u))) {
+      b->second.waits = 0;
+      retry = true;
+    }
+    eng_.submit(mad::SmpRequest::get(mad::kAttrVirtualizationInfo, 0, dr_path_to(model, n, p)),
+                [this, n, p, changed, retry](Result<mad::Smp> r) {
+                  if (!r) return;  // the port's switch shows a port gone
+                  const auto vi = mad::decode_virtualization_info(r->data);
+                  if (retry || vi.state_change || vi.enabled != (opts_.virt_enabled == 2))
+                    changed(n, p);
+                });
   }
 }
 
@@ -189,64 +189,46 @@ void VPortProgrammer::read_vports(SweepRun& run, std::shared_ptr<Walk> w, uint16
     if (live->empty()) return port_done(run, w);
     w->book.vports.resize(live->size());
     w->left = live->size() * 3;
-    auto one_done = [this, &run, w]() {
-      if (--w->left == 0) port_done(run, w);
-    };
     for (size_t i = 0; i < live->size(); ++i) {
       const auto [index, state] = (*live)[i];
       Found& f = w->book.vports[i];
       f.v.index = index;
       f.v.state = PortState(state);
-      auto failed = [this, &run, w, index](const char* what, const Error& e) {
-        ++run.rep.vport_failures;
-        add_problem(run.rep,
-                    std::string(what) + " of vport " + std::to_string(index) + " of " + w->where +
-                        ": " + e.message,
-                    "VRT-0004");
-        w->failed = true;
+      // One of the vport's three reads: `take` fills its Found from the answer.
+      auto read = [this, &run, w, i, index](uint16_t attr, const char* what,
+                                            void (*take)(Found&, const mad::SmpData&)) {
+        eng_.submit(mad::SmpRequest::get(attr, mad::vport_modifier(index), w->path),
+                    [this, &run, w, i, index, what, take](Result<mad::Smp> r) {
+                      ++run.rep.vport_reads;
+                      if (r) {
+                        take(w->book.vports[i], r->data);
+                        ++w->book.vports[i].reads_ok;
+                      } else {
+                        ++run.rep.vport_failures;
+                        add_problem(run.rep,
+                                    std::string(what) + " of vport " + std::to_string(index) +
+                                        " of " + w->where + ": " + r.error().message,
+                                    "VRT-0004");
+                        w->failed = true;
+                      }
+                      if (--w->left == 0) port_done(run, w);
+                    });
       };
-      eng_.submit(mad::SmpRequest::get(mad::kAttrVPortInfo, mad::vport_modifier(index), w->path),
-                  [&run, w, i, failed, one_done](Result<mad::Smp> r) {
-                    ++run.rep.vport_reads;
-                    if (!r) {
-                      failed("VPortInfo", r.error());
-                    } else {
-                      Found& f = w->book.vports[i];
-                      f.info = mad::decode_vport_info(r->data);
-                      f.v.guid = f.info.port_guid;
-                      f.v.state = PortState(f.info.state);
-                      f.v.lid_required = f.info.lid_required;
-                      // A LID a VF with no GUID still holds is nobody's: not routed.
-                      f.v.lid = f.info.lid_required && f.v.guid.value ? Lid{f.info.lid} : Lid{};
-                      ++f.reads_ok;
-                    }
-                    one_done();
-                  });
-      eng_.submit(mad::SmpRequest::get(mad::kAttrVNodeInfo, mad::vport_modifier(index), w->path),
-                  [&run, w, i, failed, one_done](Result<mad::Smp> r) {
-                    ++run.rep.vport_reads;
-                    if (!r) {
-                      failed("VNodeInfo", r.error());
-                    } else {
-                      const auto vn = mad::decode_vnode_info(r->data);
-                      w->book.vports[i].v.node_guid = vn.node_guid;
-                      w->book.vports[i].v.partition_cap =
-                          std::min<uint16_t>(vn.partition_cap, kMaxVPortPkeys);
-                      ++w->book.vports[i].reads_ok;
-                    }
-                    one_done();
-                  });
-      eng_.submit(mad::SmpRequest::get(mad::kAttrVNodeDesc, mad::vport_modifier(index), w->path),
-                  [&run, w, i, failed, one_done](Result<mad::Smp> r) {
-                    ++run.rep.vport_reads;
-                    if (!r)
-                      failed("VNodeDescription", r.error());
-                    else {
-                      w->book.vports[i].v.description = mad::decode_node_desc(r->data);
-                      ++w->book.vports[i].reads_ok;
-                    }
-                    one_done();
-                  });
+      read(mad::kAttrVPortInfo, "VPortInfo", [](Found& f, const mad::SmpData& d) {
+        f.info = mad::decode_vport_info(d);
+        f.v.guid = f.info.port_guid;
+        f.v.state = PortState(f.info.state);
+        f.v.lid_required = f.info.lid_required;
+        // A LID a VF with no GUID still holds is nobody's: not routed.
+        f.v.lid = f.info.lid_required && f.v.guid.value ? Lid{f.info.lid} : Lid{};
+      });
+      read(mad::kAttrVNodeInfo, "VNodeInfo", [](Found& f, const mad::SmpData& d) {
+        const auto vn = mad::decode_vnode_info(d);
+        f.v.node_guid = vn.node_guid;
+        f.v.partition_cap = std::min<uint16_t>(vn.partition_cap, kMaxVPortPkeys);
+      });
+      read(mad::kAttrVNodeDesc, "VNodeDescription",
+           [](Found& f, const mad::SmpData& d) { f.v.description = mad::decode_node_desc(d); });
     }
   };
   for (uint32_t b = 0; b < blocks; ++b) {
