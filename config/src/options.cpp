@@ -46,10 +46,13 @@ std::vector<OptionSpec> build_table() {
       {"virt_enabled", Type::kInt, "0", 0, 2, true,
        "SR-IOV virtual ports on CA ports that support them (NVIDIA's virtualization): 0 "
        "leaves them alone, 1 disables virtualization there, 2 enables it and discovers, "
-       "gives LIDs to, partitions and activates the vports (weft's SA does not yet serve "
-       "their multicast joins: IPoIB on such VFs needs them)"},
+       "gives LIDs to, partitions and activates the vports"},
       {"virt_max_ports_in_process", Type::kInt, "64", 1, 65535, true,
        "CA ports whose virtual ports are read at once"},
+      {"virt_default_hop_limit", Type::kInt, "2", 0, 255, true,
+       "HopLimit of the SA's PathRecords with an SR-IOV virtual port at either end (above 1 "
+       "the requester sends a GRH, whose GID is how a CA tells apart the VFs sharing its "
+       "port's LID)"},
       {"lmc", Type::kInt, "0", 0, 7, false, "LID mask control: 2^lmc LIDs per CA port"},
       {"sm_priority", Type::kInt, "0", 0, 15, true,
        "SMInfo priority: of two SMs the higher is master (equal: the lower port GUID)"},
@@ -446,7 +449,6 @@ const std::vector<ForeignOption>& nvidia_only_options() {
       {"hbf_weights", "auto"},
       {"nvl_reassign_rails", "FALSE"},
       // Virtualization (virtual ports).
-      {"virt_default_hop_limit", "2"},
       {"aguid_default_hop_limit", "1"},
       {"enable_virt_rec_ext", ""},
       {"virt_dump_file", ""},

@@ -2,6 +2,7 @@
 // group, Delete leaves it; each change comes out as an McChange for the SM.
 #include <algorithm>
 #include <cstring>
+#include <tuple>
 
 #include "records.hpp"
 
@@ -100,17 +101,29 @@ std::optional<std::array<uint8_t, 56>> mc_join(const Query& q, Answer& a, McDb& 
     a.status = kSaStatusReqInvalid;
     return std::nullopt;
   }
-  auto it = q.idx.by_guid.find(be64(q.rec + 24));
-  if (be64(q.rec + 16) != q.ctx.subnet_prefix || it == q.idx.by_guid.end()) {
+  // The member: an end port, or an SR-IOV VF behind one (its own P_Keys, its port's
+  // link; the MFT forwards to that port).
+  const uint64_t port_guid = be64(q.rec + 24);
+  const auto& snap = *q.ctx.snap;
+  static const std::vector<uint16_t> no_keys;
+  const std::vector<uint16_t>* keys = nullptr;
+  NodeIndex n = fabric::kNoNode;
+  PortNum p = 0;
+  if (auto it = q.idx.by_guid.find(port_guid); it != q.idx.by_guid.end()) {
+    std::tie(n, p) = it->second;
+    keys = &snap.partitions.pkeys[n][p];
+  } else if (const auto* v = q.idx.vport(port_guid)) {
+    n = v->node, p = v->port;
+    keys = v->index < snap.partitions.vport_pkeys.size() ? &snap.partitions.vport_pkeys[v->index]
+                                                         : &no_keys;
+  }
+  if (be64(q.rec + 16) != q.ctx.subnet_prefix || !keys) {
     a.status = kSaStatusInvalidGid;
     return std::nullopt;
   }
-  const auto [n, p] = it->second;
-  const uint64_t port_guid = be64(q.rec + 24);
-  const auto& snap = *q.ctx.snap;
   auto [pmtu, prate] = port_limits(snap.fabric, n, p);
   auto holds_pkey = [&](uint16_t pkey) {
-    for (uint16_t k : snap.partitions.pkeys[n][p])
+    for (uint16_t k : *keys)
       if ((k & 0x7fff) == (pkey & 0x7fff)) return true;
     return false;
   };

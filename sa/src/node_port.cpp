@@ -135,9 +135,8 @@ void node_records(const Query& q, Answer& a) {
     const uint16_t lid = be16(q.rec);
     if (auto at = q.idx.at(lid); at && q.idx.lid_of[at->first][at->second] == lid)
       one(at->first, at->second);
-    else
-      for (const auto& v : f.vports())
-        if (v.lid.value == lid) one_vport(v);
+    else if (const auto* v = q.idx.vport_at(lid); v && f.vports()[v->index].lid.value == lid)
+      one_vport(f.vports()[v->index]);
     return;
   }
   for (NodeIndex n = 0; n < f.size() && !a.status; ++n)
@@ -157,6 +156,29 @@ void port_info_records(const Query& q, Answer& a) {
   const uint32_t want_cap = bit(q.mask, kPirCapMaskBit) ? mad_get_field(const_cast<uint8_t*>(q.rec),
                                                                         kPiBase, IB_PORT_CAPMASK_F)
                                                         : 0;
+  // One record of `pi`; true when the answer is full and the listing stops.
+  auto add_one = [&](mad::PortInfo pi, uint16_t lid, PortNum num) {
+    pi.gid_prefix = q.ctx.subnet_prefix;
+    if ((pi.attrs.capability_mask & want_cap) != want_cap) return false;
+    std::array<uint8_t, 72> r{};
+    put16(r.data(), lid);
+    r[2] = num;
+    const mad::SmpData d = mad::encode_port_info(pi);  // 64 bytes at kPiBase; the record pads to 72
+    std::memcpy(r.data() + kPiBase, d.data(), 64);
+    add(a, l, r.data(), eq);
+    return a.status != 0;  // stop: too many records
+  };
+  // An SR-IOV VF with a LID of its own: port 1 of its virtual node, its port's link,
+  // its own LID and state (a VF sharing its port's LID is in that port's record).
+  auto one_vport = [&](const fabric::VPort& v) {
+    mad::PortInfo pi;
+    pi.attrs = f.node(v.node).ports[v.port].attrs;
+    pi.attrs.lid = v.lid;
+    pi.attrs.state = v.state;
+    pi.attrs.capability_mask &= ~mad::kCapIsSm;
+    pi.local_port = 1;
+    return add_one(pi, v.lid.value, 1);
+  };
   auto node_ports = [&](NodeIndex n, uint16_t lid) {
     const auto& nd = f.node(n);
     for (PortNum p = 0; p < nd.ports.size(); ++p) {
@@ -170,23 +192,17 @@ void port_info_records(const Query& q, Answer& a) {
         pi.attrs.lmc = nd.ports[0].attrs.lmc;
       }
       pi.local_port = nd.is_switch() ? 0 : p;
-      pi.gid_prefix = q.ctx.subnet_prefix;
       if (nd.ports[0].guid == q.ctx.sm_guid || port.guid == q.ctx.sm_guid)
         pi.attrs.capability_mask |= (!nd.is_switch() || p == 0) ? mad::kCapIsSm : 0;
-      if ((pi.attrs.capability_mask & want_cap) != want_cap) continue;
-      std::array<uint8_t, 72> r{};
-      put16(r.data(), lid);
-      r[2] = p;
-      const mad::SmpData d =
-          mad::encode_port_info(pi);  // 64 bytes at kPiBase; the record pads to 72
-      std::memcpy(r.data() + kPiBase, d.data(), 64);
-      if (add(a, l, r.data(), eq) && a.status) return;
+      if (add_one(pi, lid, p)) return;
     }
   };
   if (bit(q.mask, 0)) {
     const uint16_t lid = be16(q.rec);
     if (auto at = q.idx.at(lid); at && q.idx.lid_of[at->first][at->second] == lid)
       node_ports(at->first, lid);
+    else if (const auto* v = q.idx.vport_at(lid); v && f.vports()[v->index].lid.value == lid)
+      one_vport(f.vports()[v->index]);
     return;
   }
   for (NodeIndex n = 0; n < f.size() && !a.status; ++n) {
@@ -194,6 +210,8 @@ void port_info_records(const Query& q, Answer& a) {
     for (PortNum p = 0; p < nd.ports.size(); ++p)
       if (q.idx.lid_of[n][p] && (nd.is_switch() ? p == 0 : true)) node_ports(n, q.idx.lid_of[n][p]);
   }
+  for (const auto& v : f.vports())
+    if (v.lid.value && !a.status && one_vport(v)) return;
 }
 
 void sm_info_records(const Query& q, Answer& a) {

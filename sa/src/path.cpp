@@ -124,13 +124,18 @@ bool path_record(const Query& q, const PathEnd& s, const PathEnd& d, Answer& a) 
   put64(r.data() + 32, sguid);
   put16(r.data() + 40, d.lid);
   put16(r.data() + 42, s.lid);
-  // FlowLabel, HopLimit and TClass: what the requester gave (one subnet: no routing).
+  // FlowLabel, HopLimit and TClass: what the requester gave (one subnet: no routing);
+  // with a VF at either end, HopLimit virt_default_hop_limit unless given (NVIDIA's
+  // option: above 1 the requester sends a GRH, by whose GID the CA finds the VF).
   if (bit(q.mask, kPrFlow)) {
     r[44] = q.rec[44] & 0x0f;
     r[45] = q.rec[45];
     r[46] = q.rec[46];
   }
-  if (bit(q.mask, kPrHop)) r[47] = q.rec[47];
+  if (bit(q.mask, kPrHop))
+    r[47] = q.rec[47];
+  else if (s.vport != SIZE_MAX || d.vport != SIZE_MAX)
+    r[47] = q.ctx.vport_hop_limit;
   if (bit(q.mask, kPrTclass)) r[48] = q.rec[48];
   r[49] = 0x80;  // reversible: the tables route both ways
   put16(r.data() + 50, *pk);
@@ -158,23 +163,10 @@ void path_records(const Query& q, Answer& a) {
   auto lids_of = [&](NodeIndex n, PortNum p) {
     return uint16_t(1u << (f.node(n).ports[p].attrs.lmc & 7));
   };
-  // A virtual port by its GUID or its own LID (linear: vports are not in the index).
+  // A virtual port by its GUID or its own LID; a VF without one answers at its port's.
   const auto& vps = f.vports();
-  auto vport_lid = [&](size_t i) {
-    const auto& v = vps[i];
-    return v.lid.value ? v.lid.value : idx.lid_of[v.node][v.port];
-  };
-  auto vport_by_guid = [&](uint64_t g) -> std::optional<size_t> {
-    for (size_t i = 0; i < vps.size(); ++i)
-      if (vps[i].guid.value == g) return i;
-    return std::nullopt;
-  };
-  auto vport_by_lid = [&](uint16_t lid) -> std::optional<size_t> {
-    for (size_t i = 0; i < vps.size(); ++i)
-      if (vps[i].lid.value && lid >= vps[i].lid.value &&
-          lid < vps[i].lid.value + lids_of(vps[i].node, vps[i].port))
-        return i;
-    return std::nullopt;
+  auto vport_lid = [&](const SaAgent::Index::VPortAt& v) {
+    return vps[v.index].lid.value ? vps[v.index].lid.value : idx.lid_of[v.node][v.port];
   };
   // An end given by GID (subnet prefix + port GUID) or by LID; nullopt = not given.
   auto end = [&](int gid_bit, size_t gid_off, int lid_bit, size_t lid_off,
@@ -184,15 +176,14 @@ void path_records(const Query& q, Answer& a) {
       const uint64_t prefix = be64(q.rec + gid_off), guid = be64(q.rec + gid_off + 8);
       auto it = idx.by_guid.find(guid);
       if (prefix == q.ctx.subnet_prefix && it == idx.by_guid.end())
-        if (auto vi = vport_by_guid(guid)) {
-          const auto& vp = vps[*vi];
-          const uint16_t base = vport_lid(*vi);
+        if (const auto* vp = idx.vport(guid)) {
+          const uint16_t base = vport_lid(*vp);
           if (bit(q.mask, lid_bit)) {
             const uint16_t lid = be16(q.rec + lid_off);
-            if (lid < base || lid >= base + lids_of(vp.node, vp.port)) return v;
-            v.push_back({vp.node, vp.port, lid, 1, *vi});
+            if (lid < base || lid >= base + lids_of(vp->node, vp->port)) return v;
+            v.push_back({vp->node, vp->port, lid, 1, vp->index});
           } else if (base) {
-            v.push_back({vp.node, vp.port, base, lids_of(vp.node, vp.port), *vi});
+            v.push_back({vp->node, vp->port, base, lids_of(vp->node, vp->port), vp->index});
           }
           return v;
         }
@@ -214,8 +205,8 @@ void path_records(const Query& q, Answer& a) {
       const uint16_t lid = be16(q.rec + lid_off);
       if (auto at = idx.at(lid))
         v.push_back({at->first, at->second, lid, 1});
-      else if (auto vi = vport_by_lid(lid))
-        v.push_back({vps[*vi].node, vps[*vi].port, lid, 1, *vi});
+      else if (const auto* vp = idx.vport_at(lid))
+        v.push_back({vp->node, vp->port, lid, 1, vp->index});
       return v;
     }
     return std::nullopt;

@@ -29,6 +29,7 @@ SaContext SubnetManager::sa_context() const {
   ctx.sm_act_count = peers_.act_count();
   ctx.qos = opts_.qos.enabled;
   ctx.sa_key = opts_.sa_key;
+  ctx.vport_hop_limit = opts_.virt_default_hop_limit;
   return ctx;
 }
 

@@ -62,6 +62,7 @@ Result<SmOptions> sm_from_options(const config::Values& v) {
   o.drift_check_table_blocks = uint32_t(v.get_int("drift_check_table_blocks"));
   o.virt_enabled = uint8_t(v.get_int("virt_enabled"));
   o.virt_max_ports_in_process = uint32_t(v.get_int("virt_max_ports_in_process"));
+  o.virt_default_hop_limit = uint8_t(v.get_int("virt_default_hop_limit"));
   auto flap = config::option_word(v, "flap_policy", flap_policy_named);
   if (!flap) return std::unexpected(flap.error());
   o.flap_policy = *flap;

@@ -20,6 +20,17 @@ EndPortIndex EndPortIndex::of(const fabric::Fabric& f) {
       idx.by_guid[nd.ports[p].guid.value] = {n, p};
     }
   }
+  const auto& vps = f.vports();
+  for (size_t i = 0; i < vps.size(); ++i) {
+    const auto& v = vps[i];
+    const EndPortIndex::VPortAt at{i, v.node, v.port};
+    if (v.guid.value) idx.vport_by_guid.emplace(v.guid.value, at);
+    if (!v.lid.is_unicast()) continue;
+    const size_t top =
+        size_t(v.lid.value) + (size_t(1) << (f.node(v.node).ports[v.port].attrs.lmc & 7));
+    for (size_t l = v.lid.value; l < top && l <= 0xbfff; ++l)
+      idx.vport_by_lid.emplace(uint16_t(l), at);
+  }
   return idx;
 }
 

@@ -103,6 +103,11 @@ void put64(uint8_t* p, uint64_t v) {
 uint16_t be16(const uint8_t* p) {
   return uint16_t(p[0] << 8 | p[1]);
 }
+uint64_t be64(const uint8_t* p) {
+  uint64_t v = 0;
+  for (int i = 0; i < 8; ++i) v = v << 8 | p[i];
+  return v;
+}
 
 std::vector<uint8_t> request(uint8_t method, uint16_t attr, uint64_t mask,
                              const std::function<void(uint8_t*)>& fill = {}) {
@@ -366,25 +371,44 @@ TEST(Sa, PathRecordsReachVirtualPortsByTheirGidAndLid) {
                                     }),
                             fx.ctx()));
   };
-  auto gid_at = [](const std::vector<uint8_t>& r, size_t off) {
-    uint64_t g = 0;
-    for (size_t i = off; i < off + 8; ++i) g = g << 8 | r[i];
-    return g;
-  };
   // Two pods of one partition: a path, to the VF's own LID, with their P_Key.
   auto ab = by_gid(a, b);
   ASSERT_EQ(ab.records.size(), 1u) << ab.status;
   EXPECT_EQ(be16(ab.records[0].data() + 40), vb->lid.value);
-  EXPECT_EQ(gid_at(ab.records[0], 16), b.value);
-  EXPECT_EQ(gid_at(ab.records[0], 32), a.value);
+  EXPECT_EQ(be64(ab.records[0].data() + 16), b.value);
+  EXPECT_EQ(be64(ab.records[0].data() + 32), a.value);
   EXPECT_EQ(be16(ab.records[0].data() + 50), 0x8a12);
+  // HopLimit virt_default_hop_limit (2): above 1 the requester sends a GRH.
+  EXPECT_EQ(ab.records[0][47], 2);
   // Pods of two partitions (limited members of the Default one): none.
   EXPECT_EQ(by_gid(a, cv).status, kSaStatusNoRecords);
   // A VF with no LID of its own answers on its port's; the SM's port reaches it.
   auto to_cv = by_gid(c[0].guid, cv);
   ASSERT_EQ(to_cv.records.size(), 1u) << to_cv.status;
   EXPECT_EQ(be16(to_cv.records[0].data() + 40), c[3].lid);
-  EXPECT_EQ(gid_at(to_cv.records[0], 16), cv.value);
+  EXPECT_EQ(be64(to_cv.records[0].data() + 16), cv.value);
+  EXPECT_EQ(to_cv.records[0][47], 2) << "a VF sharing its port's LID is found by its GID";
+  // Between two physical ports: no GRH asked for.
+  auto ports = by_gid(c[0].guid, c[3].guid);
+  ASSERT_EQ(ports.records.size(), 1u) << ports.status;
+  EXPECT_EQ(ports.records[0][47], 0);
+  // The option sets it; a HopLimit the requester gives is its own.
+  auto ctx64 = fx.ctx();
+  ctx64.vport_hop_limit = 64;
+  auto hop_of = [&](uint64_t extra, uint8_t hop) {
+    auto got = decode(sa.answer(request(kMethodGet, kSaPathRecord, bit(2) | bit(3) | extra,
+                                        [&](uint8_t* r) {
+                                          put64(r + 8, kDefaultSubnetPrefix);
+                                          put64(r + 16, cv.value);
+                                          put64(r + 24, kDefaultSubnetPrefix);
+                                          put64(r + 32, c[0].guid.value);
+                                          r[47] = hop;
+                                        }),
+                                ctx64));
+    return got.records.size() == 1 ? int(got.records[0][47]) : -1;
+  };
+  EXPECT_EQ(hop_of(0, 0), 64);
+  EXPECT_EQ(hop_of(bit(9), 3), 3);
   // By LIDs: the VF's own LID names it.
   auto by_lid = decode(sa.answer(request(kMethodGet, kSaPathRecord, bit(4) | bit(5),
                                          [&](uint8_t* r) {
@@ -393,7 +417,7 @@ TEST(Sa, PathRecordsReachVirtualPortsByTheirGidAndLid) {
                                          }),
                                  fx.ctx()));
   ASSERT_EQ(by_lid.records.size(), 1u) << by_lid.status;
-  EXPECT_EQ(gid_at(by_lid.records[0], 16), b.value);
+  EXPECT_EQ(be64(by_lid.records[0].data() + 16), b.value);
   EXPECT_EQ(be16(by_lid.records[0].data() + 50), 0x8a12);
   // NodeRecords: a VF with a LID of its own is a virtual node of one port.
   auto nodes = decode(sa.answer(request(kMethodGetTable, kSaNodeRecord, 0), fx.ctx()));
@@ -414,6 +438,22 @@ TEST(Sa, PathRecordsReachVirtualPortsByTheirGidAndLid) {
       fx.ctx()));
   ASSERT_EQ(one.records.size(), 1u);
   EXPECT_EQ(mad_get_field64(one.records[0].data(), 0, IB_SA_NR_PORT_GUID_F), b.value);
+  // PortInfoRecords: a VF with a LID of its own is port 1 of its virtual node, with its
+  // own LID and state; the table has one such record per VF 1.
+  auto pir = decode(sa.answer(
+      request(kMethodGet, kSaPortInfoRecord, bit(0), [&](uint8_t* r) { put16(r, vb->lid.value); }),
+      fx.ctx()));
+  ASSERT_EQ(pir.records.size(), 1u) << pir.status;
+  EXPECT_EQ(be16(pir.records[0].data()), vb->lid.value);
+  EXPECT_EQ(pir.records[0][2], 1);
+  EXPECT_EQ(mad_get_field(pir.records[0].data(), 4, IB_PORT_LID_F), vb->lid.value);
+  EXPECT_EQ(mad_get_field(pir.records[0].data(), 4, IB_PORT_STATE_F), 4u);  // ACTIVE
+  auto all_pi = decode(sa.answer(request(kMethodGetTable, kSaPortInfoRecord, 0), fx.ctx()));
+  size_t vf_records = 0;
+  for (const auto& r : all_pi.records)
+    for (const auto& v : f.vports())
+      if (v.lid.value && be16(r.data()) == v.lid.value) ++vf_records;
+  EXPECT_EQ(vf_records, c.size());
 }
 
 TEST(Sa, LayeredRoutesAnswerWithTheirSl) {
@@ -777,6 +817,72 @@ TEST(Multicast, MembersWhosePortsLeaveArePrunedAtTheNextSweep) {
   auto rep = fx.sm->sweep();
   ASSERT_TRUE(rep);
   EXPECT_EQ(fx.sm->multicast().groups().at(0xC000).members.size(), 2u);
+}
+
+// An SR-IOV VF joins by its own GID (IPoIB on a pod): the SA takes it in by its own
+// P_Keys and the MFTs forward the group to its CA port; it leaves the group when the
+// host takes its GUID away.
+TEST(Multicast, VirtualFunctionsJoinByTheirGidAndTheTreeReachesTheirPort) {
+  Fixture probe("ft2:leaves=4,spines=2,hosts=3");
+  const auto pc = probe.cas();
+  const Guid a = derived_vport_guid(pc[1].guid, 1), b = derived_vport_guid(pc[5].guid, 2),
+             other = derived_vport_guid(pc[2].guid, 1);
+  Fixture fx("ft2:leaves=4,spines=2,hosts=3",
+             "Default=0x7fff, ipoib : ALL, SELF=full ;\npa=0x0a12 : " + a.str() + "=full, " +
+                 b.str() + "=full ;\n");
+  const auto c = fx.cas();
+  // VF 1 of every CA port requires a LID, VF 2 shares its port's.
+  ASSERT_TRUE(add_vports_everywhere(fx.sim.vports(), fx.sim.model(), 2, 1));
+  auto rep = fx.sm->sweep();
+  ASSERT_TRUE(rep && rep->subnet_up);
+  ASSERT_EQ(rep->vports_found, 2 * c.size());
+  const Gid bcast{0xff, 0x12, 0x40, 0x1b, 0xff, 0xff, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff};
+  // Two VFs (one with a LID of its own, one without) and c[9]'s port join the Default
+  // partition's broadcast group.
+  for (Guid g : {a, b, c[9].guid})
+    ASSERT_EQ(ask(fx, mc_request(kMethodSet, bcast, g, kJoinFull)).status, 0) << g.str();
+  auto reach = [&](size_t from) {
+    std::vector<size_t> got;
+    for (auto [n, p] : fx.sim.mcast_reach(0xC000, sim_node(fx, c[from]), 1))
+      for (size_t i = 0; i < c.size(); ++i)
+        if (sim_node(fx, c[i]) == n) got.push_back(i);
+    std::sort(got.begin(), got.end());
+    return got;
+  };
+  EXPECT_EQ(reach(9), (std::vector<size_t>{1, 5}));
+  // The listing names the VFs by their own GIDs.
+  auto list = ask(fx, request(kMethodGetTable, kSaMcMemberRecord, 0));
+  std::set<uint64_t> members;
+  for (const auto& r : list.records) members.insert(be64(r.data() + 24));
+  EXPECT_EQ(members, (std::set<uint64_t>{a.value, b.value, c[9].guid.value}));
+  // A group of partition pa: a VF in it creates it; a VF outside it may not join, its
+  // port's P_Keys notwithstanding.
+  const uint64_t create = bit(2) | bit(6) | bit(7) | bit(12) | bit(13);
+  auto made = ask(fx, mc_request(kMethodSet, Gid{}, a, kJoinFull, create, [](uint8_t* r) {
+                    r[35] = 0x42;
+                    put16(r + 40, 0x8a12);
+                  }));
+  ASSERT_EQ(made.status, 0);
+  Gid pa_group;
+  std::copy(made.records.at(0).begin(), made.records.at(0).begin() + 16, pa_group.begin());
+  EXPECT_EQ(ask(fx, mc_request(kMethodSet, pa_group, b, kJoinFull)).status, 0);
+  EXPECT_EQ(ask(fx, mc_request(kMethodSet, pa_group, other, kJoinFull)).status,
+            kSaStatusReqInvalid);
+  EXPECT_EQ(ask(fx, mc_request(kMethodSet, pa_group, c[2].guid, kJoinFull)).status,
+            kSaStatusReqInvalid);
+  // The host takes VF b's GUID away: the next sweep drops it from both groups and
+  // prunes c[5]'s branch.
+  fx.sim.vports().host_set_guid(sim_node(fx, c[5]), 1, 2, Guid{});
+  auto again = fx.sm->sweep();
+  ASSERT_TRUE(again && again->subnet_up);
+  EXPECT_EQ(reach(9), (std::vector<size_t>{1}));
+  const auto& groups = fx.sm->multicast().groups();
+  EXPECT_EQ(groups.at(0xC000).members.count(b.value), 0u);
+  EXPECT_EQ(groups.at(0xC000).members.count(a.value), 1u);
+  // A sweep after that writes no MFT block.
+  auto third = fx.sm->sweep();
+  ASSERT_TRUE(third && third->subnet_up);
+  EXPECT_EQ(third->mft_blocks_written, 0u);
 }
 
 TEST(Sa, TableRecordsShowWhatWeftProgrammed) {

@@ -10,9 +10,11 @@
 #include <set>
 
 #include "sim_sm.hpp"
+#include "weft/config/options.hpp"
 #include "weft/config/partitions.hpp"
 #include "weft/mad/vport.hpp"
 #include "weft/simulator/sim_vports.hpp"
+#include "weft/sm/from_options.hpp"
 
 using namespace weft;
 using namespace weft::simulator;
@@ -201,6 +203,86 @@ TEST(VPortSweep, VirtEnabledZeroLeavesPortsAloneAndOneTurnsVirtualizationOff) {
   EXPECT_EQ(r->vports_found, 0u);
   for (NodeIndex n : ca) EXPECT_FALSE(sim.vports().find(n, 1)->enabled);
   EXPECT_TRUE(sm.snapshot()->fabric.vports().empty());
+}
+
+// The opensm.conf lines an SR-IOV guide has clusters add for NVIDIA's SM are taken
+// whole: no "not implemented" warning, each one in the SM's options, and VFs managed.
+TEST(VPortSweep, TheVirtualizationLinesOfANvidiaSmConfAreTakenWhole) {
+  config::Values v = config::defaults();
+  auto r = config::load_text(
+      "# Enable virtualization support\n"
+      "virt_enabled 2\n"
+      "virt_max_ports_in_process 256\n"
+      "virt_default_hop_limit 64\n",
+      "opensm.conf", v);
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_TRUE(v.warnings().empty()) << v.warnings().front();
+  auto o = sm_from_options(v);
+  ASSERT_TRUE(o) << o.error().message;
+  EXPECT_EQ(o->virt_enabled, 2);
+  EXPECT_EQ(o->virt_max_ports_in_process, 256u);
+  EXPECT_EQ(o->virt_default_hop_limit, 64);
+  ScratchDir dir("weft-vports");
+  SimFabric sim = sim_of(kTree);
+  ASSERT_TRUE(add_vports_everywhere(sim.vports(), sim.model(), 2, 1));
+  o->state_dir = dir.path();
+  SimTransport t(sim, {});
+  SubnetManager sm(t, *o);
+  auto rep = sm.sweep();
+  ASSERT_TRUE(rep && rep->subnet_up);
+  EXPECT_EQ(rep->vports_found, 8u);
+}
+
+// VFs are told to reregister as ports are: once a master term for an ACTIVE VF whose
+// clients registered with another SM (or this one before a restart); not one this SM
+// brought to ACTIVE (its clients start registering with it); never twice; never with
+// no_clients_rereg.
+TEST(VPortSweep, ActiveVfsAreToldToReregisterOnceATerm) {
+  ScratchDir dir("weft-vports");
+  SimFabric sim = sim_of(kTree);
+  ASSERT_TRUE(add_vports_everywhere(sim.vports(), sim.model(), 2, 1));
+  const auto ca = cas(sim.model());
+  auto vf_events = [&] {
+    uint64_t total = 0;
+    for (NodeIndex n : ca)
+      for (const auto& v : sim.vports().find(n, 1)->vports) total += v.client_reregisters;
+    return total;
+  };
+  SimTransport t(sim, {});
+  {
+    SubnetManager sm(t, vopts(dir));
+    auto r = sm.sweep();
+    ASSERT_TRUE(r && r->subnet_up);
+    EXPECT_EQ(r->vports_activated, 8u);
+    EXPECT_EQ(vf_events(), 0u) << "VFs this SM activated register with it";
+    EXPECT_EQ(r->client_reregisters, ca.size());  // the ports
+    auto again = sm.sweep();
+    ASSERT_TRUE(again && again->subnet_up);
+    EXPECT_EQ(again->client_reregisters, 0u);
+    EXPECT_EQ(vf_events(), 0u);
+  }
+  // A restart is a new term: each ACTIVE VF once, with its port.
+  {
+    SubnetManager sm(t, vopts(dir));
+    auto r = sm.sweep();
+    ASSERT_TRUE(r && r->subnet_up);
+    EXPECT_EQ(vf_events(), 8u);
+    for (NodeIndex n : ca)
+      for (uint16_t i = 1; i <= 2; ++i) EXPECT_EQ(vf(sim, n, i).client_reregisters, 1u);
+    EXPECT_EQ(r->client_reregisters, ca.size() + 8u);
+    EXPECT_EQ(r->vport_lids_set, 0u);
+    auto again = sm.sweep();
+    ASSERT_TRUE(again && again->subnet_up);
+    EXPECT_EQ(again->client_reregisters, 0u);
+    EXPECT_EQ(vf_events(), 8u);
+  }
+  SmOptions quiet = vopts(dir);
+  quiet.no_clients_rereg = true;
+  SubnetManager sm(t, quiet);
+  auto r = sm.sweep();
+  ASSERT_TRUE(r && r->subnet_up);
+  EXPECT_EQ(r->client_reregisters, 0u);
+  EXPECT_EQ(vf_events(), 8u);
 }
 
 TEST(VPortSweep, AVfTheHostTakesAwayLeavesTheModelAndAnotherAppears) {

@@ -90,7 +90,8 @@ void MulticastProgrammer::sync_groups(const qos::PartitionPlan& plan, bool qos_o
       }
     }
   }
-  for (uint16_t mlid : mc_.prune([&](uint64_t g) { return snap.end_ports.count(g) > 0; }))
+  for (uint16_t mlid :
+       mc_.prune([&](uint64_t g) { return snap.end_ports.count(g) > 0 || snap.ends.vport(g); }))
     WEFT_LOG(Info, "MC-0001") << "multicast group MLID 0x" << std::hex << mlid << std::dec
                               << ": members whose ports left the fabric removed";
   // With no switch there is no MFT to read and any MLID will do.
@@ -150,9 +151,15 @@ std::vector<std::pair<NodeIndex, uint32_t>> MulticastProgrammer::route_mlid(uint
   if (!g) return touched;
   std::vector<std::pair<NodeIndex, PortNum>> receivers, senders;
   for (const auto& [guid, state] : g->members) {
-    auto it = snap_->end_ports.find(guid);
-    if (it == snap_->end_ports.end()) continue;
-    (state & (kJoinFull | kJoinNon) ? receivers : senders).push_back(it->second);
+    // An SR-IOV VF is reached at its CA port.
+    std::pair<NodeIndex, PortNum> at;
+    if (auto it = snap_->end_ports.find(guid); it != snap_->end_ports.end())
+      at = it->second;
+    else if (const auto* v = snap_->ends.vport(guid))
+      at = {v->node, v->port};
+    else
+      continue;
+    (state & (kJoinFull | kJoinNon) ? receivers : senders).push_back(at);
   }
   for (const auto& [sw, mask] : multicast_tree(f, receivers, senders)) {
     for (uint32_t pos = 0; pos < mft_positions(f.node(sw)); ++pos) {

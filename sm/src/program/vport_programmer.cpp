@@ -418,31 +418,51 @@ VPortProgrammer::Found* VPortProgrammer::found(const SweepRun& run, const fabric
   return f == b->second.vports.end() ? nullptr : &*f;
 }
 
+// A VF is owed a ClientReregister as its port is (PortProgrammer::owes_rereg): an ACTIVE
+// VF whose clients this SM has not told to register with it this term (after a
+// takeover, a restart), or one that is given its LID again (it lost it). Not with
+// no_clients_rereg, nor behind a port that says it does not support it.
+bool VPortProgrammer::owes_rereg(const SweepRun& run, const fabric::VPort& v, bool new_lid) const {
+  if (opts_.no_clients_rereg || !v.guid.value || v.state != PortState::kActive) return false;
+  if (!(run.target.node(v.node).ports[v.port].attrs.capability_mask & mad::kCapClientRereg))
+    return false;
+  return new_lid || !reregistered_.count(v.guid.value);
+}
+
 void VPortProgrammer::write_lids(SweepRun& run) {
   const auto& vps = run.target.vports();
   for (size_t i = 0; i < vps.size(); ++i) {
     const auto& v = vps[i];
-    Found* f = v.lid_required && v.lid.value ? found(run, v) : nullptr;
-    if (!f || f->info.lid == v.lid.value) continue;
+    Found* f = found(run, v);
+    if (!f) continue;
+    const bool new_lid = v.lid_required && v.lid.value && f->info.lid != v.lid.value;
+    const bool rereg = owes_rereg(run, v, new_lid);
+    if (!new_lid && !rereg) continue;
     mad::VPortInfo info = f->info;
     info.state = 0;  // no change
-    info.client_reregister = false;
-    info.lid = v.lid.value;
+    info.client_reregister = rereg;
+    if (new_lid) info.lid = v.lid.value;
     const std::string where =
         "vport " + std::to_string(v.index) + " of " + fabric::port_ref(run.target, v.node, v.port);
     eng_.submit(
         mad::SmpRequest::set(mad::kAttrVPortInfo, mad::vport_modifier(v.index),
                              dr_path_to(run.d, v.node, v.port), mad::encode_vport_info(info)),
-        [this, &run, i, want = v.lid.value, where](Result<mad::Smp> r) {
+        [this, &run, i, new_lid, rereg, guid = v.guid.value, want = info.lid,
+         where](Result<mad::Smp> r) {
           const auto got = r ? mad::decode_vport_info(r->data) : mad::VPortInfo{};
           if (Found* f = found(run, run.target.vports()[i]); f && r) f->info = got;
-          if (r && got.lid == want) {
-            ++run.rep.vport_lids_set;
+          if (r && rereg) {
+            reregistered_.insert(guid);
+            ++run.rep.client_reregisters;
+          }
+          if (r && (!new_lid || got.lid == want)) {
+            run.rep.vport_lids_set += new_lid;
             return;
           }
           ++run.rep.vport_failures;
           add_problem(run.rep,
-                      where + ": VPortInfo Set of LID " + std::to_string(want) + ": " +
+                      where + ": VPortInfo Set of " +
+                          (new_lid ? "LID " + std::to_string(want) : "ClientReregister") + ": " +
                           (r ? "answered LID " + std::to_string(got.lid) : r.error().message),
                       "VRT-0009");
         });
@@ -482,34 +502,31 @@ void VPortProgrammer::set_state(SweepRun& run, fabric::VPort v, size_t i, mad::V
   const std::string where =
       "vport " + std::to_string(v.index) + " of " + fabric::port_ref(run.d.fabric, v.node, v.port);
   const mad::DrPath path = dr_path_to(run.d, v.node, v.port);
-  eng_.submit(
-      mad::SmpRequest::set(mad::kAttrVPortInfo, mad::vport_modifier(v.index), path,
-                           mad::encode_vport_info(info)),
-      [this, &run, v, i, to, where](Result<mad::Smp> r) {
-        const auto got = r ? mad::decode_vport_info(r->data) : mad::VPortInfo{};
-        if (!r || got.state != uint8_t(to)) {
-          ++run.rep.vport_failures;
-          add_problem(
-              run.rep,
-              where + ": VPortInfo Set to " + fabric::port_state_name(to) + ": " +
-                  (r ? std::string("answered ") + fabric::port_state_name(PortState(got.state))
-                     : r.error().message),
-              "VRT-0007");
-          return;
-        }
-        // The model the snapshot is made of, while it is not yet published.
-        if (i < run.target.vports().size()) run.target.vports()[i].state = to;
-        if (Found* f = found(run, v)) {
-          f->info = got;
-          f->v.state = to;
-        }
-        if (to == PortState::kArmed) return set_state(run, v, i, PortState::kActive);
-        ++run.rep.vports_activated;
-        if (!std::exchange(told_multicast_, true))
-          WEFT_LOG(Warn, "VRT-0012")
-              << "SR-IOV VFs are ACTIVE; weft's SA does not serve their multicast joins yet "
-                 "(IPoIB on a VF needs them): their PathRecords and NodeRecords it does serve";
-      });
+  eng_.submit(mad::SmpRequest::set(mad::kAttrVPortInfo, mad::vport_modifier(v.index), path,
+                                   mad::encode_vport_info(info)),
+              [this, &run, v, i, to, where](Result<mad::Smp> r) {
+                const auto got = r ? mad::decode_vport_info(r->data) : mad::VPortInfo{};
+                if (!r || got.state != uint8_t(to)) {
+                  ++run.rep.vport_failures;
+                  add_problem(run.rep,
+                              where + ": VPortInfo Set to " + fabric::port_state_name(to) + ": " +
+                                  (r ? std::string("answered ") +
+                                           fabric::port_state_name(PortState(got.state))
+                                     : r.error().message),
+                              "VRT-0007");
+                  return;
+                }
+                // The model the snapshot is made of, while it is not yet published.
+                if (i < run.target.vports().size()) run.target.vports()[i].state = to;
+                if (Found* f = found(run, v)) {
+                  f->info = got;
+                  f->v.state = to;
+                }
+                if (to == PortState::kArmed) return set_state(run, v, i, PortState::kActive);
+                ++run.rep.vports_activated;
+                // Its clients start now, registering with this SM: no ClientReregister owed.
+                if (v.guid.value) reregistered_.insert(v.guid.value);
+              });
 }
 
 }  // namespace weft::sm

@@ -21,6 +21,7 @@
 #include <string_view>
 #include <tuple>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -44,9 +45,12 @@ class VPortProgrammer final : public Programmer {
   // up to ARMED, then ACTIVE, where their port is ACTIVE (kPublished: the others, once
   // the sweep has activated their ports).
   void step(Step s, SweepRun& run) override;
+  // A new term (or a restart): what this SM knew of the vports, and which VFs' clients
+  // registered with it.
   void forget_all() override {
     books_.clear();
     tables_.clear();
+    reregistered_.clear();
   }
 
  private:
@@ -71,6 +75,8 @@ class VPortProgrammer final : public Programmer {
   void read_vports(SweepRun& run, std::shared_ptr<Walk> w, uint16_t top);
   void port_done(SweepRun& run, const std::shared_ptr<Walk>& w);
   Found* found(const SweepRun& run, const fabric::VPort& v);
+  bool owes_rereg(const SweepRun& run, const fabric::VPort& v, bool new_lid) const;
+  // kConfigure: each VF's LID where it requires one, and the ClientReregisters owed.
   void write_lids(SweepRun& run);
   void read_tables(SweepRun& run);
   void write_tables(SweepRun& run);
@@ -90,7 +96,9 @@ class VPortProgrammer final : public Programmer {
   // This sweep's vports whose port was not ACTIVE yet: activated once the snapshot is
   // published (run.target is the snapshot's then: they carry what set_state needs).
   std::vector<fabric::VPort> deferred_;
-  bool told_multicast_ = false;  // VRT-0012, said once
+  // VFs (by GUID) told to reregister this term, or brought to ACTIVE by it: their
+  // clients hold their multicast joins and subscriptions with this SM.
+  std::unordered_set<uint64_t> reregistered_;
 };
 
 }  // namespace weft::sm

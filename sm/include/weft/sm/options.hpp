@@ -75,6 +75,7 @@ struct SmOptions {
   // read at once.
   uint8_t virt_enabled = 0;
   uint32_t virt_max_ports_in_process = 64;
+  uint8_t virt_default_hop_limit = 2;  // the SA's PathRecords with a VF at either end
   int flap_threshold = 6;
   mad::Duration flap_window = std::chrono::seconds(60);
   // A switch with a flapping port gets at most one trap-driven heavy sweep per

@@ -45,7 +45,7 @@ struct SweepReport {
   uint64_t smps_discovery = 0, smps_program = 0, smps_activate = 0;
   uint64_t lft_blocks_read = 0, lft_blocks_written = 0, portinfo_sets = 0, switchinfo_sets = 0;
   // End ports whose PortInfo Set carried ClientReregister (once a master term, and when
-  // a port lost its LID or SM LID).
+  // a port lost its LID or SM LID), and SR-IOV VFs whose VPortInfo Set did.
   uint64_t client_reregisters = 0;
   // One LFT block per switch weft believes it knows, read back to check (spot checks),
   // and the switches whose block differed: another writer changed them unannounced,
@@ -119,6 +119,24 @@ struct EndPortIndex {
   std::optional<std::pair<fabric::NodeIndex, PortNum>> at(uint16_t lid) const {
     if (lid >= by_lid.size() || by_lid[lid].first == fabric::kNoNode) return std::nullopt;
     return by_lid[lid];
+  }
+  // SR-IOV virtual ports (fabric.vports()) by port GUID, and by each LID of those that
+  // hold their own (base to base + 2^LMC - 1, the LMC of their CA port). Of two VFs
+  // claiming one GUID, the first in fabric.vports() order.
+  struct VPortAt {
+    size_t index = 0;  // in fabric.vports()
+    fabric::NodeIndex node = fabric::kNoNode;
+    PortNum port = 0;  // the CA port it is behind
+  };
+  std::unordered_map<uint64_t, VPortAt> vport_by_guid;
+  std::unordered_map<uint16_t, VPortAt> vport_by_lid;
+  const VPortAt* vport(uint64_t guid) const {
+    auto it = vport_by_guid.find(guid);
+    return it == vport_by_guid.end() ? nullptr : &it->second;
+  }
+  const VPortAt* vport_at(uint16_t lid) const {
+    auto it = vport_by_lid.find(lid);
+    return it == vport_by_lid.end() ? nullptr : &it->second;
   }
   static EndPortIndex of(const fabric::Fabric& f);
 };

@@ -39,11 +39,12 @@ struct SaContext {
   // The SA_Key (sa_key): a request whose SM_Key is this one is trusted; one with another
   // non-zero key is dropped (IBTA C15-0.1.5, as OpenSM does).
   uint64_t sa_key = 1;
-  uint8_t packet_life = 0x12;  // OpenSM's packet_life_time default
-  bool qos = false;            // partition SLs apply only under QoS, as in OpenSM
-  McDb* mc = nullptr;          // multicast groups: MCMemberRecord Set and Delete change them
-  uint16_t mft_cap = 0;        // MLIDs every switch holds (the least MulticastFDBCap)
-  McDb::MlidFree mlid_free;    // MLIDs a new group may get (empty: any)
+  uint8_t packet_life = 0x12;   // OpenSM's packet_life_time default
+  uint8_t vport_hop_limit = 2;  // virt_default_hop_limit: PathRecords with a VF end
+  bool qos = false;             // partition SLs apply only under QoS, as in OpenSM
+  McDb* mc = nullptr;           // multicast groups: MCMemberRecord Set and Delete change them
+  uint16_t mft_cap = 0;         // MLIDs every switch holds (the least MulticastFDBCap)
+  McDb::MlidFree mlid_free;     // MLIDs a new group may get (empty: any)
   // SL2VL and VLArb as weft programs them (SL2VLRecords only when it does: under
   // QoS or with routing layers; VLArbRecords under QoS).
   const qos::QosConfig* qos_cfg = nullptr;
