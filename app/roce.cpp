@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "weft/roce/check.hpp"
+#include "weft/roce/doctor.hpp"
 #include "weft/roce/fabric.hpp"
 #include "weft/roce/formats.hpp"
 #include "weft/roce/profile.hpp"
@@ -533,6 +534,63 @@ int cmd_apply(int argc, char** argv) {
   return report(diff(want, have->config), vm.count("json"), "read back from " + url->text());
 }
 
+const Help kDoctorHelp{
+    "roce doctor", "diagnose a lossless fabric from two snapshots of its counters",
+    "weft roce doctor --before DIR --after DIR [--interval SECONDS] [--profile P] [--json]",
+    R"(Compares two snapshots of the counters hosts keep, taken an interval apart, and says
+why a fabric that looks configured right is slow: a PFC storm, pause on the wrong
+priority or global pause, RoCE running lossy, no ECN marking under pressure, DCQCN
+off at the notification or reaction point, CNPs that never arrive, drops on the
+lossless priority, retransmission, link errors, slow restart; and what is the
+host's own fault (receivers not ready, out of receive buffers). Each finding names
+the device, port and priority, the counter deltas that show it, and what to do.
+
+Each DIR holds one file per device and source, the text as the tool printed it:
+  DEVICE.ethtool      ethtool -S IF
+  DEVICE.hw_counters  grep -H . /sys/class/infiniband/DEV/ports/N/hw_counters/*
+  DEVICE.rdma_stat    rdma statistic show link DEV/N
+A file in one DIR only, a pair from two different ports, or a counter that went
+down (the snapshots swapped, or a reset between them) is refused. A counter a
+diagnosis needs that the files lack is said once per device ("cannot_tell").
+The interval defaults to the difference of the newest files' modification times.)",
+    R"(Examples:
+  weft roce doctor --before t0 --after t1 --interval 10
+  weft roce doctor --before t0 --after t1 --profile lossless.yaml --json)"};
+
+po::options_description doctor_options() {
+  po::options_description o("Options");
+  o.add_options()("help,h", "this help")("before", po::value<std::string>(),
+                                         "the first snapshot's directory")(
+      "after", po::value<std::string>(), "the second snapshot's directory")(
+      "interval", po::value<double>(), "seconds between them (default: the files' mtimes)")(
+      "profile", po::value<std::string>(),
+      "RoCE profile (YAML); default: NVIDIA's lossless reference")("json", "findings as JSON");
+  return o;
+}
+
+int cmd_doctor(int argc, char** argv) {
+  const po::options_description o = doctor_options();
+  po::variables_map vm;
+  if (auto rc = parse(argc, argv, o, vm, kDoctorHelp)) return *rc;
+  if (!vm.count("before") || !vm.count("after"))
+    return roce_die("doctor: --before DIR and --after DIR are required");
+  auto in = load_inputs(vm, false);
+  if (!in) return roce_die("doctor: " + in.error().message);
+  auto before = load_counter_dir(vm["before"].as<std::string>());
+  if (!before) return roce_die("doctor: " + before.error().message);
+  auto after = load_counter_dir(vm["after"].as<std::string>());
+  if (!after) return roce_die("doctor: " + after.error().message);
+  const double interval =
+      vm.count("interval") ? vm["interval"].as<double>() : after->mtime_s - before->mtime_s;
+  auto d = diagnose(*before, *after, interval, in->profile);
+  if (!d) return roce_die("doctor: " + d.error().message);
+  if (vm.count("json"))
+    std::cout << diagnosis_json(*d).dump(2, ' ', false, json::error_handler_t::replace) << "\n";
+  else
+    std::cout << render_diagnosis(*d);
+  return d->any_error() ? 1 : 0;
+}
+
 }  // namespace
 
 const Help kRoceHelp{
@@ -541,20 +599,20 @@ const Help kRoceHelp{
     "weft roce render [--profile P] [--fabric F] --device D --format dcb|sonic|nvue [--port IF]\n"
     "weft roce diff [--profile P] [--fabric F] --observed FILE|redis://HOST:PORT/4 ... [--json]\n"
     "weft roce collect IF [--host NAME] [-o FILE]\n"
-    "weft roce apply [--profile P] --fabric F --device D --sonic redis://HOST:PORT/4",
+    "weft roce apply [--profile P] --fabric F --device D --sonic redis://HOST:PORT/4\n"
+    "weft roce doctor --before DIR --after DIR [--interval SECONDS] [--profile P] [--json]",
     R"(weft's RoCE fabric controller holds one lossless-RoCE profile for a whole Ethernet
 fabric (PFC, DSCP trust and mapping, ETS, ECN, DCQCN, buffer headroom): check
 checks it against the fabric, render writes one device's configuration, diff
 compares what devices hold with it, collect snapshots a host port, apply writes a
-SONiC switch's CONFIG_DB. weft roce COMMAND --help describes each.)",
+SONiC switch's CONFIG_DB, doctor says why a fabric is slow from its counters. weft
+roce COMMAND --help describes each.)",
     ""};
 
 std::vector<ManEntry> roce_man_entries() {
-  return {{&kCheckHelp, check_options()},
-          {&kRenderHelp, render_options()},
-          {&kDiffHelp, diff_options()},
-          {&kCollectHelp, collect_options()},
-          {&kApplyHelp, apply_options()}};
+  return {{&kCheckHelp, check_options()}, {&kRenderHelp, render_options()},
+          {&kDiffHelp, diff_options()},   {&kCollectHelp, collect_options()},
+          {&kApplyHelp, apply_options()}, {&kDoctorHelp, doctor_options()}};
 }
 
 int cmd_roce(int argc, char** argv) {
@@ -562,11 +620,9 @@ int cmd_roce(int argc, char** argv) {
     const char* name;
     int (*run)(int, char**);
   };
-  static const Sub kSubs[] = {{"check", cmd_check},
-                              {"render", cmd_render},
-                              {"diff", cmd_diff},
-                              {"collect", cmd_collect},
-                              {"apply", cmd_apply}};
+  static const Sub kSubs[] = {{"check", cmd_check}, {"render", cmd_render},
+                              {"diff", cmd_diff},   {"collect", cmd_collect},
+                              {"apply", cmd_apply}, {"doctor", cmd_doctor}};
   const std::string_view sub = argc < 2 ? "" : argv[1];
   if (sub == "-h" || sub == "--help" || sub == "help") {
     const std::string sections = sections_of(kRoceHelp);
@@ -579,7 +635,8 @@ int cmd_roce(int argc, char** argv) {
   for (const auto& s : kSubs)
     if (sub == s.name) return s.run(argc - 1, argv + 1);
   if (sub.empty())
-    return roce_die("name a command: check, render, diff, collect or apply (weft roce --help)");
+    return roce_die(
+        "name a command: check, render, diff, collect, apply or doctor (weft roce --help)");
   return roce_die("unknown command \"" + std::string(sub) + "\" (weft roce --help)");
 }
 

@@ -223,6 +223,43 @@ links: [[s0:p1, s1:p2], [s1:p1, s2:p2], [s2:p1, s3:p2], [s3:p1, s0:p2],
           r"(?s)(?=.*dcb\.apptrust missing)(?=.*info \[spelling\] h1 eth0: apptrust\.order: expected dscp, "
           r"observed - \(not reported by the device)")
 
+    # ---- the doctor: two snapshots of counters as the hosts' tools print them ----
+    def counters(root, host, eth, hw, mtime):
+        os.makedirs(root, exist_ok=True)
+        write(os.path.join(root, host + ".ethtool"),
+              "NIC statistics:\n" + "".join("     %s: %d\n" % kv for kv in sorted(eth.items())))
+        write(os.path.join(root, host + ".hw_counters"),
+              "".join("/sys/class/infiniband/mlx5_0/ports/1/hw_counters/%s:%d\n" % kv
+                      for kv in sorted(dict(hw, lifespan=10).items())))
+        for f in os.listdir(root):
+            os.utime(os.path.join(root, f), (mtime, mtime))
+
+    eth0 = {"rx_prio3_bytes": 10, "tx_prio3_bytes": 10, "rx_prio3_packets": 1, "tx_prio3_packets": 1,
+            "rx_prio3_discards": 0, "rx_prio3_pause": 0, "rx_prio3_pause_duration": 0, "tx_prio3_pause": 0,
+            "tx_prio3_pause_duration": 0, "rx_vport_rdma_unicast_bytes": 10, "tx_vport_rdma_unicast_bytes": 10,
+            "rx_symbol_err_phy": 0, "rx_crc_errors_phy": 0, "tx_pause_storm_warning_events": 0,
+            "tx_pause_storm_error_events": 0}
+    hw0 = {k: 0 for k in ["out_of_sequence", "packet_seq_err", "local_ack_timeout_err", "duplicate_request",
+                          "implied_nak_seq_err", "rnr_nak_retry_err", "roce_slow_restart", "np_cnp_sent",
+                          "np_ecn_marked_roce_packets", "rp_cnp_handled", "rp_cnp_ignored", "out_of_buffer"]}
+    moved = dict(eth0, rx_prio3_bytes=4000000000, tx_prio3_bytes=4000000000, rx_vport_rdma_unicast_bytes=3900000000,
+                 tx_vport_rdma_unicast_bytes=3900000000, rx_prio3_packets=1000000, tx_prio3_packets=1000000)
+    t0 = time.time() - 100
+    for host in ("h1", "h2"):
+        counters(os.path.join(w, "t0"), host, eth0, hw0, t0)
+        counters(os.path.join(w, "t1"), host, moved, hw0, t0 + 10)
+    counters(os.path.join(w, "t1-bad"), "h2", moved, hw0, t0 + 10)
+    counters(os.path.join(w, "t1-bad"), "h1", dict(moved, rx_prio3_discards=31), hw0, t0 + 10)
+    check("doctor: a healthy run", W, ["roce", "doctor", "--before", "t0", "--after", "t1"], w, 0,
+          r"over 10\.0 s, 0 error\(s\), 0 warning\(s\)")
+    check("doctor: drops on the lossless priority", W,
+          ["roce", "doctor", "--before", "t0", "--after", "t1-bad", "--json"], w, 1,
+          json_check=lambda j: j["interval_s"] == 10 and [(f["code"], f["device"], f["port"], f["priority"])
+                                                          for f in j["findings"]] ==
+          [("lossless_drops", "h1", "mlx5_0/1", 3)] and j["findings"][0]["evidence"] == {"rx_prio3_discards": 31})
+    check("doctor: snapshots swapped", W, ["roce", "doctor", "--before", "t1", "--after", "t0", "--interval", "10"],
+          w, 2, r"went down .*swapped")
+
     # ---- apply to a real redis-server (SONiC's CONFIG_DB is database 4) ----
     port = free_port()
     rdir = os.path.join(w, "redis")

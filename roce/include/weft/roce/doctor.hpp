@@ -1,0 +1,84 @@
+// weft/roce/doctor.hpp — the RoCE doctor: why a lossless fabric that looks configured
+// right is slow, from two snapshots of the counters hosts already keep, an interval apart.
+//
+// A snapshot is a directory of one file per device and source, the text as the tool
+// printed it:
+//   DEVICE.ethtool      `ethtool -S IF`                      (mlx5 Ethernet counters)
+//   DEVICE.hw_counters  `grep -H . /sys/class/infiniband/DEV/ports/N/hw_counters/*`
+//   DEVICE.rdma_stat    `rdma statistic show link DEV/N`     (the same RDMA counters)
+//
+//   auto before = roce::load_counter_dir("snap/t0");
+//   auto after = roce::load_counter_dir("snap/t1");
+//   auto found = roce::diagnose(*before, *after, 10.0, roce::default_roce_profile());
+//   for (const auto& f : found->findings) ...   // code, severity, device, port, evidence
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "weft/result.hpp"
+#include "weft/roce/check.hpp"
+#include "weft/roce/profile.hpp"
+
+namespace weft::roce {
+
+// One device's counters from one source file.
+struct CounterFile {
+  std::string source;  // "ethtool", "hw_counters", "rdma_stat"
+  std::string port;    // the port the file names ("mlx5_0/1"), where it names one
+  std::map<std::string, uint64_t> values;
+};
+
+// Each parser names `where` (the file) and the line in its errors.
+Result<CounterFile> parse_ethtool_stats(std::string_view text, const std::string& where);
+Result<CounterFile> parse_hw_counters(std::string_view text, const std::string& where);
+Result<CounterFile> parse_rdma_stat(std::string_view text, const std::string& where);
+
+// A snapshot: device -> source -> its counters; `mtime_s` the newest file's
+// modification time (seconds since the epoch), for the interval when none is given.
+struct CounterSnapshot {
+  std::string dir;
+  std::map<std::string, std::map<std::string, CounterFile>> devices;
+  double mtime_s = 0;
+};
+// Reads every DEVICE.SOURCE file of `dir`; a file of another kind, or one that does not
+// parse, is an error naming it.
+Result<CounterSnapshot> load_counter_dir(const std::string& dir);
+
+// A diagnosis (the checks' Finding is about configuration; this one about counters).
+struct DoctorFinding {
+  std::string code;  // "pfc_storm", "lossless_drops", ... (stable: tools match on it)
+  Severity severity = Severity::kError;
+  std::string device, port;
+  int priority = -1;                                   // -1: none in particular
+  std::string what;                                    // one line for people
+  nlohmann::json evidence = nlohmann::json::object();  // counter -> delta, and the like
+  std::string advice;
+};
+
+struct Diagnosis {
+  double interval_s = 0;
+  std::vector<DoctorFinding> findings;
+  bool any_error() const;
+};
+
+// Compares `after` with `before` over `interval_s` seconds under `profile` (its lossless
+// priorities, RoCE priority and mode). Fails, naming the device and file, when the two
+// do not hold the same devices and sources, when a file names another port than its
+// pair, or when a counter went down (the snapshots swapped, or a reset between them).
+Result<Diagnosis> diagnose(const CounterSnapshot& before, const CounterSnapshot& after,
+                           double interval_s, const RoceProfile& profile);
+
+// For people: per device, then the fabric-wide findings.
+std::string render_diagnosis(const Diagnosis& d);
+// {"interval_s": S, "findings": [{"code", "severity", "device", "port", "priority",
+// "what", "evidence", "advice"}]}
+nlohmann::json diagnosis_json(const Diagnosis& d);
+
+}  // namespace weft::roce

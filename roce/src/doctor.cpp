@@ -1,0 +1,492 @@
+// The RoCE doctor's diagnoses: counter deltas over an interval, read against the profile.
+// Counter names are mlx5's (the kernel's mlx5 counters documentation: ethtool -S, and the
+// RDMA hw_counters); thresholds are weft's own choices, each named where it is used.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <set>
+
+#include "weft/roce/doctor.hpp"
+
+namespace weft::roce {
+
+namespace {
+
+std::unexpected<Error> bad(std::string what) {
+  return fail(Errc::kInvalidInput, std::move(what));
+}
+
+std::string prio(const char* pattern, int q) {
+  return fmt::format(fmt::runtime(pattern), q);
+}
+
+// weft's thresholds.
+constexpr double kStormShare = 0.5;   // paused this share of the interval: a storm
+constexpr double kHeavyShare = 0.01;  // paused this share: congestion worth ECN marks
+constexpr uint64_t kHeavyPauses = 1000;
+constexpr double kLossyShare = 0.5;           // RoCE bytes the RoCE priority must carry at least
+constexpr uint64_t kLossyMinBytes = 1 << 20;  // below this much RoCE traffic: no verdict
+
+// mlx5's 32-bit counters (the RDMA Q counters, and ethtool's rx_out_of_buffer): they wrap.
+const std::set<std::string> kWraps32 = {"rx_write_requests",
+                                        "rx_read_requests",
+                                        "rx_atomic_requests",
+                                        "rx_dct_connect",
+                                        "out_of_buffer",
+                                        "out_of_sequence",
+                                        "duplicate_request",
+                                        "rnr_nak_retry_err",
+                                        "packet_seq_err",
+                                        "implied_nak_seq_err",
+                                        "local_ack_timeout_err",
+                                        "resp_local_length_error",
+                                        "resp_cqe_error",
+                                        "req_cqe_error",
+                                        "req_remote_invalid_request",
+                                        "req_remote_access_errors",
+                                        "resp_remote_access_errors",
+                                        "resp_cqe_flush_error",
+                                        "req_cqe_flush_error",
+                                        "req_transport_retries_exceeded",
+                                        "req_rnr_retries_exceeded",
+                                        "roce_adp_retrans",
+                                        "roce_adp_retrans_to",
+                                        "roce_slow_restart",
+                                        "roce_slow_restart_cnps",
+                                        "roce_slow_restart_trans",
+                                        "rx_out_of_buffer"};
+
+// One device's deltas over the interval, its counters from every source merged (the
+// RDMA counters from hw_counters, else rdma_stat).
+struct Device {
+  std::string name, port;
+  std::map<std::string, uint64_t> delta;
+  std::set<std::string> missing;  // counters a diagnosis asked for that the files lack
+  std::set<std::string> cannot_tell;
+  bool ethtool = false;  // an ethtool -S file: its per-priority pause counters say where PFC is on
+  // A counter whose absence is an answer (mlx5 prints a priority's pause counters only
+  // where PFC is on, the global pause ones only where global pause is): no "missing".
+  std::optional<uint64_t> has(const std::string& c) const {
+    auto it = delta.find(c);
+    return it == delta.end() ? std::nullopt : std::optional<uint64_t>(it->second);
+  }
+  std::optional<uint64_t> get(const std::string& c) {
+    auto it = delta.find(c);
+    if (it != delta.end()) return it->second;
+    missing.insert(c);
+    return std::nullopt;
+  }
+};
+
+// Every counter of `names` the device has, or nullopt (the diagnosis cannot tell).
+std::optional<std::vector<uint64_t>> all(Device& d, const std::vector<std::string>& names,
+                                         const char* code) {
+  std::vector<uint64_t> v;
+  bool ok = true;
+  for (const auto& n : names) {
+    auto x = d.get(n);
+    ok = ok && x.has_value();
+    v.push_back(x.value_or(0));
+  }
+  if (!ok) {
+    d.cannot_tell.insert(code);
+    return std::nullopt;
+  }
+  return v;
+}
+
+struct Run {
+  const RoceProfile& p;
+  double interval_s;
+  std::vector<DoctorFinding> out;
+  void add(const Device& d, const char* code, Severity sev, int q, std::string what,
+           nlohmann::json ev, std::string advice) {
+    out.push_back(DoctorFinding{code, sev, d.name, d.port, q, std::move(what), std::move(ev),
+                                std::move(advice)});
+  }
+};
+
+void pfc_storm(Run& r, Device& d) {
+  if (auto s =
+          all(d, {"tx_pause_storm_warning_events", "tx_pause_storm_error_events"}, "pfc_storm");
+      s && ((*s)[0] || (*s)[1]))
+    r.add(d, "pfc_storm", Severity::kError, -1,
+          "the NIC saw a PFC pause storm: it kept sending pause frames",
+          {{"tx_pause_storm_warning_events", (*s)[0]}, {"tx_pause_storm_error_events", (*s)[1]}},
+          "the host's receive path is stuck (a hung application or driver); its NIC's "
+          "storm protection dropped the pauses: find what stopped the receiver");
+  const double us = r.interval_s * 1e6;  // mlx5's pause durations are in microseconds
+  for (int q = 0; q < 8; ++q) {
+    // Paused by its switch most of the interval while sending nothing on the priority:
+    // the switch (or a host behind it) storms toward it. (No duration counter: PFC off
+    // on the priority, nothing to pause it.)
+    const auto rx_paused = d.has(prio("rx_prio{}_pause_duration", q));
+    if (auto sent = rx_paused ? d.get(prio("tx_prio{}_packets", q)) : std::nullopt;
+        sent && *rx_paused >= kStormShare * us && *sent == 0)
+      r.add(d, "pfc_storm", Severity::kError, q,
+            fmt::format("paused {:.0f}% of the interval on priority {} while sending nothing on it",
+                        100.0 * double(*rx_paused) / us, q),
+            {{prio("rx_prio{}_pause_duration", q), *rx_paused}, {prio("tx_prio{}_packets", q), 0}},
+            "a PFC storm reaches this host from its switch port: find the port that pauses "
+            "it (the switch's PFC counters) and the stuck receiver behind it; the switch's PFC "
+            "watchdog should be on for this priority");
+    // Pausing its switch most of the interval while receiving nothing: it storms.
+    const auto tx_paused = d.has(prio("tx_prio{}_pause_duration", q));
+    if (auto got = tx_paused ? d.get(prio("rx_prio{}_packets", q)) : std::nullopt;
+        got && *tx_paused >= kStormShare * us && *got == 0)
+      r.add(d, "pfc_storm", Severity::kError, q,
+            fmt::format("sent pause on priority {} {:.0f}% of the interval while receiving nothing",
+                        q, 100.0 * double(*tx_paused) / us),
+            {{prio("tx_prio{}_pause_duration", q), *tx_paused}, {prio("rx_prio{}_packets", q), 0}},
+            "this host's receive path is stuck and it pauses its switch port: restart what "
+            "stopped receiving; the switch's PFC watchdog should be on for this priority");
+  }
+}
+
+void wrong_pause(Run& r, Device& d) {
+  // Global (802.3x) pause: mlx5 keeps these counters only while it is on.
+  const auto grx = d.has("rx_global_pause"), gtx = d.has("tx_global_pause");
+  if (grx.value_or(0) || gtx.value_or(0))
+    r.add(d, "global_pause", Severity::kError, -1,
+          "global (802.3x) pause frames on the link while RoCE is to run on PFC",
+          {{"rx_global_pause", grx.value_or(0)}, {"tx_global_pause", gtx.value_or(0)}},
+          "turn global pause off on both ends (ethtool -A IF rx off tx off) and PFC on for "
+          "the lossless priorities");
+  for (int q = 0; q < 8; ++q) {
+    const auto rx = d.has(prio("rx_prio{}_pause", q)), tx = d.has(prio("tx_prio{}_pause", q));
+    if (r.p.pfc_mask >> q & 1) {
+      // mlx5 prints a priority's pause counters only where PFC is on.
+      if (d.ethtool && !rx && !tx)
+        r.add(d, "pfc_off", Severity::kError, q,
+              fmt::format("PFC is off on lossless priority {} (the NIC keeps no pause counters "
+                          "for it)",
+                          q),
+              {{prio("rx_prio{}_pause", q), nullptr}},
+              fmt::format("enable PFC on priority {} (dcb pfc set dev IF prio-pfc {}:on; weft roce "
+                          "render)",
+                          q, q));
+      continue;
+    }
+    if (!rx.value_or(0) && !tx.value_or(0)) continue;
+    r.add(d, "pause_wrong_priority", Severity::kError, q,
+          fmt::format("PFC pause on priority {}, which the profile keeps lossy", q),
+          {{prio("rx_prio{}_pause", q), rx.value_or(0)},
+           {prio("tx_prio{}_pause", q), tx.value_or(0)}},
+          "PFC is enabled on a priority the profile does not make lossless, here or on the "
+          "switch port: apply the profile's PFC priorities on both ends (weft roce diff)");
+  }
+}
+
+void roce_lossy(Run& r, Device& d) {
+  if (r.p.mode != RoceMode::kLossless) return;
+  const int q = r.p.roce_prio;
+  nlohmann::json ev;
+  bool lossy = false;
+  for (const char* dir : {"tx", "rx"}) {
+    const std::string rdma = fmt::format("{}_vport_rdma_unicast_bytes", dir),
+                      on = fmt::format("{}_prio{}_bytes", dir, q);
+    auto s = all(d, {rdma, on}, "roce_lossy");
+    if (!s || (*s)[0] < kLossyMinBytes) continue;
+    ev[rdma] = (*s)[0];
+    ev[on] = (*s)[1];
+    lossy |= double((*s)[1]) < kLossyShare * double((*s)[0]);
+  }
+  if (lossy)
+    r.add(d, "roce_lossy", Severity::kError, q,
+          fmt::format("RoCE traffic is not on priority {}: it runs lossy", q), ev,
+          fmt::format("the RoCE packets' DSCP ({}) does not map to priority {} here: check "
+                      "the trust mode (dscp) and the DSCP map on the host and its switch port "
+                      "(weft roce diff), and the DSCP the application sets (rdma_cm ToS)",
+                      r.p.roce_dscp, q));
+}
+
+void lossless_drops(Run& r, Device& d) {
+  for (int q = 0; q < 8; ++q) {
+    if (!(r.p.pfc_mask >> q & 1)) continue;
+    auto s = all(d, {prio("rx_prio{}_discards", q)}, "lossless_drops");
+    if (!s || !(*s)[0]) continue;
+    r.add(d, "lossless_drops", Severity::kError, q,
+          fmt::format("{} packets dropped on lossless priority {}", (*s)[0], q),
+          {{prio("rx_prio{}_discards", q), (*s)[0]}},
+          "packets arrived after the pause was sent and found no room: the receive buffer's "
+          "headroom for this priority is too small for the cable length and speed; raise it "
+          "(dcb buffer on the host, the cable length on the switch)");
+  }
+}
+
+void no_ecn_marks(Run& r, std::vector<Device>& devs) {
+  // Heavy PFC toward hosts on the RoCE priority while they send, and not one RoCE packet
+  // marked anywhere: the switches pause instead of marking.
+  const int q = r.p.roce_prio;
+  if (r.p.mode != RoceMode::kLossless) return;
+  nlohmann::json paused = nlohmann::json::object();
+  uint64_t marked = 0;
+  bool marks_known = false;
+  for (auto& d : devs) {
+    const auto n = d.has(prio("rx_prio{}_pause", q)).value_or(0),
+               us = d.has(prio("rx_prio{}_pause_duration", q)).value_or(0);
+    if ((n >= kHeavyPauses || double(us) >= kHeavyShare * r.interval_s * 1e6) &&
+        d.get(prio("tx_prio{}_bytes", q)).value_or(0))
+      paused[d.name] = {{prio("rx_prio{}_pause", q), n}, {prio("rx_prio{}_pause_duration", q), us}};
+    if (auto m = d.get("np_ecn_marked_roce_packets")) {
+      marks_known = true;
+      marked += *m;
+    }
+  }
+  if (paused.empty() || !marks_known || marked) return;
+  r.out.push_back(
+      DoctorFinding{"no_ecn_marking",
+                    Severity::kWarning,
+                    "",
+                    "",
+                    q,
+                    fmt::format("heavy PFC on priority {} toward {} host(s), and no RoCE "
+                                "packet arrived ECN-marked",
+                                q, paused.size()),
+                    {{"paused", paused}, {"np_ecn_marked_roce_packets", 0}},
+                    "the switches pause before they mark: turn ECN (WRED) marking on "
+                    "for the RoCE queue, below the PFC threshold (the profile's ecn "
+                    "thresholds; weft roce diff)"});
+}
+
+void dcqcn(Run& r, Device& d) {
+  if (auto s = all(d, {"np_ecn_marked_roce_packets", "np_cnp_sent"}, "dcqcn_np_inactive");
+      s && (*s)[0] && !(*s)[1])
+    r.add(d, "dcqcn_np_inactive", Severity::kError, r.p.roce_prio,
+          "ECN-marked RoCE packets arrived and no CNP was sent: DCQCN's notification point is off",
+          {{"np_ecn_marked_roce_packets", (*s)[0]}, {"np_cnp_sent", 0}},
+          fmt::format("enable the NP on priority {} (ecn/roce_np/enable/{} = 1)", r.p.roce_prio,
+                      r.p.roce_prio));
+  if (auto s = all(d, {"rp_cnp_ignored", "rp_cnp_handled"}, "dcqcn_rp_inactive");
+      s && (*s)[0] && !(*s)[1])
+    r.add(d, "dcqcn_rp_inactive", Severity::kError, r.p.roce_prio,
+          "CNPs arrived and were ignored: DCQCN's reaction point is off, senders never slow down",
+          {{"rp_cnp_ignored", (*s)[0]}, {"rp_cnp_handled", 0}},
+          fmt::format("enable the RP on priority {} (ecn/roce_rp/enable/{} = 1)", r.p.roce_prio,
+                      r.p.roce_prio));
+}
+
+void cnps_lost(Run& r, std::vector<Device>& devs) {
+  uint64_t sent = 0, arrived = 0;
+  size_t known = 0;
+  for (auto& d : devs)
+    if (auto s = all(d, {"np_cnp_sent", "rp_cnp_handled", "rp_cnp_ignored"}, "cnp_lost")) {
+      ++known;
+      sent += (*s)[0];
+      arrived += (*s)[1] + (*s)[2];
+    }
+  if (known < 2 || !sent || arrived) return;
+  r.out.push_back(
+      DoctorFinding{"cnp_lost",
+                    Severity::kWarning,
+                    "",
+                    "",
+                    r.p.cnp_prio,
+                    fmt::format("{} CNPs sent and none arrived at any host", sent),
+                    {{"np_cnp_sent", sent}, {"rp_cnp_handled", 0}, {"rp_cnp_ignored", 0}},
+                    fmt::format("CNPs (DSCP {}, priority {}) are dropped or remarked on "
+                                "the way: check the switches' DSCP map and queue for "
+                                "the CNP DSCP",
+                                r.p.cnp_dscp, r.p.cnp_prio)});
+}
+
+void retransmission(Run& r, Device& d) {
+  static const std::vector<std::string> kRetrans = {"out_of_sequence", "packet_seq_err",
+                                                    "local_ack_timeout_err", "duplicate_request",
+                                                    "implied_nak_seq_err"};
+  nlohmann::json ev = nlohmann::json::object();
+  for (const auto& c : kRetrans)
+    if (auto v = d.get(c); v && *v) ev[c] = *v;
+  if (d.delta.count("roce_adp_retrans") && d.delta["roce_adp_retrans"])
+    ev["roce_adp_retrans"] = d.delta["roce_adp_retrans"];
+  if (std::none_of(kRetrans.begin(), kRetrans.end(),
+                   [&](const auto& c) { return d.delta.count(c); }))
+    d.cannot_tell.insert("retransmission");
+  if (ev.empty()) return;
+  r.add(d, "retransmission", Severity::kError, -1, "RoCE packets were lost and sent again", ev,
+        "in a lossless fabric nothing should be lost: look for drops on the RoCE priority "
+        "(lossless_drops, roce_lossy) and link errors on the path");
+}
+
+void link_errors(Run& r, Device& d) {
+  auto s = all(d, {"rx_symbol_err_phy", "rx_crc_errors_phy"}, "link_errors");
+  if (!s || (!(*s)[0] && !(*s)[1])) return;
+  r.add(d, "link_errors", Severity::kError, -1, "the link corrupts packets",
+        {{"rx_symbol_err_phy", (*s)[0]}, {"rx_crc_errors_phy", (*s)[1]}},
+        "a bad cable, transceiver or port: reseat or replace it (the packets it corrupts "
+        "are lost and sent again)");
+}
+
+void slow_restart(Run& r, Device& d) {
+  if (r.p.mode != RoceMode::kLossless) return;
+  auto s = all(d, {"roce_slow_restart"}, "slow_restart");
+  if (!s || !(*s)[0]) return;
+  r.add(d, "slow_restart", Severity::kWarning, -1,
+        "RoCE slow restart is active in a lossless profile: after a loss, QPs restart slowly",
+        {{"roce_slow_restart", (*s)[0]}},
+        "in a lossless fabric slow restart only delays recovery: turn it off in the NIC's "
+        "RoCE acceleration settings");
+}
+
+void host_side(Run& r, Device& d) {
+  if (auto s = all(d, {"rnr_nak_retry_err"}, "host_rnr"); s && (*s)[0])
+    r.add(d, "host_rnr", Severity::kWarning, -1,
+          "receivers were not ready (RNR NAK retries ran out): the application, not the fabric",
+          {{"rnr_nak_retry_err", (*s)[0]}},
+          "the responder's application does not post receive buffers in time: raise its "
+          "receive queue depth or the QP's RNR retry count");
+  nlohmann::json ev = nlohmann::json::object();
+  for (const char* c : {"out_of_buffer", "rx_out_of_buffer"})
+    if (d.delta.count(c) && d.delta[c]) ev[c] = d.delta[c];
+  if (!ev.empty())
+    r.add(d, "host_out_of_buffer", Severity::kWarning, -1,
+          "the host ran out of receive buffers: the host, not the fabric", ev,
+          "the host does not drain its receive queues fast enough (CPU, interrupt affinity, "
+          "ring size): not a network fault");
+}
+
+}  // namespace
+
+bool Diagnosis::any_error() const {
+  return std::any_of(findings.begin(), findings.end(),
+                     [](const DoctorFinding& f) { return f.severity == Severity::kError; });
+}
+
+Result<Diagnosis> diagnose(const CounterSnapshot& before, const CounterSnapshot& after,
+                           double interval_s, const RoceProfile& profile) {
+  if (!(interval_s > 0))
+    return bad(
+        fmt::format("the interval between the snapshots is {} s: it must be above 0 (the "
+                    "after snapshot taken after the before one)",
+                    interval_s));
+  // The same devices and sources on both sides.
+  auto only = [](const CounterSnapshot& a, const CounterSnapshot& b) -> std::optional<std::string> {
+    for (const auto& [dev, files] : a.devices)
+      for (const auto& [src, f] : files) {
+        auto it = b.devices.find(dev);
+        if (it == b.devices.end() || !it->second.count(src))
+          return a.dir + "/" + dev + "." + src + " has no pair in " + b.dir;
+      }
+    return std::nullopt;
+  };
+  if (auto o = only(before, after)) return bad(*o);
+  if (auto o = only(after, before)) return bad(*o);
+  std::vector<Device> devs;
+  for (const auto& [name, files] : after.devices) {
+    Device d;
+    d.name = name;
+    for (const char* src : {"hw_counters", "rdma_stat", "ethtool"}) {
+      auto a = files.find(src);
+      if (a == files.end()) continue;
+      const CounterFile& fb = before.devices.at(name).at(src);
+      const std::string file = name + "." + src;
+      if (a->second.port != fb.port)
+        return bad(
+            fmt::format("{}: the before snapshot is of {}, the after one of {}: two "
+                        "different ports",
+                        file, fb.port, a->second.port));
+      if (d.port.empty()) d.port = a->second.port;
+      d.ethtool |= std::string_view(src) == "ethtool";
+      for (const auto& [c, v] : a->second.values) {
+        auto b = fb.values.find(c);
+        if (b == fb.values.end()) continue;  // only one side has it: missing
+        uint64_t now = v;
+        // A 32-bit counter wraps: one in its upper half before and low after went round
+        // once (weft's reading; lower, it is taken for a reset).
+        if (v < b->second && kWraps32.count(c) && b->second >= (uint64_t(1) << 31) &&
+            b->second <= 0xffffffffu)
+          now = v + (uint64_t(1) << 32);
+        if (now < b->second)
+          return bad(
+              fmt::format("{}: counter {} went down from {} to {}: the snapshots are "
+                          "swapped, or the counters were reset between them",
+                          file, c, b->second, v));
+        d.delta.emplace(c, now - b->second);  // hw_counters first: rdma_stat repeats it
+      }
+    }
+    devs.push_back(std::move(d));
+  }
+  Run r{profile, interval_s, {}};
+  for (auto& d : devs) {
+    pfc_storm(r, d);
+    wrong_pause(r, d);
+    roce_lossy(r, d);
+    lossless_drops(r, d);
+    dcqcn(r, d);
+    retransmission(r, d);
+    link_errors(r, d);
+    slow_restart(r, d);
+    host_side(r, d);
+  }
+  no_ecn_marks(r, devs);
+  cnps_lost(r, devs);
+  // Counters missing: said once per device, with the diagnoses they leave open.
+  for (auto& d : devs)
+    if (!d.cannot_tell.empty())
+      r.out.push_back(DoctorFinding{
+          "cannot_tell",
+          Severity::kInfo,
+          d.name,
+          d.port,
+          -1,
+          fmt::format("{} counter(s) missing: {} cannot be told", d.missing.size(),
+                      fmt::join(d.cannot_tell, ", ")),
+          {{"missing", d.missing}, {"cannot_tell", d.cannot_tell}},
+          "an older driver, or optional counters off: collect ethtool -S and the RDMA "
+          "hw_counters of each port"});
+  Diagnosis out;
+  out.interval_s = interval_s;
+  out.findings = std::move(r.out);
+  return out;
+}
+
+nlohmann::json diagnosis_json(const Diagnosis& d) {
+  nlohmann::json f = nlohmann::json::array();
+  for (const auto& x : d.findings)
+    f.push_back({{"code", x.code},
+                 {"severity", severity_name(x.severity)},
+                 {"device", x.device},
+                 {"port", x.port},
+                 {"priority", x.priority < 0 ? nlohmann::json() : nlohmann::json(x.priority)},
+                 {"what", x.what},
+                 {"evidence", x.evidence},
+                 {"advice", x.advice}});
+  return {{"interval_s", d.interval_s}, {"findings", f}};
+}
+
+std::string render_diagnosis(const Diagnosis& d) {
+  size_t errors = 0, warnings = 0;
+  for (const auto& f : d.findings) {
+    errors += f.severity == Severity::kError;
+    warnings += f.severity == Severity::kWarning;
+  }
+  std::string o = fmt::format("weft roce doctor: over {:.1f} s, {} error(s), {} warning(s)\n",
+                              d.interval_s, errors, warnings);
+  if (d.findings.empty()) o += "no finding: the counters show a healthy lossless run\n";
+  // Per device in name order, then the fabric-wide ones.
+  std::vector<const DoctorFinding*> order;
+  for (const auto& f : d.findings) order.push_back(&f);
+  std::stable_sort(order.begin(), order.end(), [](const DoctorFinding* a, const DoctorFinding* b) {
+    return std::make_pair(a->device.empty(), a->device) <
+           std::make_pair(b->device.empty(), b->device);
+  });
+  std::string last = "\x01";
+  for (const DoctorFinding* f : order) {
+    if (f->device != last) {
+      last = f->device;
+      o += f->device.empty() ? std::string("fabric\n")
+                             : f->device + (f->port.empty() ? "" : " (" + f->port + ")") + "\n";
+    }
+    o += fmt::format("  {:<8} {:<22} {:<7} {}\n", severity_name(f->severity), f->code,
+                     f->priority < 0 ? std::string("-") : fmt::format("prio {}", f->priority),
+                     f->what);
+    std::string ev;
+    for (const auto& [k, v] : f->evidence.items())
+      ev += (ev.empty() ? "" : ", ") + k + " " + v.dump();
+    o += "           evidence: " + ev + "\n";
+    o += "           advice: " + f->advice + "\n";
+  }
+  return o;
+}
+
+}  // namespace weft::roce

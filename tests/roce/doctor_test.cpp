@@ -1,0 +1,456 @@
+// The RoCE doctor: counter files as hosts' tools print them (ethtool -S, grep -H over
+// the RDMA hw_counters, rdma statistic show in its three layouts), a healthy lossless run
+// with no finding, each fault planted alone giving exactly its finding, and the pairs of
+// snapshots it must refuse.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <random>
+#include <set>
+
+#include "../fuzz.hpp"
+#include "weft/roce/doctor.hpp"
+
+namespace weft::roce {
+namespace {
+
+namespace fs = std::filesystem;
+using Counters = std::map<std::string, uint64_t>;
+
+// ethtool -S as it prints (ethtool.c do_gstats): the header, then five spaces, the
+// name, ": ", the value.
+std::string ethtool_text(const Counters& c) {
+  std::string s = "NIC statistics:\n";
+  for (const auto& [k, v] : c) s += "     " + k + ": " + std::to_string(v) + "\n";
+  return s;
+}
+// grep -H . /sys/class/infiniband/DEV/ports/1/hw_counters/*: path:value in glob order,
+// with the lifespan file (a setting) among them.
+std::string hw_text(const Counters& c, const std::string& dev = "mlx5_0") {
+  Counters all = c;
+  all["lifespan"] = 10;
+  std::string s;
+  for (const auto& [k, v] : all)
+    s += "/sys/class/infiniband/" + dev + "/ports/1/hw_counters/" + k + ":" + std::to_string(v) +
+         "\n";
+  return s;
+}
+// rdma statistic show link DEV/1: one line (iproute2 before 6.7), one indented counter
+// a line with a trailing space (6.7 on), or joined by "\" (-o).
+std::string rdma_text(const Counters& c, int layout, const std::string& dev = "mlx5_0") {
+  std::string s = "link " + dev + "/1 ";
+  for (const auto& [k, v] : c) {
+    if (layout == 1) s += "\n    ";
+    if (layout == 2) s += "\\    ";
+    s += k + " " + std::to_string(v) + " ";
+  }
+  return s + "\n";
+}
+
+// One host's counters: before, and what the interval adds.
+struct Host {
+  Counters eth, hw;  // the before values
+  Counters eth_add, hw_add;
+};
+
+constexpr double kInterval = 10.0;
+
+// A healthy lossless run on priority 3 (PFC on 3 only, storm protection there): 5 GB of
+// RoCE each way, a few pauses, DCQCN marking and answering.
+Host healthy(uint64_t seed) {
+  Host h;
+  for (int q = 0; q < 8; ++q)
+    for (const char* c : {"rx_prio{}_bytes", "rx_prio{}_packets", "rx_prio{}_discards",
+                          "tx_prio{}_bytes", "tx_prio{}_packets"}) {
+      std::string n = c;
+      n.replace(n.find("{}"), 2, std::to_string(q));
+      h.eth[n] = seed * 1000 + uint64_t(q);
+    }
+  for (const char* c : {"rx_prio3_pause", "rx_prio3_pause_duration", "tx_prio3_pause",
+                        "tx_prio3_pause_duration", "rx_prio3_pause_transition"})
+    h.eth[c] = seed * 77;
+  for (const char* c :
+       {"rx_vport_rdma_unicast_bytes", "tx_vport_rdma_unicast_bytes",
+        "rx_vport_rdma_unicast_packets", "tx_vport_rdma_unicast_packets", "rx_pause_ctrl_phy",
+        "tx_pause_ctrl_phy", "rx_discards_phy", "rx_out_of_buffer", "rx_symbol_err_phy",
+        "rx_crc_errors_phy", "tx_pause_storm_warning_events", "tx_pause_storm_error_events",
+        "link_down_events_phy", "rx_packets", "tx_packets"})
+    h.eth[c] = seed * 13;
+  for (const char* c :
+       {"rx_write_requests", "rx_read_requests", "out_of_buffer", "out_of_sequence",
+        "duplicate_request", "rnr_nak_retry_err", "packet_seq_err", "implied_nak_seq_err",
+        "local_ack_timeout_err", "roce_adp_retrans", "roce_adp_retrans_to", "roce_slow_restart",
+        "roce_slow_restart_cnps", "roce_slow_restart_trans", "rp_cnp_ignored", "rp_cnp_handled",
+        "np_ecn_marked_roce_packets", "np_cnp_sent", "rx_icrc_encapsulated"})
+    h.hw[c] = seed * 5;
+  const uint64_t gb5 = 5'000'000'000ull;
+  h.eth_add = {{"rx_vport_rdma_unicast_bytes", gb5},
+               {"tx_vport_rdma_unicast_bytes", gb5},
+               {"rx_prio3_bytes", gb5 + 1'000'000},
+               {"tx_prio3_bytes", gb5 + 1'000'000},
+               {"rx_prio3_packets", 1'300'000},
+               {"tx_prio3_packets", 1'300'000},
+               {"rx_prio0_bytes", 20'000'000},
+               {"tx_prio0_bytes", 20'000'000},
+               {"rx_prio0_packets", 40'000},
+               {"tx_prio0_packets", 40'000},
+               {"rx_prio6_packets", 500},
+               {"tx_prio6_packets", 500},
+               {"rx_prio3_pause", 40},
+               {"rx_prio3_pause_duration", 2'000},
+               {"tx_prio3_pause", 12},
+               {"tx_prio3_pause_duration", 600},
+               {"rx_prio3_pause_transition", 40},
+               {"rx_pause_ctrl_phy", 40},
+               {"tx_pause_ctrl_phy", 12},
+               {"rx_packets", 40'000},
+               {"tx_packets", 40'000}};
+  h.hw_add = {{"rx_write_requests", 1'200'000},
+              {"np_ecn_marked_roce_packets", 900},
+              {"np_cnp_sent", 500},
+              {"rp_cnp_handled", 480}};
+  return h;
+}
+
+struct Scratch {
+  fs::path dir = fs::temp_directory_path() / ("weft-doctor-" + std::to_string(::getpid()) + "-" +
+                                              std::to_string(std::random_device{}()));
+  Scratch() { fs::create_directories(dir); }
+  ~Scratch() { fs::remove_all(dir); }
+  void write(const std::string& sub, const std::string& name, const std::string& text) const {
+    fs::create_directories(dir / sub);
+    std::ofstream(dir / sub / name) << text;
+  }
+  std::string at(const std::string& sub) const { return (dir / sub).string(); }
+};
+
+Counters plus(Counters c, const Counters& add) {
+  for (const auto& [k, v] : add) c[k] += v;
+  return c;
+}
+
+// Writes before/ and after/ for `hosts`, `rdma_layout` < 0: hw_counters files, else
+// rdma_stat in that layout.
+void write_pair(const Scratch& s, const std::map<std::string, Host>& hosts, int rdma_layout = -1) {
+  for (const auto& [name, h] : hosts) {
+    s.write("before", name + ".ethtool", ethtool_text(h.eth));
+    s.write("after", name + ".ethtool", ethtool_text(plus(h.eth, h.eth_add)));
+    if (rdma_layout < 0) {
+      s.write("before", name + ".hw_counters", hw_text(h.hw));
+      s.write("after", name + ".hw_counters", hw_text(plus(h.hw, h.hw_add)));
+    } else {
+      s.write("before", name + ".rdma_stat", rdma_text(h.hw, rdma_layout));
+      s.write("after", name + ".rdma_stat", rdma_text(plus(h.hw, h.hw_add), rdma_layout));
+    }
+  }
+}
+
+Result<Diagnosis> run(const Scratch& s, const RoceProfile& p = default_roce_profile()) {
+  auto b = load_counter_dir(s.at("before"));
+  if (!b) return std::unexpected(b.error());
+  auto a = load_counter_dir(s.at("after"));
+  if (!a) return std::unexpected(a.error());
+  return diagnose(*b, *a, kInterval, p);
+}
+
+// (code, device, priority) of each finding.
+std::set<std::tuple<std::string, std::string, int>> codes(const Diagnosis& d) {
+  std::set<std::tuple<std::string, std::string, int>> out;
+  for (const auto& f : d.findings) out.insert({f.code, f.device, f.priority});
+  return out;
+}
+
+std::map<std::string, Host> two_hosts() {
+  return {{"h1", healthy(1)}, {"h2", healthy(2)}};
+}
+
+TEST(RoceDoctor, AHealthyLosslessRunHasNoFinding) {
+  for (int layout : {-1, 0, 1, 2}) {
+    Scratch s;
+    write_pair(s, two_hosts(), layout);
+    auto d = run(s);
+    ASSERT_TRUE(d) << d.error().message;
+    EXPECT_TRUE(d->findings.empty()) << layout << "\n" << render_diagnosis(*d);
+    EXPECT_FALSE(d->any_error());
+  }
+}
+
+TEST(RoceDoctor, TheParsersReadTheToolsLayouts) {
+  auto e = parse_ethtool_stats(ethtool_text({{"rx_prio3_pause", 1523}}), "h1.ethtool");
+  ASSERT_TRUE(e) << e.error().message;
+  EXPECT_EQ(e->values.at("rx_prio3_pause"), 1523u);
+  auto hw = parse_hw_counters(hw_text({{"np_cnp_sent", 10284520}}, "mlx5_2"), "h1.hw_counters");
+  ASSERT_TRUE(hw) << hw.error().message;
+  EXPECT_EQ(hw->port, "mlx5_2/1");
+  EXPECT_EQ(hw->values.at("np_cnp_sent"), 10284520u);
+  EXPECT_FALSE(hw->values.count("lifespan")) << "a setting, not a counter";
+  for (int layout : {0, 1, 2}) {
+    auto r = parse_rdma_stat(rdma_text({{"out_of_sequence", 44}, {"np_cnp_sent", 7}}, layout),
+                             "h1.rdma_stat");
+    ASSERT_TRUE(r) << layout << ": " << r.error().message;
+    EXPECT_EQ(r->port, "mlx5_0/1");
+    EXPECT_EQ(r->values,
+              (std::map<std::string, uint64_t>{{"np_cnp_sent", 7}, {"out_of_sequence", 44}}));
+  }
+  // Bad input names the file and line.
+  auto bad = parse_ethtool_stats("NIC statistics:\n     rx_packets: 12\n     tx_packets: many\n",
+                                 "h1.ethtool");
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().message.rfind("h1.ethtool:3: ", 0), 0u) << bad.error().message;
+  EXPECT_FALSE(parse_ethtool_stats("rx_packets: 1\n", "x"));  // no header: not ethtool -S
+  auto two = parse_hw_counters(
+      "/sys/class/infiniband/mlx5_0/ports/1/hw_counters/a:1\n"
+      "/sys/class/infiniband/mlx5_0/ports/2/hw_counters/b:1\n",
+      "h1.hw_counters");
+  ASSERT_FALSE(two);
+  EXPECT_NE(two.error().message.find("h1.hw_counters:2: a second port"), std::string::npos)
+      << two.error().message;
+  EXPECT_FALSE(parse_rdma_stat("link mlx5_0/1 np_cnp_sent\n", "x"));
+  EXPECT_FALSE(parse_rdma_stat("link mlx5_0/1 a 1\nlink mlx5_1/1 a 2\n", "x"));
+  EXPECT_FALSE(parse_ethtool_stats("NIC statistics:\n     a: 1\n     a: 2\n", "x"));
+}
+
+TEST(RoceDoctor, FuzzedFilesParseOrAreRefusedNeverCrash) {
+  std::mt19937 rng(7);
+  const std::string eth = ethtool_text(healthy(1).eth), hw = hw_text(healthy(1).hw),
+                    rd = rdma_text(healthy(1).hw, 1);
+  size_t refused = 0;
+  for (int i = 0; i < 3000; ++i) {
+    refused += !parse_ethtool_stats(testing::mutate(eth, ": \n0x9_/", rng), "f");
+    refused += !parse_hw_counters(testing::mutate(hw, ": \n0x9_/", rng), "f");
+    refused += !parse_rdma_stat(testing::mutate(rd, ": \n0x9_/\\", rng), "f");
+  }
+  EXPECT_GT(refused, 0u);
+}
+
+// Each fault alone: exactly its finding, naming device and priority.
+struct Fault {
+  const char* name;
+  std::function<void(std::map<std::string, Host>&)> plant;
+  std::set<std::tuple<std::string, std::string, int>> want;
+};
+
+TEST(RoceDoctor, EachFaultPlantedAloneGivesExactlyItsFinding) {
+  const std::vector<Fault> faults = {
+      {"storm events",
+       [](auto& h) { h["h1"].eth_add["tx_pause_storm_error_events"] = 2; },
+       {{"pfc_storm", "h1", -1}}},
+      {"paused all interval, sending nothing",
+       [](auto& h) {
+         auto& a = h["h2"].eth_add;
+         a["rx_prio3_pause_duration"] = 9'500'000;  // of 10 s, in microseconds
+         a["rx_prio3_pause"] = 200'000;
+         for (const char* c : {"tx_prio3_bytes", "tx_prio3_packets", "tx_vport_rdma_unicast_bytes"})
+           a.erase(c);
+       },
+       {{"pfc_storm", "h2", 3}}},
+      {"pause on priority 0 (PFC on there too)",
+       [](auto& h) {
+         for (const char* c : {"rx_prio0_pause", "tx_prio0_pause"}) h["h1"].eth[c] = 5;
+         h["h1"].eth_add["rx_prio0_pause"] = 300;
+       },
+       {{"pause_wrong_priority", "h1", 0}}},
+      {"global pause on",
+       [](auto& h) {
+         h["h2"].eth["rx_global_pause"] = 0;
+         h["h2"].eth["tx_global_pause"] = 0;
+         h["h2"].eth_add["tx_global_pause"] = 90;
+       },
+       {{"global_pause", "h2", -1}}},
+      {"PFC off on priority 3",
+       [](auto& h) {
+         for (const char* c : {"rx_prio3_pause", "rx_prio3_pause_duration", "tx_prio3_pause",
+                               "tx_prio3_pause_duration", "rx_prio3_pause_transition"}) {
+           h["h1"].eth.erase(c);
+           h["h1"].eth_add.erase(c);
+         }
+       },
+       {{"pfc_off", "h1", 3}}},
+      {"RoCE on priority 0",
+       [](auto& h) {
+         auto& a = h["h1"].eth_add;
+         a["tx_prio0_bytes"] = a["tx_prio3_bytes"];
+         a["tx_prio3_bytes"] = 1'000'000;
+       },
+       {{"roce_lossy", "h1", 3}}},
+      {"no ECN marks under heavy PFC",
+       [](auto& h) {
+         for (auto& [n, x] : h) {
+           x.hw_add.erase("np_ecn_marked_roce_packets");
+           x.hw_add.erase("np_cnp_sent");
+           x.hw_add.erase("rp_cnp_handled");
+         }
+         h["h1"].eth_add["rx_prio3_pause"] = 50'000;
+       },
+       {{"no_ecn_marking", "", 3}}},
+      {"NP off",
+       [](auto& h) {
+         for (auto& [n, x] : h) x.hw_add.erase("rp_cnp_handled");
+         h["h2"].hw_add.erase("np_cnp_sent");
+         h["h1"].hw_add.erase("np_cnp_sent");
+       },
+       {{"dcqcn_np_inactive", "h1", 3}, {"dcqcn_np_inactive", "h2", 3}}},
+      {"RP off",
+       [](auto& h) {
+         h["h1"].hw_add.erase("rp_cnp_handled");
+         h["h1"].hw_add["rp_cnp_ignored"] = 480;
+       },
+       {{"dcqcn_rp_inactive", "h1", 3}}},
+      {"CNPs lost on the way",
+       [](auto& h) {
+         for (auto& [n, x] : h) x.hw_add.erase("rp_cnp_handled");
+       },
+       {{"cnp_lost", "", 6}}},
+      {"drops on the lossless priority",
+       [](auto& h) { h["h2"].eth_add["rx_prio3_discards"] = 31; },
+       {{"lossless_drops", "h2", 3}}},
+      {"retransmission",
+       [](auto& h) {
+         h["h2"].hw_add["out_of_sequence"] = 17;
+         h["h2"].hw_add["duplicate_request"] = 4;
+       },
+       {{"retransmission", "h2", -1}}},
+      {"link errors",
+       [](auto& h) { h["h1"].eth_add["rx_symbol_err_phy"] = 9; },
+       {{"link_errors", "h1", -1}}},
+      {"slow restart",
+       [](auto& h) { h["h1"].hw_add["roce_slow_restart"] = 3; },
+       {{"slow_restart", "h1", -1}}},
+      {"receiver not ready",
+       [](auto& h) { h["h2"].hw_add["rnr_nak_retry_err"] = 8; },
+       {{"host_rnr", "h2", -1}}},
+      {"host out of buffers",
+       [](auto& h) { h["h1"].hw_add["out_of_buffer"] = 120; },
+       {{"host_out_of_buffer", "h1", -1}}},
+  };
+  for (const auto& f : faults) {
+    Scratch s;
+    auto hosts = two_hosts();
+    f.plant(hosts);
+    write_pair(s, hosts);
+    auto d = run(s);
+    ASSERT_TRUE(d) << f.name << ": " << d.error().message;
+    EXPECT_EQ(codes(*d), f.want) << f.name << "\n" << render_diagnosis(*d);
+    for (const auto& x : d->findings) {
+      EXPECT_FALSE(x.evidence.empty()) << f.name;
+      EXPECT_FALSE(x.advice.empty()) << f.name;
+      if (!x.device.empty()) {
+        EXPECT_EQ(x.port, "mlx5_0/1") << f.name;
+      }
+    }
+    const bool error = f.want.size() && std::get<0>(*f.want.begin()) != "host_rnr" &&
+                       std::get<0>(*f.want.begin()) != "host_out_of_buffer" &&
+                       std::get<0>(*f.want.begin()) != "slow_restart" &&
+                       std::get<0>(*f.want.begin()) != "no_ecn_marking" &&
+                       std::get<0>(*f.want.begin()) != "cnp_lost";
+    EXPECT_EQ(d->any_error(), error) << f.name;
+  }
+}
+
+TEST(RoceDoctor, TheEvidenceCarriesTheDeltas) {
+  Scratch s;
+  auto hosts = two_hosts();
+  hosts["h2"].eth_add["rx_prio3_discards"] = 31;
+  write_pair(s, hosts);
+  auto d = run(s);
+  ASSERT_TRUE(d) << d.error().message;
+  ASSERT_EQ(d->findings.size(), 1u);
+  EXPECT_EQ(d->findings[0].evidence.at("rx_prio3_discards"), 31);
+  const auto j = diagnosis_json(*d);
+  EXPECT_EQ(j.at("findings").at(0).at("code"), "lossless_drops");
+  EXPECT_EQ(j.at("findings").at(0).at("severity"), "error");
+  EXPECT_EQ(j.at("findings").at(0).at("priority"), 3);
+  EXPECT_EQ(j.at("findings").at(0).at("device"), "h2");
+}
+
+TEST(RoceDoctor, AMissingCounterIsSaidOnceAndItsDiagnosesCannotTell) {
+  Scratch s;
+  auto hosts = two_hosts();
+  for (auto* c : {&hosts["h1"].hw, &hosts["h1"].hw_add}) {
+    c->erase("np_cnp_sent");
+    c->erase("np_ecn_marked_roce_packets");
+  }
+  write_pair(s, hosts);
+  auto d = run(s);
+  ASSERT_TRUE(d) << d.error().message;
+  ASSERT_EQ(d->findings.size(), 1u) << render_diagnosis(*d);
+  const auto& f = d->findings[0];
+  EXPECT_EQ(f.code, "cannot_tell");
+  EXPECT_EQ(f.device, "h1");
+  EXPECT_EQ(f.evidence.at("missing"),
+            (nlohmann::json{"np_cnp_sent", "np_ecn_marked_roce_packets"}));
+  EXPECT_EQ(f.evidence.at("cannot_tell"), (nlohmann::json{"cnp_lost", "dcqcn_np_inactive"}));
+  EXPECT_FALSE(d->any_error());
+}
+
+TEST(RoceDoctor, A32BitCounterThatWrappedIsADeltaNotAReset) {
+  Scratch s;
+  auto hosts = two_hosts();
+  hosts["h1"].hw["out_of_buffer"] = 0xffffff00u;
+  write_pair(s, hosts);
+  // 0x200 later: past 2^32, where the 32-bit counter starts again from 0.
+  auto after = plus(hosts["h1"].hw, hosts["h1"].hw_add);
+  after["out_of_buffer"] = 0x100;
+  s.write("after", "h1.hw_counters", hw_text(after));
+  auto d = run(s);
+  ASSERT_TRUE(d) << d.error().message;
+  ASSERT_EQ(d->findings.size(), 1u) << render_diagnosis(*d);
+  EXPECT_EQ(d->findings[0].code, "host_out_of_buffer");
+  EXPECT_EQ(d->findings[0].evidence.at("out_of_buffer"), 0x200);
+}
+
+TEST(RoceDoctor, PairsThatCannotBeComparedAreRefused) {
+  {  // swapped: counters go down
+    Scratch s;
+    write_pair(s, two_hosts());
+    auto b = load_counter_dir(s.at("before"));
+    auto a = load_counter_dir(s.at("after"));
+    ASSERT_TRUE(a && b);
+    auto d = diagnose(*a, *b, kInterval, default_roce_profile());
+    ASSERT_FALSE(d);
+    EXPECT_NE(d.error().message.find("went down"), std::string::npos) << d.error().message;
+    EXPECT_NE(d.error().message.find("swapped"), std::string::npos) << d.error().message;
+  }
+  {  // two different ports
+    Scratch s;
+    auto hosts = two_hosts();
+    write_pair(s, hosts);
+    s.write("after", "h2.hw_counters", hw_text(plus(hosts["h2"].hw, hosts["h2"].hw_add), "mlx5_3"));
+    auto d = run(s);
+    ASSERT_FALSE(d);
+    EXPECT_NE(d.error().message.find("h2.hw_counters: the before snapshot is of mlx5_0/1, the "
+                                     "after one of mlx5_3/1"),
+              std::string::npos)
+        << d.error().message;
+  }
+  {  // a file in one directory only
+    Scratch s;
+    write_pair(s, two_hosts());
+    s.write("after", "h3.ethtool", ethtool_text(healthy(3).eth));
+    auto d = run(s);
+    ASSERT_FALSE(d);
+    EXPECT_NE(d.error().message.find("h3.ethtool has no pair in"), std::string::npos)
+        << d.error().message;
+  }
+  {  // a file of no known kind
+    Scratch s;
+    write_pair(s, two_hosts());
+    s.write("before", "h1.txt", "x");
+    auto b = load_counter_dir(s.at("before"));
+    ASSERT_FALSE(b);
+    EXPECT_NE(b.error().message.find("h1.txt: not DEVICE.ethtool"), std::string::npos)
+        << b.error().message;
+  }
+  {  // no interval
+    Scratch s;
+    write_pair(s, two_hosts());
+    auto b = load_counter_dir(s.at("before"));
+    auto a = load_counter_dir(s.at("after"));
+    EXPECT_FALSE(diagnose(*b, *a, 0, default_roce_profile()));
+  }
+}
+
+}  // namespace
+}  // namespace weft::roce
