@@ -536,8 +536,9 @@ int cmd_apply(int argc, char** argv) {
 
 const Help kDoctorHelp{
     "roce doctor", "diagnose a lossless fabric from two snapshots of its counters",
-    "weft roce doctor --before DIR --after DIR [--interval SECONDS] [--profile P] [--json]",
-    R"(Compares two snapshots of the counters hosts keep, taken an interval apart, and says
+    "weft roce doctor --before DIR --after DIR [--interval SECONDS] [--profile P] [--fabric F] "
+    "[--json]",
+    R"(Compares two snapshots of the counters hosts and switches keep, taken an interval apart, and says
 why a fabric that looks configured right is slow: a PFC storm, pause on the wrong
 priority or global pause, RoCE running lossy, no ECN marking under pressure, DCQCN
 off at the notification or reaction point, CNPs that never arrive, drops on the
@@ -549,6 +550,11 @@ Each DIR holds one file per device and source, the text as the tool printed it:
   DEVICE.ethtool      ethtool -S IF
   DEVICE.hw_counters  grep -H . /sys/class/infiniband/DEV/ports/N/hw_counters/*
   DEVICE.rdma_stat    rdma statistic show link DEV/N
+  DEVICE.pfc          show pfc counters      (SONiC)
+  DEVICE.queue        show queue counters    (SONiC)
+  DEVICE.pfcwd        show pfcwd stats       (SONiC)
+Then it tells who pauses whom: each port that sent pause frames on a lossless
+priority, and (with --fabric) the port at the other end of its link.
 A file in one DIR only, a pair from two different ports, or a counter that went
 down (the snapshots swapped, or a reset between them) is refused. A counter a
 diagnosis needs that the files lack is said once per device ("cannot_tell").
@@ -564,7 +570,12 @@ po::options_description doctor_options() {
       "after", po::value<std::string>(), "the second snapshot's directory")(
       "interval", po::value<double>(), "seconds between them (default: the files' mtimes)")(
       "profile", po::value<std::string>(),
-      "RoCE profile (YAML); default: NVIDIA's lossless reference")("json", "findings as JSON");
+      "RoCE profile (YAML); default: NVIDIA's lossless reference")(
+      "fabric", po::value<std::string>(),
+      "fabric YAML, or a weft topology: names whom each pausing port pauses")(
+      "speed", po::value<std::string>()->default_value("100G"), "link speed for a weft topology")(
+      "length", po::value<std::string>()->default_value("3m"), "cable length for a weft topology")(
+      "json", "findings as JSON");
   return o;
 }
 
@@ -582,7 +593,7 @@ int cmd_doctor(int argc, char** argv) {
   if (!after) return roce_die("doctor: " + after.error().message);
   const double interval =
       vm.count("interval") ? vm["interval"].as<double>() : after->mtime_s - before->mtime_s;
-  auto d = diagnose(*before, *after, interval, in->profile);
+  auto d = diagnose(*before, *after, interval, in->profile, in->fabric ? &*in->fabric : nullptr);
   if (!d) return roce_die("doctor: " + d.error().message);
   if (vm.count("json"))
     std::cout << diagnosis_json(*d).dump(2, ' ', false, json::error_handler_t::replace) << "\n";
@@ -600,7 +611,8 @@ const Help kRoceHelp{
     "weft roce diff [--profile P] [--fabric F] --observed FILE|redis://HOST:PORT/4 ... [--json]\n"
     "weft roce collect IF [--host NAME] [-o FILE]\n"
     "weft roce apply [--profile P] --fabric F --device D --sonic redis://HOST:PORT/4\n"
-    "weft roce doctor --before DIR --after DIR [--interval SECONDS] [--profile P] [--json]",
+    "weft roce doctor --before DIR --after DIR [--interval SECONDS] [--profile P] [--fabric F] "
+    "[--json]",
     R"(weft's RoCE fabric controller holds one lossless-RoCE profile for a whole Ethernet
 fabric (PFC, DSCP trust and mapping, ETS, ECN, DCQCN, buffer headroom): check
 checks it against the fabric, render writes one device's configuration, diff

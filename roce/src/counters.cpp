@@ -166,6 +166,199 @@ Result<CounterFile> parse_rdma_stat(std::string_view text, const std::string& wh
   return f;
 }
 
+// ---- SONiC's CLI tables (sonic-utilities: pfcstat, queuestat, pfcwd) ----
+// tabulate's "simple" layout: a header line, a rule of dash groups one per column, then
+// rows whose cells hold no spaces (headers may: "Port Rx", "STORM DETECTED/RESTORED").
+// Lines between tables ("Last cached time was ...", "For namespace :") are skipped.
+namespace {
+
+struct Table {
+  std::vector<std::string> header;
+  size_t header_line = 0;
+  std::vector<std::pair<std::vector<std::string>, size_t>> rows;  // cells, line
+};
+
+std::vector<std::string> words_of(std::string_view l) {
+  std::vector<std::string> w;
+  while (!l.empty()) {
+    const size_t b = l.find_first_not_of(" \t");
+    if (b == std::string_view::npos) break;
+    l.remove_prefix(b);
+    const size_t e = l.find_first_of(" \t");
+    w.emplace_back(l.substr(0, e));
+    if (e == std::string_view::npos) break;
+    l.remove_prefix(e);
+  }
+  return w;
+}
+
+bool is_rule(std::string_view l) {
+  return !trim(l).empty() && l.find_first_not_of("- \t\r") == std::string_view::npos;
+}
+
+std::vector<Table> tables_of(std::string_view text) {
+  std::vector<std::string_view> lines;
+  while (!text.empty()) {
+    const size_t nl = text.find('\n');
+    std::string_view l = text.substr(0, nl);
+    if (!l.empty() && l.back() == '\r') l.remove_suffix(1);
+    lines.push_back(l);
+    text.remove_prefix(nl == std::string_view::npos ? text.size() : nl + 1);
+  }
+  std::vector<Table> out;
+  for (size_t i = 1; i < lines.size(); ++i) {
+    if (!is_rule(lines[i]) || trim(lines[i - 1]).empty()) continue;
+    Table t;
+    t.header_line = i;  // 1-based: the line before the rule
+    // Each dash group spans its column; the header's text lies within it.
+    const std::string_view rule = lines[i], head = lines[i - 1];
+    for (size_t p = 0; p < rule.size();) {
+      const size_t b = rule.find('-', p);
+      if (b == std::string_view::npos) break;
+      size_t e = rule.find_first_not_of('-', b);
+      if (e == std::string_view::npos) e = rule.size();
+      t.header.emplace_back(trim(b < head.size() ? head.substr(b, e - b) : std::string_view()));
+      p = e;
+    }
+    size_t j = i + 1;
+    for (; j < lines.size() && !trim(lines[j]).empty(); ++j)
+      t.rows.push_back({words_of(lines[j]), j + 1});
+    out.push_back(std::move(t));
+    i = j;
+  }
+  return out;
+}
+
+// "1,200" -> 1200; "N/A" -> nullopt (the counter is not there).
+Result<std::optional<uint64_t>> sonic_number(std::string_view s, const std::string& where,
+                                             size_t line) {
+  if (s == "N/A") return std::optional<uint64_t>();
+  std::string digits;
+  for (char c : s)
+    if (c != ',') digits += c;
+  auto v = number(digits);
+  if (!v) return at(where, line, "\"" + std::string(s) + "\" is not a count");
+  return std::optional<uint64_t>(*v);
+}
+
+Result<void> need_columns(const Table& t, const std::vector<std::string>& want,
+                          const std::string& where) {
+  if (t.header.size() >= want.size() && std::equal(want.begin(), want.end(), t.header.begin()))
+    return {};
+  std::string cols;
+  for (const auto& w : want) cols += (cols.empty() ? "\"" : ", \"") + w + "\"";
+  return at(where, t.header_line,
+            "the columns are not " + cols + " as the SONiC command prints them");
+}
+
+Result<void> row_size(const Table& t, const std::vector<std::string>& cells,
+                      const std::string& where, size_t line) {
+  if (cells.size() == t.header.size()) return {};
+  return at(where, line,
+            std::to_string(cells.size()) + " cells in a table of " +
+                std::to_string(t.header.size()) + " columns");
+}
+
+// Runs `row` on every row of every table whose columns begin with `want(table)`.
+template <class Want, class Row>
+Result<CounterFile> sonic_tables(std::string_view text, const std::string& where,
+                                 const char* source, const char* command, Want&& want, Row&& row) {
+  CounterFile f;
+  f.source = source;
+  const auto tables = tables_of(text);
+  if (tables.empty()) return bad(where + ": no table: not " + command + " output");
+  for (const auto& t : tables) {
+    if (auto r = need_columns(t, want(t), where); !r) return std::unexpected(r.error());
+    for (const auto& [cells, line] : t.rows) {
+      if (auto r = row_size(t, cells, where, line); !r) return std::unexpected(r.error());
+      if (auto r = row(f, t, cells, line); !r) return std::unexpected(r.error());
+    }
+  }
+  return f;
+}
+
+}  // namespace
+
+Result<CounterFile> parse_sonic_pfc(std::string_view text, const std::string& where) {
+  auto dir = [](const Table& t) {
+    return std::string(!t.header.empty() && t.header[0] == "Port Tx" ? "tx" : "rx");
+  };
+  return sonic_tables(
+      text, where, "pfc", "show pfc counters",
+      [&](const Table& t) {
+        std::vector<std::string> want = {dir(t) == "tx" ? "Port Tx" : "Port Rx"};
+        for (int q = 0; q < 8; ++q) want.push_back("PFC" + std::to_string(q));
+        return want;
+      },
+      [&](CounterFile& f, const Table& t, const std::vector<std::string>& cells,
+          size_t line) -> Result<void> {
+        for (int q = 0; q < 8; ++q) {
+          auto v = sonic_number(cells[size_t(q) + 1], where, line);
+          if (!v) return std::unexpected(v.error());
+          if (*v)
+            if (auto r =
+                    put(f, cells[0] + "|" + dir(t) + "_pfc" + std::to_string(q), **v, where, line);
+                !r)
+              return r;
+        }
+        return {};
+      });
+}
+
+Result<CounterFile> parse_sonic_queue(std::string_view text, const std::string& where) {
+  static const char* const kCols[] = {"pkts", "bytes", "drop_pkts", "drop_bytes"};
+  return sonic_tables(
+      text, where, "queue", "show queue counters",
+      [](const Table&) {
+        return std::vector<std::string>{"Port",          "TxQ",       "Counter/pkts",
+                                        "Counter/bytes", "Drop/pkts", "Drop/bytes"};
+      },
+      [&](CounterFile& f, const Table&, const std::vector<std::string>& cells,
+          size_t line) -> Result<void> {
+        for (size_t c = 0; c < 4; ++c) {
+          auto v = sonic_number(cells[c + 2], where, line);
+          if (!v) return std::unexpected(v.error());
+          if (*v)
+            if (auto r = put(f, cells[0] + "|" + cells[1] + "|" + kCols[c], **v, where, line); !r)
+              return r;
+        }
+        return {};
+      });
+}
+
+Result<CounterFile> parse_sonic_pfcwd(std::string_view text, const std::string& where) {
+  // The cumulative pairs; the LAST ones are the last storm's, not counters.
+  static const char* const kPairs[][2] = {
+      {"storm_detected", "storm_restored"}, {"tx_ok", "tx_drop"}, {"rx_ok", "rx_drop"}};
+  return sonic_tables(
+      text, where, "pfcwd", "show pfcwd stats",
+      [](const Table&) {
+        return std::vector<std::string>{"QUEUE", "STATUS", "STORM DETECTED/RESTORED", "TX OK/DROP",
+                                        "RX OK/DROP"};
+      },
+      [&](CounterFile& f, const Table&, const std::vector<std::string>& cells,
+          size_t line) -> Result<void> {
+        const std::string& queue = cells[0];
+        if (queue.find(':') == std::string::npos)
+          return at(where, line, "queue \"" + queue + "\" is not PORT:INDEX");
+        if (cells[1] != "operational" && cells[1] != "stormed" && cells[1] != "N/A")
+          return at(where, line, "status \"" + cells[1] + "\" is not operational, stormed or N/A");
+        f.states[queue] = cells[1];
+        for (size_t c = 0; c < 3; ++c) {
+          const std::string& cell = cells[c + 2];
+          const size_t slash = cell.find('/');
+          auto a = slash == std::string::npos ? std::nullopt
+                                              : number(std::string_view(cell).substr(0, slash));
+          auto b = slash == std::string::npos ? std::nullopt
+                                              : number(std::string_view(cell).substr(slash + 1));
+          if (!a || !b) return at(where, line, "\"" + cell + "\" is not COUNT/COUNT");
+          if (auto r = put(f, queue + "|" + kPairs[c][0], *a, where, line); !r) return r;
+          if (auto r = put(f, queue + "|" + kPairs[c][1], *b, where, line); !r) return r;
+        }
+        return {};
+      });
+}
+
 Result<CounterSnapshot> load_counter_dir(const std::string& dir) {
   namespace fs = std::filesystem;
   CounterSnapshot s;
@@ -188,10 +381,13 @@ Result<CounterSnapshot> load_counter_dir(const std::string& dir) {
     if (kind == "ethtool") parse = parse_ethtool_stats;
     if (kind == "hw_counters") parse = parse_hw_counters;
     if (kind == "rdma_stat") parse = parse_rdma_stat;
+    if (kind == "pfc") parse = parse_sonic_pfc;
+    if (kind == "queue") parse = parse_sonic_queue;
+    if (kind == "pfcwd") parse = parse_sonic_pfcwd;
     if (!parse || device.empty())
       return bad(where +
-                 ": not DEVICE.ethtool, DEVICE.hw_counters or DEVICE.rdma_stat (the name says "
-                 "which device and which tool printed it)");
+                 ": not DEVICE.ethtool, .hw_counters, .rdma_stat, .pfc, .queue or .pfcwd (the "
+                 "name says which device and which tool printed it)");
     std::ifstream in(p, std::ios::binary);
     std::stringstream text;
     text << in.rdbuf();

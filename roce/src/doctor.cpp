@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
 #include <set>
 
 #include "weft/roce/doctor.hpp"
@@ -345,6 +346,134 @@ void host_side(Run& r, Device& d) {
           "ring size): not a network fault");
 }
 
+// ---- switches (SONiC) ----
+struct Switch {
+  std::string name;
+  std::map<std::string, uint64_t> delta;      // "Ethernet0|tx_pfc3", ...
+  std::map<std::string, std::string> states;  // pfcwd queue -> status (after)
+};
+
+// The lossless priority a queue (TC) index serves under the profile, or -1.
+int priority_of_queue(const RoceProfile& p, int queue) {
+  for (int q = 0; q < 8; ++q)
+    if ((p.pfc_mask >> q & 1) && p.prio_tc[size_t(q)] == queue) return q;
+  return -1;
+}
+
+// "Ethernet0|UC3|drop_pkts" -> (Ethernet0, 3, drop_pkts) for unicast and ALL queues.
+struct QueueKey {
+  std::string port;
+  int index = -1;
+  std::string field;
+};
+std::optional<QueueKey> queue_key(const std::string& k) {
+  const size_t a = k.find('|'), b = k.find('|', a == std::string::npos ? 0 : a + 1);
+  if (a == std::string::npos || b == std::string::npos) return std::nullopt;
+  const std::string q = k.substr(a + 1, b - a - 1);
+  const size_t digits = q.find_first_of("0123456789");
+  if (digits == std::string::npos || (q.substr(0, digits) != "UC" && q.substr(0, digits) != "ALL"))
+    return std::nullopt;
+  int n = -1;
+  const char* e = q.data() + q.size();
+  if (auto [p, ec] = std::from_chars(q.data() + digits, e, n); ec != std::errc{} || p != e)
+    return std::nullopt;
+  return QueueKey{k.substr(0, a), n, k.substr(b + 1)};
+}
+
+void switch_findings(Run& r, const Switch& sw) {
+  auto add = [&](const char* code, const std::string& port, int q, std::string what,
+                 nlohmann::json ev, std::string advice) {
+    r.out.push_back(DoctorFinding{code, Severity::kError, sw.name, port, q, std::move(what),
+                                  std::move(ev), std::move(advice)});
+  };
+  auto d = [&](const std::string& k) {
+    auto it = sw.delta.find(k);
+    return it == sw.delta.end() ? uint64_t(0) : it->second;
+  };
+  // The PFC watchdog's storms, by queue (PORT:INDEX).
+  for (const auto& [queue, state] : sw.states) {
+    const uint64_t detected = d(queue + "|storm_detected");
+    if (!detected && state != "stormed") continue;
+    const size_t colon = queue.rfind(':');
+    const int index = std::atoi(queue.c_str() + colon + 1);
+    add("pfc_storm", queue.substr(0, colon), priority_of_queue(r.p, index),
+        fmt::format("the PFC watchdog saw {} storm(s) on queue {}{}", detected, index,
+                    state == "stormed" ? ", stormed now" : ""),
+        {{"storm_detected", detected},
+         {"storm_restored", d(queue + "|storm_restored")},
+         {"tx_drop", d(queue + "|tx_drop")},
+         {"rx_drop", d(queue + "|rx_drop")},
+         {"status", state}},
+        "a device behind this port keeps pausing it (a stuck receiver): find it by the pause "
+        "counters downstream and restart what stopped receiving; the watchdog dropped the "
+        "queue's packets meanwhile");
+  }
+  for (const auto& [k, v] : sw.delta) {
+    if (!v) continue;
+    // Pause on a priority the profile keeps lossy.
+    const size_t bar = k.find('|');
+    const std::string field = bar == std::string::npos ? "" : k.substr(bar + 1);
+    if ((field.starts_with("rx_pfc") || field.starts_with("tx_pfc")) && field.size() == 7) {
+      const int q = field[6] - '0';
+      if (q >= 0 && q < 8 && !(r.p.pfc_mask >> q & 1))
+        add("pause_wrong_priority", k.substr(0, bar), q,
+            fmt::format("PFC pause on priority {}, which the profile keeps lossy", q), {{field, v}},
+            "PFC is enabled on a priority the profile does not make lossless, here or on the "
+            "peer: apply the profile's PFC priorities on both ends (weft roce diff)");
+      continue;
+    }
+    // Drops on a lossless queue.
+    if (auto qk = queue_key(k); qk && qk->field == "drop_pkts") {
+      const int q = priority_of_queue(r.p, qk->index);
+      if (q < 0) continue;
+      add("lossless_drops", qk->port, q,
+          fmt::format("{} packets dropped on lossless queue {}", v, qk->index),
+          {{k.substr(bar + 1), v}},
+          "the queue's priority group overflowed its headroom (the cable is longer than the "
+          "configured cable length, or the headroom pool is too small), or the PFC watchdog "
+          "dropped during a storm: check CABLE_LENGTH and BUFFER_PG (weft roce diff)");
+    }
+  }
+}
+
+// The ports that sent pause frames on lossless priorities, and whom they paused.
+std::vector<PauseEdge> pause_story(const RoceProfile& p, const std::vector<Device>& hosts,
+                                   const std::vector<Switch>& switches, const RoceFabric* f) {
+  auto peer = [&](const std::string& dev, const std::string& port, bool host) -> std::string {
+    if (!f) return "";
+    const int di = f->device(dev);
+    if (di < 0) return "";
+    const auto& rd = f->devices[size_t(di)];
+    int pi = rd.port(port);
+    if (pi < 0 && host) {  // the port whose RDMA device the counters name, else the only one
+      const std::string rdma = port.substr(0, port.find('/'));
+      for (size_t i = 0; i < rd.ports.size(); ++i)
+        if (rd.ports[i].rdma == rdma || rd.ports.size() == 1) pi = int(i);
+    }
+    if (pi < 0 || rd.ports[size_t(pi)].link < 0) return "";
+    const auto& l = f->links[size_t(rd.ports[size_t(pi)].link)];
+    const PortRef o = l.a == PortRef{di, pi} ? l.b : l.a;
+    return f->devices[size_t(o.device)].name + ":" +
+           f->devices[size_t(o.device)].ports[size_t(o.port)].name;
+  };
+  std::vector<PauseEdge> out;
+  for (int q = 0; q < 8; ++q) {
+    if (!(p.pfc_mask >> q & 1)) continue;
+    for (const auto& h : hosts)
+      if (auto it = h.delta.find(prio("tx_prio{}_pause", q)); it != h.delta.end() && it->second)
+        out.push_back({h.name, h.port, peer(h.name, h.port, true), q, it->second});
+    for (const auto& sw : switches)
+      for (const auto& [k, v] : sw.delta)
+        if (v && k.ends_with("|tx_pfc" + std::to_string(q))) {
+          const std::string port = k.substr(0, k.find('|'));
+          out.push_back({sw.name, port, peer(sw.name, port, false), q, v});
+        }
+  }
+  std::stable_sort(out.begin(), out.end(),
+                   [](const PauseEdge& a, const PauseEdge& b) { return a.frames > b.frames; });
+  return out;
+}
+
 }  // namespace
 
 bool Diagnosis::any_error() const {
@@ -353,7 +482,8 @@ bool Diagnosis::any_error() const {
 }
 
 Result<Diagnosis> diagnose(const CounterSnapshot& before, const CounterSnapshot& after,
-                           double interval_s, const RoceProfile& profile) {
+                           double interval_s, const RoceProfile& profile,
+                           const RoceFabric* fabric) {
   if (!(interval_s > 0))
     return bad(
         fmt::format("the interval between the snapshots is {} s: it must be above 0 (the "
@@ -372,7 +502,32 @@ Result<Diagnosis> diagnose(const CounterSnapshot& before, const CounterSnapshot&
   if (auto o = only(before, after)) return bad(*o);
   if (auto o = only(after, before)) return bad(*o);
   std::vector<Device> devs;
+  std::vector<Switch> switches;
   for (const auto& [name, files] : after.devices) {
+    if (files.count("pfc") || files.count("queue") || files.count("pfcwd")) {
+      if (files.count("ethtool") || files.count("hw_counters") || files.count("rdma_stat"))
+        return bad(name +
+                   ": both a host's and a switch's counter files: one device is one or "
+                   "the other");
+      Switch sw;
+      sw.name = name;
+      for (const auto& [src, a] : files) {
+        const CounterFile& fb = before.devices.at(name).at(src);
+        for (const auto& [c, v] : a.values) {
+          auto b = fb.values.find(c);
+          if (b == fb.values.end()) continue;
+          if (v < b->second)
+            return bad(
+                fmt::format("{}.{}: counter {} went down from {} to {}: the snapshots are "
+                            "swapped, or the counters were cleared between them",
+                            name, src, c, b->second, v));
+          sw.delta.emplace(c, v - b->second);
+        }
+        for (const auto& [q, st] : a.states) sw.states[q] = st;
+      }
+      switches.push_back(std::move(sw));
+      continue;
+    }
     Device d;
     d.name = name;
     for (const char* src : {"hw_counters", "rdma_stat", "ethtool"}) {
@@ -418,6 +573,7 @@ Result<Diagnosis> diagnose(const CounterSnapshot& before, const CounterSnapshot&
     slow_restart(r, d);
     host_side(r, d);
   }
+  for (const auto& sw : switches) switch_findings(r, sw);
   no_ecn_marks(r, devs);
   cnps_lost(r, devs);
   // Counters missing: said once per device, with the diagnoses they leave open.
@@ -437,6 +593,7 @@ Result<Diagnosis> diagnose(const CounterSnapshot& before, const CounterSnapshot&
   Diagnosis out;
   out.interval_s = interval_s;
   out.findings = std::move(r.out);
+  out.pauses = pause_story(profile, devs, switches, fabric);
   return out;
 }
 
@@ -451,7 +608,14 @@ nlohmann::json diagnosis_json(const Diagnosis& d) {
                  {"what", x.what},
                  {"evidence", x.evidence},
                  {"advice", x.advice}});
-  return {{"interval_s", d.interval_s}, {"findings", f}};
+  nlohmann::json p = nlohmann::json::array();
+  for (const auto& e : d.pauses)
+    p.push_back({{"device", e.device},
+                 {"port", e.port},
+                 {"peer", e.peer},
+                 {"priority", e.priority},
+                 {"frames", e.frames}});
+  return {{"interval_s", d.interval_s}, {"findings", f}, {"pauses", p}};
 }
 
 std::string render_diagnosis(const Diagnosis& d) {
@@ -486,6 +650,10 @@ std::string render_diagnosis(const Diagnosis& d) {
     o += "           evidence: " + ev + "\n";
     o += "           advice: " + f->advice + "\n";
   }
+  if (!d.pauses.empty()) o += "who pauses whom (pause frames sent on lossless priorities):\n";
+  for (const auto& e : d.pauses)
+    o += fmt::format("  {}{}{} -> {}  prio {}  {} frames\n", e.device, e.port.empty() ? "" : " ",
+                     e.port, e.peer.empty() ? "its peer" : e.peer, e.priority, e.frames);
   return o;
 }
 

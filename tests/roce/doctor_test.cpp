@@ -4,6 +4,7 @@
 // snapshots it must refuse.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -12,6 +13,7 @@
 
 #include "../fuzz.hpp"
 #include "weft/roce/doctor.hpp"
+#include "weft/roce/fabric.hpp"
 
 namespace weft::roce {
 namespace {
@@ -449,6 +451,227 @@ TEST(RoceDoctor, PairsThatCannotBeComparedAreRefused) {
     auto b = load_counter_dir(s.at("before"));
     auto a = load_counter_dir(s.at("after"));
     EXPECT_FALSE(diagnose(*b, *a, 0, default_roce_profile()));
+  }
+}
+
+// ---- switches: sonic-utilities' tables, as tabulate's "simple" layout prints them ----
+
+// Right-aligned columns two spaces apart, a dash rule under the header.
+std::string tabulate(const std::vector<std::string>& head,
+                     const std::vector<std::vector<std::string>>& rows) {
+  std::vector<size_t> w(head.size());
+  for (size_t c = 0; c < head.size(); ++c) {
+    w[c] = head[c].size();
+    for (const auto& r : rows) w[c] = std::max(w[c], r[c].size());
+  }
+  auto line = [&](const std::vector<std::string>& cells) {
+    std::string s;
+    for (size_t c = 0; c < cells.size(); ++c)
+      s += (c ? "  " : "") + std::string(w[c] - cells[c].size(), ' ') + cells[c];
+    return s + "\n";
+  };
+  std::string s = line(head);
+  for (size_t c = 0; c < head.size(); ++c) s += (c ? "  " : "") + std::string(w[c], '-');
+  s += "\n";
+  for (const auto& r : rows) s += line(r);
+  return s;
+}
+
+std::string commas(uint64_t v) {
+  std::string d = std::to_string(v), out;
+  for (size_t i = 0; i < d.size(); ++i) {
+    if (i && (d.size() - i) % 3 == 0) out += ',';
+    out += d[i];
+  }
+  return out;
+}
+
+// A SONiC leaf: per port, PFC frames rx/tx per priority, queue counters, watchdog stats.
+struct Leaf {
+  std::map<std::string, std::array<uint64_t, 8>> rx_pfc, tx_pfc;
+  std::map<std::pair<std::string, std::string>, std::array<uint64_t, 4>>
+      queues;  // pkts..drop_bytes
+  std::map<std::string, std::array<uint64_t, 6>>
+      wd;  // PORT:Q -> detected, restored, tx ok/drop, rx ok/drop
+  std::map<std::string, std::string> wd_state;
+  std::string pfc_text() const {
+    std::string s = "Last cached time was 2026-12-06T15:00:00.000000\n";  // after sonic-clear
+    for (const auto* m : {&rx_pfc, &tx_pfc}) {
+      std::vector<std::string> head = {m == &rx_pfc ? "Port Rx" : "Port Tx"};
+      for (int q = 0; q < 8; ++q) head.push_back("PFC" + std::to_string(q));
+      std::vector<std::vector<std::string>> rows;
+      for (const auto& [port, v] : *m) {
+        rows.push_back({port});
+        for (uint64_t x : v) rows.back().push_back(commas(x));
+      }
+      rows.push_back({"Ethernet-BP256", "N/A", "N/A", "N/A", "N/A", "N/A", "N/A", "N/A", "N/A"});
+      s += tabulate(head, rows) + "\n";
+    }
+    return s;
+  }
+  std::string queue_text() const {
+    std::string s;
+    std::string last;
+    std::vector<std::vector<std::string>> rows;
+    auto flush = [&] {
+      if (rows.empty()) return;
+      s += "For namespace :\n" +
+           tabulate({"Port", "TxQ", "Counter/pkts", "Counter/bytes", "Drop/pkts", "Drop/bytes"},
+                    rows) +
+           "\n";
+      rows.clear();
+    };
+    for (const auto& [k, v] : queues) {
+      if (k.first != last) flush();
+      last = k.first;
+      rows.push_back({k.first, k.second, std::to_string(v[0]), std::to_string(v[1]),
+                      std::to_string(v[2]), std::to_string(v[3])});
+    }
+    flush();
+    return s;
+  }
+  std::string pfcwd_text() const {
+    std::vector<std::vector<std::string>> rows;
+    for (const auto& [q, v] : wd) {
+      auto pair = [](uint64_t a, uint64_t b) {
+        return std::to_string(a) + "/" + std::to_string(b);
+      };
+      rows.push_back(
+          {q, wd_state.at(q), pair(v[0], v[1]), pair(v[2], v[3]), pair(v[4], v[5]), "0/0", "0/0"});
+    }
+    return tabulate({"QUEUE", "STATUS", "STORM DETECTED/RESTORED", "TX OK/DROP", "RX OK/DROP",
+                     "TX LAST OK/DROP", "RX LAST OK/DROP"},
+                    rows);
+  }
+};
+
+Leaf healthy_leaf() {
+  Leaf l;
+  for (const char* p : {"Ethernet0", "Ethernet4", "Ethernet48"}) {
+    l.rx_pfc[p] = {0, 0, 0, 1000, 0, 0, 0, 0};
+    l.tx_pfc[p] = {0, 0, 0, 2000, 0, 0, 0, 0};
+    for (int q = 0; q < 8; ++q) l.queues[{p, "UC" + std::to_string(q)}] = {5000, 500000, 0, 0};
+    l.queues[{p, "MC8"}] = {10, 1000, 3, 300};  // multicast drops: no lossless queue
+    const std::string wq = std::string(p) + ":3";
+    l.wd[wq] = {0, 0, 100, 0, 100, 0};
+    l.wd_state[wq] = "operational";
+  }
+  return l;
+}
+
+Leaf later(Leaf l) {
+  for (auto& [p, v] : l.tx_pfc) v[3] += 1500;
+  for (auto& [p, v] : l.rx_pfc) v[3] += 10;
+  for (auto& [k, v] : l.queues) v[0] += 40000, v[1] += 40000000;
+  return l;
+}
+
+void write_leaf(const Scratch& s, const std::string& dir, const Leaf& l) {
+  s.write(dir, "leaf1.pfc", l.pfc_text());
+  s.write(dir, "leaf1.queue", l.queue_text());
+  s.write(dir, "leaf1.pfcwd", l.pfcwd_text());
+}
+
+TEST(RoceDoctor, SonicTablesParseAsTheCommandsPrintThem) {
+  const Leaf l = healthy_leaf();
+  auto pfc = parse_sonic_pfc(l.pfc_text(), "leaf1.pfc");
+  ASSERT_TRUE(pfc) << pfc.error().message;
+  EXPECT_EQ(pfc->values.at("Ethernet0|tx_pfc3"), 2000u);  // printed "2,000"
+  EXPECT_EQ(pfc->values.at("Ethernet4|rx_pfc3"), 1000u);
+  EXPECT_FALSE(pfc->values.count("Ethernet-BP256|rx_pfc0")) << "N/A is no counter";
+  auto q = parse_sonic_queue(l.queue_text(), "leaf1.queue");
+  ASSERT_TRUE(q) << q.error().message;
+  EXPECT_EQ(q->values.at("Ethernet48|MC8|drop_bytes"), 300u);
+  auto wd = parse_sonic_pfcwd(l.pfcwd_text(), "leaf1.pfcwd");
+  ASSERT_TRUE(wd) << wd.error().message;
+  EXPECT_EQ(wd->values.at("Ethernet4:3|rx_ok"), 100u);
+  EXPECT_EQ(wd->states.at("Ethernet4:3"), "operational");
+  // A row a cell short, and a header that is not the command's: file and line named.
+  std::string text = l.queue_text();
+  text.replace(text.find("   500000"), 9, "");  // the UC0 row, under MC8's
+  auto bad = parse_sonic_queue(text, "leaf1.queue");
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message.find("leaf1.queue:5: 5 cells in a table of 6 columns"),
+            std::string::npos)
+      << bad.error().message;
+  auto wrong = parse_sonic_pfc(l.queue_text(), "leaf1.pfc");
+  ASSERT_FALSE(wrong);
+  EXPECT_NE(wrong.error().message.find("leaf1.pfc:2: the columns are not \"Port Rx\""),
+            std::string::npos)
+      << wrong.error().message;
+  EXPECT_FALSE(parse_sonic_pfcwd("nothing here\n", "leaf1.pfcwd"));
+  std::mt19937 rng(11);
+  for (int i = 0; i < 2000; ++i) {
+    (void)parse_sonic_pfc(testing::mutate(l.pfc_text(), " -,/N\n0", rng), "f");
+    (void)parse_sonic_queue(testing::mutate(l.queue_text(), " -,/N\n0", rng), "f");
+    (void)parse_sonic_pfcwd(testing::mutate(l.pfcwd_text(), " -,/N\n0:", rng), "f");
+  }
+}
+
+// Two hosts under leaf1, the fabric saying which port each hangs on.
+const char* const kLeafFabric = R"(switches:
+  - {name: leaf1, os: sonic}
+hosts:
+  - {name: h1, ports: [{ifname: eth0, rdma: mlx5_0}]}
+  - {name: h2, ports: [{ifname: eth0, rdma: mlx5_0}]}
+links:
+  - [leaf1:Ethernet0, h1:eth0, 100G, 3m]
+  - [leaf1:Ethernet4, h2:eth0, 100G, 3m]
+)";
+
+TEST(RoceDoctor, SwitchFaultsPlantedAloneAndWhoPausesWhom) {
+  auto fabric = parse_roce_fabric(kLeafFabric, "fabric.yaml");
+  ASSERT_TRUE(fabric) << fabric.error().message;
+  const std::vector<std::pair<const char*, std::function<void(Leaf&)>>> faults = {
+      {"healthy", [](Leaf&) {}},
+      {"storm",
+       [](Leaf& l) {
+         l.wd["Ethernet4:3"][0] += 1;
+         l.wd["Ethernet4:3"][3] += 700;
+         l.wd_state["Ethernet4:3"] = "stormed";
+       }},
+      {"pause on priority 0", [](Leaf& l) { l.rx_pfc["Ethernet48"][0] += 25; }},
+      {"drops on the lossless queue",
+       [](Leaf& l) {
+         l.queues[{"Ethernet0", "UC3"}][2] += 12;
+       }},
+  };
+  const std::vector<std::set<std::tuple<std::string, std::string, int>>> want = {
+      {},
+      {{"pfc_storm", "leaf1", 3}},
+      {{"pause_wrong_priority", "leaf1", 0}},
+      {{"lossless_drops", "leaf1", 3}}};
+  const std::vector<std::string> port = {"", "Ethernet4", "Ethernet48", "Ethernet0"};
+  for (size_t i = 0; i < faults.size(); ++i) {
+    Scratch s;
+    write_pair(s, two_hosts());
+    const Leaf b = healthy_leaf();
+    Leaf a = later(b);
+    faults[i].second(a);
+    write_leaf(s, "before", b);
+    write_leaf(s, "after", a);
+    auto bs = load_counter_dir(s.at("before"));
+    auto as = load_counter_dir(s.at("after"));
+    ASSERT_TRUE(bs && as) << (bs ? as.error().message : bs.error().message);
+    auto d = diagnose(*bs, *as, kInterval, default_roce_profile(), &*fabric);
+    ASSERT_TRUE(d) << d.error().message;
+    EXPECT_EQ(codes(*d), want[i]) << faults[i].first << "\n" << render_diagnosis(*d);
+    if (!port[i].empty()) {
+      ASSERT_EQ(d->findings.size(), 1u);
+      EXPECT_EQ(d->findings[0].port, port[i]) << faults[i].first;
+    }
+    // Who pauses whom: each leaf port paused its peer 1,500 times; each host its leaf
+    // port 12 times.
+    ASSERT_EQ(d->pauses.size(), 5u) << render_diagnosis(*d);
+    EXPECT_EQ(d->pauses[0].frames, 1500u);
+    std::set<std::pair<std::string, std::string>> edges;
+    for (const auto& e : d->pauses) edges.insert({e.device + " " + e.port, e.peer});
+    EXPECT_EQ(edges,
+              (std::set<std::pair<std::string, std::string>>{{"leaf1 Ethernet0", "h1:eth0"},
+                                                             {"leaf1 Ethernet4", "h2:eth0"},
+                                                             {"leaf1 Ethernet48", ""},
+                                                             {"h1 mlx5_0/1", "leaf1:Ethernet0"},
+                                                             {"h2 mlx5_0/1", "leaf1:Ethernet4"}}));
   }
 }
 

@@ -6,6 +6,9 @@
 //   DEVICE.ethtool      `ethtool -S IF`                      (mlx5 Ethernet counters)
 //   DEVICE.hw_counters  `grep -H . /sys/class/infiniband/DEV/ports/N/hw_counters/*`
 //   DEVICE.rdma_stat    `rdma statistic show link DEV/N`     (the same RDMA counters)
+//   DEVICE.pfc          SONiC `show pfc counters`
+//   DEVICE.queue        SONiC `show queue counters`
+//   DEVICE.pfcwd        SONiC `show pfcwd stats`
 //
 //   auto before = roce::load_counter_dir("snap/t0");
 //   auto after = roce::load_counter_dir("snap/t1");
@@ -24,21 +27,31 @@
 
 #include "weft/result.hpp"
 #include "weft/roce/check.hpp"
+#include "weft/roce/fabric.hpp"
 #include "weft/roce/profile.hpp"
 
 namespace weft::roce {
 
 // One device's counters from one source file.
+// A switch's counters are per port and queue: "Ethernet0|rx_pfc3" (show pfc counters),
+// "Ethernet0|UC3|drop_pkts" (show queue counters: pkts, bytes, drop_pkts, drop_bytes),
+// "Ethernet0:3|storm_detected" (show pfcwd stats: storm_detected, storm_restored, tx_ok,
+// tx_drop, rx_ok, rx_drop); a cell printed N/A is left out.
 struct CounterFile {
-  std::string source;  // "ethtool", "hw_counters", "rdma_stat"
+  std::string source;  // "ethtool", "hw_counters", "rdma_stat", "pfc", "queue", "pfcwd"
   std::string port;    // the port the file names ("mlx5_0/1"), where it names one
   std::map<std::string, uint64_t> values;
+  std::map<std::string, std::string> states;  // pfcwd: queue -> operational | stormed | N/A
 };
 
 // Each parser names `where` (the file) and the line in its errors.
 Result<CounterFile> parse_ethtool_stats(std::string_view text, const std::string& where);
 Result<CounterFile> parse_hw_counters(std::string_view text, const std::string& where);
 Result<CounterFile> parse_rdma_stat(std::string_view text, const std::string& where);
+// SONiC (sonic-utilities' tables: numbers with or without thousands commas, N/A).
+Result<CounterFile> parse_sonic_pfc(std::string_view text, const std::string& where);
+Result<CounterFile> parse_sonic_queue(std::string_view text, const std::string& where);
+Result<CounterFile> parse_sonic_pfcwd(std::string_view text, const std::string& where);
 
 // A snapshot: device -> source -> its counters; `mtime_s` the newest file's
 // modification time (seconds since the epoch), for the interval when none is given.
@@ -62,9 +75,19 @@ struct DoctorFinding {
   std::string advice;
 };
 
+// Who pauses whom: a port that sent PFC pause frames on a lossless priority, and the
+// port at the other end of its link where the fabric is known.
+struct PauseEdge {
+  std::string device, port;  // the port that sent them
+  std::string peer;          // "device:port" (empty: no fabric given, or not in it)
+  int priority = 0;
+  uint64_t frames = 0;
+};
+
 struct Diagnosis {
   double interval_s = 0;
   std::vector<DoctorFinding> findings;
+  std::vector<PauseEdge> pauses;  // most frames first
   bool any_error() const;
 };
 
@@ -72,13 +95,17 @@ struct Diagnosis {
 // priorities, RoCE priority and mode). Fails, naming the device and file, when the two
 // do not hold the same devices and sources, when a file names another port than its
 // pair, or when a counter went down (the snapshots swapped, or a reset between them).
+// `fabric` (may be null) names each port's peer in the pause story; a host's port is the
+// one whose RDMA device the counters name (else its only port).
 Result<Diagnosis> diagnose(const CounterSnapshot& before, const CounterSnapshot& after,
-                           double interval_s, const RoceProfile& profile);
+                           double interval_s, const RoceProfile& profile,
+                           const RoceFabric* fabric = nullptr);
 
 // For people: per device, then the fabric-wide findings.
 std::string render_diagnosis(const Diagnosis& d);
 // {"interval_s": S, "findings": [{"code", "severity", "device", "port", "priority",
-// "what", "evidence", "advice"}]}
+// "what", "evidence", "advice"}], "pauses": [{"device", "port", "peer", "priority",
+// "frames"}]}
 nlohmann::json diagnosis_json(const Diagnosis& d);
 
 }  // namespace weft::roce
