@@ -58,6 +58,7 @@ bench: build
 	python3 bench/bench_sa.py --weft $(abspath $(BUILD))/app/weft \
 	  --sa-bench $(abspath $(BUILD))/bench/weft_sa_bench --flood $(abspath $(BUILD))/bench/weft_sa_flood
 	python3 bench/bench_roce.py --weft $(abspath $(BUILD))/app/weft
+	python3 bench/bench_roce_doctor.py --weft $(abspath $(BUILD))/app/weft
 	python3 bench/bench_rest.py --weft $(abspath $(BUILD))/app/weft --flood $(abspath $(BUILD))/bench/weft_sa_flood \
 	  --watch $(abspath $(BUILD))/bench/weft_pkey_watch
 	python3 bench/bench_failover.py --weft $(abspath $(BUILD))/app/weft

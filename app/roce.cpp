@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
@@ -587,9 +588,12 @@ int cmd_doctor(int argc, char** argv) {
     return roce_die("doctor: --before DIR and --after DIR are required");
   auto in = load_inputs(vm, false);
   if (!in) return roce_die("doctor: " + in.error().message);
-  auto before = load_counter_dir(vm["before"].as<std::string>());
+  // The two directories read at once, one a thread.
+  auto later =
+      std::async(std::launch::async, load_counter_dir, vm["after"].as<std::string>(), doctor_reads);
+  auto before = load_counter_dir(vm["before"].as<std::string>(), doctor_reads);
+  auto after = later.get();
   if (!before) return roce_die("doctor: " + before.error().message);
-  auto after = load_counter_dir(vm["after"].as<std::string>());
   if (!after) return roce_die("doctor: " + after.error().message);
   const double interval =
       vm.count("interval") ? vm["interval"].as<double>() : after->mtime_s - before->mtime_s;

@@ -60,7 +60,8 @@ Result<void> each_line(std::string_view text, F&& f) {
 
 }  // namespace
 
-Result<CounterFile> parse_ethtool_stats(std::string_view text, const std::string& where) {
+Result<CounterFile> parse_ethtool_stats(std::string_view text, const std::string& where,
+                                        CounterFilter keep) {
   CounterFile f;
   f.source = "ethtool";
   bool header = false;
@@ -80,6 +81,7 @@ Result<CounterFile> parse_ethtool_stats(std::string_view text, const std::string
     if (name.empty() || !v)
       return at(where, line,
                 "not \"name: value\" as ethtool -S prints: \"" + std::string(l) + "\"");
+    if (keep && !keep(name)) return {};
     return put(f, name, *v, where, line);
   });
   if (!r) return std::unexpected(r.error());
@@ -87,7 +89,8 @@ Result<CounterFile> parse_ethtool_stats(std::string_view text, const std::string
   return f;
 }
 
-Result<CounterFile> parse_hw_counters(std::string_view text, const std::string& where) {
+Result<CounterFile> parse_hw_counters(std::string_view text, const std::string& where,
+                                      CounterFilter keep) {
   CounterFile f;
   f.source = "hw_counters";
   std::string dir;
@@ -112,6 +115,7 @@ Result<CounterFile> parse_hw_counters(std::string_view text, const std::string& 
           where, line,
           "a second port's counters (" + std::string(d) + "; the file began with " + dir + ")");
     if (name == "lifespan") return {};  // a setting (ms the counters are cached), not a counter
+    if (keep && !keep(name)) return {};
     return put(f, name, *v, where, line);
   });
   if (!r) return std::unexpected(r.error());
@@ -128,7 +132,8 @@ Result<CounterFile> parse_hw_counters(std::string_view text, const std::string& 
   return f;
 }
 
-Result<CounterFile> parse_rdma_stat(std::string_view text, const std::string& where) {
+Result<CounterFile> parse_rdma_stat(std::string_view text, const std::string& where,
+                                    CounterFilter keep) {
   CounterFile f;
   f.source = "rdma_stat";
   // "link DEV/PORT NAME VALUE NAME VALUE ...": on one line (iproute2 before 6.7), one
@@ -160,6 +165,7 @@ Result<CounterFile> parse_rdma_stat(std::string_view text, const std::string& wh
       return at(where, words[i + 1].second,
                 "counter \"" + std::string(words[i].first) + "\": \"" +
                     std::string(words[i + 1].first) + "\" is not a count");
+    if (keep && !keep(words[i].first)) continue;
     if (auto p = put(f, words[i].first, *v, where, words[i].second); !p)
       return std::unexpected(p.error());
   }
@@ -279,7 +285,8 @@ Result<CounterFile> sonic_tables(std::string_view text, const std::string& where
 
 }  // namespace
 
-Result<CounterFile> parse_sonic_pfc(std::string_view text, const std::string& where) {
+Result<CounterFile> parse_sonic_pfc(std::string_view text, const std::string& where,
+                                    CounterFilter) {
   auto dir = [](const Table& t) {
     return std::string(!t.header.empty() && t.header[0] == "Port Tx" ? "tx" : "rx");
   };
@@ -305,7 +312,8 @@ Result<CounterFile> parse_sonic_pfc(std::string_view text, const std::string& wh
       });
 }
 
-Result<CounterFile> parse_sonic_queue(std::string_view text, const std::string& where) {
+Result<CounterFile> parse_sonic_queue(std::string_view text, const std::string& where,
+                                      CounterFilter) {
   static const char* const kCols[] = {"pkts", "bytes", "drop_pkts", "drop_bytes"};
   return sonic_tables(
       text, where, "queue", "show queue counters",
@@ -326,7 +334,8 @@ Result<CounterFile> parse_sonic_queue(std::string_view text, const std::string& 
       });
 }
 
-Result<CounterFile> parse_sonic_pfcwd(std::string_view text, const std::string& where) {
+Result<CounterFile> parse_sonic_pfcwd(std::string_view text, const std::string& where,
+                                      CounterFilter) {
   // The cumulative pairs; the LAST ones are the last storm's, not counters.
   static const char* const kPairs[][2] = {
       {"storm_detected", "storm_restored"}, {"tx_ok", "tx_drop"}, {"rx_ok", "rx_drop"}};
@@ -359,7 +368,7 @@ Result<CounterFile> parse_sonic_pfcwd(std::string_view text, const std::string& 
       });
 }
 
-Result<CounterSnapshot> load_counter_dir(const std::string& dir) {
+Result<CounterSnapshot> load_counter_dir(const std::string& dir, CounterFilter keep) {
   namespace fs = std::filesystem;
   CounterSnapshot s;
   s.dir = dir;
@@ -377,7 +386,7 @@ Result<CounterSnapshot> load_counter_dir(const std::string& dir) {
     const size_t dot = name.rfind('.');
     const std::string device = dot == std::string::npos ? "" : name.substr(0, dot);
     const std::string kind = dot == std::string::npos ? "" : name.substr(dot + 1);
-    Result<CounterFile> (*parse)(std::string_view, const std::string&) = nullptr;
+    Result<CounterFile> (*parse)(std::string_view, const std::string&, CounterFilter) = nullptr;
     if (kind == "ethtool") parse = parse_ethtool_stats;
     if (kind == "hw_counters") parse = parse_hw_counters;
     if (kind == "rdma_stat") parse = parse_rdma_stat;
@@ -388,11 +397,16 @@ Result<CounterSnapshot> load_counter_dir(const std::string& dir) {
       return bad(where +
                  ": not DEVICE.ethtool, .hw_counters, .rdma_stat, .pfc, .queue or .pfcwd (the "
                  "name says which device and which tool printed it)");
-    std::ifstream in(p, std::ios::binary);
-    std::stringstream text;
-    text << in.rdbuf();
-    if (!in) return bad(where + ": cannot be read");
-    auto f = parse(text.str(), where);
+    std::string text;
+    {
+      std::ifstream in(p, std::ios::binary | std::ios::ate);
+      const auto size = in.tellg();
+      if (!in || size < 0) return bad(where + ": cannot be read");
+      text.resize(size_t(size));
+      in.seekg(0);
+      if (!in.read(text.data(), size)) return bad(where + ": cannot be read");
+    }
+    auto f = parse(text, where, keep);
     if (!f) return std::unexpected(f.error());
     s.devices[device][kind] = std::move(*f);
     struct stat st {};

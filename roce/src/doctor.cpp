@@ -476,6 +476,41 @@ std::vector<PauseEdge> pause_story(const RoceProfile& p, const std::vector<Devic
 
 }  // namespace
 
+bool doctor_reads(std::string_view name) {
+  static const std::set<std::string, std::less<>> names = [] {
+    std::set<std::string, std::less<>> n = {"rx_global_pause",
+                                            "tx_global_pause",
+                                            "tx_pause_storm_warning_events",
+                                            "tx_pause_storm_error_events",
+                                            "rx_vport_rdma_unicast_bytes",
+                                            "tx_vport_rdma_unicast_bytes",
+                                            "rx_symbol_err_phy",
+                                            "rx_crc_errors_phy",
+                                            "rx_out_of_buffer",
+                                            "out_of_sequence",
+                                            "packet_seq_err",
+                                            "local_ack_timeout_err",
+                                            "duplicate_request",
+                                            "implied_nak_seq_err",
+                                            "roce_adp_retrans",
+                                            "rnr_nak_retry_err",
+                                            "out_of_buffer",
+                                            "np_ecn_marked_roce_packets",
+                                            "np_cnp_sent",
+                                            "rp_cnp_handled",
+                                            "rp_cnp_ignored",
+                                            "roce_slow_restart"};
+    for (int q = 0; q < 8; ++q)
+      for (const char* c :
+           {"rx_prio{}_bytes", "tx_prio{}_bytes", "rx_prio{}_packets", "tx_prio{}_packets",
+            "rx_prio{}_discards", "rx_prio{}_pause", "tx_prio{}_pause", "rx_prio{}_pause_duration",
+            "tx_prio{}_pause_duration"})
+        n.insert(prio(c, q));
+    return n;
+  }();
+  return names.count(name) > 0;
+}
+
 bool Diagnosis::any_error() const {
   return std::any_of(findings.begin(), findings.end(),
                      [](const DoctorFinding& f) { return f.severity == Severity::kError; });

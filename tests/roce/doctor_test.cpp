@@ -149,10 +149,12 @@ void write_pair(const Scratch& s, const std::map<std::string, Host>& hosts, int 
   }
 }
 
-Result<Diagnosis> run(const Scratch& s, const RoceProfile& p = default_roce_profile()) {
-  auto b = load_counter_dir(s.at("before"));
+// As weft roce doctor reads them: only the counters a diagnosis reads kept (`keep`).
+Result<Diagnosis> run(const Scratch& s, const RoceProfile& p = default_roce_profile(),
+                      CounterFilter keep = doctor_reads) {
+  auto b = load_counter_dir(s.at("before"), keep);
   if (!b) return std::unexpected(b.error());
-  auto a = load_counter_dir(s.at("after"));
+  auto a = load_counter_dir(s.at("after"), keep);
   if (!a) return std::unexpected(a.error());
   return diagnose(*b, *a, kInterval, p);
 }
@@ -335,6 +337,9 @@ TEST(RoceDoctor, EachFaultPlantedAloneGivesExactlyItsFinding) {
     auto d = run(s);
     ASSERT_TRUE(d) << f.name << ": " << d.error().message;
     EXPECT_EQ(codes(*d), f.want) << f.name << "\n" << render_diagnosis(*d);
+    auto whole = run(s, default_roce_profile(), nullptr);  // every counter kept: the same
+    ASSERT_TRUE(whole) << f.name << ": " << whole.error().message;
+    EXPECT_EQ(codes(*whole), f.want) << f.name;
     for (const auto& x : d->findings) {
       EXPECT_FALSE(x.evidence.empty()) << f.name;
       EXPECT_FALSE(x.advice.empty()) << f.name;

@@ -10,8 +10,8 @@
 //   DEVICE.queue        SONiC `show queue counters`
 //   DEVICE.pfcwd        SONiC `show pfcwd stats`
 //
-//   auto before = roce::load_counter_dir("snap/t0");
-//   auto after = roce::load_counter_dir("snap/t1");
+//   auto before = roce::load_counter_dir("snap/t0", roce::doctor_reads);
+//   auto after = roce::load_counter_dir("snap/t1", roce::doctor_reads);
 //   auto found = roce::diagnose(*before, *after, 10.0, roce::default_roce_profile());
 //   for (const auto& f : found->findings) ...   // code, severity, device, port, evidence
 #pragma once
@@ -44,14 +44,27 @@ struct CounterFile {
   std::map<std::string, std::string> states;  // pfcwd: queue -> operational | stormed | N/A
 };
 
+// Which of a host's counters to keep (null: all). Every line is checked either way; an
+// mlx5 port prints a thousand counters, most per ring, that no diagnosis reads.
+using CounterFilter = bool (*)(std::string_view name);
+// The counters diagnose() reads from a host.
+bool doctor_reads(std::string_view name);
+
 // Each parser names `where` (the file) and the line in its errors.
-Result<CounterFile> parse_ethtool_stats(std::string_view text, const std::string& where);
-Result<CounterFile> parse_hw_counters(std::string_view text, const std::string& where);
-Result<CounterFile> parse_rdma_stat(std::string_view text, const std::string& where);
-// SONiC (sonic-utilities' tables: numbers with or without thousands commas, N/A).
-Result<CounterFile> parse_sonic_pfc(std::string_view text, const std::string& where);
-Result<CounterFile> parse_sonic_queue(std::string_view text, const std::string& where);
-Result<CounterFile> parse_sonic_pfcwd(std::string_view text, const std::string& where);
+Result<CounterFile> parse_ethtool_stats(std::string_view text, const std::string& where,
+                                        CounterFilter keep = nullptr);
+Result<CounterFile> parse_hw_counters(std::string_view text, const std::string& where,
+                                      CounterFilter keep = nullptr);
+Result<CounterFile> parse_rdma_stat(std::string_view text, const std::string& where,
+                                    CounterFilter keep = nullptr);
+// SONiC (sonic-utilities' tables: numbers with or without thousands commas, N/A); every
+// counter is kept.
+Result<CounterFile> parse_sonic_pfc(std::string_view text, const std::string& where,
+                                    CounterFilter = nullptr);
+Result<CounterFile> parse_sonic_queue(std::string_view text, const std::string& where,
+                                      CounterFilter = nullptr);
+Result<CounterFile> parse_sonic_pfcwd(std::string_view text, const std::string& where,
+                                      CounterFilter = nullptr);
 
 // A snapshot: device -> source -> its counters; `mtime_s` the newest file's
 // modification time (seconds since the epoch), for the interval when none is given.
@@ -62,7 +75,7 @@ struct CounterSnapshot {
 };
 // Reads every DEVICE.SOURCE file of `dir`; a file of another kind, or one that does not
 // parse, is an error naming it.
-Result<CounterSnapshot> load_counter_dir(const std::string& dir);
+Result<CounterSnapshot> load_counter_dir(const std::string& dir, CounterFilter keep = nullptr);
 
 // A diagnosis (the checks' Finding is about configuration; this one about counters).
 struct DoctorFinding {
