@@ -11,6 +11,7 @@
 #include "weft/fabric/topology_file.hpp"
 #include "weft/qos/vl_tables.hpp"
 #include "weft/rest/hostlist.hpp"
+#include "weft/roce/doctor.hpp"
 #include "weft/roce/fabric.hpp"
 #include "weft/roce/profile.hpp"
 #include "weft/roce/report.hpp"
@@ -796,6 +797,67 @@ void post_whatif(Ctx& c) {
   }));
 }
 
+// POST /roce/doctor: {"before": {"h1.ethtool": TEXT, ...}, "after": {...}, "interval_s": S,
+// "profile": YAML, "fabric": YAML}: the two snapshots as weft roce doctor's directories
+// hold them, by file name.
+void post_roce_doctor(Ctx& c) {
+  auto b = body_object(c.req, {"before", "after", "interval_s", "profile", "fabric"});
+  if (!b) return c.fail(b.error());
+  if (!b->contains("interval_s") || !(*b)["interval_s"].is_number() ||
+      !((*b)["interval_s"].get<double>() > 0))
+    return c.fail(
+        {422, "bad_value", "\"interval_s\" wants the seconds between the snapshots, above 0"});
+  for (const char* k : {"profile", "fabric"})
+    if (b->contains(k) && !(*b)[k].is_string())
+      return c.fail({422, "bad_value", fmt::format("\"{}\" wants a YAML text (a string)", k)});
+  roce::CounterSnapshot snaps[2];
+  const char* const sides[2] = {"before", "after"};
+  for (int i = 0; i < 2; ++i) {
+    const char* k = sides[i];
+    if (!b->contains(k) || !(*b)[k].is_object() || (*b)[k].empty())
+      return c.fail({422, "missing_field",
+                     fmt::format("\"{}\" wants {{\"DEVICE.SOURCE\": TEXT, ...}}: ethtool, "
+                                 "hw_counters, rdma_stat, pfc, queue or pfcwd files",
+                                 k)});
+    snaps[i].dir = k;
+    for (const auto& [name, text] : (*b)[k].items()) {
+      if (!text.is_string())
+        return c.fail(
+            {422, "bad_value", fmt::format("\"{}\": \"{}\" wants the file's text", k, name)});
+      if (auto r = roce::add_counter_file(snaps[i], name, text.get_ref<const std::string&>(),
+                                          roce::doctor_reads);
+          !r)
+        return c.fail({422, "bad_counters", r.error().message});
+    }
+  }
+  roce::RoceProfile profile = roce::default_roce_profile();
+  if (b->contains("profile")) {
+    auto p = roce::parse_roce_profile((*b)["profile"].get<std::string>(), "profile");
+    if (!p) return c.fail({422, "bad_profile", p.error().message});
+    profile = std::move(*p);
+  }
+  std::optional<roce::RoceFabric> fab;
+  if (b->contains("fabric")) {
+    auto f = roce::parse_roce_fabric((*b)["fabric"].get<std::string>(), "fabric");
+    if (!f) return c.fail({422, "bad_fabric", f.error().message});
+    fab = std::move(*f);
+  }
+  const double interval = (*b)["interval_s"].get<double>();
+  accepted_job(c, c.jobs.submit("roce-doctor",
+                                [before = std::move(snaps[0]), after = std::move(snaps[1]),
+                                 interval, profile, fab]() -> Result<json> {
+                                  auto d = roce::diagnose(before, after, interval, profile,
+                                                          fab ? &*fab : nullptr);
+                                  if (!d) return std::unexpected(d.error());
+                                  json j = roce::diagnosis_json(*d);
+                                  size_t errors = 0;
+                                  for (const auto& f : d->findings)
+                                    errors += f.severity == roce::Severity::kError;
+                                  j["errors"] = errors;
+                                  return j;
+                                }));
+}
+
 void post_roce(Ctx& c, bool diff) {
   auto b = diff ? body_object(c.req, {"profile", "fabric", "mode", "observed"})
                 : body_object(c.req, {"profile", "fabric"});
@@ -1014,6 +1076,10 @@ void register_native(std::vector<Api::Route>& r) {
             "compares observed device configurations with the profile: a job",
             [](Ctx& c) { post_roce(c, true); },
             {{"responses", {{"202", {{"description", "a job"}}}}}});
+  add_route(r, "POST", "/api/v1/roce/doctor", kOp,
+            "diagnoses a lossless fabric from two snapshots of its counters (files by name, as "
+            "weft roce doctor reads them): a job with its findings and who pauses whom",
+            post_roce_doctor, {{"responses", {{"202", {{"description", "a job"}}}}}});
   add_route(r, "GET", "/api/v1/jobs/{id}", kMon, "a job's state and, once done, its result",
             [](Ctx& c) {
               auto s = c.jobs.status(c.param("id"));

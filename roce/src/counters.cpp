@@ -368,6 +368,29 @@ Result<CounterFile> parse_sonic_pfcwd(std::string_view text, const std::string& 
       });
 }
 
+Result<void> add_counter_file(CounterSnapshot& s, const std::string& name, std::string_view text,
+                              CounterFilter keep) {
+  const std::string where = s.dir.empty() ? name : s.dir + "/" + name;
+  const size_t dot = name.rfind('.');
+  const std::string device = dot == std::string::npos ? "" : name.substr(0, dot);
+  const std::string kind = dot == std::string::npos ? "" : name.substr(dot + 1);
+  Result<CounterFile> (*parse)(std::string_view, const std::string&, CounterFilter) = nullptr;
+  if (kind == "ethtool") parse = parse_ethtool_stats;
+  if (kind == "hw_counters") parse = parse_hw_counters;
+  if (kind == "rdma_stat") parse = parse_rdma_stat;
+  if (kind == "pfc") parse = parse_sonic_pfc;
+  if (kind == "queue") parse = parse_sonic_queue;
+  if (kind == "pfcwd") parse = parse_sonic_pfcwd;
+  if (!parse || device.empty() || device.find('/') != std::string::npos)
+    return bad(where +
+               ": not DEVICE.ethtool, .hw_counters, .rdma_stat, .pfc, .queue or .pfcwd (the "
+               "name says which device and which tool printed it)");
+  auto f = parse(text, where, keep);
+  if (!f) return std::unexpected(f.error());
+  s.devices[device][kind] = std::move(*f);
+  return {};
+}
+
 Result<CounterSnapshot> load_counter_dir(const std::string& dir, CounterFilter keep) {
   namespace fs = std::filesystem;
   CounterSnapshot s;
@@ -382,21 +405,7 @@ Result<CounterSnapshot> load_counter_dir(const std::string& dir, CounterFilter k
   if (files.empty())
     return bad(dir + ": no counter files (DEVICE.ethtool, DEVICE.hw_counters, ...)");
   for (const auto& p : files) {
-    const std::string name = p.filename().string(), where = p.string();
-    const size_t dot = name.rfind('.');
-    const std::string device = dot == std::string::npos ? "" : name.substr(0, dot);
-    const std::string kind = dot == std::string::npos ? "" : name.substr(dot + 1);
-    Result<CounterFile> (*parse)(std::string_view, const std::string&, CounterFilter) = nullptr;
-    if (kind == "ethtool") parse = parse_ethtool_stats;
-    if (kind == "hw_counters") parse = parse_hw_counters;
-    if (kind == "rdma_stat") parse = parse_rdma_stat;
-    if (kind == "pfc") parse = parse_sonic_pfc;
-    if (kind == "queue") parse = parse_sonic_queue;
-    if (kind == "pfcwd") parse = parse_sonic_pfcwd;
-    if (!parse || device.empty())
-      return bad(where +
-                 ": not DEVICE.ethtool, .hw_counters, .rdma_stat, .pfc, .queue or .pfcwd (the "
-                 "name says which device and which tool printed it)");
+    const std::string where = p.string();
     std::string text;
     {
       std::ifstream in(p, std::ios::binary | std::ios::ate);
@@ -406,9 +415,8 @@ Result<CounterSnapshot> load_counter_dir(const std::string& dir, CounterFilter k
       in.seekg(0);
       if (!in.read(text.data(), size)) return bad(where + ": cannot be read");
     }
-    auto f = parse(text, where, keep);
-    if (!f) return std::unexpected(f.error());
-    s.devices[device][kind] = std::move(*f);
+    if (auto r = add_counter_file(s, p.filename().string(), text, keep); !r)
+      return std::unexpected(r.error());
     struct stat st {};
     if (::stat(where.c_str(), &st) == 0)
       s.mtime_s = std::max(s.mtime_s, double(st.st_mtim.tv_sec) + st.st_mtim.tv_nsec / 1e9);

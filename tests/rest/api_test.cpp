@@ -1058,6 +1058,71 @@ TEST(NativeApi, RoceDiffIsByEffectUnlessLiteralIsAsked) {
   EXPECT_EQ(rig.op("POST", "/api/v1/roce/diff", body.dump()).status, 422);
 }
 
+// POST /roce/doctor: the snapshots' files by name in the body, as the CLI's directories
+// hold them; a job with the findings and who pauses whom.
+TEST(NativeApi, RoceDoctorDiagnosesTheCountersInTheBody) {
+  RestRig rig;
+  auto eth = [](uint64_t discards, uint64_t pauses) {
+    return "NIC statistics:\n     rx_prio3_discards: " + std::to_string(discards) +
+           "\n     rx_prio3_pause: 0\n     tx_prio3_pause: " + std::to_string(pauses) + "\n";
+  };
+  auto hw = [](uint64_t v) {
+    return "/sys/class/infiniband/mlx5_0/ports/1/hw_counters/out_of_sequence:" + std::to_string(v) +
+           "\n/sys/class/infiniband/mlx5_0/ports/1/hw_counters/lifespan:10\n";
+  };
+  const std::string pfc_before =
+      "  Port Tx    PFC0    PFC1    PFC2    PFC3    PFC4    PFC5    PFC6    PFC7\n"
+      "---------  ------  ------  ------  ------  ------  ------  ------  ------\n"
+      "Ethernet0       0       0       0     100       0       0       0       0\n";
+  std::string pfc_after = pfc_before;
+  pfc_after.replace(pfc_after.find("     100"), 8, "   2,100");
+  nlohmann::json body = {
+      {"before", {{"h1.ethtool", eth(5, 1)}, {"h1.hw_counters", hw(0)}, {"leaf1.pfc", pfc_before}}},
+      {"after", {{"h1.ethtool", eth(50, 9)}, {"h1.hw_counters", hw(0)}, {"leaf1.pfc", pfc_after}}},
+      {"interval_s", 10},
+      {"fabric",
+       "switches: [{name: leaf1, os: sonic}]\nhosts: [{name: h1, ports: [{ifname: eth0, rdma: "
+       "mlx5_0}]}]\nlinks: [[leaf1:Ethernet0, h1:eth0, 100G, 3m]]\n"}};
+  auto r = rig.op("POST", "/api/v1/roce/doctor", body.dump());
+  ASSERT_EQ(r.status, 202) << r.body;
+  const std::string where = RestRig::json_of(r).value("location", "");
+  nlohmann::json st;
+  for (int i = 0; i < 500; ++i) {
+    st = RestRig::json_of(rig.mon("GET", where));
+    if (st.value("state", "") == "done" || st.value("state", "") == "failed") break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_EQ(st.value("state", ""), "done") << st.dump();
+  const auto& res = st["result"];
+  EXPECT_EQ(res.value("errors", -1), 1) << res.dump();
+  std::vector<std::string> codes;
+  for (const auto& f : res["findings"])
+    if (f["severity"] != "info") codes.push_back(f["code"]);
+  EXPECT_EQ(codes, std::vector<std::string>{"lossless_drops"}) << res.dump();
+  ASSERT_EQ(res["pauses"].size(), 2u) << res.dump();
+  EXPECT_EQ(res["pauses"][0]["peer"], "h1:eth0");
+  EXPECT_EQ(res["pauses"][0]["frames"], 2000);
+  EXPECT_EQ(res["pauses"][1]["peer"], "leaf1:Ethernet0");
+  // Bad bodies: a clear 422 naming what and where.
+  auto bad = [&](nlohmann::json b, const std::string& says) {
+    auto x = rig.op("POST", "/api/v1/roce/doctor", b.dump());
+    EXPECT_EQ(x.status, 422) << b.dump();
+    EXPECT_NE(x.body.find(says), std::string::npos) << x.body;
+  };
+  auto no_interval = body;
+  no_interval.erase("interval_s");
+  bad(no_interval, "interval_s");
+  auto garbled = body;
+  garbled["after"]["h1.ethtool"] = "NIC statistics:\n     rx_prio3_discards: lots\n";
+  bad(garbled, "after/h1.ethtool:2: ");
+  auto unknown = body;
+  unknown["before"]["h1.txt"] = "x";
+  bad(unknown, "before/h1.txt: not DEVICE.ethtool");
+  auto not_text = body;
+  not_text["before"]["h1.ethtool"] = 5;
+  bad(not_text, "wants the file's text");
+}
+
 // Answers come from a cache while the snapshot and partitions stay the same objects;
 // a sweep that finds a change, or a partition change, is seen at once.
 TEST(NativeApi, CachedAnswersFollowTheFabric) {

@@ -76,6 +76,9 @@ struct CounterSnapshot {
 // Reads every DEVICE.SOURCE file of `dir`; a file of another kind, or one that does not
 // parse, is an error naming it.
 Result<CounterSnapshot> load_counter_dir(const std::string& dir, CounterFilter keep = nullptr);
+// One file into `s` by its name ("h1.ethtool") and text (REST bodies carry them so).
+Result<void> add_counter_file(CounterSnapshot& s, const std::string& name, std::string_view text,
+                              CounterFilter keep = nullptr);
 
 // A diagnosis (the checks' Finding is about configuration; this one about counters).
 struct DoctorFinding {
