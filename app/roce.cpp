@@ -105,13 +105,17 @@ instead.)",
   weft roce diff --fabric fabric.yaml --observed h1.json leaf1-config_db.json
   weft roce diff --fabric fabric.yaml --device leaf1 --observed redis://10.0.0.1:6379/4)"};
 const Help kCollectHelp{"roce collect", "snapshot a host port's RoCE settings",
-                        "weft roce collect IF [--host NAME] [-o FILE]",
+                        "weft roce collect IF [--host NAME] [-o FILE] [--counters DIR]",
                         R"(On a host: runs dcb -j show for the interface's app, apptrust, pfc, ets,
 buffer, maxrate and dcbx tables, reads the mlx5 ecn/ sysfs knobs and the rdma_cm
 configfs defaults of its RDMA device, and writes one JSON snapshot that weft roce
-diff reads.)",
+diff reads. With --counters DIR it also writes the port's counters as weft roce
+doctor reads them: DIR/HOST.ethtool (ethtool -S IF) and DIR/HOST.hw_counters (its
+RDMA device's hw_counters, as grep -H prints them).)",
                         R"(Examples:
-  weft roce collect eth0 -o $(hostname)-eth0.json)"};
+  weft roce collect eth0 -o $(hostname)-eth0.json
+  weft roce collect eth0 --counters t0 -o /dev/null; sleep 10
+  weft roce collect eth0 --counters t1 -o /dev/null)"};
 const Help kApplyHelp{
     "roce apply", "write a switch's configuration into its SONiC CONFIG_DB",
     "weft roce apply [--profile P] --fabric F --device D --sonic redis://HOST:PORT/4",
@@ -404,8 +408,60 @@ po::options_description collect_options() {
       "output,o", po::value<std::string>(), "write here instead of stdout")(
       "dcb", po::value<std::string>()->default_value("dcb"), "the dcb program")(
       "sysfs", po::value<std::string>()->default_value("/sys"), "sysfs root")(
-      "configfs", po::value<std::string>()->default_value("/sys/kernel/config"), "configfs root");
+      "configfs", po::value<std::string>()->default_value("/sys/kernel/config"), "configfs root")(
+      "counters", po::value<std::string>(),
+      "also write the port's counters into this directory for weft roce doctor: "
+      "HOST.ethtool (ethtool -S) and HOST.hw_counters (the RDMA device's)")(
+      "ethtool", po::value<std::string>()->default_value("ethtool"), "the ethtool program");
   return o;
+}
+
+// weft roce collect --counters DIR: the port's counters as weft roce doctor reads them,
+// each checked by the doctor's own parser before it is written.
+int collect_counters(const po::variables_map& vm, const std::string& ifname,
+                     const std::string& host, const fs::path& net) {
+  const fs::path dir = vm["counters"].as<std::string>();
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) return roce_die("collect: " + dir.string() + ": " + ec.message());
+  auto save = [&](const std::string& name, const std::string& text) {
+    std::ofstream out(dir / name, std::ios::binary);
+    return bool(out << text);
+  };
+  auto eth = run_capture({vm["ethtool"].as<std::string>(), "-S", ifname});
+  if (!eth) return roce_die("collect: ethtool -S " + ifname + ": " + eth.error().message, 1);
+  if (auto ok = parse_ethtool_stats(*eth, "ethtool -S " + ifname); !ok)
+    return roce_die("collect: " + ok.error().message, 1);
+  if (!save(host + ".ethtool", *eth)) return roce_die("collect: cannot write into " + dir.string());
+  // The RDMA device behind the netdev, and its port (dev_port counts from 0).
+  std::string rdma;
+  for (const auto& e : fs::directory_iterator(net / "device/infiniband", ec)) {
+    rdma = e.path().filename().string();
+    break;
+  }
+  if (rdma.empty())
+    return roce_die(
+        "collect: " + ifname + " has no RDMA device (" + (net / "device/infiniband").string() + ")",
+        1);
+  const fs::path hw = fs::path(vm["sysfs"].as<std::string>()) / "class/infiniband" / rdma /
+                      "ports" / std::to_string(read_int_file(net / "dev_port").value_or(0) + 1) /
+                      "hw_counters";
+  std::vector<fs::path> files;
+  for (const auto& e : fs::directory_iterator(hw, ec))
+    if (e.is_regular_file()) files.push_back(e.path());
+  if (files.empty()) return roce_die("collect: no RDMA counters in " + hw.string(), 1);
+  std::sort(files.begin(), files.end());  // as grep -H . DIR/* prints them
+  std::string text;
+  for (const auto& f : files) {
+    std::ifstream in(f);
+    std::string v;
+    if (std::getline(in, v)) text += f.string() + ":" + v + "\n";
+  }
+  if (auto ok = parse_hw_counters(text, hw.string()); !ok)
+    return roce_die("collect: " + ok.error().message, 1);
+  if (!save(host + ".hw_counters", text))
+    return roce_die("collect: cannot write into " + dir.string());
+  return 0;
 }
 
 int cmd_collect(int argc, char** argv) {
@@ -485,6 +541,8 @@ int cmd_collect(int argc, char** argv) {
     break;
   }
   snap["rdma_cm"] = cm;
+  if (vm.count("counters"))
+    if (int rc = collect_counters(vm, ifname, host, net)) return rc;
   const std::string text =
       snap.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
   if (vm.count("output")) {
@@ -613,7 +671,7 @@ const Help kRoceHelp{
     "weft roce check [--profile P] --fabric F [--json]\n"
     "weft roce render [--profile P] [--fabric F] --device D --format dcb|sonic|nvue [--port IF]\n"
     "weft roce diff [--profile P] [--fabric F] --observed FILE|redis://HOST:PORT/4 ... [--json]\n"
-    "weft roce collect IF [--host NAME] [-o FILE]\n"
+    "weft roce collect IF [--host NAME] [-o FILE] [--counters DIR]\n"
     "weft roce apply [--profile P] --fabric F --device D --sonic redis://HOST:PORT/4\n"
     "weft roce doctor --before DIR --after DIR [--interval SECONDS] [--profile P] [--fabric F] "
     "[--json]",

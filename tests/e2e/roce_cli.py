@@ -199,6 +199,40 @@ links: [[s0:p1, s1:p2], [s1:p1, s2:p2], [s2:p1, s3:p2], [s3:p1, s0:p2],
                                 "-o", "h1-snap.json"], w, 0, r"dcb maxrate show dev eth0")
     check("diff the collected host is empty", W, ["roce", "diff", "--observed", "h1-snap.json"] + F, w, 0,
           r"1 host ports, 0 switches observed: 0 errors, 0 warnings")
+    # collect --counters: ethtool -S and the RDMA device's hw_counters, twice, then the doctor.
+    hwdir = os.path.join(host_root, "sys/class/infiniband/mlx5_0/ports/1/hw_counters")
+    os.makedirs(hwdir)
+    eth_file = os.path.join(host_root, "ethtool-out")
+    fake_ethtool = os.path.join(host_root, "ethtool")
+    write(fake_ethtool, "#!/bin/sh\n[ \"$1\" = -S ] && [ \"$2\" = eth0 ] || exit 1\ncat %s\n" % eth_file,
+          stat.S_IRWXU)
+
+    def take(sub, discards, seq):
+        write(eth_file, "NIC statistics:\n     rx_prio3_discards: %d\n     rx_prio3_pause: 1\n"
+                        "     tx_prio3_pause: 1\n" % discards)
+        for k, v in (("out_of_sequence", seq), ("np_cnp_sent", 7), ("lifespan", 10)):
+            write(os.path.join(hwdir, k), "%d\n" % v)
+        return check("collect counters into " + sub, W,
+                     ["roce", "collect", "eth0", "--host", "h1", "--dcb", fake, "--ethtool", fake_ethtool,
+                      "--sysfs", os.path.join(host_root, "sys"), "--configfs", os.path.join(host_root, "config"),
+                      "-o", os.devnull, "--counters", sub], w, 0)
+
+    take("c0", 0, 5)
+    take("c1", 0, 25)
+    ok = open(os.path.join(w, "c1", "h1.hw_counters")).read().startswith(hwdir + "/lifespan:10\n")
+    checks.append("the counters as grep -H prints them")
+    print("%s the counters as grep -H prints them" % ("ok  " if ok else "FAIL"))
+    if not ok:
+        failures.append("the counters as grep -H prints them")
+    check("doctor on collected counters", W, ["roce", "doctor", "--before", "c0", "--after", "c1", "--interval",
+                                              "10", "--json"], w, 1,
+          json_check=lambda j: [(f["code"], f["port"]) for f in j["findings"] if f["severity"] != "info"] ==
+          [("retransmission", "mlx5_0/1")])
+    write(eth_file, "garbage\n")
+    check("collect refuses what ethtool printed wrong", W,
+          ["roce", "collect", "eth0", "--host", "h1", "--dcb", fake, "--ethtool", fake_ethtool, "--sysfs",
+           os.path.join(host_root, "sys"), "--configfs", os.path.join(host_root, "config"), "-o", os.devnull,
+           "--counters", "c2"], w, 1, r"ethtool -S eth0:1: not \"name: value\"")
     s = json.load(open(os.path.join(w, "h1-snap.json")))
     s["dcb"]["apptrust"]["order"] = ["pcp"]
     s["dcb"]["pfc"]["prio_pfc"]["4"] = True
