@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "json.hpp"
 #include "weft/roce/doctor.hpp"
 
 namespace weft::roce {
@@ -368,6 +369,96 @@ Result<CounterFile> parse_sonic_pfcwd(std::string_view text, const std::string& 
       });
 }
 
+// SONiC's COUNTERS_DB as JSON: {KEY: {FIELD: VALUE}}, or as sonic-db-dump prints it,
+// {KEY: {"type": "hash", "value": {FIELD: VALUE}, ...}}. The name maps give each port's
+// and queue's object; the SAI fields become the CLI tables' counters.
+Result<CounterFile> parse_counters_db(std::string_view text, const std::string& where,
+                                      CounterFilter) {
+  auto doc = parse_json(text, where);
+  if (!doc) return std::unexpected(doc.error());
+  if (!doc->is_object()) return bad(where + ": not a JSON object of COUNTERS_DB keys");
+  auto hash = [&](const std::string& key) -> const nlohmann::json* {
+    auto it = doc->find(key);
+    if (it == doc->end() || !it->is_object()) return nullptr;
+    if (it->contains("type") && it->contains("value") && (*it)["value"].is_object())
+      return &(*it)["value"];
+    return &*it;
+  };
+  const nlohmann::json* ports = hash("COUNTERS_PORT_NAME_MAP");
+  const nlohmann::json* queues = hash("COUNTERS_QUEUE_NAME_MAP");
+  if (!ports && !queues)
+    return bad(where + ": no COUNTERS_PORT_NAME_MAP or COUNTERS_QUEUE_NAME_MAP: not COUNTERS_DB");
+  CounterFile f;
+  f.source = "counters_db";
+  // Each field of the object `oid` that `name_of` names, as a counter.
+  auto take = [&](const std::string& oid, const std::string& what, auto&& name_of) -> Result<void> {
+    const nlohmann::json* h = hash("COUNTERS:" + oid);
+    if (!h) return {};  // not polled (yet): nothing to say
+    for (const auto& [field, v] : h->items()) {
+      const std::string name = name_of(field);
+      if (name.empty()) continue;
+      const std::string sv = v.is_string() ? v.template get<std::string>() : v.dump();
+      auto n = number(sv);
+      if (!n)
+        return bad(where + ": " + what + " (COUNTERS:" + oid + ") " + field + ": \"" + sv +
+                   "\" is not a count");
+      if (auto r = put(f, name, *n, where, 0); !r) return r;
+    }
+    return {};
+  };
+  if (ports)
+    for (const auto& [port, oid] : ports->items()) {
+      if (!oid.is_string()) return bad(where + ": COUNTERS_PORT_NAME_MAP " + port + ": not an oid");
+      auto r = take(oid.get<std::string>(), port, [&](const std::string& fl) -> std::string {
+        // SAI_PORT_STAT_PFC_3_RX_PKTS -> PORT|rx_pfc3
+        if (fl.size() == 27 && fl.starts_with("SAI_PORT_STAT_PFC_") && fl[18] >= '0' &&
+            fl[18] <= '7' && (fl.ends_with("_RX_PKTS") || fl.ends_with("_TX_PKTS")))
+          return port + "|" + (fl[20] == 'R' ? "rx" : "tx") + "_pfc" + fl[18];
+        return "";
+      });
+      if (!r) return std::unexpected(r.error());
+    }
+  const nlohmann::json* types = hash("COUNTERS_QUEUE_TYPE_MAP");
+  if (queues)
+    for (const auto& [queue, oid] : queues->items()) {
+      const size_t colon = queue.rfind(':');
+      if (!oid.is_string() || colon == std::string::npos || colon + 1 == queue.size() ||
+          !number(std::string_view(queue).substr(colon + 1)))
+        return bad(where + ": COUNTERS_QUEUE_NAME_MAP \"" + queue + "\": not PORT:INDEX to an oid");
+      const std::string port = queue.substr(0, colon), index = queue.substr(colon + 1);
+      // The CLI's TxQ label: the type's prefix and the index (queuestat).
+      std::string type = "ALL";
+      if (types && types->contains(oid.get<std::string>())) {
+        const auto& t = (*types)[oid.get<std::string>()];
+        if (t == "SAI_QUEUE_TYPE_UNICAST") type = "UC";
+        if (t == "SAI_QUEUE_TYPE_MULTICAST") type = "MC";
+      }
+      static const std::map<std::string, std::string, std::less<>> kQueue = {
+          {"SAI_QUEUE_STAT_PACKETS", "pkts"},
+          {"SAI_QUEUE_STAT_BYTES", "bytes"},
+          {"SAI_QUEUE_STAT_DROPPED_PACKETS", "drop_pkts"},
+          {"SAI_QUEUE_STAT_DROPPED_BYTES", "drop_bytes"}};
+      static const std::map<std::string, std::string, std::less<>> kWatchdog = {
+          {"PFC_WD_QUEUE_STATS_DEADLOCK_DETECTED", "storm_detected"},
+          {"PFC_WD_QUEUE_STATS_DEADLOCK_RESTORED", "storm_restored"},
+          {"PFC_WD_QUEUE_STATS_TX_PACKETS", "tx_ok"},
+          {"PFC_WD_QUEUE_STATS_TX_DROPPED_PACKETS", "tx_drop"},
+          {"PFC_WD_QUEUE_STATS_RX_PACKETS", "rx_ok"},
+          {"PFC_WD_QUEUE_STATS_RX_DROPPED_PACKETS", "rx_drop"}};
+      auto r = take(oid.get<std::string>(), queue, [&](const std::string& fl) -> std::string {
+        if (auto q = kQueue.find(fl); q != kQueue.end())
+          return port + "|" + type + index + "|" + q->second;
+        if (auto w = kWatchdog.find(fl); w != kWatchdog.end()) return queue + "|" + w->second;
+        return "";
+      });
+      if (!r) return std::unexpected(r.error());
+      if (const auto* h = hash("COUNTERS:" + oid.get<std::string>()))
+        if (auto st = h->find("PFC_WD_STATUS"); st != h->end() && st->is_string())
+          f.states[queue] = st->get<std::string>();
+    }
+  return f;
+}
+
 Result<void> add_counter_file(CounterSnapshot& s, const std::string& name, std::string_view text,
                               CounterFilter keep) {
   const std::string where = s.dir.empty() ? name : s.dir + "/" + name;
@@ -381,10 +472,11 @@ Result<void> add_counter_file(CounterSnapshot& s, const std::string& name, std::
   if (kind == "pfc") parse = parse_sonic_pfc;
   if (kind == "queue") parse = parse_sonic_queue;
   if (kind == "pfcwd") parse = parse_sonic_pfcwd;
+  if (kind == "counters_db") parse = parse_counters_db;
   if (!parse || device.empty() || device.find('/') != std::string::npos)
     return bad(where +
-               ": not DEVICE.ethtool, .hw_counters, .rdma_stat, .pfc, .queue or .pfcwd (the "
-               "name says which device and which tool printed it)");
+               ": not DEVICE.ethtool, .hw_counters, .rdma_stat, .pfc, .queue, .pfcwd or "
+               ".counters_db (the name says which device and which tool printed it)");
   auto f = parse(text, where, keep);
   if (!f) return std::unexpected(f.error());
   s.devices[device][kind] = std::move(*f);

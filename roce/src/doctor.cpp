@@ -539,7 +539,8 @@ Result<Diagnosis> diagnose(const CounterSnapshot& before, const CounterSnapshot&
   std::vector<Device> devs;
   std::vector<Switch> switches;
   for (const auto& [name, files] : after.devices) {
-    if (files.count("pfc") || files.count("queue") || files.count("pfcwd")) {
+    if (files.count("pfc") || files.count("queue") || files.count("pfcwd") ||
+        files.count("counters_db")) {
       if (files.count("ethtool") || files.count("hw_counters") || files.count("rdma_stat"))
         return bad(name +
                    ": both a host's and a switch's counter files: one device is one or "

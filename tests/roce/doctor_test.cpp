@@ -2,6 +2,7 @@
 // the RDMA hw_counters, rdma statistic show in its three layouts), a healthy lossless run
 // with no finding, each fault planted alone giving exactly its finding, and the pairs of
 // snapshots it must refuse.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <array>
@@ -571,7 +572,65 @@ Leaf later(Leaf l) {
   return l;
 }
 
-void write_leaf(const Scratch& s, const std::string& dir, const Leaf& l) {
+// The same leaf as SONiC's COUNTERS_DB holds it: name maps to oids, SAI fields as decimal
+// strings; `dump`: as sonic-db-dump prints it ({"type": "hash", "value": {...}}), else
+// as sonic-utilities' mock counters_db.json has it ({KEY: {FIELD: VALUE}}).
+std::string counters_db_text(const Leaf& l, bool dump) {
+  nlohmann::json db = nlohmann::json::object();
+  auto hash = [&](const std::string& key, const nlohmann::json& h) {
+    db[key] =
+        dump ? nlohmann::json{{"type", "hash"}, {"ttl", -0.001}, {"expireat", 0}, {"value", h}} : h;
+  };
+  nlohmann::json ports = nlohmann::json::object(), queues = nlohmann::json::object(),
+                 types = nlohmann::json::object();
+  int next = 0x100;
+  auto oid = [&] { return fmt::format("oid:0x{:x}", next++); };
+  for (const auto& [port, rx] : l.rx_pfc) {
+    const std::string o = oid();
+    ports[port] = o;
+    nlohmann::json h = nlohmann::json::object();
+    for (int q = 0; q < 8; ++q) {
+      h[fmt::format("SAI_PORT_STAT_PFC_{}_RX_PKTS", q)] = std::to_string(rx[size_t(q)]);
+      h[fmt::format("SAI_PORT_STAT_PFC_{}_TX_PKTS", q)] =
+          std::to_string(l.tx_pfc.at(port)[size_t(q)]);
+    }
+    h["SAI_PORT_STAT_IF_IN_OCTETS"] = "123";
+    hash("COUNTERS:" + o, h);
+  }
+  for (const auto& [k, v] : l.queues) {
+    const std::string o = oid();
+    const bool mc = k.second.starts_with("MC");
+    const std::string index = k.second.substr(2);
+    queues[k.first + ":" + index] = o;
+    types[o] = mc ? "SAI_QUEUE_TYPE_MULTICAST" : "SAI_QUEUE_TYPE_UNICAST";
+    nlohmann::json h = {{"SAI_QUEUE_STAT_PACKETS", std::to_string(v[0])},
+                        {"SAI_QUEUE_STAT_BYTES", std::to_string(v[1])},
+                        {"SAI_QUEUE_STAT_DROPPED_PACKETS", std::to_string(v[2])},
+                        {"SAI_QUEUE_STAT_DROPPED_BYTES", std::to_string(v[3])}};
+    if (auto w = l.wd.find(k.first + ":" + index); w != l.wd.end()) {
+      const auto& x = w->second;
+      h["PFC_WD_STATUS"] = l.wd_state.at(w->first);
+      h["PFC_WD_QUEUE_STATS_DEADLOCK_DETECTED"] = std::to_string(x[0]);
+      h["PFC_WD_QUEUE_STATS_DEADLOCK_RESTORED"] = std::to_string(x[1]);
+      h["PFC_WD_QUEUE_STATS_TX_PACKETS"] = std::to_string(x[2]);
+      h["PFC_WD_QUEUE_STATS_TX_DROPPED_PACKETS"] = std::to_string(x[3]);
+      h["PFC_WD_QUEUE_STATS_RX_PACKETS"] = std::to_string(x[4]);
+      h["PFC_WD_QUEUE_STATS_RX_DROPPED_PACKETS"] = std::to_string(x[5]);
+    }
+    hash("COUNTERS:" + o, h);
+  }
+  hash("COUNTERS_PORT_NAME_MAP", ports);
+  hash("COUNTERS_QUEUE_NAME_MAP", queues);
+  hash("COUNTERS_QUEUE_TYPE_MAP", types);
+  return db.dump(2);
+}
+
+// form 0: the three CLI tables; 1: COUNTERS_DB as the mock has it; 2: as sonic-db-dump.
+void write_leaf(const Scratch& s, const std::string& dir, const Leaf& l, int form = 0) {
+  if (form) {
+    s.write(dir, "leaf1.counters_db", counters_db_text(l, form == 2));
+    return;
+  }
   s.write(dir, "leaf1.pfc", l.pfc_text());
   s.write(dir, "leaf1.queue", l.queue_text());
   s.write(dir, "leaf1.pfcwd", l.pfcwd_text());
@@ -605,11 +664,31 @@ TEST(RoceDoctor, SonicTablesParseAsTheCommandsPrintThem) {
             std::string::npos)
       << wrong.error().message;
   EXPECT_FALSE(parse_sonic_pfcwd("nothing here\n", "leaf1.pfcwd"));
+  // COUNTERS_DB: the same counters from the SAI fields, in either JSON shape.
+  for (bool dump : {false, true}) {
+    auto db = parse_counters_db(counters_db_text(l, dump), "leaf1.counters_db");
+    ASSERT_TRUE(db) << db.error().message;
+    for (const auto* part : {&*pfc, &*q, &*wd})
+      for (const auto& [k, v] : part->values) EXPECT_EQ(db->values.at(k), v) << k;
+    EXPECT_EQ(db->states, wd->states);
+  }
+  std::string broken = counters_db_text(l, false);
+  const std::string cell = "\"SAI_QUEUE_STAT_BYTES\": \"500000\"";
+  broken.replace(broken.find(cell), cell.size(), "\"SAI_QUEUE_STAT_BYTES\": \"lots\"");
+  auto refused = parse_counters_db(broken, "leaf1.counters_db");
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.error().message.find("SAI_QUEUE_STAT_BYTES: \"lots\" is not a count"),
+            std::string::npos)
+      << refused.error().message;
+  EXPECT_FALSE(parse_counters_db("{\"a\": 1}", "x"));
+  EXPECT_FALSE(parse_counters_db("[1, 2", "x"));
   std::mt19937 rng(11);
+  const std::string db_text = counters_db_text(l, true);
   for (int i = 0; i < 2000; ++i) {
     (void)parse_sonic_pfc(testing::mutate(l.pfc_text(), " -,/N\n0", rng), "f");
     (void)parse_sonic_queue(testing::mutate(l.queue_text(), " -,/N\n0", rng), "f");
     (void)parse_sonic_pfcwd(testing::mutate(l.pfcwd_text(), " -,/N\n0:", rng), "f");
+    (void)parse_counters_db(testing::mutate(db_text, "{}\":,0x[]", rng), "f");
   }
 }
 
@@ -647,14 +726,17 @@ TEST(RoceDoctor, SwitchFaultsPlantedAloneAndWhoPausesWhom) {
       {{"pause_wrong_priority", "leaf1", 0}},
       {{"lossless_drops", "leaf1", 3}}};
   const std::vector<std::string> port = {"", "Ethernet4", "Ethernet48", "Ethernet0"};
-  for (size_t i = 0; i < faults.size(); ++i) {
+  for (size_t n = 0; n < 3 * faults.size(); ++n) {
+    const size_t i = n % faults.size();
+    const int form = int(n / faults.size());
+    SCOPED_TRACE(form);
     Scratch s;
     write_pair(s, two_hosts());
     const Leaf b = healthy_leaf();
     Leaf a = later(b);
     faults[i].second(a);
-    write_leaf(s, "before", b);
-    write_leaf(s, "after", a);
+    write_leaf(s, "before", b, form);
+    write_leaf(s, "after", a, form);
     auto bs = load_counter_dir(s.at("before"));
     auto as = load_counter_dir(s.at("after"));
     ASSERT_TRUE(bs && as) << (bs ? as.error().message : bs.error().message);

@@ -9,6 +9,7 @@
 //   DEVICE.pfc          SONiC `show pfc counters`
 //   DEVICE.queue        SONiC `show queue counters`
 //   DEVICE.pfcwd        SONiC `show pfcwd stats`
+//   DEVICE.counters_db  SONiC `sonic-db-dump -n COUNTERS_DB` (instead of the three above)
 //
 //   auto before = roce::load_counter_dir("snap/t0", roce::doctor_reads);
 //   auto after = roce::load_counter_dir("snap/t1", roce::doctor_reads);
@@ -38,7 +39,8 @@ namespace weft::roce {
 // "Ethernet0:3|storm_detected" (show pfcwd stats: storm_detected, storm_restored, tx_ok,
 // tx_drop, rx_ok, rx_drop); a cell printed N/A is left out.
 struct CounterFile {
-  std::string source;  // "ethtool", "hw_counters", "rdma_stat", "pfc", "queue", "pfcwd"
+  std::string source;  // "ethtool", "hw_counters", "rdma_stat", "pfc", "queue", "pfcwd",
+                       // "counters_db"
   std::string port;    // the port the file names ("mlx5_0/1"), where it names one
   std::map<std::string, uint64_t> values;
   std::map<std::string, std::string> states;  // pfcwd: queue -> operational | stormed | N/A
@@ -64,6 +66,10 @@ Result<CounterFile> parse_sonic_pfc(std::string_view text, const std::string& wh
 Result<CounterFile> parse_sonic_queue(std::string_view text, const std::string& where,
                                       CounterFilter = nullptr);
 Result<CounterFile> parse_sonic_pfcwd(std::string_view text, const std::string& where,
+                                      CounterFilter = nullptr);
+// SONiC's COUNTERS_DB as JSON (sonic-db-dump -n COUNTERS_DB, or {KEY: {FIELD: VALUE}}):
+// the same counters as the three tables, from the SAI fields.
+Result<CounterFile> parse_counters_db(std::string_view text, const std::string& where,
                                       CounterFilter = nullptr);
 
 // A snapshot: device -> source -> its counters; `mtime_s` the newest file's
