@@ -105,13 +105,17 @@ instead.)",
   weft roce diff --fabric fabric.yaml --observed h1.json leaf1-config_db.json
   weft roce diff --fabric fabric.yaml --device leaf1 --observed redis://10.0.0.1:6379/4)"};
 const Help kCollectHelp{"roce collect", "snapshot a host port's RoCE settings",
-                        "weft roce collect IF [--host NAME] [-o FILE] [--counters DIR]",
+                        "weft roce collect IF [--host NAME] [-o FILE] [--counters DIR]\n"
+                        "weft roce collect --sonic redis://HOST:PORT/2 --device D --counters DIR\n"
+                        "weft roce collect --sonic redis://HOST:PORT/2 --device D --counters DIR",
                         R"(On a host: runs dcb -j show for the interface's app, apptrust, pfc, ets,
 buffer, maxrate and dcbx tables, reads the mlx5 ecn/ sysfs knobs and the rdma_cm
 configfs defaults of its RDMA device, and writes one JSON snapshot that weft roce
 diff reads. With --counters DIR it also writes the port's counters as weft roce
 doctor reads them: DIR/HOST.ethtool (ethtool -S IF) and DIR/HOST.hw_counters (its
-RDMA device's hw_counters, as grep -H prints them).)",
+RDMA device's hw_counters, as grep -H prints them). With --sonic it takes a SONiC
+switch's side instead: DIR/D.counters_db, the ports' and queues' counters read
+from its COUNTERS_DB.)",
                         R"(Examples:
   weft roce collect eth0 -o $(hostname)-eth0.json
   weft roce collect eth0 --counters t0 -o /dev/null; sleep 10
@@ -412,8 +416,31 @@ po::options_description collect_options() {
       "counters", po::value<std::string>(),
       "also write the port's counters into this directory for weft roce doctor: "
       "HOST.ethtool (ethtool -S) and HOST.hw_counters (the RDMA device's)")(
-      "ethtool", po::value<std::string>()->default_value("ethtool"), "the ethtool program");
+      "ethtool", po::value<std::string>()->default_value("ethtool"), "the ethtool program")(
+      "sonic", po::value<std::string>(),
+      "a SONiC switch instead: its COUNTERS_DB (redis://HOST:PORT/2) into --counters DIR")(
+      "device", po::value<std::string>(), "the switch's name (with --sonic)");
   return o;
+}
+
+// weft roce collect --sonic URL --device D --counters DIR: a switch's side of a doctor
+// snapshot, DIR/D.counters_db, read from its COUNTERS_DB and checked by the doctor's parser.
+int collect_switch_counters(const po::variables_map& vm) {
+  if (!vm.count("device") || !vm.count("counters"))
+    return roce_die("collect: --sonic needs --device NAME and --counters DIR");
+  auto url = parse_redis_url(vm["sonic"].as<std::string>());
+  if (!url) return roce_die("collect: " + url.error().message);
+  auto db = read_counters_db(*url);
+  if (!db) return roce_die("collect: " + db.error().message, 1);
+  const std::string text = db->dump(1) + "\n";
+  if (auto ok = parse_counters_db(text, url->text()); !ok)
+    return roce_die("collect: " + ok.error().message, 1);
+  const fs::path dir = vm["counters"].as<std::string>();
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  std::ofstream out(dir / (vm["device"].as<std::string>() + ".counters_db"), std::ios::binary);
+  if (ec || !(out << text)) return roce_die("collect: cannot write into " + dir.string());
+  return 0;
 }
 
 // weft roce collect --counters DIR: the port's counters as weft roce doctor reads them,
@@ -470,6 +497,7 @@ int cmd_collect(int argc, char** argv) {
   pos.add("ifname", 1);
   po::variables_map vm;
   if (auto rc = parse(argc, argv, o, vm, kCollectHelp, &pos)) return *rc;
+  if (vm.count("sonic")) return collect_switch_counters(vm);
   if (!vm.count("ifname")) return roce_die("collect: name the interface (weft roce collect IF)");
   const std::string ifname = vm["ifname"].as<std::string>();
   const fs::path sys = vm["sysfs"].as<std::string>();

@@ -132,6 +132,54 @@ Result<WriteStats> write_config_db(const RedisUrl& url, const json& db) {
   return st;
 }
 
+namespace {
+
+// HGETALL key as a JSON object of strings (null: the key holds no hash).
+Result<json> hgetall(redisContext* c, const RedisUrl& url, const std::string& key) {
+  auto h = command(c, url, {"HGETALL", key});
+  if (!h) return std::unexpected(h.error());
+  if ((*h)->type != REDIS_REPLY_ARRAY) return json();
+  json fields = json::object();
+  for (size_t j = 0; j + 1 < (*h)->elements; j += 2) {
+    const redisReply* k = (*h)->element[j];
+    const redisReply* v = (*h)->element[j + 1];
+    if (k->type != REDIS_REPLY_STRING || v->type != REDIS_REPLY_STRING)
+      return fail(Errc::kBadReply, url.text() + ": HGETALL " + key + ": unexpected reply");
+    fields[std::string(k->str, k->len)] = std::string(v->str, v->len);
+  }
+  return fields;
+}
+
+}  // namespace
+
+Result<json> read_counters_db(const RedisUrl& url) {
+  auto c = connect(url);
+  if (!c) return std::unexpected(c.error());
+  if (auto r = command(c->get(), url, {"SELECT", std::to_string(url.db)}); !r)
+    return std::unexpected(r.error());
+  json db = json::object();
+  for (const char* map :
+       {"COUNTERS_PORT_NAME_MAP", "COUNTERS_QUEUE_NAME_MAP", "COUNTERS_QUEUE_TYPE_MAP"}) {
+    auto h = hgetall(c->get(), url, map);
+    if (!h) return std::unexpected(h.error());
+    if (!h->is_null() && !h->empty()) db[map] = std::move(*h);  // (no key: an empty list)
+  }
+  if (!db.contains("COUNTERS_PORT_NAME_MAP") && !db.contains("COUNTERS_QUEUE_NAME_MAP"))
+    return fail(Errc::kInvalidInput,
+                url.text() + ": no COUNTERS_PORT_NAME_MAP: not SONiC's COUNTERS_DB (database 2)?");
+  for (const char* map : {"COUNTERS_PORT_NAME_MAP", "COUNTERS_QUEUE_NAME_MAP"}) {
+    if (!db.contains(map)) continue;
+    for (const auto& [name, oid] : db[map].items()) {
+      const std::string key = "COUNTERS:" + oid.get<std::string>();
+      if (db.contains(key)) continue;
+      auto h = hgetall(c->get(), url, key);
+      if (!h) return std::unexpected(h.error());
+      if (!h->is_null() && !h->empty()) db[key] = std::move(*h);
+    }
+  }
+  return db;
+}
+
 Result<json> read_config_db(const RedisUrl& url) {
   auto c = connect(url);
   if (!c) return std::unexpected(c.error());
@@ -151,14 +199,10 @@ Result<json> read_config_db(const RedisUrl& url) {
       cursor.assign(rep->element[0]->str, rep->element[0]->len);
       for (size_t i = 0; i < rep->element[1]->elements; ++i) {
         const std::string key(rep->element[1]->element[i]->str, rep->element[1]->element[i]->len);
-        auto h = command(c->get(), url, {"HGETALL", key});
+        auto h = hgetall(c->get(), url, key);
         if (!h) return std::unexpected(h.error());
-        if ((*h)->type != REDIS_REPLY_ARRAY) continue;  // not a hash
-        json fields = json::object();
-        for (size_t j = 0; j + 1 < (*h)->elements; j += 2)
-          fields[std::string((*h)->element[j]->str, (*h)->element[j]->len)] =
-              std::string((*h)->element[j + 1]->str, (*h)->element[j + 1]->len);
-        db[table][key.substr(std::string(table).size() + 1)] = fields;
+        if (h->is_null()) continue;  // not a hash
+        db[table][key.substr(std::string(table).size() + 1)] = std::move(*h);
       }
       if (cursor == "0") break;
     }

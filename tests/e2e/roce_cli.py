@@ -98,8 +98,8 @@ def free_port():
     return port
 
 
-def redis_cli(port, *args):
-    return subprocess.run(["redis-cli", "-h", "127.0.0.1", "-p", str(port), "-n", "4"] + list(args),
+def redis_cli(port, *args, db=4):
+    return subprocess.run(["redis-cli", "-h", "127.0.0.1", "-p", str(port), "-n", str(db)] + list(args),
                           capture_output=True, text=True, timeout=30, check=True).stdout.strip()
 
 
@@ -327,6 +327,31 @@ links: [[s0:p1, s1:p2], [s1:p1, s2:p2], [s2:p1, s3:p2], [s3:p1, s0:p2],
         redis_cli(port, "HSET", "PORT_QOS_MAP|Ethernet48", "pfc_enable", "3,4")
         check("a hand edit shows in the next diff", W, ["roce", "diff", "--observed", url, "--json"] + F, w, 1,
               json_check=has_finding("leaf1", "Ethernet48", "pfc_enable", "pfc"))
+        # A switch's side of a doctor snapshot from its COUNTERS_DB (database 2), as SONiC
+        # keeps it: name maps to oids, SAI fields as strings.
+        redis_cli(port, "HSET", "COUNTERS_PORT_NAME_MAP", "Ethernet0", "oid:0x1000000000002", db=2)
+        redis_cli(port, "HSET", "COUNTERS_QUEUE_NAME_MAP", "Ethernet0:3", "oid:0x15000000000003", db=2)
+        redis_cli(port, "HSET", "COUNTERS_QUEUE_TYPE_MAP", "oid:0x15000000000003", "SAI_QUEUE_TYPE_UNICAST", db=2)
+
+        def sample(sub, tx_pfc3, drops):
+            redis_cli(port, "HSET", "COUNTERS:oid:0x1000000000002", "SAI_PORT_STAT_PFC_3_RX_PKTS", "0",
+                      "SAI_PORT_STAT_PFC_3_TX_PKTS", str(tx_pfc3), "SAI_PORT_STAT_IF_IN_OCTETS", "9", db=2)
+            redis_cli(port, "HSET", "COUNTERS:oid:0x15000000000003", "SAI_QUEUE_STAT_PACKETS", "100",
+                      "SAI_QUEUE_STAT_DROPPED_PACKETS", str(drops), "PFC_WD_STATUS", "operational",
+                      "PFC_WD_QUEUE_STATS_DEADLOCK_DETECTED", "0", db=2)
+            check("collect a switch's counters into " + sub, W,
+                  ["roce", "collect", "--sonic", "redis://127.0.0.1:%d/2" % port, "--device", "leaf1",
+                   "--counters", sub], w, 0)
+
+        sample("s0", 10, 0)
+        sample("s1", 510, 7)
+        check("doctor on a switch's collected counters", W,
+              ["roce", "doctor", "--before", "s0", "--after", "s1", "--interval", "10", "--json"], w, 1,
+              json_check=lambda j: [(f["code"], f["device"], f["port"], f["priority"]) for f in j["findings"]] ==
+              [("lossless_drops", "leaf1", "Ethernet0", 3)] and j["pauses"][0]["frames"] == 500)
+        check("collect from a database that is not COUNTERS_DB", W,
+              ["roce", "collect", "--sonic", url, "--device", "leaf1", "--counters", "s2"], w, 1,
+              r"no COUNTERS_PORT_NAME_MAP")
         check("apply to a closed port", W, ["roce", "apply", "--device", "leaf1", "--sonic",
                                             "redis://127.0.0.1:%d/4" % free_port()] + F, w, 1, r"Connection refused")
     finally:

@@ -33,5 +33,9 @@ struct WriteStats {
 Result<WriteStats> write_config_db(const RedisUrl& url, const nlohmann::json& db);
 // The tables weft reads (and DEVICE_METADATA), as config_db JSON.
 Result<nlohmann::json> read_config_db(const RedisUrl& url);
+// From COUNTERS_DB (database 2): the port and queue name maps, the queue type map and the
+// COUNTERS:oid hash of every port and queue they name, as {KEY: {FIELD: VALUE}} (what
+// roce::parse_counters_db reads).
+Result<nlohmann::json> read_counters_db(const RedisUrl& url);
 
 }  // namespace weft::roce
