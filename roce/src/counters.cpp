@@ -313,26 +313,42 @@ Result<CounterFile> parse_sonic_pfc(std::string_view text, const std::string& wh
       });
 }
 
-Result<CounterFile> parse_sonic_queue(std::string_view text, const std::string& where,
-                                      CounterFilter) {
-  static const char* const kCols[] = {"pkts", "bytes", "drop_pkts", "drop_bytes"};
+namespace {
+
+// A per-queue table: Port, TxQ, then one counter a column ("Ethernet0|UC3|NAME").
+Result<CounterFile> queue_table(std::string_view text, const std::string& where, const char* source,
+                                const char* command, const std::vector<std::string>& head,
+                                const std::vector<const char*>& names) {
   return sonic_tables(
-      text, where, "queue", "show queue counters",
-      [](const Table&) {
-        return std::vector<std::string>{"Port",          "TxQ",       "Counter/pkts",
-                                        "Counter/bytes", "Drop/pkts", "Drop/bytes"};
-      },
+      text, where, source, command, [&](const Table&) { return head; },
       [&](CounterFile& f, const Table&, const std::vector<std::string>& cells,
           size_t line) -> Result<void> {
-        for (size_t c = 0; c < 4; ++c) {
+        for (size_t c = 0; c < names.size(); ++c) {
           auto v = sonic_number(cells[c + 2], where, line);
           if (!v) return std::unexpected(v.error());
           if (*v)
-            if (auto r = put(f, cells[0] + "|" + cells[1] + "|" + kCols[c], **v, where, line); !r)
+            if (auto r = put(f, cells[0] + "|" + cells[1] + "|" + names[c], **v, where, line); !r)
               return r;
         }
         return {};
       });
+}
+
+}  // namespace
+
+Result<CounterFile> parse_sonic_queue(std::string_view text, const std::string& where,
+                                      CounterFilter) {
+  return queue_table(text, where, "queue", "show queue counters",
+                     {"Port", "TxQ", "Counter/pkts", "Counter/bytes", "Drop/pkts", "Drop/bytes"},
+                     {"pkts", "bytes", "drop_pkts", "drop_bytes"});
+}
+
+Result<CounterFile> parse_sonic_wred(std::string_view text, const std::string& where,
+                                     CounterFilter) {
+  return queue_table(
+      text, where, "wred", "show queue wredcounters",
+      {"Port", "TxQ", "WredDrp/pkts", "WredDrp/bytes", "EcnMarked/pkts", "EcnMarked/bytes"},
+      {"wred_drop_pkts", "wred_drop_bytes", "ecn_marked", "ecn_marked_bytes"});
 }
 
 Result<CounterFile> parse_sonic_pfcwd(std::string_view text, const std::string& where,
@@ -437,7 +453,11 @@ Result<CounterFile> parse_counters_db(std::string_view text, const std::string& 
           {"SAI_QUEUE_STAT_PACKETS", "pkts"},
           {"SAI_QUEUE_STAT_BYTES", "bytes"},
           {"SAI_QUEUE_STAT_DROPPED_PACKETS", "drop_pkts"},
-          {"SAI_QUEUE_STAT_DROPPED_BYTES", "drop_bytes"}};
+          {"SAI_QUEUE_STAT_DROPPED_BYTES", "drop_bytes"},
+          {"SAI_QUEUE_STAT_WRED_DROPPED_PACKETS", "wred_drop_pkts"},
+          {"SAI_QUEUE_STAT_WRED_DROPPED_BYTES", "wred_drop_bytes"},
+          {"SAI_QUEUE_STAT_WRED_ECN_MARKED_PACKETS", "ecn_marked"},
+          {"SAI_QUEUE_STAT_WRED_ECN_MARKED_BYTES", "ecn_marked_bytes"}};
       static const std::map<std::string, std::string, std::less<>> kWatchdog = {
           {"PFC_WD_QUEUE_STATS_DEADLOCK_DETECTED", "storm_detected"},
           {"PFC_WD_QUEUE_STATS_DEADLOCK_RESTORED", "storm_restored"},
@@ -473,9 +493,10 @@ Result<void> add_counter_file(CounterSnapshot& s, const std::string& name, std::
   if (kind == "queue") parse = parse_sonic_queue;
   if (kind == "pfcwd") parse = parse_sonic_pfcwd;
   if (kind == "counters_db") parse = parse_counters_db;
+  if (kind == "wred") parse = parse_sonic_wred;
   if (!parse || device.empty() || device.find('/') != std::string::npos)
     return bad(where +
-               ": not DEVICE.ethtool, .hw_counters, .rdma_stat, .pfc, .queue, .pfcwd or "
+               ": not DEVICE.ethtool, .hw_counters, .rdma_stat, .pfc, .queue, .wred, .pfcwd or "
                ".counters_db (the name says which device and which tool printed it)");
   auto f = parse(text, where, keep);
   if (!f) return std::unexpected(f.error());

@@ -436,6 +436,35 @@ void switch_findings(Run& r, const Switch& sw) {
   }
 }
 
+// A switch that paused heavily on the RoCE priority while not one packet of its lossless
+// queue was ECN-marked on any port: it pauses instead of marking. Only where its ECN
+// marks are known (show queue wredcounters, or COUNTERS_DB's WRED fields).
+void switch_no_ecn(Run& r, const Switch& sw) {
+  if (r.p.mode != RoceMode::kLossless) return;
+  const int q = r.p.roce_prio, queue = r.p.prio_tc[size_t(q)];
+  uint64_t paused = 0, marked = 0;
+  bool known = false;
+  for (const auto& [k, v] : sw.delta) {
+    if (k.ends_with("|tx_pfc" + std::to_string(q))) paused += v;
+    if (auto qk = queue_key(k); qk && qk->field == "ecn_marked" && qk->index == queue) {
+      known = true;
+      marked += v;
+    }
+  }
+  if (!known || marked || paused < kHeavyPauses) return;
+  r.out.push_back(DoctorFinding{
+      "no_ecn_marking",
+      Severity::kWarning,
+      sw.name,
+      "",
+      q,
+      fmt::format("sent {} pause frames on priority {} and marked no packet of queue {}", paused, q,
+                  queue),
+      {{prio("tx_pfc{}", q), paused}, {"ecn_marked", 0}},
+      "the switch pauses before it marks: turn ECN (WRED) marking on for the RoCE queue, with "
+      "thresholds below the PFC threshold (the profile's ecn thresholds; weft roce diff)"});
+}
+
 // The ports that sent pause frames on lossless priorities, and whom they paused.
 std::vector<PauseEdge> pause_story(const RoceProfile& p, const std::vector<Device>& hosts,
                                    const std::vector<Switch>& switches, const RoceFabric* f) {
@@ -539,7 +568,7 @@ Result<Diagnosis> diagnose(const CounterSnapshot& before, const CounterSnapshot&
   std::vector<Device> devs;
   std::vector<Switch> switches;
   for (const auto& [name, files] : after.devices) {
-    if (files.count("pfc") || files.count("queue") || files.count("pfcwd") ||
+    if (files.count("pfc") || files.count("queue") || files.count("pfcwd") || files.count("wred") ||
         files.count("counters_db")) {
       if (files.count("ethtool") || files.count("hw_counters") || files.count("rdma_stat"))
         return bad(name +
@@ -609,7 +638,10 @@ Result<Diagnosis> diagnose(const CounterSnapshot& before, const CounterSnapshot&
     slow_restart(r, d);
     host_side(r, d);
   }
-  for (const auto& sw : switches) switch_findings(r, sw);
+  for (const auto& sw : switches) {
+    switch_findings(r, sw);
+    switch_no_ecn(r, sw);
+  }
   no_ecn_marks(r, devs);
   cnps_lost(r, devs);
   // Counters missing: said once per device, with the diagnoses they leave open.

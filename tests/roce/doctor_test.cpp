@@ -500,6 +500,15 @@ struct Leaf {
   std::map<std::string, std::array<uint64_t, 6>>
       wd;  // PORT:Q -> detected, restored, tx ok/drop, rx ok/drop
   std::map<std::string, std::string> wd_state;
+  std::map<std::pair<std::string, std::string>, uint64_t> ecn;  // ECN-marked packets a queue
+  std::string wred_text() const {
+    std::vector<std::vector<std::string>> rows;
+    for (const auto& [k, v] : ecn)
+      rows.push_back({k.first, k.second, "0", "0", std::to_string(v), std::to_string(v * 1000)});
+    return tabulate(
+        {"Port", "TxQ", "WredDrp/pkts", "WredDrp/bytes", "EcnMarked/pkts", "EcnMarked/bytes"},
+        rows);
+  }
   std::string pfc_text() const {
     std::string s = "Last cached time was 2026-12-06T15:00:00.000000\n";  // after sonic-clear
     for (const auto* m : {&rx_pfc, &tx_pfc}) {
@@ -558,6 +567,7 @@ Leaf healthy_leaf() {
     l.tx_pfc[p] = {0, 0, 0, 2000, 0, 0, 0, 0};
     for (int q = 0; q < 8; ++q) l.queues[{p, "UC" + std::to_string(q)}] = {5000, 500000, 0, 0};
     l.queues[{p, "MC8"}] = {10, 1000, 3, 300};  // multicast drops: no lossless queue
+    l.ecn[{p, "UC3"}] = 50;
     const std::string wq = std::string(p) + ":3";
     l.wd[wq] = {0, 0, 100, 0, 100, 0};
     l.wd_state[wq] = "operational";
@@ -569,6 +579,7 @@ Leaf later(Leaf l) {
   for (auto& [p, v] : l.tx_pfc) v[3] += 1500;
   for (auto& [p, v] : l.rx_pfc) v[3] += 10;
   for (auto& [k, v] : l.queues) v[0] += 40000, v[1] += 40000000;
+  for (auto& [k, v] : l.ecn) v += 300;
   return l;
 }
 
@@ -607,6 +618,8 @@ std::string counters_db_text(const Leaf& l, bool dump) {
                         {"SAI_QUEUE_STAT_BYTES", std::to_string(v[1])},
                         {"SAI_QUEUE_STAT_DROPPED_PACKETS", std::to_string(v[2])},
                         {"SAI_QUEUE_STAT_DROPPED_BYTES", std::to_string(v[3])}};
+    if (auto e = l.ecn.find(k); e != l.ecn.end())
+      h["SAI_QUEUE_STAT_WRED_ECN_MARKED_PACKETS"] = std::to_string(e->second);
     if (auto w = l.wd.find(k.first + ":" + index); w != l.wd.end()) {
       const auto& x = w->second;
       h["PFC_WD_STATUS"] = l.wd_state.at(w->first);
@@ -634,6 +647,7 @@ void write_leaf(const Scratch& s, const std::string& dir, const Leaf& l, int for
   s.write(dir, "leaf1.pfc", l.pfc_text());
   s.write(dir, "leaf1.queue", l.queue_text());
   s.write(dir, "leaf1.pfcwd", l.pfcwd_text());
+  s.write(dir, "leaf1.wred", l.wred_text());
 }
 
 TEST(RoceDoctor, SonicTablesParseAsTheCommandsPrintThem) {
@@ -646,6 +660,9 @@ TEST(RoceDoctor, SonicTablesParseAsTheCommandsPrintThem) {
   auto q = parse_sonic_queue(l.queue_text(), "leaf1.queue");
   ASSERT_TRUE(q) << q.error().message;
   EXPECT_EQ(q->values.at("Ethernet48|MC8|drop_bytes"), 300u);
+  auto wred = parse_sonic_wred(l.wred_text(), "leaf1.wred");
+  ASSERT_TRUE(wred) << wred.error().message;
+  EXPECT_EQ(wred->values.at("Ethernet4|UC3|ecn_marked"), 50u);
   auto wd = parse_sonic_pfcwd(l.pfcwd_text(), "leaf1.pfcwd");
   ASSERT_TRUE(wd) << wd.error().message;
   EXPECT_EQ(wd->values.at("Ethernet4:3|rx_ok"), 100u);
@@ -670,6 +687,10 @@ TEST(RoceDoctor, SonicTablesParseAsTheCommandsPrintThem) {
     ASSERT_TRUE(db) << db.error().message;
     for (const auto* part : {&*pfc, &*q, &*wd})
       for (const auto& [k, v] : part->values) EXPECT_EQ(db->values.at(k), v) << k;
+    for (const auto& [k, v] : wred->values)
+      if (k.ends_with("|ecn_marked")) {
+        EXPECT_EQ(db->values.at(k), v) << k;
+      }
     EXPECT_EQ(db->states, wd->states);
   }
   std::string broken = counters_db_text(l, false);
@@ -719,13 +740,18 @@ TEST(RoceDoctor, SwitchFaultsPlantedAloneAndWhoPausesWhom) {
        [](Leaf& l) {
          l.queues[{"Ethernet0", "UC3"}][2] += 12;
        }},
+      {"pauses, no ECN marks",
+       [](Leaf& l) {
+         for (auto& [k, v] : l.ecn) v -= 300;
+       }},
   };
   const std::vector<std::set<std::tuple<std::string, std::string, int>>> want = {
       {},
       {{"pfc_storm", "leaf1", 3}},
       {{"pause_wrong_priority", "leaf1", 0}},
-      {{"lossless_drops", "leaf1", 3}}};
-  const std::vector<std::string> port = {"", "Ethernet4", "Ethernet48", "Ethernet0"};
+      {{"lossless_drops", "leaf1", 3}},
+      {{"no_ecn_marking", "leaf1", 3}}};
+  const std::vector<std::string> port = {"", "Ethernet4", "Ethernet48", "Ethernet0", ""};
   for (size_t n = 0; n < 3 * faults.size(); ++n) {
     const size_t i = n % faults.size();
     const int form = int(n / faults.size());
@@ -743,7 +769,7 @@ TEST(RoceDoctor, SwitchFaultsPlantedAloneAndWhoPausesWhom) {
     auto d = diagnose(*bs, *as, kInterval, default_roce_profile(), &*fabric);
     ASSERT_TRUE(d) << d.error().message;
     EXPECT_EQ(codes(*d), want[i]) << faults[i].first << "\n" << render_diagnosis(*d);
-    if (!port[i].empty()) {
+    if (!want[i].empty()) {
       ASSERT_EQ(d->findings.size(), 1u);
       EXPECT_EQ(d->findings[0].port, port[i]) << faults[i].first;
     }

@@ -9,6 +9,7 @@
 //   DEVICE.pfc          SONiC `show pfc counters`
 //   DEVICE.queue        SONiC `show queue counters`
 //   DEVICE.pfcwd        SONiC `show pfcwd stats`
+//   DEVICE.wred         SONiC `show queue wredcounters` (its ECN marks)
 //   DEVICE.counters_db  SONiC `sonic-db-dump -n COUNTERS_DB` (instead of the three above)
 //
 //   auto before = roce::load_counter_dir("snap/t0", roce::doctor_reads);
@@ -67,6 +68,9 @@ Result<CounterFile> parse_sonic_queue(std::string_view text, const std::string& 
                                       CounterFilter = nullptr);
 Result<CounterFile> parse_sonic_pfcwd(std::string_view text, const std::string& where,
                                       CounterFilter = nullptr);
+// show queue wredcounters: "Ethernet0|UC3|ecn_marked" (and wred_drop_pkts, ...).
+Result<CounterFile> parse_sonic_wred(std::string_view text, const std::string& where,
+                                     CounterFilter = nullptr);
 // SONiC's COUNTERS_DB as JSON (sonic-db-dump -n COUNTERS_DB, or {KEY: {FIELD: VALUE}}):
 // the same counters as the three tables, from the SAI fields.
 Result<CounterFile> parse_counters_db(std::string_view text, const std::string& where,
