@@ -457,7 +457,7 @@ int collect_counters(const po::variables_map& vm, const std::string& ifname,
   };
   auto eth = run_capture({vm["ethtool"].as<std::string>(), "-S", ifname});
   if (!eth) return roce_die("collect: ethtool -S " + ifname + ": " + eth.error().message, 1);
-  if (auto ok = parse_ethtool_stats(*eth, "ethtool -S " + ifname); !ok)
+  if (auto ok = parse_ethtool_stats(*eth, "ethtool -S " + ifname, doctor_reads); !ok)
     return roce_die("collect: " + ok.error().message, 1);
   if (!save(host + ".ethtool", *eth)) return roce_die("collect: cannot write into " + dir.string());
   // The RDMA device behind the netdev, and its port (dev_port counts from 0).
@@ -484,7 +484,7 @@ int collect_counters(const po::variables_map& vm, const std::string& ifname,
     std::string v;
     if (std::getline(in, v)) text += f.string() + ":" + v + "\n";
   }
-  if (auto ok = parse_hw_counters(text, hw.string()); !ok)
+  if (auto ok = parse_hw_counters(text, hw.string(), doctor_reads); !ok)
     return roce_die("collect: " + ok.error().message, 1);
   if (!save(host + ".hw_counters", text))
     return roce_die("collect: cannot write into " + dir.string());

@@ -365,7 +365,9 @@ Result<CounterFile> parse_sonic_pfcwd(std::string_view text, const std::string& 
       [&](CounterFile& f, const Table&, const std::vector<std::string>& cells,
           size_t line) -> Result<void> {
         const std::string& queue = cells[0];
-        if (queue.find(':') == std::string::npos)
+        const size_t colon = queue.rfind(':');
+        if (colon == std::string::npos || colon == 0 ||
+            !number(std::string_view(queue).substr(colon + 1)) || queue.size() - colon > 6)
           return at(where, line, "queue \"" + queue + "\" is not PORT:INDEX");
         if (cells[1] != "operational" && cells[1] != "stormed" && cells[1] != "N/A")
           return at(where, line, "status \"" + cells[1] + "\" is not operational, stormed or N/A");
@@ -511,8 +513,8 @@ Result<CounterSnapshot> load_counter_dir(const std::string& dir, CounterFilter k
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) return bad(dir + ": not a directory");
   std::vector<fs::path> files;
-  for (const auto& e : fs::directory_iterator(dir, ec))
-    if (e.is_regular_file()) files.push_back(e.path());
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
+    if (std::error_code fe; it->is_regular_file(fe)) files.push_back(it->path());
   if (ec) return bad(dir + ": " + ec.message());
   std::sort(files.begin(), files.end());
   if (files.empty())

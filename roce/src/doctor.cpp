@@ -71,12 +71,8 @@ struct Device {
     auto it = delta.find(c);
     return it == delta.end() ? std::nullopt : std::optional<uint64_t>(it->second);
   }
-  std::optional<uint64_t> get(const std::string& c) {
-    auto it = delta.find(c);
-    if (it != delta.end()) return it->second;
-    missing.insert(c);
-    return std::nullopt;
-  }
+  // A counter a diagnosis reads; all() records the missing ones it cannot tell without.
+  std::optional<uint64_t> get(const std::string& c) const { return has(c); }
 };
 
 // Every counter of `names` the device has, or nullopt (the diagnosis cannot tell).
@@ -86,6 +82,7 @@ std::optional<std::vector<uint64_t>> all(Device& d, const std::vector<std::strin
   bool ok = true;
   for (const auto& n : names) {
     auto x = d.get(n);
+    if (!x) d.missing.insert(n);
     ok = ok && x.has_value();
     v.push_back(x.value_or(0));
   }
@@ -108,10 +105,12 @@ struct Run {
 };
 
 void pfc_storm(Run& r, Device& d) {
+  // The NIC's stall detection: warning events say it kept pausing long; error events say it
+  // stopped sending pauses (storm prevention), so the lossless class may have dropped.
   if (auto s =
           all(d, {"tx_pause_storm_warning_events", "tx_pause_storm_error_events"}, "pfc_storm");
       s && ((*s)[0] || (*s)[1]))
-    r.add(d, "pfc_storm", Severity::kError, -1,
+    r.add(d, "pfc_storm", (*s)[1] ? Severity::kError : Severity::kWarning, -1,
           "the NIC saw a PFC pause storm: it kept sending pause frames",
           {{"tx_pause_storm_warning_events", (*s)[0]}, {"tx_pause_storm_error_events", (*s)[1]}},
           "the host's receive path is stuck (a hung application or driver); its NIC's "
@@ -157,7 +156,9 @@ void wrong_pause(Run& r, Device& d) {
     const auto rx = d.has(prio("rx_prio{}_pause", q)), tx = d.has(prio("tx_prio{}_pause", q));
     if (r.p.pfc_mask >> q & 1) {
       // mlx5 prints a priority's pause counters only where PFC is on.
-      if (d.ethtool && !rx && !tx)
+      // Only on mlx5's per-priority group (rx_prioN_bytes is always there); another
+      // driver names its PFC counters otherwise.
+      if (d.ethtool && !rx && !tx && d.has(prio("rx_prio{}_bytes", q)))
         r.add(d, "pfc_off", Severity::kError, q,
               fmt::format("PFC is off on lossless priority {} (the NIC keeps no pause counters "
                           "for it)",
@@ -301,8 +302,10 @@ void retransmission(Run& r, Device& d) {
   if (d.delta.count("roce_adp_retrans") && d.delta["roce_adp_retrans"])
     ev["roce_adp_retrans"] = d.delta["roce_adp_retrans"];
   if (std::none_of(kRetrans.begin(), kRetrans.end(),
-                   [&](const auto& c) { return d.delta.count(c); }))
+                   [&](const auto& c) { return d.delta.count(c); })) {
     d.cannot_tell.insert("retransmission");
+    d.missing.insert(kRetrans.begin(), kRetrans.end());
+  }
   if (ev.empty()) return;
   r.add(d, "retransmission", Severity::kError, -1, "RoCE packets were lost and sent again", ev,
         "in a lossless fabric nothing should be lost: look for drops on the RoCE priority "
@@ -332,7 +335,7 @@ void slow_restart(Run& r, Device& d) {
 void host_side(Run& r, Device& d) {
   if (auto s = all(d, {"rnr_nak_retry_err"}, "host_rnr"); s && (*s)[0])
     r.add(d, "host_rnr", Severity::kWarning, -1,
-          "receivers were not ready (RNR NAK retries ran out): the application, not the fabric",
+          "receivers were not ready (RNR NAKs came back): the application, not the fabric",
           {{"rnr_nak_retry_err", (*s)[0]}},
           "the responder's application does not post receive buffers in time: raise its "
           "receive queue depth or the QP's RNR retry count");
@@ -395,7 +398,11 @@ void switch_findings(Run& r, const Switch& sw) {
     const uint64_t detected = d(queue + "|storm_detected");
     if (!detected && state != "stormed") continue;
     const size_t colon = queue.rfind(':');
-    const int index = std::atoi(queue.c_str() + colon + 1);
+    int index = -1;
+    const char* e = queue.data() + queue.size();
+    if (auto [p, ec] = std::from_chars(queue.data() + colon + 1, e, index);
+        ec != std::errc{} || p != e || index < 0)
+      continue;  // the parser takes only PORT:INDEX
     add("pfc_storm", queue.substr(0, colon), priority_of_queue(r.p, index),
         fmt::format("the PFC watchdog saw {} storm(s) on queue {}{}", detected, index,
                     state == "stormed" ? ", stormed now" : ""),
@@ -580,13 +587,17 @@ Result<Diagnosis> diagnose(const CounterSnapshot& before, const CounterSnapshot&
         const CounterFile& fb = before.devices.at(name).at(src);
         for (const auto& [c, v] : a.values) {
           auto b = fb.values.find(c);
-          if (b == fb.values.end()) continue;
-          if (v < b->second)
+          // show pfcwd stats hides a queue's row while all its pairs are 0/0 (and show
+          // queue counters -nz an all-zero row): absent before, it was 0.
+          const bool hidden_zero = src == "pfcwd" || src == "queue" || src == "wred";
+          if (b == fb.values.end() && !hidden_zero) continue;
+          const uint64_t was = b == fb.values.end() ? 0 : b->second;
+          if (v < was)
             return bad(
                 fmt::format("{}.{}: counter {} went down from {} to {}: the snapshots are "
                             "swapped, or the counters were cleared between them",
-                            name, src, c, b->second, v));
-          sw.delta.emplace(c, v - b->second);
+                            name, src, c, was, v));
+          sw.delta.emplace(c, v - was);
         }
         for (const auto& [q, st] : a.states) sw.states[q] = st;
       }
@@ -605,6 +616,11 @@ Result<Diagnosis> diagnose(const CounterSnapshot& before, const CounterSnapshot&
             fmt::format("{}: the before snapshot is of {}, the after one of {}: two "
                         "different ports",
                         file, fb.port, a->second.port));
+      if (!d.port.empty() && !a->second.port.empty() && a->second.port != d.port)
+        return bad(
+            fmt::format("{}: names port {}, and {}'s other RDMA file port {}: one port "
+                        "a device",
+                        file, a->second.port, name, d.port));
       if (d.port.empty()) d.port = a->second.port;
       d.ethtool |= std::string_view(src) == "ethtool";
       for (const auto& [c, v] : a->second.values) {

@@ -548,6 +548,7 @@ struct Leaf {
   std::string pfcwd_text() const {
     std::vector<std::vector<std::string>> rows;
     for (const auto& [q, v] : wd) {
+      if (std::all_of(v.begin(), v.end(), [](uint64_t x) { return x == 0; })) continue;  // no -e
       auto pair = [](uint64_t a, uint64_t b) {
         return std::to_string(a) + "/" + std::to_string(b);
       };
@@ -785,6 +786,52 @@ TEST(RoceDoctor, SwitchFaultsPlantedAloneAndWhoPausesWhom) {
                                                              {"leaf1 Ethernet48", ""},
                                                              {"h1 mlx5_0/1", "leaf1:Ethernet0"},
                                                              {"h2 mlx5_0/1", "leaf1:Ethernet4"}}));
+  }
+}
+
+// What the counters mean, read as the sources say: a watchdog row SONiC hid while it was
+// 0/0 was 0; the NIC's storm warning events alone are a warning (error events: it stopped
+// pausing); no pause counters on a NIC without mlx5's per-priority group say nothing of
+// PFC.
+TEST(RoceDoctor, StormsAndPfcAreReadAsTheSourcesMeanThem) {
+  {
+    Scratch s;
+    write_pair(s, two_hosts());
+    Leaf b = healthy_leaf();
+    b.wd["Ethernet48:3"] = {0, 0, 0, 0, 0, 0};  // hidden by show pfcwd stats
+    Leaf a = later(b);
+    a.wd["Ethernet48:3"] = {1, 1, 0, 40, 0, 0};  // stormed and restored within the interval
+    write_leaf(s, "before", b);
+    write_leaf(s, "after", a);
+    ASSERT_EQ(b.pfcwd_text().find("Ethernet48:3"), std::string::npos);
+    auto d = run(s);
+    ASSERT_TRUE(d) << d.error().message;
+    EXPECT_EQ(codes(*d),
+              (std::set<std::tuple<std::string, std::string, int>>{{"pfc_storm", "leaf1", 3}}))
+        << render_diagnosis(*d);
+  }
+  {
+    Scratch s;
+    auto hosts = two_hosts();
+    hosts["h1"].eth_add["tx_pause_storm_warning_events"] = 1;
+    write_pair(s, hosts);
+    auto d = run(s);
+    ASSERT_TRUE(d) << d.error().message;
+    ASSERT_EQ(d->findings.size(), 1u);
+    EXPECT_EQ(d->findings[0].code, "pfc_storm");
+    EXPECT_EQ(d->findings[0].severity, Severity::kWarning);
+  }
+  {
+    Scratch s;
+    auto hosts = two_hosts();
+    for (auto* c : {&hosts["h2"].eth, &hosts["h2"].eth_add})
+      std::erase_if(*c, [](const auto& kv) {
+        return kv.first.starts_with("rx_prio") || kv.first.starts_with("tx_prio");
+      });
+    write_pair(s, hosts);
+    auto d = run(s);
+    ASSERT_TRUE(d) << d.error().message;
+    for (const auto& f : d->findings) EXPECT_NE(f.code, "pfc_off") << render_diagnosis(*d);
   }
 }
 
