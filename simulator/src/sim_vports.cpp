@@ -47,6 +47,13 @@ void SimVPorts::host_set_guid(fabric::NodeIndex n, PortNum p, uint16_t vport, Gu
   it->second.state_change = true;
 }
 
+void SimVPorts::refuse_lid(fabric::NodeIndex n, PortNum p, uint16_t vport) {
+  auto it = ports_.find({n, p});
+  if (it == ports_.end() || vport == 0 || vport >= it->second.vports.size()) return;
+  it->second.vports[vport].refuses_lid = true;
+  it->second.vports[vport].lid = 0;
+}
+
 SmpData SimVPorts::general_info(fabric::NodeIndex n, PortNum p) const {
   SmpData d{};
   if (has(n, p)) d[2] |= 0x80;  // capability bit 15: word 0, byte 2
@@ -107,7 +114,7 @@ uint16_t SimVPorts::handle(const Smp& s, fabric::NodeIndex n, PortNum p, uint16_
             (to == uint8_t(VPortState::kActive) && v.state == uint8_t(VPortState::kArmed));
         if (!legal || vport == 0) return kStatusInvalid;
         if (to != 0 && v.state != uint8_t(VPortState::kDown)) v.state = to;
-        if (v.lid_required) v.lid = want.lid;
+        if (v.lid_required && !v.refuses_lid) v.lid = want.lid;
         if (want.client_reregister) ++v.client_reregisters;
       }
       VPortInfo out;

@@ -276,13 +276,26 @@ TEST(VPortSweep, ActiveVfsAreToldToReregisterOnceATerm) {
     EXPECT_EQ(again->client_reregisters, 0u);
     EXPECT_EQ(vf_events(), 8u);
   }
+  // A VF that keeps refusing the LID it is given: written again each sweep, its clients
+  // told to reregister once, not every sweep.
+  {
+    sim.vports().refuse_lid(ca[1], 1, 1);
+    SubnetManager sm(t, vopts(dir));
+    for (int sweep = 0; sweep < 3; ++sweep) {
+      auto r = sm.sweep();
+      ASSERT_TRUE(r && r->subnet_up);
+      EXPECT_GE(r->vport_failures, 1u) << "the LID refused, said each sweep";
+    }
+    EXPECT_EQ(vf(sim, ca[1], 1).client_reregisters, 2u) << "once this term, once the last";
+    EXPECT_EQ(vf_events(), 16u);
+  }
   SmOptions quiet = vopts(dir);
   quiet.no_clients_rereg = true;
   SubnetManager sm(t, quiet);
   auto r = sm.sweep();
   ASSERT_TRUE(r && r->subnet_up);
   EXPECT_EQ(r->client_reregisters, 0u);
-  EXPECT_EQ(vf_events(), 8u);
+  EXPECT_EQ(vf_events(), 16u);
 }
 
 TEST(VPortSweep, AVfTheHostTakesAwayLeavesTheModelAndAnotherAppears) {

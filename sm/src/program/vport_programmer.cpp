@@ -58,6 +58,10 @@ void VPortProgrammer::step(Step s, SweepRun& run) {
                 v.state == PortState::kInit ? PortState::kArmed : PortState::kActive);
   }
   if (s == Step::kCount) {
+    // Only the VFs still there: a GUID that comes back is a new VF's clients.
+    std::unordered_set<uint64_t> here;
+    for (const auto& v : run.target.vports()) here.insert(v.guid.value);
+    std::erase_if(reregistered_, [&](const auto& kv) { return !here.count(kv.first); });
     run.rep.vports_found = run.target.vports().size();
     run.rep.vports_with_lid =
         size_t(std::count_if(run.target.vports().begin(), run.target.vports().end(),
@@ -420,13 +424,16 @@ VPortProgrammer::Found* VPortProgrammer::found(const SweepRun& run, const fabric
 
 // A VF is owed a ClientReregister as its port is (PortProgrammer::owes_rereg): an ACTIVE
 // VF whose clients this SM has not told to register with it this term (after a
-// takeover, a restart), or one that is given its LID again (it lost it). Not with
-// no_clients_rereg, nor behind a port that says it does not support it.
+// takeover, a restart), or one given a LID other than the one it was told at (it lost
+// it). Once a LID: a VF that keeps refusing its LID is written again each sweep, but its
+// clients are not told again. Not with no_clients_rereg, nor behind a port that says it
+// does not support it.
 bool VPortProgrammer::owes_rereg(const SweepRun& run, const fabric::VPort& v, bool new_lid) const {
   if (opts_.no_clients_rereg || !v.guid.value || v.state != PortState::kActive) return false;
   if (!(run.target.node(v.node).ports[v.port].attrs.capability_mask & mad::kCapClientRereg))
     return false;
-  return new_lid || !reregistered_.count(v.guid.value);
+  auto told = reregistered_.find(v.guid.value);
+  return told == reregistered_.end() || (new_lid && told->second != v.lid.value);
 }
 
 void VPortProgrammer::write_lids(SweepRun& run) {
@@ -447,12 +454,12 @@ void VPortProgrammer::write_lids(SweepRun& run) {
     eng_.submit(
         mad::SmpRequest::set(mad::kAttrVPortInfo, mad::vport_modifier(v.index),
                              dr_path_to(run.d, v.node, v.port), mad::encode_vport_info(info)),
-        [this, &run, i, new_lid, rereg, guid = v.guid.value, want = info.lid,
+        [this, &run, i, new_lid, rereg, guid = v.guid.value, want = info.lid, lid = v.lid.value,
          where](Result<mad::Smp> r) {
           const auto got = r ? mad::decode_vport_info(r->data) : mad::VPortInfo{};
           if (Found* f = found(run, run.target.vports()[i]); f && r) f->info = got;
           if (r && rereg) {
-            reregistered_.insert(guid);
+            reregistered_[guid] = lid;
             ++run.rep.client_reregisters;
           }
           if (r && (!new_lid || got.lid == want)) {
@@ -525,7 +532,7 @@ void VPortProgrammer::set_state(SweepRun& run, fabric::VPort v, size_t i, mad::V
                 if (to == PortState::kArmed) return set_state(run, v, i, PortState::kActive);
                 ++run.rep.vports_activated;
                 // Its clients start now, registering with this SM: no ClientReregister owed.
-                if (v.guid.value) reregistered_.insert(v.guid.value);
+                if (v.guid.value) reregistered_[v.guid.value] = v.lid.value;
               });
 }
 

@@ -96,9 +96,9 @@ class VPortProgrammer final : public Programmer {
   // This sweep's vports whose port was not ACTIVE yet: activated once the snapshot is
   // published (run.target is the snapshot's then: they carry what set_state needs).
   std::vector<fabric::VPort> deferred_;
-  // VFs (by GUID) told to reregister this term, or brought to ACTIVE by it: their
-  // clients hold their multicast joins and subscriptions with this SM.
-  std::unordered_set<uint64_t> reregistered_;
+  // VFs (by GUID) told to reregister this term, or brought to ACTIVE by it, and the LID
+  // they had then: their clients hold their joins and subscriptions with this SM.
+  std::unordered_map<uint64_t, uint16_t> reregistered_;
 };
 
 }  // namespace weft::sm

@@ -42,6 +42,7 @@ class SimVPorts {
     Guid guid;                    // 0 until the host writes one
     std::vector<uint16_t> pkeys;  // partition_cap entries
     uint64_t client_reregisters = 0;
+    bool refuses_lid = false;  // a faulty VF: answers a LID Set with its old LID
   };
   struct Port {
     uint16_t vport_cap = 0;
@@ -58,6 +59,8 @@ class SimVPorts {
   // The host admin writes a VF's GUID (0 takes it away: the VF goes Down); the state
   // change is raised either way.
   void host_set_guid(fabric::NodeIndex n, PortNum p, uint16_t vport, Guid g);
+  // A fault: VF `vport` loses its LID and from now on keeps refusing the one it is given.
+  void refuse_lid(fabric::NodeIndex n, PortNum p, uint16_t vport);
 
   // The SMA of CA port (n, p): status 0 and `data` answered, or an error status. Only
   // the virtualization attributes; `port_lid` is the physical port's LID (vport 0's).
