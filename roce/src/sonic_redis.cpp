@@ -69,6 +69,15 @@ Result<Reply> command(redisContext* c, const RedisUrl& u, const std::vector<std:
   return r;
 }
 
+// A connection on the URL's database.
+Result<Context> connect_db(const RedisUrl& url) {
+  auto c = connect(url);
+  if (!c) return std::unexpected(c.error());
+  if (auto r = command(c->get(), url, {"SELECT", std::to_string(url.db)}); !r)
+    return std::unexpected(r.error());
+  return c;
+}
+
 // Tables whose entries weft merges into (the port keeps fields weft does not own).
 bool merged(const std::string& table) {
   return table == "PORT" || table == "CABLE_LENGTH" || table == "DEVICE_METADATA";
@@ -94,10 +103,8 @@ const char* const kTables[] = {"PORT_QOS_MAP",
 
 Result<WriteStats> write_config_db(const RedisUrl& url, const json& db) {
   if (!db.is_object()) return fail(Errc::kInvalidInput, "config_db: expected an object of tables");
-  auto c = connect(url);
+  auto c = connect_db(url);
   if (!c) return std::unexpected(c.error());
-  if (auto r = command(c->get(), url, {"SELECT", std::to_string(url.db)}); !r)
-    return std::unexpected(r.error());
   if (auto r = command(c->get(), url, {"MULTI"}); !r) return std::unexpected(r.error());
   WriteStats st;
   for (auto& [table, entries] : db.items()) {
@@ -153,10 +160,8 @@ Result<json> hgetall(redisContext* c, const RedisUrl& url, const std::string& ke
 }  // namespace
 
 Result<json> read_counters_db(const RedisUrl& url) {
-  auto c = connect(url);
+  auto c = connect_db(url);
   if (!c) return std::unexpected(c.error());
-  if (auto r = command(c->get(), url, {"SELECT", std::to_string(url.db)}); !r)
-    return std::unexpected(r.error());
   json db = json::object();
   for (const char* map :
        {"COUNTERS_PORT_NAME_MAP", "COUNTERS_QUEUE_NAME_MAP", "COUNTERS_QUEUE_TYPE_MAP"}) {
@@ -181,10 +186,8 @@ Result<json> read_counters_db(const RedisUrl& url) {
 }
 
 Result<json> read_config_db(const RedisUrl& url) {
-  auto c = connect(url);
+  auto c = connect_db(url);
   if (!c) return std::unexpected(c.error());
-  if (auto r = command(c->get(), url, {"SELECT", std::to_string(url.db)}); !r)
-    return std::unexpected(r.error());
   json db = json::object();
   for (const char* table : kTables) {
     std::string cursor = "0";

@@ -1036,13 +1036,7 @@ TEST(NativeApi, RoceDiffIsByEffectUnlessLiteralIsAsked) {
   auto run = [&](const nlohmann::json& body) {
     auto r = rig.op("POST", "/api/v1/roce/diff", body.dump());
     EXPECT_EQ(r.status, 202) << r.body;
-    const std::string where = RestRig::json_of(r).value("location", "");
-    nlohmann::json st;
-    for (int i = 0; i < 500; ++i) {
-      st = RestRig::json_of(rig.mon("GET", where));
-      if (st.value("state", "") == "done" || st.value("state", "") == "failed") break;
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
+    const auto st = rig.job(RestRig::json_of(r).value("location", ""));
     EXPECT_EQ(st.value("state", ""), "done") << st.dump();
     return st.contains("result") ? st["result"] : nlohmann::json::object();
   };
@@ -1085,13 +1079,7 @@ TEST(NativeApi, RoceDoctorDiagnosesTheCountersInTheBody) {
        "mlx5_0}]}]\nlinks: [[leaf1:Ethernet0, h1:eth0, 100G, 3m]]\n"}};
   auto r = rig.op("POST", "/api/v1/roce/doctor", body.dump());
   ASSERT_EQ(r.status, 202) << r.body;
-  const std::string where = RestRig::json_of(r).value("location", "");
-  nlohmann::json st;
-  for (int i = 0; i < 500; ++i) {
-    st = RestRig::json_of(rig.mon("GET", where));
-    if (st.value("state", "") == "done" || st.value("state", "") == "failed") break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
+  const auto st = rig.job(RestRig::json_of(r).value("location", ""));
   ASSERT_EQ(st.value("state", ""), "done") << st.dump();
   const auto& res = st["result"];
   EXPECT_EQ(res.value("errors", -1), 1) << res.dump();

@@ -280,6 +280,16 @@ struct RestRig {
     EXPECT_FALSE(j.is_discarded()) << r.body;
     return j;
   }
+  // The job at `location` (a 202's), polled until it is done or failed: its status.
+  nlohmann::json job(const std::string& location) {
+    nlohmann::json st;
+    for (int i = 0; i < 500; ++i) {
+      st = json_of(mon("GET", location));
+      if (st.value("state", "") == "done" || st.value("state", "") == "failed") break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return st;
+  }
   // A counter sweep (the PerfMgr's), run to its end.
   void counter_sweep() {
     std::optional<Result<perf::PerfSweep>> got;

@@ -723,6 +723,16 @@ uint16_t mlid_of(const Fixture& fx, const Gid& mgid) {
   return 0;
 }
 
+// The CAs (indices into `c`) the broadcast group 0xC000 reaches from c[from], sorted.
+std::vector<size_t> bcast_reach(const Fixture& fx, const std::vector<Fixture::Ca>& c, size_t from) {
+  std::vector<size_t> got;
+  for (auto [n, p] : fx.sim.mcast_reach(0xC000, sim_node(fx, c[from]), 1))
+    for (size_t i = 0; i < c.size(); ++i)
+      if (sim_node(fx, c[i]) == n) got.push_back(i);
+  std::sort(got.begin(), got.end());
+  return got;
+}
+
 }  // namespace
 
 TEST(Multicast, JoinsBuildATreeThatReachesReceiversOnlyAndLeavesPruneIt) {
@@ -741,14 +751,7 @@ TEST(Multicast, JoinsBuildATreeThatReachesReceiversOnlyAndLeavesPruneIt) {
     EXPECT_EQ(be16(r.records[0].data() + 40), 0xffff);
   }
   ASSERT_EQ(ask(fx, mc_request(kMethodSet, bcast, c[4].guid, kJoinSendOnlyNon)).status, 0);
-  auto reach = [&](size_t from) {
-    std::vector<size_t> got;
-    for (auto [n, p] : fx.sim.mcast_reach(0xC000, sim_node(fx, c[from]), 1))
-      for (size_t i = 0; i < c.size(); ++i)
-        if (sim_node(fx, c[i]) == n) got.push_back(i);
-    std::sort(got.begin(), got.end());
-    return got;
-  };
+  auto reach = [&](size_t from) { return bcast_reach(fx, c, from); };
   EXPECT_EQ(reach(1), (std::vector<size_t>{5, 9}));
   EXPECT_EQ(reach(4), (std::vector<size_t>{1, 5, 9}));  // the send-only member sends to all
   EXPECT_EQ(reach(6), (std::vector<size_t>{}));  // c[6]'s leaf (the third) is not on the tree
@@ -841,14 +844,7 @@ TEST(Multicast, VirtualFunctionsJoinByTheirGidAndTheTreeReachesTheirPort) {
   // partition's broadcast group.
   for (Guid g : {a, b, c[9].guid})
     ASSERT_EQ(ask(fx, mc_request(kMethodSet, bcast, g, kJoinFull)).status, 0) << g.str();
-  auto reach = [&](size_t from) {
-    std::vector<size_t> got;
-    for (auto [n, p] : fx.sim.mcast_reach(0xC000, sim_node(fx, c[from]), 1))
-      for (size_t i = 0; i < c.size(); ++i)
-        if (sim_node(fx, c[i]) == n) got.push_back(i);
-    std::sort(got.begin(), got.end());
-    return got;
-  };
+  auto reach = [&](size_t from) { return bcast_reach(fx, c, from); };
   EXPECT_EQ(reach(9), (std::vector<size_t>{1, 5}));
   // The listing names the VFs by their own GIDs.
   auto list = ask(fx, request(kMethodGetTable, kSaMcMemberRecord, 0));
