@@ -305,12 +305,19 @@ void multipath_records(const SaContext& ctx, const SaAgent::Index& idx,
   pr[56] = rec[12];
   const Query q{ctx, idx, pr.data(), pr_mask, true};
   const size_t per_pair = bit(mask, kMprNumbPath) ? std::max<size_t>(1, rec[5] & 0x7f) : 1;
+  // An end port by its GID, or an SR-IOV VF (its own LID, else its port's).
   auto end_of = [&](size_t i) -> std::optional<PathEnd> {
     const uint8_t* g = rec.data() + kMprGids + 16 * i;
-    auto it = idx.by_guid.find(be64(g + 8));
-    if (be64(g) != ctx.subnet_prefix || it == idx.by_guid.end()) return std::nullopt;
-    return PathEnd{it->second.first, it->second.second,
-                   idx.lid_of[it->second.first][it->second.second]};
+    if (be64(g) != ctx.subnet_prefix) return std::nullopt;
+    if (auto it = idx.by_guid.find(be64(g + 8)); it != idx.by_guid.end())
+      return PathEnd{it->second.first, it->second.second,
+                     idx.lid_of[it->second.first][it->second.second]};
+    const auto* v = idx.vport(be64(g + 8));
+    if (!v) return std::nullopt;
+    const uint16_t own = ctx.snap->fabric.vports()[v->index].lid.value;
+    const uint16_t lid = own ? own : idx.lid_of[v->node][v->port];
+    if (!lid) return std::nullopt;
+    return PathEnd{v->node, v->port, lid, v->index};
   };
   std::vector<PathEnd> srcs, dsts;
   for (size_t i = 0; i < sc + dc; ++i) {
@@ -327,8 +334,8 @@ void multipath_records(const SaContext& ctx, const SaAgent::Index& idx,
       std::vector<std::pair<PathEnd, PathEnd>> cand;
       for (size_t i = 0; i < lids(s) && cand.size() < kMaxMprCandidates; ++i)
         for (size_t j = 0; j < lids(d) && cand.size() < kMaxMprCandidates; ++j)
-          cand.push_back(
-              {PathEnd{s.n, s.p, uint16_t(s.lid + i)}, PathEnd{d.n, d.p, uint16_t(d.lid + j)}});
+          cand.push_back({PathEnd{s.n, s.p, uint16_t(s.lid + i), s.vport},
+                          PathEnd{d.n, d.p, uint16_t(d.lid + j), d.vport}});
       std::vector<std::vector<uint64_t>> links(cand.size());
       for (size_t c = 0; c < cand.size(); ++c) {
         links[c] = path_links(*ctx.snap, cand[c].first, cand[c].second.lid);

@@ -77,7 +77,9 @@ void service_request(const Query& q, Answer& a, uint8_t method,
     a.status = kSaStatusInsufficientComponents;
     return;
   }
-  if (be64(q.rec + 8) != q.ctx.subnet_prefix || !q.idx.by_guid.count(be64(q.rec + 16))) {
+  // The service's GID: an end port's, or an SR-IOV VF's.
+  if (be64(q.rec + 8) != q.ctx.subnet_prefix ||
+      (!q.idx.by_guid.count(be64(q.rec + 16)) && !q.idx.vport(be64(q.rec + 16)))) {
     a.status = kSaStatusInvalidGid;
     return;
   }

@@ -1183,6 +1183,40 @@ std::vector<NodeIndex> switches_on(const Fixture& fx, NodeIndex src_ca, uint16_t
 
 }  // namespace
 
+// An SR-IOV VF's GID is an end of MultiPathRecords and a ServiceRecord's GID, as it is of
+// PathRecords and multicast joins.
+TEST(Sa, MultiPathAndServiceRecordsTakeAVfsGid) {
+  Fixture probe("ft2:leaves=2,spines=2,hosts=3");
+  const auto pc = probe.cas();
+  const Guid a = derived_vport_guid(pc[1].guid, 1), b = derived_vport_guid(pc[4].guid, 2);
+  Fixture fx("ft2:leaves=2,spines=2,hosts=3", "Default=0x7fff : ALL, SELF=full ;\npa=0x0a12 : " +
+                                                  a.str() + "=full, " + b.str() + "=full ;\n");
+  const auto c = fx.cas();
+  ASSERT_TRUE(add_vports_everywhere(fx.sim.vports(), fx.sim.model(), 2, 1));
+  auto rep = fx.sm->sweep();
+  ASSERT_TRUE(rep && rep->subnet_up);
+  SaAgent sa;
+  auto mpr = decode(sa.answer(multipath_request({a}, {b}), fx.ctx()));
+  ASSERT_EQ(mpr.status, 0);
+  ASSERT_EQ(mpr.records.size(), 1u);
+  const auto& r = mpr.records[0];
+  EXPECT_EQ(be64(r.data() + 16), b.value);
+  EXPECT_EQ(be64(r.data() + 32), a.value);
+  EXPECT_EQ(be16(r.data() + 40), c[4].lid) << "VF 2 answers on its port's LID";
+  EXPECT_EQ(be16(r.data() + 42), fx.snap().fabric.find_vport(a)->lid.value);
+  EXPECT_EQ(be16(r.data() + 50), 0x8a12);
+  EXPECT_EQ(r[47], 2) << "virt_default_hop_limit";
+  auto set =
+      ask(fx, request(kMethodSet, kSaServiceRecord, bit(0) | bit(1) | bit(4), [&](uint8_t* x) {
+            put64(x, 0x77);
+            put64(x + 8, kDefaultSubnetPrefix);
+            put64(x + 16, b.value);
+            x[28] = x[29] = x[30] = x[31] = 0xff;  // no lease: stays
+          }));
+  EXPECT_EQ(set.status, 0);
+  EXPECT_EQ(ask(fx, request(kMethodGetTable, kSaServiceRecord, 0)).records.size(), 1u);
+}
+
 TEST(Sa, MultiPathRecordsForEveryGidPairMostDisjointFirst) {
   // LMC 2: four LIDs per port, so up to 16 LID pairs (and several routes) per GID pair.
   Fixture fx("ft2:leaves=2,spines=4,hosts=3", "", "minhop", 2);
