@@ -13,6 +13,7 @@
 #include <set>
 
 #include "../fuzz.hpp"
+#include "test_data.hpp"
 #include "weft/roce/doctor.hpp"
 #include "weft/roce/fabric.hpp"
 
@@ -833,6 +834,33 @@ TEST(RoceDoctor, StormsAndPfcAreReadAsTheSourcesMeanThem) {
     ASSERT_TRUE(d) << d.error().message;
     for (const auto& f : d->findings) EXPECT_NE(f.code, "pfc_off") << render_diagnosis(*d);
   }
+}
+
+// Hand-written snapshots in the tools' own layouts (tests/data/roce_doctor: mlx5's
+// ethtool -S with per-ring counters, grep -H over hw_counters, iproute2 6.7's rdma
+// statistic with trailing spaces, SONiC's tables with commas and namespace lines): the
+// two planted faults and nothing else.
+TEST(RoceDoctor, HandWrittenSnapshotsGiveThePlantedFaultsOnly) {
+  const std::string data = std::string(WEFT_TEST_DATA) + "/roce_doctor";
+  auto b = load_counter_dir(data + "/t0", doctor_reads);
+  auto a = load_counter_dir(data + "/t1", doctor_reads);
+  ASSERT_TRUE(b) << b.error().message;
+  ASSERT_TRUE(a) << a.error().message;
+  auto d = diagnose(*b, *a, 10, default_roce_profile());
+  ASSERT_TRUE(d) << d.error().message;
+  EXPECT_EQ(codes(*d), (std::set<std::tuple<std::string, std::string, int>>{
+                           {"retransmission", "h2", -1}, {"lossless_drops", "leaf1", 3}}))
+      << render_diagnosis(*d);
+  for (const auto& f : d->findings)
+    if (f.code == "lossless_drops") {
+      EXPECT_EQ(f.port, "Ethernet8");
+      EXPECT_EQ(f.evidence.at("UC3|drop_pkts"), 17);
+    } else {
+      EXPECT_EQ(f.evidence.at("out_of_sequence"), 29);
+    }
+  ASSERT_FALSE(d->pauses.empty());
+  EXPECT_EQ(d->pauses[0].device + " " + d->pauses[0].port, "leaf1 Ethernet8");
+  EXPECT_EQ(d->pauses[0].frames, 400u);
 }
 
 }  // namespace
