@@ -193,6 +193,17 @@ void roce_lossy(Run& r, Device& d) {
     ev[on] = (*s)[1];
     lossy |= double((*s)[1]) < kLossyShare * double((*s)[0]);
   }
+  // Or: the port dropped for want of buffers while RoCE ran and not one pause frame went
+  // either way on the RoCE priority (a lossless priority pauses before it drops).
+  const auto phy = d.has("rx_discards_phy"), rdma = d.has("rx_vport_rdma_unicast_bytes");
+  const auto rx_p = d.has(prio("rx_prio{}_pause", q)), tx_p = d.has(prio("tx_prio{}_pause", q));
+  if (phy.value_or(0) && rdma.value_or(0) >= kLossyMinBytes && !rx_p.value_or(0) &&
+      !tx_p.value_or(0) && !d.has(prio("rx_prio{}_discards", q)).value_or(0)) {
+    ev["rx_discards_phy"] = *phy;
+    ev[prio("rx_prio{}_pause", q)] = rx_p.value_or(0);
+    ev[prio("tx_prio{}_pause", q)] = tx_p.value_or(0);
+    lossy = true;
+  }
   if (lossy)
     r.add(d, "roce_lossy", Severity::kError, q,
           fmt::format("RoCE traffic is not on priority {}: it runs lossy", q), ev,
@@ -207,9 +218,10 @@ void lossless_drops(Run& r, Device& d) {
     if (!(r.p.pfc_mask >> q & 1)) continue;
     auto s = all(d, {prio("rx_prio{}_discards", q)}, "lossless_drops");
     if (!s || !(*s)[0]) continue;
+    nlohmann::json ev = {{prio("rx_prio{}_discards", q), (*s)[0]}};
+    if (auto phy = d.has("rx_discards_phy")) ev["rx_discards_phy"] = *phy;  // all priorities'
     r.add(d, "lossless_drops", Severity::kError, q,
-          fmt::format("{} packets dropped on lossless priority {}", (*s)[0], q),
-          {{prio("rx_prio{}_discards", q), (*s)[0]}},
+          fmt::format("{} packets dropped on lossless priority {}", (*s)[0], q), std::move(ev),
           "packets arrived after the pause was sent and found no room: the receive buffer's "
           "headroom for this priority is too small for the cable length and speed; raise it "
           "(dcb buffer on the host, the cable length on the switch)");
@@ -307,9 +319,15 @@ void retransmission(Run& r, Device& d) {
     d.missing.insert(kRetrans.begin(), kRetrans.end());
   }
   if (ev.empty()) return;
+  // Cross-checked with this port's link: corrupted packets are lost packets.
+  uint64_t corrupt = 0;
+  for (const char* c : {"rx_symbol_err_phy", "rx_crc_errors_phy"})
+    if (auto v = d.has(c); v && *v) ev[c] = *v, corrupt += *v;
   r.add(d, "retransmission", Severity::kError, -1, "RoCE packets were lost and sent again", ev,
-        "in a lossless fabric nothing should be lost: look for drops on the RoCE priority "
-        "(lossless_drops, roce_lossy) and link errors on the path");
+        corrupt ? "this port's own link corrupts packets (link_errors): that loss explains "
+                  "retransmission here; fix the link first"
+                : "in a lossless fabric nothing should be lost: look for drops on the RoCE "
+                  "priority (lossless_drops, roce_lossy) and link errors on the path");
 }
 
 void link_errors(Run& r, Device& d) {
@@ -522,6 +540,7 @@ bool doctor_reads(std::string_view name) {
                                             "tx_vport_rdma_unicast_bytes",
                                             "rx_symbol_err_phy",
                                             "rx_crc_errors_phy",
+                                            "rx_discards_phy",
                                             "rx_out_of_buffer",
                                             "out_of_sequence",
                                             "packet_seq_err",

@@ -321,6 +321,21 @@ TEST(RoceDoctor, EachFaultPlantedAloneGivesExactlyItsFinding) {
       {"link errors",
        [](auto& h) { h["h1"].eth_add["rx_symbol_err_phy"] = 9; },
        {{"link_errors", "h1", -1}}},
+      {"drops with no PFC",
+       [](auto& h) {
+         auto& a = h["h2"].eth_add;
+         a["rx_discards_phy"] = 400;
+         for (const char* c : {"rx_prio3_pause", "tx_prio3_pause", "rx_prio3_pause_duration",
+                               "tx_prio3_pause_duration", "rx_prio3_pause_transition"})
+           a.erase(c);
+       },
+       {{"roce_lossy", "h2", 3}}},
+      {"retransmission over a corrupting link",
+       [](auto& h) {
+         h["h1"].hw_add["out_of_sequence"] = 30;
+         h["h1"].eth_add["rx_crc_errors_phy"] = 30;
+       },
+       {{"retransmission", "h1", -1}, {"link_errors", "h1", -1}}},
       {"slow restart",
        [](auto& h) { h["h1"].hw_add["roce_slow_restart"] = 3; },
        {{"slow_restart", "h1", -1}}},
@@ -372,6 +387,28 @@ TEST(RoceDoctor, TheEvidenceCarriesTheDeltas) {
   EXPECT_EQ(j.at("findings").at(0).at("severity"), "error");
   EXPECT_EQ(j.at("findings").at(0).at("priority"), 3);
   EXPECT_EQ(j.at("findings").at(0).at("device"), "h2");
+}
+
+TEST(RoceDoctor, RetransmissionCitesTheLinkErrorsOfItsPort) {
+  Scratch s;
+  auto hosts = two_hosts();
+  hosts["h1"].hw_add["out_of_sequence"] = 30;
+  hosts["h1"].eth_add["rx_crc_errors_phy"] = 30;
+  hosts["h2"].eth_add["rx_prio3_discards"] = 5;
+  hosts["h2"].eth_add["rx_discards_phy"] = 5;
+  write_pair(s, hosts);
+  auto d = run(s);
+  ASSERT_TRUE(d) << d.error().message;
+  for (const auto& f : d->findings) {
+    if (f.code == "retransmission") {
+      EXPECT_EQ(f.evidence.at("rx_crc_errors_phy"), 30);
+      EXPECT_NE(f.advice.find("link_errors"), std::string::npos);
+    }
+    if (f.code == "lossless_drops") {
+      EXPECT_EQ(f.evidence.at("rx_discards_phy"), 5);
+    }
+  }
+  EXPECT_EQ(d->findings.size(), 3u) << render_diagnosis(*d);
 }
 
 TEST(RoceDoctor, AMissingCounterIsSaidOnceAndItsDiagnosesCannotTell) {
