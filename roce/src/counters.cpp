@@ -46,6 +46,21 @@ Result<void> put(CounterFile& f, std::string_view name, uint64_t v, const std::s
   return {};
 }
 
+// The words of a line, split at spaces and tabs.
+std::vector<std::string_view> words_of(std::string_view l) {
+  std::vector<std::string_view> w;
+  while (!l.empty()) {
+    const size_t b = l.find_first_not_of(" \t");
+    if (b == std::string_view::npos) break;
+    l.remove_prefix(b);
+    const size_t e = l.find_first_of(" \t");
+    w.emplace_back(l.substr(0, e));
+    if (e == std::string_view::npos) break;
+    l.remove_prefix(e);
+  }
+  return w;
+}
+
 template <class F>
 Result<void> each_line(std::string_view text, F&& f) {
   size_t line = 0;
@@ -141,14 +156,8 @@ Result<CounterFile> parse_rdma_stat(std::string_view text, const std::string& wh
   // counter a line indented (6.7 on, and -p before), or joined by "\\" (-o).
   std::vector<std::pair<std::string_view, size_t>> words;
   auto r = each_line(text, [&](std::string_view l, size_t line) -> Result<void> {
-    while (!l.empty()) {
-      const size_t sp = l.find_first_of(" \t");
-      const std::string_view w = l.substr(0, sp);
-      // `rdma -o` joins a record's lines with "\\": not a word of it.
-      if (!w.empty() && w != "\\") words.emplace_back(w, line);
-      if (sp == std::string_view::npos) break;
-      l = trim(l.substr(sp));
-    }
+    for (std::string_view w : words_of(l))
+      if (w != "\\") words.emplace_back(w, line);  // `rdma -o` joins a record's lines with it
     return {};
   });
   if (!r) return std::unexpected(r.error());
@@ -185,20 +194,6 @@ struct Table {
   std::vector<std::pair<std::vector<std::string>, size_t>> rows;  // cells, line
 };
 
-std::vector<std::string> words_of(std::string_view l) {
-  std::vector<std::string> w;
-  while (!l.empty()) {
-    const size_t b = l.find_first_not_of(" \t");
-    if (b == std::string_view::npos) break;
-    l.remove_prefix(b);
-    const size_t e = l.find_first_of(" \t");
-    w.emplace_back(l.substr(0, e));
-    if (e == std::string_view::npos) break;
-    l.remove_prefix(e);
-  }
-  return w;
-}
-
 bool is_rule(std::string_view l) {
   return !trim(l).empty() && l.find_first_not_of("- \t\r") == std::string_view::npos;
 }
@@ -228,8 +223,10 @@ std::vector<Table> tables_of(std::string_view text) {
       p = e;
     }
     size_t j = i + 1;
-    for (; j < lines.size() && !trim(lines[j]).empty(); ++j)
-      t.rows.push_back({words_of(lines[j]), j + 1});
+    for (; j < lines.size() && !trim(lines[j]).empty(); ++j) {
+      const auto cells = words_of(lines[j]);
+      t.rows.push_back({std::vector<std::string>(cells.begin(), cells.end()), j + 1});
+    }
     out.push_back(std::move(t));
     i = j;
   }
