@@ -640,7 +640,10 @@ Each DIR holds one file per device and source, the text as the tool printed it:
   DEVICE.pfc          show pfc counters      (SONiC)
   DEVICE.queue        show queue counters    (SONiC)
   DEVICE.pfcwd        show pfcwd stats       (SONiC)
-  DEVICE.counters_db  sonic-db-dump -n COUNTERS_DB  (SONiC, instead of the three)
+  DEVICE.wred         show queue wredcounters  (SONiC: its ECN marks)
+  DEVICE.pg_drop      show priority-group drop counters  (SONiC)
+  DEVICE.pg_headroom  show priority-group persistent-watermark headroom  (SONiC)
+  DEVICE.counters_db  sonic-db-dump -n COUNTERS_DB  (SONiC, instead of the tables)
 Then it tells who pauses whom: each port that sent pause frames on a lossless
 priority, and (with --fabric) the port at the other end of its link.
 A file in one DIR only, a pair from two different ports, or a counter that went

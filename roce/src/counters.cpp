@@ -189,6 +189,7 @@ Result<CounterFile> parse_rdma_stat(std::string_view text, const std::string& wh
 namespace {
 
 struct Table {
+  std::string title;  // the line above the header ("Ingress PG dropped packets:"), if any
   std::vector<std::string> header;
   size_t header_line = 0;
   std::vector<std::pair<std::vector<std::string>, size_t>> rows;  // cells, line
@@ -212,6 +213,7 @@ std::vector<Table> tables_of(std::string_view text) {
     if (!is_rule(lines[i]) || trim(lines[i - 1]).empty()) continue;
     Table t;
     t.header_line = i;  // 1-based: the line before the rule
+    if (i >= 2) t.title = trim(lines[i - 2]);
     // Each dash group spans its column; the header's text lies within it.
     const std::string_view rule = lines[i], head = lines[i - 1];
     for (size_t p = 0; p < rule.size();) {
@@ -331,7 +333,56 @@ Result<CounterFile> queue_table(std::string_view text, const std::string& where,
       });
 }
 
+// A per-PG table (pg-drop, watermarkstat) under its title: Port, then PG<n> columns;
+// into `values` ("Ethernet0|PG3|NAME") or, for a watermark, `levels`.
+Result<CounterFile> pg_table(std::string_view text, const std::string& where, const char* source,
+                             const char* command, const char* title, const char* name, bool level) {
+  const std::string cmd = command;
+  return sonic_tables(
+      text, where, source, command,
+      [&](const Table& t) {
+        std::vector<std::string> want = {"Port"};
+        for (size_t c = 1; c < t.header.size(); ++c)
+          want.push_back(t.header[c].starts_with("PG") &&
+                                 number(std::string_view(t.header[c]).substr(2))
+                             ? t.header[c]
+                             : "PG" + std::to_string(c - 1));
+        return want;
+      },
+      [&](CounterFile& f, const Table& t, const std::vector<std::string>& cells,
+          size_t line) -> Result<void> {
+        if (t.title != title)
+          return at(
+              where, t.header_line - 1,
+              "the title is \"" + t.title + "\", not \"" + title + "\" as " + cmd + " prints it");
+        for (size_t c = 1; c < cells.size(); ++c) {
+          auto v = sonic_number(cells[c], where, line);
+          if (!v) return std::unexpected(v.error());
+          if (!*v) continue;
+          const std::string key = cells[0] + "|" + t.header[c] + "|" + name;
+          if (!level) {
+            if (auto r = put(f, key, **v, where, line); !r) return r;
+          } else if (!f.levels.emplace(key, **v).second) {
+            return at(where, line, key + " twice");
+          }
+        }
+        return {};
+      });
+}
+
 }  // namespace
+
+Result<CounterFile> parse_sonic_pg_drop(std::string_view text, const std::string& where,
+                                        CounterFilter) {
+  return pg_table(text, where, "pg_drop", "show priority-group drop counters",
+                  "Ingress PG dropped packets:", "drop_pkts", false);
+}
+
+Result<CounterFile> parse_sonic_pg_headroom(std::string_view text, const std::string& where,
+                                            CounterFilter) {
+  return pg_table(text, where, "pg_headroom", "show priority-group persistent-watermark headroom",
+                  "Ingress headroom per PG:", "headroom_wm", true);
+}
 
 Result<CounterFile> parse_sonic_queue(std::string_view text, const std::string& where,
                                       CounterFilter) {
@@ -401,8 +452,11 @@ Result<CounterFile> parse_counters_db(std::string_view text, const std::string& 
   };
   const nlohmann::json* ports = hash("COUNTERS_PORT_NAME_MAP");
   const nlohmann::json* queues = hash("COUNTERS_QUEUE_NAME_MAP");
-  if (!ports && !queues)
-    return bad(where + ": no COUNTERS_PORT_NAME_MAP or COUNTERS_QUEUE_NAME_MAP: not COUNTERS_DB");
+  const nlohmann::json* pgs = hash("COUNTERS_PG_NAME_MAP");
+  if (!ports && !queues && !pgs)
+    return bad(where +
+               ": no COUNTERS_PORT_NAME_MAP, COUNTERS_QUEUE_NAME_MAP or COUNTERS_PG_NAME_MAP: "
+               "not COUNTERS_DB");
   CounterFile f;
   f.source = "counters_db";
   // Each field of the object `oid` that `name_of` names, as a counter.
@@ -475,6 +529,37 @@ Result<CounterFile> parse_counters_db(std::string_view text, const std::string& 
         if (auto st = h->find("PFC_WD_STATUS"); st != h->end() && st->is_string())
           f.states[queue] = st->get<std::string>();
     }
+  // Ingress priority groups (pg-drop, watermarkstat): "Ethernet0:3" -> the PG's object.
+  if (pgs)
+    for (const auto& [pg, oid] : pgs->items()) {
+      const size_t colon = pg.rfind(':');
+      if (!oid.is_string() || colon == std::string::npos || colon + 1 == pg.size() ||
+          !number(std::string_view(pg).substr(colon + 1)))
+        return bad(where + ": COUNTERS_PG_NAME_MAP \"" + pg + "\": not PORT:INDEX to an oid");
+      const std::string o = oid.get<std::string>();
+      const std::string key = pg.substr(0, colon) + "|PG" + pg.substr(colon + 1) + "|";
+      auto r = take(o, pg, [&](const std::string& fl) -> std::string {
+        return fl == "SAI_INGRESS_PRIORITY_GROUP_STAT_DROPPED_PACKETS" ? key + "drop_pkts" : "";
+      });
+      if (!r) return std::unexpected(r.error());
+      // The peak since the last clear: the persistent table's (cleared by hand only), else
+      // the user's, else the telemetry period's.
+      for (const char* table :
+           {"PERSISTENT_WATERMARKS:", "USER_WATERMARKS:", "PERIODIC_WATERMARKS:"}) {
+        const nlohmann::json* h = hash(table + o);
+        if (!h) continue;
+        auto wm = h->find("SAI_INGRESS_PRIORITY_GROUP_STAT_XOFF_ROOM_WATERMARK_BYTES");
+        if (wm == h->end()) continue;
+        const std::string sv = wm->is_string() ? wm->get<std::string>() : wm->dump();
+        auto n = number(sv);
+        if (!n)
+          return bad(where + ": " + pg + " (" + table + o +
+                     ") SAI_INGRESS_PRIORITY_GROUP_STAT_XOFF_ROOM_WATERMARK_BYTES: \"" + sv +
+                     "\" is not a count");
+        f.levels[key + "headroom_wm"] = *n;
+        break;
+      }
+    }
   return f;
 }
 
@@ -493,10 +578,13 @@ Result<void> add_counter_file(CounterSnapshot& s, const std::string& name, std::
   if (kind == "pfcwd") parse = parse_sonic_pfcwd;
   if (kind == "counters_db") parse = parse_counters_db;
   if (kind == "wred") parse = parse_sonic_wred;
+  if (kind == "pg_drop") parse = parse_sonic_pg_drop;
+  if (kind == "pg_headroom") parse = parse_sonic_pg_headroom;
   if (!parse || device.empty() || device.find('/') != std::string::npos)
     return bad(where +
-               ": not DEVICE.ethtool, .hw_counters, .rdma_stat, .pfc, .queue, .wred, .pfcwd or "
-               ".counters_db (the name says which device and which tool printed it)");
+               ": not DEVICE.ethtool, .hw_counters, .rdma_stat, .pfc, .queue, .wred, .pfcwd, "
+               ".pg_drop, .pg_headroom or .counters_db (the name says which device and which "
+               "tool printed it)");
   auto f = parse(text, where, keep);
   if (!f) return std::unexpected(f.error());
   s.devices[device][kind] = std::move(*f);

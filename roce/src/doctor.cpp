@@ -7,6 +7,7 @@
 #include <charconv>
 #include <set>
 
+#include "weft/roce/device.hpp"
 #include "weft/roce/doctor.hpp"
 
 namespace weft::roce {
@@ -372,6 +373,7 @@ struct Switch {
   std::string name;
   std::map<std::string, uint64_t> delta;      // "Ethernet0|tx_pfc3", ...
   std::map<std::string, std::string> states;  // pfcwd queue -> status (after)
+  std::map<std::string, uint64_t> levels;     // "Ethernet0|PG3|headroom_wm" (after)
 };
 
 // The lossless priority a queue (TC) index serves under the profile, or -1.
@@ -458,6 +460,70 @@ void switch_findings(Run& r, const Switch& sw) {
           "configured cable length, or the headroom pool is too small), or the PFC watchdog "
           "dropped during a storm: check CABLE_LENGTH and BUFFER_PG (weft roce diff)");
     }
+  }
+}
+
+// Ingress drops in a lossless priority group, read against the headroom it used (its
+// XOFF watermark) and, where the fabric is known, the headroom the port's cable needs:
+//  - headroom used but less than the cable needs: it filled and overflowed (too small);
+//  - no headroom used: the port never paused its sender (PFC off here, or a lossy PG);
+//  - headroom used at least what the cable needs: the sender kept sending after the pause.
+void switch_pg_drops(Run& r, const Switch& sw, const RoceFabric* f) {
+  const PrioMap tc_pg = intended_tc_pg(r.p);
+  std::optional<SwitchConfig> want;  // what the fabric's cables need, made when first asked
+  for (const auto& [k, v] : sw.delta) {
+    if (!v || !k.ends_with("|drop_pkts")) continue;
+    const size_t a = k.find('|'), b = k.find('|', a + 1);
+    const std::string pgs = k.substr(a + 1, b - a - 1);
+    int pg = -1;
+    if (!pgs.starts_with("PG") ||
+        std::from_chars(pgs.data() + 2, pgs.data() + pgs.size(), pg).ec != std::errc{})
+      continue;
+    int q = -1;
+    for (int i = 0; i < 8 && q < 0; ++i)
+      if ((r.p.pfc_mask >> i & 1) && tc_pg[r.p.prio_tc[size_t(i)]] == pg) q = i;
+    if (q < 0) continue;  // a lossy PG drops by design
+    const std::string port = k.substr(0, a);
+    nlohmann::json ev = {{pgs + "|drop_pkts", v}};
+    std::optional<uint64_t> used, need;
+    if (auto w = sw.levels.find(port + "|" + pgs + "|headroom_wm"); w != sw.levels.end())
+      used = w->second;  // (N/A, or no watermark file: not known)
+    if (const int di = f ? f->device(sw.name) : -1; di >= 0) {
+      if (!want) want = intend_switch(r.p, f, di);
+      if (const SwitchPort* sp = want->port(port))
+        if (auto g = sp->pgs.find(pg); g != sp->pgs.end() && g->second.xoff) need = g->second.xoff;
+    }
+    if (used) ev["headroom_watermark_bytes"] = *used;
+    if (need) ev["headroom_needed_bytes"] = *need;
+    std::string what = fmt::format("{} packets dropped at ingress in lossless priority group {}", v,
+                                   pg),
+                advice;
+    if (!used) {
+      advice =
+          "the priority group ran out of room: its headroom is too small for the cable, or the "
+          "port never paused; collect `show priority-group persistent-watermark headroom` "
+          "(DEVICE.pg_headroom) to tell which";
+    } else if (*used == 0) {
+      what += ", its headroom never used";
+      advice = fmt::format(
+          "the port never paused its sender: PFC is off for priority {} on this port, or its "
+          "priority group has no headroom (a lossy BUFFER_PG): apply the profile (weft roce diff)",
+          q);
+    } else if (!need || *used < *need) {
+      what += fmt::format(" with its headroom full at {} bytes", *used);
+      if (need) what += fmt::format(", where the cable needs {}", *need);
+      advice =
+          "the headroom is too small for the cable: set the port's CABLE_LENGTH to the real "
+          "cable (the fabric's length) so the buffer manager sizes the headroom for it";
+    } else {
+      what += fmt::format(" after {} bytes of headroom, what the cable needs", *used);
+      advice =
+          "the headroom holds the cable's round trip, yet packets kept coming after the pause: "
+          "the sender honours PFC late or not on this priority (check the peer's PFC), or the "
+          "shared headroom pool is oversubscribed";
+    }
+    r.out.push_back(DoctorFinding{"lossless_drops", Severity::kError, sw.name, port, q,
+                                  std::move(what), std::move(ev), std::move(advice)});
   }
 }
 
@@ -595,7 +661,7 @@ Result<Diagnosis> diagnose(const CounterSnapshot& before, const CounterSnapshot&
   std::vector<Switch> switches;
   for (const auto& [name, files] : after.devices) {
     if (files.count("pfc") || files.count("queue") || files.count("pfcwd") || files.count("wred") ||
-        files.count("counters_db")) {
+        files.count("pg_drop") || files.count("pg_headroom") || files.count("counters_db")) {
       if (files.count("ethtool") || files.count("hw_counters") || files.count("rdma_stat"))
         return bad(name +
                    ": both a host's and a switch's counter files: one device is one or "
@@ -619,6 +685,7 @@ Result<Diagnosis> diagnose(const CounterSnapshot& before, const CounterSnapshot&
           sw.delta.emplace(c, v - was);
         }
         for (const auto& [q, st] : a.states) sw.states[q] = st;
+        for (const auto& [k, v] : a.levels) sw.levels[k] = v;
       }
       switches.push_back(std::move(sw));
       continue;
@@ -675,6 +742,7 @@ Result<Diagnosis> diagnose(const CounterSnapshot& before, const CounterSnapshot&
   }
   for (const auto& sw : switches) {
     switch_findings(r, sw);
+    switch_pg_drops(r, sw, fabric);
     switch_no_ecn(r, sw);
   }
   no_ecn_marks(r, devs);

@@ -163,8 +163,8 @@ Result<json> read_counters_db(const RedisUrl& url) {
   auto c = connect_db(url);
   if (!c) return std::unexpected(c.error());
   json db = json::object();
-  for (const char* map :
-       {"COUNTERS_PORT_NAME_MAP", "COUNTERS_QUEUE_NAME_MAP", "COUNTERS_QUEUE_TYPE_MAP"}) {
+  for (const char* map : {"COUNTERS_PORT_NAME_MAP", "COUNTERS_QUEUE_NAME_MAP",
+                          "COUNTERS_QUEUE_TYPE_MAP", "COUNTERS_PG_NAME_MAP"}) {
     auto h = hgetall(c->get(), url, map);
     if (!h) return std::unexpected(h.error());
     if (!h->is_null() && !h->empty()) db[map] = std::move(*h);  // (no key: an empty list)
@@ -172,14 +172,24 @@ Result<json> read_counters_db(const RedisUrl& url) {
   if (!db.contains("COUNTERS_PORT_NAME_MAP") && !db.contains("COUNTERS_QUEUE_NAME_MAP"))
     return fail(Errc::kInvalidInput,
                 url.text() + ": no COUNTERS_PORT_NAME_MAP: not SONiC's COUNTERS_DB (database 2)?");
-  for (const char* map : {"COUNTERS_PORT_NAME_MAP", "COUNTERS_QUEUE_NAME_MAP"}) {
+  // Each object's counters; a priority group's headroom watermarks too (they live in
+  // tables of their own).
+  for (const char* map :
+       {"COUNTERS_PORT_NAME_MAP", "COUNTERS_QUEUE_NAME_MAP", "COUNTERS_PG_NAME_MAP"}) {
     if (!db.contains(map)) continue;
+    const bool pg = std::string_view(map) == "COUNTERS_PG_NAME_MAP";
     for (const auto& [name, oid] : db[map].items()) {
-      const std::string key = "COUNTERS:" + oid.get<std::string>();
-      if (db.contains(key)) continue;
-      auto h = hgetall(c->get(), url, key);
-      if (!h) return std::unexpected(h.error());
-      if (!h->is_null() && !h->empty()) db[key] = std::move(*h);
+      if (!oid.is_string())
+        return fail(Errc::kBadReply, url.text() + ": " + map + " " + name + ": not an oid");
+      for (const char* table :
+           {"COUNTERS:", "PERSISTENT_WATERMARKS:", "USER_WATERMARKS:", "PERIODIC_WATERMARKS:"}) {
+        if (!pg && std::string_view(table) != "COUNTERS:") break;
+        const std::string key = table + oid.get<std::string>();
+        if (db.contains(key)) continue;
+        auto h = hgetall(c->get(), url, key);
+        if (!h) return std::unexpected(h.error());
+        if (!h->is_null() && !h->empty()) db[key] = std::move(*h);
+      }
     }
   }
   return db;

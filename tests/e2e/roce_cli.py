@@ -332,6 +332,7 @@ links: [[s0:p1, s1:p2], [s1:p1, s2:p2], [s2:p1, s3:p2], [s3:p1, s0:p2],
         redis_cli(port, "HSET", "COUNTERS_PORT_NAME_MAP", "Ethernet0", "oid:0x1000000000002", db=2)
         redis_cli(port, "HSET", "COUNTERS_QUEUE_NAME_MAP", "Ethernet0:3", "oid:0x15000000000003", db=2)
         redis_cli(port, "HSET", "COUNTERS_QUEUE_TYPE_MAP", "oid:0x15000000000003", "SAI_QUEUE_TYPE_UNICAST", db=2)
+        redis_cli(port, "HSET", "COUNTERS_PG_NAME_MAP", "Ethernet0:3", "oid:0x1a000000000003", db=2)
 
         def sample(sub, tx_pfc3, drops):
             redis_cli(port, "HSET", "COUNTERS:oid:0x1000000000002", "SAI_PORT_STAT_PFC_3_RX_PKTS", "0",
@@ -339,6 +340,10 @@ links: [[s0:p1, s1:p2], [s1:p1, s2:p2], [s2:p1, s3:p2], [s3:p1, s0:p2],
             redis_cli(port, "HSET", "COUNTERS:oid:0x15000000000003", "SAI_QUEUE_STAT_PACKETS", "100",
                       "SAI_QUEUE_STAT_DROPPED_PACKETS", str(drops), "PFC_WD_STATUS", "operational",
                       "PFC_WD_QUEUE_STATS_DEADLOCK_DETECTED", "0", db=2)
+            redis_cli(port, "HSET", "COUNTERS:oid:0x1a000000000003",
+                      "SAI_INGRESS_PRIORITY_GROUP_STAT_DROPPED_PACKETS", str(drops // 2), db=2)
+            redis_cli(port, "HSET", "PERSISTENT_WATERMARKS:oid:0x1a000000000003",
+                      "SAI_INGRESS_PRIORITY_GROUP_STAT_XOFF_ROOM_WATERMARK_BYTES", str(tx_pfc3 * 6), db=2)
             check("collect a switch's counters into " + sub, W,
                   ["roce", "collect", "--sonic", "redis://127.0.0.1:%d/2" % port, "--device", "leaf1",
                    "--counters", sub], w, 0)
@@ -348,7 +353,8 @@ links: [[s0:p1, s1:p2], [s1:p1, s2:p2], [s2:p1, s3:p2], [s3:p1, s0:p2],
         check("doctor on a switch's collected counters", W,
               ["roce", "doctor", "--before", "s0", "--after", "s1", "--interval", "10", "--json"], w, 1,
               json_check=lambda j: [(f["code"], f["device"], f["port"], f["priority"]) for f in j["findings"]] ==
-              [("lossless_drops", "leaf1", "Ethernet0", 3)] and j["pauses"][0]["frames"] == 500)
+              [("lossless_drops", "leaf1", "Ethernet0", 3)] * 2 and j["pauses"][0]["frames"] == 500 and
+              [f["evidence"].get("headroom_watermark_bytes") for f in j["findings"]] == [None, 3060])
         check("collect from a database that is not COUNTERS_DB", W,
               ["roce", "collect", "--sonic", url, "--device", "leaf1", "--counters", "s2"], w, 1,
               r"no COUNTERS_PORT_NAME_MAP")

@@ -539,6 +539,22 @@ struct Leaf {
       wd;  // PORT:Q -> detected, restored, tx ok/drop, rx ok/drop
   std::map<std::string, std::string> wd_state;
   std::map<std::pair<std::string, std::string>, uint64_t> ecn;  // ECN-marked packets a queue
+  std::map<std::string, std::array<uint64_t, 8>> pg_drop;       // ingress drops a PG
+  std::map<std::string, std::array<uint64_t, 8>> headroom;      // XOFF headroom watermark a PG
+  // pg-drop and watermarkstat: a title line, then Port and PG0..PG7 (no commas).
+  static std::string pg_text(const char* title,
+                             const std::map<std::string, std::array<uint64_t, 8>>& m) {
+    std::vector<std::string> head = {"Port"};
+    for (int g = 0; g < 8; ++g) head.push_back("PG" + std::to_string(g));
+    std::vector<std::vector<std::string>> rows;
+    for (const auto& [port, v] : m) {
+      rows.push_back({port});
+      for (uint64_t x : v) rows.back().push_back(std::to_string(x));
+    }
+    return std::string(title) + "\n" + tabulate(head, rows);
+  }
+  std::string pg_drop_text() const { return pg_text("Ingress PG dropped packets:", pg_drop); }
+  std::string headroom_text() const { return pg_text("Ingress headroom per PG:", headroom); }
   std::string wred_text() const {
     std::vector<std::vector<std::string>> rows;
     for (const auto& [k, v] : ecn)
@@ -610,6 +626,8 @@ Leaf healthy_leaf() {
     const std::string wq = std::string(p) + ":3";
     l.wd[wq] = {0, 0, 100, 0, 100, 0};
     l.wd_state[wq] = "operational";
+    l.pg_drop[p] = {7, 0, 0, 0, 0, 0, 0, 0};       // lossy PG 0 drops: by design
+    l.headroom[p] = {0, 0, 0, 20480, 0, 0, 0, 0};  // PG 3 paused, within its headroom
   }
   return l;
 }
@@ -619,6 +637,7 @@ Leaf later(Leaf l) {
   for (auto& [p, v] : l.rx_pfc) v[3] += 10;
   for (auto& [k, v] : l.queues) v[0] += 40000, v[1] += 40000000;
   for (auto& [k, v] : l.ecn) v += 300;
+  for (auto& [k, v] : l.pg_drop) v[0] += 5;
   return l;
 }
 
@@ -671,9 +690,25 @@ std::string counters_db_text(const Leaf& l, bool dump) {
     }
     hash("COUNTERS:" + o, h);
   }
+  nlohmann::json pgs = nlohmann::json::object();
+  for (const auto& [port, drops] : l.pg_drop)
+    for (int g = 0; g < 8; ++g) {
+      const std::string o = oid();
+      pgs[port + ":" + std::to_string(g)] = o;
+      hash("COUNTERS:" + o,
+           {{"SAI_INGRESS_PRIORITY_GROUP_STAT_DROPPED_PACKETS", std::to_string(drops[size_t(g)])}});
+      const std::string wm = std::to_string(l.headroom.at(port)[size_t(g)]);
+      hash("PERSISTENT_WATERMARKS:" + o,
+           {{"SAI_INGRESS_PRIORITY_GROUP_STAT_XOFF_ROOM_WATERMARK_BYTES", wm},
+            {"SAI_INGRESS_PRIORITY_GROUP_STAT_SHARED_WATERMARK_BYTES", "99999"}});
+      // The user's table, cleared more often: the persistent one is the one read.
+      hash("USER_WATERMARKS:" + o,
+           {{"SAI_INGRESS_PRIORITY_GROUP_STAT_XOFF_ROOM_WATERMARK_BYTES", "1"}});
+    }
   hash("COUNTERS_PORT_NAME_MAP", ports);
   hash("COUNTERS_QUEUE_NAME_MAP", queues);
   hash("COUNTERS_QUEUE_TYPE_MAP", types);
+  hash("COUNTERS_PG_NAME_MAP", pgs);
   return db.dump(2);
 }
 
@@ -687,6 +722,8 @@ void write_leaf(const Scratch& s, const std::string& dir, const Leaf& l, int for
   s.write(dir, "leaf1.queue", l.queue_text());
   s.write(dir, "leaf1.pfcwd", l.pfcwd_text());
   s.write(dir, "leaf1.wred", l.wred_text());
+  s.write(dir, "leaf1.pg_drop", l.pg_drop_text());
+  s.write(dir, "leaf1.pg_headroom", l.headroom_text());
 }
 
 TEST(RoceDoctor, SonicTablesParseAsTheCommandsPrintThem) {
@@ -720,12 +757,31 @@ TEST(RoceDoctor, SonicTablesParseAsTheCommandsPrintThem) {
             std::string::npos)
       << wrong.error().message;
   EXPECT_FALSE(parse_sonic_pfcwd("nothing here\n", "leaf1.pfcwd"));
+  auto pg = parse_sonic_pg_drop(l.pg_drop_text(), "leaf1.pg_drop");
+  ASSERT_TRUE(pg) << pg.error().message;
+  EXPECT_EQ(pg->values.at("Ethernet48|PG0|drop_pkts"), 7u);
+  EXPECT_EQ(pg->values.at("Ethernet48|PG3|drop_pkts"), 0u);
+  auto wm = parse_sonic_pg_headroom(l.headroom_text(), "leaf1.pg_headroom");
+  ASSERT_TRUE(wm) << wm.error().message;
+  EXPECT_TRUE(wm->values.empty()) << "a watermark is a level, not a counter";
+  EXPECT_EQ(wm->levels.at("Ethernet4|PG3|headroom_wm"), 20480u);
+  // The shared pool's watermark table looks the same but for its title: refused.
+  std::string shared = l.headroom_text();
+  shared.replace(0, shared.find('\n'), "Ingress shared pool occupancy per PG:");
+  auto not_headroom = parse_sonic_pg_headroom(shared, "leaf1.pg_headroom");
+  ASSERT_FALSE(not_headroom);
+  EXPECT_NE(not_headroom.error().message.find(
+                "leaf1.pg_headroom:1: the title is \"Ingress shared pool occupancy per PG:\", "
+                "not \"Ingress headroom per PG:\""),
+            std::string::npos)
+      << not_headroom.error().message;
   // COUNTERS_DB: the same counters from the SAI fields, in either JSON shape.
   for (bool dump : {false, true}) {
     auto db = parse_counters_db(counters_db_text(l, dump), "leaf1.counters_db");
     ASSERT_TRUE(db) << db.error().message;
-    for (const auto* part : {&*pfc, &*q, &*wd})
+    for (const auto* part : {&*pfc, &*q, &*wd, &*pg})
       for (const auto& [k, v] : part->values) EXPECT_EQ(db->values.at(k), v) << k;
+    EXPECT_EQ(db->levels, wm->levels);
     for (const auto& [k, v] : wred->values)
       if (k.ends_with("|ecn_marked")) {
         EXPECT_EQ(db->values.at(k), v) << k;
@@ -748,6 +804,8 @@ TEST(RoceDoctor, SonicTablesParseAsTheCommandsPrintThem) {
     (void)parse_sonic_pfc(testing::mutate(l.pfc_text(), " -,/N\n0", rng), "f");
     (void)parse_sonic_queue(testing::mutate(l.queue_text(), " -,/N\n0", rng), "f");
     (void)parse_sonic_pfcwd(testing::mutate(l.pfcwd_text(), " -,/N\n0:", rng), "f");
+    (void)parse_sonic_pg_drop(testing::mutate(l.pg_drop_text(), " -,/N\nPG0:", rng), "f");
+    (void)parse_sonic_pg_headroom(testing::mutate(l.headroom_text(), " -,/N\nPG0:", rng), "f");
     (void)parse_counters_db(testing::mutate(db_text, "{}\":,0x[]", rng), "f");
   }
 }
@@ -783,14 +841,17 @@ TEST(RoceDoctor, SwitchFaultsPlantedAloneAndWhoPausesWhom) {
        [](Leaf& l) {
          for (auto& [k, v] : l.ecn) v -= 300;
        }},
+      {"ingress drops in the lossless PG", [](Leaf& l) { l.pg_drop["Ethernet4"][3] += 9; }},
   };
   const std::vector<std::set<std::tuple<std::string, std::string, int>>> want = {
       {},
       {{"pfc_storm", "leaf1", 3}},
       {{"pause_wrong_priority", "leaf1", 0}},
       {{"lossless_drops", "leaf1", 3}},
-      {{"no_ecn_marking", "leaf1", 3}}};
-  const std::vector<std::string> port = {"", "Ethernet4", "Ethernet48", "Ethernet0", ""};
+      {{"no_ecn_marking", "leaf1", 3}},
+      {{"lossless_drops", "leaf1", 3}}};
+  const std::vector<std::string> port = {"",          "Ethernet4", "Ethernet48",
+                                         "Ethernet0", "",          "Ethernet4"};
   for (size_t n = 0; n < 3 * faults.size(); ++n) {
     const size_t i = n % faults.size();
     const int form = int(n / faults.size());
@@ -825,6 +886,71 @@ TEST(RoceDoctor, SwitchFaultsPlantedAloneAndWhoPausesWhom) {
                                                              {"h1 mlx5_0/1", "leaf1:Ethernet0"},
                                                              {"h2 mlx5_0/1", "leaf1:Ethernet4"}}));
   }
+}
+
+// Ingress drops in a lossless priority group, read against the headroom the PG used (its
+// XOFF watermark) and what the port's cable needs (SONiC's headroom for 100G over 3 m):
+// headroom used and short of that is too small; none used, the port never paused; all of
+// it, the sender kept sending; no watermark, the doctor says what to collect.
+TEST(RoceDoctor, LosslessPgDropsAreReadAgainstTheHeadroomTheyUsed) {
+  auto fabric = parse_roce_fabric(kLeafFabric, "fabric.yaml");
+  ASSERT_TRUE(fabric) << fabric.error().message;
+  const uint64_t need = sonic_headroom(100000, 3, 9100, 4, AsicParams{}).xoff;
+  ASSERT_GT(need, 1024u);
+  struct Case {
+    std::optional<uint64_t> used;  // nullopt: no watermark file
+    bool with_fabric;
+    const char* what;
+    const char* advice;
+  };
+  const std::vector<Case> cases = {
+      {need / 2, true, "with its headroom full at", "too small for the cable"},
+      {need / 2, false, "with its headroom full at", "too small for the cable"},
+      {0, true, "its headroom never used", "never paused its sender"},
+      {need, true, "what the cable needs", "honours PFC late"},
+      {std::nullopt, true, "lossless priority group 3", "DEVICE.pg_headroom"},
+  };
+  for (int form = 0; form < 2; ++form)
+    for (const auto& c : cases) {
+      SCOPED_TRACE(fmt::format("{} {} {}", form, c.what, c.with_fabric));
+      Scratch s;
+      write_pair(s, two_hosts());
+      Leaf b = healthy_leaf();
+      if (c.used) b.headroom["Ethernet4"][3] = *c.used;
+      Leaf a = later(b);
+      a.pg_drop["Ethernet4"][3] += 9;
+      write_leaf(s, "before", b, form);
+      write_leaf(s, "after", a, form);
+      if (!c.used) {
+        if (form) continue;  // (COUNTERS_DB always holds the watermark tables here)
+        fs::remove(s.at("before") + "/leaf1.pg_headroom");
+        fs::remove(s.at("after") + "/leaf1.pg_headroom");
+      }
+      auto bs = load_counter_dir(s.at("before"));
+      auto as = load_counter_dir(s.at("after"));
+      ASSERT_TRUE(bs && as) << (bs ? as.error().message : bs.error().message);
+      auto d =
+          diagnose(*bs, *as, kInterval, default_roce_profile(), c.with_fabric ? &*fabric : nullptr);
+      ASSERT_TRUE(d) << d.error().message;
+      ASSERT_EQ(d->findings.size(), 1u) << render_diagnosis(*d);
+      const DoctorFinding& f = d->findings[0];
+      EXPECT_EQ(f.code, "lossless_drops");
+      EXPECT_EQ(f.port, "Ethernet4");
+      EXPECT_EQ(f.priority, 3);
+      EXPECT_NE(f.what.find(c.what), std::string::npos) << f.what;
+      EXPECT_NE(f.advice.find(c.advice), std::string::npos) << f.advice;
+      EXPECT_EQ(f.evidence.at("PG3|drop_pkts"), 9);
+      if (c.used) {
+        EXPECT_EQ(f.evidence.at("headroom_watermark_bytes"), *c.used);
+      } else {
+        EXPECT_FALSE(f.evidence.contains("headroom_watermark_bytes"));
+      }
+      if (c.with_fabric) {
+        EXPECT_EQ(f.evidence.at("headroom_needed_bytes"), need);
+      } else {
+        EXPECT_FALSE(f.evidence.contains("headroom_needed_bytes"));
+      }
+    }
 }
 
 // What the counters mean, read as the sources say: a watchdog row SONiC hid while it was
@@ -875,8 +1001,8 @@ TEST(RoceDoctor, StormsAndPfcAreReadAsTheSourcesMeanThem) {
 
 // Hand-written snapshots in the tools' own layouts (tests/data/roce_doctor: mlx5's
 // ethtool -S with per-ring counters, grep -H over hw_counters, iproute2 6.7's rdma
-// statistic with trailing spaces, SONiC's tables with commas and namespace lines): the
-// two planted faults and nothing else.
+// statistic with trailing spaces, SONiC's tables with commas and namespace lines, its
+// priority-group tables under their titles): the planted faults and nothing else.
 TEST(RoceDoctor, HandWrittenSnapshotsGiveThePlantedFaultsOnly) {
   const std::string data = std::string(WEFT_TEST_DATA) + "/roce_doctor";
   auto b = load_counter_dir(data + "/t0", doctor_reads);
@@ -888,10 +1014,16 @@ TEST(RoceDoctor, HandWrittenSnapshotsGiveThePlantedFaultsOnly) {
   EXPECT_EQ(codes(*d), (std::set<std::tuple<std::string, std::string, int>>{
                            {"retransmission", "h2", -1}, {"lossless_drops", "leaf1", 3}}))
       << render_diagnosis(*d);
+  EXPECT_EQ(d->findings.size(), 3u) << render_diagnosis(*d);
   for (const auto& f : d->findings)
     if (f.code == "lossless_drops") {
       EXPECT_EQ(f.port, "Ethernet8");
-      EXPECT_EQ(f.evidence.at("UC3|drop_pkts"), 17);
+      if (f.evidence.contains("PG3|drop_pkts")) {  // ingress, show priority-group drop counters
+        EXPECT_EQ(f.evidence.at("PG3|drop_pkts"), 11);
+        EXPECT_EQ(f.evidence.at("headroom_watermark_bytes"), 38912);
+      } else {
+        EXPECT_EQ(f.evidence.at("UC3|drop_pkts"), 17);
+      }
     } else {
       EXPECT_EQ(f.evidence.at("out_of_sequence"), 29);
     }

@@ -10,7 +10,10 @@
 //   DEVICE.queue        SONiC `show queue counters`
 //   DEVICE.pfcwd        SONiC `show pfcwd stats`
 //   DEVICE.wred         SONiC `show queue wredcounters` (its ECN marks)
-//   DEVICE.counters_db  SONiC `sonic-db-dump -n COUNTERS_DB` (instead of the three above)
+//   DEVICE.pg_drop      SONiC `show priority-group drop counters`
+//   DEVICE.pg_headroom  SONiC `show priority-group persistent-watermark headroom` (or
+//                       `watermark headroom`): the peak headroom each PG used, in bytes
+//   DEVICE.counters_db  SONiC `sonic-db-dump -n COUNTERS_DB` (instead of the tables above)
 //
 //   auto before = roce::load_counter_dir("snap/t0", roce::doctor_reads);
 //   auto after = roce::load_counter_dir("snap/t1", roce::doctor_reads);
@@ -38,12 +41,16 @@ namespace weft::roce {
 // A switch's counters are per port and queue: "Ethernet0|rx_pfc3" (show pfc counters),
 // "Ethernet0|UC3|drop_pkts" (show queue counters: pkts, bytes, drop_pkts, drop_bytes),
 // "Ethernet0:3|storm_detected" (show pfcwd stats: storm_detected, storm_restored, tx_ok,
-// tx_drop, rx_ok, rx_drop); a cell printed N/A is left out.
+// tx_drop, rx_ok, rx_drop), "Ethernet0|PG3|drop_pkts" (show priority-group drop
+// counters); a cell printed N/A is left out.
 struct CounterFile {
   std::string source;  // "ethtool", "hw_counters", "rdma_stat", "pfc", "queue", "pfcwd",
-                       // "counters_db"
+                       // "wred", "pg_drop", "pg_headroom", "counters_db"
   std::string port;    // the port the file names ("mlx5_0/1"), where it names one
   std::map<std::string, uint64_t> values;
+  // Watermarks: the peak a buffer reached since it was last cleared, read as they are
+  // (never a delta): "Ethernet0|PG3|headroom_wm" (bytes of XOFF headroom used).
+  std::map<std::string, uint64_t> levels;
   std::map<std::string, std::string> states;  // pfcwd: queue -> operational | stormed | N/A
 };
 
@@ -71,8 +78,16 @@ Result<CounterFile> parse_sonic_pfcwd(std::string_view text, const std::string& 
 // show queue wredcounters: "Ethernet0|UC3|ecn_marked" (and wred_drop_pkts, ...).
 Result<CounterFile> parse_sonic_wred(std::string_view text, const std::string& where,
                                      CounterFilter = nullptr);
+// show priority-group drop counters ("Ingress PG dropped packets:"): "Ethernet0|PG3|drop_pkts".
+Result<CounterFile> parse_sonic_pg_drop(std::string_view text, const std::string& where,
+                                        CounterFilter = nullptr);
+// show priority-group [persistent-]watermark headroom ("Ingress headroom per PG:"): levels
+// "Ethernet0|PG3|headroom_wm". The shared pool's table is refused by its title.
+Result<CounterFile> parse_sonic_pg_headroom(std::string_view text, const std::string& where,
+                                            CounterFilter = nullptr);
 // SONiC's COUNTERS_DB as JSON (sonic-db-dump -n COUNTERS_DB, or {KEY: {FIELD: VALUE}}):
-// the same counters as the three tables, from the SAI fields.
+// the same counters as the tables, from the SAI fields; the PG headroom watermark from
+// PERSISTENT_WATERMARKS (else USER_, else PERIODIC_WATERMARKS).
 Result<CounterFile> parse_counters_db(std::string_view text, const std::string& where,
                                       CounterFilter = nullptr);
 
