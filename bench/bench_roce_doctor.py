@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """weft roce doctor at scale: 2,000 hosts (ethtool -S with per-ring counters as mlx5
 prints them, about 1,100 lines each, and the RDMA hw_counters) and 100 SONiC switches
-(show pfc counters, show queue counters, show pfcwd stats, 64 ports each), two snapshots
-10 s apart, a few faults planted. Target (issue 35): diagnosed in under 2 s. OpenSM has no
+(show pfc counters, show queue counters, show pfcwd stats, show priority-group drop
+counters and persistent-watermark headroom, 64 ports each), two snapshots 10 s apart, a
+few faults planted. Target (issue 35): diagnosed in under 2 s. OpenSM has no
 RoCE side, so there is no column to set beside it."""
 import argparse
 import json
@@ -80,7 +81,13 @@ def switch_files(s, t):
     wd = table(["QUEUE", "STATUS", "STORM DETECTED/RESTORED", "TX OK/DROP", "RX OK/DROP", "TX LAST OK/DROP",
                 "RX LAST OK/DROP"], [[p + ":3", "operational", "0/0", "%d/0" % (100 * t), "%d/0" % (100 * t),
                                       "0/0", "0/0"] for p in ports])
-    return pfc, queue, wd
+    pg = "Ingress PG dropped packets:\n" + table(
+        ["Port"] + ["PG%d" % g for g in range(8)],
+        [[p] + [str(9 * t if (s, p, g) == (77, "Ethernet12", 3) else 3 * t if g == 0 else 0) for g in range(8)]
+         for p in ports])
+    wm = "Ingress headroom per PG:\n" + table(
+        ["Port"] + ["PG%d" % g for g in range(8)], [[p] + [str(20480 if g == 3 else 0) for g in range(8)] for p in ports])
+    return pfc, queue, wd, pg, wm
 
 
 def write_snapshots(root):
@@ -95,7 +102,7 @@ def write_snapshots(root):
                 f.write("".join("/sys/class/infiniband/mlx5_0/ports/1/hw_counters/%s:%d\n" % kv
                                 for kv in sorted(dict(hw, lifespan=10).items())))
         for s in range(SWITCHES):
-            for ext, text in zip(("pfc", "queue", "pfcwd"), switch_files(s, t)):
+            for ext, text in zip(("pfc", "queue", "pfcwd", "pg_drop", "pg_headroom"), switch_files(s, t)):
                 with open(os.path.join(d, "leaf%d.%s" % (s, ext)), "w") as f:
                     f.write(text)
 
@@ -122,9 +129,9 @@ def main():
                 return 1
             rows.append((wall, rss, found, p.returncode))
         want = [("lossless_drops", "h7", "mlx5_0/1"), ("lossless_drops", "leaf42", "Ethernet8"),
-                ("retransmission", "h1234", "mlx5_0/1")]
+                ("lossless_drops", "leaf77", "Ethernet12"), ("retransmission", "h1234", "mlx5_0/1")]
         print("weft roce doctor: %d hosts, %d switches of %d ports, two snapshots (%.0f MB of counter text), "
-              "3 faults planted" % (HOSTS, SWITCHES, PORTS, size / 1e6))
+              "4 faults planted" % (HOSTS, SWITCHES, PORTS, size / 1e6))
         print("| run | wall s | peak RSS MiB | findings | as planted | target |")
         print("|---|---|---|---|---|---|")
         ok = True
