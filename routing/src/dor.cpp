@@ -1,6 +1,7 @@
 #include "dor.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "torus_labels.hpp"
 
@@ -43,6 +44,25 @@ Routed DorEngine::compute(const Fabric& f, const Options& o) const {
     out.path_sl.assign(f.size(), {});
     for (NodeIndex n : sw.nodes) out.path_sl[n].assign(size_t(out.top_lid) + 1, 0);
   }
+  // How far each switch goes each way along its ring before a failed link (the radix:
+  // no failure). dor takes the long way round a ring a failure broke, as torus-2QoS
+  // does: a broken ring is a line, whose channels close no cycle, so neither the
+  // dateline nor the path's SL changes; a ring broken twice between two switches has
+  // no way round.
+  std::vector<std::vector<int>> reach(ns, std::vector<int>(2 * D));
+  for (uint32_t s = 0; s < ns; ++s)
+    for (size_t d = 0; d < D; ++d)
+      for (int sg = 0; sg < 2; ++sg) {
+        const int k = T.radix[d];
+        int h = 0;
+        if (labels->missing_links == 0) {
+          h = k;
+        } else {
+          for (uint32_t x = s; h < k && (x = lab[x][2 * d + size_t(sg)]) != detail::kNoSwitch;) ++h;
+        }
+        reach[s][2 * d + size_t(sg)] = h;
+      }
+  size_t long_way = 0;  // switch-to-switch routes round a broken ring
   unsigned max_sl = 0;
   std::vector<PortNum> to;
   for (uint32_t t = 0; t < ns; ++t) {
@@ -64,7 +84,21 @@ Routed DorEngine::compute(const Fabric& f, const Options& o) const {
                                                  : -1)
                               : (dest > from ? 1 : -1);
         if (dateline(d) && ((dd > 0 && dest < from) || (dd < 0 && dest > from))) sl |= 1u << d;
-        if (first < 0) first = static_cast<int>(d), dir = dd;
+        if (first >= 0) continue;
+        first = static_cast<int>(d), dir = dd;
+        const int steps = T.wrap ? (dd > 0 ? fwd : k - fwd) : std::abs(dest - from);
+        if (reach[s][2 * d + (dd > 0 ? 0 : 1)] >= steps) continue;
+        if (T.wrap && reach[s][2 * d + (dd > 0 ? 1 : 0)] >= k - steps) {
+          dir = -dd;  // the long way round; the SL stays the pristine path's
+          ++long_way;
+          continue;
+        }
+        return refuse(Refusal::kTopology,
+                      "dor: the " + std::string(1, char('x' + d)) + " " +
+                          (T.wrap ? "ring" : "line") + " through " + name_of(s) +
+                          " is broken both ways toward " + name_of(t) +
+                          (T.wrap ? " (two failed links split it)"
+                                  : " (a mesh has no way round a failed link)"));
       }
       const uint32_t next = lab[s][2 * size_t(first) + (dir > 0 ? 0 : 1)];
       to.clear();
@@ -88,6 +122,11 @@ Routed DorEngine::compute(const Fabric& f, const Options& o) const {
   out.notes.push_back("dor: " + shape + ", seed " + name_of(labels->seed) + "; " +
                       std::to_string(int(out.vls)) + " VL(s)" +
                       (layered ? " (SL bit d: the path crosses dimension d's dateline)" : ""));
+  if (labels->missing_links)
+    out.notes.push_back("dor: " + std::to_string(labels->missing_links) +
+                        " link(s) of the shape missing; " + std::to_string(long_way) +
+                        " switch-to-switch route(s) take the long way round a broken ring, "
+                        "every path keeping its SL");
   if (o.adaptive) detail::parallel_link_groups(f, sw, out);
   out.deadlock_free = true;
   return std::move(out);

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <deque>
 
 #include "torus_labels.hpp"
@@ -100,10 +101,14 @@ std::expected<TorusLabels, Failure> label_torus(const Fabric& f, const Switches&
           continue;
         }
         if ((k == 4) != (pass == 1)) continue;  // radix 4 last: any free neighbour will do
-        const bool found = k == 3   ? take(d, [&](uint32_t n) { return adjacent(n, p); })
-                           : k == 4 ? take(d, [](uint32_t) { return true; })
-                                    : take(d, [&](uint32_t n) { return common(n, p) == 1; });
-        if (!found) return fail_at(seed, "no neighbour fits -" + std::string(1, char('x' + d)));
+        // None fits: the seed's link that way failed; the switch there is placed from
+        // another side (or the check below finds this is no such shape).
+        if (k == 3)
+          take(d, [&](uint32_t n) { return adjacent(n, p); });
+        else if (k == 4)
+          take(d, [](uint32_t) { return true; });
+        else
+          take(d, [&](uint32_t n) { return common(n, p) == 1; });
       }
   }
   coord[seed].assign(D, 0);
@@ -131,18 +136,21 @@ std::expected<TorusLabels, Failure> label_torus(const Fabric& f, const Switches&
                 if (x != kNone && x != c) return fail_at(v, "a square closes twice");
                 x = c;
               }
-            if (x == kNone) return fail_at(v, "no square with " + name_of(w));
-            lv[2 * b + tg] = x;
+            // No square: a link of it failed (or this is no torus). Left open: v's
+            // neighbour that way, if it has one, is placed from another side, and the
+            // check below holds every link to the coordinates.
+            if (x != kNone) lv[2 * b + tg] = x;
           }
         }
         if (k >= 3) {
           uint32_t ahead = kNone;
+          size_t open = 0;
           for (uint32_t c : nbrs[v])
-            if (std::find(lv.begin(), lv.end(), c) == lv.end()) {
-              if (ahead != kNone) return fail_at(v, "more neighbours than a " + shape + " has");
-              ahead = c;
-            }
-          lv[2 * a + sg] = ahead;
+            if (std::find(lv.begin(), lv.end(), c) == lv.end()) ++open, ahead = c;
+          // More than one neighbour unplaced: a square did not close (a failed link);
+          // which one is ahead is told from another side.
+          if (open > 2 * D) return fail_at(v, "more neighbours than a " + shape + " has");
+          if (open == 1) lv[2 * a + sg] = ahead;
         }
         coord[v] = coord[u];
         coord[v][a] = (coord[u][a] + (sg ? -1 : 1) + k) % k;
@@ -151,26 +159,54 @@ std::expected<TorusLabels, Failure> label_torus(const Fabric& f, const Switches&
   }
   // Check: everything labelled, coordinates unique and consistent, every link used.
   std::vector<uint32_t> at(ns, kNone);
+  auto index_of = [&](const std::vector<int>& c) {
+    size_t idx = 0;
+    for (size_t d = D; d-- > 0;) idx = idx * size_t(T.radix[d]) + size_t(c[d]);
+    return idx;
+  };
   for (uint32_t s = 0; s < ns; ++s) {
     if (coord[s].empty()) return fail_at(s, "not reached from the seed");
-    size_t idx = 0;
-    for (size_t d = D; d-- > 0;) idx = idx * size_t(T.radix[d]) + size_t(coord[s][d]);
+    const size_t idx = index_of(coord[s]);
     if (at[idx] != kNone) return fail_at(s, "the same coordinates as " + name_of(at[idx]));
     at[idx] = s;
-    for (uint32_t n : nbrs[s])
-      if (std::find(lab[s].begin(), lab[s].end(), n) == lab[s].end())
-        return fail_at(s, "a link to " + name_of(n) + " no dimension explains");
+  }
+  // The labels again, from the coordinates: the switch one step each way, where a link
+  // reaches it (none: a failed link, or the edge of a mesh).
+  for (uint32_t s = 0; s < ns; ++s) {
     for (size_t d = 0; d < D; ++d)
       for (int sg = 0; sg < 2; ++sg) {
-        const uint32_t n = lab[s][2 * d + sg];
-        if (n == kNone) continue;
         const int k = T.radix[d];
-        if ((coord[s][d] + (sg ? -1 : 1) + k) % k != coord[n][d])
-          return fail_at(s, "neighbour " + name_of(n) + " is not where the shape puts it");
-        if (!T.wrap && ((sg == 0 && coord[s][d] == k - 1) || (sg == 1 && coord[s][d] == 0)))
-          return fail_at(s, "a mesh has no link across its edge");
+        std::vector<int> c = coord[s];
+        c[d] += sg ? -1 : 1;
+        uint32_t n = kNone;
+        if (T.wrap || (c[d] >= 0 && c[d] < k)) {
+          c[d] = (c[d] + k) % k;
+          if (const uint32_t there = at[index_of(c)]; there != s && adjacent(s, there)) n = there;
+        }
+        if (lab[s][2 * d + sg] != kNone && lab[s][2 * d + sg] != n)
+          return fail_at(
+              s, "neighbour " + name_of(lab[s][2 * d + sg]) + " is not where the shape puts it");
+        lab[s][2 * d + sg] = n;
+      }
+    for (uint32_t n : nbrs[s])
+      if (std::find(lab[s].begin(), lab[s].end(), n) == lab[s].end()) {
+        // One coordinate apart by the radix less one: round the edge of a mesh.
+        size_t apart = 0, edge = 0;
+        for (size_t d = 0; d < D; ++d)
+          if (coord[s][d] != coord[n][d])
+            ++apart, edge += std::abs(coord[s][d] - coord[n][d]) == T.radix[d] - 1;
+        return fail_at(s, !T.wrap && apart == 1 && edge == 1
+                              ? "a mesh has no link across its edge"
+                              : "a link to " + name_of(n) + " no dimension explains");
       }
   }
+  // Links the shape has and the fabric does not (failed), counted once.
+  for (uint32_t s = 0; s < ns; ++s)
+    for (size_t d = 0; d < D; ++d) {
+      const int k = T.radix[d];
+      if (k == 1 || (!T.wrap && coord[s][d] == k - 1) || (k == 2 && coord[s][d] == 1)) continue;
+      if (lab[s][2 * d] == kNone) ++L.missing_links;
+    }
 
   return L;
 }

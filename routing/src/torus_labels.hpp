@@ -23,7 +23,8 @@ struct TorusLabels {
   std::vector<std::vector<uint32_t>> lab;
   std::vector<std::vector<int>> coord;  // per switch number
   uint32_t seed = kNoSwitch;
-  std::string shape;  // "5x5 torus"
+  std::string shape;         // "5x5 torus"
+  size_t missing_links = 0;  // links of the shape the fabric lacks (failed)
 };
 
 std::expected<TorusLabels, Failure> label_torus(const fabric::Fabric& f, const Switches& sw,

@@ -783,6 +783,129 @@ TEST(Dor, RefusesWithAReason) {
   EXPECT_EQ(seed.error().kind, Refusal::kInvalidInput);
 }
 
+// Fails the links between each pair of named switches (every parallel one).
+Fabric without_links(Fabric f, const std::vector<std::pair<std::string, std::string>>& cuts) {
+  for (const auto& [a, b] : cuts) {
+    const NodeIndex na = *f.find_by_name(a), nb = *f.find_by_name(b);
+    std::vector<PortNum> ports;
+    for (const auto& p : f.node(na).ports)
+      if (p.num && p.linked() && p.peer == nb) ports.push_back(p.num);
+    EXPECT_FALSE(ports.empty()) << a << " - " << b;
+    for (PortNum p : ports) f.disconnect(na, p);
+  }
+  return f;
+}
+
+// torus-2QoS's rule for failed links: a ring a failure broke is taken the long way
+// round; every path keeps its SL, every route that did not cross the failure is the
+// pristine one, and the channels stay acyclic on the VLs the datelines need.
+TEST(Dor, RoutesATorusWithFailedLinksTheLongWayRoundKeepingEverySl) {
+  struct Case {
+    std::string spec;
+    std::vector<int> radix;
+    std::vector<std::pair<std::string, std::string>> cuts;
+  };
+  const Case cases[] = {
+      {"torus:dims=5x5x5,hosts=1", {5, 5, 5}, {{"sw1-0-0", "sw2-0-0"}}},
+      {"torus:dims=5x5x5,hosts=1",
+       {5, 5, 5},
+       {{"sw1-0-0", "sw2-0-0"}, {"sw3-2-1", "sw3-3-1"}, {"sw4-4-4", "sw4-4-0"}}},
+      {"torus:dims=6x4,hosts=1", {6, 4}, {{"sw0-0", "sw5-0"}, {"sw2-1", "sw2-2"}}},
+      {"torus:dims=6,hosts=2", {6}, {{"sw2", "sw3"}}},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.spec + " less " + std::to_string(c.cuts.size()) + " link(s)");
+    const Fabric f = with_lids(c.spec);
+    Options o;
+    o.torus = spec_of(f, c.radix, true);
+    auto dor = *make_engine("dor");
+    auto pristine = dor->compute(f, o);
+    ASSERT_TRUE(pristine) << pristine.error().message;
+    const Fabric g = without_links(f, c.cuts);
+    auto t = dor->compute(g, o);
+    ASSERT_TRUE(t) << t.error().message;
+    EXPECT_TRUE(verify_lfts(g, *t).ok());
+    const auto m = analyze(g, *t);
+    EXPECT_EQ(m.reachable, m.ca_pairs);
+    const auto cdg = channel_dependencies(g, *t);
+    EXPECT_TRUE(cdg.acyclic) << "cycle on VL " << cdg.cyclic_vl;
+    EXPECT_EQ(t->vls, pristine->vls);
+    EXPECT_EQ(t->path_sl, pristine->path_sl) << "a path's SL changed";
+    // Every route that did not cross a failed link is the pristine one; some did.
+    std::set<std::pair<NodeIndex, NodeIndex>> cut;
+    for (const auto& [a, b] : c.cuts) {
+      cut.insert({*f.find_by_name(a), *f.find_by_name(b)});
+      cut.insert({*f.find_by_name(b), *f.find_by_name(a)});
+    }
+    size_t kept = 0, moved = 0;
+    for (const LidOwner& ow : lid_owners(f))
+      for (NodeIndex s = 0; s < f.size(); ++s) {
+        if (!f.node(s).is_switch()) continue;
+        bool crosses = false;
+        NodeIndex cur = s;
+        for (int hop = 0; hop < 64; ++hop) {
+          const PortNum out = pristine->lft[cur][ow.lid.value];
+          if (out == 0 || !f.node(f.node(cur).ports[out].peer).is_switch()) break;
+          crosses |= cut.count({cur, f.node(cur).ports[out].peer}) > 0;
+          cur = f.node(cur).ports[out].peer;
+        }
+        if (crosses) {
+          ++moved;
+        } else {
+          ++kept;
+          EXPECT_EQ(t->lft[s][ow.lid.value], pristine->lft[s][ow.lid.value])
+              << f.node(s).name << " to LID " << ow.lid.value;
+        }
+      }
+    EXPECT_GT(kept, 0u);
+    EXPECT_GT(moved, 0u);
+    bool noted = false;
+    for (const auto& n : t->notes)
+      noted |= n.find(std::to_string(c.cuts.size()) + " link(s) of the shape missing") !=
+               std::string::npos;
+    EXPECT_TRUE(noted) << fmt::format("{}", fmt::join(t->notes, " | "));
+  }
+  // The long way, seen on one route: sw1-0-0 reaches sw2-0-0 through sw0-0-0.
+  {
+    const Fabric f = with_lids("torus:dims=5x5x5,hosts=1");
+    Options o;
+    o.torus = spec_of(f, {5, 5, 5}, true);
+    const Fabric g = without_links(f, {{"sw1-0-0", "sw2-0-0"}});
+    auto t = (*make_engine("dor"))->compute(g, o);
+    ASSERT_TRUE(t) << t.error().message;
+    const NodeIndex from = *g.find_by_name("sw1-0-0");
+    const Lid to = g.node(*g.find_by_name("sw2-0-0")).ports[0].attrs.lid;
+    EXPECT_EQ(g.node(g.node(from).ports[t->lft[from][to.value]].peer).name, "sw0-0-0");
+  }
+}
+
+// Where DOR has no way round: a ring split by two failed links, a mesh's line cut.
+TEST(Dor, RefusesARingSplitInTwoAndACutMeshLine) {
+  {
+    const Fabric f = with_lids("torus:dims=5x5,hosts=1");
+    Options o;
+    o.torus = spec_of(f, {5, 5}, true);
+    auto t = (*make_engine("dor"))
+                 ->compute(without_links(f, {{"sw0-2", "sw1-2"}, {"sw3-2", "sw4-2"}}), o);
+    ASSERT_FALSE(t);
+    EXPECT_EQ(t.error().kind, Refusal::kTopology);
+    EXPECT_NE(t.error().message.find("is broken both ways toward"), std::string::npos)
+        << t.error().message;
+    EXPECT_NE(t.error().message.find("two failed links split it"), std::string::npos)
+        << t.error().message;
+  }
+  {
+    const Fabric f = with_lids("mesh:dims=4x5,hosts=1");
+    Options o;
+    o.torus = spec_of(f, {4, 5}, false);
+    auto t = (*make_engine("dor"))->compute(without_links(f, {{"sw1-1", "sw2-1"}}), o);
+    ASSERT_FALSE(t);
+    EXPECT_EQ(t.error().kind, Refusal::kTopology);
+    EXPECT_NE(t.error().message.find("a mesh has no way round a failed link"), std::string::npos)
+        << t.error().message;
+  }
+}
+
 // The generator's coordinates of a switch named sw<x>-<y>-<z>.
 std::vector<int> name_coords(const std::string& name) {
   std::vector<int> v;
