@@ -154,7 +154,7 @@ po::options_description route_command_options() {
       "how a switch uses a flow's AR group in --traffic: split (per packet, spread over the "
       "group's ports) or least-loaded (the whole flow by the least loaded port)")(
       "torus", po::value<std::string>(),
-      "the torus or mesh shape for dor (OpenSM torus-2QoS.conf subset)")(
+      "the torus or mesh shape for dor (OpenSM's torus-2QoS.conf)")(
       "bisections", po::value<uint32_t>()->default_value(100), "random bisection patterns for eBB")(
       "no-patterns", "skip eBB and shift all-to-all")(
       "no-grade", "compute only: no verification or grades (for timing and memory runs)")(

@@ -179,7 +179,7 @@ std::vector<OptionSpec> build_table() {
        "routing engine's port groups beside its static tables; routing_engine ar_updn, "
        "ar_ftree, ar_minhop and ar_dor ask for it too"},
       {"torus_config", Type::kString, "", 0, 0, true,
-       "torus or mesh shape for dor (OpenSM torus-2QoS.conf subset); read only when the "
+       "torus or mesh shape for dor (OpenSM's torus-2QoS.conf); read only when the "
        "chain has dor"},
       {"root_guid_file", Type::kString, "", 0, 0, true,
        "updn/dnup roots: a file of switch GUIDs, one per line (empty = detect)"},

@@ -38,7 +38,7 @@ Routed DorEngine::compute(const Fabric& f, const Options& o) const {
   // Rings that need a dateline: radix 5 and up. Radix 3 has no two-hop path; radix 4
   // only half-way ones, whose alternating direction leaves each direction of the
   // ring two of its four hop-to-hop dependencies, which cannot close it.
-  auto dateline = [&](size_t d) { return T.wrap && T.radix[d] >= 5; };
+  auto dateline = [&](size_t d) { return T.wraps(d) && T.radix[d] >= 5; };
   for (size_t d = 0; d < D; ++d) layered |= dateline(d);
   if (layered) {
     out.path_sl.assign(f.size(), {});
@@ -79,26 +79,26 @@ Routed DorEngine::compute(const Fabric& f, const Options& o) const {
         // Half way round a ring, either way is as short: the direction alternates with
         // the parity of the coordinate the dimension starts from, so both directions of
         // the ring carry half of that traffic (always + loads one direction twice).
-        const int dd = T.wrap ? (2 * fwd == k    ? (from % 2 == 0 ? 1 : -1)
-                                 : fwd < k - fwd ? 1
-                                                 : -1)
-                              : (dest > from ? 1 : -1);
+        const int dd = T.wraps(d) ? (2 * fwd == k    ? (from % 2 == 0 ? 1 : -1)
+                                     : fwd < k - fwd ? 1
+                                                     : -1)
+                                  : (dest > from ? 1 : -1);
         if (dateline(d) && ((dd > 0 && dest < from) || (dd < 0 && dest > from))) sl |= 1u << d;
         if (first >= 0) continue;
         first = static_cast<int>(d), dir = dd;
-        const int steps = T.wrap ? (dd > 0 ? fwd : k - fwd) : std::abs(dest - from);
+        const int steps = T.wraps(d) ? (dd > 0 ? fwd : k - fwd) : std::abs(dest - from);
         if (reach[s][2 * d + (dd > 0 ? 0 : 1)] >= steps) continue;
-        if (T.wrap && reach[s][2 * d + (dd > 0 ? 1 : 0)] >= k - steps) {
+        if (T.wraps(d) && reach[s][2 * d + (dd > 0 ? 1 : 0)] >= k - steps) {
           dir = -dd;  // the long way round; the SL stays the pristine path's
           ++long_way;
           continue;
         }
         return refuse(Refusal::kTopology,
-                      "dor: the " + std::string(1, char('x' + d)) + " " +
-                          (T.wrap ? "ring" : "line") + " through " + name_of(s) +
+                      "dor: the " + std::string(1, T.axis(d)) + " " +
+                          (T.wraps(d) ? "ring" : "line") + " through " + name_of(s) +
                           " is broken both ways toward " + name_of(t) +
-                          (T.wrap ? " (two failed links split it)"
-                                  : " (a mesh has no way round a failed link)"));
+                          (T.wraps(d) ? " (two failed links split it)"
+                                      : " (a mesh has no way round a failed link)"));
       }
       const uint32_t next = lab[s][2 * size_t(first) + (dir > 0 ? 0 : 1)];
       to.clear();

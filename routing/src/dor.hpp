@@ -1,7 +1,8 @@
 // Dimension-order routing for tori and meshes.
 //
-// Coordinates: from the torus description (OpenSM's torus-2QoS.conf subset: the
-// radices and a seed switch with its + neighbour in each dimension), every
+// Coordinates: from the torus description (OpenSM's torus-2QoS.conf: the radices,
+// which rings wrap, and a seed switch with its + or - neighbour in each dimension;
+// the next seed where a switch or link of one is gone; the dateline's offset), every
 // switch's neighbours are labelled +x, -x, +y, ... by propagation: a neighbour v
 // of a labelled switch u (one step along dimension a) has, in every other
 // dimension b, the neighbour that closes the square with u's b-neighbour; along
@@ -9,7 +10,9 @@
 // from the ring structure (on a radix-4 ring, where the torus is a hypercube and
 // either labelling is a valid torus, the first free one). The result is checked:
 // every switch labelled once, coordinates unique, every link accounted for;
-// otherwise the engine refuses, naming the switch.
+// otherwise the engine refuses, naming the switch. A link of the shape may be
+// missing (failed): a square it leaves open is closed from another side, and the
+// labels are rebuilt from the coordinates.
 //
 // Routes: the first differing dimension first, the shorter way round; half way
 // round an even ring, + from even coordinates and - from odd ones, which balances
@@ -29,6 +32,13 @@
 // path on that ring crosses it or none does, and paths of at most radix/2 hops
 // cannot close the ring. So a 3-D torus needs at most 8 VLs, and a 4x4x4 torus
 // or a mesh 1 (torus-2QoS switches between 2 VLs per dimension at the dateline).
+//
+// Failed links (torus-2QoS's rule): a route whose ring a failure broke goes the long
+// way round. A broken ring is a line, whose channels close no cycle in either
+// direction, so every path keeps the SL of its pristine route, and every route that
+// did not cross the failure is the pristine one. A ring broken twice between two
+// switches, or a mesh's cut line, has no way round: refused, naming it. (A failed
+// switch needs turns DOR forbids, and a VL after them: not done.)
 #pragma once
 
 #include "weft/routing/engine.hpp"

@@ -3,6 +3,7 @@
 #include "weft/routing/analysis.hpp"
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <istream>
 #include <sstream>
@@ -237,10 +238,17 @@ Result<std::vector<Guid>> read_guid_list(std::istream& in, const std::string& or
 }
 
 Result<TorusSpec> read_torus_spec(std::istream& in, const std::string& origin) {
-  TorusSpec t;
-  bool shape = false;
-  std::vector<std::pair<Guid, Guid>> links(3);
-  std::vector<bool> have(3, false);
+  // Per seed, per file axis (x, y, z): the + and - links and the dateline.
+  struct Seed {
+    Guid from;
+    std::array<Guid, 3> plus{}, minus{};
+    std::array<int, 3> dateline{};
+    size_t line = 0;  // where it starts
+  };
+  std::vector<Seed> seeds(1);
+  std::vector<int> radix;     // per file axis
+  std::vector<int8_t> rings;  // per file axis: 1 t, 0 m, -1 as the keyword
+  bool wrap = true, shape = false;
   std::string line;
   size_t lineno = 0;
   auto bad = [&](const std::string& what) {
@@ -251,11 +259,10 @@ Result<TorusSpec> read_torus_spec(std::istream& in, const std::string& origin) {
     uint64_t v = 0;
     auto [p, ec] = std::from_chars(w.data() + 2, w.data() + w.size(), v, 16);
     g = Guid{v};
-    return ec == std::errc() && p == w.data() + w.size();
+    return ec == std::errc() && p == w.data() + w.size() && v != 0;
   };
-  static const char* const kIgnored[] = {
-      "xm_link",   "ym_link",    "zm_link",     "x_dateline",          "y_dateline", "z_dateline",
-      "next_seed", "port_order", "max_changes", "portgroup_max_ports", "qos",        "sl2vl"};
+  static const char* const kIgnored[] = {"portgroup_max_ports", "port_order", "max_changes", "qos",
+                                         "sl2vl"};
   while (std::getline(in, line)) {
     ++lineno;
     if (auto h = line.find('#'); h != std::string::npos) line.resize(h);
@@ -263,41 +270,100 @@ Result<TorusSpec> read_torus_spec(std::istream& in, const std::string& origin) {
     std::vector<std::string> w;
     for (std::string x; ws >> x;) w.push_back(x);
     if (w.empty()) continue;
-    if (w[0] == "torus" || w[0] == "mesh") {
-      if (w.size() < 2 || w.size() > 4) return bad(w[0] + " takes 1 to 3 radices");
-      t.radix.clear();
-      for (size_t i = 1; i < w.size(); ++i) {
-        int r = 0;
-        auto [p, ec] = std::from_chars(w[i].data(), w[i].data() + w[i].size(), r);
-        if (ec != std::errc() || p != w[i].data() + w[i].size() || r < 1 || r > 64)
-          return bad("radix \"" + w[i] + "\" is not 1..64");
-        t.radix.push_back(r);
+    const std::string& key = w[0];
+    if (key == "torus" || key == "mesh") {
+      if (w.size() < 2) return bad(key + " takes 1 to 3 radices");
+      radix.clear(), rings.clear();
+      for (size_t i = 1; i < w.size() && i <= 3; ++i) {  // tokens after the third: ignored
+        std::string r = w[i];
+        int8_t ring = -1;
+        if (!r.empty() && std::string_view("mMtT").find(r.back()) != std::string_view::npos) {
+          ring = r.back() == 't' || r.back() == 'T';
+          r.pop_back();
+        }
+        int v = 0;
+        auto [p, ec] = std::from_chars(r.data(), r.data() + r.size(), v);
+        if (r.empty() || ec != std::errc() || p != r.data() + r.size() || v < 1 || v > 64)
+          return bad("radix \"" + w[i] + "\" is not 1..64 (with t or m after it, if any)");
+        radix.push_back(v);
+        rings.push_back(ring);
       }
-      while (t.radix.size() > 1 && t.radix.back() == 1) t.radix.pop_back();
-      t.wrap = w[0] == "torus";
+      wrap = key == "torus";
       shape = true;
-    } else if (w[0] == "xp_link" || w[0] == "yp_link" || w[0] == "zp_link") {
-      const size_t d = static_cast<size_t>(w[0][0] - 'x');
-      if (w.size() != 3 || !guid(w[1], links[d].first) || !guid(w[2], links[d].second))
-        return bad(w[0] + " takes two switch GUIDs (0x...)");
-      have[d] = true;
+    } else if (key.size() == 7 && key.ends_with("_link") && key[0] >= 'x' && key[0] <= 'z' &&
+               (key[1] == 'p' || key[1] == 'm')) {
+      const size_t d = static_cast<size_t>(key[0] - 'x');
+      Guid a, b;
+      if (w.size() < 3 || !guid(w[1], a) || !guid(w[2], b))
+        return bad(key + " takes two switch GUIDs (0x...)");
+      Seed& s = seeds.back();
+      if (!s.line) s.line = lineno;
+      if (s.from.value && s.from != a)
+        return bad(key + " starts at " + a.str() + ", the seed's other links at " + s.from.str() +
+                   ": every link of a seed starts at the same switch");
+      s.from = a;
+      (key[1] == 'p' ? s.plus : s.minus)[d] = b;
+    } else if (key.size() == 10 && key.ends_with("_dateline") && key[0] >= 'x' && key[0] <= 'z') {
+      int v = 0;
+      if (w.size() < 2 ||
+          std::from_chars(w[1].data(), w[1].data() + w[1].size(), v).ptr !=
+              w[1].data() + w[1].size() ||
+          w[1].empty() || v < -64 || v > 64)
+        return bad(key + " takes a position (an integer, -64..64)");
+      seeds.back().dateline[static_cast<size_t>(key[0] - 'x')] = v;
+    } else if (key == "next_seed") {
+      if (seeds.back().from.value) seeds.emplace_back();
     } else if (std::find_if(std::begin(kIgnored), std::end(kIgnored),
-                            [&](const char* k) { return w[0] == k; }) == std::end(kIgnored)) {
-      return bad("unknown keyword \"" + w[0] + "\"");
+                            [&](const char* k) { return key == k; }) == std::end(kIgnored)) {
+      return bad("unknown keyword \"" + key + "\"");
     }
   }
   if (!shape) return fail(Errc::kInvalidInput, origin + ": no \"torus\" or \"mesh\" line");
-  for (size_t d = 0; d < t.radix.size(); ++d) {
-    if (!have[d])
-      return fail(Errc::kInvalidInput, origin + ": no " + std::string(1, char('x' + d)) +
-                                           "p_link for a " + std::to_string(t.radix.size()) +
-                                           "-dimensional " + (t.wrap ? "torus" : "mesh"));
-    if (d && links[d].first != links[0].first)
-      return fail(Errc::kInvalidInput, origin + ": every *p_link must start at the same seed " +
-                                           "switch (xp_link's first GUID)");
-    t.plus.push_back(links[d].second);
+  if (seeds.back().from.value == 0 && seeds.size() > 1) seeds.pop_back();  // a trailing next_seed
+  // The dimensions: the file's axes whose radix is more than 1 (all 1: one dimension).
+  TorusSpec t;
+  t.wrap = wrap;
+  std::vector<size_t> axes;
+  for (size_t a = 0; a < radix.size(); ++a)
+    if (radix[a] > 1) axes.push_back(a);
+  if (axes.empty()) axes.push_back(0);
+  bool mixed = false;
+  for (size_t a : axes) {
+    t.radix.push_back(radix[a]);
+    t.ring.push_back(rings[a]);
+    t.axes += char('x' + a);
+    mixed |= rings[a] >= 0;
   }
-  t.seed = links[0].first;
+  if (!mixed) t.ring.clear();
+  if (t.axes == std::string("xyz").substr(0, t.axes.size())) t.axes.clear();
+  for (size_t i = 0; i < seeds.size(); ++i) {
+    const Seed& s = seeds[i];
+    const std::string which = seeds.size() > 1 ? " of seed " + std::to_string(i + 1) : "";
+    TorusSeed ts;
+    ts.seed = s.from;
+    bool dateline = false;
+    for (size_t a : axes) {
+      const char ax = char('x' + a);
+      if (!s.plus[a].value && !s.minus[a].value)
+        return fail(Errc::kInvalidInput, origin + ": no " + ax + "p_link or " + ax + "m_link" +
+                                             which + " for a " + std::to_string(t.radix.size()) +
+                                             "-dimensional " + (wrap ? "torus" : "mesh") + " (" +
+                                             ax + " has radix " + std::to_string(radix[a]) + ")");
+      ts.plus.push_back(s.plus[a]);
+      ts.minus.push_back(s.minus[a]);
+      ts.dateline.push_back(s.dateline[a]);
+      dateline |= s.dateline[a] != 0;
+    }
+    bool minus = false;
+    for (Guid g : ts.minus) minus |= g.value != 0;
+    if (!minus) ts.minus.clear();
+    if (!dateline) ts.dateline.clear();
+    if (i == 0) {
+      t.seed = ts.seed, t.plus = ts.plus, t.minus = ts.minus, t.dateline = ts.dateline;
+    } else {
+      t.next_seeds.push_back(std::move(ts));
+    }
+  }
   return t;
 }
 

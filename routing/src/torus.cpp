@@ -17,8 +17,22 @@ using fabric::NodeIndex;
 
 namespace detail {
 
-std::expected<TorusLabels, Failure> label_torus(const Fabric& f, const Switches& sw,
-                                                const TorusSpec& T) {
+namespace {
+
+// "5x5x5 torus", "4x4 mesh"; a shape that mixes says which rings wrap: "3tx4mx5m".
+std::string shape_of(const TorusSpec& T) {
+  size_t rings = 0;
+  for (size_t d = 0; d < T.radix.size(); ++d) rings += T.wraps(d);
+  if (rings == 0 || rings == T.radix.size())
+    return fmt::format("{} {}", fmt::join(T.radix, "x"), rings ? "torus" : "mesh");
+  std::vector<std::string> dims;
+  for (size_t d = 0; d < T.radix.size(); ++d)
+    dims.push_back(std::to_string(T.radix[d]) + (T.wraps(d) ? "t" : "m"));
+  return fmt::format("{} torus/mesh", fmt::join(dims, "x"));
+}
+
+std::expected<TorusLabels, Failure> label_from_seed(const Fabric& f, const Switches& sw,
+                                                    const TorusSpec& T) {
   constexpr uint32_t kNone = kNoSwitch;
   const size_t ns = sw.nodes.size();
   const size_t D = T.radix.size();
@@ -26,7 +40,7 @@ std::expected<TorusLabels, Failure> label_torus(const Fabric& f, const Switches&
   size_t expected = 1;
   for (int r : T.radix) expected *= size_t(r);
   TorusLabels L;
-  L.shape = fmt::format("{} {}", fmt::join(T.radix, "x"), T.wrap ? "torus" : "mesh");
+  L.shape = shape_of(T);
   const std::string& shape = L.shape;
   if (ns != expected)
     return refuse(Refusal::kTopology, "dor: the fabric has " + std::to_string(ns) +
@@ -64,16 +78,31 @@ std::expected<TorusLabels, Failure> label_torus(const Fabric& f, const Switches&
   auto fail_at = [&](uint32_t s, const std::string& why) {
     return refuse(Refusal::kTopology, "dor: not a " + shape + " at " + name_of(s) + ": " + why);
   };
-  for (size_t d = 0; d < D; ++d) {
-    const uint32_t p = find_switch(T.plus[d]);
-    if (p == kNone || !adjacent(seed, p))
-      return refuse(Refusal::kInvalidInput, "dor: " + std::string(1, char('x' + d)) +
-                                                "p_link: " + T.plus[d].str() +
-                                                " is not a switch linked to the seed");
-    lab[seed][2 * d] = p;
-  }
-  // The seed's - neighbours.
-  if (T.wrap) {
+  // The seed's given neighbours, + and -.
+  for (size_t d = 0; d < D; ++d)
+    for (int sg = 0; sg < 2; ++sg) {
+      const std::vector<Guid>& given = sg ? T.minus : T.plus;
+      const Guid g = d < given.size() ? given[d] : Guid{};
+      if (!g.value) continue;
+      const uint32_t p = find_switch(g);
+      if (p == kNone || !adjacent(seed, p))
+        return refuse(Refusal::kInvalidInput,
+                      fmt::format("dor: {}{}_link: {} is not a switch "
+                                  "linked to the seed {}",
+                                  T.axis(d), sg ? 'm' : 'p', g.str(), T.seed.str()));
+      if (lab[seed][2 * d + size_t(1 - sg)] == p && T.radix[d] != 2)
+        return refuse(Refusal::kInvalidInput,
+                      fmt::format("dor: {0}p_link and {0}m_link name the same switch {1}",
+                                  T.axis(d), g.str()));
+      lab[seed][2 * d + size_t(sg)] = p;
+    }
+  // Where the origin lies from the seed (x_dateline): the seed's coordinates.
+  std::vector<int> origin(D, 0);
+  for (size_t d = 0; d < D && d < T.dateline.size(); ++d)
+    origin[d] = ((-T.dateline[d]) % T.radix[d] + T.radix[d]) % T.radix[d];
+  // The seed's neighbours not given: on a ring, the one opposite the given one; on a
+  // mesh line, only where the seed is not at its end.
+  {
     std::vector<uint32_t> free;
     for (uint32_t n : nbrs[seed])
       if (std::find(lab[seed].begin(), lab[seed].end(), n) == lab[seed].end()) free.push_back(n);
@@ -82,36 +111,51 @@ std::expected<TorusLabels, Failure> label_torus(const Fabric& f, const Switches&
       for (uint32_t x : nbrs[a]) c += adjacent(x, b);
       return c;
     };
-    auto take = [&](size_t d, auto&& ok) {
+    // The one free neighbour `ok` takes (none, or more than one: left to another side;
+    // `any`: the first will do, a radix-4 ring's two sides being alike).
+    auto take = [&](size_t slot, auto&& ok, bool any) {
+      auto hit = free.end();
       for (auto it = free.begin(); it != free.end(); ++it)
         if (ok(*it)) {
-          lab[seed][2 * d + 1] = *it;
-          free.erase(it);
-          return true;
+          if (hit != free.end()) return;
+          hit = it;
+          if (any) break;
         }
-      return false;
+      if (hit == free.end()) return;
+      lab[seed][slot] = *hit;
+      free.erase(hit);
     };
     for (int pass = 0; pass < 2; ++pass)
       for (size_t d = 0; d < D; ++d) {
         const int k = T.radix[d];
-        const uint32_t p = lab[seed][2 * d];
-        if (k == 1) continue;
+        const bool has_p = lab[seed][2 * d] != kNone, has_m = lab[seed][2 * d + 1] != kNone;
+        if (k == 1 || has_p == has_m) continue;  // both given, or (a failed link) neither
+        const size_t want = 2 * d + (has_p ? 1 : 0);
+        const uint32_t p = lab[seed][2 * d + (has_p ? 0 : 1)];
+        if (!T.wraps(d)) {
+          // A line: the other side exists unless the seed is at that end.
+          if (pass == 1 || k == 2 || origin[d] == (has_p ? 0 : k - 1)) continue;
+          take(
+              want, [&](uint32_t n) { return common(n, p) == 1; }, false);
+          continue;
+        }
         if (k == 2) {
-          lab[seed][2 * d + 1] = p;
+          lab[seed][want] = p;
           continue;
         }
         if ((k == 4) != (pass == 1)) continue;  // radix 4 last: any free neighbour will do
-        // None fits: the seed's link that way failed; the switch there is placed from
-        // another side (or the check below finds this is no such shape).
         if (k == 3)
-          take(d, [&](uint32_t n) { return adjacent(n, p); });
+          take(
+              want, [&](uint32_t n) { return adjacent(n, p); }, false);
         else if (k == 4)
-          take(d, [](uint32_t) { return true; });
+          take(
+              want, [](uint32_t) { return true; }, true);
         else
-          take(d, [&](uint32_t n) { return common(n, p) == 1; });
+          take(
+              want, [&](uint32_t n) { return common(n, p) == 1; }, false);
       }
   }
-  coord[seed].assign(D, 0);
+  coord[seed] = origin;
   std::deque<uint32_t> q{seed};
   while (!q.empty()) {
     const uint32_t u = q.front();
@@ -123,7 +167,7 @@ std::expected<TorusLabels, Failure> label_torus(const Fabric& f, const Switches&
         const int k = T.radix[a];
         auto& lv = lab[v];
         lv[2 * a + (1 - sg)] = u;
-        if (k == 2 && T.wrap) lv[2 * a + sg] = u;  // a 2-ring: one neighbour both ways
+        if (k == 2 && T.wraps(a)) lv[2 * a + sg] = u;  // a 2-ring: one neighbour both ways
         for (size_t b = 0; b < D; ++b) {
           if (b == a) continue;
           for (int tg = 0; tg < 2; ++tg) {
@@ -179,7 +223,7 @@ std::expected<TorusLabels, Failure> label_torus(const Fabric& f, const Switches&
         std::vector<int> c = coord[s];
         c[d] += sg ? -1 : 1;
         uint32_t n = kNone;
-        if (T.wrap || (c[d] >= 0 && c[d] < k)) {
+        if (T.wraps(d) || (c[d] >= 0 && c[d] < k)) {
           c[d] = (c[d] + k) % k;
           if (const uint32_t there = at[index_of(c)]; there != s && adjacent(s, there)) n = there;
         }
@@ -194,8 +238,8 @@ std::expected<TorusLabels, Failure> label_torus(const Fabric& f, const Switches&
         size_t apart = 0, edge = 0;
         for (size_t d = 0; d < D; ++d)
           if (coord[s][d] != coord[n][d])
-            ++apart, edge += std::abs(coord[s][d] - coord[n][d]) == T.radix[d] - 1;
-        return fail_at(s, !T.wrap && apart == 1 && edge == 1
+            ++apart, edge += !T.wraps(d) && std::abs(coord[s][d] - coord[n][d]) == T.radix[d] - 1;
+        return fail_at(s, apart == 1 && edge == 1
                               ? "a mesh has no link across its edge"
                               : "a link to " + name_of(n) + " no dimension explains");
       }
@@ -204,11 +248,24 @@ std::expected<TorusLabels, Failure> label_torus(const Fabric& f, const Switches&
   for (uint32_t s = 0; s < ns; ++s)
     for (size_t d = 0; d < D; ++d) {
       const int k = T.radix[d];
-      if (k == 1 || (!T.wrap && coord[s][d] == k - 1) || (k == 2 && coord[s][d] == 1)) continue;
+      if (k == 1 || (!T.wraps(d) && coord[s][d] == k - 1) || (k == 2 && coord[s][d] == 1)) continue;
       if (lab[s][2 * d] == kNone) ++L.missing_links;
     }
 
   return L;
+}
+
+}  // namespace
+
+std::expected<TorusLabels, Failure> label_torus(const Fabric& f, const Switches& sw,
+                                                const TorusSpec& T) {
+  auto first = label_from_seed(f, sw, T);
+  if (first) return first;
+  // next_seed: the next seeds, in order, where the first does not hold (its switch or a
+  // link of it gone); the first seed's reason if none does.
+  for (const TorusSeed& s : T.next_seeds)
+    if (auto other = label_from_seed(f, sw, T.seeded(s))) return other;
+  return first;
 }
 
 }  // namespace detail

@@ -362,6 +362,72 @@ def cdg_acyclic(nodes, lfts):
     return True
 
 
+def read_back(a, work, sock, first, want_sw, want_ca):
+    """What infiniband-diags read back from the fabric weft programmed: every node,
+    unique LIDs, every linked port ACTIVE, every (switch, LID) route reaching its LID,
+    the lines the SM must log, and weft's own grader on the tables read back."""
+    disc = run(["ibnetdiscover"], work, sock).stdout
+    open(os.path.join(work, "ibnetdiscover.txt"), "w").write(disc)
+    nodes = parse_ibnetdiscover(disc)
+    got_sw = sum(1 for n in nodes.values() if n["type"] == "Switch")
+    got_ca = sum(1 for n in nodes.values() if n["type"] != "Switch")
+    if (got_sw, got_ca) != (want_sw, want_ca):
+        raise Failure("ibnetdiscover sees %d switches, %d CAs; the net file has %d, %d" % (got_sw, got_ca, want_sw, want_ca))
+    lids = [n["lid"] for n in nodes.values() if n["type"] == "Switch"]
+    lids += [p[2] for n in nodes.values() if n["type"] != "Switch" for p in n["ports"].values()]
+    if 0 in lids:
+        raise Failure("%d ports have LID 0" % lids.count(0))
+    if len(set(lids)) != len(lids):
+        raise Failure("duplicate LIDs")
+
+    links = run(["iblinkinfo"], work, sock).stdout
+    open(os.path.join(work, "iblinkinfo.txt"), "w").write(links)
+    linked = [l for l in links.splitlines() if "==>" in l and '""' not in l]
+    not_active = [l for l in linked if "Active/" not in l]
+    if not linked or not_active:
+        raise Failure("%d of %d linked ports not ACTIVE, e.g. %s" % (len(not_active), len(linked), not_active[:2]))
+
+    fts = run(["dump_fts", "-n"], work, sock).stdout
+    open(os.path.join(work, "dump_fts.txt"), "w").write(fts)
+    lfts = parse_dump_fts(fts)
+    fix_top_block(lfts, work, sock)
+    pairs, problems = check_routes(nodes, lfts)
+    if problems:
+        raise Failure("%d of %d (switch, LID) pairs bad: %s" % (len(problems), pairs, problems[:3]))
+    print("routes: %d (switch, LID) pairs reach their LID; %d links ACTIVE; %d LIDs unique" % (pairs, len(linked), len(lids)))
+    static = a.engine[3:] if a.engine.startswith("ar_") else a.engine  # NVIDIA's AR names
+    if static in ("updn", "dnup", "ftree") or static.startswith("ftree,"):
+        if not cdg_acyclic(nodes, lfts):
+            raise Failure("%s claims deadlock freedom, but the channel dependency graph read back has a cycle"
+                          % a.engine)
+        print("channel dependency graph read back: acyclic")
+    for line in a.expect_log:
+        if line not in first.stderr:
+            raise Failure("the SM log lacks %r" % line)
+    for line in a.expect_once:
+        if first.stderr.count(line) != 1:
+            raise Failure("the SM logged %r %d times, not once" % (line, first.stderr.count(line)))
+
+    # weft's own grader on what infiniband-diags read back: dump_fts with destinations
+    # (ibroute format), plus the block dump_fts skips, read by `weft route --lfts`.
+    full = run(["dump_fts"], work, sock).stdout
+    dump = os.path.join(work, "dump_fts_full.txt")
+    with open(dump, "w") as fh:
+        fh.write(full)
+        fh.write(top_block_sections(nodes, lfts))
+    topo = os.path.join(work, "ibnetdiscover.txt")
+    g = run([a.weft, "route", "--topology", topo, "--lfts", "ibsim=" + dump, "--json", "--no-patterns"],
+            work, "", preload=False, check=False)
+    try:
+        graded = json.loads(g.stdout)[0]
+    except (ValueError, IndexError):
+        raise Failure("weft route --lfts on the read-back dump: rc %d\n%s%s" % (g.returncode, g.stdout, g.stderr))
+    if graded["status"] != "ok" or graded["reachable_pct"] != 100.0 or graded["loops"]:
+        raise Failure("weft's grader on the read-back tables: %s" % graded)
+    print("weft route --lfts on the read-back dump: ok, %.1f%% reachable, max link load %d"
+          % (graded["reachable_pct"], graded["max_link_load"]))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--weft", required=True)
@@ -373,9 +439,14 @@ def main():
     ap.add_argument("--expect-once", action="append", default=[],
                     help="a line the SM must log exactly once a run (the bring-up, then the restart)")
     ap.add_argument("--sm-arg", action="append", default=[], help="one more argument for weft sm/sim")
+    ap.add_argument("--unlink", help="NODE:PORT: after the bring-up, ibsim's Unlink of that port, a sweep, the "
+                    "same checks (and no parity with the simulator, whose fabric is whole)")
+    ap.add_argument("--expect-after-unlink", action="append", default=[],
+                    help="a line the SM must log on the sweep after the Unlink")
     a = ap.parse_args()
 
-    work = os.path.join(a.scratch, a.fabric + ("" if a.engine == "minhop" else "-" + a.engine.replace(",", "+")))
+    work = os.path.join(a.scratch, a.fabric + ("" if a.engine == "minhop" else "-" + a.engine.replace(",", "+"))
+                        + ("-unlink" if a.unlink else ""))
     shutil.rmtree(work, ignore_errors=True)
     os.makedirs(work)
     src, spec = FABRICS[a.fabric]
@@ -388,7 +459,7 @@ def main():
     sock = "weft-e2e-%s-%d" % (a.fabric, os.getpid())
     state = os.path.join(work, "state")
 
-    with Ibsim(net, work, sock):
+    with Ibsim(net, work, sock) as sim:
         t0 = time.time()
         # SR-IOV asked for (virt_enabled 2) unless the test brings its own config.
         virt = []
@@ -407,66 +478,22 @@ def main():
         if virt and "VRT-" in first.stderr or re.search(r"^\s*vports\s", first.stdout, re.M):
             raise Failure("vport SMPs went to ibsim's CAs, which have no virtualization")
 
-        disc = run(["ibnetdiscover"], work, sock).stdout
-        open(os.path.join(work, "ibnetdiscover.txt"), "w").write(disc)
-        nodes = parse_ibnetdiscover(disc)
-        got_sw = sum(1 for n in nodes.values() if n["type"] == "Switch")
-        got_ca = sum(1 for n in nodes.values() if n["type"] != "Switch")
-        if (got_sw, got_ca) != (want_sw, want_ca):
-            raise Failure("ibnetdiscover sees %d switches, %d CAs; the net file has %d, %d" % (got_sw, got_ca, want_sw, want_ca))
-        lids = [n["lid"] for n in nodes.values() if n["type"] == "Switch"]
-        lids += [p[2] for n in nodes.values() if n["type"] != "Switch" for p in n["ports"].values()]
-        if 0 in lids:
-            raise Failure("%d ports have LID 0" % lids.count(0))
-        if len(set(lids)) != len(lids):
-            raise Failure("duplicate LIDs")
-
-        links = run(["iblinkinfo"], work, sock).stdout
-        open(os.path.join(work, "iblinkinfo.txt"), "w").write(links)
-        linked = [l for l in links.splitlines() if "==>" in l and '""' not in l]
-        not_active = [l for l in linked if "Active/" not in l]
-        if not linked or not_active:
-            raise Failure("%d of %d linked ports not ACTIVE, e.g. %s" % (len(not_active), len(linked), not_active[:2]))
-
-        fts = run(["dump_fts", "-n"], work, sock).stdout
-        open(os.path.join(work, "dump_fts.txt"), "w").write(fts)
-        lfts = parse_dump_fts(fts)
-        fix_top_block(lfts, work, sock)
-        pairs, problems = check_routes(nodes, lfts)
-        if problems:
-            raise Failure("%d of %d (switch, LID) pairs bad: %s" % (len(problems), pairs, problems[:3]))
-        print("routes: %d (switch, LID) pairs reach their LID; %d links ACTIVE; %d LIDs unique" % (pairs, len(linked), len(lids)))
-        static = a.engine[3:] if a.engine.startswith("ar_") else a.engine  # NVIDIA's AR names
-        if static in ("updn", "dnup", "ftree") or static.startswith("ftree,"):
-            if not cdg_acyclic(nodes, lfts):
-                raise Failure("%s claims deadlock freedom, but the channel dependency graph read back has a cycle"
-                              % a.engine)
-            print("channel dependency graph read back: acyclic")
-        for line in a.expect_log:
-            if line not in first.stderr:
-                raise Failure("the SM log lacks %r" % line)
-        for line in a.expect_once:
-            if first.stderr.count(line) != 1:
-                raise Failure("the SM logged %r %d times, not once" % (line, first.stderr.count(line)))
-
-        # weft's own grader on what infiniband-diags read back: dump_fts with destinations
-        # (ibroute format), plus the block dump_fts skips, read by `weft route --lfts`.
-        full = run(["dump_fts"], work, sock).stdout
-        dump = os.path.join(work, "dump_fts_full.txt")
-        with open(dump, "w") as fh:
-            fh.write(full)
-            fh.write(top_block_sections(nodes, lfts))
-        topo = os.path.join(work, "ibnetdiscover.txt")
-        g = run([a.weft, "route", "--topology", topo, "--lfts", "ibsim=" + dump, "--json", "--no-patterns"],
-                work, "", preload=False, check=False)
-        try:
-            graded = json.loads(g.stdout)[0]
-        except (ValueError, IndexError):
-            raise Failure("weft route --lfts on the read-back dump: rc %d\n%s%s" % (g.returncode, g.stdout, g.stderr))
-        if graded["status"] != "ok" or graded["reachable_pct"] != 100.0 or graded["loops"]:
-            raise Failure("weft's grader on the read-back tables: %s" % graded)
-        print("weft route --lfts on the read-back dump: ok, %.1f%% reachable, max link load %d"
-              % (graded["reachable_pct"], graded["max_link_load"]))
+        read_back(a, work, sock, first, want_sw, want_ca)
+        # A link failing under a running fabric (ibsim's Unlink): the next sweep routes
+        # what is left, and the read-back holds for it as it did for the whole fabric.
+        if a.unlink:
+            node, port = a.unlink.rsplit(":", 1)
+            os.write(sim.fifo_fd, ('Unlink "%s"[%s]\n' % (node, port)).encode())
+            first = run([a.weft, "sm", "--once", "--state-dir", state, "--routing-engine", a.engine] + a.sm_arg,
+                        work, sock)
+            print("after Unlink %s[%s]:" % (node, port))
+            print(first.stdout)
+            if "SUBNET UP" not in first.stderr:
+                raise Failure("no SUBNET UP line after the Unlink")
+            read_back(a, work, sock, first, want_sw, want_ca)
+            for line in a.expect_after_unlink:
+                if line not in first.stderr:
+                    raise Failure("after the Unlink, the SM log lacks %r" % line)
 
         # Restart: same LIDs, nothing rewritten.
         second = run([a.weft, "sm", "--once", "--state-dir", state, "--routing-engine", a.engine] + a.sm_arg,
@@ -484,6 +511,9 @@ def main():
                 raise Failure("the restart logged %r %d times, not once" % (line, second.stderr.count(line)))
         print("restart: " + m.group(0) + "; " + w.group(0))
 
+    if a.unlink:
+        print("PASS %s (%s) after Unlink %s" % (a.fabric, a.engine, a.unlink))
+        return
     # Parity: the in-process simulator discovers the same model from the same file.
     run([a.weft, "sim", "--topology", net, "--routing-engine", a.engine, "--dump-model", os.path.join(work, "model.sim")]
         + a.sm_arg, work, "", preload=False)

@@ -415,7 +415,9 @@ TEST(Topology, ToriAndMeshesOnTheirGrid) {
   RestRig small("torus:dims=3x3,hosts=1");
   EXPECT_EQ(RestRig::json_of(small.mon("GET", "/api/v1/topology"))["layout"], "force");
   const auto f = *simulator::make_fabric("torus:dims=3x3,hosts=1");
-  routing::TorusSpec spec{{3, 3}, true, f.node(*f.find_by_name("sw0-0")).guid, {}};
+  routing::TorusSpec spec;
+  spec.radix = {3, 3};
+  spec.seed = f.node(*f.find_by_name("sw0-0")).guid;
   spec.plus = {f.node(*f.find_by_name("sw1-0")).guid, f.node(*f.find_by_name("sw0-1")).guid};
   RestRig described("torus:dims=3x3,hosts=1", std::nullopt, true,
                     [&](sm::SmOptions& o) { o.torus = spec; });

@@ -767,7 +767,9 @@ TEST(Dor, RefusesWithAReason) {
   // Right switch count, wrong shape: a random graph of 16 switches.
   Fabric g = with_lids("random:switches=16,degree=4,hosts=1,seed=3");
   Options og;
-  og.torus = TorusSpec{{4, 4}, true, g.node(*g.find_by_name("sw0")).guid, {}};
+  og.torus = TorusSpec{};
+  og.torus->radix = {4, 4};
+  og.torus->seed = g.node(*g.find_by_name("sw0")).guid;
   for (const auto& p : g.node(*g.find_by_name("sw0")).ports)
     if (p.num && p.linked() && g.node(p.peer).is_switch() && og.torus->plus.size() < 2)
       og.torus->plus.push_back(g.node(p.peer).guid);
@@ -1010,14 +1012,164 @@ TEST(TorusSpec, ReadsTheTorus2QosSubsetAndNamesBadLines) {
       {"mesh 4 4\nxp_link 0x1\n", "t:2: xp_link takes two switch GUIDs"},
       {"torus 4 4\nfrobnicate\n", "t:2: unknown keyword \"frobnicate\""},
       {"xp_link 0x1 0x2\n", "t: no \"torus\" or \"mesh\" line"},
-      {"torus 4 4\nxp_link 0x1 0x2\n", "t: no yp_link for a 2-dimensional torus"},
-      {"torus 4 4\nxp_link 0x1 0x2\nyp_link 0x3 0x4\n", "must start at the same seed"},
+      {"torus 4 4\nxp_link 0x1 0x2\n", "t: no yp_link or ym_link for a 2-dimensional torus"},
+      {"torus 4 4\nxp_link 0x1 0x2\nyp_link 0x3 0x4\n",
+       "t:3: yp_link starts at 0x0000000000000003, the seed's other links at 0x0000000000000001"},
+      {"torus 3q 4 4\n", "t:1: radix \"3q\" is not 1..64"},
+      {"torus 4 4\nxp_link 0x1 0x2\nym_link 0x1 0x3\nx_dateline far\n",
+       "t:4: x_dateline takes a position"},
+      {"torus 4 4 4\nxp_link 0x1 0x2\nyp_link 0x1 0x3\nzp_link 0x1 0x4\nnext_seed\n"
+       "xp_link 0x9 0x8\n",
+       "t: no yp_link or ym_link of seed 2"},
   };
   for (auto [text, want] : bad) {
     std::istringstream in(text);
     auto r = read_torus_spec(in, "t");
     ASSERT_FALSE(r) << text;
     EXPECT_NE(r.error().message.find(want), std::string::npos) << r.error().message;
+  }
+}
+
+// torus-2QoS.conf as torus-2QoS.conf(5) describes it: a radix-1 dimension left out, both
+// link directions, datelines, a second seed, and the tokens after a keyword's ignored;
+// t and m suffixes make one dimension a torus or a mesh.
+TEST(TorusSpec, ReadsTorus2QosConfWhole) {
+  std::istringstream conf(
+      "# a 2-D torus in y and z\n"
+      "torus 1 4 5\n"
+      "yp_link 0x200000 0x200005   # y=0,z=0 -> y=1\n"
+      "ym_link 0x200000 0x20000f\n"
+      "zp_link 0x200000 0x200001\n"
+      "next_seed\n"
+      "yp_link 0x20000b 0x200010\n"
+      "ym_link 0x20000b 0x200006\n"
+      "zp_link 0x20000b 0x20000c\n"
+      "y_dateline -2\n"
+      "z_dateline -1\n"
+      "portgroup_max_ports 17\n"
+      "port_order 7 10 8 11 9 12\n"
+      "max_changes 32\n");
+  auto t = read_torus_spec(conf, "t");
+  ASSERT_TRUE(t) << t.error().message;
+  EXPECT_EQ(t->radix, (std::vector<int>{4, 5}));
+  EXPECT_EQ(t->axis(0), 'y');
+  EXPECT_EQ(t->axis(1), 'z');
+  EXPECT_TRUE(t->wraps(0) && t->wraps(1));
+  EXPECT_EQ(t->seed.value, 0x200000u);
+  EXPECT_EQ(t->plus, (std::vector<Guid>{Guid{0x200005}, Guid{0x200001}}));
+  EXPECT_EQ(t->minus, (std::vector<Guid>{Guid{0x20000f}, Guid{}}));
+  EXPECT_TRUE(t->dateline.empty());
+  ASSERT_EQ(t->next_seeds.size(), 1u);
+  EXPECT_EQ(t->next_seeds[0].seed.value, 0x20000bu);
+  EXPECT_EQ(t->next_seeds[0].dateline, (std::vector<int>{-2, -1}));
+  // "mesh 3T 4 5" and "torus 3 4M 5M" are the same shape; trailing tokens are ignored.
+  const char* links = "xp_link 0x1 0x2 extra\nyp_link 0x1 0x3\nzp_link 0x1 0x4\n";
+  for (const char* head : {"mesh 3T 4 5\n", "torus 3 4M 5M and more\n"}) {
+    std::istringstream in(std::string(head) + links);
+    auto m = read_torus_spec(in, "t");
+    ASSERT_TRUE(m) << head << m.error().message;
+    EXPECT_EQ(m->radix, (std::vector<int>{3, 4, 5}));
+    EXPECT_TRUE(m->wraps(0));
+    EXPECT_FALSE(m->wraps(1));
+    EXPECT_FALSE(m->wraps(2));
+  }
+  std::istringstream small("torus 3t 3t 3t\nxp_link 0x1 0x2\nyp_link 0x1 0x3\nzp_link 0x1 0x4\n");
+  auto st = read_torus_spec(small, "t");
+  ASSERT_TRUE(st) << st.error().message;
+  EXPECT_EQ(st->radix, (std::vector<int>{3, 3, 3}));
+  EXPECT_TRUE(st->wraps(0) && st->wraps(1) && st->wraps(2));
+}
+
+// The switch named for coordinates `c` of a generated torus or mesh.
+Guid switch_at(const Fabric& f, const std::vector<int>& c) {
+  return f.node(*f.find_by_name(fmt::format("sw{}", fmt::join(c, "-")))).guid;
+}
+
+// The rest of the description at work: a seed given by its - links, a dateline that
+// moves the origin, a second seed used where the first's link failed (the datelines
+// keeping every SL), and a shape whose x rings wrap while its y lines do not.
+TEST(Dor, FollowsMinusLinksDatelinesNextSeedsAndMixedShapes) {
+  const Fabric f = with_lids("torus:dims=5x5x5,hosts=1");
+  Options o;
+  o.torus = spec_of(f, {5, 5, 5}, true);
+  auto dor = *make_engine("dor");
+  auto pristine = dor->compute(f, o);
+  ASSERT_TRUE(pristine) << pristine.error().message;
+  {
+    // - links only: the seed's - neighbours sit at 4.
+    TorusSpec m = *o.torus;
+    m.plus.assign(3, Guid{});
+    m.minus = {switch_at(f, {4, 0, 0}), switch_at(f, {0, 4, 0}), switch_at(f, {0, 0, 4})};
+    auto c = torus_coordinates(f, m);
+    ASSERT_TRUE(c) << c.error().message;
+    for (NodeIndex n = 0; n < f.size(); ++n)
+      if (f.node(n).is_switch()) {
+        EXPECT_EQ(c->of_node[n], name_coords(f.node(n).name));
+      }
+  }
+  {
+    // x_dateline 2: the origin two steps + from the seed, which sits at x = 3.
+    TorusSpec d = *o.torus;
+    d.dateline = {2, 0, 0};
+    auto c = torus_coordinates(f, d);
+    ASSERT_TRUE(c) << c.error().message;
+    auto want = name_coords("sw1-3-4");
+    want[0] = (want[0] + 3) % 5;
+    EXPECT_EQ(c->of_node[*f.find_by_name("sw1-3-4")], want);
+  }
+  {
+    // The first seed's x link failed: the second seed, at (2,2,2) with datelines -2,
+    // labels the same coordinates, so every path keeps its SL.
+    TorusSpec n = *o.torus;
+    TorusSeed second;
+    second.seed = switch_at(f, {2, 2, 2});
+    second.plus = {switch_at(f, {3, 2, 2}), switch_at(f, {2, 3, 2}), switch_at(f, {2, 2, 3})};
+    second.dateline = {-2, -2, -2};
+    n.next_seeds = {second};
+    const Fabric g = without_links(f, {{"sw0-0-0", "sw1-0-0"}});
+    Options first_only = o;
+    auto refused = dor->compute(g, first_only);
+    ASSERT_FALSE(refused);
+    EXPECT_EQ(refused.error().kind, Refusal::kInvalidInput);
+    Options on = o;
+    on.torus = n;
+    auto t = dor->compute(g, on);
+    ASSERT_TRUE(t) << t.error().message;
+    EXPECT_EQ(t->path_sl, pristine->path_sl);
+    EXPECT_TRUE(channel_dependencies(g, *t).acyclic);
+    const auto m = analyze(g, *t);
+    EXPECT_EQ(m.reachable, m.ca_pairs);
+  }
+  {
+    // x rings, y lines (`torus 5 4M`): a torus with its y wrap links taken away.
+    const Fabric t0 = with_lids("torus:dims=5x4,hosts=1");
+    std::vector<std::pair<std::string, std::string>> wraps;
+    for (int x = 0; x < 5; ++x)
+      wraps.push_back({fmt::format("sw{}-3", x), fmt::format("sw{}-0", x)});
+    const Fabric g = without_links(t0, wraps);
+    Options mo;
+    mo.torus = spec_of(t0, {5, 4}, true);
+    mo.torus->ring = {1, 0};
+    auto t = dor->compute(g, mo);
+    ASSERT_TRUE(t) << t.error().message;
+    EXPECT_EQ(t->vls, 2u) << "a dateline on x only";
+    EXPECT_TRUE(channel_dependencies(g, *t).acyclic);
+    const auto m = analyze(g, *t);
+    EXPECT_EQ(m.reachable, m.ca_pairs);
+    EXPECT_EQ(m.stretch_max, 1.0);
+    bool shape = false;
+    for (const auto& note : t->notes) shape |= note.find("5tx4m torus/mesh") != std::string::npos;
+    EXPECT_TRUE(shape) << fmt::format("{}", fmt::join(t->notes, " | "));
+    // The same fabric as a whole torus: the y wraps are missing links, and y rings of
+    // radix 4 broken once are still routed the long way.
+    Options whole = mo;
+    whole.torus->ring.clear();
+    auto as_torus = dor->compute(g, whole);
+    ASSERT_TRUE(as_torus) << as_torus.error().message;
+    bool missing = false;
+    for (const auto& note : as_torus->notes)
+      missing |= note.find("5 link(s) of the shape missing") != std::string::npos;
+    EXPECT_TRUE(missing) << fmt::format("{}", fmt::join(as_torus->notes, " | "));
   }
 }
 

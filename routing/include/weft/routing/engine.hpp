@@ -15,6 +15,7 @@
 //   r.engine; r.fallbacks[0].failure.message;
 #pragma once
 
+#include <cstdint>
 #include <expected>
 #include <functional>
 #include <iosfwd>
@@ -74,14 +75,40 @@ struct PreviousRoutes {
   std::string engine;  // the engine that computed them
 };
 
+// A seed of a torus description: a switch and its neighbours one step + and - in each
+// dimension (Guid{}: not given; one of the two is enough), and where the origin lies
+// from it (torus-2QoS.conf's x_dateline: the dateline sits before coordinate 0).
+struct TorusSeed {
+  Guid seed;
+  std::vector<Guid> plus, minus;
+  std::vector<int> dateline;  // per dimension (empty: 0)
+};
+
 // The shape of a torus or mesh for dimension-order routing, as OpenSM's
 // torus-2QoS.conf gives it: the radix of each dimension, whether it wraps, and a
 // seed switch with its neighbour in the + direction of each dimension.
 struct TorusSpec {
   std::vector<int> radix;  // 1 to 3 dimensions
-  bool wrap = true;        // torus (true) or mesh
+  bool wrap = true;        // torus (true) or mesh, for the dimensions `ring` does not name
   Guid seed;
   std::vector<Guid> plus;  // the seed's neighbour one step + in each dimension
+  // The rest of torus-2QoS.conf:
+  std::vector<Guid> minus;            // the seed's neighbour one step - (Guid{}: not given)
+  std::vector<int> dateline;          // per dimension: the origin from the seed (empty: 0)
+  std::vector<int8_t> ring;           // per dimension: 1 torus, 0 mesh (`3t`, `4m`); -1: `wrap`
+  std::string axes;                   // each dimension's letter in the file ("yz" for
+                                      // `torus 1 4 5`); empty: "xyz"
+  std::vector<TorusSeed> next_seeds;  // next_seed: tried in order when a seed's switch is gone
+
+  bool wraps(size_t d) const { return d < ring.size() && ring[d] >= 0 ? ring[d] == 1 : wrap; }
+  char axis(size_t d) const { return d < axes.size() ? axes[d] : char('x' + d); }
+  // The first seed as a TorusSeed, and the spec seeded from another.
+  TorusSeed first_seed() const { return {seed, plus, minus, dateline}; }
+  TorusSpec seeded(const TorusSeed& s) const {
+    TorusSpec t = *this;
+    t.seed = s.seed, t.plus = s.plus, t.minus = s.minus, t.dateline = s.dateline;
+    return t;
+  }
 };
 
 struct Options {
@@ -172,12 +199,17 @@ class EngineChain {
 // blank lines and '#' comments allowed. Errors name the file and line.
 Result<std::vector<Guid>> read_guid_list(std::istream& in, const std::string& origin);
 
-// A torus description in the subset of OpenSM's torus-2QoS.conf that dor needs:
-//   torus 4 4 4          (or: mesh 4 4 4; 1 to 3 radices)
-//   xp_link 0xSEED 0xNEXT   the seed switch and its neighbour one step +x
-//   yp_link 0xSEED 0xNEXT   (+y; the same seed), zp_link likewise
-// '#' comments; OpenSM's other keywords (xm_link, x_dateline, port_order, ...) are
-// accepted and ignored. Errors name the file and line.
+// A torus description, OpenSM's torus-2QoS.conf (torus-2QoS.conf(5)):
+//   torus 4 4 4          (or mesh; 1 to 3 radices, a radix-1 dimension left out; a
+//                         suffix t/T or m/M makes one dimension a torus or a mesh:
+//                         `torus 3 4M 5M` is `mesh 3T 4 5`)
+//   xp_link 0xSEED 0xNEXT   the seed switch and its neighbour one step +x (xm_link: -x;
+//                           y and z likewise; one of p and m is enough)
+//   x_dateline N            the origin N steps from the seed (y, z likewise)
+//   next_seed               the links and datelines after it are another seed, used
+//                           when a switch of the one before is gone
+// '#' comments, and tokens after those a keyword takes, are ignored, as are
+// portgroup_max_ports, port_order and max_changes. Errors name the file and line.
 Result<TorusSpec> read_torus_spec(std::istream& in, const std::string& origin);
 
 // CA ports in topology order: grouped by leaf switch (leaves sharing their up

@@ -1,7 +1,7 @@
 // weft/routing/torus.hpp — where each switch of a torus or mesh sits. The dor engine
 // routes by these coordinates, and the topology page draws tori on their grid.
 //
-//   // From a torus description (torus_config; OpenSM's torus-2QoS.conf subset):
+//   // From a torus description (torus_config; OpenSM's torus-2QoS.conf):
 //   auto c = weft::routing::torus_coordinates(fabric, spec);
 //   c->of_node[n];  // {x, y, z} of switch n (empty for CAs)
 //   // Or with no description, from the links alone:
