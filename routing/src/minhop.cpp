@@ -19,45 +19,6 @@ using detail::Switches;
 using fabric::Fabric;
 using fabric::NodeIndex;
 
-namespace {
-
-// Whether `f` is `prev` with only links taken away (and the nodes they cut off): every
-// switch and every inter-switch link of f was in prev, and every LID in use is held by
-// the port that held it there. Then: per node of f, its index in prev.
-std::optional<std::vector<NodeIndex>> removal_only(const Fabric& prev, const Fabric& f,
-                                                   const std::vector<LidOwner>& owners) {
-  std::vector<NodeIndex> was(f.size(), fabric::kNoNode);
-  for (NodeIndex n = 0; n < f.size(); ++n) {
-    const auto& nd = f.node(n);
-    auto p = prev.find(nd.guid);
-    if (!p || prev.node(*p).type != nd.type || prev.node(*p).num_ports != nd.num_ports)
-      return std::nullopt;
-    was[n] = *p;
-  }
-  for (NodeIndex n = 0; n < f.size(); ++n) {
-    const auto& nd = f.node(n);
-    if (!nd.is_switch()) continue;
-    for (const auto& port : nd.ports) {
-      if (port.num == 0 || !port.linked() || !f.node(port.peer).is_switch()) continue;
-      const auto& before = prev.node(was[n]).ports[port.num];
-      if (before.peer != was[port.peer] || before.peer_port != port.peer_port) return std::nullopt;
-    }
-  }
-  const std::vector<LidOwner> held = lid_owners(prev);
-  std::vector<const LidOwner*> by_lid;
-  for (const LidOwner& o : held) {
-    if (by_lid.size() <= o.lid.value) by_lid.resize(o.lid.value + 1, nullptr);
-    by_lid[o.lid.value] = &o;
-  }
-  for (const LidOwner& o : owners) {
-    const LidOwner* b = o.lid.value < by_lid.size() ? by_lid[o.lid.value] : nullptr;
-    if (!b || b->node != was[o.node] || b->port != o.port) return std::nullopt;
-  }
-  return was;
-}
-
-}  // namespace
-
 Routed MinHopEngine::compute(const Fabric& f, const Options& o) const {
   auto st = detail::start(f);
   if (!st) return std::unexpected(st.error());
@@ -70,7 +31,7 @@ Routed MinHopEngine::compute(const Fabric& f, const Options& o) const {
   std::optional<std::vector<NodeIndex>> was;
   const Tables* prev = o.previous.tables;
   if (prev && o.previous.fabric && o.previous.engine == name() && prev->path_sl.empty())
-    was = removal_only(*o.previous.fabric, f, owners);
+    was = detail::removal_only(*o.previous.fabric, f, owners);
 
   // Destinations grouped by the switch that delivers them, with the exit port there.
   const detail::LidsBySwitch at = detail::lids_by_switch(f, sw, owners);

@@ -114,6 +114,38 @@ Channels channels(const Fabric& f) {
   return c;
 }
 
+std::optional<std::vector<NodeIndex>> removal_only(const Fabric& prev, const Fabric& f,
+                                                   const std::vector<LidOwner>& owners) {
+  std::vector<NodeIndex> was(f.size(), fabric::kNoNode);
+  for (NodeIndex n = 0; n < f.size(); ++n) {
+    const auto& nd = f.node(n);
+    auto p = prev.find(nd.guid);
+    if (!p || prev.node(*p).type != nd.type || prev.node(*p).num_ports != nd.num_ports)
+      return std::nullopt;
+    was[n] = *p;
+  }
+  for (NodeIndex n = 0; n < f.size(); ++n) {
+    const auto& nd = f.node(n);
+    if (!nd.is_switch()) continue;
+    for (const auto& port : nd.ports) {
+      if (port.num == 0 || !port.linked() || !f.node(port.peer).is_switch()) continue;
+      const auto& before = prev.node(was[n]).ports[port.num];
+      if (before.peer != was[port.peer] || before.peer_port != port.peer_port) return std::nullopt;
+    }
+  }
+  const std::vector<LidOwner> held = lid_owners(prev);
+  std::vector<const LidOwner*> by_lid;
+  for (const LidOwner& o : held) {
+    if (by_lid.size() <= o.lid.value) by_lid.resize(o.lid.value + 1, nullptr);
+    by_lid[o.lid.value] = &o;
+  }
+  for (const LidOwner& o : owners) {
+    const LidOwner* b = o.lid.value < by_lid.size() ? by_lid[o.lid.value] : nullptr;
+    if (!b || b->node != was[o.node] || b->port != o.port) return std::nullopt;
+  }
+  return was;
+}
+
 LidsBySwitch lids_by_switch(const Fabric& f, const Switches& sw,
                             const std::vector<LidOwner>& owners) {
   LidsBySwitch at(sw.nodes.size());

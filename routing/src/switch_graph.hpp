@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <limits>
 #include <map>
+#include <optional>
 #include <vector>
 
 #include "parallel.hpp"
@@ -136,6 +137,14 @@ void bridge_each(const std::vector<std::vector<uint32_t>>& unrouted, size_t swit
 using LidsBySwitch = std::vector<std::vector<std::pair<uint16_t, PortNum>>>;
 LidsBySwitch lids_by_switch(const fabric::Fabric& f, const Switches& sw,
                             const std::vector<LidOwner>& owners);
+
+// Whether `f` is `prev` with only links taken away (and the nodes they cut off): every
+// switch and every inter-switch link of f was in prev, and every LID in use is held by
+// the port that held it there. Then: per node of f, its index in prev. An engine
+// repairs its previous tables (Options::previous) only then.
+std::optional<std::vector<fabric::NodeIndex>> removal_only(const fabric::Fabric& prev,
+                                                           const fabric::Fabric& f,
+                                                           const std::vector<LidOwner>& owners);
 
 // Adaptive-routing groups of the parallel links: each entry whose static port has
 // siblings to the same next switch gets them as its group (Tables::ar_*).

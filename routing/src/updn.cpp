@@ -109,6 +109,16 @@ Routed UpDownEngine::compute(const Fabric& f, const Options& o) const {
     }
   }
 
+  // A repair of the previous tables, when only links went away (as minhop's): an entry
+  // whose port is still a legal up*down* hop one step nearer keeps it; only the others
+  // are routed again, balanced against the kept ones. The guarantees are a fresh
+  // computation's (every hop legal and shortest among legal ones); only the choice
+  // among equal hops is the previous one.
+  std::optional<std::vector<NodeIndex>> was;
+  const Tables* prev = o.previous.tables;
+  if (prev && o.previous.fabric && o.previous.engine == name() && prev->path_sl.empty())
+    was = detail::removal_only(*o.previous.fabric, f, owners);
+
   // Destinations grouped by the switch that delivers them: every LID of a group has the
   // same up/down distances, so they are computed once per group.
   struct Group {
@@ -294,6 +304,27 @@ Routed UpDownEngine::compute(const Fabric& f, const Options& o) const {
               col[k * words] |= uint64_t(hit) << (shift + j);
             }
         }
+        // Repair: the entries whose previous port is still a legal hop keep it and
+        // count as used, before the others are balanced against them.
+        std::vector<uint8_t> kept;  // per LID of this span, at this switch
+        if (was) {
+          const auto& before = prev->lft[(*was)[sw.nodes[s]]];
+          std::vector<int32_t> hop_of(f.node(sw.nodes[s]).ports.size(), -1);
+          for (size_t j = 0; j < nh; ++j) hop_of[hop_port[j]] = int32_t(j);
+          kept.assign(tables.lft[sw.nodes[s]].size(), 0);
+          for (const uint32_t k : order) {
+            const Group& grp = groups[g0 + k];
+            if (grp.t == s) continue;
+            for (auto [lid, exit] : grp.lids) {
+              const PortNum p = lid < before.size() ? before[lid] : kDropPort;
+              const int32_t j = p < hop_of.size() ? hop_of[p] : -1;
+              if (j < 0 || !(legal[k * words + size_t(j) / 64] >> (size_t(j) % 64) & 1)) continue;
+              row[lid] = p;
+              ++cnt[p];
+              kept[lid] = 1;
+            }
+          }
+        }
         for (const uint32_t k : order) {
           const Group& grp = groups[g0 + k];
           const uint32_t t = grp.t;
@@ -321,9 +352,11 @@ Routed UpDownEngine::compute(const Fabric& f, const Options& o) const {
             continue;
           }
           // The group's LIDs round robin over the candidates, from the least used.
-          for (size_t i = 0, j = start; i < nl; ++i, j = j + 1 == n ? 0 : j + 1) {
+          for (size_t i = 0, j = start; i < nl; ++i) {
+            if (was && kept[lids[i].first]) continue;
             row[lids[i].first] = cand[j];
             ++cnt[cand[j]];
+            j = j + 1 == n ? 0 : j + 1;
           }
         }
       });
@@ -446,6 +479,25 @@ Routed UpDownEngine::compute(const Fabric& f, const Options& o) const {
            std::to_string(layered->paths) + " paths one by one; " + std::to_string(int(out.vls)) +
            " VLs, each acyclic; SL i must map to VL i on every port)";
   };
+  // After the last route(): what the repair kept and routed again.
+  // (Counted as the entries that changed: those routed again, and the bridged ones a
+  // shortest way into the routed switches moved.)
+  auto repaired = [&] {
+    if (!was) return;
+    out.repaired = true;
+    out.rerouted = 0;
+    for (uint32_t s = 0; s < ns; ++s) {
+      const auto& now = out.lft[sw.nodes[s]];
+      const auto& before = prev->lft[(*was)[sw.nodes[s]]];
+      for (const Group& g : groups)
+        for (auto [lid, exit] : g.lids)
+          out.rerouted += lid >= before.size() || now[lid] != before[lid];
+    }
+    out.notes.push_back(std::string(name()) + ": only links went away since the previous tables: " +
+                        std::to_string(out.rerouted) +
+                        " (switch, LID) entries changed, each whose hop is still a legal one "
+                        "kept");
+  };
   std::string example;
   bool no_ca_traffic = false;
   const size_t missing = route(roots, out, example, &no_ca_traffic);
@@ -453,12 +505,14 @@ Routed UpDownEngine::compute(const Fabric& f, const Options& o) const {
     out.notes.push_back(std::string(name()) + ": " + std::to_string(roots.size()) + " root(s)");
     promise({});
     if (o.adaptive) detail::updown_groups(f, sw, out);
+    repaired();
     return std::move(out);
   }
   const std::string why = describe(missing, roots.size(), example);
   if (no_ca_traffic && bridged()) {
     out.notes.push_back(std::string(name()) + ": " + std::to_string(roots.size()) + " root(s); " +
                         why + bridged_note());
+    repaired();
     return std::move(out);
   }
   // Detected roots of a degraded tree: a spine that lost a link, and every spine above
@@ -481,11 +535,13 @@ Routed UpDownEngine::compute(const Fabric& f, const Options& o) const {
         out.notes.push_back(std::string(name()) + ": " + why + "; routed with the " + kept);
         promise({});
         if (o.adaptive) detail::updown_groups(f, sw, out);
+        repaired();
         return std::move(out);
       }
       if (no_ca2 && bridged()) {
         out.notes.push_back(std::string(name()) + ": " + why + "; with the " + kept + ", " +
                             describe(missing2, whole.size(), example2) + bridged_note());
+        repaired();
         return std::move(out);
       }
     }
@@ -507,6 +563,7 @@ Routed UpDownEngine::compute(const Fabric& f, const Options& o) const {
                       f.node(sw.nodes[one[0]]).guid.str());
   promise({});
   if (o.adaptive) detail::updown_groups(f, sw, out);
+  repaired();
   return std::move(out);
 }
 
