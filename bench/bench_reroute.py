@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Reroute after a link failure, weft against OpenSM 3.3.23, in one run on ibsim's
-444-switch fat tree (3,456 CAs), both with the minhop engine (their default).
+444-switch fat tree (3,456 CAs), both with the same engine: minhop (their default) and
+updn (both repair their previous tables; OpenSM's unicast cache covers the two).
 
 Each run, per SM: a fresh ibsim; the SM at the first host brings the subnet up; the
 routes are read back (ibnetdiscover, dump_fts) and checked; then a leaf-aggregation
@@ -60,15 +61,15 @@ def entries_differing(before, after):
 
 
 class Sm:
-    def __init__(self, kind, work, sock, host, weft, shim):
+    def __init__(self, kind, work, sock, host, weft, shim, engine):
         self.kind, self.work, self.sock, self.host = kind, work, sock, host
         self.log = os.path.join(work, kind + ".log")
         self.counts = os.path.join(work, kind + ".counts")
         if kind == "weft":
             self.cmd = [weft, "sm", "--state-dir", os.path.join(work, "state"), "--log-file", self.log,
-                        "--sweep-interval", "10"]
+                        "--sweep-interval", "10", "--routing-engine", engine]
         else:
-            self.cmd = ["opensm", "-f", self.log, "-d", "2", "-s", "10"]
+            self.cmd = ["opensm", "-f", self.log, "-d", "2", "-s", "10", "-R", engine]
         self.env = dict(os.environ, IBSIM_SOCKNAME=sock, LD_PRELOAD=shim + " " + b.UMAD2SIM, SIM_HOST=host,
                         WEFT_MADCOUNT=self.counts, OSM_TMP_DIR=work, OSM_CACHE_DIR=work)
         self.proc = None
@@ -118,14 +119,14 @@ def checked(work, sock, what):
     return lfts
 
 
-def one_run(a, net, sargs, kind, k, hosts):
-    work = os.path.join(a.scratch, "%s-%d" % (kind, k))
+def one_run(a, net, sargs, kind, k, hosts, engine):
+    work = os.path.join(a.scratch, "%s-%s-%d" % (kind, engine, k))
     shutil.rmtree(work, ignore_errors=True)
     os.makedirs(work)
-    sock = "weft-bench-reroute-%d-%s-%d" % (os.getpid(), kind, k)
+    sock = "weft-bench-reroute-%d-%s-%s-%d" % (os.getpid(), kind, engine, k)
     with b.Ibsim(net, work, sock, extra_args=sargs) as sim:
         time.sleep(1)
-        with Sm(kind, work, sock, hosts[0], a.weft, a.shim) as sm:
+        with Sm(kind, work, sock, hosts[0], a.weft, a.shim, engine) as sm:
             sm.wait_up(0, 300)
             quiet(sm)
             before = checked(work, sock, kind + " bring-up")
@@ -151,6 +152,7 @@ def main():
     ap.add_argument("--shim", required=True, help="libweft_madcount.so")
     ap.add_argument("--scratch", default="/tmp/weft-bench-reroute")
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--engines", default="minhop,updn", help="routing engines, each run by both SMs")
     a = ap.parse_args()
     a.shim = os.path.abspath(a.shim)
     shutil.rmtree(a.scratch, ignore_errors=True)
@@ -159,37 +161,41 @@ def main():
     b.run([a.weft, "topo", SPEC, "-o", net], a.scratch, "", preload=False)
     hosts = re.findall(r'^Ca\s+\d+\s+"([^"]+)"', open(net).read(), re.M)
     sargs = ibsim_args(net)[0]
-    res = {"weft": [], "opensm": []}
+    engines = a.engines.split(",")
+    res = {(e, kind): [] for e in engines for kind in ("weft", "opensm")}
     for k in range(a.runs):
-        for kind in ("opensm", "weft"):
-            r = one_run(a, net, sargs, kind, k, hosts)
-            res[kind].append(r)
-            print("run %d %-6s cut: %.3f s, %d LFT Sets / %d blocks changed, %d SMPs; back: %.3f s, %d / %d, "
-                  "%d SMPs; entries not restored %d"
-                  % (k + 1, kind, r["cut"]["s"], r["cut"]["lft_sets"], r["cut"]["changed"], r["cut"]["smps"],
-                     r["back"]["s"], r["back"]["lft_sets"], r["back"]["changed"], r["back"]["smps"], r["restored"]),
-                  flush=True)
+        for e in engines:
+            for kind in ("opensm", "weft"):
+                r = one_run(a, net, sargs, kind, k, hosts, e)
+                res[(e, kind)].append(r)
+                print("run %d %-6s %-6s cut: %.3f s, %d LFT Sets / %d blocks changed, %d SMPs; back: %.3f s, "
+                      "%d / %d, %d SMPs; entries not restored %d"
+                      % (k + 1, e, kind, r["cut"]["s"], r["cut"]["lft_sets"], r["cut"]["changed"],
+                         r["cut"]["smps"], r["back"]["s"], r["back"]["lft_sets"], r["back"]["changed"],
+                         r["back"]["smps"], r["restored"]), flush=True)
 
-    def med(kind, step, key):
-        return statistics.median(r[step][key] for r in res[kind])
+    def med(e, kind, step, key):
+        return statistics.median(r[step][key] for r in res[(e, kind)])
 
     print()
-    print("Reroute on the 444-switch tree (3,456 CAs), minhop, link %s[%d] cut then restored; medians of %d runs"
+    print("Reroute on the 444-switch tree (3,456 CAs), link %s[%d] cut then restored; medians of %d runs"
           % (CUT[0].strip('"'), CUT[1], a.runs))
     print()
-    print("| event | SM | trap to SUBNET UP, ms | LFT blocks written | blocks changed | written/changed "
+    print("| engine | event | SM | trap to SUBNET UP, ms | LFT blocks written | blocks changed | written/changed "
           "| SMPs sent | weft/OpenSM time |")
-    print("|---|---|---|---|---|---|---|---|")
-    for step, label in (("cut", "link cut"), ("back", "link back")):
+    print("|---|---|---|---|---|---|---|---|---|")
+    for e in engines:
+        for step, label in (("cut", "link cut"), ("back", "link back")):
+            for kind in ("opensm", "weft"):
+                w, c = med(e, kind, step, "lft_sets"), med(e, kind, step, "changed")
+                ratio = "%.2f" % (med(e, "weft", step, "s") / med(e, "opensm", step, "s")) if kind == "weft" else ""
+                print("| %s | %s | %s | %.0f | %d | %d | %s | %d | %s |"
+                      % (e, label, "weft" if kind == "weft" else "OpenSM", med(e, kind, step, "s") * 1000, w, c,
+                         "%.2f" % (w / c) if c else "-", med(e, kind, step, "smps"), ratio))
+    for e in engines:
         for kind in ("opensm", "weft"):
-            w, c = med(kind, step, "lft_sets"), med(kind, step, "changed")
-            ratio = "%.2f" % (med("weft", step, "s") / med("opensm", step, "s")) if kind == "weft" else ""
-            print("| %s | %s | %.0f | %d | %d | %s | %d | %s |"
-                  % (label, "weft" if kind == "weft" else "OpenSM", med(kind, step, "s") * 1000, w, c,
-                     "%.2f" % (w / c) if c else "-", med(kind, step, "smps"), ratio))
-    for kind in ("opensm", "weft"):
-        print("%s: LFT entries not back to their pre-cut port after the ReLink, per run: %s"
-              % (kind, [r["restored"] for r in res[kind]]))
+            print("%s %s: LFT entries not back to their pre-cut port after the ReLink, per run: %s"
+                  % (e, kind, [r["restored"] for r in res[(e, kind)]]))
 
 
 if __name__ == "__main__":

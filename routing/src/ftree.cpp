@@ -5,6 +5,7 @@
 #include <deque>
 #include <limits>
 #include <map>
+#include <optional>
 
 #include "parallel.hpp"
 #include "switch_graph.hpp"
@@ -302,9 +303,36 @@ Routed FatTreeEngine::compute(const Fabric& f, const Options& o) const {
     out.ar_group.assign(f.size(), {});
     out.ar_sets.assign(f.size(), {});
   }
+  // A repair of the previous tables, when only links went away (as minhop's and
+  // updn's): an entry whose previous port is still one of its candidates (up-then-down
+  // and minimal) keeps it, so d-mod-k's spread stays where the tree still allows it;
+  // the others take their d-mod-k choice among what is left. Turns are planned afresh.
+  std::optional<std::vector<NodeIndex>> was;
+  const Tables* prev = o.previous.tables;
+  if (prev && o.previous.fabric && o.previous.engine == name() && prev->path_sl.empty())
+    was = detail::removal_only(*o.previous.fabric, f, owners);
   detail::parallel_for(ns, [&](size_t si) {
     const auto s = static_cast<uint32_t>(si);
     auto& row = out.lft[sw.nodes[s]];
+    const std::vector<PortNum>* before = was ? &prev->lft[(*was)[sw.nodes[s]]] : nullptr;
+    // Repair: an entry keeps its previous port where that is one of its candidates and
+    // counts on it; the others are placed after, each on its least used candidate, as
+    // minhop's repair balances them against the kept ones.
+    std::array<uint32_t, 256> used{};
+    struct Redo {
+      uint16_t lid;
+      std::vector<PortNum> cand;
+    };
+    std::vector<Redo> redo;
+    auto keep = [&](uint16_t lid, const PortSet& c, const PortNum* cand, uint32_t n, PortNum pick) {
+      const PortNum p = lid < before->size() ? (*before)[lid] : kDropPort;
+      if (c.bits[p >> 6] >> (p & 63) & 1) {
+        ++used[p];
+        return p;
+      }
+      redo.push_back({lid, std::vector<PortNum>(cand, cand + n)});
+      return pick;
+    };
     std::vector<uint16_t>* ar = nullptr;
     // A group is a set of ports: the first candidate list seen with those ports names it.
     std::map<PortSet, uint16_t> known;
@@ -353,6 +381,8 @@ Routed FatTreeEngine::compute(const Fabric& f, const Options& o) const {
       const uint16_t plan_group = ar && kind != kToLeaf && kind != kNone && !pl.turn[s]
                                       ? group_of(cand, count)
                                       : Tables::kNoArGroup;
+      const bool repair = before && kind != kNone && kind != kToLeaf && !pl.turn[s];
+      const PortSet cands = repair ? PortSet(cand, count) : PortSet(nullptr, 0);
       for (uint32_t i = first; i < end; ++i) {
         const Dest& d = dp[i];
         if (d.sw == s) {
@@ -364,7 +394,10 @@ Routed FatTreeEngine::compute(const Fabric& f, const Options& o) const {
           uint32_t n = 0;
           for (auto [u, port] : parents[d.sw])
             if (u == s && n < 64) to_leaf[n++] = port;
-          if (n) rowp[d.lid] = to_leaf[mod_by[n].mod(by.div(d.idx))];
+          if (n)
+            rowp[d.lid] = before ? keep(d.lid, PortSet(to_leaf, n), to_leaf, n,
+                                        to_leaf[mod_by[n].mod(by.div(d.idx))])
+                                 : to_leaf[mod_by[n].mod(by.div(d.idx))];
           if (arp) arp[d.lid] = group_of(to_leaf, n);
           continue;
         }
@@ -379,10 +412,17 @@ Routed FatTreeEngine::compute(const Fabric& f, const Options& o) const {
           r = mod_by[count].mod(q);
         }
         prev = d.idx;
-        rowp[d.lid] = cand[r];
+        rowp[d.lid] = repair ? keep(d.lid, cands, cand, count, cand[r]) : cand[r];
         if (arp) arp[d.lid] = plan_group;
       }
       first = end;
+    }
+    for (const Redo& x : redo) {
+      PortNum best = x.cand.front();
+      for (PortNum c : x.cand)
+        if (used[c] < used[best]) best = c;
+      rowp[x.lid] = best;
+      ++used[best];
     }
   });
 
@@ -451,6 +491,21 @@ Routed FatTreeEngine::compute(const Fabric& f, const Options& o) const {
                         " (top switch to top switch, or in a degraded tree) turn where they "
                         "meet the up-then-down routes, on SL " +
                         (on_sl1 ? "1" : "0 (dependency graph checked)"));
+  if (was) {
+    out.repaired = true;
+    std::vector<uint64_t> changed(ns, 0);
+    detail::parallel_for(ns, [&](size_t s) {
+      const auto& now = out.lft[sw.nodes[s]];
+      const auto& before = prev->lft[(*was)[sw.nodes[s]]];
+      for (const Dest& d : dests)
+        changed[s] += d.lid >= before.size() || now[d.lid] != before[d.lid];
+    });
+    for (uint64_t c : changed) out.rerouted += c;
+    out.notes.push_back(
+        "ftree: only links went away since the previous tables: " + std::to_string(out.rerouted) +
+        " (switch, LID) entries changed, each whose port is still a candidate "
+        "kept");
+  }
   out.deadlock_free = true;
   out.updown_height = std::move(height);
   out.updown_turning = std::move(turning);

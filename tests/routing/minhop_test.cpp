@@ -358,3 +358,54 @@ TEST(UpDownRepair, ALostLinkReroutesOnlyTheEntriesWhoseHopIsNoLongerLegal) {
   EXPECT_FALSE(back->repaired);
   EXPECT_EQ(back->lft, t0->lft);
 }
+
+// ftree repairs the same way: an entry whose previous port is still one of its
+// up-then-down candidates keeps it, the others take their d-mod-k choice among what is
+// left, balanced against the kept ones. Complete, deadlock-free, no longer paths, the
+// busiest links within 10 % of a fresh computation, and fewer entries changed.
+TEST(FatTreeRepair, ALostLinkKeepsEveryEntryWhosePortIsStillACandidate) {
+  for (const std::string spec :
+       {"ft3:pods=3,leaves=4,aggs=4,hosts=3,cores=4", "ft2:leaves=8,spines=4,hosts=4,links=2",
+        "ft3:pods=4,leaves=4,aggs=4,hosts=4,cores=4"}) {
+    SCOPED_TRACE(spec);
+    const Fabric f = with_lids(spec);
+    auto e = make_engine("ftree");
+    ASSERT_TRUE(e);
+    auto t0 = (*e)->compute(f, {});
+    ASSERT_TRUE(t0) << t0.error().message;
+    uint64_t repaired_max = 0, fresh_max = 0, rerouted = 0, fresh_changed = 0, cuts = 0;
+    for (const auto& cut : some_switch_links(f, 5)) {
+      Fabric g = f;
+      g.disconnect(cut.a, cut.pa);
+      auto fresh = (*e)->compute(g, {});
+      auto r = (*e)->compute(g, after(f, *t0, "ftree"));
+      ASSERT_EQ(bool(fresh), bool(r)) << (r ? fresh.error().message : r.error().message);
+      if (!r) continue;  // (a cut whose turns close a cycle even on a VL of their own)
+      ++cuts;
+      EXPECT_TRUE(r->repaired);
+      EXPECT_TRUE(verify_lfts(g, *r).ok()) << verify_lfts(g, *r).first_problem;
+      const auto ar = analyze(g, *r), af = analyze(g, *fresh);
+      EXPECT_EQ(ar.reachable, af.reachable);
+      EXPECT_LE(ar.stretch_max, af.stretch_max);
+      EXPECT_TRUE(r->deadlock_free);
+      EXPECT_TRUE(channel_dependencies(g, *r).acyclic);
+      uint64_t changed = 0, changed_fresh = 0;
+      for (NodeIndex n = 0; n < g.size(); ++n)
+        if (g.node(n).is_switch())
+          for (size_t lid = 1; lid < r->lft[n].size(); ++lid) {
+            changed += r->lft[n][lid] != t0->lft[n][lid];
+            changed_fresh += fresh->lft[n][lid] != t0->lft[n][lid];
+          }
+      EXPECT_EQ(changed, r->rerouted);
+      rerouted += r->rerouted;
+      fresh_changed += changed_fresh;
+      repaired_max += ar.max_link_load;
+      fresh_max += af.max_link_load;
+    }
+    EXPECT_GT(cuts, 0u);
+    EXPECT_LT(rerouted, fresh_changed) << "repair " << rerouted << ", fresh " << fresh_changed;
+    std::printf("%s: ftree repair changed %llu entries, afresh %llu\n", spec.c_str(),
+                (unsigned long long)rerouted, (unsigned long long)fresh_changed);
+    EXPECT_LE(repaired_max, fresh_max * 11 / 10) << "fresh " << fresh_max;
+  }
+}
