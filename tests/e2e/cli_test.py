@@ -222,6 +222,20 @@ def main():
           r'no node named "nope"', W, w)
     check("route: fault sweep", ["route", "--topology", "ft2:leaves=4,spines=2,hosts=2", "--engine", "ftree,updn",
           "--fault-sweep", "3", "--json"], 0, r'"failed_links": 3', W, w)
+    # dor on a 5x5x5 torus with links failing (the generator's GUIDs: switch i is
+    # 0x0002c90300001000 + i, x fastest): rings a failure broke are routed the long way
+    # round; with the seed given by its - links and a dateline, as torus-2QoS.conf allows.
+    conf = os.path.join(w, "torus555.conf")
+    with open(conf, "w") as fh:
+        fh.write("torus 5T 5 5  # a 3-D torus\n"
+                 "xm_link 0x0002c90300001000 0x0002c90300001004\n"
+                 "ym_link 0x0002c90300001000 0x0002c90300001014\n"
+                 "zm_link 0x0002c90300001000 0x0002c90300001064\n"
+                 "x_dateline 0\nport_order 1 2 3\n")
+    check("route: dor routes a torus as links fail, where it refused at one",
+          ["route", "--topology", "torus:dims=5x5x5,hosts=1", "--engine", "dor", "--torus", conf,
+           "--fault-sweep", "3", "--no-patterns", "--json"], 0,
+          r'(?s)"first_refusal": null.*"failed_links": 3,\s*"reachable_pct": 100\.0,\s*"status": "ok"', W, w)
     lfts = os.path.join(w, "ftree.lfts")
     check("route --write-lfts", ["route", "--topology", "ft2:leaves=3,spines=2,hosts=2", "--engine", "ftree",
           "--write-lfts", lfts], 0, r"ftree\s+ok", W, w)
