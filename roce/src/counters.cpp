@@ -337,7 +337,12 @@ Result<CounterFile> queue_table(std::string_view text, const std::string& where,
 // into `values` ("Ethernet0|PG3|NAME") or, for a watermark, `levels`.
 Result<CounterFile> pg_table(std::string_view text, const std::string& where, const char* source,
                              const char* command, const char* title, const char* name, bool level) {
-  const std::string cmd = command;
+  // Every table under its title, rows or none (the shared pool's table differs only in it).
+  for (const Table& t : tables_of(text))
+    if (t.title != title)
+      return at(
+          where, std::max<size_t>(t.header_line, 2) - 1,
+          "the title is \"" + t.title + "\", not \"" + title + "\" as " + command + " prints it");
   return sonic_tables(
       text, where, source, command,
       [&](const Table& t) {
@@ -351,10 +356,6 @@ Result<CounterFile> pg_table(std::string_view text, const std::string& where, co
       },
       [&](CounterFile& f, const Table& t, const std::vector<std::string>& cells,
           size_t line) -> Result<void> {
-        if (t.title != title)
-          return at(
-              where, t.header_line - 1,
-              "the title is \"" + t.title + "\", not \"" + title + "\" as " + cmd + " prints it");
         for (size_t c = 1; c < cells.size(); ++c) {
           auto v = sonic_number(cells[c], where, line);
           if (!v) return std::unexpected(v.error());
@@ -533,7 +534,7 @@ Result<CounterFile> parse_counters_db(std::string_view text, const std::string& 
   if (pgs)
     for (const auto& [pg, oid] : pgs->items()) {
       const size_t colon = pg.rfind(':');
-      if (!oid.is_string() || colon == std::string::npos || colon + 1 == pg.size() ||
+      if (!oid.is_string() || colon == std::string::npos || colon == 0 || colon + 1 == pg.size() ||
           !number(std::string_view(pg).substr(colon + 1)))
         return bad(where + ": COUNTERS_PG_NAME_MAP \"" + pg + "\": not PORT:INDEX to an oid");
       const std::string o = oid.get<std::string>();

@@ -479,9 +479,12 @@ void switch_pg_drops(Run& r, const Switch& sw, const RoceFabric* f) {
     if (!pgs.starts_with("PG") ||
         std::from_chars(pgs.data() + 2, pgs.data() + pgs.size(), pg).ec != std::errc{})
       continue;
+    // The switch's traffic class is the priority (DSCP and 802.1p map to it; the
+    // profile's priority-to-TC map picks queues), and a lossless priority's PG is its own.
     int q = -1;
+    const uint8_t lossless = lossless_priorities(r.p);
     for (int i = 0; i < 8 && q < 0; ++i)
-      if ((r.p.pfc_mask >> i & 1) && tc_pg[r.p.prio_tc[size_t(i)]] == pg) q = i;
+      if ((lossless >> i & 1) && tc_pg[size_t(i)] == pg) q = i;
     if (q < 0) continue;  // a lossy PG drops by design
     const std::string port = k.substr(0, a);
     nlohmann::json ev = {{pgs + "|drop_pkts", v}};
@@ -509,9 +512,15 @@ void switch_pg_drops(Run& r, const Switch& sw, const RoceFabric* f) {
           "the port never paused its sender: PFC is off for priority {} on this port, or its "
           "priority group has no headroom (a lossy BUFFER_PG): apply the profile (weft roce diff)",
           q);
-    } else if (!need || *used < *need) {
-      what += fmt::format(" with its headroom full at {} bytes", *used);
-      if (need) what += fmt::format(", where the cable needs {}", *need);
+    } else if (!need) {
+      what += fmt::format(" after {} bytes of headroom", *used);
+      advice =
+          "the headroom filled: either it is too small for the cable (CABLE_LENGTH shorter than "
+          "the real cable) or the sender kept sending after the pause; give --fabric (the "
+          "cables' lengths) to tell which";
+    } else if (*used < *need) {
+      what += fmt::format(" with its headroom full at {} bytes, where the cable needs {}", *used,
+                          *need);
       advice =
           "the headroom is too small for the cable: set the port's CABLE_LENGTH to the real "
           "cable (the fabric's length) so the buffer manager sizes the headroom for it";

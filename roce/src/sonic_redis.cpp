@@ -169,7 +169,8 @@ Result<json> read_counters_db(const RedisUrl& url) {
     if (!h) return std::unexpected(h.error());
     if (!h->is_null() && !h->empty()) db[map] = std::move(*h);  // (no key: an empty list)
   }
-  if (!db.contains("COUNTERS_PORT_NAME_MAP") && !db.contains("COUNTERS_QUEUE_NAME_MAP"))
+  if (!db.contains("COUNTERS_PORT_NAME_MAP") && !db.contains("COUNTERS_QUEUE_NAME_MAP") &&
+      !db.contains("COUNTERS_PG_NAME_MAP"))
     return fail(Errc::kInvalidInput,
                 url.text() + ": no COUNTERS_PORT_NAME_MAP: not SONiC's COUNTERS_DB (database 2)?");
   // Each object's counters; a priority group's headroom watermarks too (they live in

@@ -775,6 +775,13 @@ TEST(RoceDoctor, SonicTablesParseAsTheCommandsPrintThem) {
                 "not \"Ingress headroom per PG:\""),
             std::string::npos)
       << not_headroom.error().message;
+  // A table with that title and no rows (no port polled yet) is refused as well.
+  auto empty = parse_sonic_pg_headroom(
+      "Ingress shared pool occupancy per PG:\n     Port    PG0\n---------  -----\n",
+      "leaf1.pg_headroom");
+  ASSERT_FALSE(empty);
+  EXPECT_NE(empty.error().message.find("leaf1.pg_headroom:1: the title is"), std::string::npos)
+      << empty.error().message;
   // COUNTERS_DB: the same counters from the SAI fields, in either JSON shape.
   for (bool dump : {false, true}) {
     auto db = parse_counters_db(counters_db_text(l, dump), "leaf1.counters_db");
@@ -905,7 +912,7 @@ TEST(RoceDoctor, LosslessPgDropsAreReadAgainstTheHeadroomTheyUsed) {
   };
   const std::vector<Case> cases = {
       {need / 2, true, "with its headroom full at", "too small for the cable"},
-      {need / 2, false, "with its headroom full at", "too small for the cable"},
+      {need / 2, false, "bytes of headroom", "give --fabric"},
       {0, true, "its headroom never used", "never paused its sender"},
       {need, true, "what the cable needs", "honours PFC late"},
       {std::nullopt, true, "lossless priority group 3", "DEVICE.pg_headroom"},
@@ -951,6 +958,30 @@ TEST(RoceDoctor, LosslessPgDropsAreReadAgainstTheHeadroomTheyUsed) {
         EXPECT_FALSE(f.evidence.contains("headroom_needed_bytes"));
       }
     }
+}
+
+// A profile whose lossless priority 3 is queued on TC 5: the switch's PG is still the
+// priority's own (DSCP and 802.1p map to the priority), so PG 3's drops are lossless and
+// the lossy PG 0's are not.
+TEST(RoceDoctor, APriorityQueuedElsewhereKeepsItsOwnPriorityGroup) {
+  RoceProfile p = default_roce_profile();
+  p.prio_tc[3] = 5;
+  Scratch s;
+  Leaf b = healthy_leaf();
+  Leaf a = later(b);
+  a.pg_drop["Ethernet4"][3] += 9;
+  write_leaf(s, "before", b);
+  write_leaf(s, "after", a);
+  auto bs = load_counter_dir(s.at("before"));
+  auto as = load_counter_dir(s.at("after"));
+  ASSERT_TRUE(bs && as) << (bs ? as.error().message : bs.error().message);
+  auto d = diagnose(*bs, *as, kInterval, p);
+  ASSERT_TRUE(d) << d.error().message;
+  std::vector<std::string> pg;
+  for (const auto& f : d->findings)
+    if (f.code == "lossless_drops" && f.evidence.contains("PG3|drop_pkts")) pg.push_back(f.port);
+  EXPECT_EQ(pg, std::vector<std::string>{"Ethernet4"}) << render_diagnosis(*d);
+  for (const auto& f : d->findings) EXPECT_FALSE(f.evidence.contains("PG0|drop_pkts"));
 }
 
 // What the counters mean, read as the sources say: a watchdog row SONiC hid while it was
