@@ -192,7 +192,14 @@ json topology_json(const sm::Published& p) {
               {"counter_sweeps", pv ? pv->sweeps : 0},
               {"nodes", std::move(nodes)},
               {"links", std::move(links)}};
-  if (grid) out["grid"] = {{"radix", grid->spec.radix}, {"wrap", grid->spec.wrap}};
+  if (grid) {
+    // "wrap": every ring wraps; "wraps": each dimension's own (torus 5 4M: [true, false]).
+    std::vector<bool> wraps;
+    bool all = true;
+    for (size_t d = 0; d < grid->spec.radix.size(); ++d)
+      wraps.push_back(grid->spec.wraps(d)), all = all && wraps.back();
+    out["grid"] = {{"radix", grid->spec.radix}, {"wrap", all}, {"wraps", wraps}};
+  }
   return out;
 }
 

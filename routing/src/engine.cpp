@@ -305,10 +305,10 @@ Result<TorusSpec> read_torus_spec(std::istream& in, const std::string& origin) {
       (key[1] == 'p' ? s.plus : s.minus)[d] = b;
     } else if (key.size() == 10 && key.ends_with("_dateline") && key[0] >= 'x' && key[0] <= 'z') {
       int v = 0;
-      if (w.size() < 2 ||
-          std::from_chars(w[1].data(), w[1].data() + w[1].size(), v).ptr !=
-              w[1].data() + w[1].size() ||
-          w[1].empty() || v < -64 || v > 64)
+      const auto r = w.size() < 2 ? std::from_chars_result{nullptr, std::errc::invalid_argument}
+                                  : std::from_chars(w[1].data(), w[1].data() + w[1].size(), v);
+      if (r.ec != std::errc{} || r.ptr != w[1].data() + w[1].size() || w[1].empty() || v < -64 ||
+          v > 64)
         return bad(key + " takes a position (an integer, -64..64)");
       seeds.back().dateline[static_cast<size_t>(key[0] - 'x')] = v;
     } else if (key == "next_seed") {
@@ -338,7 +338,10 @@ Result<TorusSpec> read_torus_spec(std::istream& in, const std::string& origin) {
   if (t.axes == std::string("xyz").substr(0, t.axes.size())) t.axes.clear();
   for (size_t i = 0; i < seeds.size(); ++i) {
     const Seed& s = seeds[i];
-    const std::string which = seeds.size() > 1 ? " of seed " + std::to_string(i + 1) : "";
+    const std::string which =
+        seeds.size() > 1 ? " of seed " + std::to_string(i + 1) +
+                               (s.line ? " (from line " + std::to_string(s.line) + ")" : "")
+                         : "";
     TorusSeed ts;
     ts.seed = s.from;
     bool dateline = false;

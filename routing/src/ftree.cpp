@@ -308,13 +308,14 @@ Routed FatTreeEngine::compute(const Fabric& f, const Options& o) const {
   // and minimal) keeps it, so d-mod-k's spread stays where the tree still allows it;
   // the others take their d-mod-k choice among what is left. Turns are planned afresh.
   std::optional<std::vector<NodeIndex>> was;
-  const Tables* prev = o.previous.tables;
-  if (prev && o.previous.fabric && o.previous.engine == name() && prev->path_sl.empty())
+  const Tables* prev_tables = o.previous.tables;
+  if (prev_tables && o.previous.fabric && o.previous.engine == name() &&
+      prev_tables->path_sl.empty())
     was = detail::removal_only(*o.previous.fabric, f, owners);
   detail::parallel_for(ns, [&](size_t si) {
     const auto s = static_cast<uint32_t>(si);
     auto& row = out.lft[sw.nodes[s]];
-    const std::vector<PortNum>* before = was ? &prev->lft[(*was)[sw.nodes[s]]] : nullptr;
+    const std::vector<PortNum>* before = was ? &prev_tables->lft[(*was)[sw.nodes[s]]] : nullptr;
     // Repair: an entry keeps its previous port where that is one of its candidates and
     // counts on it; the others are placed after, each on its least used candidate, as
     // minhop's repair balances them against the kept ones.
@@ -496,7 +497,7 @@ Routed FatTreeEngine::compute(const Fabric& f, const Options& o) const {
     std::vector<uint64_t> changed(ns, 0);
     detail::parallel_for(ns, [&](size_t s) {
       const auto& now = out.lft[sw.nodes[s]];
-      const auto& before = prev->lft[(*was)[sw.nodes[s]]];
+      const auto& before = prev_tables->lft[(*was)[sw.nodes[s]]];
       for (const Dest& d : dests)
         changed[s] += d.lid >= before.size() || now[d.lid] != before[d.lid];
     });

@@ -87,8 +87,8 @@ std::expected<TorusLabels, Failure> label_from_seed(const Fabric& f, const Switc
       const uint32_t p = find_switch(g);
       if (p == kNone || !adjacent(seed, p))
         return refuse(Refusal::kInvalidInput,
-                      fmt::format("dor: {}{}_link: {} is not a switch "
-                                  "linked to the seed {}",
+                      fmt::format("dor: {}{}_link: {} is not a switch linked to the seed {} "
+                                  "(failed? a next_seed in the torus description is used then)",
                                   T.axis(d), sg ? 'm' : 'p', g.str(), T.seed.str()));
       if (lab[seed][2 * d + size_t(1 - sg)] == p && T.radix[d] != 2)
         return refuse(Refusal::kInvalidInput,

@@ -1020,7 +1020,9 @@ TEST(TorusSpec, ReadsTheTorus2QosSubsetAndNamesBadLines) {
        "t:4: x_dateline takes a position"},
       {"torus 4 4 4\nxp_link 0x1 0x2\nyp_link 0x1 0x3\nzp_link 0x1 0x4\nnext_seed\n"
        "xp_link 0x9 0x8\n",
-       "t: no yp_link or ym_link of seed 2"},
+       "t: no yp_link or ym_link of seed 2 (from line 6)"},
+      {"torus 4 4\nxp_link 0x1 0x2\nyp_link 0x1 0x3\nx_dateline 99999999999\n",
+       "t:4: x_dateline takes a position"},
   };
   for (auto [text, want] : bad) {
     std::istringstream in(text);
