@@ -372,6 +372,9 @@ size_t check_grid(const json& t) {
     }
   const auto radix = t["grid"]["radix"].get<std::vector<int>>();
   const bool wrap = t["grid"]["wrap"];
+  const auto dims = t["grid"]["wraps"].get<std::vector<bool>>();  // each dimension's
+  EXPECT_EQ(dims.size(), radix.size());
+  for (bool w : dims) EXPECT_EQ(w, wrap) << "a shape whose rings all wrap, or none";
   size_t wraps = 0;
   for (const auto& l : t["links"]) {
     if (!at.count(l["a"]) || !at.count(l["b"])) continue;
@@ -382,7 +385,7 @@ size_t check_grid(const json& t) {
       if (step == 0) continue;
       ++moved;
       if (step != 1) {
-        EXPECT_TRUE(wrap && step == radix[d] - 1) << l;
+        EXPECT_TRUE(d < dims.size() && dims[d] && step == radix[d] - 1) << l;
         ++wraps;
       }
     }
