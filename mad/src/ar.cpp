@@ -2,21 +2,25 @@
 // field tables for NVIDIA's vendor attributes, so they are encoded here by hand.
 #include "weft/mad/ar.hpp"
 
+#include <boost/endian/conversion.hpp>
+
 namespace weft::mad {
 
 namespace {
+
+// Big-endian fields (the wire order) through Boost.Endian.
+using boost::endian::load_big_u16;
+using boost::endian::load_big_u32;
+using boost::endian::load_big_u64;
+using boost::endian::store_big_u16;
+using boost::endian::store_big_u32;
+using boost::endian::store_big_u64;
 
 bool bit(uint8_t b, int i) {
   return (b >> i) & 1;
 }
 void put_bit(uint8_t& b, int i, bool on) {
   b = uint8_t(on ? b | (1u << i) : b & ~(1u << i));
-}
-uint32_t be32(const uint8_t* p) {
-  return uint32_t(p[0]) << 24 | uint32_t(p[1]) << 16 | uint32_t(p[2]) << 8 | p[3];
-}
-void put32(uint8_t* p, uint32_t v) {
-  p[0] = uint8_t(v >> 24), p[1] = uint8_t(v >> 16), p[2] = uint8_t(v >> 8), p[3] = uint8_t(v);
 }
 
 // ArInfo's one-bit fields: (field, byte, bit). Decode and encode read this one list.
@@ -41,7 +45,7 @@ ArInfo decode_ar_info(const SmpData& d) {
   a.direction_num_sup = d[1];
   a.sub_grps_active = d[2] & 0x0f;
   a.group_table_copy_sup = d[2] >> 4;
-  const uint32_t w = be32(&d[4]);
+  const uint32_t w = load_big_u32(&d[4]);
   a.group_cap = uint16_t(w & 0xfff);
   a.group_top = uint16_t((w >> 12) & 0xfff);
   a.group_table_cap = uint8_t((w >> 24) & 0xf);
@@ -51,7 +55,7 @@ ArInfo decode_ar_info(const SmpData& d) {
   a.ar_version_cap = d[11] & 0x0f;
   a.rn_version_cap = d[11] >> 4;
   a.by_transport_disable = d[15] & 0x0f;
-  a.ageing_time_us = be32(&d[16]);
+  a.ageing_time_us = load_big_u32(&d[16]);
   return a;
 }
 
@@ -60,13 +64,14 @@ SmpData encode_ar_info(const ArInfo& a) {
   for (const Flag& f : kFlags) put_bit(d[f.byte], f.bit, a.*f.field);
   d[1] = a.direction_num_sup;
   d[2] = uint8_t((a.group_table_copy_sup & 0x0f) << 4 | (a.sub_grps_active & 0x0f));
-  put32(&d[4], uint32_t(a.string_width_cap & 0xf) << 28 | uint32_t(a.group_table_cap & 0xf) << 24 |
-                   uint32_t(a.group_top & 0xfff) << 12 | uint32_t(a.group_cap & 0xfff));
+  store_big_u32(&d[4], uint32_t(a.string_width_cap & 0xf) << 28 |
+                           uint32_t(a.group_table_cap & 0xf) << 24 |
+                           uint32_t(a.group_top & 0xfff) << 12 | uint32_t(a.group_cap & 0xfff));
   d[8] = uint8_t(a.enable_by_sl_mask >> 8), d[9] = uint8_t(a.enable_by_sl_mask);
   d[10] = a.sub_grps_supported;
   d[11] = uint8_t((a.rn_version_cap & 0x0f) << 4 | (a.ar_version_cap & 0x0f));
   d[15] = uint8_t((d[15] & 0xf0) | (a.by_transport_disable & 0x0f));
-  put32(&d[16], a.ageing_time_us);
+  store_big_u32(&d[16], a.ageing_time_us);
   return d;
 }
 

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <infiniband/mad.h>
+#include <boost/endian/conversion.hpp>
 
 #include <array>
 #include <cstdint>
@@ -67,23 +68,21 @@ enum PrBit : int {
 };
 constexpr size_t kPathRecordSize = 64;
 
+// Big-endian fields (the wire order), through Boost.Endian.
 inline uint16_t be16(const uint8_t* p) {
-  return uint16_t(p[0] << 8 | p[1]);
+  return boost::endian::load_big_u16(p);
 }
 inline uint32_t be32(const uint8_t* p) {
-  return uint32_t(p[0]) << 24 | uint32_t(p[1]) << 16 | uint32_t(p[2]) << 8 | p[3];
+  return boost::endian::load_big_u32(p);
 }
 inline uint64_t be64(const uint8_t* p) {
-  uint64_t v = 0;
-  for (int i = 0; i < 8; ++i) v = v << 8 | p[i];
-  return v;
+  return boost::endian::load_big_u64(p);
 }
 inline void put16(uint8_t* p, uint16_t v) {
-  p[0] = uint8_t(v >> 8);
-  p[1] = uint8_t(v);
+  boost::endian::store_big_u16(p, v);
 }
 inline void put64(uint8_t* p, uint64_t v) {
-  for (int i = 7; i >= 0; --i) p[i] = uint8_t(v), v >>= 8;
+  boost::endian::store_big_u64(p, v);
 }
 inline bool bit(uint64_t mask, int b) {
   return (mask >> b) & 1;
