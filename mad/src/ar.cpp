@@ -9,12 +9,8 @@ namespace weft::mad {
 namespace {
 
 // Big-endian fields (the wire order) through Boost.Endian.
-using boost::endian::load_big_u16;
 using boost::endian::load_big_u32;
-using boost::endian::load_big_u64;
-using boost::endian::store_big_u16;
 using boost::endian::store_big_u32;
-using boost::endian::store_big_u64;
 
 bool bit(uint8_t b, int i) {
   return (b >> i) & 1;

@@ -10,10 +10,8 @@ namespace {
 
 // Big-endian fields (the wire order) through Boost.Endian.
 using boost::endian::load_big_u16;
-using boost::endian::load_big_u32;
 using boost::endian::load_big_u64;
 using boost::endian::store_big_u16;
-using boost::endian::store_big_u32;
 using boost::endian::store_big_u64;
 
 void put_bit(uint8_t& b, uint8_t mask, bool on) {
