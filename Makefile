@@ -13,7 +13,9 @@
 #               blocks written); counter sweeps (PerfMgr) beside OpenSM's and the topology
 #               page's load on the 444-switch tree; failover and REST partition changes
 #               with the state directory and with etcd as the state store; bring-up through
-#               MAD loss on every node. Every figure in README.md comes from here (about 75 min).
+#               MAD loss on every node; the rig's ceiling (ibsim's own answer rate for the
+#               SMPs of a bring-up) beside weft and OpenSM. Every figure in README.md comes
+#               from here (about 85 min).
 #   make asan   the same tests under AddressSanitizer + UBSan
 #   make install  install weft, /etc/weft/weft.conf, the systemd units and weft.8
 #               (PREFIX=/usr for Debian's paths; DESTDIR=... to stage)
@@ -68,6 +70,8 @@ bench: build
 	python3 bench/bench_takeover.py --weft $(abspath $(BUILD))/app/weft --shim $(abspath $(BUILD))/bench/libweft_madcount.so
 	python3 bench/bench_restart.py --weft $(abspath $(BUILD))/app/weft --sa-client $(abspath $(BUILD))/tests/weft_sa_client
 	python3 bench/bench_loss.py --weft $(abspath $(BUILD))/app/weft
+	python3 bench/bench_ceiling.py --weft $(abspath $(BUILD))/app/weft --huge \
+	  --shim $(abspath $(BUILD))/bench/libweft_madcount.so --replay $(abspath $(BUILD))/bench/weft_smp_replay
 
 install: build
 	cmake --install $(BUILD)

@@ -13,6 +13,10 @@
 // the PerfMgt (class 0x04) requests sent and their bursts: a PerfMgt write 500 ms or
 // more after the one before starts a burst (a counter sweep), whose number, start,
 // last write (CLOCK_MONOTONIC ns) and MADs the next four slots hold.
+//
+// With WEFT_MADLOG=FILE as well, every SMP is appended to FILE as written: the 64-byte
+// umad header (its address: the destination LID) and the 256-byte MAD, for
+// weft_smp_replay to send the same SMPs again.
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -83,6 +87,17 @@ void count_perf() {
   c[kPerfMads].fetch_add(1, std::memory_order_relaxed);
 }
 
+// The SMP log (WEFT_MADLOG), written with the real write() so that it is not counted.
+void log_smp(WriteFn next, const void* buf, size_t len) {
+  static const int fd = [] {
+    const char* path = std::getenv("WEFT_MADLOG");
+    return path ? ::open(path, O_WRONLY | O_CREAT | O_APPEND, 0644) : -1;
+  }();
+  constexpr size_t kRecord = kUmadHeader + 256;
+  if (fd < 0 || len < kRecord) return;
+  (void)next(fd, buf, kRecord);
+}
+
 void count(const void* buf, size_t len) {
   if (len < kUmadHeader + 24) return;
   const auto* mad = static_cast<const uint8_t*>(buf) + kUmadHeader;
@@ -112,6 +127,12 @@ extern "C" ssize_t write(int fd, const void* buf, size_t len) {
   static WriteFn next = reinterpret_cast<WriteFn>(::dlsym(RTLD_NEXT, "write"));
   if (!next) return -1;
   const ssize_t r = next(fd, buf, len);
-  if (r > 0) count(buf, len);
+  if (r > 0) {
+    count(buf, len);
+    const auto* mad = static_cast<const uint8_t*>(buf) + kUmadHeader;
+    if (size_t(r) >= kUmadHeader + 24 && mad[0] == 1 && (mad[1] == 0x01 || mad[1] == 0x81) &&
+        !(mad[3] & 0x80))
+      log_smp(next, buf, len);
+  }
   return r;
 }
