@@ -225,7 +225,9 @@ std::expected<TorusLabels, Failure> label_from_seed(const Fabric& f, const Switc
         uint32_t n = kNone;
         if (T.wraps(d) || (c[d] >= 0 && c[d] < k)) {
           c[d] = (c[d] + k) % k;
-          if (const uint32_t there = at[index_of(c)]; there != s && adjacent(s, there)) n = there;
+          if (const uint32_t there = at[index_of(c)];
+              there != kNone && there != s && adjacent(s, there))
+            n = there;
         }
         if (lab[s][2 * d + sg] != kNone && lab[s][2 * d + sg] != n)
           return fail_at(

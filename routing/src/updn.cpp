@@ -486,13 +486,15 @@ Routed UpDownEngine::compute(const Fabric& f, const Options& o) const {
     if (!was) return;
     out.repaired = true;
     out.rerouted = 0;
-    for (uint32_t s = 0; s < ns; ++s) {
+    std::vector<uint64_t> changed(ns, 0);
+    detail::parallel_for(ns, [&](size_t s) {
       const auto& now = out.lft[sw.nodes[s]];
       const auto& before = prev->lft[(*was)[sw.nodes[s]]];
       for (const Group& g : groups)
         for (auto [lid, exit] : g.lids)
-          out.rerouted += lid >= before.size() || now[lid] != before[lid];
-    }
+          changed[s] += lid >= before.size() || now[lid] != before[lid];
+    });
+    for (uint64_t c : changed) out.rerouted += c;
     out.notes.push_back(std::string(name()) + ": only links went away since the previous tables: " +
                         std::to_string(out.rerouted) +
                         " (switch, LID) entries changed, each whose hop is still a legal one "
