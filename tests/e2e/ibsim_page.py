@@ -115,7 +115,7 @@ def torus_page(a):
         expect(st, 200, text, "topology")
         topo = json.loads(text)
         lid = {n["name"]: n["lid"] for n in topo["nodes"]}
-        check(topo["layout"] == "grid" and topo["grid"] == {"radix": [5, 5], "wrap": True},
+        check(topo["layout"] == "grid" and topo["grid"] == {"radix": [5, 5], "wrap": True, "wraps": [True, True]},
               "layout %s, grid %s" % (topo["layout"], topo.get("grid")))
         coord = {int(n["guid"], 16): n["coord"] for n in topo["nodes"] if n["type"] == "switch"}
         # Every switch link ibnetdiscover finds: one step in one dimension.
