@@ -37,21 +37,26 @@ FABRICS = [("ft3-444sw", "ft3:pods=8,leaves=24,aggs=18,hosts=18,cores=6,links=2"
 HUGE = [("ft3-3920sw", "ft3:pods=56,leaves=28,aggs=28,hosts=28,cores=28,radix=56")]
 
 
+def sm_once(a, work, env):
+    """weft sm --once on the ibsim `env` names: (its stdout, its total phase s, wall s)."""
+    t0 = time.monotonic()
+    p = subprocess.run([a.weft, "sm", "--once", "--state-dir", os.path.join(work, "state")], cwd=work,
+                       env=env, capture_output=True, text=True, timeout=3600)
+    wall = time.monotonic() - t0
+    open(os.path.join(work, "sm.out"), "w").write(p.stdout + p.stderr[-20000:])
+    if "SUBNET UP" not in p.stderr:
+        raise b.Failure("weft sm --once: no SUBNET UP (rc %d)" % p.returncode)
+    return p.stdout, weft_phases(p.stdout).get("total", float("nan")) / 1000, wall
+
+
 def weft_bringup(a, net, sargs, work, sock):
     """(weft's total s, its process's wall s, SMPs) of one plain bring-up."""
     shutil.rmtree(work, ignore_errors=True)
     os.makedirs(work)
     with b.Ibsim(net, work, sock, extra_args=sargs):
-        env = dict(os.environ, IBSIM_SOCKNAME=sock, LD_PRELOAD=b.UMAD2SIM)
-        t0 = time.monotonic()
-        p = subprocess.run([a.weft, "sm", "--once", "--state-dir", os.path.join(work, "state")], cwd=work,
-                           env=env, capture_output=True, text=True, timeout=3600)
-        wall = time.monotonic() - t0
-        open(os.path.join(work, "sm.out"), "w").write(p.stdout + p.stderr[-20000:])
-        if "SUBNET UP" not in p.stderr:
-            raise b.Failure("weft sm --once: no SUBNET UP (rc %d)" % p.returncode)
-        m = re.search(r"SMPs\s+.*total (\d+)", p.stdout)
-        return weft_phases(p.stdout).get("total", float("nan")) / 1000, wall, int(m.group(1)) if m else 0
+        out, total, wall = sm_once(a, work, dict(os.environ, IBSIM_SOCKNAME=sock, LD_PRELOAD=b.UMAD2SIM))
+        m = re.search(r"SMPs\s+.*total (\d+)", out)
+        return total, wall, int(m.group(1)) if m else 0
 
 
 def weft_and_ceiling(a, net, sargs, work, sock):
@@ -63,14 +68,7 @@ def weft_and_ceiling(a, net, sargs, work, sock):
     with b.Ibsim(net, work, sock, extra_args=sargs):
         env = dict(os.environ, IBSIM_SOCKNAME=sock, LD_PRELOAD=a.shim + " " + b.UMAD2SIM,
                    WEFT_MADCOUNT=os.path.join(work, "counts"), WEFT_MADLOG=log)
-        t0 = time.monotonic()
-        p = subprocess.run([a.weft, "sm", "--once", "--state-dir", os.path.join(work, "state")], cwd=work,
-                           env=env, capture_output=True, text=True, timeout=3600)
-        wall = time.monotonic() - t0
-        open(os.path.join(work, "sm.out"), "w").write(p.stdout + p.stderr[-20000:])
-        if "SUBNET UP" not in p.stderr:
-            raise b.Failure("weft sm --once: no SUBNET UP (rc %d)" % p.returncode)
-        total = weft_phases(p.stdout).get("total", float("nan")) / 1000
+        _, total, wall = sm_once(a, work, env)
         smps = os.path.getsize(log) // 320
         replays = {}
         for window in (64, 256):
