@@ -306,7 +306,7 @@ Routed FatTreeEngine::compute(const Fabric& f, const Options& o) const {
   // A repair of the previous tables, when only links went away (as minhop's and
   // updn's): an entry whose previous port is still one of its candidates (up-then-down
   // and minimal) keeps it, so d-mod-k's spread stays where the tree still allows it;
-  // the others take their d-mod-k choice among what is left. Turns are planned afresh.
+  // the others go to their least used candidate. Turns are planned afresh.
   std::optional<std::vector<NodeIndex>> was;
   const Tables* prev_tables = o.previous.tables;
   if (prev_tables && o.previous.fabric && o.previous.engine == name() &&

@@ -377,8 +377,8 @@ TEST(UpDownRepair, ALostLinkReroutesOnlyTheEntriesWhoseHopIsNoLongerLegal) {
 }
 
 // ftree repairs the same way: an entry whose previous port is still one of its
-// up-then-down candidates keeps it, the others take their d-mod-k choice among what is
-// left, balanced against the kept ones. Complete, deadlock-free, no longer paths, the
+// up-then-down candidates keeps it, the others go to their least used candidate,
+// counted against the kept ones. Complete, deadlock-free, no longer paths, the
 // busiest links within 10 % of a fresh computation, and fewer entries changed.
 TEST(FatTreeRepair, ALostLinkKeepsEveryEntryWhosePortIsStillACandidate) {
   for (const std::string spec :
