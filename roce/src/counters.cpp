@@ -265,15 +265,21 @@ Result<void> row_size(const Table& t, const std::vector<std::string>& cells,
                 std::to_string(t.header.size()) + " columns");
 }
 
-// Runs `row` on every row of every table whose columns begin with `want(table)`.
+// Runs `row` on every row of every table whose columns begin with `want(table)`; with a
+// `title`, every table must be under it, rows or none (the line above its header).
 template <class Want, class Row>
 Result<CounterFile> sonic_tables(std::string_view text, const std::string& where,
-                                 const char* source, const char* command, Want&& want, Row&& row) {
+                                 const char* source, const char* command, Want&& want, Row&& row,
+                                 const char* title = nullptr) {
   CounterFile f;
   f.source = source;
   const auto tables = tables_of(text);
   if (tables.empty()) return bad(where + ": no table: not " + command + " output");
   for (const auto& t : tables) {
+    if (title && t.title != title)
+      return at(
+          where, std::max<size_t>(t.header_line, 2) - 1,
+          "the title is \"" + t.title + "\", not \"" + title + "\" as " + command + " prints it");
     if (auto r = need_columns(t, want(t), where); !r) return std::unexpected(r.error());
     for (const auto& [cells, line] : t.rows) {
       if (auto r = row_size(t, cells, where, line); !r) return std::unexpected(r.error());
@@ -337,12 +343,7 @@ Result<CounterFile> queue_table(std::string_view text, const std::string& where,
 // into `values` ("Ethernet0|PG3|NAME") or, for a watermark, `levels`.
 Result<CounterFile> pg_table(std::string_view text, const std::string& where, const char* source,
                              const char* command, const char* title, const char* name, bool level) {
-  // Every table under its title, rows or none (the shared pool's table differs only in it).
-  for (const Table& t : tables_of(text))
-    if (t.title != title)
-      return at(
-          where, std::max<size_t>(t.header_line, 2) - 1,
-          "the title is \"" + t.title + "\", not \"" + title + "\" as " + command + " prints it");
+  // Under its title: the shared pool's table differs from the headroom's only in it.
   return sonic_tables(
       text, where, source, command,
       [&](const Table& t) {
@@ -368,7 +369,8 @@ Result<CounterFile> pg_table(std::string_view text, const std::string& where, co
           }
         }
         return {};
-      });
+      },
+      title);
 }
 
 }  // namespace
