@@ -307,11 +307,8 @@ Routed FatTreeEngine::compute(const Fabric& f, const Options& o) const {
   // updn's): an entry whose previous port is still one of its candidates (up-then-down
   // and minimal) keeps it, so d-mod-k's spread stays where the tree still allows it;
   // the others go to their least used candidate. Turns are planned afresh.
-  std::optional<std::vector<NodeIndex>> was;
+  const std::optional<std::vector<NodeIndex>> was = detail::repairable(o, name(), f, owners);
   const Tables* prev_tables = o.previous.tables;
-  if (prev_tables && o.previous.fabric && o.previous.engine == name() &&
-      prev_tables->path_sl.empty())
-    was = detail::removal_only(*o.previous.fabric, f, owners);
   detail::parallel_for(ns, [&](size_t si) {
     const auto s = static_cast<uint32_t>(si);
     auto& row = out.lft[sw.nodes[s]];
@@ -494,14 +491,7 @@ Routed FatTreeEngine::compute(const Fabric& f, const Options& o) const {
                         (on_sl1 ? "1" : "0 (dependency graph checked)"));
   if (was) {
     out.repaired = true;
-    std::vector<uint64_t> changed(ns, 0);
-    detail::parallel_for(ns, [&](size_t s) {
-      const auto& now = out.lft[sw.nodes[s]];
-      const auto& before = prev_tables->lft[(*was)[sw.nodes[s]]];
-      for (const Dest& d : dests)
-        changed[s] += d.lid >= before.size() || now[d.lid] != before[d.lid];
-    });
-    for (uint64_t c : changed) out.rerouted += c;
+    out.rerouted = detail::changed_entries(sw, out, *prev_tables, *was, owners);
     out.notes.push_back(
         "ftree: only links went away since the previous tables: " + std::to_string(out.rerouted) +
         " (switch, LID) entries changed, each whose port is still a candidate "

@@ -28,10 +28,8 @@ Routed MinHopEngine::compute(const Fabric& f, const Options& o) const {
   const std::vector<uint8_t> dist = switch_distances(f, sw);
 
   // A repair of the previous tables, when only links went away.
-  std::optional<std::vector<NodeIndex>> was;
+  const std::optional<std::vector<NodeIndex>> was = detail::repairable(o, name(), f, owners);
   const Tables* prev = o.previous.tables;
-  if (prev && o.previous.fabric && o.previous.engine == name() && prev->path_sl.empty())
-    was = detail::removal_only(*o.previous.fabric, f, owners);
 
   // Destinations grouped by the switch that delivers them, with the exit port there.
   const detail::LidsBySwitch at = detail::lids_by_switch(f, sw, owners);

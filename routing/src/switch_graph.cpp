@@ -146,6 +146,31 @@ std::optional<std::vector<NodeIndex>> removal_only(const Fabric& prev, const Fab
   return was;
 }
 
+std::optional<std::vector<NodeIndex>> repairable(const Options& o, std::string_view engine,
+                                                 const Fabric& f,
+                                                 const std::vector<LidOwner>& owners) {
+  const Tables* prev = o.previous.tables;
+  if (!prev || !o.previous.fabric || o.previous.engine != engine || !prev->path_sl.empty())
+    return std::nullopt;
+  return removal_only(*o.previous.fabric, f, owners);
+}
+
+uint64_t changed_entries(const Switches& sw, const Tables& now, const Tables& prev,
+                         const std::vector<NodeIndex>& was, const std::vector<LidOwner>& owners) {
+  std::vector<uint64_t> changed(sw.nodes.size(), 0);
+  parallel_for(sw.nodes.size(), [&](size_t s) {
+    const auto& row = now.lft[sw.nodes[s]];
+    const auto& before = prev.lft[was[sw.nodes[s]]];
+    for (const LidOwner& o : owners) {
+      const uint16_t lid = o.lid.value;
+      changed[s] += lid >= before.size() || lid >= row.size() || row[lid] != before[lid];
+    }
+  });
+  uint64_t total = 0;
+  for (uint64_t c : changed) total += c;
+  return total;
+}
+
 LidsBySwitch lids_by_switch(const Fabric& f, const Switches& sw,
                             const std::vector<LidOwner>& owners) {
   LidsBySwitch at(sw.nodes.size());

@@ -7,6 +7,7 @@
 #include <limits>
 #include <map>
 #include <optional>
+#include <string_view>
 #include <vector>
 
 #include "parallel.hpp"
@@ -145,6 +146,18 @@ LidsBySwitch lids_by_switch(const fabric::Fabric& f, const Switches& sw,
 std::optional<std::vector<fabric::NodeIndex>> removal_only(const fabric::Fabric& prev,
                                                            const fabric::Fabric& f,
                                                            const std::vector<LidOwner>& owners);
+
+// The previous tables an engine may repair (Options::previous): its own, on one VL,
+// of a fabric that `f` is with only links taken away (removal_only). Then: per node of
+// f, its index in the previous fabric; else nullopt (route afresh).
+std::optional<std::vector<fabric::NodeIndex>> repairable(const Options& o, std::string_view engine,
+                                                         const fabric::Fabric& f,
+                                                         const std::vector<LidOwner>& owners);
+// The (switch, LID) entries of `now` that differ from the previous tables, over the
+// LIDs in use, switch by switch in parallel.
+uint64_t changed_entries(const Switches& sw, const Tables& now, const Tables& prev,
+                         const std::vector<fabric::NodeIndex>& was,
+                         const std::vector<LidOwner>& owners);
 
 // Adaptive-routing groups of the parallel links: each entry whose static port has
 // siblings to the same next switch gets them as its group (Tables::ar_*).

@@ -114,10 +114,8 @@ Routed UpDownEngine::compute(const Fabric& f, const Options& o) const {
   // are routed again, balanced against the kept ones. The guarantees are a fresh
   // computation's (every hop legal and shortest among legal ones); only the choice
   // among equal hops is the previous one.
-  std::optional<std::vector<NodeIndex>> was;
+  const std::optional<std::vector<NodeIndex>> was = detail::repairable(o, name(), f, owners);
   const Tables* prev = o.previous.tables;
-  if (prev && o.previous.fabric && o.previous.engine == name() && prev->path_sl.empty())
-    was = detail::removal_only(*o.previous.fabric, f, owners);
 
   // Destinations grouped by the switch that delivers them: every LID of a group has the
   // same up/down distances, so they are computed once per group.
@@ -485,16 +483,7 @@ Routed UpDownEngine::compute(const Fabric& f, const Options& o) const {
   auto repaired = [&] {
     if (!was) return;
     out.repaired = true;
-    out.rerouted = 0;
-    std::vector<uint64_t> changed(ns, 0);
-    detail::parallel_for(ns, [&](size_t s) {
-      const auto& now = out.lft[sw.nodes[s]];
-      const auto& before = prev->lft[(*was)[sw.nodes[s]]];
-      for (const Group& g : groups)
-        for (auto [lid, exit] : g.lids)
-          changed[s] += lid >= before.size() || now[lid] != before[lid];
-    });
-    for (uint64_t c : changed) out.rerouted += c;
+    out.rerouted = detail::changed_entries(sw, out, *prev, *was, owners);
     out.notes.push_back(std::string(name()) + ": only links went away since the previous tables: " +
                         std::to_string(out.rerouted) +
                         " (switch, LID) entries changed, each whose hop is still a legal one "
