@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <limits>
 #include <type_traits>
 
 #include "weft/log.hpp"
@@ -52,9 +53,26 @@ void MadEngine::submit(SmpRequest req, Completion done) {
   ++stats_.submitted;
   if (req.method == kMethodSet) ++stats_.sets;
   pending_.push_back(Entry{std::move(req), std::move(done), 0, stats_.recovered});
+  stats_.peak_queued = std::max<uint64_t>(stats_.peak_queued, pending_.size());
   if (kick_ && !kicked_) {
     kicked_ = true;
     kick_();
+  }
+}
+
+void MadEngine::feed(std::function<void()> next) {
+  feeds_.push_back(std::move(next));
+  if (kick_ && !kicked_) {
+    kicked_ = true;
+    kick_();
+  }
+}
+
+void MadEngine::top_up(size_t want) {
+  while (pending_.size() < want && !feeds_.empty()) {
+    const size_t before = pending_.size();
+    feeds_.front()();
+    if (pending_.size() == before) feeds_.pop_front();
   }
 }
 
@@ -174,7 +192,10 @@ Result<void> MadEngine::drain() {
 
 Result<void> MadEngine::fill_window() {
   // SMPs first: a GMP goes only when no SMP waits for the window.
-  while (!pending_.empty() && wire_.size() < static_cast<size_t>(opts_.window)) {
+  const auto window = static_cast<size_t>(opts_.window);
+  while (wire_.size() < window) {
+    top_up(window);
+    if (pending_.empty()) break;
     Entry e = std::move(pending_.front());
     pending_.pop_front();
     send_attempt(std::move(e));
@@ -376,7 +397,9 @@ void MadEngine::fail_all(const Error& err) {
     }
     return all;
   };
-  while (!wire_.empty() || !pending_.empty() || !gwire_.empty() || !gpending_.empty()) {
+  while (!wire_.empty() || !pending_.empty() || !feeds_.empty() || !gwire_.empty() ||
+         !gpending_.empty()) {
+    top_up(std::numeric_limits<size_t>::max());
     auto smps = take(wire_, pending_);
     auto gmps = take(gwire_, gpending_);
     deadlines_ = {};

@@ -372,6 +372,90 @@ TEST(MadEngine, CompletionsMaySubmitMore) {
   EXPECT_EQ(depth, 10);
 }
 
+// A fed source is drawn as the window empties: at most a window queued beside a window
+// on the wire, sources one after another, each request completed once.
+TEST(MadEngine, FedSourcesAreDrawnAsTheWindowEmptiesInOrder) {
+  ScriptedTransport t;
+  MadEngine eng(t, {.window = 4});
+  std::vector<int> calls;
+  int in_flight = 0, most_in_flight = 0;
+  auto source = [&](int first, int count) {
+    std::vector<int> items(static_cast<size_t>(count));
+    for (int i = 0; i < count; ++i) items[static_cast<size_t>(i)] = first + i;
+    feed_each(eng, std::move(items), [&](int i) {
+      // Every third item submits nothing: the next is given in its place.
+      if (i % 3 == 2) return calls.push_back(-i);
+      most_in_flight = std::max(most_in_flight, ++in_flight);
+      eng.submit(SmpRequest::get(kAttrNodeInfo, 0, DrPath{}), [&, i](Result<Smp> r) {
+        EXPECT_TRUE(r);
+        --in_flight;
+        calls.push_back(i);
+      });
+    });
+  };
+  source(0, 300);
+  source(1000, 30);
+  EXPECT_FALSE(eng.idle());  // nothing queued yet, but work is waiting in the sources
+  EXPECT_EQ(eng.stats().submitted, 0u);
+  ASSERT_TRUE(eng.run());
+  EXPECT_TRUE(eng.idle());
+  ASSERT_EQ(calls.size(), 330u);
+  EXPECT_EQ(eng.stats().completed_ok, 220u);
+  EXPECT_LE(most_in_flight, 8);  // a window queued, a window on the wire
+  EXPECT_LE(eng.stats().peak_queued, 4u);
+  // Each item once; the second source only after the first.
+  std::set<int> seen;
+  size_t last_first = 0, first_second = calls.size();
+  for (size_t k = 0; k < calls.size(); ++k) {
+    EXPECT_TRUE(seen.insert(calls[k]).second) << calls[k];
+    const int i = calls[k] < 0 ? -calls[k] : calls[k];
+    if (i < 1000) last_first = k;
+    if (i >= 1000) first_second = std::min(first_second, k);
+  }
+  EXPECT_LT(last_first, first_second + 8);  // the window lets the tails overlap, no more
+}
+
+// A broken transport fails what the sources still hold too, each once.
+TEST(MadEngine, ABrokenTransportFailsEveryFedRequestOnce) {
+  ScriptedTransport t;
+  t.answer = false;
+  t.fail_receive = true;
+  MadEngine eng(t, {.window = 2});
+  int failed = 0;
+  feed_each(eng, std::vector<int>(50, 0), [&](int) {
+    eng.submit(SmpRequest::get(kAttrNodeInfo, 0, DrPath{}), [&](Result<Smp> r) {
+      EXPECT_FALSE(r);
+      ++failed;
+    });
+  });
+  EXPECT_FALSE(eng.run());
+  EXPECT_EQ(failed, 50);
+  EXPECT_TRUE(eng.idle());
+}
+
+// Pushed: a source kicks the caller once, as a submit does.
+TEST(MadEngine, PushedModeAFedSourceKicks) {
+  ScriptedTransport t;
+  MadEngine eng(t, {.window = 2});
+  int kicks = 0, ok = 0;
+  eng.on_work([&] { ++kicks; });
+  feed_each(eng, std::vector<int>(5, 0), [&](int) {
+    eng.submit(SmpRequest::get(kAttrNodeInfo, 0, DrPath{}),
+               [&](Result<Smp> r) { ok += r ? 1 : 0; });
+  });
+  EXPECT_EQ(kicks, 1);
+  for (int round = 0; round < 10 && !eng.idle(); ++round) {
+    ASSERT_TRUE(eng.service());
+    while (!t.queue.empty()) {
+      InMad in = t.queue.front();
+      t.queue.erase(t.queue.begin());
+      eng.deliver(in);
+    }
+  }
+  EXPECT_EQ(ok, 5);
+  EXPECT_TRUE(eng.idle());
+}
+
 TEST(MadEngine, ABrokenTransportFailsEveryQueuedRequestOnce) {
   ScriptedTransport t;
   t.answer = false;

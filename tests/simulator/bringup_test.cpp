@@ -280,6 +280,34 @@ TEST(BringUpFaults, GarbageRepliesFuzz) {
   }
 }
 
+// The steps with a request per port or per block (PortInfo Sets, P_Key reads, LFT
+// blocks, activation, a restart's LFT reads) draw them as the window empties: none of
+// them is ever queued whole (on the largest fabric they would hold gigabytes).
+TEST(BringUp, RequestsPerPortAndPerBlockWaitInTheirSourcesNotInTheQueue) {
+  ScratchDir dir("weft-bringup");
+  SimFabric sim = sim_of("ft3:pods=8,leaves=8,aggs=8,hosts=8,cores=8,radix=16");
+  SimTransport t(sim, {});
+  SubnetManager sm(t, opts(dir));
+  auto rep = sm.sweep();
+  ASSERT_TRUE(rep) << rep.error().message;
+  ASSERT_TRUE(rep->subnet_up) << rep->reason;
+  EXPECT_TRUE(readback(sim).ok());
+  const uint64_t peak = sm.mad_stats().peak_queued;
+  EXPECT_GT(peak, 0u);
+  EXPECT_LT(peak, rep->lft_blocks_written);
+  EXPECT_LT(peak, rep->portinfo_sets);
+  EXPECT_LT(peak, rep->ports_activated);
+  EXPECT_LT(peak, rep->pkey_blocks_read);
+  // A restart believes nothing of the switches: every block is read, then left alone.
+  SubnetManager restarted(t, opts(dir));
+  auto r = restarted.sweep();
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_TRUE(r->subnet_up);
+  EXPECT_EQ(r->lft_blocks_read, rep->lft_blocks_written);
+  EXPECT_EQ(r->lft_blocks_written, 0u);
+  EXPECT_LT(restarted.mad_stats().peak_queued, r->lft_blocks_read);
+}
+
 TEST(BringUp, SmOnASwitchManagementPort) {
   ScratchDir dir("weft-bringup");
   SimFabric sim = sim_of("ft2:leaves=4,spines=2,hosts=2");

@@ -147,10 +147,20 @@ void DeviceTables::read(SweepRun& run) {
   plan_pkeys(run);
   plan_sl2vl(run);
   plan_vlarb(run);
+  // Each block read as the window empties (a P_Key block per end port at the least).
+  struct Read {
+    NodeIndex n;
+    PortNum p;
+    uint16_t attr;
+    uint32_t mod;
+  };
+  std::vector<Read> reads;
   for (const PkeyJob& j : pkey_jobs_)
     for (size_t b = 0; b < (j.cap + 31) / 32; ++b)
-      read_one(run, j.n, j.p, mad::kAttrPkeyTable, j.mod_base | uint32_t(b));
-  for (const Want& w : wants_) read_one(run, w.n, w.p, w.attr, w.mod);
+      reads.push_back({j.n, j.p, mad::kAttrPkeyTable, j.mod_base | uint32_t(b)});
+  for (const Want& w : wants_) reads.push_back({w.n, w.p, w.attr, w.mod});
+  mad::feed_each(eng_, std::move(reads),
+                 [this, &run](const Read& r) { read_one(run, r.n, r.p, r.attr, r.mod); });
 }
 
 // P_Keys: every end port; switch ports facing end ports hold their peer's keys.

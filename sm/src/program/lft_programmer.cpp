@@ -11,6 +11,20 @@ namespace weft::sm {
 
 using fabric::NodeIndex;
 
+namespace {
+// A planned block that is read first and written only where it differs.
+constexpr uint32_t kReadFirst = 0x80000000u;
+
+// Block b of a switch's row as weft writes it: entries past the row's end drop.
+mad::LftBlock row_block(const std::vector<uint8_t>& row, size_t b) {
+  mad::LftBlock blk;
+  blk.fill(kDropPort);
+  if (b * 64 < row.size())
+    std::copy(row.begin() + b * 64, row.begin() + std::min(row.size(), (b + 1) * 64), blk.begin());
+  return blk;
+}
+}  // namespace
+
 void LftProgrammer::step(Step s, SweepRun& run) {
   if (s == Step::kCheck) spot_check(run);
   if (s == Step::kConfigure) write_blocks(run);
@@ -230,6 +244,14 @@ void LftProgrammer::write_blocks(SweepRun& run) {
   const uint16_t top = t.top_lid;
   const size_t nblocks = size_t(top) / 64 + 1;
   topped_.clear();
+  // Per switch, the blocks to write (kReadFirst: read first, write if it differs), their
+  // content taken from the tables when each goes.
+  struct SwitchWrites {
+    NodeIndex n;
+    mad::DrPath path;
+    std::vector<uint32_t> blocks;
+  };
+  auto plan = std::make_shared<std::vector<SwitchWrites>>();
   for (NodeIndex n = 0; n < target.size(); ++n) {
     const auto& nd = target.node(n);
     if (!nd.is_switch()) continue;
@@ -247,43 +269,54 @@ void LftProgrammer::write_blocks(SweepRun& run) {
                                std::to_string(si.lft_cap) + " < top LID " + std::to_string(top) +
                                "; LIDs above it are not routed there");
     }
-    std::vector<uint8_t> want(writable * 64, kDropPort);
-    std::copy(t.lft[n].begin(), t.lft[n].begin() + std::min(t.lft[n].size(), want.size()),
-              want.begin());
+    const std::vector<uint8_t>& row = t.lft[n];
     const Guid g = nd.guid;
     const bool reset = was_reset(run, n);
     if (!trusted(run, n)) cache_.erase(g);
     if (reset) tops_.erase(g.value);
     auto cached = cache_.find(g);
     const bool fresh = cached == cache_.end();
-    // No completion runs while this loop submits, so the row stays put.
+    // No completion runs while this loop plans, so the row stays put.
     const std::vector<uint8_t>* held = fresh ? nullptr : &cached->second;
-    const mad::DrPath path = d.paths[n];
     topped_.push_back(n);
     const size_t device_blocks = si.lft_top == 0 ? 0 : size_t(si.lft_top) / 64 + 1;
-    auto block_of = [&want](size_t b) {
-      mad::LftBlock blk;
-      std::copy(want.begin() + b * 64, want.begin() + (b + 1) * 64, blk.begin());
-      return blk;
-    };
+    SwitchWrites w{n, d.paths[n], {}};
     // A spot check of what weft believes this switch holds: one block read back. Another
     // writer that left LinearFDBTop as it was (another SM, a tool) shows here: the switch
     // is then believed in nothing and read back whole, block by block, each rewritten
     // where it differs from what weft wants.
     for (size_t b = 0; b < writable; ++b) {
-      const mad::LftBlock blk = block_of(b);
       if (!fresh && held->size() >= (b + 1) * 64) {
+        const mad::LftBlock blk = row_block(row, b);
         if (!std::equal(blk.begin(), blk.end(), held->begin() + b * 64))
-          write_block(run, n, path, b, blk);
+          w.blocks.push_back(static_cast<uint32_t>(b));
       } else if (fresh && b < device_blocks) {
         // Unknown content below the switch's current top (another SM, or our restart):
         // read first.
-        read_then_write(run, n, path, b, blk);
+        w.blocks.push_back(static_cast<uint32_t>(b) | kReadFirst);
       } else {
-        write_block(run, n, path, b, blk);
+        w.blocks.push_back(static_cast<uint32_t>(b));
       }
     }
+    if (!w.blocks.empty()) plan->push_back(std::move(w));
   }
+  if (plan->empty()) return;
+  // The blocks go to the engine as its window empties: queued all at once, the largest
+  // fabric's 2.9 million would hold over 900 MB while they wait.
+  eng_.feed([this, &run, plan, s = size_t{0}, i = size_t{0}]() mutable {
+    if (s == plan->size()) return;
+    const SwitchWrites& w = (*plan)[s];
+    const size_t b = w.blocks[i] & ~kReadFirst;
+    const mad::LftBlock blk = row_block(run.tables.lft[w.n], b);
+    if (w.blocks[i] & kReadFirst)
+      read_then_write(run, w.n, w.path, b, blk);
+    else
+      write_block(run, w.n, w.path, b, blk);
+    if (++i == w.blocks.size()) {
+      i = 0;
+      ++s;
+    }
+  });
 }
 
 void LftProgrammer::write_tops(SweepRun& run) {

@@ -64,6 +64,14 @@ void PortProgrammer::configure(SweepRun& run) {
       opts_.part_enforce == PartEnforce::kIn || opts_.part_enforce == PartEnforce::kBoth;
   const bool enf_out =
       opts_.part_enforce == PartEnforce::kOut || opts_.part_enforce == PartEnforce::kBoth;
+  // The PortInfo Sets, each decided here on what discovery read.
+  struct PortSet {
+    NodeIndex n;
+    PortNum p;
+    mad::PortInfo want;
+    uint64_t pkey;
+  };
+  std::vector<PortSet> sets;
   for (NodeIndex n = 0; n < target.size(); ++n) {
     const auto& nd = target.node(n);
     for (PortNum p = 0; p <= nd.num_ports; ++p) {
@@ -152,23 +160,28 @@ void PortProgrammer::configure(SweepRun& run) {
       // A Set that changes the port's M_Key: its attempts, and those of any SMP to the
       // port after it went unanswered, alternate the old key and the new (MKeyBook), so
       // that a port that took it with its reply lost is not lost to weft.
-      auto set = mad::SmpRequest::set(mad::kAttrPortInfo, p, dr_path_to(d, n, p),
-                                      mad::encode_port_info(want));
-      eng_.submit(set, [this, &run, n, p, want, pkey](Result<mad::Smp> r) {
-        auto ok = [this, &run, n, p, want, pkey](const mad::PortInfo& got) {
-          ++run.rep.portinfo_sets;
-          if (want.client_reregister) {
-            reregistered_.insert(pkey);
-            ++run.rep.client_reregisters;
-          }
-          run.after[n][p] = got;
-          note_ignored(run.target, n, p, pkey, want, got, run.rep);
-        };
-        if (r) return ok(mad::decode_port_info(r->data));
-        confirm(run, n, p, want, r.error(), "PortInfo Set", ok);
-      });
+      sets.push_back({n, p, want, pkey});
     }
   }
+  // Sent as the window empties: the largest fabric has over 130,000.
+  mad::feed_each(eng_, std::move(sets), [this, &run](const PortSet& s) {
+    const auto [n, p, want, pkey] = s;
+    auto set = mad::SmpRequest::set(mad::kAttrPortInfo, p, dr_path_to(run.d, n, p),
+                                    mad::encode_port_info(want));
+    eng_.submit(set, [this, &run, n, p, want, pkey](Result<mad::Smp> r) {
+      auto ok = [this, &run, n, p, want, pkey](const mad::PortInfo& got) {
+        ++run.rep.portinfo_sets;
+        if (want.client_reregister) {
+          reregistered_.insert(pkey);
+          ++run.rep.client_reregisters;
+        }
+        run.after[n][p] = got;
+        note_ignored(run.target, n, p, pkey, want, got, run.rep);
+      };
+      if (r) return ok(mad::decode_port_info(r->data));
+      confirm(run, n, p, want, r.error(), "PortInfo Set", ok);
+    });
+  });
 }
 
 bool PortProgrammer::set_phys_state(SweepRun& run, NodeIndex n, PortNum p) {
@@ -300,28 +313,34 @@ void PortProgrammer::note_ignored(const fabric::Fabric& f, NodeIndex n, PortNum 
 
 void PortProgrammer::activate(SweepRun& run) {
   const fabric::Fabric& target = run.target;
+  // The ports to take to ACTIVE, each Set as the window empties (over 260,000 on the
+  // largest fabric); nothing else changes what they read back as meanwhile.
+  std::vector<std::pair<NodeIndex, PortNum>> armed;
   for (NodeIndex n = 0; n < target.size(); ++n) {
     const auto& nd = target.node(n);
     for (PortNum p = 1; p <= nd.num_ports; ++p) {
       if (!nd.ports[p].linked() || !run.d.port_read[n][p]) continue;
-      if (run.after[n][p].attrs.state != PortState::kArmed) continue;
-      mad::PortInfo want = run.after[n][p];
-      want.attrs.state = PortState::kActive;
-      want.attrs.phys_state = 0;
-      want.attrs.width_enabled = 0;
-      want.attrs.speed_enabled = 0;
-      eng_.submit(mad::SmpRequest::set(mad::kAttrPortInfo, p, dr_path_to(run.d, n, p),
-                                       mad::encode_port_info(want)),
-                  [this, &run, n, p, want](Result<mad::Smp> r) {
-                    auto ok = [&run, n, p](const mad::PortInfo& got) {
-                      ++run.rep.ports_activated;
-                      run.after[n][p] = got;
-                    };
-                    if (r) return ok(mad::decode_port_info(r->data));
-                    confirm(run, n, p, want, r.error(), "PortInfo Set ACTIVE", ok);
-                  });
+      if (run.after[n][p].attrs.state == PortState::kArmed) armed.emplace_back(n, p);
     }
   }
+  mad::feed_each(eng_, std::move(armed), [this, &run](std::pair<NodeIndex, PortNum> port) {
+    const auto [n, p] = port;
+    mad::PortInfo want = run.after[n][p];
+    want.attrs.state = PortState::kActive;
+    want.attrs.phys_state = 0;
+    want.attrs.width_enabled = 0;
+    want.attrs.speed_enabled = 0;
+    eng_.submit(mad::SmpRequest::set(mad::kAttrPortInfo, p, dr_path_to(run.d, n, p),
+                                     mad::encode_port_info(want)),
+                [this, &run, n, p, want](Result<mad::Smp> r) {
+                  auto ok = [&run, n, p](const mad::PortInfo& got) {
+                    ++run.rep.ports_activated;
+                    run.after[n][p] = got;
+                  };
+                  if (r) return ok(mad::decode_port_info(r->data));
+                  confirm(run, n, p, want, r.error(), "PortInfo Set ACTIVE", ok);
+                });
+  });
 }
 
 void PortProgrammer::count_active(SweepRun& run) const {

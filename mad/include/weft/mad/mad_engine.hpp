@@ -20,6 +20,7 @@
 
 #include <deque>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <queue>
 #include <set>
@@ -71,6 +72,7 @@ struct EngineStats {
   uint64_t unmatched = 0;          // replies for no outstanding request (late, duplicate)
   uint64_t unsolicited = 0;        // requests and traps addressed to us
   uint64_t unserved = 0;           // MADs of classes the SM does not serve, dropped
+  uint64_t peak_queued = 0;        // the most SMPs queued at once, waiting for the window
   // GMPs (counted apart: `sent` is the SMPs, SMInfo's ActCount).
   uint64_t gmps_sent = 0;  // retries included
   uint64_t gmps_ok = 0;
@@ -99,6 +101,12 @@ class MadEngine {
  public:
   MadEngine(Transport& t, EngineOptions o);
   void submit(SmpRequest req, Completion done);
+  // A source of SMPs drawn as the window empties, not queued all at once (an LFT
+  // programmer's millions of blocks would hold hundreds of bytes each while they wait):
+  // `next` submits the source's next request or requests; a call that submits nothing
+  // ends it. Sources are drawn in order, each to its end, once what is queued runs
+  // below a window's worth; the engine is not idle while one is left.
+  void feed(std::function<void()> next);
   // A LID-routed GMP to QP1 of `req.dlid`; its reply (a GetResp of the same class,
   // attribute and modifier) completes it.
   void submit(GmpRequest req, GmpCompletion done);
@@ -139,7 +147,7 @@ class MadEngine {
   // The M_Key of every request that names none (nullptr: 0).
   void set_keys(KeySource* k) { keys_ = k; }
   // No SMP queued or on the wire (GMPs may be).
-  bool idle() const { return pending_.empty() && wire_.empty(); }
+  bool idle() const { return pending_.empty() && wire_.empty() && feeds_.empty(); }
   bool gmps_idle() const { return gpending_.empty() && gwire_.empty(); }
 
  private:
@@ -201,6 +209,9 @@ class MadEngine {
   UnsolicitedHandler unsolicited_;
   std::function<void(const InMad&)> sa_;
   std::deque<Entry> pending_;
+  std::deque<std::function<void()>> feeds_;  // see feed()
+  // Draws from the sources until `want` SMPs are queued or none is left.
+  void top_up(size_t want);
   std::unordered_map<uint32_t, Entry> wire_;  // keyed by the TID's low 32 bits
   std::deque<GmpEntry> gpending_;
   std::unordered_map<uint32_t, GmpEntry> gwire_;
@@ -215,5 +226,18 @@ class MadEngine {
   KeySource* keys_ = nullptr;
   bool kicked_ = false;
 };
+
+// Feeds `items` to `eng` one at a time as its window empties (MadEngine::feed):
+// `one(item)` submits the SMPs of one item, if any; each item is given exactly once.
+template <class T, class F>
+void feed_each(MadEngine& eng, std::vector<T> items, F one) {
+  if (items.empty()) return;
+  auto left = std::make_shared<std::vector<T>>(std::move(items));
+  // An item may submit nothing (a table already known): the next is given then.
+  eng.feed([&eng, left, one, i = size_t{0}]() mutable {
+    const uint64_t before = eng.stats().submitted;
+    while (i < left->size() && eng.stats().submitted == before) one((*left)[i++]);
+  });
+}
 
 }  // namespace weft::mad
