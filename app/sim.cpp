@@ -1,5 +1,6 @@
 // weft sim: the SM on weft's in-process fabric simulator, its tables read back and
 // checked after every sweep.
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -55,6 +56,10 @@ that every port of every group brings a packet nearer its destination.
 "pkey_blocks_written", "activated", "failures"}, and with --congestion-control "cc": {"switches", "cas",
 "configured", "unavailable", "locked", "failed", "mads", "mads_written", "verified"}
 (verified: every configured device holds what the options ask, read from it).
+"cost": {"cpu_ms" (the sweep's process CPU), "simulator_ms" (the part spent in the
+simulated devices and wire), "sm_cpu_ms" (the rest: the SM's own), "sm_ns_per_smp",
+"peak_rss_mib" (the process's peak resident set up to the sweep's end),
+"peak_queued_smps" (the most SMPs the engine held queued at once, so far)}.
 With --hotspot NODE also "congestion": {"events", "flows", "ports": [{"name", "port",
 "log_events"}...]} (the first five ports, ranked by the events the logs counted).
 
@@ -78,6 +83,30 @@ Examples:
   weft sim --topology ft2:leaves=8,spines=4,hosts=4,links=2 --ar-cap 64 \
       --routing-engine ar_ftree --sweeps 2 --json
   weft sim --topology torus:dims=4x4x4,hosts=2 --drop-rate 0.05 --seed 3)"};
+
+// What a sweep cost the process: its CPU (all threads), the part of it spent in the
+// simulator (its devices and wire, which on hardware are not the SM's), and the peak
+// resident set so far. The simulator runs on the SM's thread, so its real time is CPU.
+struct SweepCost {
+  double cpu_s = 0;
+  double sim_s = 0;
+  double peak_rss_mib = 0;
+  double cpu_ms() const { return cpu_s * 1e3; }
+  double sim_ms() const { return sim_s * 1e3; }
+  double sm_ms() const { return std::max(0.0, cpu_s - sim_s) * 1e3; }
+  double sm_ns_per(uint64_t smps) const { return smps ? sm_ms() * 1e6 / double(smps) : 0.0; }
+  SweepCost operator-(const SweepCost& o) const {
+    return {cpu_s - o.cpu_s, sim_s - o.sim_s, peak_rss_mib};
+  }
+};
+
+SweepCost sweep_cost_now(const simulator::SimTransport& t) {
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  auto secs = [](const timeval& tv) { return double(tv.tv_sec) + double(tv.tv_usec) / 1e6; };
+  return {secs(ru.ru_utime) + secs(ru.ru_stime), std::chrono::duration<double>(t.busy()).count(),
+          double(ru.ru_maxrss) / 1024.0};
+}
 
 po::options_description sim_command_options() {
   auto desc = sm_options();
@@ -226,12 +255,22 @@ int cmd_sim(int argc, char** argv) {
   sm::SubnetManager& smgr = managers.sm();
   int rc = 0;
   for (int i = 0; i < std::max(1, vm["sweeps"].as<int>()); ++i) {
+    const SweepCost before = sweep_cost_now(t);
     auto rep = smgr.sweep();
     if (!rep) {
       rc = die(rep.error().message, 1);
       break;
     }
-    if (!as_json) print_summary(*rep, smgr.mad_stats());
+    const SweepCost cost = sweep_cost_now(t) - before;
+    const uint64_t smps = rep->smps_discovery + rep->smps_program + rep->smps_activate;
+    if (!as_json) {
+      print_summary(*rep, smgr.mad_stats());
+      std::printf(
+          "  cost     SM %.0f ms CPU (%.0f ns per SMP), simulator %.0f ms; peak RSS %.0f MiB, "
+          "at most %llu SMPs queued\n",
+          cost.sm_ms(), cost.sm_ns_per(smps), cost.sim_ms(), cost.peak_rss_mib,
+          static_cast<unsigned long long>(smgr.mad_stats().peak_queued));
+    }
     if (i == 0) {
       if (auto r = dump_model(vm, smgr.snapshot().get()); !r) {
         rc = die(r.error().message, 1);
@@ -284,7 +323,14 @@ int cmd_sim(int argc, char** argv) {
                           {"switches", rep->switches},
                           {"cas", rep->cas},
                           {"lids", rep->lids},
-                          {"smps", rep->smps_discovery + rep->smps_program + rep->smps_activate},
+                          {"smps", smps},
+                          {"cost",
+                           {{"cpu_ms", cost.cpu_ms()},
+                            {"simulator_ms", cost.sim_ms()},
+                            {"sm_cpu_ms", cost.sm_ms()},
+                            {"sm_ns_per_smp", cost.sm_ns_per(smps)},
+                            {"peak_rss_mib", cost.peak_rss_mib},
+                            {"peak_queued_smps", smgr.mad_stats().peak_queued}}},
                           {"lft_blocks_written", rep->lft_blocks_written},
                           {"routes_verified", vr.ok()},
                           {"unreachable", vr.unreachable},

@@ -6,6 +6,22 @@ namespace weft::simulator {
 
 using namespace weft::mad;
 
+namespace {
+// Adds the real time from construction to destruction to a total.
+class BusyTimer {
+ public:
+  explicit BusyTimer(std::chrono::nanoseconds& total)
+      : total_(total), t0_(std::chrono::steady_clock::now()) {}
+  ~BusyTimer() { total_ += std::chrono::steady_clock::now() - t0_; }
+  BusyTimer(const BusyTimer&) = delete;
+  BusyTimer& operator=(const BusyTimer&) = delete;
+
+ private:
+  std::chrono::nanoseconds& total_;
+  std::chrono::steady_clock::time_point t0_;
+};
+}  // namespace
+
 SimTransport::SimTransport(SimFabric& sim, SimTransportOptions o) : sim_(sim), o_(o), rng_(o.seed) {
   if (!sim_.clock()) sim_.set_clock(&clock_);
   port_ = o.port;
@@ -52,6 +68,7 @@ void SimTransport::inject(const InMad& m, Duration after) {
 }
 
 Result<void> SimTransport::send(const MadBuf& mad, const SendAddr& to) {
+  const BusyTimer timed(busy_);
   if (mad[3] & 0x80) {  // a response (the SM answering a query): record it
     responses_.push_back(mad);
     return {};
@@ -117,6 +134,7 @@ void SimTransport::collect_traps() {
 }
 
 Result<std::optional<InMad>> SimTransport::receive(Duration max_wait) {
+  const BusyTimer timed(busy_);
   collect_traps();
   const TimePoint deadline = clock_.now() + max_wait;
   if (!q_.empty() && q_.top().at <= deadline) {

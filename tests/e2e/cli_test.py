@@ -2,6 +2,7 @@
 """The weft binary on good and bad input: exit codes, and errors that say where
 and what. No fabric needed (the simulator runs in-process)."""
 import argparse
+import json
 import os
 import re
 import shutil
@@ -103,6 +104,31 @@ def main():
           r'"sweep":1[^\n]*"vports":\{"activated":32,"failures":0,"found":32,"pkey_blocks_written":32,'
           r'[^\n]*\n[^\n]*"sweep":2[^\n]*"vports":\{"activated":0,"failures":0,"found":32,'
           r'"pkey_blocks_written":0,', W, w)
+    # What a sweep cost, SM and simulator apart: the parts add up, the per-SMP figure is the
+    # SM's CPU over the SMPs, and the engine never held a step's LFT blocks queued whole.
+    p = subprocess.run([W, "sim", "--topology", "ft3:pods=8,leaves=8,aggs=8,hosts=8,cores=8,radix=16",
+                        "--json"], cwd=w, capture_output=True, text=True, timeout=120)
+    checks.append("sim --json: the sweep's cost")
+    try:
+        j = json.loads(p.stdout.splitlines()[0])
+        c = j["cost"]
+        problems = []
+        if p.returncode != 0 or not j["subnet_up"]:
+            problems.append("rc %d, subnet_up %s" % (p.returncode, j["subnet_up"]))
+        if not (c["sm_cpu_ms"] > 0 and c["simulator_ms"] > 0 and c["peak_rss_mib"] > 0):
+            problems.append("a part is not positive")
+        if abs(c["sm_cpu_ms"] + c["simulator_ms"] - c["cpu_ms"]) > 0.01:
+            problems.append("SM + simulator != CPU")
+        if abs(c["sm_ns_per_smp"] - c["sm_cpu_ms"] * 1e6 / j["smps"]) > 0.01:
+            problems.append("ns per SMP is not the SM's CPU over the SMPs")
+        if not 0 < c["peak_queued_smps"] < j["lft_blocks_written"]:
+            problems.append("peak queued %s, LFT blocks %s" % (c["peak_queued_smps"], j["lft_blocks_written"]))
+    except (ValueError, KeyError, IndexError) as e:
+        problems = ["no cost in the JSON: %s" % e]
+    print("%s sim --json: the sweep's cost%s" % ("FAIL" if problems else "ok  ", "" if not problems else ": " + "; ".join(problems)))
+    if problems:
+        failures.append("sim --json: the sweep's cost")
+        print("    " + (p.stdout + p.stderr)[-1500:])
     check("sim: --vports out of range", ["sim", "--topology", "ft2:leaves=2,spines=1,hosts=2",
           "--vports", "128"], 2, r"--vports must be in 1\.\.127", W, w)
     # Congestion control on simulated CC agents (one node without): every other device

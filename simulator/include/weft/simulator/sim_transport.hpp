@@ -8,6 +8,7 @@
 //   weft::sm::SubnetManager sm(t, opts);   // the SM cannot tell
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <queue>
 #include <random>
@@ -73,6 +74,10 @@ class SimTransport final : public mad::Transport {
   const std::vector<Sent>& represses() const { return represses_; }
   mad::ManualClock& manual_clock() { return clock_; }
   PortNum port() const { return port_; }
+  // Real (steady-clock) time spent inside send() and receive(): the simulated devices
+  // and the wire, which on hardware are not the SM's CPU. The SM's own cost is the
+  // process's CPU time less this (the simulator runs on the SM's thread).
+  std::chrono::nanoseconds busy() const { return busy_; }
 
  private:
   struct Pending {
@@ -91,6 +96,7 @@ class SimTransport final : public mad::Transport {
   std::priority_queue<Pending, std::vector<Pending>, std::greater<>> q_;
   uint64_t seq_ = 0;
   uint64_t requests_ = 0;
+  std::chrono::nanoseconds busy_{0};
   std::function<void(mad::MadBuf&)> mangle_;
   std::function<bool(Lid)> reports_answered_;
   std::vector<mad::MadBuf> responses_;
