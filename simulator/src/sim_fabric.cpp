@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <stdexcept>
 #include <tuple>
 
 namespace weft::simulator {
@@ -42,12 +43,12 @@ SimFabric::SimFabric(fabric::Fabric f, SimDefaults d) : f_(std::move(f)), d_(d) 
   for (NodeIndex i = 0; i < n; ++i) set_cc(i, d_.cc_agents ? CcSupport::kAgent : CcSupport::kNone);
   // ibsim's power-on tables: 0xffff at P_Key index 0; SL2VL 0-14 and 15 -> 7; arbitration
   // low VL0:0 VL1..:4, high VL0:4 VL1..:0.
-  qos::Sl2Vl sl2vl0;
-  for (uint8_t s = 0; s < 16; ++s) sl2vl0[s] = s == 15 ? 7 : s;
-  std::array<qos::VlArbBlock, 4> arb0{};
+  // A device's SL2VL and arbitration tables are its own only once something sets them
+  // (a 3,920-switch radix-56 fabric's SL2VL alone would otherwise hold 200 MB).
+  for (uint8_t s = 0; s < 16; ++s) sl2vl0_[s] = s == 15 ? 7 : s;
   for (uint8_t i = 0; i < std::min<uint8_t>(d_.vl_arb_cap, 32); ++i) {
-    arb0[0][i] = {i, static_cast<uint8_t>(i == 0 ? 0 : 4)};
-    arb0[2][i] = {i, static_cast<uint8_t>(i == 0 ? 4 : 0)};
+    arb0_[0][i] = {i, static_cast<uint8_t>(i == 0 ? 0 : 4)};
+    arb0_[2][i] = {i, static_cast<uint8_t>(i == 0 ? 4 : 0)};
   }
   for (NodeIndex i = 0; i < n; ++i) {
     auto& nd = f_.node(i);
@@ -59,8 +60,6 @@ SimFabric::SimFabric(fabric::Fabric f, SimDefaults d) : f_(std::move(f)), d_(d) 
       pkeys_[i][p].assign(cap, 0);
       if (cap) pkeys_[i][p][0] = 0xffff;
     }
-    sl2vl_[i].assign(nd.is_switch() ? nd.ports.size() * nd.ports.size() : nd.ports.size(), sl2vl0);
-    vlarb_[i].assign(nd.ports.size(), arb0);
     extras_[i].assign(nd.ports.size(), {});
     mkey_[i].assign(nd.ports.size(), {});
     pc_[i].assign(nd.ports.size(), {});
@@ -121,10 +120,23 @@ SimFabric::SimFabric(fabric::Fabric f, SimDefaults d) : f_(std::move(f)), d_(d) 
   }
 }
 
-const qos::Sl2Vl& SimFabric::sl2vl(NodeIndex n, PortNum in, PortNum out) const {
+size_t SimFabric::sl2vl_index(NodeIndex n, PortNum in, PortNum out) const {
   const auto& nd = f_.node(n);
-  return nd.is_switch() ? sl2vl_.at(n).at(size_t(in) * nd.ports.size() + out)
-                        : sl2vl_.at(n).at(out);
+  if (in >= nd.ports.size() || out >= nd.ports.size())
+    throw std::out_of_range("SimFabric::sl2vl: no such port");
+  return nd.is_switch() ? size_t(in) * nd.ports.size() + out : out;
+}
+
+const qos::Sl2Vl& SimFabric::sl2vl(NodeIndex n, PortNum in, PortNum out) const {
+  const size_t idx = sl2vl_index(n, in, out);
+  const auto& t = sl2vl_.at(n);
+  return t.empty() ? sl2vl0_ : t[idx];
+}
+
+const qos::VlArbBlock& SimFabric::vlarb(NodeIndex n, PortNum p, size_t block) const {
+  const auto& t = vlarb_.at(n);
+  if (p >= f_.node(n).ports.size()) throw std::out_of_range("SimFabric::vlarb: no such port");
+  return t.empty() ? arb0_.at(block) : t[p].at(block);
 }
 
 std::vector<std::pair<NodeIndex, PortNum>> SimFabric::mcast_reach(uint16_t mlid, NodeIndex n,
@@ -570,8 +582,11 @@ uint16_t SimFabric::handle(const Smp& s, NodeIndex n, PortNum in_port, SmpData& 
         if ((s.attr_mod >> 16) || in > nd.num_ports || out > nd.num_ports) return kStatusInvalid;
         idx = in * nd.ports.size() + out;
       }
-      if (set) sl2vl_[n][idx] = decode_sl2vl(data);
-      data = encode_sl2vl(sl2vl_[n][idx]);
+      auto& t = sl2vl_[n];
+      if (set && t.empty())
+        t.assign(nd.is_switch() ? nd.ports.size() * nd.ports.size() : nd.ports.size(), sl2vl0_);
+      if (set) t[idx] = decode_sl2vl(data);
+      data = encode_sl2vl(t.empty() ? sl2vl0_ : t[idx]);
       return 0;
     }
     case kAttrMft: {
@@ -594,8 +609,10 @@ uint16_t SimFabric::handle(const Smp& s, NodeIndex n, PortNum in_port, SmpData& 
       const PortNum p = nd.is_switch() ? static_cast<PortNum>(s.attr_mod & 0xff) : in_port;
       if (block < 1 || block > 4 || p > nd.num_ports) return kStatusInvalid;
       if ((block == 2 || block == 4) && d_.vl_arb_cap <= 32) return kStatusInvalid;
-      if (set) vlarb_[n][p][block - 1] = decode_vlarb(data);
-      data = encode_vlarb(vlarb_[n][p][block - 1]);
+      auto& t = vlarb_[n];
+      if (set && t.empty()) t.assign(nd.ports.size(), arb0_);
+      if (set) t[p][block - 1] = decode_vlarb(data);
+      data = encode_vlarb(t.empty() ? arb0_[block - 1] : t[p][block - 1]);
       return 0;
     }
     case kAttrNodeInfo: {

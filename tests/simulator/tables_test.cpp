@@ -4,9 +4,12 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <optional>
+#include <stdexcept>
 
 #include "weft/config/options.hpp"
 #include "weft/config/partitions.hpp"
+#include "weft/mad/mad_engine.hpp"
 #include "weft/simulator/generators.hpp"
 #include "weft/simulator/sim_transport.hpp"
 #include "weft/sm/subnet_manager.hpp"
@@ -49,6 +52,56 @@ std::vector<uint16_t> used(const std::vector<uint16_t>& t) {
 }
 
 }  // namespace
+
+// A device answers with its power-on SL2VL and arbitration tables until something sets
+// one; a Set changes that table alone (the simulator makes a device's tables its own only
+// then).
+TEST(Tables, PowerOnTablesUntilASetChangesThatTableAlone) {
+  SimFabric sim(simulator::make_fabric("ft2:leaves=2,spines=1,hosts=1").value());
+  NodeIndex sw = 0;
+  while (!sim.model().node(sw).is_switch()) ++sw;
+  const size_t nports = sim.model().node(sw).ports.size();
+  SimTransport t(sim, {.attach = sw});
+  MadEngine eng(t, {});
+  auto ask = [&](uint16_t attr, uint32_t mod, std::optional<SmpData> set) {
+    std::optional<SmpData> got;
+    eng.submit(
+        set ? SmpRequest::set(attr, mod, DrPath{}, *set) : SmpRequest::get(attr, mod, DrPath{}),
+        [&](Result<Smp> r) {
+          ASSERT_TRUE(r) << r.error().message;
+          got = r->data;
+        });
+    EXPECT_TRUE(eng.run());
+    return got.value_or(SmpData{});
+  };
+  qos::Sl2Vl power_on;
+  for (uint8_t s = 0; s < 16; ++s) power_on[s] = s == 15 ? 7 : s;
+  EXPECT_EQ(decode_sl2vl(ask(kAttrSl2Vl, 1 << 8 | 2, std::nullopt)), power_on);
+  EXPECT_EQ(sim.sl2vl(sw, 2, 1), power_on);
+  qos::Sl2Vl mine{};
+  for (uint8_t s = 0; s < 16; ++s) mine[s] = s % 2;
+  EXPECT_EQ(decode_sl2vl(ask(kAttrSl2Vl, 1 << 8 | 2, encode_sl2vl(mine))), mine);
+  EXPECT_EQ(sim.sl2vl(sw, 1, 2), mine);
+  for (PortNum in = 0; in < nports; ++in)
+    for (PortNum out = 0; out < nports; ++out)
+      if (in != 1 || out != 2) {
+        EXPECT_EQ(sim.sl2vl(sw, in, out), power_on) << in << "->" << out;
+      }
+  EXPECT_EQ(decode_sl2vl(ask(kAttrSl2Vl, 2 << 8 | 1, std::nullopt)), power_on);
+  EXPECT_THROW((void)sim.sl2vl(sw, static_cast<PortNum>(nports), 1), std::out_of_range);
+
+  // Arbitration: low block 1 of port 1 set; its high block and port 2 keep theirs.
+  const qos::VlArbBlock low0 = sim.vlarb(sw, 1, 0), high0 = sim.vlarb(sw, 1, 2);
+  EXPECT_EQ(low0[1].weight, 4);
+  EXPECT_EQ(high0[0].weight, 4);
+  qos::VlArbBlock arb{};
+  arb[0] = {3, 9};
+  EXPECT_EQ(decode_vlarb(ask(kAttrVlArb, 1u << 16 | 1, encode_vlarb(arb)))[0].weight, 9);
+  EXPECT_EQ(sim.vlarb(sw, 1, 0)[0].vl, 3);
+  EXPECT_EQ(sim.vlarb(sw, 1, 2), high0);
+  EXPECT_EQ(sim.vlarb(sw, 2, 0), low0);
+  EXPECT_EQ(decode_vlarb(ask(kAttrVlArb, 1u << 16 | 2, std::nullopt)), low0);
+}
 
 TEST(Tables, PartitionsReachEndPortsAndTheSwitchPortsFacingThem) {
   Scratch dir;

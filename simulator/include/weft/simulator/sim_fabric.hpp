@@ -82,9 +82,7 @@ class SimFabric {
     return pkeys_.at(n).at(p);
   }
   const qos::Sl2Vl& sl2vl(fabric::NodeIndex n, PortNum in, PortNum out) const;
-  const qos::VlArbBlock& vlarb(fabric::NodeIndex n, PortNum p, size_t block) const {
-    return vlarb_.at(n).at(p).at(block);
-  }
+  const qos::VlArbBlock& vlarb(fabric::NodeIndex n, PortNum p, size_t block) const;
   struct PortExtras {
     bool part_enf_in = false, part_enf_out = false;
     uint8_t vl_high_limit = 0;
@@ -290,10 +288,14 @@ class SimFabric {
   std::set<std::pair<fabric::NodeIndex, uint16_t>> refused_gets_;  // refuse_gets
   std::set<std::pair<fabric::NodeIndex, uint16_t>> ignored_;       // ignore_sets
   std::vector<std::vector<uint8_t>> subnet_timeout_;
-  std::vector<std::vector<std::vector<uint16_t>>> pkeys_;           // [node][port]
+  std::vector<std::vector<std::vector<uint16_t>>> pkeys_;  // [node][port]
+  // Empty until something sets one: the power-on tables below then.
   std::vector<std::vector<qos::Sl2Vl>> sl2vl_;                      // [node][in * (N+1) + out]
   std::vector<std::vector<std::array<qos::VlArbBlock, 4>>> vlarb_;  // [node][port]
-  std::vector<std::vector<PortExtras>> extras_;                     // [node][port]
+  qos::Sl2Vl sl2vl0_{};
+  std::array<qos::VlArbBlock, 4> arb0_{};
+  size_t sl2vl_index(fabric::NodeIndex n, PortNum in, PortNum out) const;
+  std::vector<std::vector<PortExtras>> extras_;          // [node][port]
   std::vector<std::vector<std::vector<uint16_t>>> mft_;  // [switch][position][MLID - 0xC000]
   std::vector<ArState> ar_;                              // [node]; empty for CAs
   SimCc cc_;
