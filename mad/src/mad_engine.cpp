@@ -107,9 +107,39 @@ Result<void> MadEngine::service() {
   return filled;
 }
 
+void MadEngine::Deadlines::push(TimePoint at, Duration timeout, uint32_t tid) {
+  for (auto& [t, fifo] : fifos_)
+    if (t == timeout) {
+      fifo.emplace_back(at, tid);
+      return;
+    }
+  fifos_.emplace_back(timeout, std::deque<Deadline>{{at, tid}});
+}
+
+std::deque<MadEngine::Deadlines::Deadline>* MadEngine::Deadlines::soonest_fifo() {
+  std::deque<Deadline>* best = nullptr;
+  for (auto& [t, fifo] : fifos_)
+    if (!fifo.empty() && (!best || fifo.front().first < best->front().first)) best = &fifo;
+  return best;
+}
+
+std::optional<TimePoint> MadEngine::Deadlines::soonest() const {
+  std::optional<TimePoint> best;
+  for (const auto& [t, fifo] : fifos_)
+    if (!fifo.empty() && (!best || fifo.front().first < *best)) best = fifo.front().first;
+  return best;
+}
+
+std::optional<uint32_t> MadEngine::Deadlines::take_due(TimePoint now) {
+  auto* fifo = soonest_fifo();
+  if (!fifo || fifo->front().first > now) return std::nullopt;
+  const uint32_t tid = fifo->front().second;
+  fifo->pop_front();
+  return tid;
+}
+
 std::optional<TimePoint> MadEngine::next_deadline() const {
-  if (deadlines_.empty()) return std::nullopt;
-  return deadlines_.top().first;
+  return deadlines_.soonest();
 }
 
 uint64_t MadEngine::target_key(const SmpRequest& r) {
@@ -154,7 +184,7 @@ void MadEngine::send_attempt(Entry e) {
     complete(e, std::unexpected(r.error()));
     return;
   }
-  deadlines_.emplace(t_.clock().now() + timeout, tid);
+  deadlines_.push(t_.clock().now() + timeout, timeout, tid);
   wire_.emplace(tid, std::move(e));
 }
 
@@ -172,7 +202,7 @@ void MadEngine::send_attempt(GmpEntry e) {
     complete(e, Result<Gmp>(std::unexpected(r.error())));
     return;
   }
-  deadlines_.emplace(t_.clock().now() + opts_.timeout, tid);
+  deadlines_.push(t_.clock().now() + opts_.timeout, opts_.timeout, tid);
   gwire_.emplace(tid, std::move(e));
 }
 
@@ -239,9 +269,8 @@ void MadEngine::no_reply(E e, std::deque<E>& pending, bool logged) {
 }
 
 void MadEngine::expire(TimePoint now) {
-  while (!deadlines_.empty() && deadlines_.top().first <= now) {
-    uint32_t tid = deadlines_.top().second;
-    deadlines_.pop();
+  while (const auto due = deadlines_.take_due(now)) {
+    const uint32_t tid = *due;
     auto it = wire_.find(tid);
     if (it != wire_.end()) {
       Entry e = std::move(it->second);
@@ -315,10 +344,11 @@ void MadEngine::handle(const InMad& in) {
   wire_.erase(it);
   const SmpRequest& q = e.req;
   const uint8_t want_class = q.directed ? kClassSmiDirect : kClassSmiLid;
-  const std::string w = what(q);
+  // Named only for an error: building the name of every reply cost more than the rest.
   if (s.mgmt_class != want_class || s.method != kMethodGetResp || s.attr_id != q.attr_id ||
       s.attr_mod != q.attr_mod) {
     ++stats_.malformed;
+    const std::string w = what(q);
     WEFT_LOG(Warn, "MAD-0006") << w << ": reply does not match (class " << int(s.mgmt_class)
                                << " method " << int(s.method) << " attr " << s.attr_id << " mod "
                                << s.attr_mod << ")";
@@ -330,6 +360,7 @@ void MadEngine::handle(const InMad& in) {
     // An earlier attempt may have been taken with its reply lost (a Set that changed the
     // port's M_Key, then refused as a repeat): what the port holds is not settled.
     if (keys_) keys_->unanswered(e.req);
+    const std::string w = what(q);
     WEFT_LOG(Debug, "MAD-0007") << w << ": status " << mad_status_str(s.status);
     complete(e, fail(Errc::kBadReply, w + ": status " + mad_status_str(s.status)));
     return;
@@ -402,7 +433,7 @@ void MadEngine::fail_all(const Error& err) {
     top_up(std::numeric_limits<size_t>::max());
     auto smps = take(wire_, pending_);
     auto gmps = take(gwire_, gpending_);
-    deadlines_ = {};
+    deadlines_.clear();
     for (auto& e : smps) complete(e, Result<Smp>(std::unexpected(err)));
     for (auto& e : gmps) complete(e, Result<Gmp>(std::unexpected(err)));
   }
@@ -425,7 +456,7 @@ Result<void> MadEngine::pump(TimePoint until, Until until_what) {
     if (until_what == Until::kQuiet && idle() && gmps_idle()) return {};
     if (!until_idle && now >= until) return {};
     TimePoint wake = until_idle ? now + opts_.timeout : until;
-    if (!deadlines_.empty()) wake = std::min(wake, deadlines_.top().first);
+    if (const auto soonest = deadlines_.soonest()) wake = std::min(wake, *soonest);
     auto got = t_.receive(std::max(Duration{0}, wake - now));
     if (!got) {
       WEFT_LOG(Error, "MAD-0008") << "transport failed: " << got.error().message;

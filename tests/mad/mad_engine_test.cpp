@@ -456,6 +456,35 @@ TEST(MadEngine, PushedModeAFedSourceKicks) {
   EXPECT_TRUE(eng.idle());
 }
 
+// Deadlines are kept in a FIFO per timeout: a request sent later with a shorter timeout
+// still times out first, and next_deadline() is the soonest of all.
+TEST(MadEngine, ALaterRequestWithAShorterTimeoutTimesOutFirst) {
+  ScriptedTransport t;
+  t.answer = false;
+  EngineOptions o{
+      .window = 4, .timeout = std::chrono::milliseconds(500), .retries = 0, .rounds = 1};
+  MadEngine eng(t, o);
+  std::vector<char> order;
+  auto submit = [&](char name) {
+    eng.submit(SmpRequest::get(kAttrNodeInfo, 0, DrPath{}), [&, name](Result<Smp> r) {
+      EXPECT_FALSE(r);
+      order.push_back(name);
+    });
+  };
+  submit('a');
+  ASSERT_TRUE(eng.poll_for(std::chrono::milliseconds(1)));
+  const TimePoint a_due = *eng.next_deadline();
+  o.timeout = std::chrono::milliseconds(100);
+  eng.set_options(o);
+  submit('b');
+  ASSERT_TRUE(eng.poll_for(std::chrono::milliseconds(1)));
+  ASSERT_TRUE(eng.next_deadline());
+  EXPECT_LT(*eng.next_deadline(), a_due);
+  ASSERT_TRUE(eng.run());
+  EXPECT_EQ(std::string(order.begin(), order.end()), "ba");
+  EXPECT_EQ(eng.stats().timed_out, 2u);
+}
+
 TEST(MadEngine, ABrokenTransportFailsEveryQueuedRequestOnce) {
   ScriptedTransport t;
   t.answer = false;

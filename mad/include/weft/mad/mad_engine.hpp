@@ -215,10 +215,25 @@ class MadEngine {
   std::unordered_map<uint32_t, Entry> wire_;  // keyed by the TID's low 32 bits
   std::deque<GmpEntry> gpending_;
   std::unordered_map<uint32_t, GmpEntry> gwire_;
-  // Each attempt's deadline and TID, soonest on top (answered ones are skipped when
-  // they come up); attempts of later rounds wait longer, so the order is not FIFO.
-  using Deadline = std::pair<TimePoint, uint32_t>;
-  std::priority_queue<Deadline, std::vector<Deadline>, std::greater<>> deadlines_;
+  // Each attempt's deadline and TID (answered ones are skipped when they come up), in a
+  // FIFO per timeout: the clock only moves forward, so each FIFO is in deadline order and
+  // the soonest deadline is at one of their fronts. (Attempts of later rounds wait longer,
+  // so one FIFO would not be in order; a heap cost more than the rest of the engine at
+  // millions of SMPs.)
+  class Deadlines {
+   public:
+    void push(TimePoint at, Duration timeout, uint32_t tid);
+    std::optional<TimePoint> soonest() const;
+    // The TID of the soonest deadline at or before `now`, taken off; nullopt: none is due.
+    std::optional<uint32_t> take_due(TimePoint now);
+    void clear() { fifos_.clear(); }
+
+   private:
+    using Deadline = std::pair<TimePoint, uint32_t>;
+    std::deque<Deadline>* soonest_fifo();
+    std::vector<std::pair<Duration, std::deque<Deadline>>> fifos_;
+  };
+  Deadlines deadlines_;
   uint32_t take_tid();
   uint32_t next_tid_ = 0x10000;
   std::function<void()> kick_;  // set: pushed mode
