@@ -77,7 +77,7 @@ class SimTransport final : public mad::Transport {
   // Real (steady-clock) time spent inside send() and receive(): the simulated devices
   // and the wire, which on hardware are not the SM's CPU. The SM's own cost is the
   // process's CPU time less this (the simulator runs on the SM's thread).
-  std::chrono::nanoseconds busy() const { return busy_; }
+  std::chrono::nanoseconds busy() const;
 
  private:
   struct Pending {
@@ -96,7 +96,9 @@ class SimTransport final : public mad::Transport {
   std::priority_queue<Pending, std::vector<Pending>, std::greater<>> q_;
   uint64_t seq_ = 0;
   uint64_t requests_ = 0;
-  std::chrono::nanoseconds busy_{0};
+  uint64_t busy_ = 0;  // in the busy clock's ticks (sim_transport.cpp)
+  std::chrono::steady_clock::time_point born_;
+  uint64_t born_ticks_;
   std::function<void(mad::MadBuf&)> mangle_;
   std::function<bool(Lid)> reports_answered_;
   std::vector<mad::MadBuf> responses_;
