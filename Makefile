@@ -72,6 +72,7 @@ bench: build
 	python3 bench/bench_loss.py --weft $(abspath $(BUILD))/app/weft
 	python3 bench/bench_ceiling.py --weft $(abspath $(BUILD))/app/weft --huge \
 	  --shim $(abspath $(BUILD))/bench/libweft_madcount.so --replay $(abspath $(BUILD))/bench/weft_smp_replay
+	python3 bench/bench_sm_cost.py --weft $(abspath $(BUILD))/app/weft
 
 install: build
 	cmake --install $(BUILD)
