@@ -33,6 +33,8 @@ void LftProgrammer::step(Step s, SweepRun& run) {
 
 void LftProgrammer::remember_block(Guid sw, size_t block, const mad::LftBlock& blk) {
   auto& h = cache_[sw];
+  // A row grows to the sweep's top at once, not block by block (a copy per growth).
+  if (h.capacity() < row_bytes_) h.reserve(row_bytes_);
   if (h.size() < (block + 1) * 64) h.resize((block + 1) * 64, kDropPort);
   std::copy(blk.begin(), blk.end(), h.begin() + block * 64);
 }
@@ -243,6 +245,7 @@ void LftProgrammer::write_blocks(SweepRun& run) {
   const routing::Tables& t = run.tables;
   const uint16_t top = t.top_lid;
   const size_t nblocks = size_t(top) / 64 + 1;
+  row_bytes_ = nblocks * 64;
   topped_.clear();
   // Per switch, the blocks to write (kReadFirst: read first, write if it differs), their
   // content taken from the tables when each goes.

@@ -76,6 +76,7 @@ class LftProgrammer final : public Programmer {
   std::unordered_map<uint64_t, uint16_t> tops_;  // LinearFDBTop each switch was left with
   std::vector<fabric::NodeIndex> topped_;        // this sweep: switches whose top to write
   uint64_t round_ = 0;                           // spot_check calls: which block each checks
+  size_t row_bytes_ = 0;                         // this sweep's LFT row: its top LID's blocks
   std::function<void(Guid, size_t, const std::string&)> on_drift_;
 };
 

@@ -72,6 +72,10 @@ void PortProgrammer::configure(SweepRun& run) {
     uint64_t pkey;
   };
   std::vector<PortSet> sets;
+  // At most one a port; what is reserved and not used is never touched.
+  size_t ports = 0;
+  for (const auto& pi : d.port_info) ports += pi.size();
+  sets.reserve(ports);
   for (NodeIndex n = 0; n < target.size(); ++n) {
     const auto& nd = target.node(n);
     for (PortNum p = 0; p <= nd.num_ports; ++p) {
