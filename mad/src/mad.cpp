@@ -3,6 +3,7 @@
 #include <infiniband/mad.h>
 
 #include <fmt/format.h>
+#include <boost/endian/conversion.hpp>
 #include <cstring>
 
 #include "weft/mad/ar.hpp"
@@ -11,14 +12,13 @@
 namespace weft::mad {
 namespace {
 
-// libibmad's accessors take non-const pointers; these wrappers keep ours const-correct.
+// libibmad's getters take non-const pointers but only read through them (a copy of the
+// 64 bytes per field was most of an attribute's decoding).
 uint32_t get(const SmpData& d, MAD_FIELDS f) {
-  SmpData c = d;
-  return mad_get_field(c.data(), 0, f);
+  return mad_get_field(const_cast<uint8_t*>(d.data()), 0, f);
 }
 uint64_t get64(const SmpData& d, MAD_FIELDS f) {
-  SmpData c = d;
-  return mad_get_field64(c.data(), 0, f);
+  return mad_get_field64(const_cast<uint8_t*>(d.data()), 0, f);
 }
 void put(SmpData& d, MAD_FIELDS f, uint32_t v) {
   mad_set_field(d.data(), 0, f, v);
@@ -89,33 +89,40 @@ std::string SmpRequest::target() const {
   return directed ? "DR " + path.str() : "LID " + std::to_string(dlid.value);
 }
 
+// The MAD and SMP headers are written and read at their fixed offsets (IBTA 13.4.3,
+// 14.2.1.1-2) with Boost.Endian, not field by field through libibmad: at millions of
+// SMPs a sweep its generic bit-field accessors cost more than the rest of the codec. A
+// test holds both to libibmad's field tables. Attribute payloads still go through them.
+namespace {
+constexpr size_t kOffStatus = 4, kOffHopPtr = 6, kOffHopCnt = 7, kOffTid = 8, kOffAttrId = 16,
+                 kOffAttrMod = 20, kOffMKey = 24, kOffDrSlid = 32, kOffDrDlid = 34,
+                 kOffInitPath = 128, kOffRetPath = 192;
+}  // namespace
+
 MadBuf encode_smp(const Smp& s) {
+  using namespace boost::endian;
   MadBuf b{};
   uint8_t* p = b.data();
-  mad_set_field(p, 0, IB_MAD_BASEVER_F, 1);
-  mad_set_field(p, 0, IB_MAD_MGMTCLASS_F, s.mgmt_class);
-  mad_set_field(p, 0, IB_MAD_CLASSVER_F, 1);
-  mad_set_field(p, 0, IB_MAD_METHOD_F, s.method & 0x7F);
-  mad_set_field(p, 0, IB_MAD_RESPONSE_F, s.is_response() ? 1 : 0);
+  p[0] = 1;  // BaseVersion
+  p[1] = s.mgmt_class;
+  p[2] = 1;  // ClassVersion
+  p[3] = static_cast<uint8_t>((s.method & 0x7F) | (s.is_response() ? 0x80 : 0));
   if (s.mgmt_class == kClassSmiDirect) {
-    mad_set_field(p, 0, IB_DRSMP_STATUS_F, s.status & 0x7FFF);
-    mad_set_field(p, 0, IB_DRSMP_DIRECTION_F, s.direction ? 1 : 0);
-    mad_set_field(p, 0, IB_DRSMP_HOPPTR_F, s.hop_ptr);
-    mad_set_field(p, 0, IB_DRSMP_HOPCNT_F, s.hop_count);
-    mad_set_field(p, 0, IB_DRSMP_DRSLID_F, s.dr_slid.value);
-    mad_set_field(p, 0, IB_DRSMP_DRDLID_F, 0xFFFF);
-    DrPath ip = s.path, rp = s.return_path;
-    mad_set_array(p, 0, IB_DRSMP_PATH_F, ip.ports.data());
-    mad_set_array(p, 0, IB_DRSMP_RPATH_F, rp.ports.data());
+    store_big_u16(p + kOffStatus,
+                  static_cast<uint16_t>((s.direction ? 0x8000 : 0) | (s.status & 0x7FFF)));
+    p[kOffHopPtr] = s.hop_ptr;
+    p[kOffHopCnt] = s.hop_count;
+    store_big_u16(p + kOffDrSlid, s.dr_slid.value);
+    store_big_u16(p + kOffDrDlid, 0xFFFF);
+    std::memcpy(p + kOffInitPath, s.path.ports.data(), 64);
+    std::memcpy(p + kOffRetPath, s.return_path.ports.data(), 64);
   } else {
-    mad_set_field(p, 0, IB_MAD_STATUS_F, s.status);
+    store_big_u16(p + kOffStatus, s.status);
   }
-  mad_set_field64(p, 0, IB_MAD_TRID_F, s.tid);
-  mad_set_field64(p, 0, IB_MAD_MKEY_F, s.m_key);
-  mad_set_field(p, 0, IB_MAD_ATTRID_F, s.attr_id);
-  mad_set_field(p, 0, IB_MAD_ATTRMOD_F, s.attr_mod);
-  // libibmad names the SMP data block by offset/size constants (its IB_SM_DATA_F
-  // array field does not round-trip through mad_set_array).
+  store_big_u64(p + kOffTid, s.tid);
+  store_big_u64(p + kOffMKey, s.m_key);
+  store_big_u16(p + kOffAttrId, s.attr_id);
+  store_big_u32(p + kOffAttrMod, s.attr_mod);
   static_assert(IB_SMP_DATA_SIZE == kSmpDataSize);
   std::memcpy(p + IB_SMP_DATA_OFFS, s.data.data(), IB_SMP_DATA_SIZE);
   return b;
@@ -139,42 +146,37 @@ MadBuf encode_smp(const SmpRequest& req, uint64_t tid) {
 }
 
 Result<Smp> decode_smp(const uint8_t* buf, size_t len) {
+  using namespace boost::endian;
   if (len < kMadSize)
     return fail(Errc::kBadReply, "SMP of " + std::to_string(len) + " bytes (expected 256)");
-  MadBuf b;
-  std::memcpy(b.data(), buf, kMadSize);
-  uint8_t* p = b.data();
+  const uint8_t* p = buf;
   Smp s;
-  if (mad_get_field(p, 0, IB_MAD_BASEVER_F) != 1)
-    return fail(Errc::kBadReply,
-                "MAD base version " + std::to_string(mad_get_field(p, 0, IB_MAD_BASEVER_F)));
-  s.mgmt_class = static_cast<uint8_t>(mad_get_field(p, 0, IB_MAD_MGMTCLASS_F));
+  if (p[0] != 1) return fail(Errc::kBadReply, "MAD base version " + std::to_string(p[0]));
+  s.mgmt_class = p[1];
   if (s.mgmt_class != kClassSmiLid && s.mgmt_class != kClassSmiDirect)
     return fail(Errc::kBadReply, "not an SMP: management class " + std::to_string(s.mgmt_class));
-  if (mad_get_field(p, 0, IB_MAD_CLASSVER_F) != 1)
-    return fail(Errc::kBadReply,
-                "SMP class version " + std::to_string(mad_get_field(p, 0, IB_MAD_CLASSVER_F)));
-  s.method = static_cast<uint8_t>(mad_get_field(p, 0, IB_MAD_METHOD_F) |
-                                  (mad_get_field(p, 0, IB_MAD_RESPONSE_F) << 7));
+  if (p[2] != 1) return fail(Errc::kBadReply, "SMP class version " + std::to_string(p[2]));
+  s.method = p[3];  // R in bit 7, as Smp keeps it
+  const uint16_t status = load_big_u16(p + kOffStatus);
   if (s.mgmt_class == kClassSmiDirect) {
-    s.status = static_cast<uint16_t>(mad_get_field(p, 0, IB_DRSMP_STATUS_F));
-    s.direction = mad_get_field(p, 0, IB_DRSMP_DIRECTION_F) != 0;
-    s.hop_ptr = static_cast<uint8_t>(mad_get_field(p, 0, IB_DRSMP_HOPPTR_F));
-    s.hop_count = static_cast<uint8_t>(mad_get_field(p, 0, IB_DRSMP_HOPCNT_F));
-    s.dr_slid = Lid{static_cast<uint16_t>(mad_get_field(p, 0, IB_DRSMP_DRSLID_F))};
+    s.status = status & 0x7FFF;
+    s.direction = (status & 0x8000) != 0;
+    s.hop_ptr = p[kOffHopPtr];
+    s.hop_count = p[kOffHopCnt];
+    s.dr_slid = Lid{load_big_u16(p + kOffDrSlid)};
     if (s.hop_count > kMaxDrHops)
       return fail(Errc::kBadReply,
                   "directed-route hop count " + std::to_string(s.hop_count) + " > 63");
-    mad_get_array(p, 0, IB_DRSMP_PATH_F, s.path.ports.data());
-    mad_get_array(p, 0, IB_DRSMP_RPATH_F, s.return_path.ports.data());
+    std::memcpy(s.path.ports.data(), p + kOffInitPath, 64);
+    std::memcpy(s.return_path.ports.data(), p + kOffRetPath, 64);
     s.path.hops = s.return_path.hops = s.hop_count;
   } else {
-    s.status = static_cast<uint16_t>(mad_get_field(p, 0, IB_MAD_STATUS_F));
+    s.status = status;
   }
-  s.tid = mad_get_field64(p, 0, IB_MAD_TRID_F);
-  s.m_key = mad_get_field64(p, 0, IB_MAD_MKEY_F);
-  s.attr_id = static_cast<uint16_t>(mad_get_field(p, 0, IB_MAD_ATTRID_F));
-  s.attr_mod = mad_get_field(p, 0, IB_MAD_ATTRMOD_F);
+  s.tid = load_big_u64(p + kOffTid);
+  s.m_key = load_big_u64(p + kOffMKey);
+  s.attr_id = load_big_u16(p + kOffAttrId);
+  s.attr_mod = load_big_u32(p + kOffAttrMod);
   std::memcpy(s.data.data(), p + IB_SMP_DATA_OFFS, IB_SMP_DATA_SIZE);
   return s;
 }
