@@ -95,8 +95,21 @@ Result<void> SimTransport::set_is_sm(bool on) {
   return {};
 }
 
+void SimTransport::queue(TimePoint at, const InMad& m) {
+  uint32_t slot;
+  if (free_slots_.empty()) {
+    slot = static_cast<uint32_t>(slots_.size());
+    slots_.push_back(m);
+  } else {
+    slot = free_slots_.back();
+    free_slots_.pop_back();
+    slots_[slot] = m;
+  }
+  q_.push({at, seq_++, slot});
+}
+
 void SimTransport::inject(const InMad& m, Duration after) {
-  q_.push({clock_.now() + after, seq_++, m});
+  queue(clock_.now() + after, m);
 }
 
 Result<void> SimTransport::send(const MadBuf& mad, const SendAddr& to) {
@@ -118,7 +131,7 @@ Result<void> SimTransport::send(const MadBuf& mad, const SendAddr& to) {
     in.len = kMadSize;
     in.slid = to.dlid;
     in.sqpn = to.qpn;
-    q_.push({clock_.now() + o_.hop_latency * 2, seq_++, in});
+    queue(clock_.now() + o_.hop_latency * 2, in);
     return {};
   }
   ++requests_;
@@ -134,7 +147,7 @@ Result<void> SimTransport::send(const MadBuf& mad, const SendAddr& to) {
   in.mad = *out.reply;
   in.len = kMadSize;
   if (mangle_) mangle_(in.mad);
-  q_.push({clock_.now() + lat, seq_++, in});
+  queue(clock_.now() + lat, in);
   return {};
 }
 
@@ -161,7 +174,7 @@ void SimTransport::collect_traps() {
     in.len = kMadSize;
     if (auto smp = decode_smp(t.data(), t.size()))  // the issuer: Notice bytes 6-7
       in.slid = Lid{static_cast<uint16_t>(smp->data[6] << 8 | smp->data[7])};
-    q_.push({clock_.now() + o_.hop_latency, seq_++, in});
+    queue(clock_.now() + o_.hop_latency, in);
   }
 }
 
@@ -170,10 +183,12 @@ Result<std::optional<InMad>> SimTransport::receive(Duration max_wait) {
   collect_traps();
   const TimePoint deadline = clock_.now() + max_wait;
   if (!q_.empty() && q_.top().at <= deadline) {
-    Pending p = q_.top();
+    const Pending p = q_.top();
     q_.pop();
     clock_.advance_to(p.at);
-    return std::optional<InMad>(p.mad);
+    std::optional<InMad> m(std::move(slots_[p.slot]));
+    free_slots_.push_back(p.slot);
+    return m;
   }
   clock_.advance_to(deadline);
   return std::optional<InMad>{};

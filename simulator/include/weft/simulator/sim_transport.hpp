@@ -80,12 +80,15 @@ class SimTransport final : public mad::Transport {
   std::chrono::nanoseconds busy() const;
 
  private:
+  // What is on its way to the SM, soonest first; the MADs themselves wait in slots, so
+  // the heap moves small keys (a MAD each way of millions of SMPs otherwise).
   struct Pending {
     mad::TimePoint at;
     uint64_t seq;
-    mad::InMad mad;
+    uint32_t slot;
     bool operator>(const Pending& o) const { return at != o.at ? at > o.at : seq > o.seq; }
   };
+  void queue(mad::TimePoint at, const mad::InMad& m);
   // Traps the fabric sent to this port's LID, queued as incoming MADs.
   void collect_traps();
   SimFabric& sim_;
@@ -94,6 +97,8 @@ class SimTransport final : public mad::Transport {
   mad::ManualClock clock_;
   std::mt19937_64 rng_;
   std::priority_queue<Pending, std::vector<Pending>, std::greater<>> q_;
+  std::vector<mad::InMad> slots_;
+  std::vector<uint32_t> free_slots_;
   uint64_t seq_ = 0;
   uint64_t requests_ = 0;
   uint64_t busy_ = 0;  // in the busy clock's ticks (sim_transport.cpp)
