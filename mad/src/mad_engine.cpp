@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <limits>
 #include <type_traits>
 
 #include "weft/log.hpp"
@@ -250,6 +249,8 @@ void MadEngine::no_reply(E e, std::deque<E>& pending, bool logged) {
     }
     // Retries go ahead of new work so a sweep's tail does not wait behind it.
     pending.push_front(std::move(e));
+    if constexpr (std::is_same_v<E, Entry>)
+      stats_.peak_queued = std::max<uint64_t>(stats_.peak_queued, pending.size());
     return;
   }
   const bool probe = e.req.probe;
@@ -393,11 +394,11 @@ void MadEngine::handle_gmp(const InMad& in) {
     return no_reply(std::move(e), gpending_, false);
   }
   const Gmp& q = e.req.mad;
-  const std::string w = what(e.req);
   const uint8_t answer = q.method == kMethodReport ? kMethodReportResp : kMethodGetResp;
   if (g.mgmt_class != q.mgmt_class || g.method != answer || g.attr_id != q.attr_id ||
       g.attr_mod != q.attr_mod) {
     ++stats_.malformed;
+    const std::string w = what(e.req);
     WEFT_LOG(Warn, "MAD-0006") << w << ": reply does not match (class " << int(g.mgmt_class)
                                << " method " << int(g.method) << " attr " << g.attr_id << " mod "
                                << g.attr_mod << ")";
@@ -406,6 +407,7 @@ void MadEngine::handle_gmp(const InMad& in) {
   }
   if (g.status != 0) {
     ++stats_.gmps_error_status;
+    const std::string w = what(e.req);
     WEFT_LOG(Debug, "MAD-0007") << w << ": status " << mad_status_str(g.status);
     complete(e, Result<Gmp>(fail(Errc::kBadReply, w + ": status " + mad_status_str(g.status))));
     return;
@@ -430,7 +432,7 @@ void MadEngine::fail_all(const Error& err) {
   };
   while (!wire_.empty() || !pending_.empty() || !feeds_.empty() || !gwire_.empty() ||
          !gpending_.empty()) {
-    top_up(std::numeric_limits<size_t>::max());
+    top_up(static_cast<size_t>(opts_.window));  // a window at a time: memory stays flat
     auto smps = take(wire_, pending_);
     auto gmps = take(gwire_, gpending_);
     deadlines_.clear();

@@ -122,8 +122,8 @@ SimFabric::SimFabric(fabric::Fabric f, SimDefaults d) : f_(std::move(f)), d_(d) 
 
 size_t SimFabric::sl2vl_index(NodeIndex n, PortNum in, PortNum out) const {
   const auto& nd = f_.node(n);
-  if (in >= nd.ports.size() || out >= nd.ports.size())
-    throw std::out_of_range("SimFabric::sl2vl: no such port");
+  if (out >= nd.ports.size() || (nd.is_switch() && in >= nd.ports.size()))
+    throw std::out_of_range("SimFabric::sl2vl: no such port");  // a CA's `in` is not used
   return nd.is_switch() ? size_t(in) * nd.ports.size() + out : out;
 }
 
@@ -326,6 +326,13 @@ void SimFabric::reset_switch(NodeIndex n, bool keep_top) {
   if (!keep_top) top_.at(n) = 0;
   for (auto& m : mft_.at(n)) std::fill(m.begin(), m.end(), uint16_t(0));
   set_ar_cap(n, ar_.at(n).info.group_cap);  // AR off, no groups, every LID static
+  // Its ports' P_Key, SL2VL and arbitration tables are back to their power-on state.
+  for (auto& t : pkeys_.at(n)) {
+    std::fill(t.begin(), t.end(), uint16_t(0));
+    if (!t.empty()) t[0] = 0xffff;
+  }
+  sl2vl_.at(n).clear();
+  vlarb_.at(n).clear();
   psc_.at(n) = 1;
   // Its links retrain: both ends back to INIT (the peers' switches see the change too).
   for (PortNum p = 1; p <= nd.num_ports; ++p) {

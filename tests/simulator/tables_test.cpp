@@ -173,6 +173,47 @@ TEST(Tables, PartitionsReachEndPortsAndTheSwitchPortsFacingThem) {
   EXPECT_EQ(rep2->pkey_blocks_written, 4u);
 }
 
+// A switch that rebooted lost its ports' P_Key tables, though it kept LinearFDBTop: the
+// next sweep reads them again and writes the keys back (the SwitchInfo Set of the same
+// step makes it steady again before the reads go out; what it held before says nothing).
+TEST(Tables, ASwitchThatRebootedGetsItsPortsKeysBack) {
+  Scratch dir;
+  SimFabric sim(*make_fabric("ft2:leaves=2,spines=1,hosts=2"));
+  const auto cas = ca_ports(sim.model());
+  auto g = [&](size_t i) { return sim.model().node(cas[i].first).ports[1].guid.str(); };
+  auto pol = config::parse_partitions(
+      "Default=0x7fff : ALL, SELF=full ;\nStorage=0x8002 : " + g(1) + "=full, " + g(2) + " ;\n",
+      "p.conf");
+  ASSERT_TRUE(pol) << pol.error().message;
+  SimTransport t(sim, {});
+  SmOptions o = base(dir);
+  o.partitions = *pol;
+  o.engine.window = 1;  // as on a large fabric: the reads go out after the Sets before them
+  SubnetManager sm(t, o);
+  ASSERT_TRUE(sm.sweep()->subnet_up);
+  const NodeIndex leaf = sim.model().node(cas[1].first).ports[1].peer;
+  const PortNum facing = sim.model().node(cas[1].first).ports[1].peer_port;
+  const auto want = used(sim.pkeys(leaf, facing));
+  ASSERT_EQ(want, (std::vector<uint16_t>{0x7fff, 0x8002}));
+  sim.reset_switch(leaf, true);
+  ASSERT_EQ(used(sim.pkeys(leaf, facing)), std::vector<uint16_t>{0xffff});
+  // The light sweep sees the port change and sweeps heavily: that one sweep puts them back.
+  auto rep = sm.light_sweep();
+  ASSERT_TRUE(rep) << rep.error().message;
+  EXPECT_TRUE(rep->heavy);
+  EXPECT_TRUE(rep->subnet_up) << rep->reason;
+  EXPECT_EQ(used(sim.pkeys(leaf, facing)), want);
+  // Every port of it that faces a CA holds that CA's keys again.
+  size_t facing_cas = 0;
+  for (PortNum p = 1; p <= sim.model().node(leaf).num_ports; ++p) {
+    const auto& port = sim.model().node(leaf).ports[p];
+    if (!port.linked() || sim.model().node(port.peer).is_switch()) continue;
+    ++facing_cas;
+    EXPECT_EQ(used(sim.pkeys(leaf, p)), used(sim.pkeys(port.peer, port.peer_port))) << p;
+  }
+  EXPECT_EQ(facing_cas, 2u);
+}
+
 TEST(Tables, QosOptionsBecomeSl2VlVlArbAndHighLimitOnEveryPort) {
   Scratch dir;
   SimFabric sim(*make_fabric("ft2:leaves=2,spines=2,hosts=2"));

@@ -115,9 +115,7 @@ const mad::SmpData* DeviceTables::held(const Discovered& d, NodeIndex n, PortNum
 }
 
 void DeviceTables::read_one(SweepRun& run, NodeIndex n, PortNum p, uint16_t attr, uint32_t mod) {
-  if (held(run.d, n, p, attr, mod)) return;
   const Key k = key(run.d, n, p, attr, mod);
-  cache_.erase(k);  // what a reset port held before says nothing now
   eng_.submit(mad::SmpRequest::get(attr, mod, dr_path_to(run.d, n, p)),
               [this, &run, attr, k](Result<mad::Smp> r) {
                 switch (attr) {
@@ -147,7 +145,9 @@ void DeviceTables::read(SweepRun& run) {
   plan_pkeys(run);
   plan_sl2vl(run);
   plan_vlarb(run);
-  // Each block read as the window empties (a P_Key block per end port at the least).
+  // What is not known is read, each block as the window empties (a P_Key block per end
+  // port at the least). What is known is decided here, before any reply: a switch's
+  // SwitchInfo Set of this step makes it steady again when it completes.
   struct Read {
     NodeIndex n;
     PortNum p;
@@ -155,10 +155,15 @@ void DeviceTables::read(SweepRun& run) {
     uint32_t mod;
   };
   std::vector<Read> reads;
+  auto unless_held = [&](NodeIndex n, PortNum p, uint16_t attr, uint32_t mod) {
+    if (held(run.d, n, p, attr, mod)) return;
+    cache_.erase(key(run.d, n, p, attr, mod));  // what a reset port held says nothing now
+    reads.push_back({n, p, attr, mod});
+  };
   for (const PkeyJob& j : pkey_jobs_)
     for (size_t b = 0; b < (j.cap + 31) / 32; ++b)
-      reads.push_back({j.n, j.p, mad::kAttrPkeyTable, j.mod_base | uint32_t(b)});
-  for (const Want& w : wants_) reads.push_back({w.n, w.p, w.attr, w.mod});
+      unless_held(j.n, j.p, mad::kAttrPkeyTable, j.mod_base | uint32_t(b));
+  for (const Want& w : wants_) unless_held(w.n, w.p, w.attr, w.mod);
   mad::feed_each(eng_, std::move(reads),
                  [this, &run](const Read& r) { read_one(run, r.n, r.p, r.attr, r.mod); });
 }

@@ -96,6 +96,7 @@ class DeviceTables final : public Programmer {
   Key key(const Discovered& d, fabric::NodeIndex n, PortNum p, uint16_t attr, uint32_t mod) const;
   const mad::SmpData* held(const Discovered& d, fabric::NodeIndex n, PortNum p, uint16_t attr,
                            uint32_t mod) const;
+  // Reads one block (not held: read() decided).
   void read_one(SweepRun& run, fabric::NodeIndex n, PortNum p, uint16_t attr, uint32_t mod);
   void plan_pkeys(SweepRun& run);
   void plan_sl2vl(SweepRun& run);
