@@ -115,25 +115,29 @@ void MadEngine::Deadlines::push(TimePoint at, Duration timeout, uint32_t tid) {
   fifos_.emplace_back(timeout, std::deque<Deadline>{{at, tid}});
 }
 
-std::deque<MadEngine::Deadlines::Deadline>* MadEngine::Deadlines::soonest_fifo() {
-  std::deque<Deadline>* best = nullptr;
-  for (auto& [t, fifo] : fifos_)
-    if (!fifo.empty() && (!best || fifo.front().first < best->front().first)) best = &fifo;
+size_t MadEngine::Deadlines::soonest_fifo() const {
+  size_t best = fifos_.size();
+  for (size_t i = 0; i < fifos_.size(); ++i) {
+    const auto& fifo = fifos_[i].second;
+    if (!fifo.empty() &&
+        (best == fifos_.size() || fifo.front().first < fifos_[best].second.front().first))
+      best = i;
+  }
   return best;
 }
 
 std::optional<TimePoint> MadEngine::Deadlines::soonest() const {
-  std::optional<TimePoint> best;
-  for (const auto& [t, fifo] : fifos_)
-    if (!fifo.empty() && (!best || fifo.front().first < *best)) best = fifo.front().first;
-  return best;
+  const size_t i = soonest_fifo();
+  if (i == fifos_.size()) return std::nullopt;
+  return fifos_[i].second.front().first;
 }
 
 std::optional<uint32_t> MadEngine::Deadlines::take_due(TimePoint now) {
-  auto* fifo = soonest_fifo();
-  if (!fifo || fifo->front().first > now) return std::nullopt;
-  const uint32_t tid = fifo->front().second;
-  fifo->pop_front();
+  const size_t i = soonest_fifo();
+  if (i == fifos_.size() || fifos_[i].second.front().first > now) return std::nullopt;
+  auto& fifo = fifos_[i].second;
+  const uint32_t tid = fifo.front().second;
+  fifo.pop_front();
   return tid;
 }
 

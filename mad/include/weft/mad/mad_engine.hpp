@@ -230,7 +230,8 @@ class MadEngine {
 
    private:
     using Deadline = std::pair<TimePoint, uint32_t>;
-    std::deque<Deadline>* soonest_fifo();
+    // The FIFO whose front is soonest; fifos_.size() when every one is empty.
+    size_t soonest_fifo() const;
     std::vector<std::pair<Duration, std::deque<Deadline>>> fifos_;
   };
   Deadlines deadlines_;
