@@ -227,7 +227,8 @@ def main():
     check("route --traffic: an unknown pattern is named", ["route", "--topology", "ft2:leaves=2",
           "--traffic", "tornado"], 2, r'unknown traffic pattern "tornado" \(known: shift', W, w)
     check("route --json", ["route", "--topology", "torus:dims=3x3,hosts=1", "--json"], 0,
-          r'"engine": "minhop".*"reachable_pct": 100\.0.*"status": "ok"', W, w)
+          r'"compute_cpu_ms": \d+(\.\d+)?(e-?\d+)?,\s*"compute_ms": \d.*"engine": "minhop".*"reachable_pct": 100\.0.*'
+          r'"status": "ok"', W, w)
     check("route tells minhop's torus cycle from updn", ["route", "--topology", "torus:dims=5x5,hosts=1",
           "--engine", "minhop,updn"], 0, r"minhop\s+ok.*\s1\s+CYCLE.*\nupdn\s+ok.*\s1\s+ok", W, w)
     check("route: ftree refuses a torus, and a chain falls back", ["route", "--topology", "torus:dims=4x4,hosts=1",
