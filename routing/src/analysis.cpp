@@ -655,13 +655,17 @@ CdgReport adaptive_updown_dependencies(const Fabric& f, const Tables& t,
 }
 
 CdgReport updown_dependencies(const Fabric& f, const Tables& t, const std::vector<uint32_t>& height,
-                              const std::vector<uint16_t>& turning) {
+                              const std::vector<uint16_t>& turning, TurnScan scan) {
   if (!t.path_sl.empty() || height.size() != f.size()) return channel_dependencies(f, t);
   const detail::Channels ch = detail::channels(f);
   const detail::Switches sw = detail::index_switches(f);
-  auto up = [&](NodeIndex a, NodeIndex b) { return height[b] > height[a]; };
   // The order argument needs every link to lead up one way and down the other.
   if (!heights_order(ch, sw, height)) return channel_dependencies(f, t);
+  // Per channel: it leads up (to a greater height).
+  std::vector<uint8_t> leads_up(ch.count(), 0);
+  for (const NodeIndex n : sw.nodes)
+    for (uint32_t c = ch.base[n]; c < ch.base[n + 1]; ++c)
+      leads_up[c] = ch.isl_peer[c] != fabric::kNoNode && height[ch.isl_peer[c]] > height[n];
   // The switches where a route arrives going down and leaves going up (marked from any
   // thread: relaxed atomic stores of the same value). Only routes to turning LIDs may:
   // a turn on the way to any other LID breaks the promise, and gets the full check.
@@ -671,18 +675,36 @@ CdgReport updown_dependencies(const Fabric& f, const Tables& t, const std::vecto
   detail::parallel_for(sw.nodes.size(), [&](size_t i) {
     const NodeIndex w = sw.nodes[i];
     const auto& row = t.lft[w];
-    for (size_t lid = 1; lid < row.size() && !broken.load(std::memory_order_relaxed); ++lid) {
-      const uint32_t c = ch.isl(w, row[lid]);
-      if (c == ~0u) continue;
-      const NodeIndex m = ch.isl_peer[c];
-      if (up(w, m) || t.lft[m].size() <= lid) continue;
-      const uint32_t d = ch.isl(m, t.lft[m][lid]);
-      if (d == ~0u || !up(m, ch.isl_peer[d])) continue;
-      if (lid < may_turn.size() && may_turn[lid])
-        turns[m].store(1, std::memory_order_relaxed);
-      else
-        broken.store(true, std::memory_order_relaxed);
+    // Per port of w: the switch it leads down to (kNoNode: none). Entries are bytes, so
+    // 256 covers every one, the drop port too.
+    std::array<NodeIndex, 256> down_to;
+    down_to.fill(fabric::kNoNode);
+    for (uint32_t c = ch.base[w]; c < ch.base[w + 1]; ++c)
+      if (ch.isl_peer[c] != fabric::kNoNode && !leads_up[c]) down_to[ch.port[c]] = ch.isl_peer[c];
+    // One entry: does the route to `lid` arrive at its next switch going down and leave
+    // it going up?
+    auto turns_at = [&](size_t lid, NodeIndex& m) {
+      m = down_to[row[lid]];
+      if (m == fabric::kNoNode || t.lft[m].size() <= lid) return false;
+      const uint32_t c = ch.base[m] + t.lft[m][lid];
+      return c < ch.base[m + 1] && leads_up[c];
+    };
+    if (scan == TurnScan::kTurningOnly) {
+      for (const uint16_t lid : turning)
+        if (NodeIndex m; lid < row.size() && turns_at(lid, m))
+          turns[m].store(1, std::memory_order_relaxed);
+      return;
     }
+    constexpr size_t kSpan = 4096;  // entries between looks at `broken`
+    for (size_t b = 1; b < row.size() && !broken.load(std::memory_order_relaxed); b += kSpan)
+      for (size_t lid = b; lid < std::min(row.size(), b + kSpan); ++lid) {
+        NodeIndex m;
+        if (!turns_at(lid, m)) continue;
+        if (lid < may_turn.size() && may_turn[lid])
+          turns[m].store(1, std::memory_order_relaxed);
+        else
+          broken.store(true, std::memory_order_relaxed);
+      }
   });
   if (broken.load()) return channel_dependencies(f, t);
   // They and every switch above them: all a cycle can pass.

@@ -448,7 +448,8 @@ Routed FatTreeEngine::compute(const Fabric& f, const Options& o) const {
           if (pl.turn[s] == which) out.path_sl[sw.nodes[s]][d.lid] = 1;
       }
     };
-    bool acyclic = updown_dependencies(f, out, height, turning).acyclic;
+    // (Its own check: every other route was built up-then-down; the chain checks them all.)
+    bool acyclic = updown_dependencies(f, out, height, turning, TurnScan::kTurningOnly).acyclic;
     while (!acyclic) {
       if (on_sl1 == 2)
         return refuse(Refusal::kTopology,

@@ -427,7 +427,8 @@ Routed UpDownEngine::compute(const Fabric& f, const Options& o) const {
     for (size_t g : todo)
       for (auto [lid, exit] : groups[g].lids) turning.push_back(lid);
     layered.reset();
-    if (!updown_dependencies(f, out, height, turning).acyclic) {
+    // (Its own check: every other route was built up*down*; the chain checks them all.)
+    if (!updown_dependencies(f, out, height, turning, TurnScan::kTurningOnly).acyclic) {
       // The turns close a cycle on one VL. As dfsssp does, the routes are spread over
       // layers, each acyclic: the up*down* LIDs' whole trees stay on VL 0 together;
       // the bridged LIDs' trees go there whole where they fit, else a branch or a path

@@ -212,6 +212,11 @@ TEST(Cdg, UpDownCheckAgreesWithTheFullCheck) {
         const CdgReport part = updown_dependencies(f, t, height, all);
         EXPECT_EQ(part.acyclic, full.acyclic) << spec << " " << engine << " seed " << seed;
         EXPECT_LE(part.channels, full.channels);
+        // Every LID turning: an engine's scan of the turning LIDs alone is the same scan.
+        const CdgReport own = updown_dependencies(f, t, height, all, TurnScan::kTurningOnly);
+        EXPECT_EQ(own.acyclic, part.acyclic);
+        EXPECT_EQ(own.channels, part.channels);
+        EXPECT_EQ(own.dependencies, part.dependencies);
         ++(full.acyclic ? acyclic : cyclic);
       }
     }
@@ -246,6 +251,14 @@ TEST(Cdg, UpDownCheckSearchesAboveTheTurnsOnly) {
   EXPECT_TRUE(some.acyclic);
   EXPECT_GT(some.channels, 0u);
   EXPECT_LT(some.channels, full.channels);
+  // An engine's own check looks only at the turning LIDs' routes: it finds the same
+  // turns, and it trusts the rest (a wrong promise is the chain's full check's to catch).
+  const CdgReport own = updown_dependencies(f, t, height, switches, TurnScan::kTurningOnly);
+  EXPECT_EQ(own.channels, some.channels);
+  EXPECT_EQ(own.dependencies, some.dependencies);
+  const CdgReport trusted = updown_dependencies(f, t, height, cas, TurnScan::kTurningOnly);
+  EXPECT_TRUE(trusted.acyclic);
+  EXPECT_LT(trusted.channels, full.channels);
 }
 
 TEST(UpDown, GivenRootsAreUsedOrRefusedClearly) {

@@ -69,9 +69,15 @@ CdgReport adaptive_updown_dependencies(const fabric::Fabric& f, const Tables& t,
 // `channels` and `dependencies` count that part. The promise is checked, not
 // trusted (one look at every entry's next hop): layered tables, heights equal across
 // a link, and a route to any other LID that turns from down to up get the full check.
+// kTurningOnly is for an engine's own check of tables it built (it decides there
+// whether to layer): every route to a LID outside `turning` was built up*down*, so
+// only routes to `turning` are looked at for turns. The chain's check before
+// programming is always kEveryEntry.
+enum class TurnScan : uint8_t { kEveryEntry, kTurningOnly };
 CdgReport updown_dependencies(const fabric::Fabric& f, const Tables& t,
                               const std::vector<uint32_t>& height,
-                              const std::vector<uint16_t>& turning);
+                              const std::vector<uint16_t>& turning,
+                              TurnScan scan = TurnScan::kEveryEntry);
 
 // Flow-level grades under traffic patterns among CA ports (one flow per source
 // and destination; a flow's path follows the tables from the source's switch).
