@@ -672,6 +672,10 @@ CdgReport updown_dependencies(const Fabric& f, const Tables& t, const std::vecto
   const std::vector<uint8_t> may_turn = lid_marks(turning);
   std::vector<std::atomic<uint8_t>> turns(f.size());
   std::atomic<bool> broken{false};
+  // Per node: its row, and how long it is.
+  std::vector<const PortNum*> row_of(f.size(), nullptr);
+  std::vector<size_t> size_of(f.size(), 0);
+  for (const NodeIndex n : sw.nodes) row_of[n] = t.lft[n].data(), size_of[n] = t.lft[n].size();
   detail::parallel_for(sw.nodes.size(), [&](size_t i) {
     const NodeIndex w = sw.nodes[i];
     const auto& row = t.lft[w];
@@ -685,8 +689,8 @@ CdgReport updown_dependencies(const Fabric& f, const Tables& t, const std::vecto
     // it going up?
     auto turns_at = [&](size_t lid, NodeIndex& m) {
       m = down_to[row[lid]];
-      if (m == fabric::kNoNode || t.lft[m].size() <= lid) return false;
-      const uint32_t c = ch.base[m] + t.lft[m][lid];
+      if (m == fabric::kNoNode || size_of[m] <= lid) return false;
+      const uint32_t c = ch.base[m] + row_of[m][lid];
       return c < ch.base[m + 1] && leads_up[c];
     };
     if (scan == TurnScan::kTurningOnly) {
@@ -697,7 +701,7 @@ CdgReport updown_dependencies(const Fabric& f, const Tables& t, const std::vecto
     }
     constexpr size_t kSpan = 4096;  // entries between looks at `broken`
     for (size_t b = 1; b < row.size() && !broken.load(std::memory_order_relaxed); b += kSpan)
-      for (size_t lid = b; lid < std::min(row.size(), b + kSpan); ++lid) {
+      for (size_t lid = b, e = std::min(row.size(), b + kSpan); lid < e; ++lid) {
         NodeIndex m;
         if (!turns_at(lid, m)) continue;
         if (lid < may_turn.size() && may_turn[lid])

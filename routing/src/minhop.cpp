@@ -136,6 +136,8 @@ Routed MinHopEngine::compute(const Fabric& f, const Options& o) const {
           }
       }
     }
+    // (A plain pointer: the optional `was` would be reloaded after every row store.)
+    const uint8_t* const todo = was ? redo.data() : nullptr;
     for (const uint32_t t : order) {
       if (t == s || at[t].empty() || mine[t] == kFar) continue;
       // The target's LIDs round robin over the candidates, from the least used (the
@@ -152,10 +154,10 @@ Routed MinHopEngine::compute(const Fabric& f, const Options& o) const {
       const auto* const lids = at[t].data();
       const size_t nl = at[t].size();
       for (size_t j = 0, c = start; j < nl; ++j) {
-        if (was && !redo[lids[j].first]) continue;
+        if (todo && !todo[lids[j].first]) continue;
         rowp[lids[j].first] = port[cand[c]];
         ++used[cand[c]];
-        c = c + 1 == n ? 0 : c + 1;
+        if (++c == n) c = 0;
       }
     }
   });

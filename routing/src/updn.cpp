@@ -365,12 +365,15 @@ Routed UpDownEngine::compute(const Fabric& f, const Options& o) const {
             }
             continue;
           }
-          // The group's LIDs round robin over the candidates, from the least used.
+          // The group's LIDs round robin over the candidates, from the least used (a
+          // repair skips the entries it kept). (A plain pointer: the optional `was`
+          // would be reloaded after every row store.)
+          const uint8_t* const skip = was ? kept.data() : nullptr;
           for (size_t i = 0, j = start; i < nl; ++i) {
-            if (was && kept[lids[i].first]) continue;
+            if (skip && skip[lids[i].first]) continue;
             row[lids[i].first] = cand[j];
             ++cnt[cand[j]];
-            j = j + 1 == n ? 0 : j + 1;
+            if (++j == n) j = 0;
           }
         }
       });
