@@ -376,11 +376,38 @@ Routed FatTreeEngine::compute(const Fabric& f, const Options& o) const {
       const uint32_t w = climbing ? w_up : w_down;
       // (idx / w) mod count, kept incrementally while indices run consecutively.
       uint32_t prev = ~0u - 1, rem = 0, r = 0;
+      auto pick = [&](uint32_t idx) {
+        if (idx == prev + 1) {
+          if (++rem == w) {
+            rem = 0;
+            if (++r == count) r = 0;
+          }
+        } else {
+          const uint32_t q = by.div(idx);
+          rem = idx - q * w;
+          r = mod_by[count].mod(q);
+        }
+        prev = idx;
+        return r;
+      };
       const uint16_t plan_group = ar && kind != kToLeaf && kind != kNone && !pl.turn[s]
                                       ? group_of(cand, count)
                                       : Tables::kNoArGroup;
       const bool repair = before && kind != kNone && kind != kToLeaf && !pl.turn[s];
       const PortSet cands = repair ? PortSet(cand, count) : PortSet(nullptr, 0);
+      if (kind != kNone && kind != kToLeaf && !repair && !arp) {
+        // The common case on its own: every test above is the same for the whole group.
+        for (uint32_t i = first; i < end; ++i) {
+          const Dest& d = dp[i];
+          if (d.sw == s) {
+            rowp[d.lid] = d.exit;
+            continue;
+          }
+          rowp[d.lid] = cand[pick(d.idx)];
+        }
+        first = end;
+        continue;
+      }
       for (uint32_t i = first; i < end; ++i) {
         const Dest& d = dp[i];
         if (d.sw == s) {
@@ -399,17 +426,7 @@ Routed FatTreeEngine::compute(const Fabric& f, const Options& o) const {
           if (arp) arp[d.lid] = group_of(to_leaf, n);
           continue;
         }
-        if (d.idx == prev + 1) {
-          if (++rem == w) {
-            rem = 0;
-            if (++r == count) r = 0;
-          }
-        } else {
-          const uint32_t q = by.div(d.idx);
-          rem = d.idx - q * w;
-          r = mod_by[count].mod(q);
-        }
-        prev = d.idx;
+        const uint32_t r = pick(d.idx);
         rowp[d.lid] = repair ? keep(d.lid, cands, cand, count, cand[r]) : cand[r];
         if (arp) arp[d.lid] = plan_group;
       }
