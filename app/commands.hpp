@@ -13,6 +13,9 @@ namespace weft::app {
 
 // Prints "weft: MSG" on stderr and returns `code` (2: bad usage or input).
 int die(const std::string& msg, int code = 2);
+// Whether glibc's malloc was told to ask for transparent huge pages (the
+// glibc.malloc.hugetlb tunable, non-zero): main() sees to it for the routing commands.
+bool malloc_huge_pages();
 
 // Parses a command line against `desc`: nullopt to go on; else the exit status, after
 // printing the help (--help) or the parse error.

@@ -42,6 +42,12 @@ std::string man_include(const std::vector<ManEntry>& commands) {
         ".TP\n/var/lib/weft/guid2lid\nLIDs by port GUID (OpenSM's guid2lid format); weft@.service "
         "keeps one state directory per port GUID, /var/lib/weft/GUID.\n"
         ".TP\n/var/lib/weft/lock\nHeld by the SM that uses the state directory, with its pid.\n"
+        "[ENVIRONMENT]\n"
+        ".TP\nGLIBC_TUNABLES\nweft sm, sim and route run themselves again, once, with "
+        "glibc.malloc.hugetlb=1 added: glibc's malloc then asks for transparent huge pages, and "
+        "routing the largest fabrics takes less CPU. Not when GLIBC_TUNABLES already names "
+        "glibc.malloc.hugetlb (=0 turns this off), LD_PRELOAD is set, or the kernel has no "
+        "transparent huge pages.\n"
         "[SEE ALSO]\n"
         ".BR opensm (8),\n.BR ibsim (1),\n.BR ibnetdiscover (8),\n.BR smpquery (8),\n"
         ".BR saquery (8),\n.BR systemd.exec (5)\n";

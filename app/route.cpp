@@ -306,6 +306,8 @@ int cmd_route(int argc, char** argv) {
     say("routing with " + e);
     routing::Tables kept;
     json j = simulator::route_one(*fab, e, ro, g, write_to.empty() ? nullptr : &kept);
+    // A condition of the compute figures (main.cpp: run_again_with_huge_pages).
+    j["malloc_huge_pages"] = malloc_huge_pages();
     say(e + ": " + j["status"].get<std::string>() +
         (j.contains("compute_ms")
              ? " in " + std::to_string(int(j["compute_ms"].get<double>())) + " ms"

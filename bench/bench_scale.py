@@ -35,6 +35,9 @@ FAST = ["minhop", "updn", "dnup", "ftree"]
 TARGET = {"minhop": ("cpu", 0.5), "updn": ("cpu", 0.5), "dnup": ("cpu", 0.5), "ftree": ("cpu", 0.5),
           "dfsssp": ("compute", 10.0)}
 PEAK_MIB = 1024
+# weft route's "malloc_huge_pages" per run: whether it ran with glibc's huge-page malloc
+# (it runs itself again so where the kernel has transparent huge pages; app/main.cpp).
+HUGE_PAGES = set()
 
 
 def run_measured(weft, topo, engine):
@@ -65,6 +68,7 @@ def run_measured(weft, topo, engine):
     row = rows[0] if isinstance(rows, list) else rows
     if row.get("status") != "ok":
         raise RuntimeError("%s: %s" % (engine, row.get("reason", row)))
+    HUGE_PAGES.add(row.get("malloc_huge_pages"))
     return row["compute_ms"], row["compute_cpu_ms"], wall, usage.ru_maxrss / 1024, row.get("vls"), progress
 
 
@@ -125,6 +129,8 @@ def main():
         osm = opensm_minhop(topo, a.scratch)
         print("| opensm minhop | 1 | %.2f (log) | | | 1 | |" % osm)
     print()
+    print("glibc's huge-page malloc (glibc.malloc.hugetlb=1): %s" % (
+        "yes" if HUGE_PAGES == {True} else "no" if HUGE_PAGES == {False} else "mixed"))
     for engine, xs in held.items():
         what, limit = TARGET[engine]
         med = sorted(xs)[len(xs) // 2]

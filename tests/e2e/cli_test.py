@@ -229,6 +229,16 @@ def main():
     check("route --json", ["route", "--topology", "torus:dims=3x3,hosts=1", "--json"], 0,
           r'"compute_cpu_ms": \d+(\.\d+)?(e-?\d+)?,\s*"compute_ms": \d.*"engine": "minhop".*"reachable_pct": 100\.0.*'
           r'"status": "ok"', W, w)
+    # The routing commands run themselves again with glibc's huge-page malloc where the
+    # kernel gives transparent huge pages (app/main.cpp); a user's GLIBC_TUNABLES stands.
+    thp_path = "/sys/kernel/mm/transparent_hugepage/enabled"
+    thp = open(thp_path).read() if os.path.exists(thp_path) else "[never]"
+    clean = {k: v for k, v in os.environ.items() if k not in ("GLIBC_TUNABLES", "LD_PRELOAD")}
+    check("route runs with huge-page malloc where the kernel has huge pages",
+          ["route", "--topology", "ft2:leaves=2", "--json"], 0,
+          r'"malloc_huge_pages": %s' % ("false" if "[never]" in thp else "true"), W, w, env=clean)
+    check("route: a user's glibc.malloc.hugetlb=0 stands", ["route", "--topology", "ft2:leaves=2", "--json"], 0,
+          r'"malloc_huge_pages": false', W, w, env=dict(clean, GLIBC_TUNABLES="glibc.malloc.hugetlb=0"))
     check("route tells minhop's torus cycle from updn", ["route", "--topology", "torus:dims=5x5,hosts=1",
           "--engine", "minhop,updn"], 0, r"minhop\s+ok.*\s1\s+CYCLE.*\nupdn\s+ok.*\s1\s+ok", W, w)
     check("route: ftree refuses a torus, and a chain falls back", ["route", "--topology", "torus:dims=4x4,hosts=1",
