@@ -121,8 +121,7 @@ bool malloc_huge_pages() {
   if (!t) return false;
   const std::string_view v(t), key = "glibc.malloc.hugetlb=";
   const size_t at = v.find(key);
-  return at != std::string_view::npos && at + key.size() < v.size() &&
-         v[at + key.size()] != '0';
+  return at != std::string_view::npos && at + key.size() < v.size() && v[at + key.size()] != '0';
 }
 
 int die(const std::string& msg, int code) {
