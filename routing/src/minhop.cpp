@@ -138,27 +138,47 @@ Routed MinHopEngine::compute(const Fabric& f, const Options& o) const {
     }
     // (A plain pointer: the optional `was` would be reloaded after every row store.)
     const uint8_t* const todo = was ? redo.data() : nullptr;
+    // The candidates of the last target, reused while the next one's mask is the same
+    // (in a tree most targets of a switch share one: all its up links).
+    const uint64_t* last = nullptr;
+    size_t n = 0;
     for (const uint32_t t : order) {
       if (t == s || at[t].empty() || mine[t] == kFar) continue;
       // The target's LIDs round robin over the candidates, from the least used (the
       // first, on a tie).
-      size_t n = 0, start = 0;
-      uint32_t least = ~0u;
-      for (size_t w = 0; w < words; ++w)
-        for (uint64_t bits = next[t * words + w]; bits; bits &= bits - 1) {
-          const auto k = static_cast<uint32_t>(w * 64 + static_cast<size_t>(__builtin_ctzll(bits)));
-          if (used[k] < least) least = used[k], start = n;
-          cand[n++] = k;
-        }
+      const uint64_t* const mask = &next[t * words];
+      size_t start = 0;
+      if (last && std::equal(mask, mask + words, last)) {
+        for (size_t i = 1; i < n; ++i)
+          if (used[cand[i]] < used[cand[start]]) start = i;
+      } else {
+        n = 0;
+        uint32_t least = ~0u;
+        for (size_t w = 0; w < words; ++w)
+          for (uint64_t bits = mask[w]; bits; bits &= bits - 1) {
+            const auto k =
+                static_cast<uint32_t>(w * 64 + static_cast<size_t>(__builtin_ctzll(bits)));
+            if (used[k] < least) least = used[k], start = n;
+            cand[n++] = k;
+          }
+        last = mask;
+      }
       if (n == 0) continue;
       const auto* const lids = at[t].data();
       const size_t nl = at[t].size();
-      for (size_t j = 0, c = start; j < nl; ++j) {
-        if (todo && !todo[lids[j].first]) continue;
-        rowp[lids[j].first] = port[cand[c]];
-        ++used[cand[c]];
-        if (++c == n) c = 0;
-      }
+      // (The test of `todo` in a loop of its own: one copy of the loop per case.)
+      auto deal = [&](auto skip) {
+        for (size_t j = 0, c = start; j < nl; ++j) {
+          if (skip(lids[j].first)) continue;
+          rowp[lids[j].first] = port[cand[c]];
+          ++used[cand[c]];
+          if (++c == n) c = 0;
+        }
+      };
+      if (todo)
+        deal([todo](uint16_t lid) { return !todo[lid]; });
+      else
+        deal([](uint16_t) { return false; });
     }
   });
   if (was) {

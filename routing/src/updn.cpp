@@ -339,6 +339,8 @@ Routed UpDownEngine::compute(const Fabric& f, const Options& o) const {
             }
           }
         }
+        const uint64_t* last = nullptr;  // the mask cand[0, n) was built from
+        size_t n = 0;
         for (const uint32_t k : order) {
           const Group& grp = groups[g0 + k];
           const uint32_t t = grp.t;
@@ -349,15 +351,25 @@ Routed UpDownEngine::compute(const Fabric& f, const Options& o) const {
             continue;
           }
           if (dd[k] == kFar16 && sw.sources[t] > 1 && part[s] == part[t]) ++down_short[s];
-          // The candidates, and the least used of them (the first, on a tie).
-          size_t n = 0, start = 0;
-          uint32_t least = kInf;
-          for (size_t w = 0; w < words; ++w)
-            for (uint64_t bits = legal[k * words + w]; bits; bits &= bits - 1) {
-              const PortNum port = hop_port[w * 64 + size_t(__builtin_ctzll(bits))];
-              if (cnt[port] < least) least = cnt[port], start = n;
-              cand[n++] = port;
-            }
+          // The candidates, and the least used of them (the first, on a tie); the last
+          // group's list is reused while the mask is the same (in a tree most groups of a
+          // switch share one: all its up links).
+          const uint64_t* const mask = &legal[k * words];
+          size_t start = 0;
+          if (last && std::equal(mask, mask + words, last)) {
+            for (size_t i = 1; i < n; ++i)
+              if (cnt[cand[i]] < cnt[cand[start]]) start = i;
+          } else {
+            n = 0;
+            uint32_t least = kInf;
+            for (size_t w = 0; w < words; ++w)
+              for (uint64_t bits = mask[w]; bits; bits &= bits - 1) {
+                const PortNum port = hop_port[w * 64 + size_t(__builtin_ctzll(bits))];
+                if (cnt[port] < least) least = cnt[port], start = n;
+                cand[n++] = port;
+              }
+            last = mask;
+          }
           if (n == 0) {
             if (part[s] == part[t]) {
               missed[s].push_back(uint32_t(g0 + k));
@@ -365,16 +377,22 @@ Routed UpDownEngine::compute(const Fabric& f, const Options& o) const {
             }
             continue;
           }
-          // The group's LIDs round robin over the candidates, from the least used (a
-          // repair skips the entries it kept). (A plain pointer: the optional `was`
-          // would be reloaded after every row store.)
-          const uint8_t* const skip = was ? kept.data() : nullptr;
-          for (size_t i = 0, j = start; i < nl; ++i) {
-            if (skip && skip[lids[i].first]) continue;
-            row[lids[i].first] = cand[j];
-            ++cnt[cand[j]];
-            if (++j == n) j = 0;
-          }
+          // The group's LIDs round robin over the candidates, from the least used; a
+          // repair skips the entries it kept (the test in a copy of the loop of its own).
+          // (Everything by value: a byte store into the row may alias any variable whose
+          // address is taken, and would reload it.)
+          auto deal = [row, cnt, c = &cand[0], lids, nl, n, start](auto skip) {
+            for (size_t i = 0, j = start; i < nl; ++i) {
+              if (skip(lids[i].first)) continue;
+              row[lids[i].first] = c[j];
+              ++cnt[c[j]];
+              if (++j == n) j = 0;
+            }
+          };
+          if (was)
+            deal([keep = kept.data()](uint16_t lid) { return keep[lid] != 0; });
+          else
+            deal([](uint16_t) { return false; });
         }
       });
     }
