@@ -148,7 +148,7 @@ Routed MinHopEngine::compute(const Fabric& f, const Options& o) const {
       // first, on a tie).
       const uint64_t* const mask = &next[t * words];
       size_t start = 0;
-      if (last && std::equal(mask, mask + words, last)) {
+      if (last && detail::same_mask(mask, last, words)) {
         for (size_t i = 1; i < n; ++i)
           if (used[cand[i]] < used[cand[start]]) start = i;
       } else {

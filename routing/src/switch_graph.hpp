@@ -132,6 +132,14 @@ void bridge_each(const std::vector<std::vector<uint32_t>>& unrouted, size_t swit
       1);
 }
 
+// Whether two masks of n words are equal: a plain loop for the one or two words of a
+// switch's links (std::equal calls memcmp).
+inline bool same_mask(const uint64_t* a, const uint64_t* b, size_t n) {
+  uint64_t diff = 0;
+  for (size_t i = 0; i < n; ++i) diff |= a[i] ^ b[i];
+  return diff == 0;
+}
+
 // Where each LID leaves the switch fabric: per switch number, its (LID, exit port)
 // pairs in LID order; a switch's own LID exits on port 0. LIDs of CAs linked to no
 // switch are left out.

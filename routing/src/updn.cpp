@@ -356,7 +356,7 @@ Routed UpDownEngine::compute(const Fabric& f, const Options& o) const {
           // switch share one: all its up links).
           const uint64_t* const mask = &legal[k * words];
           size_t start = 0;
-          if (last && std::equal(mask, mask + words, last)) {
+          if (last && detail::same_mask(mask, last, words)) {
             for (size_t i = 1; i < n; ++i)
               if (cnt[cand[i]] < cnt[cand[start]]) start = i;
           } else {
