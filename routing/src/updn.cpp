@@ -396,9 +396,11 @@ Routed UpDownEngine::compute(const Fabric& f, const Options& o) const {
         }
       });
     }
+    // (Each unrouted[g] comes out in switch order as switches are taken in order; a
+    // switch's list itself, in its shuffled order, needs no sorting.)
     for (uint32_t s = 0; s < ns; ++s) {
-      std::sort(missed[s].begin(), missed[s].end());
-      if (!missed[s].empty()) first_missing[s] = missed[s].front();
+      if (!missed[s].empty())
+        first_missing[s] = *std::min_element(missed[s].begin(), missed[s].end());
       for (uint32_t g : missed[s]) unrouted[g].push_back(s);
     }
     size_t unreachable = 0;
