@@ -23,20 +23,65 @@ mad::LftBlock row_block(const std::vector<uint8_t>& row, size_t b) {
     std::copy(row.begin() + b * 64, row.begin() + std::min(row.size(), (b + 1) * 64), blk.begin());
   return blk;
 }
+// The blocks a row covers (the last one may be cut short: its tail drops).
+size_t blocks_of(const std::vector<uint8_t>& row) {
+  return (row.size() + 63) / 64;
+}
+// Whether block b is the same in two rows.
+bool same_block(const std::vector<uint8_t>& x, const std::vector<uint8_t>& y, size_t b) {
+  if (x.size() >= (b + 1) * 64 && y.size() >= (b + 1) * 64)
+    return std::equal(x.begin() + b * 64, x.begin() + (b + 1) * 64, y.begin() + b * 64);
+  return row_block(x, b) == row_block(y, b);
+}
 }  // namespace
 
 void LftProgrammer::step(Step s, SweepRun& run) {
   if (s == Step::kCheck) spot_check(run);
   if (s == Step::kConfigure) write_blocks(run);
   if (s == Step::kCommit) write_tops(run);
+  if (s == Step::kPublished) adopt(run.published);
 }
 
-void LftProgrammer::remember_block(Guid sw, size_t block, const mad::LftBlock& blk) {
-  auto& h = cache_[sw];
-  // A row grows to the sweep's top at once, not block by block (a copy per growth).
-  if (h.capacity() < row_bytes_) h.reserve(row_bytes_);
-  if (h.size() < (block + 1) * 64) h.resize((block + 1) * 64, kDropPort);
-  std::copy(blk.begin(), blk.end(), h.begin() + block * 64);
+const std::vector<uint8_t>* LftProgrammer::held(Guid sw) const {
+  if (auto it = own_.find(sw); it != own_.end()) return &it->second;
+  auto it = shared_.find(sw.value);
+  return it == shared_.end() ? nullptr : it->second;
+}
+
+void LftProgrammer::drop_belief(Guid sw) {
+  own_.erase(sw);
+  shared_.erase(sw.value);
+  if (auto it = pending_.find(sw.value); it != pending_.end()) it->second.failed = true;
+}
+
+void LftProgrammer::remember_block(Guid sw) {
+  if (auto it = pending_.find(sw.value); it != pending_.end()) ++it->second.confirmed;
+}
+
+void LftProgrammer::adopt(const std::shared_ptr<const SubnetSnapshot>& snap) {
+  if (!snap) return;
+  std::unordered_map<uint64_t, const std::vector<uint8_t>*> next;
+  for (const auto& [g, p] : pending_) {
+    // Every planned block confirmed: the switch holds the sweep's row (the blocks not
+    // planned were already the same). A capped switch holds only part of it.
+    const bool whole = !p.failed && !p.capped && p.confirmed == p.planned &&
+                       p.n < snap->tables.lft.size() && p.n < snap->fabric.size() &&
+                       snap->fabric.node(p.n).guid.value == g;
+    if (!whole) {
+      own_.erase(Guid{g});
+      shared_.erase(g);
+      continue;
+    }
+    next[g] = &snap->tables.lft[p.n];
+    own_.erase(Guid{g});
+  }
+  // Beliefs of switches this sweep did not program, into the snapshot being let go:
+  // kept, as rows of weft's own.
+  for (const auto& [g, row] : shared_)
+    if (!next.contains(g)) own_[Guid{g}] = *row;
+  shared_ = std::move(next);
+  adopted_ = snap;
+  pending_.clear();
 }
 
 bool LftProgrammer::steady(Guid sw, uint16_t lft_top_now) const {
@@ -47,18 +92,16 @@ bool LftProgrammer::steady(Guid sw, uint16_t lft_top_now) const {
 std::vector<std::pair<size_t, mad::LftBlock>> LftProgrammer::spot_blocks(Guid sw, uint64_t round,
                                                                          size_t count) const {
   std::vector<std::pair<size_t, mad::LftBlock>> out;
-  auto it = cache_.find(sw);
-  if (it == cache_.end() || it->second.size() < 64) return out;
-  const size_t blocks = it->second.size() / 64;
+  const std::vector<uint8_t>* row = held(sw);
+  if (!row || blocks_of(*row) == 0) return out;
+  const size_t blocks = blocks_of(*row);
   // Switches check different blocks in one round (spread by GUID), each its every block
   // over ceil(blocks / count) rounds.
   count = std::min(count, blocks);
   const size_t first = SpotCheck::first(round, count, sw, blocks);
   for (size_t k = 0; k < count; ++k) {
     const size_t b = (first + k) % blocks;
-    mad::LftBlock blk;
-    std::copy(it->second.begin() + b * 64, it->second.begin() + (b + 1) * 64, blk.begin());
-    out.emplace_back(b, blk);
+    out.emplace_back(b, row_block(*row, b));
   }
   return out;
 }
@@ -80,11 +123,11 @@ bool LftProgrammer::trusted(const SweepRun& run, NodeIndex n) const {
   // left it with (a reboot that zeroed it, another SM's or client's writes move it),
   // and shows no sign of having lost state since.
   const Guid g = run.target.node(n).guid;
-  auto cached = cache_.find(g);
+  const std::vector<uint8_t>* row = held(g);
   auto left = tops_.find(g.value);
   const uint16_t top = run.d.switch_info[n].lft_top;
-  return cached != cache_.end() && left != tops_.end() && left->second == top &&
-         cached->second.size() / 64 == size_t(top) / 64 + 1 && !was_reset(run, n);
+  return row && left != tops_.end() && left->second == top &&
+         blocks_of(*row) == size_t(top) / 64 + 1 && !was_reset(run, n);
 }
 
 void LftProgrammer::spot_check(SweepRun& run) {
@@ -123,12 +166,15 @@ void LftProgrammer::check_block(const fabric::Fabric& f, NodeIndex n, const mad:
 }
 
 void LftProgrammer::forget(Guid sw) {
-  cache_.erase(sw);
+  drop_belief(sw);
   tops_.erase(sw.value);
 }
 
 void LftProgrammer::forget_all() {
-  cache_.clear();
+  own_.clear();
+  shared_.clear();
+  adopted_.reset();
+  for (auto& [g, p] : pending_) p.failed = true;
   tops_.clear();
 }
 
@@ -144,7 +190,7 @@ void LftProgrammer::write_block(SweepRun& run, NodeIndex n, const mad::DrPath& p
                 // differs was not taken as written.
                 if (r && mad::decode_lft_block(r->data) == blk) {
                   ++run.rep.lft_blocks_written;
-                  remember_block(g, b, blk);
+                  remember_block(g);
                   return;
                 }
                 ++run.rep.lft_failures;
@@ -153,7 +199,7 @@ void LftProgrammer::write_block(SweepRun& run, NodeIndex n, const mad::DrPath& p
                                          (r ? std::string("the reply shows the block other than "
                                                           "written")
                                             : r.error().message));
-                cache_.erase(g);
+                drop_belief(g);
               });
 }
 
@@ -165,7 +211,7 @@ void LftProgrammer::read_then_write(SweepRun& run, NodeIndex n, const mad::DrPat
       [this, &run, n, path, b, blk, g](Result<mad::Smp> r) {
         ++run.rep.lft_blocks_read;
         if (r && mad::decode_lft_block(r->data) == blk) {
-          remember_block(g, b, blk);
+          remember_block(g);
           return;
         }
         write_block(run, n, path, b, blk);
@@ -245,8 +291,14 @@ void LftProgrammer::write_blocks(SweepRun& run) {
   const routing::Tables& t = run.tables;
   const uint16_t top = t.top_lid;
   const size_t nblocks = size_t(top) / 64 + 1;
-  row_bytes_ = nblocks * 64;
   topped_.clear();
+  // A sweep that wrote blocks and never published: what those switches hold is unknown.
+  for (const auto& [g, p] : pending_)
+    if (p.failed || p.confirmed > 0) {
+      own_.erase(Guid{g});
+      shared_.erase(g);
+    }
+  pending_.clear();
   // Per switch, the blocks to write (kReadFirst: read first, write if it differs), their
   // content taken from the tables when each goes.
   struct SwitchWrites {
@@ -275,12 +327,11 @@ void LftProgrammer::write_blocks(SweepRun& run) {
     const std::vector<uint8_t>& row = t.lft[n];
     const Guid g = nd.guid;
     const bool reset = was_reset(run, n);
-    if (!trusted(run, n)) cache_.erase(g);
+    if (!trusted(run, n)) drop_belief(g);
     if (reset) tops_.erase(g.value);
-    auto cached = cache_.find(g);
-    const bool fresh = cached == cache_.end();
     // No completion runs while this loop plans, so the row stays put.
-    const std::vector<uint8_t>* held = fresh ? nullptr : &cached->second;
+    const std::vector<uint8_t>* const have = held(g);
+    const bool fresh = have == nullptr;
     topped_.push_back(n);
     const size_t device_blocks = si.lft_top == 0 ? 0 : size_t(si.lft_top) / 64 + 1;
     SwitchWrites w{n, d.paths[n], {}};
@@ -289,10 +340,8 @@ void LftProgrammer::write_blocks(SweepRun& run) {
     // is then believed in nothing and read back whole, block by block, each rewritten
     // where it differs from what weft wants.
     for (size_t b = 0; b < writable; ++b) {
-      if (!fresh && held->size() >= (b + 1) * 64) {
-        const mad::LftBlock blk = row_block(row, b);
-        if (!std::equal(blk.begin(), blk.end(), held->begin() + b * 64))
-          w.blocks.push_back(static_cast<uint32_t>(b));
+      if (!fresh && b < blocks_of(*have)) {
+        if (!same_block(row, *have, b)) w.blocks.push_back(static_cast<uint32_t>(b));
       } else if (fresh && b < device_blocks) {
         // Unknown content below the switch's current top (another SM, or our restart):
         // read first.
@@ -301,6 +350,7 @@ void LftProgrammer::write_blocks(SweepRun& run) {
         w.blocks.push_back(static_cast<uint32_t>(b));
       }
     }
+    pending_[g.value] = {n, w.blocks.size(), 0, false, writable < nblocks};
     if (!w.blocks.empty()) plan->push_back(std::move(w));
   }
   if (plan->empty()) return;

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <unordered_map>
 #include <utility>
@@ -61,9 +62,21 @@ class LftProgrammer final : public Programmer {
   // not ACTIVE); what weft believes of it holds (trusted) only without them and while it
   // keeps the LinearFDBTop weft left it with.
   bool trusted(const SweepRun& run, fabric::NodeIndex n) const;
+  // Rows of what switches hold kept by weft itself, not as a row of the published
+  // snapshot's tables (tests: after a sweep that wrote everything, none).
+  size_t own_rows() const { return own_.size(); }
 
  private:
-  void remember_block(Guid sw, size_t block, const mad::LftBlock& blk);
+  // What weft believes switch `sw` holds (nullptr: nothing): entries past the row's end
+  // count as dropped, block by block (row_block).
+  const std::vector<uint8_t>* held(Guid sw) const;
+  void drop_belief(Guid sw);
+  // The blocks of the sweep's tables confirmed on switch `sw` (written, or read back the
+  // same).
+  void remember_block(Guid sw);
+  // On the snapshot just published: every switch whose planned blocks were all confirmed
+  // holds that snapshot's row; it is believed by reference, not copied.
+  void adopt(const std::shared_ptr<const SubnetSnapshot>& snap);
   bool was_reset(const SweepRun& run, fabric::NodeIndex n) const;
   // Reads block b of switch n and writes `blk` if the switch holds anything else.
   void read_then_write(SweepRun& run, fabric::NodeIndex n, const mad::DrPath& path, size_t b,
@@ -72,11 +85,23 @@ class LftProgrammer final : public Programmer {
                    const mad::LftBlock& blk);
   mad::MadEngine& eng_;
   const SmOptions& opts_;
-  std::map<Guid, std::vector<uint8_t>> cache_;   // what each switch holds, as written or read
+  // What each switch holds: a row of the adopted snapshot's tables (by reference: the
+  // largest fabric's rows are 187 MB), or, for a switch that snapshot no longer has, a
+  // row of weft's own.
+  std::shared_ptr<const SubnetSnapshot> adopted_;
+  std::unordered_map<uint64_t, const std::vector<uint8_t>*> shared_;
+  std::map<Guid, std::vector<uint8_t>> own_;
+  // This sweep's programming, per switch: its node, the blocks planned and confirmed
+  // (failed: the belief is gone), whether its LFT was capped below the top.
+  struct Pending {
+    fabric::NodeIndex n;
+    size_t planned = 0, confirmed = 0;
+    bool failed = false, capped = false;
+  };
+  std::unordered_map<uint64_t, Pending> pending_;
   std::unordered_map<uint64_t, uint16_t> tops_;  // LinearFDBTop each switch was left with
   std::vector<fabric::NodeIndex> topped_;        // this sweep: switches whose top to write
   uint64_t round_ = 0;                           // spot_check calls: which block each checks
-  size_t row_bytes_ = 0;                         // this sweep's LFT row: its top LID's blocks
   std::function<void(Guid, size_t, const std::string&)> on_drift_;
 };
 
