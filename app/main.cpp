@@ -1,5 +1,7 @@
 // weft — InfiniBand subnet manager and RoCE fabric controller. This file is the
 // command table; each command lives in a file of its own (commands.hpp).
+#include <sys/auxv.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -82,30 +84,47 @@ int cmd_help(int argc, char** argv) {
 
 // glibc's malloc asks the kernel for transparent huge pages only when told so as the
 // process starts (the glibc.malloc.hugetlb tunable), and most machines give them only to
-// who asks (transparent_hugepage/enabled = madvise). The commands that route build
-// tables of hundreds of megabytes in 48 KB rows on the largest fabrics, read at random
-// across rows: with huge pages their page faults and TLB misses fall, and routing the
-// radix-56 tree takes 10-40 % less CPU (bench/bench_scale.py). So those commands run
-// themselves again, once, with the tunable added, unless:
+// who asks (transparent_hugepage/enabled = madvise, Debian's default). The commands that
+// route build tables of hundreds of megabytes in 48 KB rows on the largest fabrics, read
+// at random across rows: with huge pages their page faults and TLB misses fall, and
+// routing the radix-56 tree takes 10-40 % less CPU (bench/bench_scale.py). So those
+// commands run themselves again, once, with the tunable added, unless:
 //  - GLIBC_TUNABLES already names glibc.malloc.hugetlb (the user's choice stands: =0
 //    turns this off);
 //  - LD_PRELOAD is set: a preloaded library (umad2sim, valgrind's) may hold state, such
 //    as a connection, that a second start would duplicate, or lose its hold on us;
-//  - the kernel gives no transparent huge pages (enabled = never), or exec fails: then
-//    weft simply goes on as it is.
+//  - the process runs with privileges it was given (setuid, file capabilities): glibc
+//    then strips GLIBC_TUNABLES, and the tunable would never take;
+//  - the loader was run as the program (ld.so weft ...): /proc/self/exe is the loader;
+//  - the kernel gives every process huge pages (always) or none (never), or exec fails:
+//    then weft simply goes on as it is.
+// WEFT_RAN_AGAIN marks the second start, which runs once whatever glibc did with the
+// environment, and gets back the name the first had (execv of /proc/self/exe names it
+// "exe": ps, pgrep, top and systemctl status would show that).
 // The PID, arguments and open files stay; the environment gains the tunable.
 void run_again_with_huge_pages(char** argv) {
+  if (std::getenv("WEFT_RAN_AGAIN")) {
+    unsetenv("WEFT_RAN_AGAIN");
+    const std::string_view self = argv[0];
+    const std::string name(self.substr(self.rfind('/') + 1).substr(0, 15));
+    prctl(PR_SET_NAME, name.c_str(), 0, 0, 0);
+    return;
+  }
   const char* tunables = std::getenv("GLIBC_TUNABLES");
   const std::string have = tunables ? tunables : "";
   if (have.find("glibc.malloc.hugetlb") != std::string::npos) return;
   if (const char* pre = std::getenv("LD_PRELOAD"); pre && *pre) return;
-  std::ifstream thp("/sys/kernel/mm/transparent_hugepage/enabled");
+  if (getauxval(AT_SECURE) || getauxval(AT_BASE) == 0) return;
   std::string modes;
-  if (!std::getline(thp, modes) || modes.find("[never]") != std::string::npos) return;
+  {
+    std::ifstream thp("/sys/kernel/mm/transparent_hugepage/enabled");
+    if (!std::getline(thp, modes) || modes.find("[madvise]") == std::string::npos) return;
+  }  // (closed before exec: the stream's descriptor is not close-on-exec)
   const std::string want = (have.empty() ? "" : have + ":") + "glibc.malloc.hugetlb=1";
-  if (setenv("GLIBC_TUNABLES", want.c_str(), 1) != 0) return;
-  execv("/proc/self/exe", argv);
+  if (setenv("WEFT_RAN_AGAIN", "1", 1) == 0 && setenv("GLIBC_TUNABLES", want.c_str(), 1) == 0)
+    execv("/proc/self/exe", argv);
   // Still here: exec failed; go on without.
+  unsetenv("WEFT_RAN_AGAIN");
   if (tunables)
     setenv("GLIBC_TUNABLES", tunables, 1);
   else

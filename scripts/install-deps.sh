@@ -21,6 +21,8 @@ PKGS=(
   # the RoCE CONFIG_DB tests, the format check
   ibsim-utils infiniband-diags opensm iproute2 redis-server redis-tools python3
   clang-format
+  # setcap and setpriv: weft with file capabilities, run by an unprivileged user
+  libcap2-bin util-linux
   # the REST tests and benchmark: openssl (a test certificate, users' hashes as
   # `openssl passwd -6` writes them), promtool (prometheus) to check /metrics, wrk,
   # curl (make run prints curl lines, and its test runs them)

@@ -790,6 +790,9 @@ void post_whatif(Ctx& c) {
     json out = json::array();
     for (const auto& e : engines) {
       json j = simulator::route_one(f, e, ro, g, nullptr);
+      // The process's CPU over the computation counts the SM's and the REST threads'
+      // here too: only `weft route` reports it.
+      j.erase("compute_cpu_ms");
       if (!applied->failed.empty()) j["failed"] = applied->failed;
       out.push_back(std::move(j));
     }

@@ -146,7 +146,7 @@ Routed MinHopEngine::compute(const Fabric& f, const Options& o) const {
       if (t == s || at[t].empty() || mine[t] == kFar) continue;
       // The target's LIDs round robin over the candidates, from the least used (the
       // first, on a tie).
-      const uint64_t* const mask = &next[t * words];
+      const uint64_t* const mask = next.data() + t * words;
       size_t start = 0;
       if (last && detail::same_mask(mask, last, words)) {
         for (size_t i = 1; i < n; ++i)

@@ -354,7 +354,7 @@ Routed UpDownEngine::compute(const Fabric& f, const Options& o) const {
           // The candidates, and the least used of them (the first, on a tie); the last
           // group's list is reused while the mask is the same (in a tree most groups of a
           // switch share one: all its up links).
-          const uint64_t* const mask = &legal[k * words];
+          const uint64_t* const mask = legal.data() + k * words;
           size_t start = 0;
           if (last && detail::same_mask(mask, last, words)) {
             for (size_t i = 1; i < n; ++i)
