@@ -191,6 +191,10 @@ TEST(BringUpFaults, ForwardingTablesTheSwitchDidNotTakeKeepTheSubnetFromBeingUp)
   ASSERT_TRUE(again);
   EXPECT_TRUE(again->subnet_up) << again->reason;
   EXPECT_TRUE(readback(sim).ok());
+  // What the switch holds was believed in nothing after the failed writes: read back
+  // below its top, block by block, and only there (the others are believed).
+  const size_t leaf_blocks = size_t(sim.lft_top(leaf)) / 64 + 1;
+  EXPECT_EQ(again->lft_blocks_read, leaf_blocks);
 }
 
 TEST(BringUpFaults, AStateChangeWhoseReplyWasLostIsReadBackNotFailed) {

@@ -138,6 +138,34 @@ TEST(Reroute, ALinkCutIsReadAtItsSwitchesOnlyAndRewritesOnlyTheBlocksThatChanged
   EXPECT_FALSE(quiet->heavy);
 }
 
+// A switch that did not take its new blocks is believed to hold nothing (not the tables
+// it was sent), though its ports stayed ACTIVE and its top as weft left it: once it takes
+// writes again, the next sweep reads it back and rewrites what differs.
+TEST(Reroute, ASwitchThatDidNotTakeItsBlocksIsReadBackOnceItDoes) {
+  ScratchDir dir("weft-reroute");
+  SimFabric sim = sim_of("ft3:pods=3,leaves=4,aggs=4,hosts=6,cores=4");
+  SimTransport t(sim, {});
+  SubnetManager sm(t, opts(dir));
+  auto up = sm.sweep();
+  ASSERT_TRUE(up && up->subnet_up);
+  const fabric::NodeIndex leaf = *sim.model().find_by_name("leaf1-2");
+  const PortNum cut = first_port(sim, leaf, true);
+  ASSERT_NE(cut, 0);
+  sim.ignore_sets(leaf, kAttrLft, true);
+  sim.unlink(leaf, cut);
+  auto failed = sm.light_sweep();
+  ASSERT_TRUE(failed);
+  EXPECT_GT(failed->lft_failures, 0u);
+  EXPECT_FALSE(routing::verify_lfts(sim.model(), sim.held_tables()).ok());
+  sim.ignore_sets(leaf, kAttrLft, false);
+  auto again = sm.sweep();
+  ASSERT_TRUE(again);
+  EXPECT_TRUE(again->subnet_up) << again->reason;
+  EXPECT_GT(again->lft_blocks_read, 0u);
+  EXPECT_TRUE(routing::verify_lfts(sim.model(), sim.held_tables()).ok());
+  EXPECT_TRUE(readback(sim).ok());
+}
+
 TEST(Reroute, AHostLinkCutDropsTheHostAndItsReturnBringsItBack) {
   ScratchDir dir("weft-reroute");
   SimFabric sim = sim_of("ft2:leaves=4,spines=2,hosts=3");

@@ -54,8 +54,9 @@ void LftProgrammer::drop_belief(Guid sw) {
   if (auto it = pending_.find(sw.value); it != pending_.end()) it->second.failed = true;
 }
 
-void LftProgrammer::remember_block(Guid sw) {
-  if (auto it = pending_.find(sw.value); it != pending_.end()) ++it->second.confirmed;
+void LftProgrammer::remember_block(Guid sw, uint64_t sweep) {
+  if (auto it = pending_.find(sw.value); it != pending_.end() && sweep == sweep_)
+    ++it->second.confirmed;
 }
 
 void LftProgrammer::adopt(const std::shared_ptr<const SubnetSnapshot>& snap) {
@@ -184,13 +185,13 @@ void LftProgrammer::write_block(SweepRun& run, NodeIndex n, const mad::DrPath& p
   eng_.submit(to_switch(run, n,
                         mad::SmpRequest::set(mad::kAttrLft, static_cast<uint32_t>(b), path,
                                              mad::encode_lft_block(blk))),
-              [this, &run, n, b, g, blk](Result<mad::Smp> r) {
+              [this, &run, n, b, g, blk, sweep = sweep_](Result<mad::Smp> r) {
                 // The reply to a Set carries the block as the switch holds it after the
                 // write (a SubnSet is answered with the attribute after the Set): one that
                 // differs was not taken as written.
                 if (r && mad::decode_lft_block(r->data) == blk) {
                   ++run.rep.lft_blocks_written;
-                  remember_block(g);
+                  remember_block(g, sweep);
                   return;
                 }
                 ++run.rep.lft_failures;
@@ -208,13 +209,13 @@ void LftProgrammer::read_then_write(SweepRun& run, NodeIndex n, const mad::DrPat
   const Guid g = run.target.node(n).guid;
   eng_.submit(
       to_switch(run, n, mad::SmpRequest::get(mad::kAttrLft, static_cast<uint32_t>(b), path)),
-      [this, &run, n, path, b, blk, g](Result<mad::Smp> r) {
+      [this, &run, n, path, b, blk, g, sweep = sweep_](Result<mad::Smp> r) {
         ++run.rep.lft_blocks_read;
         if (r && mad::decode_lft_block(r->data) == blk) {
-          remember_block(g);
+          remember_block(g, sweep);
           return;
         }
-        write_block(run, n, path, b, blk);
+        if (sweep == sweep_) write_block(run, n, path, b, blk);  // (not for a sweep gone by)
       });
 }
 
@@ -292,13 +293,10 @@ void LftProgrammer::write_blocks(SweepRun& run) {
   const uint16_t top = t.top_lid;
   const size_t nblocks = size_t(top) / 64 + 1;
   topped_.clear();
-  // A sweep that wrote blocks and never published: what those switches hold is unknown.
-  for (const auto& [g, p] : pending_)
-    if (p.failed || p.confirmed > 0) {
-      own_.erase(Guid{g});
-      shared_.erase(g);
-    }
+  // (A switch an earlier sweep planned blocks for, and never published, lost its
+  // belief then.)
   pending_.clear();
+  ++sweep_;
   // Per switch, the blocks to write (kReadFirst: read first, write if it differs), their
   // content taken from the tables when each goes.
   struct SwitchWrites {
@@ -351,7 +349,12 @@ void LftProgrammer::write_blocks(SweepRun& run) {
       }
     }
     pending_[g.value] = {n, w.blocks.size(), 0, false, writable < nblocks};
-    if (!w.blocks.empty()) plan->push_back(std::move(w));
+    if (!w.blocks.empty()) {
+      // Believed in nothing while its blocks change (adopt() gives it the new row).
+      own_.erase(g);
+      shared_.erase(g.value);
+      plan->push_back(std::move(w));
+    }
   }
   if (plan->empty()) return;
   // The blocks go to the engine as its window empties: queued all at once, the largest

@@ -71,9 +71,9 @@ class LftProgrammer final : public Programmer {
   // count as dropped, block by block (row_block).
   const std::vector<uint8_t>* held(Guid sw) const;
   void drop_belief(Guid sw);
-  // The blocks of the sweep's tables confirmed on switch `sw` (written, or read back the
-  // same).
-  void remember_block(Guid sw);
+  // A block of sweep `sweep`'s tables confirmed on switch `sw` (written, or read back the
+  // same); a completion of an earlier sweep counts for nothing.
+  void remember_block(Guid sw, uint64_t sweep);
   // On the snapshot just published: every switch whose planned blocks were all confirmed
   // holds that snapshot's row; it is believed by reference, not copied.
   void adopt(const std::shared_ptr<const SubnetSnapshot>& snap);
@@ -98,7 +98,10 @@ class LftProgrammer final : public Programmer {
     size_t planned = 0, confirmed = 0;
     bool failed = false, capped = false;
   };
+  // (A switch with blocks planned is believed in nothing until adopt(): a sweep that
+  // never publishes leaves it unknown.)
   std::unordered_map<uint64_t, Pending> pending_;
+  uint64_t sweep_ = 0;  // write_blocks calls: whose completions count in pending_
   std::unordered_map<uint64_t, uint16_t> tops_;  // LinearFDBTop each switch was left with
   std::vector<fabric::NodeIndex> topped_;        // this sweep: switches whose top to write
   uint64_t round_ = 0;                           // spot_check calls: which block each checks
