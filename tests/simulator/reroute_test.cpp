@@ -74,6 +74,12 @@ PortNum first_port(const SimFabric& sim, fabric::NodeIndex n, bool to_switch) {
   return 0;
 }
 
+// A switch by name and its first port to another switch (a leaf's uplink).
+std::pair<fabric::NodeIndex, PortNum> uplink(const SimFabric& sim, const std::string& name) {
+  const fabric::NodeIndex n = *sim.model().find_by_name(name);
+  return {n, first_port(sim, n, true)};
+}
+
 }  // namespace
 
 TEST(Reroute, ALinkCutIsReadAtItsSwitchesOnlyAndRewritesOnlyTheBlocksThatChanged) {
@@ -85,8 +91,7 @@ TEST(Reroute, ALinkCutIsReadAtItsSwitchesOnlyAndRewritesOnlyTheBlocksThatChanged
   ASSERT_TRUE(up && up->subnet_up);
   EXPECT_FALSE(up->updated);
   const routing::Tables before = sim.held_tables();
-  const fabric::NodeIndex leaf = *sim.model().find_by_name("leaf1-2");
-  const PortNum cut = first_port(sim, leaf, true);
+  const auto [leaf, cut] = uplink(sim, "leaf1-2");
   ASSERT_NE(cut, 0);
   const fabric::NodeIndex agg = sim.model().node(leaf).ports[cut].peer;
   const PortNum agg_port = sim.model().node(leaf).ports[cut].peer_port;
@@ -148,8 +153,7 @@ TEST(Reroute, ASwitchThatDidNotTakeItsBlocksIsReadBackOnceItDoes) {
   SubnetManager sm(t, opts(dir));
   auto up = sm.sweep();
   ASSERT_TRUE(up && up->subnet_up);
-  const fabric::NodeIndex leaf = *sim.model().find_by_name("leaf1-2");
-  const PortNum cut = first_port(sim, leaf, true);
+  const auto [leaf, cut] = uplink(sim, "leaf1-2");
   ASSERT_NE(cut, 0);
   sim.ignore_sets(leaf, kAttrLft, true);
   sim.unlink(leaf, cut);
@@ -211,8 +215,7 @@ TEST(Reroute, ATrapStartsAnUpdateAndAnUpdateThatCannotReadFallsBackToAFullDiscov
   SubnetManager sm(t, opts(dir));
   auto first = sm.sweep();
   ASSERT_TRUE(first && first->subnet_up);
-  const fabric::NodeIndex leaf = *sim.model().find_by_name("leaf1");
-  const PortNum cut = first_port(sim, leaf, true);
+  const auto [leaf, cut] = uplink(sim, "leaf1");
   ASSERT_NE(cut, 0);
   const fabric::NodeIndex spine = sim.model().node(leaf).ports[cut].peer;
   const PortNum spine_port = sim.model().node(leaf).ports[cut].peer_port;
@@ -326,8 +329,7 @@ TEST(Reroute, AfterTheFirstBringUpTablesGoOverLidsWhereTheRouteThereAndBackStays
   EXPECT_EQ(sim.lid_routed_sets(kAttrLft), 0u);
   // A cut: the blocks it changes go by LID to the switches whose route from and to the
   // SM stays, by directed route to the others; the tables come out whole either way.
-  const fabric::NodeIndex leaf = *sim.model().find_by_name("leaf0-1");
-  const PortNum cut = first_port(sim, leaf, true);
+  const auto [leaf, cut] = uplink(sim, "leaf0-1");
   ASSERT_NE(cut, 0);
   sim.unlink(leaf, cut);
   const size_t lft_sets = sim.sets(kAttrLft);
