@@ -123,10 +123,11 @@ void run_again_with_huge_pages(char** argv) {
   const std::string want = (have.empty() ? "" : have + ":") + "glibc.malloc.hugetlb=1";
   if (setenv("WEFT_RAN_AGAIN", "1", 1) == 0 && setenv("GLIBC_TUNABLES", want.c_str(), 1) == 0)
     execv("/proc/self/exe", argv);
-  // Still here: exec failed; go on without.
+  // Still here: exec failed; go on without. (From the copy: setenv may have freed what
+  // getenv returned.)
   unsetenv("WEFT_RAN_AGAIN");
   if (tunables)
-    setenv("GLIBC_TUNABLES", tunables, 1);
+    setenv("GLIBC_TUNABLES", have.c_str(), 1);
   else
     unsetenv("GLIBC_TUNABLES");
 }
