@@ -138,31 +138,15 @@ Routed MinHopEngine::compute(const Fabric& f, const Options& o) const {
     }
     // (A plain pointer: the optional `was` would be reloaded after every row store.)
     const uint8_t* const todo = was ? redo.data() : nullptr;
-    // The candidates of the last target, reused while the next one's mask is the same
-    // (in a tree most targets of a switch share one: all its up links).
-    const uint64_t* last = nullptr;
+    const uint64_t* last = nullptr;  // the mask cand[0, n) was built from
     size_t n = 0;
     for (const uint32_t t : order) {
       if (t == s || at[t].empty() || mine[t] == kFar) continue;
-      // The target's LIDs round robin over the candidates, from the least used (the
-      // first, on a tie).
-      const uint64_t* const mask = next.data() + t * words;
-      size_t start = 0;
-      if (last && detail::same_mask(mask, last, words)) {
-        for (size_t i = 1; i < n; ++i)
-          if (used[cand[i]] < used[cand[start]]) start = i;
-      } else {
-        n = 0;
-        uint32_t least = ~0u;
-        for (size_t w = 0; w < words; ++w)
-          for (uint64_t bits = mask[w]; bits; bits &= bits - 1) {
-            const auto k =
-                static_cast<uint32_t>(w * 64 + static_cast<size_t>(__builtin_ctzll(bits)));
-            if (used[k] < least) least = used[k], start = n;
-            cand[n++] = k;
-          }
-        last = mask;
-      }
+      // The target's LIDs round robin over the candidates (link numbers), from the
+      // least used.
+      const size_t start = detail::least_candidate(
+          next.data() + t * words, words, [](size_t j) { return static_cast<uint32_t>(j); }, used,
+          cand, n, last);
       if (n == 0) continue;
       const auto* const lids = at[t].data();
       const size_t nl = at[t].size();

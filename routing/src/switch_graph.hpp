@@ -140,6 +140,32 @@ inline bool same_mask(const uint64_t* a, const uint64_t* b, size_t n) {
   return diff == 0;
 }
 
+// The candidates of a mask of `words` words (bit j: choice j) as cand[0, n) =
+// value(j), in bit order, and the index of the least counted one (count[value], the
+// first on a tie). The list of the last mask (`last`, kept by the caller with `n`) is
+// reused while the next mask is the same: in a tree most destinations of a switch
+// share one (all its up links).
+template <class T, class Value, class Count>
+size_t least_candidate(const uint64_t* mask, size_t words, Value value, const Count* count, T* cand,
+                       size_t& n, const uint64_t*& last) {
+  size_t start = 0;
+  if (last && same_mask(mask, last, words)) {
+    for (size_t i = 1; i < n; ++i)
+      if (count[cand[i]] < count[cand[start]]) start = i;
+    return start;
+  }
+  n = 0;
+  Count least = std::numeric_limits<Count>::max();
+  for (size_t w = 0; w < words; ++w)
+    for (uint64_t bits = mask[w]; bits; bits &= bits - 1) {
+      const T v = value(w * 64 + static_cast<size_t>(__builtin_ctzll(bits)));
+      if (count[v] < least) least = count[v], start = n;
+      cand[n++] = v;
+    }
+  last = mask;
+  return start;
+}
+
 // Where each LID leaves the switch fabric: per switch number, its (LID, exit port)
 // pairs in LID order; a switch's own LID exits on port 0. LIDs of CAs linked to no
 // switch are left out.

@@ -351,25 +351,10 @@ Routed UpDownEngine::compute(const Fabric& f, const Options& o) const {
             continue;
           }
           if (dd[k] == kFar16 && sw.sources[t] > 1 && part[s] == part[t]) ++down_short[s];
-          // The candidates, and the least used of them (the first, on a tie); the last
-          // group's list is reused while the mask is the same (in a tree most groups of a
-          // switch share one: all its up links).
-          const uint64_t* const mask = legal.data() + k * words;
-          size_t start = 0;
-          if (last && detail::same_mask(mask, last, words)) {
-            for (size_t i = 1; i < n; ++i)
-              if (cnt[cand[i]] < cnt[cand[start]]) start = i;
-          } else {
-            n = 0;
-            uint32_t least = kInf;
-            for (size_t w = 0; w < words; ++w)
-              for (uint64_t bits = mask[w]; bits; bits &= bits - 1) {
-                const PortNum port = hop_port[w * 64 + size_t(__builtin_ctzll(bits))];
-                if (cnt[port] < least) least = cnt[port], start = n;
-                cand[n++] = port;
-              }
-            last = mask;
-          }
+          // The candidates (ports), and the least used of them.
+          const size_t start = detail::least_candidate(
+              legal.data() + k * words, words, [&](size_t j) { return hop_port[j]; }, cnt, cand, n,
+              last);
           if (n == 0) {
             if (part[s] == part[t]) {
               missed[s].push_back(uint32_t(g0 + k));
