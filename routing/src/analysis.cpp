@@ -144,6 +144,15 @@ RouteMetrics analyze(const Fabric& f, const Tables& t) {
 
 namespace {
 
+using Mask = std::array<uint64_t, 4>;  // ports 0..255
+
+template <class Fn>
+void each_port(const Mask& m, Fn fn) {
+  for (unsigned w = 0; w < 4; ++w)
+    for (uint64_t bits = m[w]; bits; bits &= bits - 1)
+      fn(static_cast<PortNum>(w * 64 + static_cast<uint32_t>(__builtin_ctzll(bits))));
+}
+
 // The VLs layered tables' paths use (1 for single-VL tables).
 uint32_t path_vls(const Tables& t, const detail::Switches& sw) {
   uint32_t vls = 1;
@@ -309,39 +318,162 @@ void layered_dependencies(const Tables& t, const detail::Channels& ch, const det
     }
 }
 
-// Iterative DFS for a cycle per VL (0 new, 1 on the stack, 2 done); fills the
-// report's acyclic, cyclic_vl and cycle_length.
-void find_cycle(const std::vector<std::vector<std::vector<uint32_t>>>& adj, CdgReport& rep) {
-  std::vector<uint8_t> state;
+// Iterative DFS for a cycle in one graph (0 new, 1 on the stack, 2 done); on a cycle,
+// clears rep.acyclic, sets rep.cycle_length and returns a node on it (else ~0u).
+uint32_t find_cycle_in(const std::vector<std::vector<uint32_t>>& g, CdgReport& rep) {
+  std::vector<uint8_t> state(g.size(), 0);
   std::vector<std::pair<uint32_t, size_t>> stack;
-  for (uint32_t v = 0; v < adj.size() && rep.acyclic; ++v) {
-    const auto& g = adj[v];
-    state.assign(g.size(), 0);
-    for (uint32_t s0 = 0; s0 < g.size() && rep.acyclic; ++s0) {
-      if (state[s0] || g[s0].empty()) continue;
-      stack.assign(1, {s0, 0});
-      state[s0] = 1;
-      while (!stack.empty() && rep.acyclic) {
-        auto& [x, i] = stack.back();
-        if (i < g[x].size()) {
-          const uint32_t w = g[x][i++];
-          if (state[w] == 1) {
-            rep.acyclic = false;
-            rep.cyclic_vl = static_cast<int>(v);
-            size_t len = 1;
-            for (auto it = stack.rbegin(); it != stack.rend() && it->first != w; ++it) ++len;
-            rep.cycle_length = len;
-          } else if (state[w] == 0) {
-            state[w] = 1;
-            stack.emplace_back(w, 0);
-          }
-        } else {
-          state[x] = 2;
-          stack.pop_back();
+  for (uint32_t s0 = 0; s0 < g.size(); ++s0) {
+    if (state[s0] || g[s0].empty()) continue;
+    stack.assign(1, {s0, 0});
+    state[s0] = 1;
+    while (!stack.empty()) {
+      auto& [x, i] = stack.back();
+      if (i < g[x].size()) {
+        const uint32_t w = g[x][i++];
+        if (state[w] == 1) {
+          rep.acyclic = false;
+          size_t len = 1;
+          for (auto it = stack.rbegin(); it != stack.rend() && it->first != w; ++it) ++len;
+          rep.cycle_length = len;
+          return w;
         }
+        if (state[w] == 0) {
+          state[w] = 1;
+          stack.emplace_back(w, 0);
+        }
+      } else {
+        state[x] = 2;
+        stack.pop_back();
       }
     }
   }
+  return ~0u;
+}
+
+// The same per VL; fills the report's acyclic, cyclic_vl and cycle_length.
+void find_cycle(const std::vector<std::vector<std::vector<uint32_t>>>& adj, CdgReport& rep) {
+  for (uint32_t v = 0; v < adj.size() && rep.acyclic; ++v)
+    if (find_cycle_in(adj[v], rep) != ~0u) rep.cyclic_vl = static_cast<int>(v);
+}
+
+// Tables whose VL changes per hop (Tables::hop_vl): one graph over (VL, channel), node
+// v * channels + c, where a dependency may lead from one VL to another. Per LID and SL
+// the onward path from a channel does not depend on the VL it was entered on, so a walk
+// goes on from a channel only the first time that LID and SL reach it (the channel's
+// dependencies are added for every VL it is reached on). A path's first hop takes the
+// VL its switch gives an entry from an end port or port 0. `outs(n, lid, mask)` gives
+// the ports a packet to `lid` may leave n by (the static one; under adaptive routing
+// its group's too). LIDs in parallel, each slice into masks of its own (per pair of
+// VLs and channel: the next ports), merged at the end.
+template <class Outs>
+void hop_vl_dependencies(const Fabric& f, const Tables& t, const detail::Channels& ch,
+                         const detail::Switches& sw, const std::vector<LidOwner>& owners,
+                         const Outs& outs, std::vector<std::vector<uint32_t>>& g, CdgReport& rep) {
+  const size_t nch = ch.count();
+  static const std::vector<uint64_t> kNoMaps;
+  // A hop's VL: the switch's map, or SL i on VL i where it has none (or none for the SL).
+  auto vl_at = [&](NodeIndex n, PortNum in, PortNum out, unsigned sl) -> uint32_t {
+    const auto& maps = n < t.hop_vl.size() ? t.hop_vl[n] : kNoMaps;
+    const size_t np = f.node(n).ports.size();
+    if (maps.size() != np * np || in >= np || out >= np) return sl;
+    const uint8_t v = Tables::hop_vl_of(maps[size_t(in) * np + out], sl);
+    return v == Tables::kNoHopVl ? sl : v;
+  };
+  uint32_t vls = path_vls(t, sw);
+  for (NodeIndex n : sw.nodes)
+    if (n < t.hop_vl.size())
+      for (uint64_t m : t.hop_vl[n])
+        for (unsigned s = 0; s < 16; ++s)
+          if (const uint8_t v = Tables::hop_vl_of(m, s); v != Tables::kNoHopVl)
+            vls = std::max<uint32_t>(vls, v + 1u);
+  // Per channel: the port it enters its head by; per switch: the ports a path enters by.
+  std::vector<PortNum> head_in(nch, 0);
+  std::vector<std::vector<PortNum>> entries(f.size());
+  for (NodeIndex n : sw.nodes) {
+    entries[n].push_back(0);
+    for (const auto& p : f.node(n).ports) {
+      if (p.num == 0 || !p.linked()) continue;
+      if (const uint32_t c = ch.isl(n, p.num); c != ~0u)
+        head_in[c] = p.peer_port;
+      else
+        entries[n].push_back(p.num);
+    }
+  }
+  std::vector<uint16_t> lids;
+  for (const LidOwner& o : owners) lids.push_back(o.lid.value);
+  std::sort(lids.begin(), lids.end());
+  lids.erase(std::unique(lids.begin(), lids.end()), lids.end());
+  const size_t slices = std::clamp<size_t>(std::thread::hardware_concurrency(), 1, 4);
+  struct Free {
+    void operator()(uint64_t* p) const { std::free(p); }
+  };
+  // masks[slice]: [((from VL * vls + to VL) * nch + channel) * 4 + word]: next ports.
+  std::vector<std::unique_ptr<uint64_t[], Free>> masks(slices);
+  for (auto& m : masks) {
+    m.reset(static_cast<uint64_t*>(std::calloc(size_t(vls) * vls * nch * 4, sizeof(uint64_t))));
+    if (!m) throw std::bad_alloc();
+  }
+  std::vector<uint32_t> top(slices, 0);  // per slice: the highest VL a hop took
+  detail::parallel_for(
+      slices,
+      [&](size_t slice) {
+        uint64_t* const mask = masks[slice].get();
+        std::vector<uint32_t> seen(16 * nch, 0);
+        std::vector<std::pair<uint32_t, uint32_t>> stack;  // (channel, its VL)
+        uint32_t stamp = 0;
+        Mask m, mm;
+        for (size_t i = slice; i < lids.size(); i += slices) {
+          const uint16_t lid = lids[i];
+          ++stamp;
+          for (NodeIndex src : sw.nodes) {
+            const unsigned sl =
+                t.path_sl.empty() || lid >= t.path_sl[src].size() ? 0 : t.path_sl[src][lid] & 15;
+            if (!outs(src, lid, m)) continue;
+            stack.clear();
+            each_port(m, [&](PortNum out) {
+              const uint32_t c = ch.isl(src, out);
+              if (c == ~0u) return;
+              uint32_t pushed = 0;  // VLs already pushed for this channel
+              for (PortNum in : entries[src])
+                if (const uint32_t v = vl_at(src, in, out, sl); !(pushed >> v & 1))
+                  pushed |= 1u << v, stack.emplace_back(c, v);
+            });
+            while (!stack.empty()) {
+              const auto [c, v] = stack.back();
+              stack.pop_back();
+              top[slice] = std::max(top[slice], v);
+              const NodeIndex head = ch.isl_peer[c];
+              if (!outs(head, lid, mm)) continue;
+              const bool first = seen[sl * nch + c] != stamp;
+              seen[sl * nch + c] = stamp;
+              each_port(mm, [&](PortNum q) {
+                const uint32_t d = ch.isl(head, q);
+                if (d == ~0u) return;
+                const uint32_t w = vl_at(head, head_in[c], q, sl);
+                mask[((size_t(v) * vls + w) * nch + c) * 4 + (q >> 6)] |= uint64_t(1) << (q & 63);
+                if (first) stack.emplace_back(d, w);
+              });
+            }
+          }
+        }
+      },
+      1);
+  g.assign(size_t(vls) * nch, {});
+  for (uint32_t v = 0; v < vls; ++v)
+    for (uint32_t w = 0; w < vls; ++w)
+      for (uint32_t c = 0; c < nch; ++c) {
+        const NodeIndex head = ch.isl_peer[c];
+        if (head == fabric::kNoNode) continue;
+        Mask bits{};
+        for (const auto& mk : masks)
+          for (unsigned k = 0; k < 4; ++k) bits[k] |= mk[((size_t(v) * vls + w) * nch + c) * 4 + k];
+        each_port(bits, [&](PortNum q) {
+          g[size_t(v) * nch + c].push_back(uint32_t(w * nch + ch.isl(head, q)));
+          ++rep.dependencies;
+        });
+      }
+  rep.vls = *std::max_element(top.begin(), top.end()) + 1;
 }
 
 }  // namespace
@@ -353,6 +485,21 @@ CdgReport channel_dependencies(const Fabric& f, const Tables& t) {
   const auto& base = ch.base;
   auto is_isl = [&](NodeIndex n, PortNum p) { return ch.isl(n, p) != ~0u; };
   const detail::Switches sw = detail::index_switches(f);
+  for (NodeIndex n = 0; n < f.size(); ++n)
+    for (const auto& p : f.node(n).ports) rep.channels += is_isl(n, p.num);
+  if (!t.hop_vl.empty()) {
+    std::vector<std::vector<uint32_t>> g;
+    auto outs = [&](NodeIndex n, size_t lid, Mask& m) {
+      if (n >= t.lft.size() || lid >= t.lft[n].size() || t.lft[n][lid] == kDropPort) return false;
+      m = Mask{};
+      m[t.lft[n][lid] >> 6] |= uint64_t(1) << (t.lft[n][lid] & 63);
+      return true;
+    };
+    hop_vl_dependencies(f, t, ch, sw, lid_owners(f), outs, g, rep);
+    if (const uint32_t w = find_cycle_in(g, rep); w != ~0u)
+      rep.cyclic_vl = static_cast<int>(w / ch.count());
+    return rep;
+  }
   const bool layered = !t.path_sl.empty();
   const uint32_t vls = path_vls(t, sw);
   rep.vls = vls;
@@ -362,15 +509,11 @@ CdgReport channel_dependencies(const Fabric& f, const Tables& t) {
   const auto owners = lid_owners(f);
   if (!layered) single_vl_dependencies(f, t, ch, sw.nodes, {}, owners, adj[0], rep);
   if (layered) layered_dependencies(t, ch, sw, owners, vls, adj, rep);
-  for (NodeIndex n = 0; n < f.size(); ++n)
-    for (const auto& p : f.node(n).ports) rep.channels += is_isl(n, p.num);
   find_cycle(adj, rep);
   return rep;
 }
 
 namespace {
-
-using Mask = std::array<uint64_t, 4>;
 
 // Adaptive routing's choices, per switch and LID: the static port and its group's.
 struct Choices {
@@ -413,13 +556,6 @@ struct Choices {
     return true;
   }
 };
-
-template <class Fn>
-void each_port(const Mask& m, Fn fn) {
-  for (unsigned w = 0; w < 4; ++w)
-    for (uint64_t bits = m[w]; bits; bits &= bits - 1)
-      fn(static_cast<PortNum>(w * 64 + static_cast<uint32_t>(__builtin_ctzll(bits))));
-}
 
 // The single-VL dependency graph over every port a packet may take, built on `switches`
 // (into switches `keep` marks, or all when it is empty), as single_vl_dependencies
@@ -582,6 +718,16 @@ CdgReport adaptive_dependencies(const Fabric& f, const Tables& t) {
   const detail::Channels ch = detail::channels(f);
   const detail::Switches sw = detail::index_switches(f);
   const Choices cs(f, t, sw, lid_owners(f));
+  if (!t.hop_vl.empty()) {
+    for (NodeIndex n = 0; n < f.size(); ++n)
+      for (const auto& p : f.node(n).ports) rep.channels += ch.isl(n, p.num) != ~0u;
+    std::vector<std::vector<uint32_t>> g;
+    auto outs = [&](NodeIndex n, size_t lid, Mask& m) { return cs.of(n, lid, m); };
+    hop_vl_dependencies(f, t, ch, sw, lid_owners(f), outs, g, rep);
+    if (const uint32_t w = find_cycle_in(g, rep); w != ~0u)
+      rep.cyclic_vl = static_cast<int>(w / ch.count());
+    return rep;
+  }
   rep.vls = path_vls(t, sw);
   std::vector<std::vector<std::vector<uint32_t>>> adj(
       rep.vls, std::vector<std::vector<uint32_t>>(ch.count()));
@@ -598,7 +744,7 @@ CdgReport adaptive_dependencies(const Fabric& f, const Tables& t) {
 CdgReport adaptive_updown_dependencies(const Fabric& f, const Tables& t,
                                        const std::vector<uint32_t>& height,
                                        const std::vector<uint16_t>& turning) {
-  if (!t.path_sl.empty() || t.ar_group.empty() || height.size() != f.size())
+  if (!t.path_sl.empty() || !t.hop_vl.empty() || t.ar_group.empty() || height.size() != f.size())
     return adaptive_dependencies(f, t);
   const detail::Channels ch = detail::channels(f);
   const detail::Switches sw = detail::index_switches(f);
@@ -656,7 +802,8 @@ CdgReport adaptive_updown_dependencies(const Fabric& f, const Tables& t,
 
 CdgReport updown_dependencies(const Fabric& f, const Tables& t, const std::vector<uint32_t>& height,
                               const std::vector<uint16_t>& turning, TurnScan scan) {
-  if (!t.path_sl.empty() || height.size() != f.size()) return channel_dependencies(f, t);
+  if (!t.path_sl.empty() || !t.hop_vl.empty() || height.size() != f.size())
+    return channel_dependencies(f, t);
   const detail::Channels ch = detail::channels(f);
   const detail::Switches sw = detail::index_switches(f);
   // The order argument needs every link to lead up one way and down the other.

@@ -746,6 +746,74 @@ TEST(Dor, RoutesToriAndMeshesInDimensionOrderDeadlockFree) {
   }
 }
 
+// Per-hop VL maps (Tables::hop_vl), checked on dor's tables of a 5x5x5 torus: maps that
+// copy the SL give exactly the layered walk's dependencies; torus-2QoS's maps (a hop
+// toward dimension d takes the SL's bit d) carry the same paths on 2 VLs with no cycle;
+// maps that put every hop on VL 0 close the rings' cycles, and the check finds one.
+TEST(Cdg, HopVlMapsAreCheckedPerHop) {
+  const Fabric f = with_lids("torus:dims=5x5x5,hosts=1");
+  Options o;
+  o.torus = spec_of(f, {5, 5, 5}, true);
+  auto dor = (*make_engine("dor"))->compute(f, o);
+  ASSERT_TRUE(dor) << dor.error().message;
+  ASSERT_EQ(dor->vls, 8u);
+  const CdgReport layered = channel_dependencies(f, *dor);
+  ASSERT_TRUE(layered.acyclic);
+  auto coords = [&](NodeIndex n) {  // sw<x>-<y>-<z>
+    std::vector<int> v;
+    std::string s = f.node(n).name.substr(2);
+    for (size_t pos = 0;;) {
+      const size_t dash = s.find('-', pos);
+      v.push_back(std::stoi(s.substr(pos, dash - pos)));
+      if (dash == std::string::npos) return v;
+      pos = dash + 1;
+    }
+  };
+  // vl(s, d): the VL of SL s on a hop toward dimension d (d = -1: toward an end port).
+  auto with_maps = [&](auto vl) {
+    Tables t = *dor;
+    t.hop_vl.assign(f.size(), {});
+    for (NodeIndex n = 0; n < f.size(); ++n) {
+      const auto& nd = f.node(n);
+      if (!nd.is_switch()) continue;
+      const size_t np = nd.ports.size();
+      t.hop_vl[n].assign(np * np, ~uint64_t(0));
+      for (const auto& out : nd.ports) {
+        int d = -1;
+        if (out.num && out.linked() && f.node(out.peer).is_switch()) {
+          const auto a = coords(n), b = coords(out.peer);
+          d = 0;
+          while (a[size_t(d)] == b[size_t(d)]) ++d;
+        }
+        uint64_t map = ~uint64_t(0);
+        for (unsigned sl = 0; sl < 8; ++sl) {
+          map &= ~(uint64_t(0xF) << (4 * sl));
+          map |= uint64_t(vl(sl, d)) << (4 * sl);
+        }
+        for (size_t in = 0; in < np; ++in) t.hop_vl[n][in * np + out.num] = map;
+      }
+    }
+    return t;
+  };
+  const CdgReport same = channel_dependencies(f, with_maps([](unsigned sl, int) { return sl; }));
+  EXPECT_TRUE(same.acyclic);
+  EXPECT_EQ(same.dependencies, layered.dependencies);
+  EXPECT_EQ(same.vls, 8u);
+  const Tables two = with_maps([](unsigned sl, int d) { return d < 0 ? 0u : sl >> d & 1; });
+  const CdgReport t2 = channel_dependencies(f, two);
+  EXPECT_TRUE(t2.acyclic) << "cycle on VL " << t2.cyclic_vl;
+  EXPECT_EQ(t2.vls, 2u);
+  EXPECT_TRUE(adaptive_dependencies(f, two).acyclic);
+  const CdgReport one = channel_dependencies(f, with_maps([](unsigned, int) { return 0u; }));
+  EXPECT_FALSE(one.acyclic);
+  EXPECT_EQ(one.cyclic_vl, 0);
+  EXPECT_EQ(one.vls, 1u);
+  // A dateline bit read from the wrong dimension breaks it: VL 1 from the SL's bit d + 1.
+  const CdgReport wrong = channel_dependencies(
+      f, with_maps([](unsigned sl, int d) { return d < 0 ? 0u : sl >> ((d + 1) % 3) & 1; }));
+  EXPECT_FALSE(wrong.acyclic);
+}
+
 TEST(Dor, RefusesWithAReason) {
   Fabric f = with_lids("torus:dims=5x5,hosts=1");
   auto dor = *make_engine("dor");

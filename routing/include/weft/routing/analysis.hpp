@@ -33,7 +33,9 @@ RouteMetrics analyze(const fabric::Fabric& f, const Tables& t);
 // The channel dependency graph, one per VL: a channel is a directed
 // inter-switch link; on VL v, channel a depends on channel b when some path on v
 // (from any switch, to any LID in use) enters b straight from a. A path's VL is
-// its SL (Tables::path_sl; SL i on VL i), 0 for single-VL tables. Routes are
+// its SL (Tables::path_sl; SL i on VL i), 0 for single-VL tables; with hop_vl, each
+// hop's VL is its switch's map of the SL, the input and the output port, and a
+// dependency may lead from one VL to another (one graph over VL and channel). Routes are
 // deadlock-free when every VL's graph has no cycle (Dally and Seitz).
 struct CdgReport {
   uint64_t channels = 0;

@@ -40,6 +40,16 @@ struct Tables {
   // must carry to `lid`; SL i travels on VL i. Empty for single-VL engines (SL 0).
   std::vector<std::vector<uint8_t>> path_sl;
   uint8_t vls = 1;  // data VLs the routes need to be deadlock-free (1 = no layering)
+  // Engines whose VL changes along a path, as OpenSM's torus-2QoS (dor): a switch picks
+  // each hop's VL from the packet's SL, the port it came in by and the port it leaves
+  // by (a switch's SL2VL table per input and output port). hop_vl[n] (switch n; empty:
+  // SL i on VL i everywhere) holds (ports + 1)^2 maps, input-major:
+  // hop_vl[n][in * (ports + 1) + out], SL s's VL in bits 4s..4s+3 (hop_vl_of), 0xF
+  // for an SL the routes do not use (the QoS policy maps those). End ports send every
+  // SL the routes use on VL 0. path_sl then says only which SL a path carries.
+  std::vector<std::vector<uint64_t>> hop_vl;
+  static constexpr uint8_t kNoHopVl = 0xF;
+  static uint8_t hop_vl_of(uint64_t map, unsigned sl) { return uint8_t(map >> (4 * sl) & 0xF); }
   // Adaptive routing (when Options::adaptive): beside each static entry, the group of
   // ports a switch may choose among per packet. ar_sets[n] lists switch n's distinct
   // port groups; ar_group[n][lid] indexes them (kNoArGroup: none). Every group holds
