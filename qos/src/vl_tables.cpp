@@ -76,6 +76,16 @@ Sl2Vl port_sl2vl(const QosPortConfig& c, uint8_t oper_vls, uint8_t layers) {
   return t;
 }
 
+Sl2Vl hop_sl2vl(const QosPortConfig& c, uint8_t oper_vls, uint64_t hop_map) {
+  Sl2Vl t = c.sl2vl;
+  for (unsigned s = 0; s < 16; ++s)
+    if (const uint8_t v = uint8_t(hop_map >> (4 * s) & 0xF); v != 0xF) t[s] = v;
+  const uint8_t m = vl_mask(oper_vls);
+  for (auto& vl : t)
+    if (vl != 15) vl &= m;
+  return t;
+}
+
 VlArbBlock vlarb_block(const std::vector<config::VlArbEntry>& list, size_t block, size_t cap,
                        uint8_t oper_vls) {
   VlArbBlock b{};

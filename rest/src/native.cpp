@@ -366,10 +366,13 @@ void get_route(Ctx& c) {
               {"in_port", h.in},
               {"out_port", h.out}};
     if (pr && h.out && keep->options) {
-      // The VL this hop sends on: the output port's SL2VL for the path's SL.
+      // The VL this hop sends on: the output port's SL2VL for the path's SL (per input
+      // port too, where the routes pick a VL per hop).
       const auto& a = nd.ports[h.out].attrs;
       const auto& cfg = keep->options->qos.for_port(nd, h.out);
-      e["vl"] = qos::port_sl2vl(cfg, a.oper_vls, s->tables.vls)[pr->sl];
+      const auto hop = s->tables.hop_map(s->fabric, h.node, h.in, h.out);
+      e["vl"] = (hop ? qos::hop_sl2vl(cfg, a.oper_vls, *hop)
+                     : qos::port_sl2vl(cfg, a.oper_vls, s->tables.vls))[pr->sl];
     }
     hops.push_back(std::move(e));
   }

@@ -4,6 +4,7 @@
 #include <cstdlib>
 
 #include "torus_labels.hpp"
+#include "weft/routing/analysis.hpp"
 
 namespace weft::routing {
 
@@ -44,63 +45,101 @@ Routed DorEngine::compute(const Fabric& f, const Options& o) const {
     out.path_sl.assign(f.size(), {});
     for (NodeIndex n : sw.nodes) out.path_sl[n].assign(size_t(out.top_lid) + 1, 0);
   }
-  // How far each switch goes each way along its ring before a failed link (the radix:
-  // no failure). dor takes the long way round a ring a failure broke, as torus-2QoS
-  // does: a broken ring is a line, whose channels close no cycle, so neither the
-  // dateline nor the path's SL changes; a ring broken twice between two switches has
-  // no way round.
+  // How far each switch goes each way along its ring before a failed link or a missing
+  // switch (the radix: none). dor takes the long way round a ring a failure broke, as
+  // torus-2QoS does: a broken ring is a line, whose channels close no cycle, so neither
+  // the dateline nor the path's SL changes.
   std::vector<std::vector<int>> reach(ns, std::vector<int>(2 * D));
   for (uint32_t s = 0; s < ns; ++s)
     for (size_t d = 0; d < D; ++d)
       for (int sg = 0; sg < 2; ++sg) {
         const int k = T.radix[d];
         int h = 0;
-        if (labels->missing_links == 0) {
+        if (labels->missing_links == 0 && labels->missing_switches == 0) {
           h = k;
         } else {
           for (uint32_t x = s; h < k && (x = lab[x][2 * d + size_t(sg)]) != detail::kNoSwitch;) ++h;
         }
         reach[s][2 * d + size_t(sg)] = h;
       }
+  // Where neither way along the dimension reaches the corner (a missing switch there,
+  // or a line cut: a mesh's, or a ring's cut twice), the route goes along it as far as
+  // it can and turns early, as torus-2QoS turns round a failed switch: one step into a
+  // later dimension (toward the destination there, if it differs), where DOR takes it
+  // on past the gap. The hop after that step turns back to an earlier dimension, which
+  // DOR never does; the VLs below keep such turns out of the rings' and each other's
+  // cycles (checked whole here, and again before the tables go anywhere).
   size_t long_way = 0;  // switch-to-switch routes round a broken ring
-  unsigned max_sl = 0;
+  size_t early = 0;     // switch-to-switch routes that turn early round a gap
   std::vector<PortNum> to;
+  std::vector<int> dirs(D);
+  // Per destination switch: each switch's next one, and whether it turns early there;
+  // the (source, destination) switch pairs whose route turns early somewhere.
+  std::vector<uint32_t> next_of(ns);
+  std::vector<uint8_t> turns(ns), turned_on(ns);
+  std::vector<std::pair<uint32_t, uint32_t>> detoured;
   for (uint32_t t = 0; t < ns; ++t) {
     if (lids_at[t].empty()) continue;
+    const size_t early_before = early;
+    std::fill(turns.begin(), turns.end(), 0);
     for (auto [lid, exit] : lids_at[t]) out.lft[sw.nodes[t]][lid] = exit;
     for (uint32_t s = 0; s < ns; ++s) {
       if (s == t) continue;
       unsigned sl = 0;
-      int first = -1, dir = 0;
+      int first = -1;
       for (size_t d = 0; d < D; ++d) {
         const int k = T.radix[d], from = coord[s][d], dest = coord[t][d];
+        dirs[d] = 0;
         if (from == dest) continue;
         const int fwd = (dest - from + k) % k;
         // Half way round a ring, either way is as short: the direction alternates with
         // the parity of the coordinate the dimension starts from, so both directions of
         // the ring carry half of that traffic (always + loads one direction twice).
-        const int dd = T.wraps(d) ? (2 * fwd == k    ? (from % 2 == 0 ? 1 : -1)
-                                     : fwd < k - fwd ? 1
-                                                     : -1)
-                                  : (dest > from ? 1 : -1);
-        if (dateline(d) && ((dd > 0 && dest < from) || (dd < 0 && dest > from))) sl |= 1u << d;
-        if (first >= 0) continue;
-        first = static_cast<int>(d), dir = dd;
-        const int steps = T.wraps(d) ? (dd > 0 ? fwd : k - fwd) : std::abs(dest - from);
-        if (reach[s][2 * d + (dd > 0 ? 0 : 1)] >= steps) continue;
-        if (T.wraps(d) && reach[s][2 * d + (dd > 0 ? 1 : 0)] >= k - steps) {
-          dir = -dd;  // the long way round; the SL stays the pristine path's
-          ++long_way;
-          continue;
-        }
-        return refuse(Refusal::kTopology,
-                      "dor: the " + std::string(1, T.axis(d)) + " " +
-                          (T.wraps(d) ? "ring" : "line") + " through " + name_of(s) +
-                          " is broken both ways toward " + name_of(t) +
-                          (T.wraps(d) ? " (two failed links split it)"
-                                      : " (a mesh has no way round a failed link)"));
+        dirs[d] = T.wraps(d) ? (2 * fwd == k    ? (from % 2 == 0 ? 1 : -1)
+                                : fwd < k - fwd ? 1
+                                                : -1)
+                             : (dest > from ? 1 : -1);
+        if (dateline(d) && ((dirs[d] > 0 && dest < from) || (dirs[d] < 0 && dest > from)))
+          sl |= 1u << d;
+        if (first < 0) first = static_cast<int>(d);
       }
-      const uint32_t next = lab[s][2 * size_t(first) + (dir > 0 ? 0 : 1)];
+      const size_t d = size_t(first);
+      const int k = T.radix[d], dd = dirs[d];
+      const int fwd = (coord[t][d] - coord[s][d] + k) % k;
+      const int steps = T.wraps(d) ? (dd > 0 ? fwd : k - fwd) : std::abs(coord[t][d] - coord[s][d]);
+      auto slot = [](size_t dim, int sign) { return 2 * dim + (sign > 0 ? 0 : 1); };
+      uint32_t next = detail::kNoSwitch;
+      if (reach[s][slot(d, dd)] >= steps) {
+        next = lab[s][slot(d, dd)];
+      } else if (T.wraps(d) && reach[s][slot(d, -dd)] >= k - steps) {
+        next = lab[s][slot(d, -dd)];  // the long way round; the SL stays the pristine path's
+        ++long_way;
+      } else if (reach[s][slot(d, dd)] > 0) {
+        next = lab[s][slot(d, dd)];  // up to the gap, where the route turns
+      } else {
+        // At the gap: one step into the next dimension the destination differs in (or,
+        // on its own line, any later one), toward it.
+        size_t e = d + 1;
+        while (e < D && dirs[e] == 0) ++e;
+        if (e < D) {
+          next = lab[s][slot(e, dirs[e])];
+        } else {
+          for (e = d + 1; e < D && next == detail::kNoSwitch; ++e)
+            for (int sg : {1, -1})
+              if (next == detail::kNoSwitch) next = lab[s][slot(e, sg)];
+        }
+        if (next == detail::kNoSwitch)
+          return refuse(Refusal::kTopology,
+                        "dor: the " + std::string(1, T.axis(d)) + " " +
+                            (T.wraps(d) ? "ring" : "line") + " through " + name_of(s) +
+                            " is broken both ways toward " + name_of(t) +
+                            (T.wraps(d) ? " (a failed switch or two failed links split it)"
+                                        : " (a missing switch or a failed link cuts it)") +
+                            ", and no link of a later dimension leads round the gap");
+        ++early;
+        turns[s] = 1;
+      }
+      next_of[s] = next;
       to.clear();
       for (auto [n, p] : ports[s])
         if (n == next) to.push_back(p);
@@ -110,23 +149,119 @@ Routed DorEngine::compute(const Fabric& f, const Options& o) const {
         out.lft[sw.nodes[s]][lids[i].first] = to[i % to.size()];
         if (layered) out.path_sl[sw.nodes[s]][lids[i].first] = static_cast<uint8_t>(sl);
       }
-      max_sl = std::max(max_sl, sl);
+    }
+    if (early == early_before) continue;
+    // Routes to t that pass a switch turning early: 0 unknown, 1 no, 2 yes.
+    std::fill(turned_on.begin(), turned_on.end(), 0);
+    turned_on[t] = 1;
+    std::vector<uint32_t> chain;
+    for (uint32_t s = 0; s < ns; ++s) {
+      chain.clear();
+      uint32_t x = s;
+      while (!turned_on[x] && !turns[x] && chain.size() <= ns) chain.push_back(x), x = next_of[x];
+      const uint8_t v = turns[x] ? 2 : turned_on[x] ? turned_on[x] : 1;
+      if (turns[x]) turned_on[x] = 2;
+      for (uint32_t c : chain) turned_on[c] = v;
+    }
+    for (uint32_t s = 0; s < ns; ++s)
+      if (turned_on[s] == 2) detoured.emplace_back(s, t);
+  }
+  // VLs as torus-2QoS picks them: a path's SL says which datelines it crosses (bit d),
+  // and a switch sends it toward dimension d on VL bit d of its SL: 2 VLs, whatever the
+  // dimensions. On ring d a VL 1 route crosses the dateline and a VL 0 route does not,
+  // and no route goes more than half way round (a broken ring closes nothing), so
+  // neither VL's routes close the ring; between dimensions DOR's order leaves no cycle.
+  // (Each switch's SL2VL table per input and output port; end ports on VL 0.)
+  //
+  // Routes that turned early: first as torus-2QoS, every SL kept and the hop that turns
+  // back to an earlier dimension on a VL of its own (the next VL bit). That is
+  // deadlock-free round one failed switch; round a longer gap (a line cut, a ring split
+  // in two) detours on either side of it can close a cycle round it, through the hops
+  // after the turn. Then the paths that turn early take an SL of their own instead (SL
+  // bit D; a torus without datelines: bit 0), and all their hops its VL bit: they only
+  // meet each other there. The other paths keep their SLs either way.
+  const unsigned dl_bits = layered ? unsigned(D) : 0;  // SL bits the datelines take
+  auto make_maps = [&](bool by_class) {
+    const unsigned sls = 1u << (dl_bits + (by_class ? 1 : 0));
+    const unsigned extra = layered ? 2 : 1;  // the VL bit after the dateline's
+    uint64_t base = ~uint64_t(0);  // SLs the routes use on VL 0, the rest the QoS policy's
+    for (unsigned sl = 0; sl < sls; ++sl) base &= ~(uint64_t(0xF) << (4 * sl));
+    out.end_vl = base;
+    out.hop_vl.assign(f.size(), {});
+    std::vector<int> dim_of;  // per port: the dimension it leads along (-1: none)
+    for (uint32_t s = 0; s < ns; ++s) {
+      const NodeIndex n = sw.nodes[s];
+      const size_t np = f.node(n).ports.size();
+      dim_of.assign(np, -1);
+      for (auto [m, p] : ports[s])
+        for (size_t d = 0; d < D && dim_of[p] < 0; ++d)
+          if (lab[s][2 * d] == m || lab[s][2 * d + 1] == m) dim_of[p] = int(d);
+      auto& maps = out.hop_vl[n];
+      maps.assign(np * np, base);
+      for (size_t in = 0; in < np; ++in)
+        for (size_t o2 = 0; o2 < np; ++o2) {
+          const int d = dim_of[o2];
+          if (d < 0) continue;
+          const bool back = !by_class && early && dim_of[in] > d;
+          uint64_t& map = maps[in * np + o2];
+          for (unsigned sl = 0; sl < sls; ++sl) {
+            unsigned vl = dateline(size_t(d)) ? sl >> d & 1 : 0;
+            if (back || (by_class && (sl >> dl_bits & 1))) vl |= extra;
+            map |= uint64_t(vl) << (4 * sl);
+          }
+        }
+    }
+    out.vls = uint8_t((layered ? 2 : 1) * (early ? 2 : 1));
+  };
+  out.vls = layered ? 2 : 1;
+  if (layered || early) make_maps(false);
+  bool by_class = false;
+  if (early) {
+    out.deadlock_free = true;
+    if (const CdgReport c = channel_dependencies(f, out); !c.acyclic) {
+      by_class = true;
+      if (out.path_sl.empty()) {
+        out.path_sl.assign(f.size(), {});
+        for (NodeIndex n : sw.nodes) out.path_sl[n].assign(size_t(out.top_lid) + 1, 0);
+      }
+      for (auto [s, t] : detoured)
+        for (auto [lid, exit] : lids_at[t]) out.path_sl[sw.nodes[s]][lid] |= uint8_t(1u << dl_bits);
+      make_maps(true);
+      if (const CdgReport again = channel_dependencies(f, out); !again.acyclic)
+        return refuse(Refusal::kCreditLoop,
+                      "dor: the routes that turn early round the gaps in the " + shape +
+                          " close a credit loop (a dependency cycle of " +
+                          std::to_string(again.cycle_length) + " channels on VL " +
+                          std::to_string(again.cyclic_vl) + "), even on an SL of their own");
     }
   }
-  out.vls = static_cast<uint8_t>(max_sl + 1);
   if (out.vls > o.max_vls)
-    return refuse(Refusal::kVirtualLanes, "dor: the " + shape + "'s datelines need " +
-                                              std::to_string(int(out.vls)) + " VLs, " +
+    return refuse(Refusal::kVirtualLanes, "dor: the " + shape + "'s " +
+                                              (layered && early ? "datelines and early turns"
+                                               : layered        ? "datelines"
+                                                                : "early turns") +
+                                              " need " + std::to_string(int(out.vls)) + " VLs, " +
                                               std::to_string(int(o.max_vls)) + " allowed");
-  if (!layered) out.path_sl.clear();
+  if (!layered && !by_class) out.path_sl.clear();
   out.notes.push_back("dor: " + shape + ", seed " + name_of(labels->seed) + "; " +
                       std::to_string(int(out.vls)) + " VL(s)" +
-                      (layered ? " (SL bit d: the path crosses dimension d's dateline)" : ""));
-  if (labels->missing_links)
-    out.notes.push_back("dor: " + std::to_string(labels->missing_links) +
-                        " link(s) of the shape missing; " + std::to_string(long_way) +
-                        " switch-to-switch route(s) take the long way round a broken ring, "
-                        "every path keeping its SL");
+                      (layered ? " (SL bit d: the path crosses dimension d's dateline; a hop "
+                                 "toward dimension d takes VL bit d of the SL, as torus-2QoS)"
+                               : ""));
+  if (labels->missing_links || labels->missing_switches)
+    out.notes.push_back(
+        "dor: " +
+        (labels->missing_switches ? std::to_string(labels->missing_switches) + " switch(es) and "
+                                  : std::string()) +
+        std::to_string(labels->missing_links) + " link(s) of the shape missing; " +
+        std::to_string(long_way) +
+        " switch-to-switch route(s) take the long way round a broken ring, " +
+        std::to_string(early) + " turn early round a gap" +
+        (!early     ? ""
+         : by_class ? " (" + std::to_string(detoured.size()) +
+                          " switch-to-switch paths through those turns on SL bit " +
+                          std::to_string(dl_bits) + " and its VL; every other path keeps its SL)"
+                    : " (the hop that turns back on a VL of its own), every path keeping its SL"));
   if (o.adaptive) detail::parallel_link_groups(f, sw, out);
   out.deadlock_free = true;
   return std::move(out);

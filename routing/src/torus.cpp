@@ -42,10 +42,13 @@ std::expected<TorusLabels, Failure> label_from_seed(const Fabric& f, const Switc
   TorusLabels L;
   L.shape = shape_of(T);
   const std::string& shape = L.shape;
-  if (ns != expected)
+  // Fewer switches: some failed, and their places stay empty (every switch is still
+  // placed by the links, and checked).
+  if (ns > expected)
     return refuse(Refusal::kTopology, "dor: the fabric has " + std::to_string(ns) +
                                           " switches; a " + shape + " has " +
                                           std::to_string(expected));
+  L.missing_switches = expected - ns;
 
   // Distinct switch neighbours, and the ports to each.
   auto& nbrs = L.nbrs;
@@ -202,7 +205,7 @@ std::expected<TorusLabels, Failure> label_from_seed(const Fabric& f, const Switc
       }
   }
   // Check: everything labelled, coordinates unique and consistent, every link used.
-  std::vector<uint32_t> at(ns, kNone);
+  std::vector<uint32_t> at(expected, kNone);
   auto index_of = [&](const std::vector<int>& c) {
     size_t idx = 0;
     for (size_t d = D; d-- > 0;) idx = idx * size_t(T.radix[d]) + size_t(c[d]);
@@ -246,12 +249,15 @@ std::expected<TorusLabels, Failure> label_from_seed(const Fabric& f, const Switc
                               : "a link to " + name_of(n) + " no dimension explains");
       }
   }
-  // Links the shape has and the fabric does not (failed), counted once.
+  // Links the shape has between two switches the fabric has, and the fabric does not
+  // (failed), counted once.
   for (uint32_t s = 0; s < ns; ++s)
     for (size_t d = 0; d < D; ++d) {
       const int k = T.radix[d];
       if (k == 1 || (!T.wraps(d) && coord[s][d] == k - 1) || (k == 2 && coord[s][d] == 1)) continue;
-      if (lab[s][2 * d] == kNone) ++L.missing_links;
+      std::vector<int> c = coord[s];
+      c[d] = (c[d] + 1) % k;
+      if (lab[s][2 * d] == kNone && at[index_of(c)] != kNone) ++L.missing_links;
     }
 
   return L;

@@ -23,8 +23,9 @@ struct TorusLabels {
   std::vector<std::vector<uint32_t>> lab;
   std::vector<std::vector<int>> coord;  // per switch number
   uint32_t seed = kNoSwitch;
-  std::string shape;         // "5x5 torus"
-  size_t missing_links = 0;  // links of the shape the fabric lacks (failed)
+  std::string shape;            // "5x5 torus"
+  size_t missing_links = 0;     // links of the shape between two switches it has (failed)
+  size_t missing_switches = 0;  // places of the shape no switch holds (failed)
 };
 
 std::expected<TorusLabels, Failure> label_torus(const fabric::Fabric& f, const Switches& sw,

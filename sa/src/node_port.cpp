@@ -340,14 +340,19 @@ void lft_records(const Query& q, Answer& a) {
 
 void sl2vl_records(const Query& q, Answer& a) {
   const auto& snap = *q.ctx.snap;
-  if (!q.ctx.qos_cfg || !(q.ctx.qos_cfg->enabled || snap.tables.vls > 1)) return;  // not weft's
+  if (!q.ctx.qos_cfg ||
+      !(q.ctx.qos_cfg->enabled || snap.tables.vls > 1 || !snap.tables.hop_vl.empty()))
+    return;  // not weft's
   const auto& f = snap.fabric;
   for (NodeIndex n = 0; n < f.size() && !a.status; ++n) {
     const auto& nd = f.node(n);
     // `port`: whose operational VLs mask the table (a CA's own port; a switch's output).
     auto emit = [&](uint16_t lid, PortNum in, PortNum out, PortNum port) {
-      const auto t = qos::port_sl2vl(q.ctx.qos_cfg->for_port(nd, port),
-                                     nd.ports[port].attrs.oper_vls, snap.tables.vls);
+      const auto& cfg = q.ctx.qos_cfg->for_port(nd, port);
+      const uint8_t oper = nd.ports[port].attrs.oper_vls;
+      const auto hop = snap.tables.hop_map(f, n, in, out);
+      const auto t =
+          hop ? qos::hop_sl2vl(cfg, oper, *hop) : qos::port_sl2vl(cfg, oper, snap.tables.vls);
       std::array<uint8_t, 16> r{};
       put16(r.data(), lid);
       r[2] = in;

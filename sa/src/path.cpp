@@ -90,7 +90,7 @@ bool path_record(const Query& q, const PathEnd& s, const PathEnd& d, Answer& a) 
   if (gbps > 1e8) gbps = link_gbps(f.node(s.n).ports[s.p].attrs);
   // SL: the routing engine's layer (deadlock freedom comes first); without layers, the
   // QoS level's, else the partition's under QoS.
-  if (!have_sl || t.vls <= 1) {
+  if (!have_sl || (t.vls <= 1 && t.hop_vl.empty())) {
     sl = 0;
     if (level && level->level != "none")
       sl = level->sl;

@@ -654,7 +654,11 @@ void SubnetManager::phase_program() {
   run.plan = qos::plan_partitions(opts_.partitions ? &*opts_.partitions : nullptr, run.target,
                                   peers_.guid(), {opts_.allow_both_pkeys});
   for (const auto& w : run.plan.warnings) WEFT_LOG(Warn, "PRT-0001") << w;
-  if (run.tables.vls > 1)
+  if (!run.tables.hop_vl.empty())
+    WEFT_LOG(Info, "SM-0011") << "routing uses " << int(run.tables.vls)
+                              << " VLs, picked per hop: each switch's SL2VL tables differ by "
+                                 "output (and input) port";
+  else if (run.tables.vls > 1)
     WEFT_LOG(Info, "SM-0011") << "routing uses " << int(run.tables.vls) << " VLs: SLs 0-"
                               << int(run.tables.vls) - 1 << " map to VLs 0-"
                               << int(run.tables.vls) - 1 << " on every port";

@@ -10,6 +10,8 @@
 #include "weft/config/options.hpp"
 #include "weft/config/partitions.hpp"
 #include "weft/mad/mad_engine.hpp"
+#include "weft/routing/analysis.hpp"
+#include "weft/routing/torus.hpp"
 #include "weft/simulator/generators.hpp"
 #include "weft/simulator/sim_transport.hpp"
 #include "weft/sm/subnet_manager.hpp"
@@ -289,6 +291,88 @@ TEST(Tables, LayeredRoutesGetTheirSlsOnTheirOwnVlsWithoutQos) {
   // Every SL a path uses is one the SL2VL tables carry on a VL of its own.
   for (const auto& row : sm.snapshot()->tables.path_sl)
     for (uint8_t sl : row) EXPECT_LT(sl, vls);
+}
+
+// dor picks a VL per hop as torus-2QoS does: the switches hold an SL2VL table per output
+// port (a hop toward dimension d takes the SL's bit d), the CAs send on VL 0, and a
+// second sweep writes none of it again.
+TEST(Tables, DorsVlPerHopIsWhatTheSwitchesHold) {
+  Scratch dir;
+  SimFabric sim(*make_fabric("torus:dims=5x5,hosts=1"));
+  SimTransport t(sim, {});
+  SmOptions o = base(dir);
+  o.routing_engine = "dor";
+  o.torus = routing::detect_torus(sim.model());
+  ASSERT_TRUE(o.torus);
+  SubnetManager sm(t, o);
+  auto rep = sm.sweep();
+  ASSERT_TRUE(rep && rep->subnet_up) << (rep ? rep->reason : rep.error().message);
+  const auto snap = sm.snapshot();
+  const routing::Tables& rt = snap->tables;
+  ASSERT_EQ(rt.vls, 2);
+  ASSERT_FALSE(rt.hop_vl.empty());
+  EXPECT_TRUE(routing::channel_dependencies(snap->fabric, rt).acyclic);
+  size_t toward_x = 0, toward_y = 0, checked = 0;
+  for (NodeIndex n = 0; n < sim.model().size(); ++n) {
+    const auto& nd = sim.model().node(n);
+    if (!nd.is_switch()) {
+      const auto& ca = sim.sl2vl(n, 0, 1);
+      for (uint8_t sl = 0; sl < 4; ++sl) EXPECT_EQ(ca[sl], 0) << nd.name << " SL " << int(sl);
+      continue;
+    }
+    for (PortNum out = 1; out <= nd.num_ports; ++out)
+      for (PortNum in = 0; in <= nd.num_ports; ++in) {
+        if (!nd.ports[out].linked() || (in && !nd.ports[in].linked())) continue;
+        const auto want = rt.hop_map(snap->fabric, *snap->fabric.find(nd.guid), in, out);
+        ASSERT_TRUE(want);
+        const auto& held = sim.sl2vl(n, in, out);
+        for (uint8_t sl = 0; sl < 4; ++sl)
+          EXPECT_EQ(held[sl], routing::Tables::hop_vl_of(*want, sl))
+              << nd.name << " " << int(in) << "->" << int(out) << " SL " << int(sl);
+        ++checked;
+        toward_x += held[1] == 1 && held[2] == 0;  // SL 1: crosses x's dateline only
+        toward_y += held[1] == 0 && held[2] == 1;
+      }
+  }
+  EXPECT_GT(checked, 0u);
+  EXPECT_GT(toward_x, 0u);
+  EXPECT_GT(toward_y, 0u);
+  const size_t sets = sim.sets(kAttrSl2Vl);
+  auto again = sm.sweep();
+  ASSERT_TRUE(again && again->subnet_up);
+  EXPECT_EQ(sim.sets(kAttrSl2Vl), sets);
+  // A switch fails: the routes its place held turn early round it, and the hop that
+  // turns back takes VL bit 1, so a switch beside the gap holds tables that differ by
+  // input port.
+  const NodeIndex gone = *sim.model().find_by_name("sw2-2");
+  for (PortNum p = 1; p <= sim.model().node(gone).num_ports; ++p) sim.unlink(gone, p);
+  auto after = sm.sweep();
+  ASSERT_TRUE(after && after->subnet_up) << (after ? after->reason : after.error().message);
+  const auto snap2 = sm.snapshot();
+  ASSERT_EQ(snap2->tables.vls, 4);
+  EXPECT_TRUE(routing::channel_dependencies(snap2->fabric, snap2->tables).acyclic);
+  size_t differ = 0;
+  for (NodeIndex n = 0; n < snap2->fabric.size(); ++n) {
+    const auto& nd = snap2->fabric.node(n);
+    if (!nd.is_switch()) continue;
+    const NodeIndex at = *sim.model().find(nd.guid);
+    for (PortNum out = 1; out <= nd.num_ports; ++out) {
+      if (!nd.ports[out].linked()) continue;
+      bool alike = true;
+      for (PortNum in = 0; in <= nd.num_ports; ++in) {
+        if (in && !nd.ports[in].linked()) continue;
+        const auto want = snap2->tables.hop_map(snap2->fabric, n, in, out);
+        ASSERT_TRUE(want);
+        const auto& held = sim.sl2vl(at, in, out);
+        for (uint8_t sl = 0; sl < 4; ++sl)
+          EXPECT_EQ(held[sl], routing::Tables::hop_vl_of(*want, sl))
+              << nd.name << " " << int(in) << "->" << int(out) << " SL " << int(sl);
+        alike &= held == sim.sl2vl(at, 0, out);
+      }
+      differ += !alike;
+    }
+  }
+  EXPECT_GT(differ, 0u);
 }
 
 TEST(Tables, NoPartitionFileMeansFullDefaultMembershipAndNoWrites) {

@@ -221,12 +221,14 @@ void DeviceTables::plan_pkeys(SweepRun& run) {
   }
 }
 
-// SL2VL: under QoS, or whenever the routing engine layers paths on VLs.
+// SL2VL: under QoS, or whenever the routing engine layers paths on VLs (one VL per SL,
+// or its own map per hop: a switch's table per input and output port).
 void DeviceTables::plan_sl2vl(SweepRun& run) {
   const Discovered& d = run.d;
   const fabric::Fabric& target = run.target;
-  const uint8_t layers = run.tables.vls;
-  if (!opts_.qos.enabled && layers <= 1) return;
+  const routing::Tables& rt = run.tables;
+  const uint8_t layers = rt.vls;
+  if (!opts_.qos.enabled && layers <= 1 && rt.hop_vl.empty()) return;
   auto check_vls = [&](NodeIndex n, PortNum p, uint8_t oper) {
     if (layers > qos::data_vls(oper))
       add_problem(run.rep,
@@ -236,6 +238,13 @@ void DeviceTables::plan_sl2vl(SweepRun& run) {
                       ": layers share VLs there and deadlock freedom is lost",
                   "SM-0012");
   };
+  auto table = [&](NodeIndex n, PortNum in, PortNum out, uint8_t oper) {
+    const auto& cfg = ports_.qos_for(target, n, out);
+    const auto hop = rt.hop_map(target, n, in, out);
+    return mad::encode_sl2vl(hop ? qos::hop_sl2vl(cfg, oper, *hop)
+                                 : qos::port_sl2vl(cfg, oper, layers));
+  };
+  std::vector<mad::SmpData> per_in;
   for (NodeIndex n = 0; n < target.size(); ++n) {
     const auto& nd = target.node(n);
     if (!nd.is_switch()) {
@@ -244,9 +253,7 @@ void DeviceTables::plan_sl2vl(SweepRun& run) {
         if (!(d.port_info[n][p].attrs.capability_mask & mad::kCapSlMap)) continue;
         const uint8_t oper = run.after[n][p].attrs.oper_vls;
         check_vls(n, p, oper);
-        wants_.push_back(
-            {n, p, mad::kAttrSl2Vl, 0,
-             mad::encode_sl2vl(qos::port_sl2vl(ports_.qos_for(target, n, p), oper, layers)), 8});
+        wants_.push_back({n, p, mad::kAttrSl2Vl, 0, table(n, 0, p, oper), 8});
       }
       continue;
     }
@@ -255,14 +262,20 @@ void DeviceTables::plan_sl2vl(SweepRun& run) {
       if (out != 0 && (!nd.ports[out].linked() || !d.port_read[n][out])) continue;
       const uint8_t oper = run.after[n][out].attrs.oper_vls;
       if (out != 0) check_vls(n, out, oper);
-      const mad::SmpData want =
-          mad::encode_sl2vl(qos::port_sl2vl(ports_.qos_for(target, n, out), oper, layers));
+      // One table for every input port, unless the routes' maps tell inputs apart.
+      per_in.assign(size_t(nd.num_ports) + 1, {});
+      bool alike = true;
+      for (PortNum in = 0; in <= nd.num_ports; ++in)
+        if (in == 0 || nd.ports[in].linked()) {
+          per_in[in] = table(n, in, out, oper);
+          alike &= std::equal(per_in[in].begin(), per_in[in].begin() + 8, per_in[0].begin());
+        }
       if (const mad::SmpData* h = held(d, n, out, mad::kAttrSl2Vl, kAllInputs);
-          h && std::equal(h->begin(), h->begin() + 8, want.begin()))
+          alike && h && std::equal(h->begin(), h->begin() + 8, per_in[0].begin()))
         continue;
       for (PortNum in = 0; in <= nd.num_ports; ++in)
         if (in == 0 || nd.ports[in].linked())
-          wants_.push_back({n, out, mad::kAttrSl2Vl, uint32_t(in) << 8 | out, want, 8});
+          wants_.push_back({n, out, mad::kAttrSl2Vl, uint32_t(in) << 8 | out, per_in[in], 8});
     }
   }
 }
@@ -375,18 +388,19 @@ void DeviceTables::write(SweepRun& run) {
 }
 
 void DeviceTables::settle(SweepRun& run) {
-  // A switch port whose every input port now holds the SL2VL table weft wants keeps
+  // A switch port whose every input port now holds the one SL2VL table weft wants keeps
   // one cache entry for them all.
   const Discovered& d = run.d;
   for (size_t i = 0; i < wants_.size();) {
     const Want& first = wants_[i];
     size_t end = i;
-    bool all = true;
+    bool all = true;  // and alike: a table per input port has no one entry for all
     while (end < wants_.size() && wants_[end].attr == mad::kAttrSl2Vl && wants_[end].n == first.n &&
            wants_[end].p == first.p && d.fabric.node(first.n).is_switch()) {
       auto it = cache_.find(key(d, first.n, first.p, mad::kAttrSl2Vl, wants_[end].mod));
       all &= it != cache_.end() &&
-             std::equal(it->second.begin(), it->second.begin() + 8, wants_[end].data.begin());
+             std::equal(it->second.begin(), it->second.begin() + 8, wants_[end].data.begin()) &&
+             std::equal(first.data.begin(), first.data.begin() + 8, wants_[end].data.begin());
       ++end;
     }
     if (end == i) {

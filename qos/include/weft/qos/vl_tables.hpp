@@ -55,6 +55,10 @@ Result<QosConfig> qos_from_options(const config::Values& v);
 // when a routing engine layers (layers > 1), VLs masked to the port's operational
 // VLs (OperVLs code 1..5) as OpenSM masks them; VL 15 (drop) is kept.
 Sl2Vl port_sl2vl(const QosPortConfig& c, uint8_t oper_vls, uint8_t layers);
+// The same for routes whose VL a switch picks per hop (routing's Tables::hop_vl): the
+// engine's map (SL s's VL in bits 4s..4s+3; 0xF: an SL the routes leave to `c`) over
+// `c.sl2vl`, masked alike.
+Sl2Vl hop_sl2vl(const QosPortConfig& c, uint8_t oper_vls, uint64_t hop_map);
 // Block `block` (0: entries 0-31, 1: entries 32-63) of an arbitration table for a
 // port of `cap` entries: entries beyond the cap are zero, VLs are masked.
 VlArbBlock vlarb_block(const std::vector<config::VlArbEntry>& list, size_t block, size_t cap,

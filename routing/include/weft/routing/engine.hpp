@@ -45,11 +45,24 @@ struct Tables {
   // by (a switch's SL2VL table per input and output port). hop_vl[n] (switch n; empty:
   // SL i on VL i everywhere) holds (ports + 1)^2 maps, input-major:
   // hop_vl[n][in * (ports + 1) + out], SL s's VL in bits 4s..4s+3 (hop_vl_of), 0xF
-  // for an SL the routes do not use (the QoS policy maps those). End ports send every
-  // SL the routes use on VL 0. path_sl then says only which SL a path carries.
+  // for an SL the routes do not use (the QoS policy maps those); end ports apply
+  // end_vl. path_sl then says only which SL a path carries.
   std::vector<std::vector<uint64_t>> hop_vl;
+  uint64_t end_vl = ~uint64_t(0);  // with hop_vl: the map of every end port (CA, router)
   static constexpr uint8_t kNoHopVl = 0xF;
   static uint8_t hop_vl_of(uint64_t map, unsigned sl) { return uint8_t(map >> (4 * sl) & 0xF); }
+  // With hop_vl: the map node n applies to what enters by `in` and leaves by `out` (an
+  // end port: end_vl); nullopt without hop_vl, or for a switch the engine gave none.
+  std::optional<uint64_t> hop_map(const fabric::Fabric& f, fabric::NodeIndex n, PortNum in,
+                                  PortNum out) const {
+    if (hop_vl.empty()) return std::nullopt;
+    const auto& nd = f.node(n);
+    if (!nd.is_switch()) return end_vl;
+    const size_t np = nd.ports.size();
+    if (n >= hop_vl.size() || hop_vl[n].size() != np * np || in >= np || out >= np)
+      return std::nullopt;
+    return hop_vl[n][size_t(in) * np + out];
+  }
   // Adaptive routing (when Options::adaptive): beside each static entry, the group of
   // ports a switch may choose among per packet. ar_sets[n] lists switch n's distinct
   // port groups; ar_group[n][lid] indexes them (kNoArGroup: none). Every group holds
