@@ -13,6 +13,7 @@
 #include "weft/config/partitions.hpp"
 #include "weft/config/qos_policy.hpp"
 #include "weft/mad/rmpp.hpp"
+#include "weft/routing/torus.hpp"
 #include "weft/sa/sa.hpp"
 #include "weft/simulator/generators.hpp"
 #include "weft/simulator/sim_transport.hpp"
@@ -45,6 +46,7 @@ struct Fixture {
     o.state_dir = dir;
     o.lmc = lmc;
     o.routing_engine = std::move(engine);
+    if (o.routing_engine == "dor") o.torus = routing::detect_torus(sim.model());
     o.virt_enabled = 2;  // SR-IOV VFs where a test gives the simulator some
     if (!partitions.empty()) o.partitions = *config::parse_partitions(partitions, "p.conf");
     sm = std::make_unique<SubnetManager>(t, o, &agent);
@@ -924,6 +926,37 @@ TEST(Sa, TableRecordsShowWhatWeftProgrammed) {
   EXPECT_EQ(arb.records[0][3], 1);
   EXPECT_EQ(arb.records[0][8 + 2], 1);   // entry 1: VL 1
   EXPECT_EQ(arb.records[0][8 + 3], 16);  // weight 16
+}
+
+// dor picks a VL per hop: a switch's SL2VL records are one per input and output port,
+// each what the switch holds, and without QoS too (the routes need them).
+TEST(Sa, PerHopSl2VlRecordsAreWhatTheSwitchesHold) {
+  Fixture fx("torus:dims=5x5,hosts=1", "", "dor");
+  const auto& snap = fx.snap();
+  ASSERT_FALSE(snap.tables.hop_vl.empty());
+  SaAgent sa;
+  auto ctx = fx.ctx();
+  qos::QosConfig off;
+  ctx.qos_cfg = &off;
+  NodeIndex sw = 0;
+  while (!snap.fabric.node(sw).is_switch()) ++sw;
+  const auto& nd = snap.fabric.node(sw);
+  const NodeIndex at = *fx.sim.model().find(nd.guid);
+  auto got = decode(sa.answer(request(kMethodGetTable, kSaSl2VlRecord, bit(0),
+                                      [&](uint8_t* r) { put16(r, nd.ports[0].attrs.lid.value); }),
+                              ctx));
+  ASSERT_EQ(got.status, 0);
+  size_t linked = 0, vl1 = 0;
+  for (PortNum p = 1; p <= nd.num_ports; ++p) linked += nd.ports[p].linked();
+  EXPECT_EQ(got.records.size(), linked * (linked + 1));  // (port 0 + linked) x linked
+  for (const auto& r : got.records) {
+    SmpData d{};
+    std::copy(r.begin() + 8, r.begin() + 16, d.begin());
+    const auto t = decode_sl2vl(d);
+    EXPECT_EQ(t, fx.sim.sl2vl(at, r[2], r[3])) << int(r[2]) << "->" << int(r[3]);
+    vl1 += t[1] == 1 || t[2] == 1;
+  }
+  EXPECT_GT(vl1, 0u);
 }
 
 TEST(Sa, ServicesRegisterWithALeaseAndGo) {
