@@ -16,6 +16,7 @@
 #include "weft/mad/ar.hpp"
 #include "weft/rest/hostlist.hpp"
 #include "weft/rest/throttle.hpp"
+#include "weft/routing/torus.hpp"
 #include "weft/text_file.hpp"
 
 using namespace weft;
@@ -463,6 +464,35 @@ TEST(NativeApi, SmNodesPortsLftRoutes) {
   EXPECT_EQ(r.at("path_record").at("pkey"), "0xffff");
   EXPECT_EQ(rig.mon("GET", "/api/v1/routes?src=h0-0").status, 400);
   EXPECT_EQ(rig.mon("GET", "/api/v1/routes?src=h0-0&dst=nosuch").status, 404);
+}
+
+// A route's hops say the VL each sends on: under dor, the switch's SL2VL table for the
+// port the hop came in by and the one it leaves by, as the simulated switch holds it.
+TEST(NativeApi, ARouteHopsVlIsTheSwitchsPerHopTable) {
+  RestRig rig("torus:dims=5x5,hosts=1", std::nullopt, true, [](sm::SmOptions& o) {
+    o.routing_engine = "dor";
+    o.torus = routing::detect_torus(RestRig::make("torus:dims=5x5,hosts=1"));
+  });
+  ASSERT_FALSE(rig.smgr->published()->subnet->tables.hop_vl.empty());
+  // x: 4 -> 0 -> 1 crosses x's dateline; y: 1 -> 2 does not: SL 1.
+  auto route = rig.mon("GET", "/api/v1/routes?src=h4-1-0&dst=h1-2-0");
+  ASSERT_EQ(route.status, 200) << route.body;
+  const auto r = RestRig::json_of(route);
+  ASSERT_EQ(r.at("path_record").at("sl"), 1) << r.dump();
+  size_t vl0 = 0, vl1 = 0;
+  for (const auto& h : r.at("hops")) {
+    if (h.at("type") != "Switch") continue;
+    const auto n =
+        rig.sim.model().find(Guid{std::stoull(h.at("guid").get<std::string>(), nullptr, 16)});
+    ASSERT_TRUE(n);
+    const unsigned vl = h.at("vl");
+    EXPECT_EQ(vl,
+              rig.sim.sl2vl(*n, h.at("in_port").get<PortNum>(), h.at("out_port").get<PortNum>())[1])
+        << h.dump();
+    (vl ? vl1 : vl0) += 1;
+  }
+  EXPECT_GT(vl0, 0u) << r.dump();  // the y hop and the last one, to the CA
+  EXPECT_GT(vl1, 0u) << r.dump();  // the x hops
 }
 
 TEST(NativeApi, PartitionLifecycle) {
