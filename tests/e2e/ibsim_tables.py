@@ -324,6 +324,47 @@ def layered_paths(weft, work, sock):
           "SL i to VL i" % (vls, len(sls), sorted(set(sls)), checked))
 
 
+def dor_hop_vls(weft, work, sock):
+    """dor on a 5x5 torus picks a VL per hop as torus-2QoS does: every switch sends SL s
+    toward dimension d on VL bit d of s (smpquery sl2vl, every input port), and the SA
+    answers a path that crosses x's dateline alone with SL 1 (saquery)."""
+    conf = os.path.join(work, "torus55.conf")
+    with open(conf, "w") as fh:  # the generator's GUIDs: switch i is ...1000 + i, x fastest
+        fh.write("torus 5 5\nxp_link 0x0002c90300001000 0x0002c90300001001\n"
+                 "yp_link 0x0002c90300001000 0x0002c90300001005\n")
+    log = os.path.join(work, "dor.log")
+    with Background([weft, "sm", "--state-dir", os.path.join(work, "state-dor"), "--routing-engine", "dor",
+                     "--torus-config", conf, "--log-file", log, "--rest", "off"], work, sock, log):
+        if "routing uses 2 VLs, picked per hop" not in open(log).read():
+            raise Failure("dor logged no per-hop VLs:\n" + open(log).read()[-1500:])
+        nodes = parse_ibnetdiscover(run(["ibnetdiscover"], work, sock).stdout)
+        by_name = {n["name"]: n for n in nodes.values()}
+        coords = {g: [int(x) for x in n["name"][2:].split("-")] for g, n in nodes.items() if n["type"] == "Switch"}
+        checked = 0
+        for g, sw in nodes.items():
+            if sw["type"] != "Switch":
+                continue
+            for port, (peer, _, _) in sw["ports"].items():
+                if peer not in coords:
+                    continue
+                dim = 0 if coords[g][0] != coords[peer][0] else 1
+                rows = sl2vl_rows(run(["smpquery", "sl2vl", str(sw["lid"]), str(port)], work, sock).stdout)
+                if not rows:
+                    raise Failure("smpquery sl2vl %d %d: no table" % (sw["lid"], port))
+                for (i, o), t in rows.items():
+                    want = [(sl >> dim) & 1 for sl in range(4)]
+                    if t[:4] != want:
+                        raise Failure("%s in %d out %d (dimension %d) maps SLs 0-3 to %s, want %s" %
+                                      (sw["name"], i, o, dim, t[:4], want))
+                    checked += 1
+        src, dst = by_name["h4-1-0"]["ports"][1][2], by_name["h1-2-0"]["ports"][1][2]
+        out = run(["saquery", "--src-to-dst", "%d:%d" % (src, dst)], work, sock).stdout
+        if records(out, "PathRecord") != 1 or int(field(out, "sl"), 16) != 1:
+            raise Failure("PathRecord h4-1-0 -> h1-2-0: want SL 1 (x's dateline only):\n" + out)
+    print("dor: %d switch SL2VL tables (in, out) send SL bit d toward dimension d; h4-1-0 -> h1-2-0 on SL 1"
+          % checked)
+
+
 def layered_updn(weft, work, sock, cut):
     """updn on a 4-ary 3-tree with 4 inter-switch links out (`cut`, switch names): the
     pairs of the cut switches close a cycle on one VL, so weft layers them onto a
@@ -545,6 +586,11 @@ def main():
     run([a.weft, "topo", "torus:dims=4x4x3,hosts=1", "-o", torus], work, "", preload=False)
     with Ibsim(torus, work, sock + "-t"):
         layered_paths(a.weft, work, sock + "-t")
+    # dor's VL per hop on a 5x5 torus (datelines on both rings).
+    torus55 = os.path.join(work, "torus55.net")
+    run([a.weft, "topo", "torus:dims=5x5,hosts=1", "-o", torus55], work, "", preload=False)
+    with Ibsim(torus55, work, sock + "-d"):
+        dor_hop_vls(a.weft, work, sock + "-d")
 
     # Layered up/down routes on a degraded tree: a 4-ary 3-tree, 4 inter-switch links out.
     tree = os.path.join(work, "degraded.net")
