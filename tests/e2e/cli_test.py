@@ -311,7 +311,9 @@ def main():
           "--fault-sweep", "3", "--json"], 0, r'"failed_links": 3', W, w)
     # dor on a 5x5x5 torus with links failing (the generator's GUIDs: switch i is
     # 0x0002c90300001000 + i, x fastest): rings a failure broke are routed the long way
-    # round; with the seed given by its - links and a dateline, as torus-2QoS.conf allows.
+    # round, and rings split in two by turning early into a later dimension (the sweep's
+    # fourth link splits one; dor refused there until it turned early); with the seed
+    # given by its - links and a dateline, as torus-2QoS.conf allows.
     conf = os.path.join(w, "torus555.conf")
     with open(conf, "w") as fh:
         fh.write("torus 5T 5 5  # a 3-D torus\n"
@@ -321,8 +323,14 @@ def main():
                  "x_dateline 0\nport_order 1 2 3\n")
     check("route: dor routes a torus as links fail, where it refused at one",
           ["route", "--topology", "torus:dims=5x5x5,hosts=1", "--engine", "dor", "--torus", conf,
-           "--fault-sweep", "3", "--no-patterns", "--json"], 0,
-          r'(?s)"first_refusal": null.*"failed_links": 3,\s*"reachable_pct": 100\.0,\s*"status": "ok"', W, w)
+           "--fault-sweep", "9", "--no-patterns", "--json"], 0,
+          r'(?s)"first_refusal": null.*"failed_links": 9,\s*"reachable_pct": 100\.0,\s*"status": "ok",\s*"vls": 4',
+          W, w)
+    check("route: dor routes round a failed switch (torus-2QoS's early turn)",
+          ["route", "--topology", "torus:dims=5x5x5,hosts=1", "--engine", "dor", "--torus", conf,
+           "--fail-switch", "sw2-2-2", "--no-patterns"], 0,
+          r"(?s)dor\s+ok\s+100\.000\s+0 .*1 switch\(es\) and 0 link\(s\) of the shape missing; \d+ switch-to-switch "
+          r"route\(s\) take the long way round a broken ring, \d+ turn early round a gap", W, w)
     lfts = os.path.join(w, "ftree.lfts")
     check("route --write-lfts", ["route", "--topology", "ft2:leaves=3,spines=2,hosts=2", "--engine", "ftree",
           "--write-lfts", lfts], 0, r"ftree\s+ok", W, w)
