@@ -324,10 +324,40 @@ def layered_paths(weft, work, sock):
           "SL i to VL i" % (vls, len(sls), sorted(set(sls)), checked))
 
 
-def dor_hop_vls(weft, work, sock):
+def dor_sl2vl_checks(work, sock, turns):
+    """Every switch's SL2VL table toward a switch, for every input port (smpquery sl2vl):
+    SL s goes toward dimension d on VL bit d of s, plus 2 after a turn back to an earlier
+    dimension when `turns`. Returns (tables checked, tables of turns back)."""
+    nodes = parse_ibnetdiscover(run(["ibnetdiscover"], work, sock).stdout)
+    coords = {g: [int(x) for x in n["name"][2:].split("-")] for g, n in nodes.items() if n["type"] == "Switch"}
+    checked = back = 0
+    for g, sw in nodes.items():
+        if sw["type"] != "Switch":
+            continue
+        dim_of = {port: (0 if coords[g][0] != coords[peer][0] else 1)
+                  for port, (peer, _, _) in sw["ports"].items() if peer in coords}
+        for port, dim in dim_of.items():
+            rows = sl2vl_rows(run(["smpquery", "sl2vl", str(sw["lid"]), str(port)], work, sock).stdout)
+            if not rows:
+                raise Failure("smpquery sl2vl %d %d: no table" % (sw["lid"], port))
+            for (i, o), t in rows.items():
+                turned = turns and dim_of.get(i, -1) > dim
+                want = [((sl >> dim) & 1) | (2 if turned else 0) for sl in range(4)]
+                if t[:4] != want:
+                    raise Failure("%s in %d out %d (dimension %d) maps SLs 0-3 to %s, want %s" %
+                                  (sw["name"], i, o, dim, t[:4], want))
+                checked += 1
+                back += turned
+    return checked, back
+
+
+def dor_hop_vls(weft, work, sock, sim):
     """dor on a 5x5 torus picks a VL per hop as torus-2QoS does: every switch sends SL s
     toward dimension d on VL bit d of s (smpquery sl2vl, every input port), and the SA
-    answers a path that crosses x's dateline alone with SL 1 (saquery)."""
+    answers a path that crosses x's dateline alone with SL 1 (saquery). Then a switch
+    fails (ibsim's Unlink of its every port): the routes turn early round its place,
+    every (switch, LID) route still reaches its LID (dump_fts), and a hop that turns
+    back to an earlier dimension takes VL bit 1 too, by input port."""
     conf = os.path.join(work, "torus55.conf")
     with open(conf, "w") as fh:  # the generator's GUIDs: switch i is ...1000 + i, x fastest
         fh.write("torus 5 5\nxp_link 0x0002c90300001000 0x0002c90300001001\n"
@@ -339,30 +369,29 @@ def dor_hop_vls(weft, work, sock):
             raise Failure("dor logged no per-hop VLs:\n" + open(log).read()[-1500:])
         nodes = parse_ibnetdiscover(run(["ibnetdiscover"], work, sock).stdout)
         by_name = {n["name"]: n for n in nodes.values()}
-        coords = {g: [int(x) for x in n["name"][2:].split("-")] for g, n in nodes.items() if n["type"] == "Switch"}
-        checked = 0
-        for g, sw in nodes.items():
-            if sw["type"] != "Switch":
-                continue
-            for port, (peer, _, _) in sw["ports"].items():
-                if peer not in coords:
-                    continue
-                dim = 0 if coords[g][0] != coords[peer][0] else 1
-                rows = sl2vl_rows(run(["smpquery", "sl2vl", str(sw["lid"]), str(port)], work, sock).stdout)
-                if not rows:
-                    raise Failure("smpquery sl2vl %d %d: no table" % (sw["lid"], port))
-                for (i, o), t in rows.items():
-                    want = [(sl >> dim) & 1 for sl in range(4)]
-                    if t[:4] != want:
-                        raise Failure("%s in %d out %d (dimension %d) maps SLs 0-3 to %s, want %s" %
-                                      (sw["name"], i, o, dim, t[:4], want))
-                    checked += 1
+        checked, _ = dor_sl2vl_checks(work, sock, False)
         src, dst = by_name["h4-1-0"]["ports"][1][2], by_name["h1-2-0"]["ports"][1][2]
         out = run(["saquery", "--src-to-dst", "%d:%d" % (src, dst)], work, sock).stdout
         if records(out, "PathRecord") != 1 or int(field(out, "sl"), 16) != 1:
             raise Failure("PathRecord h4-1-0 -> h1-2-0: want SL 1 (x's dateline only):\n" + out)
     print("dor: %d switch SL2VL tables (in, out) send SL bit d toward dimension d; h4-1-0 -> h1-2-0 on SL 1"
           % checked)
+    gone = by_name["sw2-2"]
+    for port in sorted(gone["ports"]):
+        os.write(sim.fifo_fd, ('Unlink "sw2-2"[%d]\n' % port).encode())
+    after = run([weft, "sm", "--once", "--state-dir", os.path.join(work, "state-dor"), "--routing-engine", "dor",
+                 "--torus-config", conf], work, sock)
+    for line in ("1 switch(es) and 0 link(s) of the shape missing", "routing uses 4 VLs, picked per hop"):
+        if line not in after.stderr:
+            raise Failure("after sw2-2 failed, the SM log lacks %r:\n%s" % (line, after.stderr[-2000:]))
+    _, _, pairs, problems = read_routes(work, sock)
+    if problems:
+        raise Failure("after sw2-2 failed, %d of %d (switch, LID) pairs bad: %s" % (len(problems), pairs, problems[:3]))
+    checked, back = dor_sl2vl_checks(work, sock, True)
+    if not back:
+        raise Failure("no SL2VL table of a turn back after sw2-2 failed")
+    print("dor without sw2-2: %d (switch, LID) routes reach their LID; %d SL2VL tables, %d of turns back on VL bit 1"
+          % (pairs, checked, back))
 
 
 def layered_updn(weft, work, sock, cut):
@@ -589,8 +618,8 @@ def main():
     # dor's VL per hop on a 5x5 torus (datelines on both rings).
     torus55 = os.path.join(work, "torus55.net")
     run([a.weft, "topo", "torus:dims=5x5,hosts=1", "-o", torus55], work, "", preload=False)
-    with Ibsim(torus55, work, sock + "-d"):
-        dor_hop_vls(a.weft, work, sock + "-d")
+    with Ibsim(torus55, work, sock + "-d") as sim:
+        dor_hop_vls(a.weft, work, sock + "-d", sim)
 
     # Layered up/down routes on a degraded tree: a 4-ary 3-tree, 4 inter-switch links out.
     tree = os.path.join(work, "degraded.net")
