@@ -54,6 +54,7 @@ check: build
 bench: build
 	bench/bench_bringup.sh $(BUILD)/app/weft --huge --window-sweep
 	python3 bench/bench_routing.py --weft $(abspath $(BUILD))/app/weft
+	python3 bench/bench_torus.py --weft $(abspath $(BUILD))/app/weft
 	python3 bench/bench_ar.py --weft $(abspath $(BUILD))/app/weft
 	python3 bench/bench_cc.py --weft $(abspath $(BUILD))/app/weft
 	python3 bench/bench_scale.py --weft $(abspath $(BUILD))/app/weft --opensm

@@ -67,15 +67,16 @@ def routing_seconds(log_text):
     return t1 - t0 if t0 and t1 else None
 
 
-def opensm_run(engine, net, work, sock, sargs):
-    """OpenSM with one engine; returns (dump path, topology path, info dict) or None."""
+def opensm_run(engine, net, work, sock, sargs, osm_args=()):
+    """OpenSM with one engine (and `osm_args`); returns (dump path, topology path, info
+    dict) or None."""
     shutil.rmtree(work, ignore_errors=True)
     os.makedirs(work)
     log = os.path.join(work, "osm.log")
     with b.Ibsim(net, work, sock, extra_args=sargs):
         env = dict(os.environ, IBSIM_SOCKNAME=sock, LD_PRELOAD=b.UMAD2SIM, OSM_TMP_DIR=work,
                    OSM_CACHE_DIR=work)
-        p = subprocess.run(["opensm", "-o", "-R", engine, "-f", log, "-d", "2"], cwd=work, env=env,
+        p = subprocess.run(["opensm", "-o", "-R", engine, "-f", log, "-d", "2"] + list(osm_args), cwd=work, env=env,
                            capture_output=True, text=True, timeout=3600)
         text = open(log, errors="replace").read() if os.path.exists(log) else ""
         if "SUBNET UP" not in text:
@@ -88,10 +89,10 @@ def opensm_run(engine, net, work, sock, sargs):
         info["compute_ms"] = secs * 1000 if secs is not None else float("nan")
         m = re.search(r"Virtual Lanes needed: (\d+)", text)
         if m:
-            info["vls"] = int(m.group(1))
+            info["vls"], info["vls_logged"] = int(m.group(1)), True
         m = re.search(r"lash_core: Lanes needed: (\d+)", text)
         if m:
-            info["vls"] = int(m.group(1))
+            info["vls"], info["vls_logged"] = int(m.group(1)), True
         m = re.search(r"ERR \w+: ([^\n]*)", text)
         if info["used"] != engine and m:
             info["why"] = m.group(1).strip()
