@@ -809,6 +809,26 @@ TEST(Cdg, HopVlMapsAreCheckedPerHop) {
   EXPECT_EQ(t2.vls, 2u);
   EXPECT_TRUE(adaptive_dependencies(f, two).acyclic);
   EXPECT_EQ(dor->hop_vl, two.hop_vl);
+  // Adaptive routing over per-hop VLs: groups of the static port alone add nothing; a
+  // group of every inter-switch port (any way, any dimension) closes a cycle.
+  Tables ar = *dor;
+  ar.ar_group.assign(f.size(), {});
+  ar.ar_sets.assign(f.size(), {});
+  for (NodeIndex n = 0; n < f.size(); ++n) {
+    if (!f.node(n).is_switch()) continue;
+    ar.ar_group[n].assign(size_t(ar.top_lid) + 1, 0);
+    ar.ar_sets[n].push_back({});
+  }
+  const CdgReport alone = adaptive_dependencies(f, ar);
+  EXPECT_TRUE(alone.acyclic);
+  EXPECT_EQ(alone.dependencies, t2.dependencies);
+  for (NodeIndex n = 0; n < f.size(); ++n)
+    for (const auto& p : f.node(n).ports)
+      if (f.node(n).is_switch() && p.num && p.linked() && f.node(p.peer).is_switch())
+        ar.ar_sets[n][0].push_back(p.num);
+  const CdgReport any = adaptive_dependencies(f, ar);
+  EXPECT_FALSE(any.acyclic);
+  EXPECT_GT(any.dependencies, t2.dependencies);
   const CdgReport one = channel_dependencies(f, with_maps([](unsigned, int) { return 0u; }));
   EXPECT_FALSE(one.acyclic);
   EXPECT_EQ(one.cyclic_vl, 0);
