@@ -28,17 +28,28 @@
 // direction of the ring gets two of its four hop-to-hop dependencies, which
 // cannot close a cycle: radix-3 and radix-4 tori need no extra VL. On a ring of
 // radix 5 or more, a path's SL has a bit for that dimension when the path crosses
-// the ring's dateline (the link between radix-1 and 0): within one SL, every
-// path on that ring crosses it or none does, and paths of at most radix/2 hops
-// cannot close the ring. So a 3-D torus needs at most 8 VLs, and a 4x4x4 torus
-// or a mesh 1 (torus-2QoS switches between 2 VLs per dimension at the dateline).
+// the ring's dateline (the link between radix-1 and 0), and each switch sends a hop
+// toward dimension d on VL bit d of the SL (its SL2VL table per output port:
+// Tables::hop_vl), as torus-2QoS does: on each ring every VL 1 path crosses the
+// dateline and no VL 0 path does, and paths of at most radix/2 hops cannot close
+// the ring. So any torus needs 2 VLs (a 4x4x4 torus or a mesh 1).
 //
 // Failed links (torus-2QoS's rule): a route whose ring a failure broke goes the long
 // way round. A broken ring is a line, whose channels close no cycle in either
 // direction, so every path keeps the SL of its pristine route, and every route that
-// did not cross the failure is the pristine one. A ring broken twice between two
-// switches, or a mesh's cut line, has no way round: refused, naming it. (A failed
-// switch needs turns DOR forbids, and a VL after them: not done.)
+// did not cross the failure is the pristine one.
+//
+// Failed switches (their places left empty by the labelling), cut mesh lines and
+// rings split in two, where neither way along a dimension reaches: the route goes
+// as far as it can and turns early, one step into a later dimension (toward the
+// destination there), as torus-2QoS turns round a failed switch; DOR then takes it
+// past the gap and back. The hop after that step turns back to an earlier dimension:
+// first it takes VL bit 1 (bit 0 without datelines) by its input port, as
+// torus-2QoS does, every SL kept; if the dependencies still close a cycle (round a
+// gap longer than one switch, detours on both sides can), the paths through an
+// early turn take an SL of their own instead (the bit after the datelines') and all
+// their hops its VL bit. Checked whole; refused when even that closes a cycle, or
+// when the gap is in the last dimension (no later one to turn into).
 #pragma once
 
 #include "weft/routing/engine.hpp"

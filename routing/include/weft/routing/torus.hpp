@@ -22,7 +22,9 @@ struct TorusCoordinates {
 };
 
 // Every switch labelled from the description's seed (see dor.hpp for how), checked:
-// every switch once, coordinates unique, every switch-to-switch link explained.
+// every switch once, coordinates unique, every switch-to-switch link explained. Fewer
+// switches than the shape has places: the places of the missing (failed) ones stay
+// empty.
 // Refuses (kTopology, kInvalidInput) naming the switch where the fabric and the
 // description part ways.
 std::expected<TorusCoordinates, Failure> torus_coordinates(const fabric::Fabric& f,
@@ -34,7 +36,8 @@ std::expected<TorusCoordinates, Failure> torus_coordinates(const fabric::Fabric&
 // seed (a corner for a mesh; the lowest GUID): the next switch is the neighbour that
 // closes no square with the one behind. The result is then checked whole by
 // torus_coordinates. Radix-3 and radix-4 rings close squares of their own (a 4x4
-// torus is a 4-cube) and are not detected: give torus_config for them.
+// torus is a 4-cube) and are not detected: give torus_config for them; nor is a shape
+// with a switch missing.
 std::optional<TorusSpec> detect_torus(const fabric::Fabric& f);
 
 }  // namespace weft::routing
