@@ -189,28 +189,89 @@ std::expected<TorusLabels, Failure> label_from_seed(const Fabric& f, const Switc
             if (x != kNone) lv[2 * b + tg] = x;
           }
         }
+        coord[v] = coord[u];
+        coord[v][a] = (coord[u][a] + (sg ? -1 : 1) + k) % k;
         if (k >= 3) {
           uint32_t ahead = kNone;
           size_t open = 0;
           for (uint32_t c : nbrs[v])
             if (std::find(lv.begin(), lv.end(), c) == lv.end()) ++open, ahead = c;
           // More than one neighbour unplaced: a square did not close (a failed link);
-          // which one is ahead is told from another side.
+          // which one is ahead is told from another side. One unplaced is ahead only
+          // when every side the shape gives v across the other dimensions is placed:
+          // else it may be the neighbour of a square that did not close, with the link
+          // ahead failed; that too is told from another side.
           if (open > 2 * D) return fail_at(v, "more neighbours than a " + shape + " has");
-          if (open == 1) lv[2 * a + sg] = ahead;
+          bool sides = true;
+          for (size_t b = 0; b < D && sides; ++b)
+            for (int tg = 0; tg < 2 && b != a && T.radix[b] > 1; ++tg) {
+              const int c = coord[v][b] + (tg ? -1 : 1);
+              const bool exists = T.wraps(b) || (c >= 0 && c < T.radix[b]);
+              sides &= !exists || lv[2 * b + tg] != kNone;
+            }
+          if (open == 1 && sides) lv[2 * a + sg] = ahead;
         }
-        coord[v] = coord[u];
-        coord[v][a] = (coord[u][a] + (sg ? -1 : 1) + k) % k;
         q.push_back(v);
       }
   }
-  // Check: everything labelled, coordinates unique and consistent, every link used.
   std::vector<uint32_t> at(expected, kNone);
   auto index_of = [&](const std::vector<int>& c) {
     size_t idx = 0;
     for (size_t d = D; d-- > 0;) idx = idx * size_t(T.radix[d]) + size_t(c[d]);
     return idx;
   };
+  // Switches the squares did not reach (failed links around them left every square
+  // open): placed by their placed neighbours, at the one free place next to every one
+  // of them, as long as some is found.
+  {
+    std::vector<uint8_t> taken(expected, 0);
+    for (uint32_t s = 0; s < ns; ++s)
+      if (!coord[s].empty()) taken[index_of(coord[s])] = 1;
+    auto adjacent_places = [&](const std::vector<int>& p, const std::vector<int>& r) {
+      size_t apart = 0;
+      bool one = true;
+      for (size_t d = 0; d < D; ++d) {
+        if (p[d] == r[d]) continue;
+        ++apart;
+        const int k = T.radix[d], diff = std::abs(p[d] - r[d]);
+        one &= diff == 1 || (T.wraps(d) && diff == k - 1);
+      }
+      return apart == 1 && one;
+    };
+    std::vector<std::vector<int>> found;
+    for (bool progress = true; progress;) {
+      progress = false;
+      for (uint32_t x = 0; x < ns; ++x) {
+        if (!coord[x].empty()) continue;
+        const uint32_t w0 = [&] {
+          for (uint32_t w : nbrs[x])
+            if (!coord[w].empty()) return w;
+          return kNone;
+        }();
+        if (w0 == kNone) continue;
+        found.clear();
+        for (size_t d = 0; d < D; ++d)
+          for (int sg : {1, -1}) {
+            std::vector<int> p = coord[w0];
+            p[d] += sg;
+            const int k = T.radix[d];
+            if (!T.wraps(d) && (p[d] < 0 || p[d] >= k)) continue;
+            p[d] = (p[d] + k) % k;
+            if (taken[index_of(p)] || std::find(found.begin(), found.end(), p) != found.end())
+              continue;
+            bool fits = true;
+            for (uint32_t w : nbrs[x])
+              if (!coord[w].empty()) fits &= adjacent_places(p, coord[w]);
+            if (fits) found.push_back(p);
+          }
+        if (found.size() != 1) continue;
+        coord[x] = found[0];
+        taken[index_of(found[0])] = 1;
+        progress = true;
+      }
+    }
+  }
+  // Check: everything labelled, coordinates unique and consistent, every link used.
   for (uint32_t s = 0; s < ns; ++s) {
     if (coord[s].empty()) return fail_at(s, "not reached from the seed");
     const size_t idx = index_of(coord[s]);
