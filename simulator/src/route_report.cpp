@@ -127,7 +127,7 @@ json route_one(const fabric::Fabric& f, const std::string& spec, const routing::
   auto r = chain->compute(f, ro);
   j["compute_ms"] = ms_since(t0);
   // The same work on one core: what a busy machine or a core-bound SM pays.
-  j["compute_cpu_ms"] = 1e3 * double(std::clock() - c0) / CLOCKS_PER_SEC;
+  if (g.process_cpu) j["compute_cpu_ms"] = 1e3 * double(std::clock() - c0) / CLOCKS_PER_SEC;
   json fb = json::array();
   for (const auto& x : r.fallbacks)
     fb.push_back({{"engine", x.engine},

@@ -495,6 +495,32 @@ TEST(NativeApi, ARouteHopsVlIsTheSwitchsPerHopTable) {
   EXPECT_GT(vl1, 0u) << r.dump();  // the x hops
 }
 
+// A what-if job routes the swept fabric with a random link failed and grades it; its result
+// gives the computation's wall time but not the process's CPU, which the SM's and REST's
+// threads share here.
+TEST(NativeApi, AWhatIfJobRoutesAndGradesWithoutTheProcesssCpu) {
+  RestRig rig;
+  auto made = rig.op("POST", "/api/v1/whatif",
+                     R"({"engines": ["minhop", "updn"], "fail_random": 1, "patterns": false})");
+  ASSERT_EQ(made.status, 202) << made.body;
+  const std::string where = RestRig::json_of(made).at("location");
+  nlohmann::json job;
+  for (int i = 0; i < 6000; ++i) {  // a 60 s deadline
+    job = RestRig::json_of(rig.mon("GET", where));
+    if (job.at("state") == "done" || job.at("state") == "failed") break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_EQ(job.at("state"), "done") << job.dump();
+  const auto& result = job.at("result");
+  ASSERT_EQ(result.size(), 2u) << job.dump();
+  for (const auto& r : result) {
+    EXPECT_EQ(r.at("status"), "ok") << r.dump();
+    EXPECT_TRUE(r.contains("compute_ms")) << r.dump();
+    EXPECT_FALSE(r.contains("compute_cpu_ms")) << r.dump();
+    EXPECT_FALSE(r.at("failed").empty()) << r.dump();
+  }
+}
+
 TEST(NativeApi, PartitionLifecycle) {
   RestRig rig;
   auto made = rig.op(
