@@ -148,9 +148,11 @@ std::optional<std::vector<NodeIndex>> removal_only(const Fabric& prev, const Fab
 
 std::optional<std::vector<NodeIndex>> repairable(const Options& o, std::string_view engine,
                                                  const Fabric& f,
-                                                 const std::vector<LidOwner>& owners) {
+                                                 const std::vector<LidOwner>& owners,
+                                                 bool layered) {
   const Tables* prev = o.previous.tables;
-  if (!prev || !o.previous.fabric || o.previous.engine != engine || !prev->path_sl.empty())
+  if (!prev || !o.previous.fabric || o.previous.engine != engine ||
+      (!prev->path_sl.empty() && !layered) || !prev->hop_vl.empty())
     return std::nullopt;
   return removal_only(*o.previous.fabric, f, owners);
 }

@@ -181,12 +181,14 @@ std::optional<std::vector<fabric::NodeIndex>> removal_only(const fabric::Fabric&
                                                            const fabric::Fabric& f,
                                                            const std::vector<LidOwner>& owners);
 
-// The previous tables an engine may repair (Options::previous): its own, on one VL,
-// of a fabric that `f` is with only links taken away (removal_only). Then: per node of
-// f, its index in the previous fabric; else nullopt (route afresh).
+// The previous tables an engine may repair (Options::previous): its own, on one VL
+// (or layered, when `layered`: the engine re-checks the layers), of a fabric that `f`
+// is with only links taken away (removal_only). Then: per node of f, its index in the
+// previous fabric; else nullopt (route afresh).
 std::optional<std::vector<fabric::NodeIndex>> repairable(const Options& o, std::string_view engine,
                                                          const fabric::Fabric& f,
-                                                         const std::vector<LidOwner>& owners);
+                                                         const std::vector<LidOwner>& owners,
+                                                         bool layered = false);
 // The (switch, LID) entries of `now` that differ from the previous tables, over the
 // LIDs in use, switch by switch in parallel.
 uint64_t changed_entries(const Switches& sw, const Tables& now, const Tables& prev,

@@ -376,6 +376,26 @@ TEST(UpDownRepair, ALostLinkReroutesOnlyTheEntriesWhoseHopIsNoLongerLegal) {
   EXPECT_EQ(back->lft, t0->lft);
 }
 
+// dfsssp repairs too: an entry whose previous hop still leads one step nearer keeps it,
+// the others take the fresh balanced routes' hop, and the repaired routes are layered
+// as fresh ones are. Complete, minimal, deadlock-free, the busiest links within 10 % of
+// a fresh computation, and fewer than half the entries a fresh computation changes.
+TEST(DfssspRepair, ALostLinkKeepsEveryEntryStillOneStepNearer) {
+  for (const std::string spec :
+       {"torus:dims=4x4x4,hosts=1", "ft3:pods=3,leaves=4,aggs=4,hosts=3,cores=4",
+        "random:switches=20,degree=4,hosts=2,seed=5"}) {
+    SCOPED_TRACE(spec);
+    const Fabric f = with_lids(spec);
+    auto t0 = (*make_engine("dfsssp"))->compute(f, {});
+    ASSERT_TRUE(t0) << t0.error().message;
+    const RepairTally t = repair_against_fresh(f, *t0, "dfsssp", true);
+    EXPECT_GT(t.cuts, 0u);
+    EXPECT_LT(t.rerouted * 2, t.fresh_changed)
+        << "repair " << t.rerouted << ", fresh " << t.fresh_changed;
+    EXPECT_LE(t.repaired_max, t.fresh_max * 11 / 10) << "fresh " << t.fresh_max;
+  }
+}
+
 // ftree repairs the same way: an entry whose previous port is still one of its
 // up-then-down candidates keeps it, the others go to their least used candidate,
 // counted against the kept ones. Complete, deadlock-free, no longer paths, the

@@ -146,9 +146,10 @@ struct Options {
   // Compute as on a one-core machine (tests: the tables must be the same either way).
   bool one_core = false;
   // After a change that only took links away (a link, a switch or hosts lost, every
-  // LID where it was): an engine that can (minhop) keeps each previous route that is
-  // still a shortest one and routes again only the entries that are not, balanced
-  // over the links as before, so a failure rewrites only the tables it touched. Any
+  // LID where it was): an engine that can (minhop, updn, dnup, ftree, dfsssp) keeps each
+  // previous entry that is still one of its own choices and routes again only the
+  // others, balanced over the links as before, so a failure rewrites only the tables
+  // it touched (dfsssp then layers the repaired routes afresh). Any
   // other change (a link or node that is new, a LID that moved), or previous tables
   // of another engine, and the engine routes afresh. Empty = afresh.
   PreviousRoutes previous;
