@@ -380,7 +380,8 @@ void hop_vl_dependencies(const Fabric& f, const Tables& t, const detail::Channel
     const uint8_t v = Tables::hop_vl_of(maps[size_t(in) * np + out], sl);
     return v == Tables::kNoHopVl ? sl : v;
   };
-  uint32_t vls = path_vls(t, sw);
+  const uint32_t sls = path_vls(t, sw);  // SLs in use: 0 .. the highest path SL
+  uint32_t vls = sls;
   for (NodeIndex n : sw.nodes)
     if (n < t.hop_vl.size())
       for (uint64_t m : t.hop_vl[n])
@@ -426,36 +427,39 @@ void hop_vl_dependencies(const Fabric& f, const Tables& t, const detail::Channel
         for (size_t i = slice; i < lids.size(); i += slices) {
           const uint16_t lid = lids[i];
           ++stamp;
-          for (NodeIndex src : sw.nodes) {
-            const unsigned sl =
-                t.path_sl.empty() || lid >= t.path_sl[src].size() ? 0 : t.path_sl[src][lid] & 15;
-            if (!outs(src, lid, m)) continue;
-            stack.clear();
-            each_port(m, [&](PortNum out) {
-              const uint32_t c = ch.isl(src, out);
-              if (c == ~0u) return;
-              uint32_t pushed = 0;  // VLs already pushed for this channel
-              for (PortNum in : entries[src])
-                if (const uint32_t v = vl_at(src, in, out, sl); !(pushed >> v & 1))
-                  pushed |= 1u << v, stack.emplace_back(c, v);
-            });
-            while (!stack.empty()) {
-              const auto [c, v] = stack.back();
-              stack.pop_back();
-              top[slice] = std::max(top[slice], v);
-              const NodeIndex head = ch.isl_peer[c];
-              if (!outs(head, lid, mm)) continue;
-              const bool first = seen[sl * nch + c] != stamp;
-              seen[sl * nch + c] = stamp;
-              each_port(mm, [&](PortNum q) {
-                const uint32_t d = ch.isl(head, q);
-                if (d == ~0u) return;
-                const uint32_t w = vl_at(head, head_in[c], q, sl);
-                mask[((size_t(v) * vls + w) * nch + c) * 4 + (q >> 6)] |= uint64_t(1) << (q & 63);
-                if (first) stack.emplace_back(d, w);
+          for (NodeIndex src : sw.nodes)
+            for (unsigned sl = 0; sl < sls; ++sl) {
+              // The path's SL (0 without path_sl; a switch without an SL row: every SL in
+              // use, as the layered walk takes it).
+              const bool every = !t.path_sl.empty() && lid >= t.path_sl[src].size();
+              if (!every && sl != (t.path_sl.empty() ? 0u : t.path_sl[src][lid] & 15u)) continue;
+              if (!outs(src, lid, m)) continue;
+              stack.clear();
+              each_port(m, [&](PortNum out) {
+                const uint32_t c = ch.isl(src, out);
+                if (c == ~0u) return;
+                uint32_t pushed = 0;  // VLs already pushed for this channel
+                for (PortNum in : entries[src])
+                  if (const uint32_t v = vl_at(src, in, out, sl); !(pushed >> v & 1))
+                    pushed |= 1u << v, stack.emplace_back(c, v);
               });
+              while (!stack.empty()) {
+                const auto [c, v] = stack.back();
+                stack.pop_back();
+                top[slice] = std::max(top[slice], v);
+                const NodeIndex head = ch.isl_peer[c];
+                if (!outs(head, lid, mm)) continue;
+                const bool first = seen[sl * nch + c] != stamp;
+                seen[sl * nch + c] = stamp;
+                each_port(mm, [&](PortNum q) {
+                  const uint32_t d = ch.isl(head, q);
+                  if (d == ~0u) return;
+                  const uint32_t w = vl_at(head, head_in[c], q, sl);
+                  mask[((size_t(v) * vls + w) * nch + c) * 4 + (q >> 6)] |= uint64_t(1) << (q & 63);
+                  if (first) stack.emplace_back(d, w);
+                });
+              }
             }
-          }
         }
       },
       1);

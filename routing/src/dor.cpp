@@ -17,6 +17,9 @@ Routed DorEngine::compute(const Fabric& f, const Options& o) const {
                   "dor: needs the torus's shape: a torus description (torus_config; weft route "
                   "--torus FILE)");
   const TorusSpec& T = *o.torus;
+  if (T.radix.empty() || T.radix.size() > 3)  // SL bits: a dateline's per dimension, one more
+    return refuse(Refusal::kInvalidInput, "dor: a torus or mesh of 1 to 3 dimensions, not " +
+                                              std::to_string(T.radix.size()));
   auto st = detail::start(f);
   if (!st) return std::unexpected(st.error());
   auto& [sw, owners, out] = *st;
@@ -124,9 +127,17 @@ Routed DorEngine::compute(const Fabric& f, const Options& o) const {
         if (e < D) {
           next = lab[s][slot(e, dirs[e])];
         } else {
+          // On its own line: a side whose line leads on to the destination's place (a
+          // side as blocked would turn back here), else any side there is.
+          uint32_t any = detail::kNoSwitch;
           for (e = d + 1; e < D && next == detail::kNoSwitch; ++e)
-            for (int sg : {1, -1})
-              if (next == detail::kNoSwitch) next = lab[s][slot(e, sg)];
+            for (int sg : {1, -1}) {
+              const uint32_t j = lab[s][slot(e, sg)];
+              if (j == detail::kNoSwitch || next != detail::kNoSwitch) continue;
+              if (any == detail::kNoSwitch) any = j;
+              if (reach[j][slot(d, dd)] >= steps) next = j;
+            }
+          if (next == detail::kNoSwitch) next = any;
         }
         if (next == detail::kNoSwitch)
           return refuse(Refusal::kTopology,
@@ -242,7 +253,14 @@ Routed DorEngine::compute(const Fabric& f, const Options& o) const {
                                                                 : "early turns") +
                                               " need " + std::to_string(int(out.vls)) + " VLs, " +
                                               std::to_string(int(o.max_vls)) + " allowed");
-  if (!layered && !by_class) out.path_sl.clear();
+  // Tables with per-hop maps carry every path's SL (0 here without datelines): the SA
+  // must hand out the SL the maps were made and checked for, never the QoS policy's.
+  if (!layered && !early) {
+    out.path_sl.clear();
+  } else if (out.path_sl.empty()) {
+    out.path_sl.assign(f.size(), {});
+    for (NodeIndex n : sw.nodes) out.path_sl[n].assign(size_t(out.top_lid) + 1, 0);
+  }
   out.notes.push_back("dor: " + shape + ", seed " + name_of(labels->seed) + "; " +
                       std::to_string(int(out.vls)) + " VL(s)" +
                       (layered ? " (SL bit d: the path crosses dimension d's dateline; a hop "

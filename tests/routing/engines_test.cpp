@@ -851,6 +851,14 @@ TEST(Dor, RefusesWithAReason) {
   auto few = dor->compute(f, o);
   ASSERT_FALSE(few);
   EXPECT_EQ(few.error().kind, Refusal::kVirtualLanes);
+  Options four = o;  // the SL has a bit per dimension and one more: 3 dimensions at most
+  four.max_vls = 8;
+  four.torus->radix.insert(four.torus->radix.end(), {1, 1});
+  auto too_many = dor->compute(f, four);
+  ASSERT_FALSE(too_many);
+  EXPECT_EQ(too_many.error().kind, Refusal::kInvalidInput);
+  EXPECT_NE(too_many.error().message.find("1 to 3 dimensions, not 4"), std::string::npos)
+      << too_many.error().message;
   o.max_vls = 8;
   o.torus->radix = {4, 5};
   auto count = dor->compute(f, o);
@@ -1097,15 +1105,23 @@ TEST(Dor, TurnsEarlyRoundASplitRingOrACutMeshLineAndRefusesInTheLastDimension) {
     std::vector<int> radix;
     bool wrap;
     std::vector<std::pair<std::string, std::string>> cuts;
+    // Round a gap of one link torus-2QoS's VL for the hop after the turn is enough;
+    // round a longer one detours on both sides close a cycle, and the paths that turn
+    // early take their own SL.
+    bool own_sl = false;
   };
   const Case routed[] = {
-      {"torus:dims=5x5,hosts=1", {5, 5}, true, {{"sw0-2", "sw1-2"}, {"sw3-2", "sw4-2"}}},
+      {"torus:dims=5x5,hosts=1", {5, 5}, true, {{"sw0-2", "sw1-2"}, {"sw3-2", "sw4-2"}}, true},
       {"mesh:dims=4x5,hosts=1", {4, 5}, false, {{"sw1-1", "sw2-1"}}},
       {"torus:dims=5x5x5,hosts=1",
        {5, 5, 5},
        true,
-       {{"sw0-2-2", "sw1-2-2"}, {"sw3-2-2", "sw4-2-2"}}},
+       {{"sw0-2-2", "sw1-2-2"}, {"sw3-2-2", "sw4-2-2"}},
+       true},
       {"mesh:dims=4x4x4,hosts=1", {4, 4, 4}, false, {{"sw1-1-1", "sw1-2-1"}}},
+      // Two lines cut side by side: a route along the first turns to the side whose line
+      // leads on (sw2-0's), not into the second cut line, which would turn it back.
+      {"mesh:dims=5x5,hosts=1", {5, 5}, false, {{"sw2-1", "sw3-1"}, {"sw2-2", "sw3-2"}}, true},
   };
   for (const auto& c : routed) {
     SCOPED_TRACE(c.spec);
@@ -1123,6 +1139,9 @@ TEST(Dor, TurnsEarlyRoundASplitRingOrACutMeshLineAndRefusesInTheLastDimension) {
     const auto cdg = channel_dependencies(g, *t);
     EXPECT_TRUE(cdg.acyclic) << "cycle of " << cdg.cycle_length << " on VL " << cdg.cyclic_vl;
     EXPECT_GT(cdg.vls, pristine->vls);  // the paths that turn early use their VL
+    // Per-hop maps come with every path's SL, which the SA hands out (not a QoS level's).
+    EXPECT_FALSE(t->hop_vl.empty());
+    EXPECT_FALSE(t->path_sl.empty());
     // Every path keeps its SL, or (one that turns early) takes the SL bit after the
     // datelines' on top of it.
     const unsigned bit = pristine->path_sl.empty() ? 1u : 1u << c.radix.size();
@@ -1136,9 +1155,7 @@ TEST(Dor, TurnsEarlyRoundASplitRingOrACutMeshLineAndRefusesInTheLastDimension) {
         (now == was ? kept : moved) += 1;
       }
     }
-    // Round a cut mesh line torus-2QoS's VL for the hop after the turn is enough; round
-    // a ring split in two, the paths that turn early take their own SL.
-    const bool own_sl = c.wrap;
+    const bool own_sl = c.own_sl;
     EXPECT_GT(kept, 0u);
     EXPECT_EQ(moved > 0, own_sl);
     bool noted = false;

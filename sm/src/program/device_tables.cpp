@@ -229,12 +229,31 @@ void DeviceTables::plan_sl2vl(SweepRun& run) {
   const routing::Tables& rt = run.tables;
   const uint8_t layers = rt.vls;
   if (!opts_.qos.enabled && layers <= 1 && rt.hop_vl.empty()) return;
+  // The VLs the routes send on out of a port: their layers, or with per-hop maps the
+  // highest VL the port's maps name (an end port's, and a switch port facing one,
+  // may carry fewer than the fabric's).
+  auto needed = [&](NodeIndex n, PortNum p) -> uint8_t {
+    if (rt.hop_vl.empty()) return layers;
+    unsigned top = 1;
+    auto take = [&](uint64_t map) {
+      for (unsigned sl = 0; sl < 16; ++sl)
+        if (const uint8_t v = routing::Tables::hop_vl_of(map, sl); v != routing::Tables::kNoHopVl)
+          top = std::max(top, v + 1u);
+    };
+    if (!target.node(n).is_switch()) {
+      take(rt.end_vl);
+    } else {
+      for (PortNum in = 0; in <= target.node(n).num_ports; ++in)
+        if (const auto m = rt.hop_map(target, n, in, p)) take(*m);
+    }
+    return uint8_t(top);
+  };
   auto check_vls = [&](NodeIndex n, PortNum p, uint8_t oper) {
-    if (layers > qos::data_vls(oper))
+    if (const uint8_t need = needed(n, p); need > qos::data_vls(oper))
       add_problem(run.rep,
                   fabric::port_ref(target, n, p) + " operates " +
                       std::to_string(qos::data_vls(oper)) + " data VLs but the routes need " +
-                      std::to_string(layers) +
+                      std::to_string(need) +
                       ": layers share VLs there and deadlock freedom is lost",
                   "SM-0012");
   };
