@@ -899,6 +899,17 @@ Fabric without_links(Fabric f, const std::vector<std::pair<std::string, std::str
   return f;
 }
 
+// dor's tables after a failure: loop-free, complete and deadlock-free; the check's
+// report, for its VLs.
+CdgReport expect_routed_whole(const Fabric& g, const Tables& t) {
+  EXPECT_TRUE(verify_lfts(g, t).ok());
+  const auto m = analyze(g, t);
+  EXPECT_EQ(m.reachable, m.ca_pairs);
+  const auto cdg = channel_dependencies(g, t);
+  EXPECT_TRUE(cdg.acyclic) << "cycle of " << cdg.cycle_length << " on VL " << cdg.cyclic_vl;
+  return cdg;
+}
+
 // torus-2QoS's rule for failed links: a ring a failure broke is taken the long way
 // round; every path keeps its SL, every route that did not cross the failure is the
 // pristine one, and the channels stay acyclic on the VLs the datelines need.
@@ -927,11 +938,7 @@ TEST(Dor, RoutesATorusWithFailedLinksTheLongWayRoundKeepingEverySl) {
     const Fabric g = without_links(f, c.cuts);
     auto t = dor->compute(g, o);
     ASSERT_TRUE(t) << t.error().message;
-    EXPECT_TRUE(verify_lfts(g, *t).ok());
-    const auto m = analyze(g, *t);
-    EXPECT_EQ(m.reachable, m.ca_pairs);
-    const auto cdg = channel_dependencies(g, *t);
-    EXPECT_TRUE(cdg.acyclic) << "cycle on VL " << cdg.cyclic_vl;
+    expect_routed_whole(g, *t);
     EXPECT_EQ(t->vls, pristine->vls);
     EXPECT_EQ(t->path_sl, pristine->path_sl) << "a path's SL changed";
     // Every route that did not cross a failed link is the pristine one; some did.
@@ -1035,11 +1042,7 @@ TEST(Dor, RoutesRoundAFailedSwitchKeepingEverySl) {
     const Fabric g = without_switch(f, c.failed);
     auto t = dor->compute(g, o);
     ASSERT_TRUE(t) << t.error().message;
-    EXPECT_TRUE(verify_lfts(g, *t).ok());
-    const auto m = analyze(g, *t);
-    EXPECT_EQ(m.reachable, m.ca_pairs);
-    const auto cdg = channel_dependencies(g, *t);
-    EXPECT_TRUE(cdg.acyclic) << "cycle of " << cdg.cycle_length << " on VL " << cdg.cyclic_vl;
+    const auto cdg = expect_routed_whole(g, *t);
     EXPECT_EQ(t->vls, c.vls);
     EXPECT_LE(cdg.vls, c.vls);
     EXPECT_GT(cdg.vls, pristine->vls);  // the turns back use their VL
@@ -1133,11 +1136,7 @@ TEST(Dor, TurnsEarlyRoundASplitRingOrACutMeshLineAndRefusesInTheLastDimension) {
     const Fabric g = without_links(f, c.cuts);
     auto t = (*make_engine("dor"))->compute(g, o);
     ASSERT_TRUE(t) << t.error().message;
-    EXPECT_TRUE(verify_lfts(g, *t).ok());
-    const auto m = analyze(g, *t);
-    EXPECT_EQ(m.reachable, m.ca_pairs);
-    const auto cdg = channel_dependencies(g, *t);
-    EXPECT_TRUE(cdg.acyclic) << "cycle of " << cdg.cycle_length << " on VL " << cdg.cyclic_vl;
+    const auto cdg = expect_routed_whole(g, *t);
     EXPECT_GT(cdg.vls, pristine->vls);  // the paths that turn early use their VL
     // Per-hop maps come with every path's SL, which the SA hands out (not a QoS level's).
     EXPECT_FALSE(t->hop_vl.empty());
@@ -1218,10 +1217,7 @@ TEST(Dor, LabelsSwitchesWhoseSquaresFailedFromTheirPlacedNeighbours) {
     }
   auto t = (*make_engine("dor"))->compute(g, o);
   ASSERT_TRUE(t) << t.error().message;
-  EXPECT_TRUE(verify_lfts(g, *t).ok());
-  const auto m = analyze(g, *t);
-  EXPECT_EQ(m.reachable, m.ca_pairs);
-  EXPECT_TRUE(channel_dependencies(g, *t).acyclic);
+  expect_routed_whole(g, *t);
 }
 
 TEST(DetectTorus, ReadsToriOfRadixFiveUpAndMeshesOffTheLinks) {
