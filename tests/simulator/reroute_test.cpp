@@ -143,6 +143,48 @@ TEST(Reroute, ALinkCutIsReadAtItsSwitchesOnlyAndRewritesOnlyTheBlocksThatChanged
   EXPECT_FALSE(quiet->heavy);
 }
 
+// dfsssp's repair in the SM: after a link of a layered torus is cut, the sweep keeps
+// every entry whose hop still leads one step nearer, writes only the blocks that changed,
+// and the repaired routes are layered again: every VL acyclic, every path's SL on its
+// own VL at the switches.
+TEST(Reroute, DfssspRepairsALayeredTorusAndWritesOnlyWhatChanged) {
+  ScratchDir dir("weft-reroute-dfsssp");
+  SimFabric sim = sim_of("torus:dims=4x4x4,hosts=1");
+  SimTransport t(sim, {});
+  SmOptions o = opts(dir);
+  o.routing_engine = "dfsssp";
+  SubnetManager sm(t, o);
+  auto up = sm.sweep();
+  ASSERT_TRUE(up && up->subnet_up);
+  ASSERT_GT(sm.snapshot()->tables.vls, 1);
+  const routing::Tables before = sim.held_tables();
+  const auto [sw, cut] = uplink(sim, "sw1-1-1");
+  ASSERT_NE(cut, 0);
+  sim.unlink(sw, cut);
+  auto rep = sm.light_sweep();
+  ASSERT_TRUE(rep && rep->subnet_up) << (rep ? rep->reason : rep.error().message);
+  const auto snap = sm.snapshot();
+  EXPECT_TRUE(snap->tables.repaired);
+  const routing::Tables after = sim.held_tables();
+  EXPECT_TRUE(routing::verify_lfts(sim.model(), after).ok());
+  const size_t changed = entries_differing(before, after);
+  EXPECT_GT(changed, 0u);
+  EXPECT_EQ(changed, snap->tables.rerouted);
+  EXPECT_LT(changed, sim.model().num_switches() * sim.model().num_lid_ports() / 4);
+  EXPECT_EQ(rep->lft_blocks_written, blocks_differing(before, after));
+  EXPECT_TRUE(routing::channel_dependencies(snap->fabric, snap->tables).acyclic);
+  const uint8_t vls = snap->tables.vls;
+  for (fabric::NodeIndex n = 0; n < sim.model().size(); ++n) {
+    const auto& nd = sim.model().node(n);
+    if (!nd.is_switch()) continue;
+    for (PortNum p = 1; p <= nd.num_ports; ++p) {
+      if (!nd.ports[p].linked()) continue;
+      const auto& held = sim.sl2vl(n, 0, p);
+      for (uint8_t sl = 0; sl < vls; ++sl) EXPECT_EQ(held[sl], sl) << nd.name << ":" << int(p);
+    }
+  }
+}
+
 // A switch that did not take its new blocks is believed to hold nothing (not the tables
 // it was sent), though its ports stayed ACTIVE and its top as weft left it: once it takes
 // writes again, the next sweep reads it back and rewrites what differs.
