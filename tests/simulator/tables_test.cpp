@@ -375,6 +375,35 @@ TEST(Tables, DorsVlPerHopIsWhatTheSwitchesHold) {
   EXPECT_GT(differ, 0u);
 }
 
+// With per-hop VLs a port needs only the VLs its own maps name: CAs that operate VL 0
+// alone carry dor's routes (its 2 VLs run between switches), and the SM says nothing of
+// layers sharing VLs there.
+TEST(Tables, EndPortsOnOneVlCarryDorsPerHopRoutes) {
+  Scratch dir;
+  SimFabric sim(*make_fabric("torus:dims=5x5,hosts=1"));
+  for (NodeIndex n = 0; n < sim.model().size(); ++n)
+    if (!sim.model().node(n).is_switch()) {
+      auto& a = sim.model().node(n).ports[1].attrs;
+      a.vl_cap = a.oper_vls = 1;  // VL0 only
+    }
+  SimTransport t(sim, {});
+  SmOptions o = base(dir);
+  o.routing_engine = "dor";
+  o.torus = routing::detect_torus(sim.model());
+  ASSERT_TRUE(o.torus);
+  SubnetManager sm(t, o);
+  auto rep = sm.sweep();
+  ASSERT_TRUE(rep && rep->subnet_up) << (rep ? rep->reason : rep.error().message);
+  ASSERT_EQ(sm.snapshot()->tables.vls, 2);
+  for (const auto& p : rep->problems)
+    EXPECT_EQ(p.find("but the routes need"), std::string::npos) << p;
+  // The CAs did operate one VL.
+  size_t one = 0;
+  for (NodeIndex n = 0; n < sim.model().size(); ++n)
+    if (!sim.model().node(n).is_switch()) one += sim.model().node(n).ports[1].attrs.oper_vls == 1;
+  EXPECT_EQ(one, 25u);
+}
+
 TEST(Tables, NoPartitionFileMeansFullDefaultMembershipAndNoWrites) {
   Scratch dir;
   SimFabric sim(*make_fabric("ft2:leaves=2,spines=1,hosts=2"));
