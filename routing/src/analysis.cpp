@@ -371,13 +371,10 @@ void hop_vl_dependencies(const Fabric& f, const Tables& t, const detail::Channel
                          const detail::Switches& sw, const std::vector<LidOwner>& owners,
                          const Outs& outs, std::vector<std::vector<uint32_t>>& g, CdgReport& rep) {
   const size_t nch = ch.count();
-  static const std::vector<uint64_t> kNoMaps;
   // A hop's VL: the switch's map, or SL i on VL i where it has none (or none for the SL).
   auto vl_at = [&](NodeIndex n, PortNum in, PortNum out, unsigned sl) -> uint32_t {
-    const auto& maps = n < t.hop_vl.size() ? t.hop_vl[n] : kNoMaps;
-    const size_t np = f.node(n).ports.size();
-    if (maps.size() != np * np || in >= np || out >= np) return sl;
-    const uint8_t v = Tables::hop_vl_of(maps[size_t(in) * np + out], sl);
+    const auto map = t.hop_map(f, n, in, out);
+    const uint8_t v = map ? Tables::hop_vl_of(*map, sl) : Tables::kNoHopVl;
     return v == Tables::kNoHopVl ? sl : v;
   };
   const uint32_t sls = path_vls(t, sw);  // SLs in use: 0 .. the highest path SL

@@ -44,10 +44,12 @@ Routed DorEngine::compute(const Fabric& f, const Options& o) const {
   // ring two of its four hop-to-hop dependencies, which cannot close it.
   auto dateline = [&](size_t d) { return T.wraps(d) && T.radix[d] >= 5; };
   for (size_t d = 0; d < D; ++d) layered |= dateline(d);
-  if (layered) {
+  auto sl_rows = [&] {  // every switch's path SLs, 0 until set
+    if (!out.path_sl.empty()) return;
     out.path_sl.assign(f.size(), {});
     for (NodeIndex n : sw.nodes) out.path_sl[n].assign(size_t(out.top_lid) + 1, 0);
-  }
+  };
+  if (layered) sl_rows();
   // How far each switch goes each way along its ring before a failed link or a missing
   // switch (the radix: none). dor takes the long way round a ring a failure broke, as
   // torus-2QoS does: a broken ring is a line, whose channels close no cycle, so neither
@@ -231,10 +233,7 @@ Routed DorEngine::compute(const Fabric& f, const Options& o) const {
     out.deadlock_free = true;
     if (const CdgReport c = channel_dependencies(f, out); !c.acyclic) {
       by_class = true;
-      if (out.path_sl.empty()) {
-        out.path_sl.assign(f.size(), {});
-        for (NodeIndex n : sw.nodes) out.path_sl[n].assign(size_t(out.top_lid) + 1, 0);
-      }
+      sl_rows();
       for (auto [s, t] : detoured)
         for (auto [lid, exit] : lids_at[t]) out.path_sl[sw.nodes[s]][lid] |= uint8_t(1u << dl_bits);
       make_maps(true);
@@ -255,12 +254,7 @@ Routed DorEngine::compute(const Fabric& f, const Options& o) const {
                                               std::to_string(int(o.max_vls)) + " allowed");
   // Tables with per-hop maps carry every path's SL (0 here without datelines): the SA
   // must hand out the SL the maps were made and checked for, never the QoS policy's.
-  if (!layered && !early) {
-    out.path_sl.clear();
-  } else if (out.path_sl.empty()) {
-    out.path_sl.assign(f.size(), {});
-    for (NodeIndex n : sw.nodes) out.path_sl[n].assign(size_t(out.top_lid) + 1, 0);
-  }
+  if (early) sl_rows();
   out.notes.push_back("dor: " + shape + ", seed " + name_of(labels->seed) + "; " +
                       std::to_string(int(out.vls)) + " VL(s)" +
                       (layered ? " (SL bit d: the path crosses dimension d's dateline; a hop "

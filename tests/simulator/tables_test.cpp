@@ -57,6 +57,15 @@ Result<config::PartitionPolicy> storage_policy(
                                   "p.conf");
 }
 
+// dor on the torus the simulator holds, its shape detected from the links (none: no
+// torus found).
+SmOptions dor_options(const Scratch& dir, const SimFabric& sim) {
+  SmOptions o = base(dir);
+  o.routing_engine = "dor";
+  o.torus = routing::detect_torus(sim.model());
+  return o;
+}
+
 std::vector<uint16_t> used(const std::vector<uint16_t>& t) {
   std::vector<uint16_t> v;
   for (uint16_t k : t)
@@ -300,9 +309,7 @@ TEST(Tables, DorsVlPerHopIsWhatTheSwitchesHold) {
   Scratch dir;
   SimFabric sim(*make_fabric("torus:dims=5x5,hosts=1"));
   SimTransport t(sim, {});
-  SmOptions o = base(dir);
-  o.routing_engine = "dor";
-  o.torus = routing::detect_torus(sim.model());
+  const SmOptions o = dor_options(dir, sim);
   ASSERT_TRUE(o.torus);
   SubnetManager sm(t, o);
   auto rep = sm.sweep();
@@ -387,9 +394,7 @@ TEST(Tables, EndPortsOnOneVlCarryDorsPerHopRoutes) {
       a.vl_cap = a.oper_vls = 1;  // VL0 only
     }
   SimTransport t(sim, {});
-  SmOptions o = base(dir);
-  o.routing_engine = "dor";
-  o.torus = routing::detect_torus(sim.model());
+  const SmOptions o = dor_options(dir, sim);
   ASSERT_TRUE(o.torus);
   SubnetManager sm(t, o);
   auto rep = sm.sweep();
