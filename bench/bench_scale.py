@@ -2,7 +2,8 @@
 """Routing at scale: `weft route --no-grade` on the radix-56 3-level fat tree
 (3,920 switches, 43,904 CAs, 47,824 LIDs), each engine's compute time (its own
 report), its compute CPU (the process's CPU time over the computation, every
-thread's: the same work on one core), wall time of the whole process (the net
+thread's: the same work on one core; apart, its user and system parts: the system
+part is mostly the kernel zeroing the pages the fresh tables first touch), wall time of the whole process (the net
 file read and LIDs assigned too) and peak memory (the process's maximum resident
 set, from wait4).
 
@@ -41,7 +42,8 @@ HUGE_PAGES = set()
 
 
 def run_measured(weft, topo, engine):
-    """(compute ms, compute CPU ms, wall s, peak MiB, VLs, progress lines) of one `weft route --no-grade
+    """(compute ms, compute CPU ms, its user and system ms, wall s, peak MiB, VLs, progress lines) of one
+    `weft route --no-grade
     --json --progress` run; the child is reaped with wait4 for its resource usage."""
     t0 = time.monotonic()
     pid = os.fork()
@@ -69,7 +71,8 @@ def run_measured(weft, topo, engine):
     if row.get("status") != "ok":
         raise RuntimeError("%s: %s" % (engine, row.get("reason", row)))
     HUGE_PAGES.add(row.get("malloc_huge_pages"))
-    return row["compute_ms"], row["compute_cpu_ms"], wall, usage.ru_maxrss / 1024, row.get("vls"), progress
+    return (row["compute_ms"], row["compute_cpu_ms"], row.get("compute_user_ms", float("nan")),
+            row.get("compute_sys_ms", float("nan")), wall, usage.ru_maxrss / 1024, row.get("vls"), progress)
 
 
 def opensm_minhop(net, scratch):
@@ -110,24 +113,25 @@ def main():
         subprocess.run([a.weft, "topo", SPEC, "-o", topo], check=True)
     engines = [(e, a.runs) for e in FAST] + ([] if a.no_dfsssp else [("dfsssp", 1)])
     print("Routing at scale on %s (%d cores)\n" % (topo, os.cpu_count()))
-    print("| engine | run | compute s | compute CPU s | wall s | peak MiB | VLs | target |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("| engine | run | compute s | compute CPU s | user s | system s | wall s | peak MiB | VLs | target |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     held, peaks, compute, phases = {}, {}, {}, {}
     for engine, runs in engines:
         for i in range(runs):
-            ms, cpu_ms, wall, peak, vls, progress = run_measured(a.weft, topo, engine)
+            ms, cpu_ms, user_ms, sys_ms, wall, peak, vls, progress = run_measured(a.weft, topo, engine)
             what, limit = TARGET[engine]
             held.setdefault(engine, []).append((cpu_ms if what == "cpu" else ms) / 1000)
             peaks[engine] = max(peaks.get(engine, 0), peak)
             compute.setdefault(engine, []).append(ms / 1000)
             phases[engine] = [line for line in progress if line.startswith("weft: %s: " % engine)]
-            print("| %s | %d | %.2f | %.2f | %.2f | %.0f | %s | %s <= %g s |" % (
-                engine, i + 1, ms / 1000, cpu_ms / 1000, wall, peak, vls, what, limit))
+            print("| %s | %d | %.2f | %.2f | %.2f | %.2f | %.2f | %.0f | %s | %s <= %g s |" % (
+                engine, i + 1, ms / 1000, cpu_ms / 1000, user_ms / 1000, sys_ms / 1000, wall, peak, vls,
+                what, limit))
             sys.stdout.flush()
     osm = None
     if a.opensm:
         osm = opensm_minhop(topo, a.scratch)
-        print("| opensm minhop | 1 | %.2f (log) | | | 1 | |" % osm)
+        print("| opensm minhop | 1 | %.2f (log) | | | | | | 1 | |" % osm)
     print()
     print("glibc's huge-page malloc (glibc.malloc.hugetlb=1): %s" % (
         "yes" if HUGE_PAGES == {True} else "no" if HUGE_PAGES == {False} else "mixed"))

@@ -108,16 +108,10 @@ Routed MinHopEngine::compute(const Fabric& f, const Options& o) const {
         for (size_t j = 0; j < kn; ++j)
           col[size_t(t) * words] |= uint64_t(links[k0 + j].dist[t] + 1 == mine[t]) << (shift + j);
     }
-    // Raw pointers: the byte stores into the row could alias any vector's insides,
+    // A raw pointer: the byte stores into the row could alias any vector's insides,
     // which would be reloaded after each one.
     PortNum* const rowp = row.data();
-    std::vector<uint32_t> used_v(links.size(), 0);  // LIDs routed per link
-    std::vector<uint32_t> cand_v(links.size());     // link numbers
-    std::vector<PortNum> port_v(links.size());
-    for (size_t k = 0; k < links.size(); ++k) port_v[k] = links[k].port;
-    uint32_t* const used = used_v.data();
-    uint32_t* const cand = cand_v.data();
-    const PortNum* const port = port_v.data();
+    std::vector<uint32_t> used(links.size(), 0);  // LIDs routed per link
     // Repair: every entry the change did not break keeps its port, and counts as used;
     // the broken ones are routed below as afresh, against them.
     std::vector<uint8_t> redo;  // per LID, at this switch
@@ -138,31 +132,18 @@ Routed MinHopEngine::compute(const Fabric& f, const Options& o) const {
     }
     // (A plain pointer: the optional `was` would be reloaded after every row store.)
     const uint8_t* const todo = was ? redo.data() : nullptr;
-    const uint64_t* last = nullptr;  // the mask cand[0, n) was built from
-    size_t n = 0;
+    // The target's LIDs round robin over the candidates (links), from the least used.
+    detail::Dealer dealer(used.data());
     for (const uint32_t t : order) {
       if (t == s || at[t].empty() || mine[t] == kFar) continue;
-      // The target's LIDs round robin over the candidates (link numbers), from the
-      // least used.
-      const size_t start = detail::least_candidate(
-          next.data() + t * words, words, [](size_t j) { return static_cast<uint32_t>(j); }, used,
-          cand, n, last);
+      const size_t n = dealer.take(
+          next.data() + t * words, words, [](size_t j) { return static_cast<uint32_t>(j); },
+          [&links](uint32_t k) { return links[k].port; });
       if (n == 0) continue;
-      const auto* const lids = at[t].data();
-      const size_t nl = at[t].size();
-      // (The test of `todo` in a loop of its own: one copy of the loop per case.)
-      auto deal = [&](auto skip) {
-        for (size_t j = 0, c = start; j < nl; ++j) {
-          if (skip(lids[j].first)) continue;
-          rowp[lids[j].first] = port[cand[c]];
-          ++used[cand[c]];
-          if (++c == n) c = 0;
-        }
-      };
       if (todo)
-        deal([todo](uint16_t lid) { return !todo[lid]; });
+        dealer.deal(rowp, at[t].data(), at[t].size(), [todo](uint16_t lid) { return !todo[lid]; });
       else
-        deal([](uint16_t) { return false; });
+        dealer.deal(rowp, at[t].data(), at[t].size(), detail::Dealer::NoSkip{});
     }
   });
   if (was) {

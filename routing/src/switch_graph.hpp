@@ -3,11 +3,14 @@
 // compressed_sparse_row_graph. Shared by the engines and the analyzer.
 #pragma once
 
+#include <array>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <map>
 #include <optional>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "parallel.hpp"
@@ -140,31 +143,155 @@ inline bool same_mask(const uint64_t* a, const uint64_t* b, size_t n) {
   return diff == 0;
 }
 
-// The candidates of a mask of `words` words (bit j: choice j) as cand[0, n) =
-// value(j), in bit order, and the index of the least counted one (count[value], the
-// first on a tie). The list of the last mask (`last`, kept by the caller with `n`) is
-// reused while the next mask is the same: in a tree most destinations of a switch
-// share one (all its up links).
-template <class T, class Value, class Count>
-size_t least_candidate(const uint64_t* mask, size_t words, Value value, const Count* count, T* cand,
-                       size_t& n, const uint64_t*& last) {
-  size_t start = 0;
-  if (last && same_mask(mask, last, words)) {
-    for (size_t i = 1; i < n; ++i)
-      if (count[cand[i]] < count[cand[start]]) start = i;
-    return start;
-  }
-  n = 0;
-  Count least = std::numeric_limits<Count>::max();
-  for (size_t w = 0; w < words; ++w)
-    for (uint64_t bits = mask[w]; bits; bits &= bits - 1) {
-      const T v = value(w * 64 + static_cast<size_t>(__builtin_ctzll(bits)));
-      if (count[v] < least) least = count[v], start = n;
-      cand[n++] = v;
+// Deals destinations' LIDs round robin over their candidate choices, starting at the
+// least used candidate (the first in bit order on a tie), as minhop and up/down balance
+// a switch's row. The choices of one mask (bit j: choice j) are taken with take(), then
+// dealt with deal().
+//
+// Why not a plain scan (cost, on the radix-56 tree's 15 M (switch, destination) pairs):
+// most destinations of a switch share one large mask (in a tree, all its up links),
+// interleaved with single-choice masks (the down link to a leaf; the one up link toward
+// a core). The large mask's candidates and their counts are held densely (the slot)
+// while masks change, and go back to `count` only when another large mask is taken and
+// at flush(); a small mask is dealt in place, its counts read where they live (in the
+// slot or in `count`). The least used of the slot is a vector scan over its dense counts.
+class Dealer {
+ public:
+  // count: per choice index, its uses so far (read by take, written back by flush).
+  explicit Dealer(uint32_t* count) : count_(count) { pos_.fill(-1); }
+
+  // The candidates of `mask` (`words` words): bit j is choice index(j) (< 256), dealt
+  // as out(index(j)). Returns how many (0: none).
+  template <class Index, class Out>
+  size_t take(const uint64_t* mask, size_t words, Index index, Out out) {
+    if (last_ && same_mask(mask, last_, words)) return small_ = 0, n_;
+    size_t bits = 0;
+    for (size_t w = 0; w < words; ++w) bits += static_cast<size_t>(__builtin_popcountll(mask[w]));
+    if (bits <= kSmall) {
+      // Dealt in place; the slot stays.
+      size_t n = 0;
+      for (size_t w = 0; w < words; ++w)
+        for (uint64_t m = mask[w]; m; m &= m - 1) {
+          const uint32_t i = index(w * 64 + static_cast<size_t>(__builtin_ctzll(m)));
+          small_out_[n] = out(i);
+          small_use_[n++] = pos_[i] >= 0 ? &uses_[size_t(pos_[i])] : &count_[i];
+        }
+      small_ = n;
+      return n;
     }
-  last = mask;
-  return start;
-}
+    flush();
+    for (size_t i = 0; i < n_; ++i) pos_[cand_[i]] = -1;
+    size_t n = 0;
+    for (size_t w = 0; w < words; ++w)
+      for (uint64_t m = mask[w]; m; m &= m - 1) {
+        const uint32_t i = index(w * 64 + static_cast<size_t>(__builtin_ctzll(m)));
+        cand_[n] = i;
+        out_[n] = out(i);
+        uses_[n] = count_[i];
+        pos_[i] = static_cast<int16_t>(n++);
+      }
+    for (size_t i = n; i % kLanes; ++i) uses_[i] = std::numeric_limits<uint32_t>::max();
+    n_ = n;
+    small_ = 0;
+    last_ = mask;
+    return n;
+  }
+
+  // Deals lids[0, m) (pairs whose .first is the LID) round robin over the candidates
+  // taken last, from the least used: row[lid] = the candidate's out value. A LID with
+  // skip(lid) is passed over without taking a turn.
+  template <class Pair, class Skip>
+  void deal(PortNum* row, const Pair* lids, size_t m, Skip skip) {
+    if (small_) {
+      const size_t n = small_;
+      size_t c = 0;
+      for (size_t i = 1; i < n; ++i)
+        if (*small_use_[i] < *small_use_[c]) c = i;
+      for (size_t i = 0; i < m; ++i) {
+        if (skip(lids[i].first)) continue;
+        row[lids[i].first] = small_out_[c];
+        ++*small_use_[c];
+        if (++c == n) c = 0;
+      }
+      return;
+    }
+    const size_t n = n_;
+    if (n == 0) return;
+    size_t c = least();
+    uint32_t* const uses = uses_.data();
+    const PortNum* const out = out_.data();
+    if constexpr (std::is_same_v<Skip, NoSkip>) {
+      // Every LID takes a turn: each candidate gets m / n, and the m % n from the
+      // least used on one more.
+      size_t r = m;
+      if (m >= n) {
+        const auto q = static_cast<uint32_t>(m / n);
+        r = m % n;
+        for (size_t i = 0; i < n; ++i) uses[i] += q;
+      }
+      for (size_t i = 0, j = c; i < r; ++i) {
+        ++uses[j];
+        if (++j == n) j = 0;
+      }
+      for (size_t i = 0; i < m; ++i) {
+        row[lids[i].first] = out[c];
+        if (++c == n) c = 0;
+      }
+    } else {
+      for (size_t i = 0; i < m; ++i) {
+        if (skip(lids[i].first)) continue;
+        row[lids[i].first] = out[c];
+        ++uses[c];
+        if (++c == n) c = 0;
+      }
+    }
+  }
+  // Every LID takes its turn (deal's Skip).
+  struct NoSkip {
+    bool operator()(uint16_t) const { return false; }
+  };
+
+  // The slot's counts back into `count` (the dealer may be taken on afterwards).
+  void flush() {
+    for (size_t i = 0; i < n_; ++i) count_[cand_[i]] = uses_[i];
+  }
+
+ private:
+  static constexpr size_t kSmall = 2;  // masks of at most this many bits are dealt in place
+  static constexpr size_t kLanes = 4;
+  using Lanes = uint32_t __attribute__((vector_size(kLanes * sizeof(uint32_t))));
+
+  // The first index of the least count in the slot (n_ >= 1).
+  size_t least() const {
+    const size_t nv = (n_ + kLanes - 1) / kLanes;
+    Lanes m, v;
+    std::memcpy(&m, uses_.data(), sizeof m);
+    for (size_t i = 1; i < nv; ++i) {
+      std::memcpy(&v, uses_.data() + i * kLanes, sizeof v);
+      m = v < m ? v : m;
+    }
+    const uint32_t low = std::min(std::min(m[0], m[1]), std::min(m[2], m[3]));
+    const Lanes lows = Lanes{} + low;
+    for (size_t i = 0;; ++i) {
+      std::memcpy(&v, uses_.data() + i * kLanes, sizeof v);
+      using Halves = uint64_t __attribute__((vector_size(16)));
+      const auto eq = reinterpret_cast<Halves>(v == lows);
+      if (eq[0]) return i * kLanes + static_cast<size_t>(__builtin_ctzll(eq[0])) / 32;
+      if (eq[1]) return i * kLanes + 2 + static_cast<size_t>(__builtin_ctzll(eq[1])) / 32;
+    }
+  }
+
+  uint32_t* count_;
+  const uint64_t* last_ = nullptr;           // the mask the slot came from
+  size_t n_ = 0;                             // the slot's candidates
+  size_t small_ = 0;                         // the small mask's candidates (0: the slot deals)
+  std::array<uint32_t, 256> cand_;           // the slot: choice index per candidate
+  std::array<PortNum, 256> out_;             // what a LID dealt to it gets
+  std::array<uint32_t, 256 + kLanes> uses_;  // its count, padded with the largest
+  std::array<int16_t, 256> pos_;             // per choice index: its place in the slot, or -1
+  std::array<PortNum, kSmall> small_out_;
+  std::array<uint32_t*, kSmall> small_use_;  // where the small mask's counts live
+};
 
 // Where each LID leaves the switch fabric: per switch number, its (LID, exit port)
 // pairs in LID order; a switch's own LID exits on port 0. LIDs of CAs linked to no

@@ -261,7 +261,6 @@ Routed UpDownEngine::compute(const Fabric& f, const Options& o) const {
         uint32_t* const cnt = used[s].data();
         const uint16_t* const dd = &dd_at[si * gn];
         const uint16_t* const c = &c_at[si * gn];
-        PortNum cand[256];
         // Destinations in an order of this switch's own, as minhop takes them:
         // neighbours that took the same order would pile their choices onto the same
         // next switches (an upper tree level's busiest link grows several times);
@@ -339,8 +338,8 @@ Routed UpDownEngine::compute(const Fabric& f, const Options& o) const {
             }
           }
         }
-        const uint64_t* last = nullptr;  // the mask cand[0, n) was built from
-        size_t n = 0;
+        // The groups' LIDs round robin over the candidates (ports), from the least used.
+        detail::Dealer dealer(cnt);
         for (const uint32_t k : order) {
           const Group& grp = groups[g0 + k];
           const uint32_t t = grp.t;
@@ -351,10 +350,10 @@ Routed UpDownEngine::compute(const Fabric& f, const Options& o) const {
             continue;
           }
           if (dd[k] == kFar16 && sw.sources[t] > 1 && part[s] == part[t]) ++down_short[s];
-          // The candidates (ports), and the least used of them.
-          const size_t start = detail::least_candidate(
-              legal.data() + k * words, words, [&](size_t j) { return hop_port[j]; }, cnt, cand, n,
-              last);
+          const size_t n = dealer.take(
+              legal.data() + k * words, words,
+              [&hop_port](size_t j) { return uint32_t(hop_port[j]); },
+              [](uint32_t port) { return static_cast<PortNum>(port); });
           if (n == 0) {
             if (part[s] == part[t]) {
               missed[s].push_back(uint32_t(g0 + k));
@@ -362,23 +361,14 @@ Routed UpDownEngine::compute(const Fabric& f, const Options& o) const {
             }
             continue;
           }
-          // The group's LIDs round robin over the candidates, from the least used; a
-          // repair skips the entries it kept (the test in a copy of the loop of its own).
-          // (Everything by value: a byte store into the row may alias any variable whose
-          // address is taken, and would reload it.)
-          auto deal = [row, cnt, c = &cand[0], lids, nl, n, start](auto skip) {
-            for (size_t i = 0, j = start; i < nl; ++i) {
-              if (skip(lids[i].first)) continue;
-              row[lids[i].first] = c[j];
-              ++cnt[c[j]];
-              if (++j == n) j = 0;
-            }
-          };
+          // A repair skips the entries it kept.
           if (was)
-            deal([keep = kept.data()](uint16_t lid) { return keep[lid] != 0; });
+            dealer.deal(row, lids, nl,
+                        [keep = kept.data()](uint16_t lid) { return keep[lid] != 0; });
           else
-            deal([](uint16_t) { return false; });
+            dealer.deal(row, lids, nl, detail::Dealer::NoSkip{});
         }
+        dealer.flush();
       });
     }
     // (Each unrouted[g] comes out in switch order as switches are taken in order; a

@@ -235,7 +235,8 @@ def main():
     check("route --traffic: an unknown pattern is named", ["route", "--topology", "ft2:leaves=2",
           "--traffic", "tornado"], 2, r'unknown traffic pattern "tornado" \(known: shift', W, w)
     check("route --json", ["route", "--topology", "torus:dims=3x3,hosts=1", "--json"], 0,
-          r'"compute_cpu_ms": \d+(\.\d+)?(e-?\d+)?,\s*"compute_ms": \d.*"engine": "minhop".*"reachable_pct": 100\.0.*'
+          r'"compute_cpu_ms": \d+(\.\d+)?(e-?\d+)?,\s*"compute_ms": \d+(\.\d+)?(e-?\d+)?,\s*'
+          r'"compute_sys_ms": \d+(\.\d+)?(e-?\d+)?,\s*"compute_user_ms": \d.*"engine": "minhop".*"reachable_pct": 100\.0.*'
           r'"status": "ok"', W, w)
     # The routing commands run themselves again with glibc's huge-page malloc where the
     # kernel gives transparent huge pages to who asks (app/main.cpp), under their own name;

@@ -517,6 +517,7 @@ TEST(NativeApi, AWhatIfJobRoutesAndGradesWithoutTheProcesssCpu) {
     EXPECT_EQ(r.at("status"), "ok") << r.dump();
     EXPECT_TRUE(r.contains("compute_ms")) << r.dump();
     EXPECT_FALSE(r.contains("compute_cpu_ms")) << r.dump();
+    EXPECT_FALSE(r.contains("compute_user_ms")) << r.dump();
     EXPECT_FALSE(r.at("failed").empty()) << r.dump();
   }
 }

@@ -19,8 +19,9 @@ namespace weft::simulator {
 struct Grading {
   bool any = true;       // false: compute only (timing and memory runs)
   bool patterns = true;  // eBB and shift
-  // compute_cpu_ms: the process's CPU over the computation, every thread's; only where
-  // nothing else runs in the process (weft route), not beside an SM and REST.
+  // compute_cpu_ms: the process's CPU over the computation, every thread's, and its
+  // user and system parts (compute_user_ms, compute_sys_ms); only where nothing else
+  // runs in the process (weft route), not beside an SM and REST.
   bool process_cpu = true;
   routing::PatternOptions pattern;
   // Flow-level traffic (routing/traffic.hpp), static beside adaptive, per pattern:

@@ -1,0 +1,110 @@
+// The Dealer (routing/src/switch_graph.hpp, internal to routing/) against a plain
+// reference: each destination's LIDs round robin over its mask's candidates, from the
+// least used one (the first in bit order on a tie), every count kept in one array. The
+// dealer keeps a large mask's counts densely and deals small masks in place; whatever
+// the order of masks, rows and counts must come out as the reference's.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "../../routing/src/switch_graph.hpp"
+#include "weft/splitmix.hpp"
+
+namespace weft::routing {
+namespace {
+
+using Lids = std::vector<std::pair<uint16_t, PortNum>>;
+
+// The reference: one destination dealt against counts held per choice.
+void reference_deal(const std::vector<uint64_t>& mask, std::vector<uint32_t>& count,
+                    const std::vector<PortNum>& out, const Lids& lids,
+                    const std::vector<uint8_t>& skip, std::vector<PortNum>& row) {
+  std::vector<uint32_t> cand;
+  for (size_t j = 0; j < mask.size() * 64; ++j)
+    if (mask[j / 64] >> (j % 64) & 1) cand.push_back(static_cast<uint32_t>(j));
+  if (cand.empty()) return;
+  size_t c = 0;
+  for (size_t i = 1; i < cand.size(); ++i)
+    if (count[cand[i]] < count[cand[c]]) c = i;
+  for (auto [lid, exit] : lids) {
+    if (skip[lid]) continue;
+    row[lid] = out[cand[c]];
+    ++count[cand[c]];
+    if (++c == cand.size()) c = 0;
+  }
+}
+
+TEST(Dealer, DealsAsThePlainRoundRobinFromTheLeastUsed) {
+  SplitMix64 rng(7);
+  for (int round = 0; round < 300; ++round) {
+    const size_t choices = 1 + rng.next() % 130;  // up to three mask words
+    const size_t words = (choices + 63) / 64;
+    std::vector<PortNum> out(choices);
+    for (size_t j = 0; j < choices; ++j) out[j] = static_cast<PortNum>(1 + rng.next() % 250);
+    std::vector<uint32_t> count(choices), ref_count(choices);
+    for (size_t j = 0; j < choices; ++j)
+      count[j] = ref_count[j] = static_cast<uint32_t>(rng.next() % 4);
+    // A pool of masks: large ones (most choices), small ones (1 or 2 bits, often inside
+    // a large one), empty ones; destinations draw from it, repeats included.
+    std::vector<std::vector<uint64_t>> pool;
+    for (int k = 0; k < 6; ++k) {
+      std::vector<uint64_t> m(words, 0);
+      const int kind = k % 3;
+      if (kind == 0) {
+        for (size_t j = 0; j < choices; ++j)
+          if (rng.next() % 4) m[j / 64] |= uint64_t(1) << (j % 64);
+      } else if (kind == 1) {
+        const size_t bits = 1 + rng.next() % 3;
+        for (size_t b = 0; b < bits; ++b) {
+          const size_t j = rng.next() % choices;
+          m[j / 64] |= uint64_t(1) << (j % 64);
+        }
+      }
+      pool.push_back(m);
+    }
+    const size_t destinations = 200;
+    std::vector<size_t> which(destinations);
+    for (auto& w : which) w = rng.next() % pool.size();
+    // Every destination's own mask in one array, as the engines lay them out: equal
+    // masks compare equal by content, not by address.
+    std::vector<uint64_t> masks(destinations * words);
+    for (size_t d = 0; d < destinations; ++d)
+      for (size_t w = 0; w < words; ++w) masks[d * words + w] = pool[which[d]][w];
+    const size_t lid_count = 3000;
+    std::vector<PortNum> row(lid_count, 0xff), ref_row(lid_count, 0xff);
+    std::vector<uint8_t> skip(lid_count, 0);
+    const bool repair = round % 2;  // every other round passes over some LIDs
+    if (repair)
+      for (auto& x : skip) x = rng.next() % 3 == 0;
+    uint16_t next_lid = 1;
+    detail::Dealer dealer(count.data());
+    for (size_t d = 0; d < destinations && size_t(next_lid) + 40 < lid_count; ++d) {
+      Lids lids;
+      const size_t nl = rng.next() % 40;
+      for (size_t i = 0; i < nl; ++i) lids.emplace_back(next_lid++, PortNum(0));
+      const size_t n = dealer.take(
+          &masks[d * words], words, [](size_t j) { return static_cast<uint32_t>(j); },
+          [&out](uint32_t j) { return out[j]; });
+      size_t bits = 0;
+      for (uint64_t w : pool[which[d]]) bits += static_cast<size_t>(__builtin_popcountll(w));
+      ASSERT_EQ(n, bits);
+      if (n) {
+        if (repair)
+          dealer.deal(row.data(), lids.data(), lids.size(),
+                      [&skip](uint16_t lid) { return skip[lid] != 0; });
+        else
+          dealer.deal(row.data(), lids.data(), lids.size(), detail::Dealer::NoSkip{});
+      }
+      reference_deal(pool[which[d]], ref_count, out, lids,
+                     repair ? skip : std::vector<uint8_t>(lid_count, 0), ref_row);
+    }
+    dealer.flush();
+    ASSERT_EQ(row, ref_row) << "round " << round << ", " << choices << " choices";
+    ASSERT_EQ(count, ref_count) << "round " << round;
+  }
+}
+
+}  // namespace
+}  // namespace weft::routing
