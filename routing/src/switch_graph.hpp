@@ -149,51 +149,64 @@ inline bool same_mask(const uint64_t* a, const uint64_t* b, size_t n) {
 // dealt with deal().
 //
 // Why not a plain scan (cost, on the radix-56 tree's 15 M (switch, destination) pairs):
-// most destinations of a switch share one large mask (in a tree, all its up links),
-// interleaved with single-choice masks (the down link to a leaf; the one up link toward
-// a core). The large mask's candidates and their counts are held densely (the slot)
-// while masks change, and go back to `count` only when another large mask is taken and
-// at flush(); a small mask is dealt in place, its counts read where they live (in the
-// slot or in `count`). The least used of the slot is a vector scan over its dense counts.
+// most destinations of a switch share one of one or two large masks (in a tree, all its
+// up links; for an aggregation switch also all its down links), interleaved with
+// single-choice masks (the down link to a leaf; the one up link toward a core). Each
+// large mask's candidates and their counts are held densely in a slot while masks
+// change; the slots' masks never share a choice, so each count lives in one place (a
+// slot, else `count`), and goes back to `count` when its slot is given to another mask
+// and at flush(). A small mask is dealt in place, its counts read where they live. The
+// least used of a slot is a vector scan over its dense counts.
 class Dealer {
  public:
   // count: per choice index, its uses so far (read by take, written back by flush).
   explicit Dealer(uint32_t* count) : count_(count) { pos_.fill(-1); }
 
   // The candidates of `mask` (`words` words): bit j is choice index(j) (< 256), dealt
-  // as out(index(j)). Returns how many (0: none).
+  // as out(index(j)). Returns how many (0: none). The mask's words must stay in place
+  // while the dealer is used (a slot refers to them).
   template <class Index, class Out>
   size_t take(const uint64_t* mask, size_t words, Index index, Out out) {
-    if (last_ && same_mask(mask, last_, words)) return small_ = 0, n_;
+    small_ = 0;
+    for (size_t k = 0; k < kSlots; ++k)
+      if (slots_[k].mask && same_mask(mask, slots_[k].mask, words)) return cur_ = k, slots_[k].n;
     size_t bits = 0;
     for (size_t w = 0; w < words; ++w) bits += static_cast<size_t>(__builtin_popcountll(mask[w]));
     if (bits <= kSmall) {
-      // Dealt in place; the slot stays.
+      // Dealt in place; the slots stay.
       size_t n = 0;
       for (size_t w = 0; w < words; ++w)
         for (uint64_t m = mask[w]; m; m &= m - 1) {
           const uint32_t i = index(w * 64 + static_cast<size_t>(__builtin_ctzll(m)));
           small_out_[n] = out(i);
-          small_use_[n++] = pos_[i] >= 0 ? &uses_[size_t(pos_[i])] : &count_[i];
+          small_use_[n++] = pos_[i] >= 0
+                                ? &slots_[size_t(pos_[i]) / 256].uses[size_t(pos_[i]) % 256]
+                                : &count_[i];
         }
       small_ = n;
       return n;
     }
-    flush();
-    for (size_t i = 0; i < n_; ++i) pos_[cand_[i]] = -1;
+    // A slot for it: the slots that share a choice with it give theirs up first, then
+    // the one dealt from longer ago.
+    for (size_t k = 0; k < kSlots; ++k)
+      if (slots_[k].mask && overlap(mask, slots_[k].mask, words)) release(k);
+    size_t k = 0;
+    while (k < kSlots && slots_[k].mask) ++k;
+    if (k == kSlots) release(k = 1 - cur_);
+    Slot& sl = slots_[k];
     size_t n = 0;
     for (size_t w = 0; w < words; ++w)
       for (uint64_t m = mask[w]; m; m &= m - 1) {
         const uint32_t i = index(w * 64 + static_cast<size_t>(__builtin_ctzll(m)));
-        cand_[n] = i;
-        out_[n] = out(i);
-        uses_[n] = count_[i];
-        pos_[i] = static_cast<int16_t>(n++);
+        sl.cand[n] = i;
+        sl.out[n] = out(i);
+        sl.uses[n] = count_[i];
+        pos_[i] = static_cast<int16_t>(k * 256 + n++);
       }
-    for (size_t i = n; i % kLanes; ++i) uses_[i] = std::numeric_limits<uint32_t>::max();
-    n_ = n;
-    small_ = 0;
-    last_ = mask;
+    for (size_t i = n; i % kLanes; ++i) sl.uses[i] = std::numeric_limits<uint32_t>::max();
+    sl.n = n;
+    sl.mask = mask;
+    cur_ = k;
     return n;
   }
 
@@ -215,11 +228,12 @@ class Dealer {
       }
       return;
     }
-    const size_t n = n_;
+    Slot& sl = slots_[cur_];
+    const size_t n = sl.n;
     if (n == 0) return;
-    size_t c = least();
-    uint32_t* const uses = uses_.data();
-    const PortNum* const out = out_.data();
+    size_t c = least(sl);
+    uint32_t* const uses = sl.uses.data();
+    const PortNum* const out = sl.out.data();
     if constexpr (std::is_same_v<Skip, NoSkip>) {
       // Every LID takes a turn: each candidate gets m / n, and the m % n from the
       // least used on one more.
@@ -251,29 +265,56 @@ class Dealer {
     bool operator()(uint16_t) const { return false; }
   };
 
-  // The slot's counts back into `count` (the dealer may be taken on afterwards).
+  // The slots' counts back into `count` (the dealer may be taken on afterwards).
   void flush() {
-    for (size_t i = 0; i < n_; ++i) count_[cand_[i]] = uses_[i];
+    for (const Slot& sl : slots_)
+      for (size_t i = 0; i < sl.n; ++i) count_[sl.cand[i]] = sl.uses[i];
   }
 
  private:
   static constexpr size_t kSmall = 2;  // masks of at most this many bits are dealt in place
+  static constexpr size_t kSlots = 2;
   static constexpr size_t kLanes = 4;
   using Lanes = uint32_t __attribute__((vector_size(kLanes * sizeof(uint32_t))));
 
-  // The first index of the least count in the slot (n_ >= 1).
-  size_t least() const {
-    const size_t nv = (n_ + kLanes - 1) / kLanes;
+  struct Slot {
+    const uint64_t* mask = nullptr;  // the mask its candidates came from (none: free)
+    size_t n = 0;
+    std::array<uint32_t, 256> cand;           // choice index per candidate
+    std::array<PortNum, 256> out;             // what a LID dealt to it gets
+    std::array<uint32_t, 256 + kLanes> uses;  // its count, padded with the largest
+  };
+
+  static bool overlap(const uint64_t* a, const uint64_t* b, size_t words) {
+    uint64_t both = 0;
+    for (size_t i = 0; i < words; ++i) both |= a[i] & b[i];
+    return both != 0;
+  }
+
+  // Slot k's counts back into `count`, and the slot freed.
+  void release(size_t k) {
+    Slot& sl = slots_[k];
+    for (size_t i = 0; i < sl.n; ++i) {
+      count_[sl.cand[i]] = sl.uses[i];
+      pos_[sl.cand[i]] = -1;
+    }
+    sl.n = 0;
+    sl.mask = nullptr;
+  }
+
+  // The first index of the least count in slot sl (sl.n >= 1).
+  static size_t least(const Slot& sl) {
+    const size_t nv = (sl.n + kLanes - 1) / kLanes;
     Lanes m, v;
-    std::memcpy(&m, uses_.data(), sizeof m);
+    std::memcpy(&m, sl.uses.data(), sizeof m);
     for (size_t i = 1; i < nv; ++i) {
-      std::memcpy(&v, uses_.data() + i * kLanes, sizeof v);
+      std::memcpy(&v, sl.uses.data() + i * kLanes, sizeof v);
       m = v < m ? v : m;
     }
     const uint32_t low = std::min(std::min(m[0], m[1]), std::min(m[2], m[3]));
     const Lanes lows = Lanes{} + low;
     for (size_t i = 0;; ++i) {
-      std::memcpy(&v, uses_.data() + i * kLanes, sizeof v);
+      std::memcpy(&v, sl.uses.data() + i * kLanes, sizeof v);
       using Halves = uint64_t __attribute__((vector_size(16)));
       const auto eq = reinterpret_cast<Halves>(v == lows);
       if (eq[0]) return i * kLanes + static_cast<size_t>(__builtin_ctzll(eq[0])) / 32;
@@ -282,13 +323,10 @@ class Dealer {
   }
 
   uint32_t* count_;
-  const uint64_t* last_ = nullptr;           // the mask the slot came from
-  size_t n_ = 0;                             // the slot's candidates
-  size_t small_ = 0;                         // the small mask's candidates (0: the slot deals)
-  std::array<uint32_t, 256> cand_;           // the slot: choice index per candidate
-  std::array<PortNum, 256> out_;             // what a LID dealt to it gets
-  std::array<uint32_t, 256 + kLanes> uses_;  // its count, padded with the largest
-  std::array<int16_t, 256> pos_;             // per choice index: its place in the slot, or -1
+  std::array<Slot, kSlots> slots_;
+  size_t cur_ = 0;                // the slot taken last
+  size_t small_ = 0;              // the small mask's candidates (0: slot cur_ deals)
+  std::array<int16_t, 256> pos_;  // per choice index: slot * 256 + place, or -1
   std::array<PortNum, kSmall> small_out_;
   std::array<uint32_t*, kSmall> small_use_;  // where the small mask's counts live
 };

@@ -46,8 +46,9 @@ TEST(Dealer, DealsAsThePlainRoundRobinFromTheLeastUsed) {
     std::vector<uint32_t> count(choices), ref_count(choices);
     for (size_t j = 0; j < choices; ++j)
       count[j] = ref_count[j] = static_cast<uint32_t>(rng.next() % 4);
-    // A pool of masks: large ones (most choices), small ones (1 or 2 bits, often inside
-    // a large one), empty ones; destinations draw from it, repeats included.
+    // A pool of masks: large ones (most choices; two that share none), small ones (1 to
+    // 3 bits, often inside a large one), an empty one; destinations draw from it,
+    // repeats included.
     std::vector<std::vector<uint64_t>> pool;
     for (int k = 0; k < 6; ++k) {
       std::vector<uint64_t> m(words, 0);
@@ -55,6 +56,11 @@ TEST(Dealer, DealsAsThePlainRoundRobinFromTheLeastUsed) {
       if (kind == 0) {
         for (size_t j = 0; j < choices; ++j)
           if (rng.next() % 4) m[j / 64] |= uint64_t(1) << (j % 64);
+      } else if (k == 2) {
+        // The choices the first large mask lacks: two large masks that share none, as
+        // an aggregation switch's up and down links.
+        for (size_t j = 0; j < choices; ++j) m[j / 64] = ~pool[0][j / 64];
+        if (choices % 64) m.back() &= (uint64_t(1) << (choices % 64)) - 1;
       } else if (kind == 1) {
         const size_t bits = 1 + rng.next() % 3;
         for (size_t b = 0; b < bits; ++b) {
