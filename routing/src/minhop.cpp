@@ -133,13 +133,12 @@ Routed MinHopEngine::compute(const Fabric& f, const Options& o) const {
     // (A plain pointer: the optional `was` would be reloaded after every row store.)
     const uint8_t* const todo = was ? redo.data() : nullptr;
     // The target's LIDs round robin over the candidates (links), from the least used.
-    detail::Dealer dealer(used.data());
+    std::vector<PortNum> link_port(links.size());
+    for (size_t k = 0; k < links.size(); ++k) link_port[k] = links[k].port;
+    detail::Dealer dealer(link_port, used);
     for (const uint32_t t : order) {
       if (t == s || at[t].empty() || mine[t] == kFar) continue;
-      const size_t n = dealer.take(
-          next.data() + t * words, words, [](size_t j) { return static_cast<uint32_t>(j); },
-          [&links](uint32_t k) { return links[k].port; });
-      if (n == 0) continue;
+      if (!dealer.take(next.data() + t * words, words)) continue;
       if (todo)
         dealer.deal(rowp, at[t].data(), at[t].size(), [todo](uint16_t lid) { return !todo[lid]; });
       else

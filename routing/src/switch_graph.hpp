@@ -3,6 +3,7 @@
 // compressed_sparse_row_graph. Shared by the engines and the analyzer.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <cstring>
@@ -145,119 +146,69 @@ inline bool same_mask(const uint64_t* a, const uint64_t* b, size_t n) {
 
 // Deals destinations' LIDs round robin over their candidate choices, starting at the
 // least used candidate (the first in bit order on a tie), as minhop and up/down balance
-// a switch's row. The choices of one mask (bit j: choice j) are taken with take(), then
-// dealt with deal().
+// a switch's row. Choice j (bit j of a destination's mask) deals out(j) into the row;
+// its count of LIDs dealt lives here, densely, in choice order.
 //
-// Why not a plain scan (cost, on the radix-56 tree's 15 M (switch, destination) pairs):
-// most destinations of a switch share one of one or two large masks (in a tree, all its
-// up links; for an aggregation switch also all its down links), interleaved with
-// single-choice masks (the down link to a leaf; the one up link toward a core). Each
-// large mask's candidates and their counts are held densely in a slot while masks
-// change; the slots' masks never share a choice, so each count lives in one place (a
-// slot, else `count`), and goes back to `count` when its slot is given to another mask
-// and at flush(). A small mask is dealt in place, its counts read where they live. The
-// least used of a slot is a vector scan over its dense counts.
+// Why not a scan of a candidate list (cost, on the radix-56 tree's 15 M (switch,
+// destination) pairs, 187 M entries): a switch of at most 64 choices, which every
+// switch of a real fabric is, finds its least used candidate by a vector scan over the
+// dense counts with the mask's bits as lane masks, and deals by stepping through the
+// mask's bits; no list of candidates is built, whatever the order of masks (in a tree
+// a switch interleaves its up links, its down links, both, and single links). Switches
+// of more choices take a plain scan.
 class Dealer {
  public:
-  // count: per choice index, its uses so far (read by take, written back by flush).
-  explicit Dealer(uint32_t* count) : count_(count) { pos_.fill(-1); }
+  // out[j]: what a LID dealt to choice j gets; uses[j]: its count so far.
+  Dealer(const std::vector<PortNum>& out, const std::vector<uint32_t>& uses)
+      : out_(out), uses_((out.size() + kLanes - 1) / kLanes * kLanes, 0) {
+    for (size_t j = 0; j < uses.size(); ++j)
+      uses_[j] = static_cast<int16_t>(int32_t(uses[j]) - kBias);
+  }
 
-  // The candidates of `mask` (`words` words): bit j is choice index(j) (< 256), dealt
-  // as out(index(j)). Returns how many (0: none). The mask's words must stay in place
-  // while the dealer is used (a slot refers to them).
-  template <class Index, class Out>
-  size_t take(const uint64_t* mask, size_t words, Index index, Out out) {
-    small_ = 0;
-    for (size_t k = 0; k < kSlots; ++k)
-      if (slots_[k].mask && same_mask(mask, slots_[k].mask, words)) return cur_ = k, slots_[k].n;
-    size_t bits = 0;
-    for (size_t w = 0; w < words; ++w) bits += static_cast<size_t>(__builtin_popcountll(mask[w]));
-    if (bits <= kSmall) {
-      // Dealt in place; the slots stay.
-      size_t n = 0;
-      for (size_t w = 0; w < words; ++w)
-        for (uint64_t m = mask[w]; m; m &= m - 1) {
-          const uint32_t i = index(w * 64 + static_cast<size_t>(__builtin_ctzll(m)));
-          small_out_[n] = out(i);
-          small_use_[n++] = pos_[i] >= 0
-                                ? &slots_[size_t(pos_[i]) / 256].uses[size_t(pos_[i]) % 256]
-                                : &count_[i];
-        }
-      small_ = n;
-      return n;
-    }
-    // A slot for it: the slots that share a choice with it give theirs up first, then
-    // the one dealt from longer ago.
-    for (size_t k = 0; k < kSlots; ++k)
-      if (slots_[k].mask && overlap(mask, slots_[k].mask, words)) release(k);
-    size_t k = 0;
-    while (k < kSlots && slots_[k].mask) ++k;
-    if (k == kSlots) release(k = 1 - cur_);
-    Slot& sl = slots_[k];
-    size_t n = 0;
-    for (size_t w = 0; w < words; ++w)
-      for (uint64_t m = mask[w]; m; m &= m - 1) {
-        const uint32_t i = index(w * 64 + static_cast<size_t>(__builtin_ctzll(m)));
-        sl.cand[n] = i;
-        sl.out[n] = out(i);
-        sl.uses[n] = count_[i];
-        pos_[i] = static_cast<int16_t>(k * 256 + n++);
-      }
-    for (size_t i = n; i % kLanes; ++i) sl.uses[i] = std::numeric_limits<uint32_t>::max();
-    sl.n = n;
-    sl.mask = mask;
-    cur_ = k;
-    return n;
+  // Takes the candidates of `mask` (`words` words, bit j: choice j); false when it has
+  // none.
+  bool take(const uint64_t* mask, size_t words) {
+    mask_ = mask;
+    words_ = words;
+    uint64_t any = 0;
+    for (size_t w = 0; w < words; ++w) any |= mask[w];
+    return any_ = any != 0;
   }
 
   // Deals lids[0, m) (pairs whose .first is the LID) round robin over the candidates
-  // taken last, from the least used: row[lid] = the candidate's out value. A LID with
-  // skip(lid) is passed over without taking a turn.
+  // taken last, from the least used: row[lid] = its out value. A LID with skip(lid) is
+  // passed over without taking a turn.
   template <class Pair, class Skip>
   void deal(PortNum* row, const Pair* lids, size_t m, Skip skip) {
-    if (small_) {
-      const size_t n = small_;
-      size_t c = 0;
-      for (size_t i = 1; i < n; ++i)
-        if (*small_use_[i] < *small_use_[c]) c = i;
+    if (!any_) return;
+    int16_t* const uses = uses_.data();
+    const PortNum* const out = out_.data();
+    if (words_ == 1) {
+      const uint64_t mk = mask_[0];
+      const size_t first = least(mk);
+      uint64_t rest = mk >> first << first;  // the candidates from the next one's turn on
       for (size_t i = 0; i < m; ++i) {
         if (skip(lids[i].first)) continue;
-        row[lids[i].first] = small_out_[c];
-        ++*small_use_[c];
-        if (++c == n) c = 0;
+        const auto k = static_cast<size_t>(__builtin_ctzll(rest));
+        row[lids[i].first] = out[k];
+        ++uses[k];
+        rest &= rest - 1;
+        if (!rest) rest = mk;
       }
       return;
     }
-    Slot& sl = slots_[cur_];
-    const size_t n = sl.n;
-    if (n == 0) return;
-    size_t c = least(sl);
-    uint32_t* const uses = sl.uses.data();
-    const PortNum* const out = sl.out.data();
-    if constexpr (std::is_same_v<Skip, NoSkip>) {
-      // Every LID takes a turn: each candidate gets m / n, and the m % n from the
-      // least used on one more.
-      size_t r = m;
-      if (m >= n) {
-        const auto q = static_cast<uint32_t>(m / n);
-        r = m % n;
-        for (size_t i = 0; i < n; ++i) uses[i] += q;
-      }
-      for (size_t i = 0, j = c; i < r; ++i) {
-        ++uses[j];
-        if (++j == n) j = 0;
-      }
-      for (size_t i = 0; i < m; ++i) {
-        row[lids[i].first] = out[c];
-        if (++c == n) c = 0;
-      }
-    } else {
-      for (size_t i = 0; i < m; ++i) {
-        if (skip(lids[i].first)) continue;
-        row[lids[i].first] = out[c];
-        ++uses[c];
-        if (++c == n) c = 0;
-      }
+    std::vector<uint32_t> cand;
+    for (size_t w = 0; w < words_; ++w)
+      for (uint64_t b = mask_[w]; b; b &= b - 1)
+        cand.push_back(static_cast<uint32_t>(w * 64 + static_cast<size_t>(__builtin_ctzll(b))));
+    size_t c = 0;
+    for (size_t i = 1; i < cand.size(); ++i)
+      if (uses[cand[i]] < uses[cand[c]]) c = i;
+    for (size_t i = 0; i < m; ++i) {
+      if (skip(lids[i].first)) continue;
+      row[lids[i].first] = out[cand[c]];
+      ++uses[cand[c]];
+      if (++c == cand.size()) c = 0;
     }
   }
   // Every LID takes its turn (deal's Skip).
@@ -265,70 +216,52 @@ class Dealer {
     bool operator()(uint16_t) const { return false; }
   };
 
-  // The slots' counts back into `count` (the dealer may be taken on afterwards).
-  void flush() {
-    for (const Slot& sl : slots_)
-      for (size_t i = 0; i < sl.n; ++i) count_[sl.cand[i]] = sl.uses[i];
-  }
+  // Choice j's count.
+  uint32_t uses(size_t j) const { return static_cast<uint32_t>(uses_[j] + kBias); }
 
  private:
-  static constexpr size_t kSmall = 2;  // masks of at most this many bits are dealt in place
-  static constexpr size_t kSlots = 2;
-  static constexpr size_t kLanes = 4;
-  using Lanes = uint32_t __attribute__((vector_size(kLanes * sizeof(uint32_t))));
+  // Counts as 16 bits less 32768, compared signed (SSE2's 16-bit minimum): a row holds at
+  // most 49,151 unicast LIDs, so no count reaches 65,536.
+  static constexpr int32_t kBias = 32768;
+  static constexpr size_t kLanes = 8;
+  using Lanes = int16_t __attribute__((vector_size(kLanes * sizeof(int16_t))));
 
-  struct Slot {
-    const uint64_t* mask = nullptr;  // the mask its candidates came from (none: free)
-    size_t n = 0;
-    std::array<uint32_t, 256> cand;           // choice index per candidate
-    std::array<PortNum, 256> out;             // what a LID dealt to it gets
-    std::array<uint32_t, 256 + kLanes> uses;  // its count, padded with the largest
-  };
-
-  static bool overlap(const uint64_t* a, const uint64_t* b, size_t words) {
-    uint64_t both = 0;
-    for (size_t i = 0; i < words; ++i) both |= a[i] & b[i];
-    return both != 0;
-  }
-
-  // Slot k's counts back into `count`, and the slot freed.
-  void release(size_t k) {
-    Slot& sl = slots_[k];
-    for (size_t i = 0; i < sl.n; ++i) {
-      count_[sl.cand[i]] = sl.uses[i];
-      pos_[sl.cand[i]] = -1;
+  // The first candidate of one-word mask mk (not 0) of the least count: the least by a
+  // vector scan, each eight choices' lanes cut to the candidates by eight bits of the
+  // mask (the others read as the largest count).
+  size_t least(uint64_t mk) const {
+    static constexpr std::array<Lanes, 256> kCut = [] {
+      std::array<Lanes, 256> c{};
+      constexpr int16_t k1 = -1;
+      for (unsigned b = 0; b < 256; ++b)
+        c[b] = Lanes{int16_t(b & 1 ? k1 : 0),  int16_t(b & 2 ? k1 : 0),  int16_t(b & 4 ? k1 : 0),
+                     int16_t(b & 8 ? k1 : 0),  int16_t(b & 16 ? k1 : 0), int16_t(b & 32 ? k1 : 0),
+                     int16_t(b & 64 ? k1 : 0), int16_t(b & 128 ? k1 : 0)};
+      return c;
+    }();
+    const Lanes top = Lanes{} + std::numeric_limits<int16_t>::max();
+    // The vectors up to the last candidate's.
+    const size_t nv = (64 - static_cast<size_t>(__builtin_clzll(mk)) + kLanes - 1) / kLanes;
+    Lanes low = top, v;
+    for (size_t i = 0; i < nv; ++i) {
+      std::memcpy(&v, uses_.data() + i * kLanes, sizeof v);
+      const Lanes cut = kCut[mk >> (i * kLanes) & 255];
+      v = (v & cut) | (top & ~cut);
+      low = v < low ? v : low;
     }
-    sl.n = 0;
-    sl.mask = nullptr;
-  }
-
-  // The first index of the least count in slot sl (sl.n >= 1).
-  static size_t least(const Slot& sl) {
-    const size_t nv = (sl.n + kLanes - 1) / kLanes;
-    Lanes m, v;
-    std::memcpy(&m, sl.uses.data(), sizeof m);
-    for (size_t i = 1; i < nv; ++i) {
-      std::memcpy(&v, sl.uses.data() + i * kLanes, sizeof v);
-      m = v < m ? v : m;
-    }
-    const uint32_t low = std::min(std::min(m[0], m[1]), std::min(m[2], m[3]));
-    const Lanes lows = Lanes{} + low;
-    for (size_t i = 0;; ++i) {
-      std::memcpy(&v, sl.uses.data() + i * kLanes, sizeof v);
-      using Halves = uint64_t __attribute__((vector_size(16)));
-      const auto eq = reinterpret_cast<Halves>(v == lows);
-      if (eq[0]) return i * kLanes + static_cast<size_t>(__builtin_ctzll(eq[0])) / 32;
-      if (eq[1]) return i * kLanes + 2 + static_cast<size_t>(__builtin_ctzll(eq[1])) / 32;
+    int16_t least = low[0];
+    for (size_t l = 1; l < kLanes; ++l) least = std::min(least, low[l]);
+    for (uint64_t b = mk;; b &= b - 1) {
+      const auto k = static_cast<size_t>(__builtin_ctzll(b));
+      if (uses_[k] == least) return k;
     }
   }
 
-  uint32_t* count_;
-  std::array<Slot, kSlots> slots_;
-  size_t cur_ = 0;                // the slot taken last
-  size_t small_ = 0;              // the small mask's candidates (0: slot cur_ deals)
-  std::array<int16_t, 256> pos_;  // per choice index: slot * 256 + place, or -1
-  std::array<PortNum, kSmall> small_out_;
-  std::array<uint32_t*, kSmall> small_use_;  // where the small mask's counts live
+  const std::vector<PortNum>& out_;
+  std::vector<int16_t> uses_;  // per choice, count - kBias, padded to whole vectors
+  const uint64_t* mask_ = nullptr;
+  size_t words_ = 0;
+  bool any_ = false;
 };
 
 // Where each LID leaves the switch fabric: per switch number, its (LID, exit port)

@@ -339,7 +339,9 @@ Routed UpDownEngine::compute(const Fabric& f, const Options& o) const {
           }
         }
         // The groups' LIDs round robin over the candidates (ports), from the least used.
-        detail::Dealer dealer(cnt);
+        std::vector<uint32_t> hop_uses(nh);
+        for (size_t j = 0; j < nh; ++j) hop_uses[j] = cnt[hop_port[j]];
+        detail::Dealer dealer(hop_port, hop_uses);
         for (const uint32_t k : order) {
           const Group& grp = groups[g0 + k];
           const uint32_t t = grp.t;
@@ -350,11 +352,7 @@ Routed UpDownEngine::compute(const Fabric& f, const Options& o) const {
             continue;
           }
           if (dd[k] == kFar16 && sw.sources[t] > 1 && part[s] == part[t]) ++down_short[s];
-          const size_t n = dealer.take(
-              legal.data() + k * words, words,
-              [&hop_port](size_t j) { return uint32_t(hop_port[j]); },
-              [](uint32_t port) { return static_cast<PortNum>(port); });
-          if (n == 0) {
+          if (!dealer.take(legal.data() + k * words, words)) {
             if (part[s] == part[t]) {
               missed[s].push_back(uint32_t(g0 + k));
               missing[s] += nl;
@@ -368,7 +366,7 @@ Routed UpDownEngine::compute(const Fabric& f, const Options& o) const {
           else
             dealer.deal(row, lids, nl, detail::Dealer::NoSkip{});
         }
-        dealer.flush();
+        for (size_t j = 0; j < nh; ++j) cnt[hop_port[j]] = dealer.uses(j);
       });
     }
     // (Each unrouted[g] comes out in switch order as switches are taken in order; a
