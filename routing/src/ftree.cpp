@@ -292,6 +292,22 @@ Routed FatTreeEngine::compute(const Fabric& f, const Options& o) const {
   for (uint32_t i = 0; i < ordered.size(); ++i)
     if (i + 1 == ordered.size() || ordered[i + 1].plan != ordered[i].plan)
       group_end.push_back(i + 1);
+  // What the common case below reads of each destination, apart: its LID (2 bytes, not
+  // a Dest's 20: every switch streams them all), and where its group's indices stop
+  // running consecutively (a leaf class's CAs run so; its leaves' own LIDs come later):
+  // each run needs only its first index.
+  std::vector<uint16_t> ord_lid(ordered.size());
+  for (size_t i = 0; i < ordered.size(); ++i) ord_lid[i] = ordered[i].lid;
+  std::vector<uint32_t> run_end;  // every run's end, in order; each group's end among them
+  for (uint32_t i = 1, g = 0; i <= ordered.size(); ++i)
+    if (i == group_end[g])
+      run_end.push_back(i), ++g;
+    else if (ordered[i].idx != ordered[i - 1].idx + 1)
+      run_end.push_back(i);
+  // Each switch's own LIDs (its own and its CAs') with their exit ports: written over
+  // whatever its plans gave them.
+  std::vector<std::vector<std::pair<uint16_t, PortNum>>> own(ns);
+  for (const Dest& d : dests) own[d.sw].emplace_back(d.lid, d.exit);
   std::vector<detail::FastDiv> mod_by;  // mod_by[n]: division by n, for n candidates
   for (uint32_t n = 0; n < 256; ++n) mod_by.emplace_back(std::max(n, 1u));
 
@@ -362,7 +378,8 @@ Routed FatTreeEngine::compute(const Fabric& f, const Options& o) const {
     const detail::FastDiv by_up(w_up), by_down(w_down);
     PortNum to_leaf[64];
     uint32_t first = 0;
-    for (uint32_t end : group_end) {
+    size_t next_run = 0;  // run_end's first run of this group
+    for (const uint32_t end : group_end) {
       const Plan& pl = plans[ordered[first].plan];
       const Kind kind = static_cast<Kind>(pl.kind[s]);
       const PortNum* cand = kind == kAllUp     ? up_ports[s].data()
@@ -396,14 +413,20 @@ Routed FatTreeEngine::compute(const Fabric& f, const Options& o) const {
       const bool repair = before && kind != kNone && kind != kToLeaf && !pl.turn[s];
       const PortSet cands = repair ? PortSet(cand, count) : PortSet(nullptr, 0);
       if (kind != kNone && kind != kToLeaf && !repair && !arp) {
-        // The common case on its own: every test above is the same for the whole group.
-        for (uint32_t i = first; i < end; ++i) {
-          const Dest& d = dp[i];
-          if (d.sw == s) {
-            rowp[d.lid] = d.exit;
-            continue;
+        // The common case on its own: every test above is the same for the whole group
+        // (s's own LIDs too: they are written over below).
+        const uint16_t* const lid = ord_lid.data();
+        for (uint32_t i = first; i < end;) {
+          const uint32_t stop = run_end[next_run++];
+          const uint32_t q = by.div(dp[i].idx);
+          uint32_t rem = dp[i].idx - q * w, r = mod_by[count].mod(q);
+          for (; i < stop; ++i) {
+            rowp[lid[i]] = cand[r];
+            if (++rem == w) {
+              rem = 0;
+              if (++r == count) r = 0;
+            }
           }
-          rowp[d.lid] = cand[pick(d.idx)];
         }
         first = end;
         continue;
@@ -430,8 +453,11 @@ Routed FatTreeEngine::compute(const Fabric& f, const Options& o) const {
         rowp[d.lid] = repair ? keep(d.lid, cands, cand, count, cand[r]) : cand[r];
         if (arp) arp[d.lid] = plan_group;
       }
+      while (run_end[next_run] < end) ++next_run;
+      ++next_run;  // (the group's last run ends at its end)
       first = end;
     }
+    for (auto [lid, exit] : own[s]) rowp[lid] = exit;
     for (const Redo& x : redo) {
       PortNum best = x.cand.front();
       for (PortNum c : x.cand)
