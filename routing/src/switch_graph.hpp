@@ -229,7 +229,7 @@ class Dealer {
   // The first candidate of one-word mask mk (not 0) of the least count: the least by a
   // vector scan, each eight choices' lanes cut to the candidates by eight bits of the
   // mask (the others read as the largest count).
-  size_t least(uint64_t mk) const {
+  [[gnu::always_inline]] size_t least(uint64_t mk) const {
     static constexpr std::array<Lanes, 256> kCut = [] {
       std::array<Lanes, 256> c{};
       constexpr int16_t k1 = -1;
