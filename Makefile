@@ -66,6 +66,7 @@ bench: build
 	  --watch $(abspath $(BUILD))/bench/weft_pkey_watch
 	python3 bench/bench_failover.py --weft $(abspath $(BUILD))/app/weft
 	python3 bench/bench_reroute.py --weft $(abspath $(BUILD))/app/weft --shim $(abspath $(BUILD))/bench/libweft_madcount.so
+	python3 bench/bench_reroute.py --weft $(abspath $(BUILD))/app/weft --shim $(abspath $(BUILD))/bench/libweft_madcount.so --huge
 	python3 bench/bench_perf.py --weft $(abspath $(BUILD))/app/weft --shim $(abspath $(BUILD))/bench/libweft_madcount.so
 	python3 bench/bench_state_store.py --weft $(abspath $(BUILD))/app/weft
 	python3 bench/bench_takeover.py --weft $(abspath $(BUILD))/app/weft --shim $(abspath $(BUILD))/bench/libweft_madcount.so

@@ -146,16 +146,16 @@ inline bool same_mask(const uint64_t* a, const uint64_t* b, size_t n) {
 
 // Deals destinations' LIDs round robin over their candidate choices, starting at the
 // least used candidate (the first in bit order on a tie), as minhop and up/down balance
-// a switch's row. Choice j (bit j of a destination's mask) deals out(j) into the row;
+// a switch's row. Choice j (bit j of a destination's mask) deals out[j] into the row;
 // its count of LIDs dealt lives here, densely, in choice order.
 //
 // Why not a scan of a candidate list (cost, on the radix-56 tree's 15 M (switch,
-// destination) pairs, 187 M entries): a switch of at most 64 choices, which every
-// switch of a real fabric is, finds its least used candidate by a vector scan over the
-// dense counts with the mask's bits as lane masks, and deals by stepping through the
-// mask's bits; no list of candidates is built, whatever the order of masks (in a tree
-// a switch interleaves its up links, its down links, both, and single links). Switches
-// of more choices take a plain scan.
+// destination) pairs, 187 M entries): a switch of at most 64 choices (inter-switch
+// links; a 64-port switch's most) finds its least used candidate by a vector scan over
+// the dense counts with the mask's bits as lane masks, and deals by stepping through
+// the mask's bits; no list of candidates is built, whatever the order of masks (in a
+// tree a switch interleaves its up links, its down links, both, and single links).
+// Switches of more choices take a plain scan.
 class Dealer {
  public:
   // out[j]: what a LID dealt to choice j gets; uses[j]: its count so far.
