@@ -1019,6 +1019,41 @@ Fabric without_switch(const Fabric& f, const std::string& name) {
   return without_switches(f, {name});
 }
 
+// The routes of `t` on g (f less the switches `gone` marks, as without_switches makes
+// it) against f's pristine tables: a route whose pristine path passes none of them must
+// be the pristine one (EXPECTed entry by entry). Counted: those kept and those moved,
+// and over every route, the path SLs kept and changed.
+struct AgainstPristine {
+  size_t kept = 0, moved = 0, sl_kept = 0, sl_changed = 0;
+};
+AgainstPristine against_pristine(const Fabric& f, const Tables& pristine, const Fabric& g,
+                                 const Tables& t, const std::vector<uint8_t>& gone) {
+  AgainstPristine r;
+  for (const LidOwner& ow : lid_owners(g))
+    for (NodeIndex s = 0; s < g.size(); ++s) {
+      if (!g.node(s).is_switch()) continue;
+      const NodeIndex was = *f.find_by_name(g.node(s).name);
+      const uint16_t lid = ow.lid.value;
+      if (!pristine.path_sl.empty())
+        ++(t.path_sl[s][lid] == pristine.path_sl[was][lid] ? r.sl_kept : r.sl_changed);
+      bool passes = false;
+      NodeIndex cur = was;
+      for (int hop = 0; hop < 64; ++hop) {
+        const PortNum out = pristine.lft[cur][lid];
+        if (out == 0 || !f.node(f.node(cur).ports[out].peer).is_switch()) break;
+        cur = f.node(cur).ports[out].peer;
+        passes |= gone[cur] != 0;
+      }
+      if (passes) {
+        ++r.moved;
+      } else {
+        ++r.kept;
+        EXPECT_EQ(t.lft[s][lid], pristine.lft[was][lid]) << g.node(s).name << " to " << lid;
+      }
+    }
+  return r;
+}
+
 // torus-2QoS's rule for a failed switch: a route whose turn in dimension order fell on
 // it turns early, one step into its next dimension beside the gap, and the hop that
 // turns back takes a VL of its own. Complete, loop-free, deadlock-free; every path keeps
@@ -1051,34 +1086,12 @@ TEST(Dor, RoutesRoundAFailedSwitchKeepingEverySl) {
     EXPECT_EQ(t->vls, c.vls);
     EXPECT_LE(cdg.vls, c.vls);
     EXPECT_GT(cdg.vls, pristine->vls);  // the turns back use their VL
-    const NodeIndex gone = *f.find_by_name(c.failed);
-    size_t kept = 0, moved = 0;
-    for (const LidOwner& ow : lid_owners(g))
-      for (NodeIndex s = 0; s < g.size(); ++s) {
-        if (!g.node(s).is_switch()) continue;
-        const NodeIndex was = *f.find_by_name(g.node(s).name);
-        const uint16_t lid = ow.lid.value;
-        if (!pristine->path_sl.empty()) {
-          EXPECT_EQ(t->path_sl[s][lid], pristine->path_sl[was][lid])
-              << g.node(s).name << " " << lid;
-        }
-        bool passes = false;
-        NodeIndex cur = was;
-        for (int hop = 0; hop < 64; ++hop) {
-          const PortNum out = pristine->lft[cur][lid];
-          if (out == 0 || !f.node(f.node(cur).ports[out].peer).is_switch()) break;
-          cur = f.node(cur).ports[out].peer;
-          passes |= cur == gone;
-        }
-        if (passes) {
-          ++moved;
-        } else {
-          ++kept;
-          EXPECT_EQ(t->lft[s][lid], pristine->lft[was][lid]) << g.node(s).name << " to " << lid;
-        }
-      }
-    EXPECT_GT(kept, 0u);
-    EXPECT_GT(moved, 0u);
+    std::vector<uint8_t> gone(f.size(), 0);
+    gone[*f.find_by_name(c.failed)] = 1;
+    const AgainstPristine r = against_pristine(f, *pristine, g, *t, gone);
+    EXPECT_GT(r.kept, 0u);
+    EXPECT_GT(r.moved, 0u);
+    EXPECT_EQ(r.sl_changed, 0u);
     bool noted = false;
     for (const auto& n : t->notes)
       noted |= n.find("1 switch(es) and 0 link(s)") != std::string::npos;
@@ -1136,33 +1149,11 @@ TEST(Dor, RoutesRoundSeveralFailedSwitches) {
     EXPECT_LE(cdg.vls, 4u);
     std::vector<uint8_t> gone(f.size(), 0);
     for (const auto& name : c.failed) gone[*f.find_by_name(name)] = 1;
-    size_t kept = 0, moved = 0, sl_kept = 0, sl_changed = 0;
-    for (const LidOwner& ow : lid_owners(g))
-      for (NodeIndex s = 0; s < g.size(); ++s) {
-        if (!g.node(s).is_switch()) continue;
-        const NodeIndex was = *f.find_by_name(g.node(s).name);
-        const uint16_t lid = ow.lid.value;
-        bool passes = false;
-        NodeIndex cur = was;
-        for (int hop = 0; hop < 64; ++hop) {
-          const PortNum out = pristine->lft[cur][lid];
-          if (out == 0 || !f.node(f.node(cur).ports[out].peer).is_switch()) break;
-          cur = f.node(cur).ports[out].peer;
-          passes |= gone[cur] != 0;
-        }
-        if (passes) {
-          ++moved;
-          continue;
-        }
-        ++kept;
-        EXPECT_EQ(t->lft[s][lid], pristine->lft[was][lid]) << g.node(s).name << " to " << lid;
-        if (!pristine->path_sl.empty())
-          ++(t->path_sl[s][lid] == pristine->path_sl[was][lid] ? sl_kept : sl_changed);
-      }
-    EXPECT_GT(kept, 0u);
-    EXPECT_GT(moved, 0u);
+    const AgainstPristine r = against_pristine(f, *pristine, g, *t, gone);
+    EXPECT_GT(r.kept, 0u);
+    EXPECT_GT(r.moved, 0u);
     // Only a detour's own SL may differ, and most paths keep theirs.
-    EXPECT_GT(sl_kept, 4 * sl_changed);
+    EXPECT_GT(r.sl_kept, 4 * r.sl_changed);
     bool noted = false;
     for (const auto& n : t->notes)
       noted |= n.find(std::to_string(c.failed.size()) + " switch(es)") != std::string::npos;
