@@ -195,8 +195,8 @@ def peer_of(net, name, port):
 
 
 def ibroute_ports(work, sock, host, guid):
-    """Per LID, the port `ibroute -G guid` reads back."""
-    out = b.run(["ibroute", "-G", guid], work, sock, env={"SIM_HOST": host}).stdout
+    """Per LID, the port `ibroute -n -G guid` reads back (-n: no look-up of each destination)."""
+    out = b.run(["ibroute", "-n", "-G", guid], work, sock, env={"SIM_HOST": host}).stdout
     return {int(m.group(1), 16): int(m.group(2)) for m in re.finditer(r"^(0x[0-9a-f]+) (\d+) ", out, re.M)}
 
 

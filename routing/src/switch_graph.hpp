@@ -11,7 +11,6 @@
 #include <map>
 #include <optional>
 #include <string_view>
-#include <type_traits>
 #include <vector>
 
 #include "parallel.hpp"
@@ -197,7 +196,8 @@ class Dealer {
       }
       return;
     }
-    std::vector<uint32_t> cand;
+    std::vector<uint32_t>& cand = cand_;
+    cand.clear();
     for (size_t w = 0; w < words_; ++w)
       for (uint64_t b = mask_[w]; b; b &= b - 1)
         cand.push_back(static_cast<uint32_t>(w * 64 + static_cast<size_t>(__builtin_ctzll(b))));
@@ -262,6 +262,7 @@ class Dealer {
   const uint64_t* mask_ = nullptr;
   size_t words_ = 0;
   bool any_ = false;
+  std::vector<uint32_t> cand_;  // more than 64 choices: the candidates of the mask taken last
 };
 
 // Where each LID leaves the switch fabric: per switch number, its (LID, exit port)

@@ -6,6 +6,7 @@
 // reference's, on one mask word and on several.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cstdint>
 #include <utility>
 #include <vector>
@@ -41,15 +42,18 @@ TEST(Dealer, DealsAsThePlainRoundRobinFromTheLeastUsed) {
   SplitMix64 rng(7);
   for (int round = 0; round < 300; ++round) {
     // One mask word (the vector scan) in two rounds of three, up to three words in the
-    // third (the plain scan).
-    const size_t choices = round % 3 == 2 ? 1 + rng.next() % 130 : 1 + rng.next() % 64;
+    // third (the plain scan); every seventh round exactly 64 choices (bit 63 in use).
+    const size_t choices = round % 7 == 0   ? 64
+                           : round % 3 == 2 ? 1 + rng.next() % 130
+                                            : 1 + rng.next() % 64;
     const size_t words = (choices + 63) / 64;
     std::vector<PortNum> out(choices);
     for (size_t j = 0; j < choices; ++j) out[j] = static_cast<PortNum>(1 + rng.next() % 250);
     std::vector<uint32_t> count(choices), ref_count(choices);
-    // Counts from 0, and (a switch of few links and many LIDs) about 32,768 and 49,000:
-    // the dealer keeps them in 16 bits less 32,768.
-    const uint32_t base = round % 4 == 2 ? 32760 : round % 4 == 3 ? 49000 : 0;
+    // Counts from 0, and (a switch of few links and many LIDs) about 32,768, 49,000 and
+    // 57,000, up to 65,000 as the LIDs are dealt: the dealer keeps them in 16 bits less
+    // 32,768.
+    const uint32_t base = std::array<uint32_t, 4>{0, 32760, 49000, 57000}[round % 4];
     for (size_t j = 0; j < choices; ++j)
       count[j] = ref_count[j] = base + static_cast<uint32_t>(rng.next() % 16);
     // A pool of masks: large ones (most choices; two that share none), small ones (1 to
