@@ -64,6 +64,17 @@ Routed MinHopEngine::compute(const Fabric& f, const Options& o) const {
     const NodeIndex sn = sw.nodes[s];
     auto& row = out.lft[sn];
     for (auto [lid, exit] : at[s]) row[lid] = exit;
+    if (was && broken[s].empty()) {
+      // A repair that broke nothing here: every entry the previous one (what the full
+      // pass below gives such a switch, without its candidates and turns).
+      const auto& before = prev->lft[(*was)[sn]];
+      const uint8_t* const mine = &dist[size_t(s) * ns];
+      PortNum* const rowp = row.data();
+      for (uint32_t t = 0; t < ns; ++t)
+        if (t != s && mine[t] != kFar)
+          for (auto [lid, exit] : at[t]) rowp[lid] = before[lid];
+      return;
+    }
     struct Link {
       PortNum port;
       const uint8_t* dist;  // the neighbour's distances (row = column: symmetric)
