@@ -57,6 +57,11 @@ Routed MinHopEngine::compute(const Fabric& f, const Options& o) const {
     });
     for (const auto& b : broken) out.rerouted += b.size();
   }
+  // Per LID in use, the switch that delivers it (a repair routes only the broken ones').
+  std::vector<uint32_t> target_of(was ? size_t(out.top_lid) + 1 : 0, 0);
+  if (was)
+    for (uint32_t t = 0; t < ns; ++t)
+      for (auto [lid, exit] : at[t]) target_of[lid] = t;
 
   // Every switch's row on its own, in parallel.
   detail::parallel_for(ns, [&](size_t si) {
@@ -89,11 +94,47 @@ Routed MinHopEngine::compute(const Fabric& f, const Options& o) const {
     // collapse of upper tree levels); independent orders spread them.
     // The order: a shuffle seeded by this switch.
     const std::vector<uint32_t> order = shuffled_order(uint32_t(ns), s + 1);
+    // A raw pointer: the byte stores into the row could alias any vector's insides,
+    // which would be reloaded after each one.
+    PortNum* const rowp = row.data();
+    std::vector<PortNum> link_port(links.size());
+    for (size_t k = 0; k < links.size(); ++k) link_port[k] = links[k].port;
+    const size_t words = (links.size() + 63) / 64;
+    if (was) {
+      // Repair: every entry the change did not break keeps its port, and counts as
+      // used; the broken ones are dealt as afresh, against them, in this switch's order
+      // of their targets (the targets without one would deal nothing).
+      const auto& before = prev->lft[(*was)[sn]];
+      std::vector<uint32_t> link_k(f.node(sn).ports.size(), 0);
+      for (size_t k = 0; k < links.size(); ++k) link_k[links[k].port] = static_cast<uint32_t>(k);
+      std::vector<uint8_t> redo(row.size(), 0), needs(ns, 0);
+      for (uint16_t lid : broken[s]) redo[lid] = 1, needs[target_of[lid]] = 1;
+      std::vector<uint32_t> used(links.size(), 0);  // LIDs routed per link
+      for (uint32_t t = 0; t < ns; ++t) {
+        if (t == s || mine[t] == kFar) continue;
+        for (auto [lid, exit] : at[t])
+          if (!redo[lid]) {
+            rowp[lid] = before[lid];
+            ++used[link_k[before[lid]]];
+          }
+      }
+      detail::Dealer dealer(link_port, used);
+      std::vector<uint64_t> mask(words);
+      for (const uint32_t t : order) {
+        if (!needs[t] || t == s || mine[t] == kFar) continue;
+        std::fill(mask.begin(), mask.end(), 0);
+        for (size_t k = 0; k < links.size(); ++k)
+          if (links[k].dist[t] + 1 == mine[t]) mask[k / 64] |= uint64_t(1) << (k % 64);
+        if (!dealer.take(mask.data(), words)) continue;
+        dealer.deal(rowp, at[t].data(), at[t].size(),
+                    [r = redo.data()](uint16_t lid) { return !r[lid]; });
+      }
+      return;
+    }
     // Candidates toward every target at once, link by link (contiguous distance rows):
     // bit k of next[t] says link k is one hop nearer to t.
     // Eight links at a time, sixteen targets at a time: a byte per target gathers the
     // eight links' bits (GCC vector extensions, plain SSE2), then lands in the masks.
-    const size_t words = (links.size() + 63) / 64;
     std::vector<uint64_t> next(ns * words, 0);
     using Bytes = uint8_t __attribute__((vector_size(16)));
     Bytes kOne, lane_bit[8];  // every byte 1; every byte 1 << j
@@ -119,40 +160,11 @@ Routed MinHopEngine::compute(const Fabric& f, const Options& o) const {
         for (size_t j = 0; j < kn; ++j)
           col[size_t(t) * words] |= uint64_t(links[k0 + j].dist[t] + 1 == mine[t]) << (shift + j);
     }
-    // A raw pointer: the byte stores into the row could alias any vector's insides,
-    // which would be reloaded after each one.
-    PortNum* const rowp = row.data();
-    std::vector<uint32_t> used(links.size(), 0);  // LIDs routed per link
-    // Repair: every entry the change did not break keeps its port, and counts as used;
-    // the broken ones are routed below as afresh, against them.
-    std::vector<uint8_t> redo;  // per LID, at this switch
-    if (was) {
-      const auto& before = prev->lft[(*was)[sn]];
-      std::vector<uint32_t> link_k(f.node(sn).ports.size(), 0);
-      for (size_t k = 0; k < links.size(); ++k) link_k[links[k].port] = static_cast<uint32_t>(k);
-      redo.assign(row.size(), 0);
-      for (uint16_t lid : broken[s]) redo[lid] = 1;
-      for (const uint32_t t : order) {
-        if (t == s || mine[t] == kFar) continue;
-        for (auto [lid, exit] : at[t])
-          if (!redo[lid]) {
-            rowp[lid] = before[lid];
-            ++used[link_k[before[lid]]];
-          }
-      }
-    }
-    // (A plain pointer: the optional `was` would be reloaded after every row store.)
-    const uint8_t* const todo = was ? redo.data() : nullptr;
     // The target's LIDs round robin over the candidates (links), from the least used.
-    std::vector<PortNum> link_port(links.size());
-    for (size_t k = 0; k < links.size(); ++k) link_port[k] = links[k].port;
-    detail::Dealer dealer(link_port, used);
+    detail::Dealer dealer(link_port, std::vector<uint32_t>(links.size(), 0));
     for (const uint32_t t : order) {
       if (t == s || at[t].empty() || mine[t] == kFar) continue;
-      if (!dealer.take(next.data() + t * words, words)) continue;
-      if (todo)
-        dealer.deal(rowp, at[t].data(), at[t].size(), [todo](uint16_t lid) { return !todo[lid]; });
-      else
+      if (dealer.take(next.data() + t * words, words))
         dealer.deal(rowp, at[t].data(), at[t].size(), detail::Dealer::NoSkip{});
     }
   });
