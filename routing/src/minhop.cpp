@@ -1,6 +1,7 @@
 #include "minhop.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <cstring>
 #include <limits>
@@ -42,16 +43,19 @@ Routed MinHopEngine::compute(const Fabric& f, const Options& o) const {
       const auto s = static_cast<uint32_t>(si);
       const NodeIndex sn = sw.nodes[s];
       const auto& before = prev->lft[(*was)[sn]];
-      const auto& ports = f.node(sn).ports;
+      // Per port: the distances of the switch it leads to (null: none; rows are columns,
+      // the distances being symmetric).
+      std::array<const uint8_t*, 256> peer{};
+      for (const auto& p : f.node(sn).ports)
+        if (p.num && p.linked() && f.node(p.peer).is_switch())
+          peer[p.num] = &dist[size_t(sw.of_node[p.peer]) * ns];
+      const uint8_t* const mine = &dist[size_t(s) * ns];
       for (uint32_t t = 0; t < ns; ++t) {
-        const uint8_t here = dist[size_t(t) * ns + s];
+        const uint8_t here = mine[t];
         if (t == s || at[t].empty() || here == kFar) continue;
         for (auto [lid, exit] : at[t]) {
-          const PortNum old = lid < before.size() ? before[lid] : kDropPort;
-          const bool ok = old < ports.size() && old != 0 && ports[old].linked() &&
-                          f.node(ports[old].peer).is_switch() &&
-                          dist[size_t(t) * ns + sw.of_node[ports[old].peer]] + 1 == here;
-          if (!ok) broken[s].push_back(lid);
+          const uint8_t* const next = peer[lid < before.size() ? before[lid] : kDropPort];
+          if (!next || next[t] + 1 != here) broken[s].push_back(lid);
         }
       }
     });
