@@ -11,6 +11,10 @@ Targets (issue 32): minhop, updn, dnup and ftree compute in <= 0.5 s on one core
 (their compute CPU); dfsssp in <= 10 s (both cores may be used: its compute
 time); every engine's peak <= 1 GiB.
 
+A floor line: a fresh process filling the tables' bytes once (one per switch and
+LID), with glibc's huge-page malloc and without: what fresh memory alone costs on
+this machine.
+
 The fabric is `weft topo`'s ft3:pods=56,leaves=28,aggs=28,hosts=28,cores=28,radix=56
 written as an ibsim net file, or any topology file given with --topology.
 
@@ -24,6 +28,7 @@ Usage: bench_scale.py --weft BUILD/app/weft [--topology FILE] [--runs N] [--open
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -75,6 +80,27 @@ def run_measured(weft, topo, engine):
             row.get("compute_sys_ms", float("nan")), wall, usage.ru_maxrss / 1024, row.get("vls"), progress)
 
 
+TOUCH = """
+import ctypes, resource, sys
+n = int(sys.argv[1])
+buf = bytearray(n)  # calloc: pages not yet touched
+ctypes.memset((ctypes.c_char * n).from_buffer(buf), 0xFF, n)
+u = resource.getrusage(resource.RUSAGE_SELF)
+print(u.ru_utime + u.ru_stime)
+"""
+
+
+def first_touch(nbytes, huge):
+    """CPU seconds of a fresh process that fills `nbytes` once (the fresh tables' floor on
+    this machine), with glibc's huge-page malloc or without; less the same process with
+    nothing to fill."""
+    env = dict(os.environ, GLIBC_TUNABLES="glibc.malloc.hugetlb=%d" % (1 if huge else 0))
+    def cpu(n):
+        return float(subprocess.run([sys.executable, "-c", TOUCH, str(n)], env=env, capture_output=True,
+                                    text=True, check=True).stdout)
+    return cpu(nbytes) - cpu(1)
+
+
 def opensm_minhop(net, scratch):
     sys.path.insert(0, os.path.join(HERE, "..", "tests", "e2e"))
     import ibsim_bringup as b  # noqa: E402
@@ -116,6 +142,7 @@ def main():
     print("| engine | run | compute s | compute CPU s | user s | system s | wall s | peak MiB | VLs | target |")
     print("|---|---|---|---|---|---|---|---|---|---|")
     held, peaks, compute, phases = {}, {}, {}, {}
+    progress_lines = []
     for engine, runs in engines:
         for i in range(runs):
             ms, cpu_ms, user_ms, sys_ms, wall, peak, vls, progress = run_measured(a.weft, topo, engine)
@@ -124,6 +151,7 @@ def main():
             peaks[engine] = max(peaks.get(engine, 0), peak)
             compute.setdefault(engine, []).append(ms / 1000)
             phases[engine] = [line for line in progress if line.startswith("weft: %s: " % engine)]
+            progress_lines = progress
             print("| %s | %d | %.2f | %.2f | %.2f | %.2f | %.2f | %.0f | %s | %s <= %g s |" % (
                 engine, i + 1, ms / 1000, cpu_ms / 1000, user_ms / 1000, sys_ms / 1000, wall, peak, vls,
                 what, limit))
@@ -145,6 +173,17 @@ def main():
         slowest = max(compute["minhop"])
         print("minhop: OpenSM %.1f s, weft %.2f s (slowest compute): weft %.0f times faster" % (osm, slowest,
                                                                                              osm / slowest))
+    # The floor under every engine's figure: the fresh tables' bytes (one byte per LID
+    # and switch: LIDs 1..switches+CAs, as weft assigns them) filled once.
+    sw_ca = re.search(r"loaded (\d+) switches, (\d+) CAs", "\n".join(progress_lines))
+    if sw_ca:
+        switches, cas = int(sw_ca.group(1)), int(sw_ca.group(2))
+        nbytes = switches * (switches + cas + 1)
+        for huge in (True, False):
+            xs = sorted(first_touch(nbytes, huge) for _ in range(3))
+            print("floor: filling %.0f MB once (the tables' size) in a fresh process, %s huge pages: "
+                  "%.2f s of CPU (median of 3; %.2f-%.2f)" % (nbytes / 1e6, "with" if huge else "without",
+                                                              xs[1], xs[0], xs[2]))
     if not a.no_grade:
         # The up/down engine has every shortest path of the tree to choose from, as minhop
         # has: its tables graded beside minhop's (weft route's analyzer, 100 bisections).
