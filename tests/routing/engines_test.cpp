@@ -7,7 +7,9 @@
 
 #include <algorithm>
 #include <deque>
+#include <functional>
 #include <map>
+#include <optional>
 #include <random>
 #include <set>
 #include <sstream>
@@ -899,6 +901,36 @@ Fabric without_links(Fabric f, const std::vector<std::pair<std::string, std::str
   return f;
 }
 
+// dor on a torus or mesh (its generator spec and shape), and again after `fail` took
+// links or switches away: both fabrics and both tables. A refusal of either fails the
+// test (nullopt).
+struct DorAfterFailure {
+  Fabric f, g;
+  Tables pristine, t;
+};
+std::optional<DorAfterFailure> dor_after_failure(const std::string& spec,
+                                                 const std::vector<int>& radix, bool wrap,
+                                                 const std::function<Fabric(const Fabric&)>& fail) {
+  DorAfterFailure r{with_lids(spec), {}, {}, {}};
+  Options o;
+  o.torus = spec_of(r.f, radix, wrap);
+  auto dor = *make_engine("dor");
+  auto pristine = dor->compute(r.f, o);
+  if (!pristine) {
+    ADD_FAILURE() << spec << ": " << pristine.error().message;
+    return std::nullopt;
+  }
+  r.g = fail(r.f);
+  auto t = dor->compute(r.g, o);
+  if (!t) {
+    ADD_FAILURE() << spec << " after the failure: " << t.error().message;
+    return std::nullopt;
+  }
+  r.pristine = std::move(*pristine);
+  r.t = std::move(*t);
+  return r;
+}
+
 // dor's tables after a failure: loop-free, complete and deadlock-free; the check's
 // report, for its VLs.
 CdgReport expect_routed_whole(const Fabric& g, const Tables& t) {
@@ -929,18 +961,13 @@ TEST(Dor, RoutesATorusWithFailedLinksTheLongWayRoundKeepingEverySl) {
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.spec + " less " + std::to_string(c.cuts.size()) + " link(s)");
-    const Fabric f = with_lids(c.spec);
-    Options o;
-    o.torus = spec_of(f, c.radix, true);
-    auto dor = *make_engine("dor");
-    auto pristine = dor->compute(f, o);
-    ASSERT_TRUE(pristine) << pristine.error().message;
-    const Fabric g = without_links(f, c.cuts);
-    auto t = dor->compute(g, o);
-    ASSERT_TRUE(t) << t.error().message;
-    expect_routed_whole(g, *t);
-    EXPECT_EQ(t->vls, pristine->vls);
-    EXPECT_EQ(t->path_sl, pristine->path_sl) << "a path's SL changed";
+    auto run = dor_after_failure(c.spec, c.radix, true,
+                                 [&](const Fabric& f) { return without_links(f, c.cuts); });
+    if (!run) continue;
+    const auto& [f, g, pristine, t] = *run;
+    expect_routed_whole(g, t);
+    EXPECT_EQ(t.vls, pristine.vls);
+    EXPECT_EQ(t.path_sl, pristine.path_sl) << "a path's SL changed";
     // Every route that did not cross a failed link is the pristine one; some did.
     std::set<std::pair<NodeIndex, NodeIndex>> cut;
     for (const auto& [a, b] : c.cuts) {
@@ -954,7 +981,7 @@ TEST(Dor, RoutesATorusWithFailedLinksTheLongWayRoundKeepingEverySl) {
         bool crosses = false;
         NodeIndex cur = s;
         for (int hop = 0; hop < 64; ++hop) {
-          const PortNum out = pristine->lft[cur][ow.lid.value];
+          const PortNum out = pristine.lft[cur][ow.lid.value];
           if (out == 0 || !f.node(f.node(cur).ports[out].peer).is_switch()) break;
           crosses |= cut.count({cur, f.node(cur).ports[out].peer}) > 0;
           cur = f.node(cur).ports[out].peer;
@@ -963,17 +990,17 @@ TEST(Dor, RoutesATorusWithFailedLinksTheLongWayRoundKeepingEverySl) {
           ++moved;
         } else {
           ++kept;
-          EXPECT_EQ(t->lft[s][ow.lid.value], pristine->lft[s][ow.lid.value])
+          EXPECT_EQ(t.lft[s][ow.lid.value], pristine.lft[s][ow.lid.value])
               << f.node(s).name << " to LID " << ow.lid.value;
         }
       }
     EXPECT_GT(kept, 0u);
     EXPECT_GT(moved, 0u);
     bool noted = false;
-    for (const auto& n : t->notes)
+    for (const auto& n : t.notes)
       noted |= n.find(std::to_string(c.cuts.size()) + " link(s) of the shape missing") !=
                std::string::npos;
-    EXPECT_TRUE(noted) << fmt::format("{}", fmt::join(t->notes, " | "));
+    EXPECT_TRUE(noted) << fmt::format("{}", fmt::join(t.notes, " | "));
   }
   // The long way, seen on one route: sw1-0-0 reaches sw2-0-0 through sw0-0-0.
   {
@@ -1073,29 +1100,24 @@ TEST(Dor, RoutesRoundAFailedSwitchKeepingEverySl) {
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.spec + " less " + c.failed);
-    const Fabric f = with_lids(c.spec);
-    Options o;
-    o.torus = spec_of(f, c.radix, true);
-    auto dor = *make_engine("dor");
-    auto pristine = dor->compute(f, o);
-    ASSERT_TRUE(pristine) << pristine.error().message;
-    const Fabric g = without_switch(f, c.failed);
-    auto t = dor->compute(g, o);
-    ASSERT_TRUE(t) << t.error().message;
-    const auto cdg = expect_routed_whole(g, *t);
-    EXPECT_EQ(t->vls, c.vls);
+    auto run = dor_after_failure(c.spec, c.radix, true,
+                                 [&](const Fabric& f) { return without_switch(f, c.failed); });
+    if (!run) continue;
+    const auto& [f, g, pristine, t] = *run;
+    const auto cdg = expect_routed_whole(g, t);
+    EXPECT_EQ(t.vls, c.vls);
     EXPECT_LE(cdg.vls, c.vls);
-    EXPECT_GT(cdg.vls, pristine->vls);  // the turns back use their VL
+    EXPECT_GT(cdg.vls, pristine.vls);  // the turns back use their VL
     std::vector<uint8_t> gone(f.size(), 0);
     gone[*f.find_by_name(c.failed)] = 1;
-    const AgainstPristine r = against_pristine(f, *pristine, g, *t, gone);
+    const AgainstPristine r = against_pristine(f, pristine, g, t, gone);
     EXPECT_GT(r.kept, 0u);
     EXPECT_GT(r.moved, 0u);
     EXPECT_EQ(r.sl_changed, 0u);
     bool noted = false;
-    for (const auto& n : t->notes)
+    for (const auto& n : t.notes)
       noted |= n.find("1 switch(es) and 0 link(s)") != std::string::npos;
-    EXPECT_TRUE(noted) << fmt::format("{}", fmt::join(t->notes, " | "));
+    EXPECT_TRUE(noted) << fmt::format("{}", fmt::join(t.notes, " | "));
   }
   // torus-2QoS's own example: on a 6x5 torus with T = (3,1) failed, S = (1,1) reaches
   // D = (3,3) by S-n-I-r-D, turning early at n = (2,1).
@@ -1136,28 +1158,23 @@ TEST(Dor, RoutesRoundSeveralFailedSwitches) {
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.spec + " less " + fmt::format("{}", fmt::join(c.failed, ", ")));
-    const Fabric f = with_lids(c.spec);
-    Options o;
-    o.torus = spec_of(f, c.radix, true);
-    auto dor = *make_engine("dor");
-    auto pristine = dor->compute(f, o);
-    ASSERT_TRUE(pristine) << pristine.error().message;
-    const Fabric g = without_switches(f, c.failed);
-    auto t = dor->compute(g, o);
-    ASSERT_TRUE(t) << t.error().message;
-    const auto cdg = expect_routed_whole(g, *t);
+    auto run = dor_after_failure(c.spec, c.radix, true,
+                                 [&](const Fabric& f) { return without_switches(f, c.failed); });
+    if (!run) continue;
+    const auto& [f, g, pristine, t] = *run;
+    const auto cdg = expect_routed_whole(g, t);
     EXPECT_LE(cdg.vls, 4u);
     std::vector<uint8_t> gone(f.size(), 0);
     for (const auto& name : c.failed) gone[*f.find_by_name(name)] = 1;
-    const AgainstPristine r = against_pristine(f, *pristine, g, *t, gone);
+    const AgainstPristine r = against_pristine(f, pristine, g, t, gone);
     EXPECT_GT(r.kept, 0u);
     EXPECT_GT(r.moved, 0u);
     // Only a detour's own SL may differ, and most paths keep theirs.
     EXPECT_GT(r.sl_kept, 4 * r.sl_changed);
     bool noted = false;
-    for (const auto& n : t->notes)
+    for (const auto& n : t.notes)
       noted |= n.find(std::to_string(c.failed.size()) + " switch(es)") != std::string::npos;
-    EXPECT_TRUE(noted) << fmt::format("{}", fmt::join(t->notes, " | "));
+    EXPECT_TRUE(noted) << fmt::format("{}", fmt::join(t.notes, " | "));
   }
 }
 
@@ -1191,28 +1208,24 @@ TEST(Dor, TurnsEarlyRoundASplitRingOrACutMeshLineAndRefusesInTheLastDimension) {
   };
   for (const auto& c : routed) {
     SCOPED_TRACE(c.spec);
-    const Fabric f = with_lids(c.spec);
-    Options o;
-    o.torus = spec_of(f, c.radix, c.wrap);
-    auto pristine = (*make_engine("dor"))->compute(f, o);
-    ASSERT_TRUE(pristine) << pristine.error().message;
-    const Fabric g = without_links(f, c.cuts);
-    auto t = (*make_engine("dor"))->compute(g, o);
-    ASSERT_TRUE(t) << t.error().message;
-    const auto cdg = expect_routed_whole(g, *t);
-    EXPECT_GT(cdg.vls, pristine->vls);  // the paths that turn early use their VL
+    auto run = dor_after_failure(c.spec, c.radix, c.wrap,
+                                 [&](const Fabric& f) { return without_links(f, c.cuts); });
+    if (!run) continue;
+    const auto& [f, g, pristine, t] = *run;
+    const auto cdg = expect_routed_whole(g, t);
+    EXPECT_GT(cdg.vls, pristine.vls);  // the paths that turn early use their VL
     // Per-hop maps come with every path's SL, which the SA hands out (not a QoS level's).
-    EXPECT_FALSE(t->hop_vl.empty());
-    EXPECT_FALSE(t->path_sl.empty());
+    EXPECT_FALSE(t.hop_vl.empty());
+    EXPECT_FALSE(t.path_sl.empty());
     // Every path keeps its SL, or (one that turns early) takes the SL bit after the
     // datelines' on top of it.
-    const unsigned bit = pristine->path_sl.empty() ? 1u : 1u << c.radix.size();
+    const unsigned bit = pristine.path_sl.empty() ? 1u : 1u << c.radix.size();
     size_t kept = 0, moved = 0;
     for (NodeIndex n = 0; n < g.size(); ++n) {
       if (!g.node(n).is_switch()) continue;
       for (const LidOwner& ow : lid_owners(g)) {
-        const unsigned was = pristine->path_sl.empty() ? 0 : pristine->path_sl[n][ow.lid.value];
-        const unsigned now = t->path_sl.empty() ? 0 : t->path_sl[n][ow.lid.value];
+        const unsigned was = pristine.path_sl.empty() ? 0 : pristine.path_sl[n][ow.lid.value];
+        const unsigned now = t.path_sl.empty() ? 0 : t.path_sl[n][ow.lid.value];
         EXPECT_TRUE(now == was || now == (was | bit)) << g.node(n).name << " " << ow.lid.value;
         (now == was ? kept : moved) += 1;
       }
@@ -1221,10 +1234,10 @@ TEST(Dor, TurnsEarlyRoundASplitRingOrACutMeshLineAndRefusesInTheLastDimension) {
     EXPECT_GT(kept, 0u);
     EXPECT_EQ(moved > 0, own_sl);
     bool noted = false;
-    for (const auto& n : t->notes)
+    for (const auto& n : t.notes)
       noted |= n.find(own_sl ? "every other path keeps its SL" : "every path keeping its SL") !=
                std::string::npos;
-    EXPECT_TRUE(noted) << fmt::format("{}", fmt::join(t->notes, " | "));
+    EXPECT_TRUE(noted) << fmt::format("{}", fmt::join(t.notes, " | "));
   }
   const Case refused[] = {
       {"torus:dims=5x5,hosts=1", {5, 5}, true, {{"sw2-0", "sw2-1"}, {"sw2-3", "sw2-4"}}},
