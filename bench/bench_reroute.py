@@ -17,13 +17,18 @@ link is cut with ibsim's `Unlink` (ibsim sends trap 128 to the SM). Measured:
   it was before the cut (the balanced routes return).
 The kinds take turns, run by run.
 
---huge: the same cut on the radix-56 3-level tree (3,920 switches, 43,904 CAs, 47,824
+--huge: such cuts on the radix-56 3-level tree (3,920 switches, 43,904 CAs, 47,824
 LIDs), weft alone (OpenSM takes minutes to bring it up and route it; its figure is the
-444-switch tree's). Its 187 M LFT entries are not read back whole (dump_fts would take
-longer than the bring-up, and parsing them longer still); instead `ibroute` reads
-back the two switches of the cut link, whose tables must send nothing over it and
-route every LID, and weft's own note says how many (switch, LID) entries changed. The SM checks every table (complete, loop-free, deadlock-free) before it
-writes any."""
+444-switch tree's): two leaf-aggregation links in two pods, one after the other. The
+first reroute after the bring-up also grows the SM's memory to its working size (the
+snapshot the switches hold and the one being built, side by side); the second shows
+a reroute after that. Its 187 M LFT entries are not read back whole (dump_fts would
+take longer than the bring-up, and parsing them longer still); instead `ibroute` reads
+back the two switches of each cut link, whose tables must send nothing over it and
+route every LID, and weft's own note says how many (switch, LID) entries changed. The
+SM checks every table (complete, loop-free, deadlock-free) before it writes any.
+weft runs with glibc.malloc.hugetlb=1, which `weft sm` gives itself where no library is
+preloaded (umad2sim is)."""
 import argparse
 import os
 import re
@@ -43,7 +48,8 @@ from bench_bringup import ibsim_args  # noqa: E402
 SPEC = "ft3:pods=8,leaves=24,aggs=18,hosts=18,cores=6,links=2"  # 444 switches, 3,456 CAs
 CUT = ('"leaf5-7"', 20)  # a leaf-aggregation link, away from the SM's own leaf
 HUGE_SPEC = "ft3:pods=56,leaves=28,aggs=28,hosts=28,cores=28,radix=56"
-HUGE_CUT = ('"leaf5-7"', 40)  # ports 1-28 hosts, 29-56 aggregation switches
+# Leaf-aggregation links (ports 1-28 hosts, 29-56 aggregation switches), in two pods.
+HUGE_CUTS = (('"leaf5-7"', 40), ('"leaf20-11"', 33))
 SLOTS = ("smps", "gets", "sets", "lft_sets", "portinfo_sets", "switchinfo_sets", "other_sets")
 
 
@@ -83,6 +89,10 @@ class Sm:
             self.cmd = ["opensm", "-f", self.log, "-d", "2", "-s", "10", "-R", engine]
         self.env = dict(os.environ, IBSIM_SOCKNAME=sock, LD_PRELOAD=shim + " " + b.UMAD2SIM, SIM_HOST=host,
                         WEFT_MADCOUNT=self.counts, OSM_TMP_DIR=work, OSM_CACHE_DIR=work)
+        if kind == "weft":
+            # The huge pages `weft sm` gives itself where no library is preloaded (app/main.cpp:
+            # run_again_with_huge_pages); under umad2sim's preload it does not run itself again.
+            self.env["GLIBC_TUNABLES"] = "glibc.malloc.hugetlb=1"
         self.proc = None
 
     def __enter__(self):
@@ -200,15 +210,41 @@ def ibroute_ports(work, sock, host, guid):
     return {int(m.group(1), 16): int(m.group(2)) for m in re.finditer(r"^(0x[0-9a-f]+) (\d+) ", out, re.M)}
 
 
-def huge_run(a, hosts, net, sargs, engine):
-    """weft on the radix-56 tree: the cut's reroute time, LFT Sets, the entries that
+def huge_cut(a, sm, sim, work, sock, host, guids, net, cut, lids):
+    """One Unlink on the running fabric: its reroute time, LFT Sets, the entries that
     changed (weft's note), and the cut link's two switches read back."""
+    leaf, port = cut[0].strip('"'), cut[1]
+    agg, agg_port = peer_of(net, leaf, port)
+    c0, ups = counts(sm.counts), sm.ups()
+    log_at = os.path.getsize(sm.log)
+    t0 = time.time()
+    os.write(sim.fifo_fd, ("Unlink %s[%d]\n" % cut).encode())
+    t1 = sm.wait_up(ups, 600)
+    quiet(sm, settle=2.0, timeout=600)
+    d = delta(c0, counts(sm.counts))
+    with open(sm.log, errors="replace") as f:
+        f.seek(log_at)
+        m = re.search(r"(\d+) \(switch, LID\) entries (?:whose routes crossed|changed)", f.read())
+    rerouted = int(m.group(1)) if m else None
+    over = 0
+    routed = {}
+    for name, cut_port in ((leaf, port), (agg, agg_port)):
+        ports = ibroute_ports(work, sock, host, guids[name])
+        routed[name] = len(ports)
+        over += sum(1 for p in ports.values() if p == cut_port)
+    if over or min(routed.values()) < lids:
+        raise b.Failure("after the cut of %s[%d]: %d entries still over the cut link, LIDs routed %s of %d"
+                        % (leaf, port, over, routed, lids))
+    return {"s": t1 - t0, "lft_sets": d["lft_sets"], "smps": d["smps"], "rerouted": rerouted,
+            "leaf": leaf, "port": port, "agg": agg}
+
+
+def huge_run(a, hosts, net, sargs, engine):
+    """weft on the radix-56 tree: bring-up, then the cuts one after the other."""
     work = os.path.join(a.scratch, "huge-%s" % engine)
     shutil.rmtree(work, ignore_errors=True)
     os.makedirs(work)
     sock = "weft-bench-reroute-%d-huge-%s" % (os.getpid(), engine)
-    leaf, port = HUGE_CUT[0].strip('"'), HUGE_CUT[1]
-    agg, agg_port = peer_of(net, leaf, port)
     guids = guids_by_name(net)
     with b.Ibsim(net, work, sock, extra_args=sargs) as sim:
         time.sleep(1)
@@ -217,29 +253,9 @@ def huge_run(a, hosts, net, sargs, engine):
             sm.wait_up(0, 1800)
             up_s = time.time() - t_up
             quiet(sm, settle=2.0, timeout=600)
-            lids = len(ibroute_ports(work, sock, hosts[0], guids[leaf]))
-            c0, ups = counts(sm.counts), sm.ups()
-            log_at = os.path.getsize(sm.log)
-            t0 = time.time()
-            os.write(sim.fifo_fd, ("Unlink %s[%d]\n" % HUGE_CUT).encode())
-            t1 = sm.wait_up(ups, 600)
-            quiet(sm, settle=2.0, timeout=600)
-            d = delta(c0, counts(sm.counts))
-            with open(sm.log, errors="replace") as f:
-                f.seek(log_at)
-                m = re.search(r"(\d+) \(switch, LID\) entries (?:whose routes crossed|changed)", f.read())
-            rerouted = int(m.group(1)) if m else None
-            over = 0
-            routed = {}
-            for name, cut_port in ((leaf, port), (agg, agg_port)):
-                ports = ibroute_ports(work, sock, hosts[0], guids[name])
-                routed[name] = len(ports)
-                over += sum(1 for p in ports.values() if p == cut_port)
-            if over or min(routed.values()) < lids:
-                raise b.Failure("after the cut: %d entries still over the cut link, LIDs routed %s of %d"
-                                % (over, routed, lids))
-            return {"up_s": up_s, "s": t1 - t0, "lft_sets": d["lft_sets"], "smps": d["smps"],
-                    "rerouted": rerouted, "lids": lids, "agg": agg}
+            lids = len(ibroute_ports(work, sock, hosts[0], guids[HUGE_CUTS[0][0].strip('"')]))
+            cuts = [huge_cut(a, sm, sim, work, sock, hosts[0], guids, net, c, lids) for c in HUGE_CUTS]
+            return {"up_s": up_s, "lids": lids, "cuts": cuts}
 
 
 def huge(a):
@@ -251,19 +267,24 @@ def huge(a):
     for e in a.engines.split(","):
         r = huge_run(a, hosts, net, sargs, e)
         rows.append((e, r))
-        print("%s: bring-up %.1f s; cut: %.3f s, %d LFT Sets, %s entries changed, %d SMPs"
-              % (e, r["up_s"], r["s"], r["lft_sets"], r["rerouted"], r["smps"]), flush=True)
+        print("%s: bring-up %.1f s; %s" % (e, r["up_s"], "; ".join(
+            "cut %s[%d]: %.3f s, %d LFT Sets, %s entries changed, %d SMPs"
+            % (c["leaf"], c["port"], c["s"], c["lft_sets"], c["rerouted"], c["smps"]) for c in r["cuts"])),
+            flush=True)
     print()
-    print("Reroute on the radix-56 tree (3,920 switches, 43,904 CAs), link %s[%d] (to %s) cut; weft, one run"
-          % (HUGE_CUT[0].strip('"'), HUGE_CUT[1], rows[0][1]["agg"] if rows else "?"))
+    print("Reroute on the radix-56 tree (3,920 switches, 43,904 CAs), weft, one run: two leaf-aggregation "
+          "links cut one after the other (the first reroute after the bring-up also grows the SM's "
+          "memory to its working size: the previous snapshot and the new one side by side)")
     print()
-    print("| engine | trap to SUBNET UP, ms | LFT blocks written | (switch, LID) entries changed "
+    print("| engine | cut | trap to SUBNET UP, ms | LFT blocks written | (switch, LID) entries changed "
           "| SMPs sent | both ends read back |")
-    print("|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|")
     for e, r in rows:
-        print("| %s | %.0f | %d | %s | %d | %d LIDs each, none over the cut link |"
-              % (e, r["s"] * 1000, r["lft_sets"], r["rerouted"] if r["rerouted"] is not None else "-",
-                 r["smps"], r["lids"]))
+        for k, c in enumerate(r["cuts"]):
+            print("| %s | %s %s[%d] (to %s) | %.0f | %d | %s | %d | %d LIDs each, none over the cut link |"
+                  % (e, ("first", "second")[k] if k < 2 else str(k + 1), c["leaf"], c["port"], c["agg"],
+                     c["s"] * 1000, c["lft_sets"], c["rerouted"] if c["rerouted"] is not None else "-",
+                     c["smps"], r["lids"]))
 
 
 def main():
