@@ -791,22 +791,29 @@ void SubnetManager::phase_finish(Result<void> pumped) {
   if (rep.table_failures == 0) partitions_applied_ = run.partition_generation;
   // Ports that came or went since the last sweep: traps 64 and 65 to subscribers; the
   // services and subscriptions of ports that went go too.
+  // (Sorted vectors: sets of the largest fabric's 47,824 ports cost milliseconds a sweep.)
   auto guids = [](const SubnetSnapshot* snap) {
-    std::set<uint64_t> out;
-    if (snap)
-      for (const auto& [guid, np] : snap->end_ports) out.insert(guid);
+    std::vector<uint64_t> out;
+    if (snap) {
+      out.reserve(snap->end_ports.size());
+      for (const auto& [guid, np] : snap->end_ports) out.push_back(guid);
+    }
+    std::sort(out.begin(), out.end());
     return out;
   };
-  const std::set<uint64_t> now_ports = guids(snapshot_.get());
+  auto has = [](const std::vector<uint64_t>& set, uint64_t g) {
+    return std::binary_search(set.begin(), set.end(), g);
+  };
+  const std::vector<uint64_t> now_ports = guids(snapshot_.get());
   if (pub_.heavy_sweeps() > 0) {
-    const std::set<uint64_t> was_ports = guids(run.before.get());
+    const std::vector<uint64_t> was_ports = guids(run.before.get());
     for (uint64_t g : now_ports)
-      if (!was_ports.count(g)) send_reports(kTrapGidIn, port_gid(g));
+      if (!has(was_ports, g)) send_reports(kTrapGidIn, port_gid(g));
     for (uint64_t g : was_ports)
-      if (!now_ports.count(g)) send_reports(kTrapGidOut, port_gid(g));
+      if (!has(now_ports, g)) send_reports(kTrapGidOut, port_gid(g));
   }
   if (sa_) {
-    sa_->forget_ports([&](uint64_t g) { return now_ports.count(g) > 0; });
+    sa_->forget_ports([&](uint64_t g) { return has(now_ports, g); });
     save_sa_records(&rep);  // what forget_ports dropped, and leases that ran out
   }
   const bool was_up = last_report_ && last_report_->subnet_up;

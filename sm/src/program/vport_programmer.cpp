@@ -293,11 +293,19 @@ void VPortProgrammer::port_done(SweepRun& run, const std::shared_ptr<Walk>& w) {
 
 void VPortProgrammer::adopt(SweepRun& run) {
   fabric::Fabric& f = run.d.fabric;
-  std::unordered_set<uint64_t> taken, seen_ports;
-  for (const auto& nd : f.nodes()) {
-    taken.insert(nd.guid.value);
-    for (const auto& p : nd.ports) taken.insert(p.guid.value);
-  }
+  std::unordered_set<uint64_t> seen_ports;
+  // Every GUID of the fabric, built at the first vport with one (on a fabric without
+  // vports, it would cost the radix-56 tree's 380,000 GUIDs each sweep for nothing).
+  std::unordered_set<uint64_t> taken;
+  auto take = [&taken, &f](uint64_t g) {
+    if (taken.empty()) {
+      for (const auto& nd : f.nodes()) {
+        taken.insert(nd.guid.value);
+        for (const auto& p : nd.ports) taken.insert(p.guid.value);
+      }
+    }
+    return taken.insert(g).second;
+  };
   std::vector<fabric::VPort> all;
   for (const auto& [n, p] : queue_) {
     const uint64_t g = f.node(n).ports[p].guid.value;
@@ -308,7 +316,7 @@ void VPortProgrammer::adopt(SweepRun& run) {
       fabric::VPort v = x.v;
       v.node = n;
       v.port = p;
-      if (v.guid.value && !taken.insert(v.guid.value).second) {
+      if (v.guid.value && !take(v.guid.value)) {
         add_problem(run.rep,
                     "vport " + std::to_string(v.index) + " of " + fabric::port_ref(f, n, p) +
                         " carries the GUID " + v.guid.str() +
