@@ -253,6 +253,24 @@ Routed UpDownEngine::compute(const Fabric& f, const Options& o) const {
             }
           },
           1);
+      // A repair checks the previous entries in LID order (a row read straight through,
+      // not at random in the groups' shuffled order): per LID, its group in this span and
+      // its exit port at the group's switch; per switch, its own group.
+      std::vector<uint32_t> lid_group, own_group;
+      std::vector<PortNum> lid_exit;
+      if (was) {
+        own_group.assign(ns, kInf);
+        for (size_t k = 0; k < gn; ++k) {
+          const Group& grp = groups[g0 + k];
+          own_group[grp.t] = uint32_t(k);
+          for (size_t i = 0; i < grp.lids.size(); ++i) {
+            const uint16_t lid = grp.lids[i].first;
+            if (lid >= lid_group.size()) lid_group.resize(lid + 1, kInf), lid_exit.resize(lid + 1);
+            lid_group[lid] = uint32_t(k);
+            lid_exit[lid] = grp.lids[i].second;
+          }
+        }
+      }
       detail::parallel_for(ns, [&](size_t si) {
         const auto s = static_cast<uint32_t>(si);
         // Raw pointers: the byte stores into the row could alias any vector's insides,
@@ -318,25 +336,44 @@ Routed UpDownEngine::compute(const Fabric& f, const Options& o) const {
             }
         }
         // Repair: the entries whose previous port is still a legal hop keep it and
-        // count as used, before the others are balanced against them.
-        std::vector<uint8_t> kept;  // per LID of this span, at this switch
+        // count as used, before the others are balanced against them. The others, in
+        // their group's order, are all a group then deals (a kept LID takes no turn):
+        // group k's are broken[broken_at[k], broken_end[k]).
+        using Lid = std::pair<uint16_t, PortNum>;
+        std::vector<Lid> broken;
+        std::vector<uint32_t> broken_at, broken_end;
         if (was) {
           const auto& before = prev->lft[(*was)[sw.nodes[s]]];
           std::vector<int32_t> hop_of(f.node(sw.nodes[s]).ports.size(), -1);
           for (size_t j = 0; j < nh; ++j) hop_of[hop_port[j]] = int32_t(j);
-          kept.assign(tables.lft[sw.nodes[s]].size(), 0);
-          for (const uint32_t k : order) {
-            const Group& grp = groups[g0 + k];
-            if (grp.t == s) continue;
-            for (auto [lid, exit] : grp.lids) {
-              const PortNum p = lid < before.size() ? before[lid] : kDropPort;
-              const int32_t j = p < hop_of.size() ? hop_of[p] : -1;
-              if (j < 0 || !(legal[k * words + size_t(j) / 64] >> (size_t(j) % 64) & 1)) continue;
-              row[lid] = p;
-              ++cnt[p];
-              kept[lid] = 1;
+          // The entries not kept, in LID order: in each group's own order (a group's
+          // LIDs come sorted), then bucketed in the order the groups deal.
+          std::vector<uint16_t> brk;
+          const uint32_t own = own_group[s];
+          for (size_t lid = 0; lid < lid_group.size(); ++lid) {
+            const uint32_t k = lid_group[lid];
+            if (k == kInf || k == own) continue;
+            const PortNum p = lid < before.size() ? before[lid] : kDropPort;
+            const int32_t j = p < hop_of.size() ? hop_of[p] : -1;
+            if (j < 0 || !(legal[k * words + size_t(j) / 64] >> (size_t(j) % 64) & 1)) {
+              brk.push_back(uint16_t(lid));
+              continue;
             }
+            row[lid] = p;
+            ++cnt[p];
           }
+          broken_at.assign(gn, 0);
+          broken_end.assign(gn, 0);
+          for (const uint16_t lid : brk) ++broken_end[lid_group[lid]];
+          uint32_t at = 0;
+          for (const uint32_t k : order) {
+            broken_at[k] = at;
+            at += broken_end[k];
+            broken_end[k] = broken_at[k];
+          }
+          broken.resize(brk.size());
+          for (const uint16_t lid : brk)
+            broken[broken_end[lid_group[lid]]++] = {lid, lid_exit[lid]};
         }
         // The groups' LIDs round robin over the candidates (ports), from the least used.
         std::vector<uint32_t> hop_uses(nh);
@@ -359,11 +396,13 @@ Routed UpDownEngine::compute(const Fabric& f, const Options& o) const {
             }
             continue;
           }
-          // A repair skips the entries it kept.
-          if (was)
-            dealer.deal(row, lids, nl,
-                        [keep = kept.data()](uint16_t lid) { return keep[lid] != 0; });
-          else
+          // A repair deals only the entries it did not keep (a group with none takes no
+          // turn either way).
+          if (was) {
+            if (broken_end[k] > broken_at[k])
+              dealer.deal(row, broken.data() + broken_at[k], broken_end[k] - broken_at[k],
+                          detail::Dealer::NoSkip{});
+          } else
             dealer.deal(row, lids, nl, detail::Dealer::NoSkip{});
         }
         for (size_t j = 0; j < nh; ++j) cnt[hop_port[j]] = dealer.uses(j);
