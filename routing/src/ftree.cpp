@@ -308,6 +308,8 @@ Routed FatTreeEngine::compute(const Fabric& f, const Options& o) const {
   // whatever its plans gave them.
   std::vector<std::vector<std::pair<uint16_t, PortNum>>> own(ns);
   for (const Dest& d : dests) own[d.sw].emplace_back(d.lid, d.exit);
+  uint16_t max_lid = 0;
+  for (const Dest& d : dests) max_lid = std::max(max_lid, d.lid);
   std::vector<detail::FastDiv> mod_by;  // mod_by[n]: division by n, for n candidates
   for (uint32_t n = 0; n < 256; ++n) mod_by.emplace_back(std::max(n, 1u));
 
@@ -377,6 +379,12 @@ Routed FatTreeEngine::compute(const Fabric& f, const Options& o) const {
                w_down = static_cast<uint32_t>(W[level[s] ? level[s] - 1 : 0]);
     const detail::FastDiv by_up(w_up), by_down(w_down);
     PortNum to_leaf[64];
+    // A repair's: s's own LIDs, a bit each.
+    std::vector<uint64_t> own_bits;
+    if (before) {
+      own_bits.assign(size_t(max_lid) / 64 + 1, 0);
+      for (auto [lid, exit] : own[s]) own_bits[lid >> 6] |= uint64_t{1} << (lid & 63);
+    }
     uint32_t first = 0;
     size_t next_run = 0;  // run_end's first run of this group
     for (const uint32_t end : group_end) {
@@ -412,6 +420,38 @@ Routed FatTreeEngine::compute(const Fabric& f, const Options& o) const {
                                       : Tables::kNoArGroup;
       const bool repair = before && kind != kNone && kind != kToLeaf && !pl.turn[s];
       const PortSet cands = repair ? PortSet(cand, count) : PortSet(nullptr, 0);
+      if (repair && !arp) {
+        // A repair's common case, as the fresh one's below: each entry keeps its previous
+        // port where that is a candidate, else takes its d-mod-k one until the redos.
+        // s's own LIDs are left to their exits (and counted nowhere).
+        const uint16_t* const lid = ord_lid.data();
+        const PortNum* const bp = before->data();
+        const size_t bn = before->size();
+        for (uint32_t i = first; i < end;) {
+          const uint32_t stop = run_end[next_run++];
+          const uint32_t q = by.div(dp[i].idx);
+          uint32_t rem = dp[i].idx - q * w, r = mod_by[count].mod(q);
+          for (; i < stop; ++i) {
+            const uint16_t l = lid[i];
+            if (!(own_bits[l >> 6] >> (l & 63) & 1)) {
+              const PortNum p = l < bn ? bp[l] : kDropPort;
+              if (cands.bits[p >> 6] >> (p & 63) & 1) {
+                rowp[l] = p;
+                ++used[p];
+              } else {
+                rowp[l] = cand[r];
+                redo.push_back({l, std::vector<PortNum>(cand, cand + count)});
+              }
+            }
+            if (++rem == w) {
+              rem = 0;
+              if (++r == count) r = 0;
+            }
+          }
+        }
+        first = end;
+        continue;
+      }
       if (kind != kNone && kind != kToLeaf && !repair && !arp) {
         // The common case on its own: every test above is the same for the whole group
         // (s's own LIDs too: they are written over below).
