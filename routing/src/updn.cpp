@@ -258,6 +258,17 @@ Routed UpDownEngine::compute(const Fabric& f, const Options& o) const {
       // its exit port at the group's switch; per switch, its own group.
       std::vector<uint32_t> lid_group, own_group;
       std::vector<PortNum> lid_exit;
+      // Per group of the span: its switch, that switch's part, whether it has CAs, and
+      // how many LIDs it holds.
+      std::vector<uint32_t> span_t(gn), span_part(gn), span_lids(gn);
+      std::vector<uint8_t> span_cas(gn);
+      for (size_t k = 0; k < gn; ++k) {
+        const Group& grp = groups[g0 + k];
+        span_t[k] = grp.t;
+        span_part[k] = part[grp.t];
+        span_lids[k] = uint32_t(grp.lids.size());
+        span_cas[k] = sw.sources[grp.t] > 1;
+      }
       if (was) {
         own_group.assign(ns, kInf);
         for (size_t k = 0; k < gn; ++k) {
@@ -339,16 +350,20 @@ Routed UpDownEngine::compute(const Fabric& f, const Options& o) const {
         // count as used, before the others are balanced against them. The others, in
         // their group's order, are all a group then deals (a kept LID takes no turn):
         // group k's are broken[broken_at[k], broken_end[k]).
+        // (Buffers each thread keeps from switch to switch: a tree's top switches have
+        // a thousand or more entries to deal again, the bridged ones.)
         using Lid = std::pair<uint16_t, PortNum>;
-        std::vector<Lid> broken;
-        std::vector<uint32_t> broken_at, broken_end;
+        thread_local std::vector<Lid> broken;
+        thread_local std::vector<uint32_t> broken_at, broken_end;
+        broken.clear();
         if (was) {
           const auto& before = prev->lft[(*was)[sw.nodes[s]]];
           std::vector<int32_t> hop_of(f.node(sw.nodes[s]).ports.size(), -1);
           for (size_t j = 0; j < nh; ++j) hop_of[hop_port[j]] = int32_t(j);
           // The entries not kept, in LID order: in each group's own order (a group's
           // LIDs come sorted), then bucketed in the order the groups deal.
-          std::vector<uint16_t> brk;
+          thread_local std::vector<uint16_t> brk;
+          brk.clear();
           const uint32_t own = own_group[s];
           for (size_t lid = 0; lid < lid_group.size(); ++lid) {
             const uint32_t k = lid_group[lid];
@@ -375,6 +390,22 @@ Routed UpDownEngine::compute(const Fabric& f, const Options& o) const {
           for (const uint16_t lid : brk)
             broken[broken_end[lid_group[lid]]++] = {lid, lid_exit[lid]};
         }
+        // The groups this switch does not reach going only down, and those it has no
+        // legal hop to (of its part of the fabric), in group order: these counts need no
+        // shuffled order, and read each group's facts from dense arrays.
+        {
+          const uint32_t ps = part[s];
+          for (size_t k = 0; k < gn; ++k) {
+            if (span_t[k] == s || span_part[k] != ps) continue;
+            if (dd[k] == kFar16 && span_cas[k]) ++down_short[s];
+            uint64_t any = 0;
+            for (size_t w = 0; w < words; ++w) any |= legal[k * words + w];
+            if (!any) {
+              missed[s].push_back(uint32_t(g0 + k));
+              missing[s] += span_lids[k];
+            }
+          }
+        }
         // The groups' LIDs round robin over the candidates (ports), from the least used.
         std::vector<uint32_t> hop_uses(nh);
         for (size_t j = 0; j < nh; ++j) hop_uses[j] = cnt[hop_port[j]];
@@ -388,14 +419,7 @@ Routed UpDownEngine::compute(const Fabric& f, const Options& o) const {
             for (size_t i = 0; i < nl; ++i) row[lids[i].first] = lids[i].second;
             continue;
           }
-          if (dd[k] == kFar16 && sw.sources[t] > 1 && part[s] == part[t]) ++down_short[s];
-          if (!dealer.take(legal.data() + k * words, words)) {
-            if (part[s] == part[t]) {
-              missed[s].push_back(uint32_t(g0 + k));
-              missing[s] += nl;
-            }
-            continue;
-          }
+          if (!dealer.take(legal.data() + k * words, words)) continue;  // (counted above)
           // A repair deals only the entries it did not keep (a group with none takes no
           // turn either way).
           if (was) {
