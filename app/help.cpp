@@ -48,7 +48,10 @@ std::string man_include(const std::vector<ManEntry>& commands) {
         "(/sys/kernel/mm/transparent_hugepage/enabled: madvise): glibc's malloc then asks, and "
         "routing the largest fabrics takes less CPU. Not when GLIBC_TUNABLES already names "
         "glibc.malloc.hugetlb (=0 turns this off), LD_PRELOAD is set, or weft runs with "
-        "privileges it was given (setuid, file capabilities).\n"
+        "privileges it was given (setuid, file capabilities). They also keep the memory they "
+        "free for the next sweep (one malloc arena, no block mapped apart, no trim), except "
+        "where GLIBC_TUNABLES names glibc.malloc.arena_max, mmap_max, mmap_threshold or "
+        "trim_threshold.\n"
         "[SEE ALSO]\n"
         ".BR opensm (8),\n.BR ibsim (1),\n.BR ibnetdiscover (8),\n.BR smpquery (8),\n"
         ".BR saquery (8),\n.BR systemd.exec (5)\n";
