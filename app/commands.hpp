@@ -16,6 +16,9 @@ int die(const std::string& msg, int code = 2);
 // Whether glibc's malloc was told to ask for transparent huge pages (the
 // glibc.malloc.hugetlb tunable, non-zero): main() sees to it for the routing commands.
 bool malloc_huge_pages();
+// Which of malloc's settings main() chose for the routing commands, to keep the memory
+// they free (the user's own choices stand): "arena_max", "mmap_max", "trim_threshold".
+const std::vector<std::string>& malloc_kept();
 
 // Parses a command line against `desc`: nullopt to go on; else the exit status, after
 // printing the help (--help) or the parse error.

@@ -142,20 +142,40 @@ void run_again_with_huge_pages(char** argv) {
 // afresh, on the routing thread in 4 KB pages (0.6 s of CPU of a 1.8 s reroute on that
 // tree, bench_reroute.py --huge). So the commands that route keep what they free, for
 // the next sweep: one arena, nothing mapped apart, no trim. A tunable the user names in
-// GLIBC_TUNABLES stands. (Set before any thread starts.)
+// GLIBC_TUNABLES (or in glibc's older MALLOC_* variables) stands, and so do huge pages
+// of hugetlbfs (glibc.malloc.hugetlb=2: glibc maps those only apart). (Set before any
+// thread starts.)
+std::vector<std::string> kept_settings;
+
 void keep_freed_memory() {
   const char* t = std::getenv("GLIBC_TUNABLES");
   const std::string_view v = t ? t : "";
-  auto named = [&v](std::string_view key) { return v.find(key) != std::string_view::npos; };
-  if (!named("glibc.malloc.arena_max")) mallopt(M_ARENA_MAX, 1);
-  if (!named("glibc.malloc.mmap_max") && !named("glibc.malloc.mmap_threshold"))
-    mallopt(M_MMAP_MAX, 0);
-  if (!named("glibc.malloc.trim_threshold")) mallopt(M_TRIM_THRESHOLD, INT_MAX);
+  auto named = [&v](std::string_view key, const char* old_name) {
+    return v.find(key) != std::string_view::npos || std::getenv(old_name) != nullptr;
+  };
+  if (!named("glibc.malloc.arena_max", "MALLOC_ARENA_MAX") && mallopt(M_ARENA_MAX, 1))
+    kept_settings.emplace_back("arena_max");
+  constexpr std::string_view kHuge = "glibc.malloc.hugetlb=";
+  const size_t at = v.find(kHuge);
+  const char mode =
+      at == std::string_view::npos || at + kHuge.size() >= v.size() ? '0' : v[at + kHuge.size()];
+  const bool hugetlbfs = mode != '0' && mode != '1';
+  if (!named("glibc.malloc.mmap_max", "MALLOC_MMAP_MAX_") &&
+      !named("glibc.malloc.mmap_threshold", "MALLOC_MMAP_THRESHOLD_") && !hugetlbfs &&
+      mallopt(M_MMAP_MAX, 0))
+    kept_settings.emplace_back("mmap_max");
+  if (!named("glibc.malloc.trim_threshold", "MALLOC_TRIM_THRESHOLD_") &&
+      mallopt(M_TRIM_THRESHOLD, INT_MAX))
+    kept_settings.emplace_back("trim_threshold");
 }
 
 }  // namespace
 
 namespace weft::app {
+
+const std::vector<std::string>& malloc_kept() {
+  return kept_settings;
+}
 
 bool malloc_huge_pages() {
   const char* t = std::getenv("GLIBC_TUNABLES");

@@ -308,6 +308,7 @@ int cmd_route(int argc, char** argv) {
     json j = simulator::route_one(*fab, e, ro, g, write_to.empty() ? nullptr : &kept);
     // A condition of the compute figures (main.cpp: run_again_with_huge_pages).
     j["malloc_huge_pages"] = malloc_huge_pages();
+    j["malloc_kept"] = malloc_kept();  // (main.cpp: keep_freed_memory)
     say(e + ": " + j["status"].get<std::string>() +
         (j.contains("compute_ms")
              ? " in " + std::to_string(int(j["compute_ms"].get<double>())) + " ms"

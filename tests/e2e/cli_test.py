@@ -290,6 +290,17 @@ def main():
         shutil.rmtree(capdir, ignore_errors=True)
     check("route: a user's glibc.malloc.hugetlb=0 stands", ["route", "--topology", "ft2:leaves=2", "--json"], 0,
           r'"malloc_huge_pages": false', W, w, env=dict(clean, GLIBC_TUNABLES="glibc.malloc.hugetlb=0"))
+    # They keep the memory they free for the next sweep (app/main.cpp: keep_freed_memory);
+    # a malloc setting the user names, in GLIBC_TUNABLES or glibc's older variables, stands,
+    # and so do hugetlbfs pages (glibc maps those only apart).
+    check("route keeps the memory it frees", ["route", "--topology", "ft2:leaves=2", "--json"], 0,
+          r'"malloc_kept": \[\s*"arena_max",\s*"mmap_max",\s*"trim_threshold"\s*\]', W, w, env=clean)
+    check("route: a user's MALLOC_ARENA_MAX stands", ["route", "--topology", "ft2:leaves=2", "--json"], 0,
+          r'"malloc_kept": \[\s*"mmap_max",\s*"trim_threshold"\s*\]', W, w,
+          env=dict(clean, MALLOC_ARENA_MAX="4"))
+    check("route: hugetlbfs pages stay mapped apart", ["route", "--topology", "ft2:leaves=2", "--json"], 0,
+          r'"malloc_kept": \[\s*"arena_max",\s*"trim_threshold"\s*\]', W, w,
+          env=dict(clean, GLIBC_TUNABLES="glibc.malloc.hugetlb=2"))
     check("route tells minhop's torus cycle from updn", ["route", "--topology", "torus:dims=5x5,hosts=1",
           "--engine", "minhop,updn"], 0, r"minhop\s+ok.*\s1\s+CYCLE.*\nupdn\s+ok.*\s1\s+ok", W, w)
     check("route: ftree refuses a torus, and a chain falls back", ["route", "--topology", "torus:dims=4x4,hosts=1",
