@@ -120,5 +120,53 @@ TEST(Dealer, DealsAsThePlainRoundRobinFromTheLeastUsed) {
   }
 }
 
+// changed_entries (switch_graph.cpp) against a count LID by LID: it compares the rows
+// in runs of the LIDs in use, 64 entries at a time. Rows of other lengths (the LIDs past
+// either one's end count as changed), LIDs in use with gaps and runs that cross the
+// 64-entry blocks, switches renumbered between the two tables.
+TEST(ChangedEntries, CountsAsALidByLidComparisonDoes) {
+  SplitMix64 rng(11);
+  for (int round = 0; round < 300; ++round) {
+    const size_t switches = 1 + rng.next() % 5, nodes = switches + 3;
+    detail::Switches sw;
+    std::vector<fabric::NodeIndex> was(nodes, 0);
+    Tables now, prev;
+    now.lft.resize(nodes);
+    prev.lft.resize(nodes);
+    for (size_t s = 0; s < switches; ++s) {
+      const auto n = static_cast<fabric::NodeIndex>(s + 2);
+      sw.nodes.push_back(n);
+      was[n] = static_cast<fabric::NodeIndex>(nodes - 1 - s);  // renumbered
+      const size_t len = 1 + rng.next() % 400,
+                   len_before = rng.next() % 3 ? len : 1 + rng.next() % 400;
+      auto& row = now.lft[n];
+      auto& before = prev.lft[was[n]];
+      row.resize(len);
+      before.resize(len_before);
+      for (auto& p : before) p = static_cast<PortNum>(rng.next() % 4);
+      for (size_t i = 0; i < len; ++i)
+        row[i] =
+            i < len_before && rng.next() % 10 ? before[i] : static_cast<PortNum>(rng.next() % 4);
+    }
+    // LIDs in use: runs with gaps, some past every row's end.
+    std::vector<LidOwner> owners;
+    for (uint16_t lid = 1; lid < 450;) {
+      const uint16_t run = static_cast<uint16_t>(1 + rng.next() % 150);
+      for (uint16_t k = 0; k < run && lid < 450; ++k, ++lid) owners.push_back({Lid{lid}, 0, 0});
+      lid = static_cast<uint16_t>(lid + rng.next() % 40);
+    }
+    uint64_t want = 0;
+    for (const fabric::NodeIndex n : sw.nodes) {
+      const auto& row = now.lft[n];
+      const auto& before = prev.lft[was[n]];
+      for (const LidOwner& o : owners) {
+        const uint16_t lid = o.lid.value;
+        want += lid >= row.size() || lid >= before.size() || row[lid] != before[lid];
+      }
+    }
+    ASSERT_EQ(detail::changed_entries(sw, now, prev, was, owners), want) << "round " << round;
+  }
+}
+
 }  // namespace
 }  // namespace weft::routing
