@@ -402,50 +402,59 @@ TEST(DfssspRepair, ALostLinkKeepsEveryEntryStillOneStepNearer) {
 // up-then-down candidates keeps it, the others go to their least used candidate,
 // counted against the kept ones. Complete, deadlock-free, no longer paths, the
 // busiest links within 10 % of a fresh computation, and fewer entries changed.
-// ftree's repair, entry by entry: with adaptive routing each entry's group is its
-// candidates (the ports d-mod-k picks among), so every entry whose previous port is
-// still one of them must keep it; and the static tables are the same with adaptive
-// routing or without (the repair's common case runs apart from the per-destination
-// path adaptive routing takes), so the check holds for both.
-TEST(FatTreeRepair, EveryEntryKeepsItsPortWhereItIsStillACandidateWithOrWithoutAdaptive) {
-  for (const std::string spec :
-       {"ft3:pods=3,leaves=4,aggs=4,hosts=3,cores=4", "ft2:leaves=8,spines=4,hosts=4,links=2"}) {
-    SCOPED_TRACE(spec);
-    const Fabric f = with_lids(spec);
-    const auto engine = *make_engine("ftree");
-    Options ao;
-    ao.adaptive = true;
-    auto t0 = engine->compute(f, ao);
-    ASSERT_TRUE(t0) << t0.error().message;
-    size_t checked = 0, kept = 0;
-    for (const auto& cut : some_switch_links(f, 3)) {
-      Fabric g = f;
-      g.disconnect(cut.a, cut.pa);
-      Options o = after(f, *t0, "ftree");
-      o.adaptive = true;
-      auto ra = engine->compute(g, o);
-      auto rs = engine->compute(g, after(f, *t0, "ftree"));
-      ASSERT_EQ(bool(ra), bool(rs)) << (ra ? rs.error().message : ra.error().message);
-      if (!ra) continue;  // (a cut ftree refuses either way)
-      ASSERT_TRUE(ra->repaired && rs->repaired);
-      for (NodeIndex n = 0; n < g.size(); ++n) {
-        if (!g.node(n).is_switch()) continue;
-        ASSERT_EQ(ra->lft[n], rs->lft[n]) << "switch " << n;
-        for (size_t lid = 1; lid < ra->lft[n].size(); ++lid) {
-          const uint16_t grp = ra->ar_group[n][lid];
-          if (grp == Tables::kNoArGroup) continue;
-          const auto& cands = ra->ar_sets[n][grp];
-          const PortNum was = t0->lft[n][lid];
-          ++checked;
-          if (std::find(cands.begin(), cands.end(), was) == cands.end()) continue;
-          ++kept;
-          EXPECT_EQ(ra->lft[n][lid], was) << "switch " << n << " LID " << lid;
-        }
+// A repair, entry by entry: with adaptive routing each entry's group is its candidates
+// (ftree: the ports d-mod-k picks among; up/down: its legal shortest hops), so every
+// entry whose previous port is still one of them must keep it; and the static tables
+// are the same with adaptive routing or without (the repairs' common cases run apart
+// from the paths adaptive routing takes), so the check holds for both.
+void keeps_candidates(const std::string& spec, const std::string& name) {
+  SCOPED_TRACE(spec + " " + name);
+  const Fabric f = with_lids(spec);
+  const auto engine = *make_engine(name);
+  Options ao;
+  ao.adaptive = true;
+  auto t0 = engine->compute(f, ao);
+  ASSERT_TRUE(t0) << t0.error().message;
+  size_t checked = 0, kept = 0;
+  for (const auto& cut : some_switch_links(f, 3)) {
+    Fabric g = f;
+    g.disconnect(cut.a, cut.pa);
+    Options o = after(f, *t0, name);
+    o.adaptive = true;
+    auto ra = engine->compute(g, o);
+    auto rs = engine->compute(g, after(f, *t0, name));
+    ASSERT_EQ(bool(ra), bool(rs)) << (ra ? rs.error().message : ra.error().message);
+    if (!ra) continue;  // (a cut the engine refuses either way)
+    ASSERT_TRUE(ra->repaired && rs->repaired);
+    for (NodeIndex n = 0; n < g.size(); ++n) {
+      if (!g.node(n).is_switch()) continue;
+      ASSERT_EQ(ra->lft[n], rs->lft[n]) << "switch " << n;
+      for (size_t lid = 1; lid < ra->lft[n].size(); ++lid) {
+        const uint16_t grp = ra->ar_group[n][lid];
+        if (grp == Tables::kNoArGroup) continue;
+        const auto& cands = ra->ar_sets[n][grp];
+        const PortNum was = t0->lft[n][lid];
+        ++checked;
+        if (std::find(cands.begin(), cands.end(), was) == cands.end()) continue;
+        ++kept;
+        EXPECT_EQ(ra->lft[n][lid], was) << "switch " << n << " LID " << lid;
       }
     }
-    EXPECT_GT(kept, 0u);
-    EXPECT_LT(kept, checked);  // some entries lost their port
   }
+  EXPECT_GT(kept, 0u);
+  EXPECT_LT(kept, checked);  // some entries lost their port
+}
+
+TEST(FatTreeRepair, EveryEntryKeepsItsPortWhereItIsStillACandidateWithOrWithoutAdaptive) {
+  for (const std::string spec :
+       {"ft3:pods=3,leaves=4,aggs=4,hosts=3,cores=4", "ft2:leaves=8,spines=4,hosts=4,links=2"})
+    keeps_candidates(spec, "ftree");
+}
+
+TEST(UpDownRepair, EveryEntryKeepsItsHopWhereItIsStillLegalWithOrWithoutAdaptive) {
+  for (const std::string spec :
+       {"ft3:pods=3,leaves=4,aggs=4,hosts=3,cores=4", "ft2:leaves=8,spines=4,hosts=4,links=2"})
+    for (const std::string engine : {"updn", "dnup"}) keeps_candidates(spec, engine);
 }
 
 TEST(FatTreeRepair, ALostLinkKeepsEveryEntryWhosePortIsStillACandidate) {
