@@ -184,13 +184,13 @@ Routed UpDownEngine::compute(const Fabric& f, const Options& o) const {
     // Groups in blocks: their distances in parallel (groups are independent), kept per
     // switch ([switch][group], so that a switch and its neighbours read rows of their
     // own); then every switch's entries in parallel (a switch's balance is its own).
-    // All groups at once when their distances fit kDistanceBudget (the radix-56 tree's
+    // All groups at once when their distances fit the budget (the radix-56 tree's
     // 3,920 groups take 61 MB); past it, in spans of groups that do.
     constexpr size_t kBlock = 64;
-    constexpr size_t kDistanceBudget = size_t(512) << 20;
+    const size_t budget = o.updown_distance_budget;  // (Options)
     constexpr uint16_t kFar16 = 0xffff;  // a path is shorter than the 49,151 unicast LIDs
     const size_t span =
-        std::max(kBlock, std::min(groups.size(), kDistanceBudget / (ns * 2 * sizeof(uint16_t))));
+        std::max(kBlock, std::min(groups.size(), budget / (ns * 2 * sizeof(uint16_t))));
     std::vector<uint16_t> dd_at, c_at;              // [switch * span + group in span]
     std::vector<std::vector<uint32_t>> missed(ns);  // per switch: groups it has no path to
     for (size_t g0 = 0; g0 < groups.size(); g0 += span) {

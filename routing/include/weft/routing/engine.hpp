@@ -145,6 +145,10 @@ struct Options {
   size_t large_fabric = 20'000'000;
   // Compute as on a one-core machine (tests: the tables must be the same either way).
   bool one_core = false;
+  // Bytes of up/down distances (2 x 2 bytes per switch and destination switch) updn and
+  // dnup hold at once; past it they go through the destinations in spans that fit (the
+  // radix-56 tree's take 61 MB; tests make it small to run the spans).
+  size_t updown_distance_budget = size_t(512) << 20;
   // After a change that only took links away (a link, a switch or hosts lost, every
   // LID where it was): an engine that can (minhop, updn, dnup, ftree, dfsssp) keeps each
   // previous entry that is still one of its own choices and routes again only the
