@@ -147,6 +147,14 @@ void run_again_with_huge_pages(char** argv) {
 // thread starts.)
 std::vector<std::string> kept_settings;
 
+// glibc.malloc.hugetlb's value in GLIBC_TUNABLES ('0' when not named).
+char hugetlb_mode() {
+  const char* t = std::getenv("GLIBC_TUNABLES");
+  const std::string_view v = t ? t : "", key = "glibc.malloc.hugetlb=";
+  const size_t at = v.find(key);
+  return at == std::string_view::npos || at + key.size() >= v.size() ? '0' : v[at + key.size()];
+}
+
 void keep_freed_memory() {
   const char* t = std::getenv("GLIBC_TUNABLES");
   const std::string_view v = t ? t : "";
@@ -155,10 +163,7 @@ void keep_freed_memory() {
   };
   if (!named("glibc.malloc.arena_max", "MALLOC_ARENA_MAX") && mallopt(M_ARENA_MAX, 1))
     kept_settings.emplace_back("arena_max");
-  constexpr std::string_view kHuge = "glibc.malloc.hugetlb=";
-  const size_t at = v.find(kHuge);
-  const char mode =
-      at == std::string_view::npos || at + kHuge.size() >= v.size() ? '0' : v[at + kHuge.size()];
+  const char mode = hugetlb_mode();
   const bool hugetlbfs = mode != '0' && mode != '1';
   if (!named("glibc.malloc.mmap_max", "MALLOC_MMAP_MAX_") &&
       !named("glibc.malloc.mmap_threshold", "MALLOC_MMAP_THRESHOLD_") && !hugetlbfs &&
@@ -178,11 +183,7 @@ const std::vector<std::string>& malloc_kept() {
 }
 
 bool malloc_huge_pages() {
-  const char* t = std::getenv("GLIBC_TUNABLES");
-  if (!t) return false;
-  const std::string_view v(t), key = "glibc.malloc.hugetlb=";
-  const size_t at = v.find(key);
-  return at != std::string_view::npos && at + key.size() < v.size() && v[at + key.size()] != '0';
+  return hugetlb_mode() != '0';
 }
 
 int die(const std::string& msg, int code) {

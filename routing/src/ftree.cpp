@@ -420,29 +420,15 @@ Routed FatTreeEngine::compute(const Fabric& f, const Options& o) const {
                                       : Tables::kNoArGroup;
       const bool repair = before && kind != kNone && kind != kToLeaf && !pl.turn[s];
       const PortSet cands = repair ? PortSet(cand, count) : PortSet(nullptr, 0);
-      if (repair && !arp) {
-        // A repair's common case, as the fresh one's below: each entry keeps its previous
-        // port where that is a candidate, else takes its d-mod-k one until the redos.
-        // s's own LIDs are left to their exits (and counted nowhere).
-        const uint16_t* const lid = ord_lid.data();
-        const PortNum* const bp = before->data();
-        const size_t bn = before->size();
+      // The common case: every test above is the same for the whole group. put(i, port)
+      // for each destination with its d-mod-k port, a run of consecutive indices at a time.
+      auto each_pick = [&](auto&& put) {
         for (uint32_t i = first; i < end;) {
           const uint32_t stop = run_end[next_run++];
           const uint32_t q = by.div(dp[i].idx);
           uint32_t rem = dp[i].idx - q * w, r = mod_by[count].mod(q);
           for (; i < stop; ++i) {
-            const uint16_t l = lid[i];
-            if (!(own_bits[l >> 6] >> (l & 63) & 1)) {
-              const PortNum p = l < bn ? bp[l] : kDropPort;
-              if (cands.bits[p >> 6] >> (p & 63) & 1) {
-                rowp[l] = p;
-                ++used[p];
-              } else {
-                rowp[l] = cand[r];
-                redo.push_back({l, std::vector<PortNum>(cand, cand + count)});
-              }
-            }
+            put(i, cand[r]);
             if (++rem == w) {
               rem = 0;
               if (++r == count) r = 0;
@@ -450,25 +436,31 @@ Routed FatTreeEngine::compute(const Fabric& f, const Options& o) const {
           }
         }
         first = end;
+      };
+      const uint16_t* const lid = ord_lid.data();
+      if (repair && !arp) {
+        // A repair's: each entry keeps its previous port where that is a candidate, else
+        // takes its d-mod-k one until the redos. s's own LIDs are left to their exits (and
+        // counted nowhere).
+        const PortNum* const bp = before->data();
+        const size_t bn = before->size();
+        each_pick([&](uint32_t i, PortNum pick) {
+          const uint16_t l = lid[i];
+          if (own_bits[l >> 6] >> (l & 63) & 1) return;
+          const PortNum p = l < bn ? bp[l] : kDropPort;
+          if (cands.bits[p >> 6] >> (p & 63) & 1) {
+            rowp[l] = p;
+            ++used[p];
+          } else {
+            rowp[l] = pick;
+            redo.push_back({l, std::vector<PortNum>(cand, cand + count)});
+          }
+        });
         continue;
       }
       if (kind != kNone && kind != kToLeaf && !repair && !arp) {
-        // The common case on its own: every test above is the same for the whole group
-        // (s's own LIDs too: they are written over below).
-        const uint16_t* const lid = ord_lid.data();
-        for (uint32_t i = first; i < end;) {
-          const uint32_t stop = run_end[next_run++];
-          const uint32_t q = by.div(dp[i].idx);
-          uint32_t rem = dp[i].idx - q * w, r = mod_by[count].mod(q);
-          for (; i < stop; ++i) {
-            rowp[lid[i]] = cand[r];
-            if (++rem == w) {
-              rem = 0;
-              if (++r == count) r = 0;
-            }
-          }
-        }
-        first = end;
+        // A fresh computation's (s's own LIDs too: they are written over below).
+        each_pick([&](uint32_t i, PortNum pick) { rowp[lid[i]] = pick; });
         continue;
       }
       for (uint32_t i = first; i < end; ++i) {
