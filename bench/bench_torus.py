@@ -4,7 +4,8 @@ fabric, in one run.
 
 A 5x5x5 torus (radix 5: every ring has a dateline), pristine and with failures taken
 out of the ibsim net file: one link, one switch, an x ring split in two (two of its
-links), and 9 random inter-switch links (ibsim_bringup.degrade_net, seed 1). For each:
+links), a z ring (the last dimension) split in two, and 9 random inter-switch links
+(ibsim_bringup.degrade_net, seed 1). For each:
 ibsim runs the net file, `opensm -o -R torus-2QoS --torus_config FILE` brings it up and
 its tables are read back (dump_fts plus the block it skips), and ibnetdiscover gives the
 fabric with OpenSM's LIDs; `weft route --engine dor --torus FILE` routes that fabric and
@@ -16,6 +17,10 @@ engine that routed ("torus-2QoS -> minhop") and the reason from its log. torus-2
 SLs and per-port SL2VL tables are not in the dump: its CDG is not graded, and its VLs
 are what its log says (none: n/a); its fallback's (one VL) is. weft's VLs are the ones its maps name, its CDG
 checked over them.
+
+Then weft's own fault sweep on the same torus (`weft route --fault-sweep`: nested sets
+of random links, seed 1): how many failed links dor routes through before it first
+refuses, and why it refuses there. OpenSM has no such sweep.
 Usage: bench_torus.py --weft BUILD/app/weft
 """
 import argparse
@@ -104,6 +109,8 @@ def main():
         ("1 switch", lambda net: fail_switch(net, "sw%d-%d-%d" % (mid, mid, mid))),
         ("x ring split", lambda net: cut_links(net, [("sw0-%d-%d" % (mid, mid), "sw1-%d-%d" % (mid, mid)),
                                                      ("sw3-%d-%d" % (mid, mid), "sw4-%d-%d" % (mid, mid))])),
+        ("z ring split", lambda net: cut_links(net, [("sw%d-%d-0" % (mid, mid), "sw%d-%d-1" % (mid, mid)),
+                                                     ("sw%d-%d-3" % (mid, mid), "sw%d-%d-4" % (mid, mid))])),
         ("9 random links", lambda net: b.degrade_net(net, 9, seed=1)),
     ]
     rows = []
@@ -162,6 +169,23 @@ def main():
             "n/a" if cdg is None else ("acyclic" if cdg else "CYCLE"), j.get("unlike", "")))
         if "->" in label and j.get("reason"):
             print("|  | (%s) | | | | | | | |" % j["reason"][:100])
+
+    # The fault sweep, on the generator's fabric with the description of the pristine one.
+    conf = os.path.join(a.scratch, "sweep-torus-2QoS.conf")
+    with open(conf, "w") as fh:
+        fh.write(conf_text(r))
+    most = 60  # failed links at most (of 375); the sweep goes on past its first refusal
+    sweep = br.weft_route(a.weft, spec, ["--engine", "dor", "--torus", conf, "--fault-sweep", str(most),
+                                         "--no-patterns"])[0]
+    first = sweep["first_refusal"]
+    routed = [p for p in sweep["sweep"] if p["status"] == "ok"]
+    print()
+    if first is None:
+        print("fault sweep (weft dor): routed through all %d failed links" % most)
+    else:
+        why = next(p for p in sweep["sweep"] if p["failed_links"] == first).get("reason", "")
+        print("fault sweep (weft dor): routed through %d failed links (VLs %s); first refused at %d: %s" % (
+            first - 1, max((p.get("vls", 0) for p in routed), default=0), first, why))
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 #include "dor.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cstdlib>
 
 #include "torus_labels.hpp"
@@ -11,7 +12,129 @@ namespace weft::routing {
 using fabric::Fabric;
 using fabric::NodeIndex;
 
+namespace {
+
+using detail::kNoSwitch;
+
+size_t index_of(const TorusSpec& T, const std::vector<int>& c) {
+  size_t i = 0;
+  for (size_t d = c.size(); d-- > 0;) i = i * size_t(T.radix[d]) + size_t(c[d]);
+  return i;
+}
+
+// Round a gap in the last dimension d, for destination t: the switches of t's line
+// along d that the line no longer joins to t (a ring split in two, a mesh line cut,
+// failed switches on both sides) have no later dimension to turn into. They step
+// into an earlier dimension e onto the line beside (t's line one step along e), go
+// along it to the nearest place where t's line leads on to t, and step back. That
+// line's switches at the cut-off places (and where t's line has no switch) go along
+// it too, the nearest way out (a breadth-first walk from the places out, so no two
+// of them send each other back); the rest keep DOR's route. Sets via[] for those
+// switches and lists them in `set`; nothing when t's line is whole. The line beside
+// is the first (e from d-1 down, + before -) that joins every cut-off switch and
+// leads every one of its own at those places out; none: why, to follow "is broken".
+std::expected<void, std::string> last_line_detour(const TorusSpec& T,
+                                                  const std::vector<std::vector<uint32_t>>& lab,
+                                                  const std::vector<std::vector<int>>& coord,
+                                                  const std::vector<uint32_t>& place, uint32_t t,
+                                                  bool spread, std::vector<uint32_t>& via,
+                                                  std::vector<uint32_t>& set) {
+  const size_t d = T.radix.size() - 1;
+  const size_t k = size_t(T.radix[d]);
+  std::array<uint8_t, 64> joined{};  // per place along d: t's line leads on to t there
+  joined[size_t(coord[t][d])] = 1;
+  for (size_t sg = 0; sg < 2; ++sg) {
+    uint32_t x = t;
+    for (size_t h = 0; h < k && (x = lab[x][2 * d + sg]) != kNoSwitch; ++h)
+      joined[size_t(coord[x][d])] = 1;
+  }
+  std::vector<int> c = coord[t];
+  std::array<uint32_t, 64> on{}, beside{}, toward{};
+  bool cut = false;
+  for (size_t p = 0; p < k; ++p) {
+    c[d] = int(p);
+    on[p] = place[index_of(T, c)];
+    cut |= !joined[p] && on[p] != kNoSwitch;
+  }
+  if (!cut) return {};
+  // The lines beside, in turn from one that depends on t's place when `spread`, so that
+  // the detours toward a line's destinations spread over the lines beside it instead of
+  // loading one: consecutive places along d start from different sides, also where a
+  // ring wraps (place p starts from p + p / sides: on a ring of 5 with 4 sides, 0 1 2 3
+  // 1). Not spread: the first that leads round, for every destination.
+  const size_t sides = 2 * d;
+  const size_t p0 = size_t(coord[t][d]);
+  size_t first = p0 + p0 / sides;
+  for (size_t e = 0; e < d; ++e) first += size_t(coord[t][e]);
+  if (!spread) first = 0;
+  for (size_t i = 0; i < sides; ++i) {
+    const size_t o = (first + i) % sides, e = d - 1 - o / 2;
+    const int sg = o % 2 ? -1 : 1;
+    c = coord[t];
+    c[e] += sg;
+    if (c[e] < 0 || c[e] >= T.radix[e]) {
+      if (!T.wraps(e)) continue;
+      c[e] = (c[e] + T.radix[e]) % T.radix[e];
+    }
+    const size_t out = 2 * e + (sg > 0 ? 0 : 1), back = 2 * e + (sg > 0 ? 1 : 0);
+    std::array<uint8_t, 64> reached{};
+    std::array<uint32_t, 64> queue{};
+    size_t qn = 0;
+    for (size_t p = 0; p < k; ++p) {
+      c[d] = int(p);
+      beside[p] = place[index_of(T, c)];
+      if (joined[p] && beside[p] != kNoSwitch && lab[beside[p]][back] == on[p])
+        reached[p] = 1, queue[qn++] = uint32_t(p);  // a way back onto t's line
+    }
+    for (size_t qi = 0; qi < qn; ++qi) {
+      const uint32_t x = beside[queue[qi]];
+      for (size_t sd = 0; sd < 2; ++sd) {
+        const uint32_t y = lab[x][2 * d + sd];
+        if (y == kNoSwitch) continue;
+        const size_t q = size_t(coord[y][d]);
+        if (reached[q] || joined[q]) continue;
+        reached[q] = 1, toward[q] = x, queue[qn++] = uint32_t(q);
+      }
+    }
+    bool fits = true;
+    for (size_t p = 0; p < k && fits; ++p) {
+      if (joined[p]) continue;
+      if (beside[p] != kNoSwitch && !reached[p]) fits = false;
+      if (on[p] != kNoSwitch && (beside[p] == kNoSwitch || lab[on[p]][out] != beside[p]))
+        fits = false;
+    }
+    if (!fits) continue;
+    for (size_t p = 0; p < k; ++p) {
+      if (joined[p]) continue;
+      if (on[p] != kNoSwitch) via[on[p]] = beside[p], set.push_back(on[p]);
+      if (beside[p] != kNoSwitch) via[beside[p]] = toward[p], set.push_back(beside[p]);
+    }
+    return {};
+  }
+  return std::unexpected(std::string(T.wraps(d)
+                                         ? " in two (a failed switch or two failed links split it)"
+                                         : " (a missing switch or a failed link cuts it)"));
+}
+
+Routed route(const Fabric& f, const Options& o, bool spread);
+
+}  // namespace
+
+// Detours round gaps in the last dimension spread over the lines beside; where that
+// closes a credit loop the early turns' SL cannot break, every detour takes the first
+// line beside that leads round (a route the sweep showed to fit where the spread one
+// did not, and the other way round).
 Routed DorEngine::compute(const Fabric& f, const Options& o) const {
+  Routed r = route(f, o, true);
+  if (!r && r.error().kind == Refusal::kCreditLoop) {
+    if (Routed again = route(f, o, false)) return again;
+  }
+  return r;
+}
+
+namespace {
+
+Routed route(const Fabric& f, const Options& o, bool spread) {
   if (!o.torus)
     return refuse(Refusal::kTopology,
                   "dor: needs the torus's shape: a torus description (torus_config; weft route "
@@ -83,10 +206,32 @@ Routed DorEngine::compute(const Fabric& f, const Options& o) const {
   std::vector<uint32_t> next_of(ns);
   std::vector<uint8_t> turns(ns), turned_on(ns);
   std::vector<std::pair<uint32_t, uint32_t>> detoured;
+  // A gap in the last dimension has no later one to turn into: the switches of the
+  // destination's line cut off from it step into an earlier dimension, onto the line
+  // beside it, along that to where the destination's line leads on again, and back
+  // (LastLineDetour). Per destination: the next switch it sets (kNoSwitch: none).
+  const bool gaps = labels->missing_links || labels->missing_switches;
+  std::vector<uint32_t> place, via(ns, detail::kNoSwitch), set;
+  if (gaps && D > 1) {
+    size_t places = 1;
+    for (int k : T.radix) places *= size_t(k);
+    place.assign(places, detail::kNoSwitch);
+    for (uint32_t s = 0; s < ns; ++s) place[index_of(T, coord[s])] = s;
+  }
   for (uint32_t t = 0; t < ns; ++t) {
     if (lids_at[t].empty()) continue;
     const size_t early_before = early;
     std::fill(turns.begin(), turns.end(), 0);
+    for (uint32_t x : set) via[x] = detail::kNoSwitch;
+    set.clear();
+    if (!place.empty()) {
+      if (auto r = last_line_detour(T, lab, coord, place, t, spread, via, set); !r)
+        return refuse(Refusal::kTopology, "dor: the " + std::string(1, T.axis(D - 1)) + " " +
+                                              (T.wraps(D - 1) ? "ring" : "line") + " through " +
+                                              name_of(t) + " is broken" + r.error() +
+                                              ", and no line beside it leads round the gap");
+      for (uint32_t x : set) turns[x] = 1;
+    }
     for (auto [lid, exit] : lids_at[t]) out.lft[sw.nodes[t]][lid] = exit;
     for (uint32_t s = 0; s < ns; ++s) {
       if (s == t) continue;
@@ -114,7 +259,10 @@ Routed DorEngine::compute(const Fabric& f, const Options& o) const {
       const int steps = T.wraps(d) ? (dd > 0 ? fwd : k - fwd) : std::abs(coord[t][d] - coord[s][d]);
       auto slot = [](size_t dim, int sign) { return 2 * dim + (sign > 0 ? 0 : 1); };
       uint32_t next = detail::kNoSwitch;
-      if (reach[s][slot(d, dd)] >= steps) {
+      if (via[s] != detail::kNoSwitch) {
+        next = via[s];  // round a gap in the last dimension, through the line beside it
+        ++early;
+      } else if (reach[s][slot(d, dd)] >= steps) {
         next = lab[s][slot(d, dd)];
       } else if (T.wraps(d) && reach[s][slot(d, -dd)] >= k - steps) {
         next = lab[s][slot(d, -dd)];  // the long way round; the SL stays the pristine path's
@@ -278,5 +426,7 @@ Routed DorEngine::compute(const Fabric& f, const Options& o) const {
   out.deadlock_free = true;
   return std::move(out);
 }
+
+}  // namespace
 
 }  // namespace weft::routing

@@ -48,8 +48,16 @@
 // torus-2QoS does, every SL kept; if the dependencies still close a cycle (round a
 // gap longer than one switch, detours on both sides can), the paths through an
 // early turn take an SL of their own instead (the bit after the datelines') and all
-// their hops its VL bit. Checked whole; refused when even that closes a cycle, or
-// when the gap is in the last dimension (no later one to turn into).
+// their hops its VL bit.
+//
+// A gap in the last dimension has no later one to turn into: the switches that the
+// destination's own line no longer joins to it step into an earlier dimension onto
+// the line beside, go along that to the nearest place where the destination's line
+// leads on, and step back (the line beside's switches at the cut-off places go the
+// same way out, so none sends a route back). Those hops turn back as the early turns
+// do and take the same VLs. Checked whole; refused when even the early turns' own SL
+// closes a cycle, when no later link leads round a gap in an earlier dimension, or
+// when neither line beside the destination's leads round a gap in the last.
 #pragma once
 
 #include "weft/routing/engine.hpp"

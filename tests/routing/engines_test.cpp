@@ -1180,9 +1180,10 @@ TEST(Dor, RoutesRoundSeveralFailedSwitches) {
 
 // Where neither way along a dimension leads on (a ring split by two failed links, a
 // mesh's line cut), routes turn early into a later dimension, round the gap: complete,
-// loop-free and deadlock-free, every SL kept. In the last dimension there is no later
-// one to turn into, and dor refuses, naming the ring.
-TEST(Dor, TurnsEarlyRoundASplitRingOrACutMeshLineAndRefusesInTheLastDimension) {
+// loop-free and deadlock-free, every SL kept or the early turns' own. In the last
+// dimension, which has no later one, the switches cut off step onto the line beside
+// and back. Where no line beside leads round the gap, dor refuses, naming the line.
+TEST(Dor, TurnsEarlyRoundASplitRingOrACutMeshLineInEveryDimension) {
   struct Case {
     std::string spec;
     std::vector<int> radix;
@@ -1205,9 +1206,19 @@ TEST(Dor, TurnsEarlyRoundASplitRingOrACutMeshLineAndRefusesInTheLastDimension) {
       // Two lines cut side by side: a route along the first turns to the side whose line
       // leads on (sw2-0's), not into the second cut line, which would turn it back.
       {"mesh:dims=5x5,hosts=1", {5, 5}, false, {{"sw2-1", "sw3-1"}, {"sw2-2", "sw3-2"}}, true},
+      // The last dimension: onto the line beside and back.
+      {"torus:dims=5x5,hosts=1", {5, 5}, true, {{"sw2-0", "sw2-1"}, {"sw2-3", "sw2-4"}}},
+      {"mesh:dims=4x5,hosts=1", {4, 5}, false, {{"sw1-1", "sw1-2"}}},
+      {"torus:dims=5x5x5,hosts=1",
+       {5, 5, 5},
+       true,
+       {{"sw2-2-0", "sw2-2-1"}, {"sw2-2-3", "sw2-2-4"}}},
+      {"mesh:dims=4x4x4,hosts=1", {4, 4, 4}, false, {{"sw1-1-1", "sw1-1-2"}}},
+      // A mesh line cut at its edge: the line beside is the one inward (- along x).
+      {"mesh:dims=4x4,hosts=1", {4, 4}, false, {{"sw3-1", "sw3-2"}}},
   };
   for (const auto& c : routed) {
-    SCOPED_TRACE(c.spec);
+    SCOPED_TRACE(c.spec + " cut at " + c.cuts[0].first + "-" + c.cuts[0].second);
     auto run = dor_after_failure(c.spec, c.radix, c.wrap,
                                  [&](const Fabric& f) { return without_links(f, c.cuts); });
     if (!run) continue;
@@ -1239,24 +1250,24 @@ TEST(Dor, TurnsEarlyRoundASplitRingOrACutMeshLineAndRefusesInTheLastDimension) {
                std::string::npos;
     EXPECT_TRUE(noted) << fmt::format("{}", fmt::join(t.notes, " | "));
   }
-  const Case refused[] = {
-      {"torus:dims=5x5,hosts=1", {5, 5}, true, {{"sw2-0", "sw2-1"}, {"sw2-3", "sw2-4"}}},
-      {"mesh:dims=4x5,hosts=1", {4, 5}, false, {{"sw1-1", "sw1-2"}}},
-  };
-  for (const auto& c : refused) {
-    SCOPED_TRACE(c.spec);
-    const Fabric f = with_lids(c.spec);
-    Options o;
-    o.torus = spec_of(f, c.radix, c.wrap);
-    auto t = (*make_engine("dor"))->compute(without_links(f, c.cuts), o);
-    ASSERT_FALSE(t);
-    EXPECT_EQ(t.error().kind, Refusal::kTopology);
-    EXPECT_NE(t.error().message.find("is broken both ways toward"), std::string::npos)
-        << t.error().message;
-    EXPECT_NE(t.error().message.find("no link of a later dimension leads round the gap"),
-              std::string::npos)
-        << t.error().message;
-  }
+  // The y rings at x=1, 2 and 3 split in two at the same places: from x=2 neither line
+  // beside leads round the gap (x=0 and x=4 would, two lines over).
+  const Fabric f = with_lids("torus:dims=5x5,hosts=1");
+  Options o;
+  o.torus = spec_of(f, {5, 5}, true);
+  std::vector<std::pair<std::string, std::string>> cuts;
+  for (int x = 1; x <= 3; ++x)
+    for (auto [a, b] : {std::pair{0, 1}, std::pair{3, 4}})
+      cuts.emplace_back(fmt::format("sw{}-{}", x, a), fmt::format("sw{}-{}", x, b));
+  auto t = (*make_engine("dor"))->compute(without_links(f, cuts), o);
+  ASSERT_FALSE(t);
+  EXPECT_EQ(t.error().kind, Refusal::kTopology);
+  EXPECT_NE(t.error().message.find("the y ring through \"sw2-"), std::string::npos)
+      << t.error().message;
+  EXPECT_NE(t.error().message.find(" is broken in two (a failed switch or two failed links split "
+                                   "it), and no line beside it leads round the gap"),
+            std::string::npos)
+      << t.error().message;
 }
 
 // The generator's coordinates of a switch named sw<x>-<y>-<z>.
@@ -1265,6 +1276,43 @@ std::vector<int> name_coords(const std::string& name) {
   std::istringstream in(name.substr(2));
   for (std::string part; std::getline(in, part, '-');) v.push_back(std::stoi(part));
   return v;
+}
+
+// A z ring (the last dimension) split in two: the switches the destination's line no
+// longer joins to it step onto a line beside and back. The line beside depends on the
+// destination's place, so the detours toward the line's 5 destinations spread over
+// more than one of the 4 lines beside it (all on one loaded its links with 175 of the
+// all-to-all's flows where the x ring's split loads 108), still deadlock-free.
+TEST(Dor, DetoursRoundALastDimensionGapSpreadOverTheLinesBeside) {
+  auto run = dor_after_failure("torus:dims=5x5x5,hosts=1", {5, 5, 5}, true, [](const Fabric& f) {
+    return without_links(f, {{"sw2-2-0", "sw2-2-1"}, {"sw2-2-3", "sw2-2-4"}});
+  });
+  ASSERT_TRUE(run);
+  const auto& [f, g, pristine, t] = *run;
+  expect_routed_whole(g, t);
+  auto on_line = [&](NodeIndex n) {
+    const auto c = name_coords(g.node(n).name);
+    return c[0] == 2 && c[1] == 2;
+  };
+  std::set<std::pair<int, int>> beside;  // the (x, y) of the lines the detours step onto
+  size_t detours = 0;
+  for (const LidOwner& ow : lid_owners(g)) {
+    if (g.node(ow.node).is_switch()) continue;
+    const NodeIndex dest = g.node(ow.node).ports[1].peer;
+    if (!on_line(dest)) continue;
+    for (NodeIndex n = 0; n < g.size(); ++n) {
+      if (!g.node(n).is_switch() || !on_line(n) || n == dest) continue;
+      const NodeIndex next = g.node(n).ports[t.lft[n][ow.lid.value]].peer;
+      if (on_line(next)) continue;
+      const auto c = name_coords(g.node(next).name);
+      beside.emplace(c[0], c[1]);
+      ++detours;
+    }
+  }
+  // Per destination 3 or 2 switches of the line are cut off: 2 + 3 destinations.
+  EXPECT_EQ(detours, 2 * 3 + 3 * 2);
+  EXPECT_GE(beside.size(), 3u);
+  EXPECT_LE(analyze(g, t).max_link_load, 150u);
 }
 
 // Ten failed links round one corner of a 5x5x5 torus (weft route --fail-random 10,
