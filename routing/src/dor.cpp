@@ -274,11 +274,13 @@ Routed route(const Fabric& f, const Options& o, bool spread) {
         // on its own line, any later one), toward it.
         size_t e = d + 1;
         while (e < D && dirs[e] == 0) ++e;
-        if (e < D) {
-          next = lab[s][slot(e, dirs[e])];
-        } else {
-          // On its own line: a side whose line leads on to the destination's place (a
-          // side as blocked would turn back here), else any side there is.
+        const bool own = e == D;
+        if (!own) next = lab[s][slot(e, dirs[e])];
+        if (next == detail::kNoSwitch) {
+          // On its own line, or where the link toward the destination in the next
+          // dimension failed too: a side whose line leads on to the destination's place
+          // (from a side as blocked the route would turn back here); on its own line,
+          // else any side there is.
           uint32_t any = detail::kNoSwitch;
           for (e = d + 1; e < D && next == detail::kNoSwitch; ++e)
             for (int sg : {1, -1}) {
@@ -287,7 +289,7 @@ Routed route(const Fabric& f, const Options& o, bool spread) {
               if (any == detail::kNoSwitch) any = j;
               if (reach[j][slot(d, dd)] >= steps) next = j;
             }
-          if (next == detail::kNoSwitch) next = any;
+          if (next == detail::kNoSwitch && own) next = any;
         }
         if (next == detail::kNoSwitch)
           return refuse(Refusal::kTopology,

@@ -55,9 +55,11 @@
 // the line beside, go along that to the nearest place where the destination's line
 // leads on, and step back (the line beside's switches at the cut-off places go the
 // same way out, so none sends a route back). Those hops turn back as the early turns
-// do and take the same VLs. Checked whole; refused when even the early turns' own SL
-// closes a cycle, when no later link leads round a gap in an earlier dimension, or
-// when neither line beside the destination's leads round a gap in the last.
+// do and take the same VLs. Where the link of the next dimension toward the
+// destination failed too, the early turn takes a side of a later dimension whose line
+// leads on. Checked whole; refused when even the early turns' own SL closes a cycle,
+// when no later link leads round a gap in an earlier dimension, or when neither line
+// beside the destination's leads round a gap in the last.
 #pragma once
 
 #include "weft/routing/engine.hpp"

@@ -327,8 +327,10 @@ def main():
     # fourth link splits one; dor refused there until it turned early; from the tenth
     # the labelling places switches whose squares all failed by their placed
     # neighbours; from the twentieth a z ring, the last dimension's, is split, and the
-    # switches cut off step onto the line beside and back); with the seed given by its
-    # - links and a dateline, as torus-2QoS.conf allows.
+    # switches cut off step onto the line beside and back; at the 37th a y ring splits
+    # where the z link toward the destination failed too, and the route takes the other
+    # z side); with the seed given by its - links and a dateline, as torus-2QoS.conf
+    # allows.
     conf = os.path.join(w, "torus555.conf")
     with open(conf, "w") as fh:
         fh.write("torus 5T 5 5  # a 3-D torus\n"
@@ -338,8 +340,8 @@ def main():
                  "x_dateline 0\nport_order 1 2 3\n")
     check("route: dor routes a torus as links fail, where it refused at one",
           ["route", "--topology", "torus:dims=5x5x5,hosts=1", "--engine", "dor", "--torus", conf,
-           "--fault-sweep", "36", "--no-patterns", "--json"], 0,
-          r'(?s)"first_refusal": null.*"failed_links": 36,\s*"reachable_pct": 100\.0,\s*"status": "ok",\s*"vls": 4',
+           "--fault-sweep", "37", "--no-patterns", "--json"], 0,
+          r'(?s)"first_refusal": null.*"failed_links": 37,\s*"reachable_pct": 100\.0,\s*"status": "ok",\s*"vls": 4',
           W, w)
     check("route: dor routes round a failed switch (torus-2QoS's early turn)",
           ["route", "--topology", "torus:dims=5x5x5,hosts=1", "--engine", "dor", "--torus", conf,

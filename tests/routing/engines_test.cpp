@@ -1206,6 +1206,13 @@ TEST(Dor, TurnsEarlyRoundASplitRingOrACutMeshLineInEveryDimension) {
       // Two lines cut side by side: a route along the first turns to the side whose line
       // leads on (sw2-0's), not into the second cut line, which would turn it back.
       {"mesh:dims=5x5,hosts=1", {5, 5}, false, {{"sw2-1", "sw3-1"}, {"sw2-2", "sw3-2"}}, true},
+      // At the gap in y the link toward the destination in z failed too (sw4-3-4 to
+      // sw4-3-3, toward sw4-4-2): the other z side, whose y line leads on.
+      {"torus:dims=5x5x5,hosts=1",
+       {5, 5, 5},
+       true,
+       {{"sw4-3-4", "sw4-4-4"}, {"sw4-0-4", "sw4-1-4"}, {"sw4-3-4", "sw4-3-3"}},
+       true},
       // The last dimension: onto the line beside and back.
       {"torus:dims=5x5,hosts=1", {5, 5}, true, {{"sw2-0", "sw2-1"}, {"sw2-3", "sw2-4"}}},
       {"mesh:dims=4x5,hosts=1", {4, 5}, false, {{"sw1-1", "sw1-2"}}},
