@@ -2,7 +2,8 @@
 //
 // Coordinates: from the torus description (OpenSM's torus-2QoS.conf: the radices,
 // which rings wrap, and a seed switch with its + or - neighbour in each dimension;
-// the next seed where a switch or link of one is gone; the dateline's offset), every
+// the next seed where a switch or link of one is gone, and where none holds, a seed's
+// named neighbour whose link to it failed placed all the same; the dateline's offset), every
 // switch's neighbours are labelled +x, -x, +y, ... by propagation: a neighbour v
 // of a labelled switch u (one step along dimension a) has, in every other
 // dimension b, the neighbour that closes the square with u's b-neighbour; along

@@ -31,8 +31,10 @@ std::string shape_of(const TorusSpec& T) {
   return fmt::format("{} torus/mesh", fmt::join(dims, "x"));
 }
 
+// `unlinked`: a neighbour the description gives the seed may have lost its link to it
+// (a failed cable does not move a switch): it is placed where the description puts it.
 std::expected<TorusLabels, Failure> label_from_seed(const Fabric& f, const Switches& sw,
-                                                    const TorusSpec& T) {
+                                                    const TorusSpec& T, bool unlinked) {
   constexpr uint32_t kNone = kNoSwitch;
   const size_t ns = sw.nodes.size();
   const size_t D = T.radix.size();
@@ -88,7 +90,7 @@ std::expected<TorusLabels, Failure> label_from_seed(const Fabric& f, const Switc
       const Guid g = d < given.size() ? given[d] : Guid{};
       if (!g.value) continue;
       const uint32_t p = find_switch(g);
-      if (p == kNone || !adjacent(seed, p))
+      if (p == kNone || (!adjacent(seed, p) && !unlinked))
         return refuse(Refusal::kInvalidInput,
                       fmt::format("dor: {}{}_link: {} is not a switch linked to the seed {} "
                                   "(failed? a next_seed in the torus description is used then)",
@@ -214,6 +216,15 @@ std::expected<TorusLabels, Failure> label_from_seed(const Fabric& f, const Switc
         q.push_back(v);
       }
   }
+  // A given neighbour the seed has no link to placed its side of the seed (and the seed
+  // on its side); the labels are rebuilt below from the coordinates and the links.
+  if (unlinked)
+    for (auto& n : lab[seed])
+      if (n != kNone && !adjacent(seed, n)) {
+        for (auto& back : lab[n])
+          if (back == seed) back = kNone;
+        n = kNone;
+      }
   std::vector<uint32_t> at(expected, kNone);
   auto index_of = [&](const std::vector<int>& c) {
     size_t idx = 0;
@@ -328,12 +339,18 @@ std::expected<TorusLabels, Failure> label_from_seed(const Fabric& f, const Switc
 
 std::expected<TorusLabels, Failure> label_torus(const Fabric& f, const Switches& sw,
                                                 const TorusSpec& T) {
-  auto first = label_from_seed(f, sw, T);
+  auto first = label_from_seed(f, sw, T, false);
   if (first) return first;
   // next_seed: the next seeds, in order, where the first does not hold (its switch or a
-  // link of it gone); the first seed's reason if none does.
+  // link of it gone), as torus-2QoS takes them. Then, beyond torus-2QoS, each seed
+  // again with the neighbours the description gives it placed even where their link to
+  // it failed (the checks after still hold every switch and link to the shape). The
+  // first seed's reason if none holds.
   for (const TorusSeed& s : T.next_seeds)
-    if (auto other = label_from_seed(f, sw, T.seeded(s))) return other;
+    if (auto other = label_from_seed(f, sw, T.seeded(s), false)) return other;
+  if (auto again = label_from_seed(f, sw, T, true)) return again;
+  for (const TorusSeed& s : T.next_seeds)
+    if (auto other = label_from_seed(f, sw, T.seeded(s), true)) return other;
   return first;
 }
 
