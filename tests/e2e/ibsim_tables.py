@@ -392,6 +392,25 @@ def dor_hop_vls(weft, work, sock, sim):
         raise Failure("no SL2VL table of a turn back after sw2-2 failed")
     print("dor without sw2-2: %d (switch, LID) routes reach their LID; %d SL2VL tables, %d of turns back on VL bit 1"
           % (pairs, checked, back))
+    # Then the x=0 y ring splits in two, y being the last dimension, and one of its cut
+    # links is the seed's yp_link (no next_seed given): the seed's named neighbour is
+    # placed all the same, and the switches cut off from a destination on that ring step
+    # onto the ring beside and back.
+    for end, port in (("sw0-0", 4), ("sw0-3", 5)):  # to sw0-1, to sw0-4 (the generator's ports)
+        os.write(sim.fifo_fd, ('Unlink "%s"[%d]\n' % (end, port)).encode())
+    split = run([weft, "sm", "--once", "--state-dir", os.path.join(work, "state-dor"), "--routing-engine", "dor",
+                 "--torus-config", conf], work, sock)
+    for line in ("1 switch(es) and 2 link(s) of the shape missing", "routing uses 4 VLs, picked per hop"):
+        if line not in split.stderr:
+            raise Failure("after the y ring at x=0 split, the SM log lacks %r:\n%s" % (line, split.stderr[-2000:]))
+    if "refused" in split.stderr:
+        raise Failure("a routing engine refused after the y ring split:\n" + split.stderr[-2000:])
+    _, _, pairs, problems = read_routes(work, sock)
+    if problems:
+        raise Failure("after the y ring at x=0 split, %d of %d (switch, LID) pairs bad: %s"
+                      % (len(problems), pairs, problems[:3]))
+    print("dor without sw2-2 and with the y ring at x=0 split (the seed's yp link among the cuts): "
+          "%d (switch, LID) routes reach their LID" % pairs)
 
 
 def layered_updn(weft, work, sock, cut):
