@@ -619,6 +619,11 @@ void SubnetManager::phase_route() {
           ? snapshot_
           : nullptr;
   if (before) ro.previous = {&before->fabric, &before->tables, last_report_->routing_engine};
+  // What the switches hold is read back while the routing computes (the spot checks
+  // need nothing of this sweep's tables): programming, after it, waits for the answers.
+  // Their SMPs count as the programming's.
+  run.sent_at_phase = eng_.stats().sent;
+  prog_->step(Step::kSpotCheck, run);
   // Pure computation on the run's own copy of the fabric: off the loop, so SMInfo and
   // the SA keep being answered meanwhile.
   auto keep = run_;
@@ -636,7 +641,8 @@ void SubnetManager::phase_route() {
         if (!r.routed.tables) {
           rep.reason = "routing (" + opts_.routing_engine + ") failed: " + r.routed.summary();
           WEFT_LOG(Error, "SM-0006") << rep.reason;
-          return finish_run(rep);
+          // The spot checks' answers still come in to this run.
+          return driver_->when_idle([this, keep](Result<void>) { finish_run(keep->rep); });
         }
         rep.ms_routing = ms_since(r.phase_start);
         rep.routing_engine = r.routed.engine;
@@ -663,10 +669,10 @@ void SubnetManager::phase_program() {
                               << int(run.tables.vls) - 1 << " map to VLs 0-"
                               << int(run.tables.vls) - 1 << " on every port";
   run.phase_start = std::chrono::steady_clock::now();
-  run.sent_at_phase = eng_.stats().sent;
   run.after = run.d.port_info;
-  // Whether the switches still hold what weft believes, before anything is sent by LID
-  // through their tables.
+  // What the new tables write over, where weft does not know it (the spot checks, sent
+  // while the routing computed, are answered before anything is sent by LID through the
+  // switches' tables: the next phase waits for the engine to idle).
   prog_->step(Step::kCheck, run);
   next_phase(&SubnetManager::phase_program_lfts);
 }

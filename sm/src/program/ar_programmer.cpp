@@ -131,12 +131,10 @@ std::map<uint64_t, ArView> ArProgrammer::view(const fabric::Fabric& f) const {
 }
 
 void ArProgrammer::step(Step s, SweepRun& run) {
-  if (s == Step::kCheck) {
-    // The answers come in before kConfigure: turning AR off and the writes go by them
-    // (check() plans group numbers on what was believed before).
-    spot_check(run);
-    check(run);
-  }
+  // The answers of both come in before kConfigure: turning AR off and the writes go by
+  // them (check() plans group numbers on what was believed before).
+  if (s == Step::kSpotCheck) spot_check(run);
+  if (s == Step::kCheck) check(run);
   if (s == Step::kConfigure) turn_off(run);
   if (s == Step::kCommit) write_groups(run);
   if (s == Step::kTables) write_lft(run);

@@ -35,9 +35,10 @@ class ArProgrammer final : public Programmer {
   ArProgrammer(mad::MadEngine& eng, const SmOptions& o, const LftProgrammer& lfts)
       : eng_(eng), opts_(o), lfts_(lfts) {}
   std::string_view name() const override { return "ar"; }
-  // kCheck: AdaptiveRoutingInfo where unknown, and the group and AR LFT blocks to be
-  // written over that weft does not know. kConfigure: AR off where it goes off, and where
-  // what it forwards by is about to change. kCommit: the group blocks that differ.
+  // kSpotCheck: the AR blocks weft wrote, read back. kCheck: AdaptiveRoutingInfo where
+  // unknown, and the group and AR LFT blocks to be written over that weft does not
+  // know. kConfigure: AR off where it goes off, and where what it forwards by is about
+  // to change. kCommit: the group blocks that differ.
   // kTables: the AR LFT blocks that differ. kActivate: AdaptiveRoutingInfo (on,
   // GroupTop) where it differs.
   void step(Step s, SweepRun& run) override;

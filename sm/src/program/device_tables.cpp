@@ -13,7 +13,7 @@
 namespace weft::sm {
 
 void DeviceTables::step(Step s, SweepRun& run) {
-  if (s == Step::kCheck) spot_check(run);
+  if (s == Step::kSpotCheck) spot_check(run);
   if (s == Step::kCommit) read(run);
   if (s == Step::kTables) write(run);
   if (s == Step::kActivate) settle(run);

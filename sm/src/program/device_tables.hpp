@@ -40,14 +40,14 @@ class DeviceTables final : public Programmer {
     cache_.clear();
     cursor_.reset();
   }
-  // Before programming (kCheck), and in a light sweep: drift_check_table_blocks of the
-  // table blocks weft believes ports hold (of ports still steady), read back by directed
-  // route and compared. The blocks rotate: each check goes on after the last block the
-  // previous one read, so every block held is read within ceil(held / N) checks. A block
-  // that is not what weft wrote or read (another writer; a port that lost it with no
-  // other sign) is logged (SM-0059), told to on_drift(), and believed no more: the next
-  // programming reads it again and rewrites it. `answered(n, p, differs)` for each block
-  // that answered.
+  // Before programming (kSpotCheck, while the routing computes), and in a light sweep:
+  // drift_check_table_blocks of the table blocks weft believes ports hold (of ports
+  // still steady), read back by directed route and compared. The blocks rotate: each
+  // check goes on after the last block the previous one read, so every block held is
+  // read within ceil(held / N) checks. A block that is not what weft wrote or read
+  // (another writer; a port that lost it with no other sign) is logged (SM-0059), told
+  // to on_drift(), and believed no more: the next programming reads it again and
+  // rewrites it. `answered(n, p, differs)` for each block that answered.
   void check(const Discovered& d,
              std::function<void(fabric::NodeIndex, PortNum, bool differs)> answered);
   void spot_check(SweepRun& run);

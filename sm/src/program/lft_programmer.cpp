@@ -36,7 +36,7 @@ bool same_block(const std::vector<uint8_t>& x, const std::vector<uint8_t>& y, si
 }  // namespace
 
 void LftProgrammer::step(Step s, SweepRun& run) {
-  if (s == Step::kCheck) spot_check(run);
+  if (s == Step::kSpotCheck) spot_check(run);
   if (s == Step::kConfigure) write_blocks(run);
   if (s == Step::kCommit) write_tops(run);
   if (s == Step::kPublished) adopt(run.published);

@@ -21,7 +21,7 @@ class LftProgrammer final : public Programmer {
  public:
   LftProgrammer(mad::MadEngine& eng, const SmOptions& o) : eng_(eng), opts_(o) {}
   std::string_view name() const override { return "lft"; }
-  // kCheck: spot_check(); kConfigure: write_blocks(); kCommit: write_tops().
+  // kSpotCheck: spot_check(); kConfigure: write_blocks(); kCommit: write_tops().
   void step(Step s, SweepRun& run) override;
   // Before programming (nothing else in flight): drift_check_blocks blocks of every
   // switch weft believes it knows, read back by directed route and compared (the blocks

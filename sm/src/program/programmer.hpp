@@ -6,7 +6,8 @@
 // more Programmer in this folder, added to Programmers (as adaptive routing is).
 //
 //   Programmers prog(eng, opts);
-//   prog.step(Step::kCheck, run);       // ... the engine idle, then kConfigure, ...
+//   prog.step(Step::kSpotCheck, run);   // while routing; then kCheck, the engine idle,
+//                                       // kConfigure, ...
 //   if (prog.begin_term(epoch)) ...;    // a new master term: every cache void
 #pragma once
 
@@ -27,7 +28,10 @@ namespace weft::sm {
 // The programming steps of a heavy sweep, in order. A programmer acts in the steps it
 // has a part in and does nothing in the others.
 enum class Step : uint8_t {
-  kCheck,      // before anything goes by LID: does each switch hold what weft believes
+  kSpotCheck,  // while the routing computes: does each switch still hold what weft
+               // wrote (read back by directed route; needs nothing of this sweep's tables)
+  kCheck,      // on the new tables, before anything goes by LID: what they write over,
+               // where weft does not know it
   kConfigure,  // port settings (PortInfo) and forwarding entries (LFT blocks)
   kCommit,     // what makes the entries count (LinearFDBTop); reads of the tables that
                // follow the port settings (P_Key, SL2VL and VLArb, by OperVLs)
