@@ -1,7 +1,6 @@
 #include "dor.hpp"
 
 #include <algorithm>
-#include <array>
 #include <cstdlib>
 
 #include "torus_labels.hpp"
@@ -15,12 +14,6 @@ using fabric::NodeIndex;
 namespace {
 
 using detail::kNoSwitch;
-
-size_t index_of(const TorusSpec& T, const std::vector<int>& c) {
-  size_t i = 0;
-  for (size_t d = c.size(); d-- > 0;) i = i * size_t(T.radix[d]) + size_t(c[d]);
-  return i;
-}
 
 // Round a gap in the last dimension d, for destination t: the switches of t's line
 // along d that the line no longer joins to t (a ring split in two, a mesh line cut,
@@ -41,7 +34,10 @@ std::expected<void, std::string> last_line_detour(const TorusSpec& T,
                                                   std::vector<uint32_t>& set) {
   const size_t d = T.radix.size() - 1;
   const size_t k = size_t(T.radix[d]);
-  std::array<uint8_t, 64> joined{};  // per place along d: t's line leads on to t there
+  // Per place along d: t's line leads on to t there; its switch, the line beside's, and
+  // where that one goes on (kNoSwitch: none).
+  std::vector<uint8_t> joined(k, 0), reached(k);
+  std::vector<uint32_t> on(k), beside(k), toward(k), queue(k);
   joined[size_t(coord[t][d])] = 1;
   for (size_t sg = 0; sg < 2; ++sg) {
     uint32_t x = t;
@@ -49,11 +45,10 @@ std::expected<void, std::string> last_line_detour(const TorusSpec& T,
       joined[size_t(coord[x][d])] = 1;
   }
   std::vector<int> c = coord[t];
-  std::array<uint32_t, 64> on{}, beside{}, toward{};
   bool cut = false;
   for (size_t p = 0; p < k; ++p) {
     c[d] = int(p);
-    on[p] = place[index_of(T, c)];
+    on[p] = place[detail::place_of(T, c)];
     cut |= !joined[p] && on[p] != kNoSwitch;
   }
   if (!cut) return {};
@@ -77,12 +72,11 @@ std::expected<void, std::string> last_line_detour(const TorusSpec& T,
       c[e] = (c[e] + T.radix[e]) % T.radix[e];
     }
     const size_t out = 2 * e + (sg > 0 ? 0 : 1), back = 2 * e + (sg > 0 ? 1 : 0);
-    std::array<uint8_t, 64> reached{};
-    std::array<uint32_t, 64> queue{};
+    std::fill(reached.begin(), reached.end(), 0);
     size_t qn = 0;
     for (size_t p = 0; p < k; ++p) {
       c[d] = int(p);
-      beside[p] = place[index_of(T, c)];
+      beside[p] = place[detail::place_of(T, c)];
       if (joined[p] && beside[p] != kNoSwitch && lab[beside[p]][back] == on[p])
         reached[p] = 1, queue[qn++] = uint32_t(p);  // a way back onto t's line
     }
@@ -116,25 +110,25 @@ std::expected<void, std::string> last_line_detour(const TorusSpec& T,
                                          : " (a missing switch or a failed link cuts it)"));
 }
 
-Routed route(const Fabric& f, const Options& o, bool spread);
+Routed route_dor(const Fabric& f, const Options& o, bool spread);
 
 }  // namespace
 
-// Detours round gaps in the last dimension spread over the lines beside; where that
-// closes a credit loop the early turns' SL cannot break, every detour takes the first
-// line beside that leads round (a route the sweep showed to fit where the spread one
-// did not, and the other way round).
+// Detours round gaps in the last dimension spread over the lines beside. Where that
+// closes a credit loop the early turns' own SL cannot break, every detour takes the
+// first line beside that leads round instead: neither choice fits every fabric the
+// fault sweep made (each routed some the other refused).
 Routed DorEngine::compute(const Fabric& f, const Options& o) const {
-  Routed r = route(f, o, true);
+  Routed r = route_dor(f, o, true);
   if (!r && r.error().kind == Refusal::kCreditLoop) {
-    if (Routed again = route(f, o, false)) return again;
+    if (Routed again = route_dor(f, o, false)) return again;
   }
   return r;
 }
 
 namespace {
 
-Routed route(const Fabric& f, const Options& o, bool spread) {
+Routed route_dor(const Fabric& f, const Options& o, bool spread) {
   if (!o.torus)
     return refuse(Refusal::kTopology,
                   "dor: needs the torus's shape: a torus description (torus_config; weft route "
@@ -209,14 +203,14 @@ Routed route(const Fabric& f, const Options& o, bool spread) {
   // A gap in the last dimension has no later one to turn into: the switches of the
   // destination's line cut off from it step into an earlier dimension, onto the line
   // beside it, along that to where the destination's line leads on again, and back
-  // (LastLineDetour). Per destination: the next switch it sets (kNoSwitch: none).
+  // (last_line_detour). Per destination: the next switch it sets (kNoSwitch: none).
   const bool gaps = labels->missing_links || labels->missing_switches;
   std::vector<uint32_t> place, via(ns, detail::kNoSwitch), set;
   if (gaps && D > 1) {
     size_t places = 1;
     for (int k : T.radix) places *= size_t(k);
     place.assign(places, detail::kNoSwitch);
-    for (uint32_t s = 0; s < ns; ++s) place[index_of(T, coord[s])] = s;
+    for (uint32_t s = 0; s < ns; ++s) place[detail::place_of(T, coord[s])] = s;
   }
   for (uint32_t t = 0; t < ns; ++t) {
     if (lids_at[t].empty()) continue;

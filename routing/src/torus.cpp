@@ -226,18 +226,13 @@ std::expected<TorusLabels, Failure> label_from_seed(const Fabric& f, const Switc
         n = kNone;
       }
   std::vector<uint32_t> at(expected, kNone);
-  auto index_of = [&](const std::vector<int>& c) {
-    size_t idx = 0;
-    for (size_t d = D; d-- > 0;) idx = idx * size_t(T.radix[d]) + size_t(c[d]);
-    return idx;
-  };
   // Switches the squares did not reach (failed links around them left every square
   // open): placed by their placed neighbours, at the one free place next to every one
   // of them, as long as some is found.
   {
     std::vector<uint8_t> taken(expected, 0);
     for (uint32_t s = 0; s < ns; ++s)
-      if (!coord[s].empty()) taken[index_of(coord[s])] = 1;
+      if (!coord[s].empty()) taken[place_of(T, coord[s])] = 1;
     auto adjacent_places = [&](const std::vector<int>& p, const std::vector<int>& r) {
       size_t apart = 0;
       bool one = true;
@@ -268,7 +263,7 @@ std::expected<TorusLabels, Failure> label_from_seed(const Fabric& f, const Switc
             const int k = T.radix[d];
             if (!T.wraps(d) && (p[d] < 0 || p[d] >= k)) continue;
             p[d] = (p[d] + k) % k;
-            if (taken[index_of(p)] || std::find(found.begin(), found.end(), p) != found.end())
+            if (taken[place_of(T, p)] || std::find(found.begin(), found.end(), p) != found.end())
               continue;
             bool fits = true;
             for (uint32_t w : nbrs[x])
@@ -277,7 +272,7 @@ std::expected<TorusLabels, Failure> label_from_seed(const Fabric& f, const Switc
           }
         if (found.size() != 1) continue;
         coord[x] = found[0];
-        taken[index_of(found[0])] = 1;
+        taken[place_of(T, found[0])] = 1;
         progress = true;
       }
     }
@@ -285,7 +280,7 @@ std::expected<TorusLabels, Failure> label_from_seed(const Fabric& f, const Switc
   // Check: everything labelled, coordinates unique and consistent, every link used.
   for (uint32_t s = 0; s < ns; ++s) {
     if (coord[s].empty()) return fail_at(s, "not reached from the seed");
-    const size_t idx = index_of(coord[s]);
+    const size_t idx = place_of(T, coord[s]);
     if (at[idx] != kNone) return fail_at(s, "the same coordinates as " + name_of(at[idx]));
     at[idx] = s;
   }
@@ -300,7 +295,7 @@ std::expected<TorusLabels, Failure> label_from_seed(const Fabric& f, const Switc
         uint32_t n = kNone;
         if (T.wraps(d) || (c[d] >= 0 && c[d] < k)) {
           c[d] = (c[d] + k) % k;
-          if (const uint32_t there = at[index_of(c)];
+          if (const uint32_t there = at[place_of(T, c)];
               there != kNone && there != s && adjacent(s, there))
             n = there;
         }
@@ -329,7 +324,7 @@ std::expected<TorusLabels, Failure> label_from_seed(const Fabric& f, const Switc
       if (k == 1 || (!T.wraps(d) && coord[s][d] == k - 1) || (k == 2 && coord[s][d] == 1)) continue;
       std::vector<int> c = coord[s];
       c[d] = (c[d] + 1) % k;
-      if (lab[s][2 * d] == kNone && at[index_of(c)] != kNone) ++L.missing_links;
+      if (lab[s][2 * d] == kNone && at[place_of(T, c)] != kNone) ++L.missing_links;
     }
 
   return L;

@@ -28,6 +28,13 @@ struct TorusLabels {
   size_t missing_switches = 0;  // places of the shape no switch holds (failed)
 };
 
+// The place of coordinates `c` in the shape, x fastest: 0 .. product of the radices - 1.
+inline size_t place_of(const TorusSpec& T, const std::vector<int>& c) {
+  size_t i = 0;
+  for (size_t d = c.size(); d-- > 0;) i = i * size_t(T.radix[d]) + size_t(c[d]);
+  return i;
+}
+
 std::expected<TorusLabels, Failure> label_torus(const fabric::Fabric& f, const Switches& sw,
                                                 const TorusSpec& T);
 
