@@ -10,6 +10,7 @@
 
 #include "sim_sm.hpp"
 #include "weft/routing/analysis.hpp"
+#include "weft/routing/torus.hpp"
 #include "weft/routing/verify.hpp"
 #include "weft/simulator/generators.hpp"
 #include "weft/simulator/sim_transport.hpp"
@@ -384,4 +385,51 @@ TEST(Reroute, AfterTheFirstBringUpTablesGoOverLidsWhereTheRouteThereAndBackStays
   EXPECT_EQ(rep->lft_failures, 0u);
   EXPECT_EQ(sm.mad_stats().timed_out, 0u);
   EXPECT_TRUE(readback(sim).ok());
+}
+
+// The spot check (do the switches still hold what weft wrote) goes out as the routing
+// starts. When the routing then fails (dor on a torus whose y rings at x=1, 2 and 3 all
+// split at the same places: no line beside leads round), the sweep ends once its
+// answers are in, and they count in its report; once the links are back the SM routes
+// again.
+TEST(Reroute, ARoutingFailureEndsTheSweepWithTheSpotChecksAnswersIn) {
+  ScratchDir dir("weft-reroute-spot");
+  SimFabric sim = sim_of("torus:dims=5x5,hosts=1");
+  SimTransport t(sim, {});
+  SmOptions o = opts(dir);
+  o.routing_engine = "dor";
+  o.torus = routing::detect_torus(sim.model());
+  ASSERT_TRUE(o.torus);
+  SubnetManager sm(t, o);
+  auto up = sm.sweep();
+  ASSERT_TRUE(up && up->subnet_up) << (up ? up->reason : up.error().message);
+  struct Cut {
+    fabric::NodeIndex n, m;
+    PortNum p, q;
+  };
+  std::vector<Cut> cuts;
+  for (int x = 1; x <= 3; ++x)
+    for (auto [a, b] : {std::pair{0, 1}, std::pair{3, 4}}) {
+      const auto n = *sim.model().find_by_name("sw" + std::to_string(x) + "-" + std::to_string(a));
+      const auto m = *sim.model().find_by_name("sw" + std::to_string(x) + "-" + std::to_string(b));
+      for (const auto& port : sim.model().node(n).ports)
+        if (port.num && port.linked() && port.peer == m) {
+          cuts.push_back({n, m, port.num, port.peer_port});
+          break;
+        }
+    }
+  ASSERT_EQ(cuts.size(), 6u);
+  for (const Cut& c : cuts) sim.unlink(c.n, c.p);
+  auto failed = sm.sweep();
+  ASSERT_TRUE(failed);
+  EXPECT_FALSE(failed->subnet_up);
+  EXPECT_NE(failed->reason.find("routing (dor) failed"), std::string::npos) << failed->reason;
+  EXPECT_NE(failed->reason.find("no line beside it leads round the gap"), std::string::npos)
+      << failed->reason;
+  EXPECT_GT(failed->lft_blocks_checked, 0u);
+  for (const Cut& c : cuts) ASSERT_TRUE(sim.relink(c.n, c.p, c.m, c.q));
+  auto again = sm.sweep();
+  ASSERT_TRUE(again);
+  EXPECT_TRUE(again->subnet_up) << again->reason;
+  EXPECT_TRUE(routing::verify_lfts(sim.model(), sim.held_tables()).ok());
 }
