@@ -84,6 +84,7 @@ std::expected<TorusLabels, Failure> label_from_seed(const Fabric& f, const Switc
     return refuse(Refusal::kTopology, "dor: not a " + shape + " at " + name_of(s) + ": " + why);
   };
   // The seed's given neighbours, + and -.
+  bool across_failed = false;  // a given neighbour without its link to the seed
   for (size_t d = 0; d < D; ++d)
     for (int sg = 0; sg < 2; ++sg) {
       const std::vector<Guid>& given = sg ? T.minus : T.plus;
@@ -95,12 +96,17 @@ std::expected<TorusLabels, Failure> label_from_seed(const Fabric& f, const Switc
                       fmt::format("dor: {}{}_link: {} is not a switch linked to the seed {} "
                                   "(failed? a next_seed in the torus description is used then)",
                                   T.axis(d), sg ? 'm' : 'p', g.str(), T.seed.str()));
+      across_failed |= !adjacent(seed, p);
       if (lab[seed][2 * d + size_t(1 - sg)] == p && T.radix[d] != 2)
         return refuse(Refusal::kInvalidInput,
                       fmt::format("dor: {0}p_link and {0}m_link name the same switch {1}",
                                   T.axis(d), g.str()));
       lab[seed][2 * d + size_t(sg)] = p;
     }
+  // Every given link there: the labelling is the one without `unlinked`, already tried.
+  if (unlinked && !across_failed)
+    return refuse(Refusal::kInvalidInput,
+                  "dor: the seed " + T.seed.str() + " lost no link the description gives it");
   // Where the origin lies from the seed (x_dateline): the seed's coordinates.
   std::vector<int> origin(D, 0);
   for (size_t d = 0; d < D && d < T.dateline.size(); ++d)
@@ -337,10 +343,10 @@ std::expected<TorusLabels, Failure> label_torus(const Fabric& f, const Switches&
   auto first = label_from_seed(f, sw, T, false);
   if (first) return first;
   // next_seed: the next seeds, in order, where the first does not hold (its switch or a
-  // link of it gone), as torus-2QoS takes them. Then, beyond torus-2QoS, each seed
-  // again with the neighbours the description gives it placed even where their link to
-  // it failed (the checks after still hold every switch and link to the shape). The
-  // first seed's reason if none holds.
+  // link of it gone), as torus-2QoS takes them. Then, beyond torus-2QoS, each seed that
+  // lost a link to a neighbour the description gives it, again with that neighbour
+  // placed where the description puts it (the checks after still hold every switch and
+  // link to the shape). The first seed's reason if none holds.
   for (const TorusSeed& s : T.next_seeds)
     if (auto other = label_from_seed(f, sw, T.seeded(s), false)) return other;
   if (auto again = label_from_seed(f, sw, T, true)) return again;
