@@ -29,6 +29,13 @@
 
 namespace weft::routing {
 
+// What an engine keeps beside its tables for its next repair (Options::previous): its
+// own type, opaque to everyone else. It describes the tables as the engine made them:
+// whatever changes their lft afterwards must drop it.
+struct EngineMemo {
+  virtual ~EngineMemo() = default;
+};
+
 struct Tables {
   // lft[n] is the LFT of node n (index into Fabric::nodes()); empty for non-switches.
   // lft[n][lid] is the output port, kDropPort where the LID is not routed.
@@ -88,6 +95,9 @@ struct Tables {
   bool deadlock_free = false;
   std::vector<uint32_t> updown_height;  // empty: the full check
   std::vector<uint16_t> updown_turning;
+  // The engine's memo for its next repair, if it keeps one (updn and dnup: their
+  // distances, about 61 MB on the radix-56 tree).
+  std::shared_ptr<const EngineMemo> memo;
 };
 
 // The tables a previous computation gave, and the fabric it ran on (node indices
