@@ -19,6 +19,9 @@ bool malloc_huge_pages();
 // Which of malloc's settings main() chose for the routing commands, to keep the memory
 // they free (the user's own choices stand): "arena_max", "mmap_max", "trim_threshold".
 const std::vector<std::string>& malloc_kept();
+// Whether what the SM frees stays in its heap (main() kept both: nothing mapped apart,
+// no trim), so that memory faulted in ahead is there for the next sweep.
+bool malloc_keeps_freed();
 
 // Parses a command line against `desc`: nullopt to go on; else the exit status, after
 // printing the help (--help) or the parse error.

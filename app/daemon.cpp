@@ -207,6 +207,7 @@ void reload(const po::variables_map& vm, config::Values& current, daemon::Daemon
                                 << so.error().message;
     return;
   }
+  so->reserve_heap = malloc_keeps_freed();
   svc.reload(std::move(*so), std::chrono::seconds(next->get_int("sweep_interval")));
   current = std::move(*next);
 }
@@ -233,6 +234,8 @@ int cmd_sm(int argc, char** argv) {
   if (!t) return die(t.error().message, 1);
   auto so = sm_opts(*v);
   if (!so) return die(so.error().message);
+  // A daemon keeps sweeping: room for its next snapshot (not with --once, which stops).
+  so->reserve_heap = !once && malloc_keeps_freed();
   std::string rest_file = v->get_str("rest_partition_file");
   if (rest_file.empty()) rest_file = state_dir + "/partitions.rest.conf";
   // Where the master's state lives (state_store): this SM named by its port and process.

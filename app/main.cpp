@@ -5,6 +5,7 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
@@ -180,6 +181,13 @@ namespace weft::app {
 
 const std::vector<std::string>& malloc_kept() {
   return kept_settings;
+}
+
+bool malloc_keeps_freed() {
+  auto kept = [](std::string_view what) {
+    return std::find(kept_settings.begin(), kept_settings.end(), what) != kept_settings.end();
+  };
+  return kept("mmap_max") && kept("trim_threshold");
 }
 
 bool malloc_huge_pages() {

@@ -19,6 +19,7 @@
 #include "program/vport_programmer.hpp"
 #include "sweep_outcome.hpp"
 #include "weft/durable_file.hpp"
+#include "weft/heap.hpp"
 #include "weft/log.hpp"
 #include "weft/sm/documents.hpp"
 #include "weft/text_file.hpp"
@@ -844,6 +845,19 @@ void SubnetManager::phase_finish(Result<void> pumped) {
                               << " CAs, " << rep.lids << " LIDs, "
                               << (rep.smps_discovery + rep.smps_program + rep.smps_activate)
                               << " SMPs, " << static_cast<long>(rep.ms_total) << " ms";
+    if (opts_.reserve_heap && !heap_reserved_ && rep.sm_state == mad::SmState::kMaster) {
+      // Room for the next sweep's snapshot beside this one (SmOptions::reserve_heap), on
+      // the routing's thread: a reroute that comes meanwhile waits for it there.
+      heap_reserved_ = true;
+      auto grown = std::make_shared<size_t>(0);
+      driver_->offload([grown] { *grown = reserve_free_heap(); },
+                       [grown] {
+                         WEFT_LOG(Info, "SM-0060")
+                             << "heap: " << (*grown >> 20)
+                             << " MB more faulted in and kept free, as much as the SM holds, "
+                                "for the next sweep's snapshot beside this one";
+                       });
+    }
   } else {
     WEFT_LOG(Error, "SM-0101") << "subnet NOT up: " << rep.reason << " (" << rep.problems.size()
                                << " problems logged)";

@@ -41,6 +41,13 @@ struct SmOptions {
   bool adaptive_routing = false;
   std::vector<Guid> roots;                  // updn/dnup roots (root_guid_file); empty = detect
   std::optional<routing::TorusSpec> torus;  // dor's shape (torus_config)
+  // After the first sweep that brings the subnet up as master: the heap's free memory
+  // grown to as much as it holds in use, faulted in off the loop (weft/heap.hpp), so
+  // that the first reroute builds its snapshot beside the published one without
+  // faulting that memory in (0.45 s of the radix-56 tree's first reroute). Not an
+  // option of the config: `weft sm` and `sim` set it where freed memory stays in the
+  // heap (app/main.cpp).
+  bool reserve_heap = false;
   uint8_t sm_priority = 0;
   uint64_t sm_key = 1;  // SMInfo:SM_Key (OpenSM's default, so they agree)
   uint64_t sa_key = 1;  // the SA's SM_Key: requests carrying it are trusted (OpenSM's sa_key)

@@ -248,6 +248,7 @@ class SubnetManager {
   // in the store (flush_groups, posted once per batch of MADs).
   std::vector<std::pair<std::vector<uint8_t>, mad::SendAddr>> held_answers_;
   bool flush_posted_ = false;
+  bool heap_reserved_ = false;            // SmOptions::reserve_heap, done once
   std::optional<int64_t> unix_offset_s_;  // wall clock - the SA's clock (unix_now_s)
   SaStats::Reports reports_;
 };
