@@ -32,7 +32,9 @@ struct UpDownMemo final : EngineMemo {
   std::vector<uint32_t> part, rank, hops;  // per switch; hops: its switch links
   std::vector<uint32_t> group_key;         // per group: its switch, its LID count, LID << 8 | exit
   std::vector<uint16_t> dd_at, c_at;       // [switch * groups + group]
-  std::vector<std::vector<uint32_t>> missed;  // per switch, as route() left them
+  // Per switch, as route() left them: LIDs routed over each port (the balance), and the
+  // groups it had no legal hop to.
+  std::vector<std::vector<uint32_t>> used, missed;
   std::vector<uint32_t> down_short;
   std::vector<uint64_t> missing;
 };
@@ -167,7 +169,9 @@ Routed UpDownEngine::compute(const Fabric& f, const Options& o) const {
     if (same) memo = m;
   }
   std::shared_ptr<UpDownMemo> made;  // the last route()'s, for these tables
-  size_t rows_whole = 0;             // the last route()'s switches kept whole by the memo
+  // The last route()'s switches the memo kept whole, and those it checked only toward
+  // the groups whose distances moved there or next door.
+  size_t rows_whole = 0, rows_partly = 0;
 
   std::vector<uint32_t> height;  // per node, of the last route()'s order
   // Per switch, of the last route(): destination switches with CAs (of its part) it
@@ -184,7 +188,7 @@ Routed UpDownEngine::compute(const Fabric& f, const Options& o) const {
                    bool* no_ca_traffic = nullptr) -> size_t {
     for (auto& u : unrouted) u.clear();
     std::fill(down_short.begin(), down_short.end(), 0);
-    rows_whole = 0;
+    rows_whole = rows_partly = 0;
     const std::vector<uint32_t> rank = hops_from(root_set);
     // A strict order on switches; a link is "up" toward the lesser end. dnup reverses it.
     auto before = [&](uint32_t a, uint32_t b) {
@@ -309,26 +313,49 @@ Routed UpDownEngine::compute(const Fabric& f, const Options& o) const {
         span_lids[k] = uint32_t(grp.lids.size());
         span_cas[k] = sw.sources[grp.t] > 1;
       }
-      // With the memo: the switches whose rows stand (not one that lost a link, nor one
-      // whose distances `moved`, nor their neighbours, whose legal hops read them), and
-      // the LIDs below the top no group holds (a full repair leaves them unrouted).
-      std::vector<uint8_t> clean;
+      // With the memo, per switch: the groups whose legal hops there may have changed
+      // (`touched`: those whose distances `moved` there or at a neighbour, whose rows its
+      // legal hops read), unless it lost a link (`whole_check`: every group); and the
+      // LIDs below the top no group holds (a repair leaves them unrouted). A switch with
+      // no group touched keeps its row whole; one with few checks only theirs.
+      std::vector<std::vector<uint32_t>> touched;
+      std::vector<uint8_t> whole_check;
       std::vector<uint16_t> holes;
       if (m) {
-        std::vector<uint8_t> moved(ns);
+        std::vector<std::vector<uint32_t>> moved(ns);
         detail::parallel_for(ns, [&](size_t si) {
-          moved[si] = std::memcmp(&dd_at[si * gn], &m->dd_at[si * gn], gn * 2) != 0 ||
-                      std::memcmp(&c_at[si * gn], &m->c_at[si * gn], gn * 2) != 0;
+          const uint16_t *a = &dd_at[si * gn], *b = &m->dd_at[si * gn], *x = &c_at[si * gn],
+                         *y = &m->c_at[si * gn];
+          constexpr size_t kRun = 64;
+          for (size_t k0 = 0; k0 < gn; k0 += kRun) {
+            const size_t n = std::min(kRun, gn - k0);
+            if (std::memcmp(a + k0, b + k0, n * 2) == 0 && std::memcmp(x + k0, y + k0, n * 2) == 0)
+              continue;
+            for (size_t k = k0; k < k0 + n; ++k)
+              if (a[k] != b[k] || x[k] != y[k]) moved[si].push_back(uint32_t(k));
+          }
         });
-        clean.assign(ns, 1);
+        touched.resize(ns);
+        whole_check.assign(ns, 0);
         for (uint32_t s = 0; s < ns; ++s) {
-          if (m->hops[s] != hops[s]) clean[s] = 0;
-          if (!moved[s]) continue;
-          clean[s] = 0;
-          for (const Hop& h : ups[s]) clean[h.to] = 0;
-          for (const Hop& h : downs[s]) clean[h.to] = 0;
+          if (m->hops[s] != hops[s]) whole_check[s] = 1;
+          if (moved[s].empty()) continue;
+          auto add = [&](uint32_t to) {
+            touched[to].insert(touched[to].end(), moved[s].begin(), moved[s].end());
+          };
+          add(s);
+          for (const Hop& h : ups[s]) add(h.to);
+          for (const Hop& h : downs[s]) add(h.to);
         }
-        rows_whole = size_t(std::count(clean.begin(), clean.end(), 1));
+        for (uint32_t s = 0; s < ns; ++s) {
+          auto& t = touched[s];
+          std::sort(t.begin(), t.end());
+          t.erase(std::unique(t.begin(), t.end()), t.end());
+          // Past an eighth of the groups (and 64) the whole check is as cheap.
+          if (t.size() > std::max<size_t>(gn / 8, 64)) whole_check[s] = 1;
+          if (whole_check[s]) continue;
+          ++(t.empty() ? rows_whole : rows_partly);
+        }
       }
       if (was) {
         own_group.assign(ns, kInf);
@@ -351,10 +378,9 @@ Routed UpDownEngine::compute(const Fabric& f, const Options& o) const {
         // Raw pointers: the byte stores into the row could alias any vector's insides,
         // which would be reloaded after each one.
         PortNum* const row = tables.lft[sw.nodes[s]].data();
-        if (!clean.empty() && clean[s]) {
-          // As it was: the previous row whole, and the groups it had no legal hop to (their
-          // LIDs left to the bridging, as a full repair leaves them). It deals nothing, so
-          // its counts are not needed.
+        if (!touched.empty() && !whole_check[s]) {
+          // As it was: the previous row whole, its counts, and the groups it had no legal
+          // hop to (their LIDs left to the bridging, as a full repair leaves them).
           const auto& before = prev->lft[(*was)[sw.nodes[s]]];
           const size_t n = std::min(tables.lft[sw.nodes[s]].size(), before.size());
           std::memcpy(row, before.data(), n);
@@ -362,9 +388,99 @@ Routed UpDownEngine::compute(const Fabric& f, const Options& o) const {
             if (lid < n) row[lid] = kDropPort;
           for (const uint32_t g : m->missed[s])
             for (auto [lid, exit] : groups[g].lids) row[lid] = kDropPort;
+          used[s] = m->used[s];
           missed[s] = m->missed[s];
           missing[s] = m->missing[s];
           down_short[s] = m->down_short[s];
+          if (touched[s].empty()) return;
+          // Then the groups touched here, as the whole check takes each one: their
+          // entries out of the counts and the tallies, checked again, the broken ones
+          // dealt in this switch's order of groups.
+          const std::vector<uint32_t>& tk = touched[s];
+          const uint32_t own = own_group[s], ps = part[s];
+          const uint16_t *const dd = &dd_at[si * gn], *const c = &c_at[si * gn];
+          const uint16_t* const dd_was = &m->dd_at[si * gn];
+          const size_t nd = downs[s].size(), nh = nd + ups[s].size();
+          const size_t words = (nh + 63) / 64;
+          std::vector<PortNum> hop_port(nh);
+          for (size_t j = 0; j < nh; ++j)
+            hop_port[j] = (j < nd ? downs[s][j] : ups[s][j - nd]).port;
+          std::vector<int32_t> hop_of(f.node(sw.nodes[s]).ports.size(), -1);
+          for (size_t j = 0; j < nh; ++j) hop_of[hop_port[j]] = int32_t(j);
+          std::vector<uint64_t> legal(tk.size() * words, 0);
+          std::vector<uint8_t> was_missed(tk.size(), 0), now_missed(tk.size(), 0);
+          for (const uint32_t g : m->missed[s])
+            if (auto at = std::lower_bound(tk.begin(), tk.end(), g); at != tk.end() && *at == g)
+              was_missed[at - tk.begin()] = 1;
+          uint32_t* const cnt = used[s].data();
+          std::vector<uint32_t> broken_at(tk.size() + 1, 0);
+          std::vector<std::pair<uint16_t, PortNum>> broken;
+          for (size_t i = 0; i < tk.size(); ++i) {
+            const uint32_t k = tk[i];
+            broken_at[i] = uint32_t(broken.size());
+            if (k == own || span_part[k] != ps) continue;  // (the own group's exits stand)
+            uint64_t* const lg = &legal[i * words];
+            for (size_t j = 0; j < nh; ++j) {
+              const Hop& h = j < nd ? downs[s][j] : ups[s][j - nd];
+              const bool hit =
+                  j < nd ? dd[k] != kFar16 && dd_at[h.to * gn + k] + 1u == dd[k]
+                         : dd[k] == kFar16 && c[k] != kFar16 && c_at[h.to * gn + k] + 1u == c[k];
+              lg[j / 64] |= uint64_t(hit) << (j % 64);
+            }
+            if (dd_was[k] == kFar16 && span_cas[k]) --down_short[s];
+            if (dd[k] == kFar16 && span_cas[k]) ++down_short[s];
+            uint64_t any = 0;
+            for (size_t w = 0; w < words; ++w) any |= lg[w];
+            now_missed[i] = !any;
+            for (auto [lid, exit] : groups[k].lids) {
+              const PortNum p = lid < n ? before[lid] : kDropPort;
+              if (!was_missed[i] && p < used[s].size()) --cnt[p];
+              const int32_t j = p < hop_of.size() ? hop_of[p] : -1;
+              if (j >= 0 && lg[size_t(j) / 64] >> (size_t(j) % 64) & 1) {
+                row[lid] = p;
+                ++cnt[p];
+              } else {
+                row[lid] = kDropPort;
+                broken.emplace_back(lid, exit);
+              }
+            }
+          }
+          broken_at[tk.size()] = uint32_t(broken.size());
+          // The tallies of groups with no legal hop.
+          if (std::any_of(was_missed.begin(), was_missed.end(), [](uint8_t x) { return x; }) ||
+              std::any_of(now_missed.begin(), now_missed.end(), [](uint8_t x) { return x; })) {
+            std::vector<uint32_t> left;
+            size_t i = 0;
+            for (const uint32_t g : m->missed[s]) {
+              for (; i < tk.size() && tk[i] < g; ++i)
+                if (now_missed[i]) left.push_back(tk[i]);
+              if (i < tk.size() && tk[i] == g) {
+                if (now_missed[i]) left.push_back(g);
+                ++i;
+              } else {
+                left.push_back(g);
+              }
+            }
+            for (; i < tk.size(); ++i)
+              if (now_missed[i]) left.push_back(tk[i]);
+            missed[s] = std::move(left);
+            missing[s] = 0;
+            for (const uint32_t g : missed[s]) missing[s] += span_lids[g];
+          }
+          if (broken.empty()) return;
+          std::vector<uint32_t> hop_uses(nh);
+          for (size_t j = 0; j < nh; ++j) hop_uses[j] = cnt[hop_port[j]];
+          detail::Dealer dealer(hop_port, hop_uses);
+          std::vector<uint32_t> slot(gn, kInf);
+          for (size_t i = 0; i < tk.size(); ++i) slot[tk[i]] = uint32_t(i);
+          for (const uint32_t k : shuffled_order(uint32_t(gn), s + 1 + g0)) {
+            const uint32_t i = slot[k];
+            if (i == kInf || broken_at[i + 1] == broken_at[i]) continue;
+            if (!dealer.take(&legal[i * words], words)) continue;
+            dealer.deal(row, broken.data() + broken_at[i], broken_at[i + 1] - broken_at[i],
+                        detail::Dealer::NoSkip{});
+          }
+          for (size_t j = 0; j < nh; ++j) cnt[hop_port[j]] = dealer.uses(j);
           return;
         }
         uint32_t* const cnt = used[s].data();
@@ -547,6 +663,7 @@ Routed UpDownEngine::compute(const Fabric& f, const Options& o) const {
       made->group_key = group_key;
       made->dd_at = std::move(dd_at);
       made->c_at = std::move(c_at);
+      made->used = std::move(used);
       made->missed = std::move(missed);
       made->down_short = down_short;
       made->missing = std::move(missing);
@@ -661,10 +778,13 @@ Routed UpDownEngine::compute(const Fabric& f, const Options& o) const {
         ": only links went away since the previous tables: " + std::to_string(out.rerouted) +
         " (switch, LID) entries changed, each whose hop is still a legal one "
         "kept" +
-        (rows_whole ? "; " + std::to_string(rows_whole) + " of " + std::to_string(ns) +
-                          " switches' distances, and their neighbours', as "
-                          "they were: their rows kept whole"
-                    : std::string()));
+        (rows_whole || rows_partly
+             ? "; " + std::to_string(rows_whole) + " of " + std::to_string(ns) +
+                   " switches' rows kept whole (their distances, and their neighbours', as "
+                   "they were), " +
+                   std::to_string(rows_partly) +
+                   " checked only toward the groups whose distances moved there or next door"
+             : std::string()));
   };
   std::string example;
   bool no_ca_traffic = false;
