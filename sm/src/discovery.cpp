@@ -370,6 +370,24 @@ Discovered canonicalise(Raw&& raw) {
     if (new_index[n] != fabric::kNoNode) d.incomplete.push_back(new_index[n]);
   std::sort(d.incomplete.begin(), d.incomplete.end());
   d.incomplete.erase(std::unique(d.incomplete.begin(), d.incomplete.end()), d.incomplete.end());
+  // A walk whose model is already in this order, every node reached (an update that
+  // found nothing new, as after a link cut; most full discoveries too): its model is
+  // taken as it is, not rebuilt (on the largest fabric 47,824 nodes, their ports and
+  // GUID index, and 131,711 links: 50 ms of the loop's time in each such update).
+  bool in_order = order.size() == f.size() && raw.pi.size() == f.size() &&
+                  raw.pi_read.size() == f.size() && raw.si.size() == f.size();
+  for (size_t i = 0; in_order && i < order.size(); ++i) in_order = order[i] == i;
+  if (in_order) {
+    d.fabric = std::move(raw.f);
+    d.fabric.vports().clear();  // (found again later in the sweep, as by a rebuild)
+    d.paths = std::move(path);
+    d.port_info = std::move(raw.pi);
+    d.port_read = std::move(raw.pi_read);
+    d.switch_info = std::move(raw.si);
+    d.local_node = 0;
+    d.local_port = raw.local_port;
+    return d;
+  }
   // The links first: the nodes are then moved out of the raw model, each whole (every
   // update rebuilds the largest fabric's 47,824 nodes and 355,000 ports).
   const auto links = f.links();

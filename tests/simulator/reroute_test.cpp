@@ -44,6 +44,21 @@ std::set<GuidLink> guid_links(const fabric::Fabric& f) {
   return out;
 }
 
+// Every node by its GUID as the devices describe themselves: type, ports (their GUIDs),
+// NodeDescription; whatever order the model holds them in.
+void expect_nodes_of(const fabric::Fabric& got, const fabric::Fabric& want) {
+  ASSERT_EQ(got.size(), want.size());
+  for (const auto& n : want.nodes()) {
+    const auto at = got.find(n.guid);
+    ASSERT_TRUE(at) << n.guid.str();
+    const auto& g = got.node(*at);
+    EXPECT_EQ(g.type, n.type) << n.guid.str();
+    EXPECT_EQ(g.description, n.description) << n.guid.str();
+    ASSERT_EQ(g.ports.size(), n.ports.size()) << n.guid.str();
+    for (size_t p = 1; p < n.ports.size(); ++p) EXPECT_EQ(g.ports[p].guid, n.ports[p].guid);
+  }
+}
+
 // (switch, LID) entries, and 64-LID blocks, that differ between two sets of held tables
 // (both indexed by the simulator's own nodes).
 size_t entries_differing(const routing::Tables& a, const routing::Tables& b) {
@@ -108,8 +123,10 @@ TEST(Reroute, ALinkCutIsReadAtItsSwitchesOnlyAndRewritesOnlyTheBlocksThatChanged
   const size_t reads = sim.model().node(leaf).num_ports + 2u + sim.model().node(agg).num_ports + 2u;
   EXPECT_LE(rep->smps_discovery, reads);
   EXPECT_GE(rep->smps_discovery, reads - 2);
-  // The model the update made is the fabric as it is.
+  // The model the update made is the fabric as it is (taken as the walk left it, in
+  // order: discovery.cpp's canonicalise; the bring-up's was rebuilt or taken the same).
   EXPECT_EQ(guid_links(sm.snapshot()->fabric), guid_links(sim.model()));
+  expect_nodes_of(sm.snapshot()->fabric, sim.model());
   const routing::Tables cut_tables = sim.held_tables();
   EXPECT_TRUE(routing::verify_lfts(sim.model(), cut_tables).ok());
   // Only the routes that crossed the link were chosen again, and only the blocks that
@@ -136,6 +153,7 @@ TEST(Reroute, ALinkCutIsReadAtItsSwitchesOnlyAndRewritesOnlyTheBlocksThatChanged
   EXPECT_EQ(back->ports_active, back->ports_linked);
   EXPECT_FALSE(sm.snapshot()->tables.repaired);
   EXPECT_EQ(guid_links(sm.snapshot()->fabric), guid_links(sim.model()));
+  expect_nodes_of(sm.snapshot()->fabric, sim.model());
   EXPECT_EQ(entries_differing(before, sim.held_tables()), 0u);
   EXPECT_EQ(sim.sets(kAttrLft) - lft_sets2, blocks_differing(cut_tables, before));
   // And nothing is left to do.
