@@ -4,6 +4,7 @@
 #include <cstring>
 #include <deque>
 #include <limits>
+#include <map>
 #include <optional>
 
 #include "layering.hpp"
@@ -37,6 +38,14 @@ struct UpDownMemo final : EngineMemo {
   std::vector<std::vector<uint32_t>> used, missed;
   std::vector<uint32_t> down_short;
   std::vector<uint64_t> missing;
+  // The bridges of the pairs no up*down* path joins (bridged()), per distinct list of
+  // unrouted switches: a list, its hops, and each group's list (kInf: none); the turn
+  // switch and its distances, which the bridges depend on.
+  uint32_t bridge_turn = 0;
+  std::vector<uint32_t> bridge_from_turn;
+  std::vector<std::vector<uint32_t>> bridge_lists;
+  std::vector<std::vector<detail::BridgeHop>> bridge_hops;
+  std::vector<uint32_t> bridge_of_group;
 };
 }  // namespace
 
@@ -172,6 +181,9 @@ Routed UpDownEngine::compute(const Fabric& f, const Options& o) const {
   // The last route()'s switches the memo kept whole, and those it checked only toward
   // the groups whose distances moved there or next door.
   size_t rows_whole = 0, rows_partly = 0;
+  // The last bridged()'s distinct lists of switches to bridge, and those it took from
+  // the memo.
+  size_t bridge_lists = 0, reused_bridges = 0;
 
   std::vector<uint32_t> height;  // per node, of the last route()'s order
   // Per switch, of the last route(): destination switches with CAs (of its part) it
@@ -697,19 +709,86 @@ Routed UpDownEngine::compute(const Fabric& f, const Options& o) const {
     std::stable_sort(near.begin(), near.end(),
                      [&](uint32_t a, uint32_t b) { return from_turn[a] < from_turn[b]; });
     for (uint32_t i = 0; i < ns; ++i) rank_near[near[i]] = i;
+    // One bridge per distinct list of unrouted switches (as detail::bridge_each: on a
+    // 3-level tree one per aggregation index, and one per top switch). A list the
+    // previous tables' memo bridged takes its bridge where nothing it depends on
+    // changed: the same turn and distances from it, and no hop of it over a lost link.
+    // (detail::bridge reaches the list's switches from the turn through each other,
+    // each by the link it was first reached over, then the rest each by its routed
+    // neighbour of least rank: a link it did not take was either met when its far end
+    // was already reached, or lost to a neighbour of lesser rank; without it, each
+    // choice stays the same.)
+    std::map<std::vector<uint32_t>, uint32_t> list_of;
+    std::vector<const std::vector<uint32_t>*> lists;
+    std::vector<std::vector<size_t>> users;  // per list: its groups
+    for (const size_t g : todo) {
+      auto [it, fresh] = list_of.emplace(unrouted[g], uint32_t(lists.size()));
+      if (fresh) lists.push_back(&it->first), users.emplace_back();
+      users[it->second].push_back(g);
+    }
+    std::vector<std::vector<detail::BridgeHop>> hops(lists.size());
+    std::vector<uint8_t> have(lists.size(), 0);
+    const UpDownMemo* const bm =
+        memo && memo->bridge_turn == turn && memo->bridge_from_turn == from_turn ? memo : nullptr;
+    if (bm) {
+      // The lost links, each end: (switch, its port).
+      std::vector<std::pair<uint32_t, PortNum>> cuts;
+      const Fabric& pf = *o.previous.fabric;
+      for (uint32_t s = 0; s < ns; ++s) {
+        if (link_begin[s + 1] - link_begin[s] == bm->hops[s]) continue;
+        for (const auto& p : pf.node((*was)[sw.nodes[s]]).ports)
+          if (p.num && p.linked() && pf.node(p.peer).is_switch() &&
+              !f.node(sw.nodes[s]).ports[p.num].linked())
+            cuts.emplace_back(s, p.num);
+      }
+      for (size_t i = 0; i < lists.size(); ++i) {
+        const uint32_t k = bm->bridge_of_group[users[i].front()];
+        if (k == kInf || bm->bridge_lists[k] != *lists[i]) continue;
+        const std::vector<uint32_t>& l = *lists[i];
+        auto in = [&](uint32_t s) { return std::binary_search(l.begin(), l.end(), s); };
+        bool same = true;
+        for (const auto& [cs, cp] : cuts) {
+          if (!in(cs)) continue;
+          for (const detail::BridgeHop& h : bm->bridge_hops[k])
+            if (h.sw == cs && h.port == cp) same = false;
+          if (!same) break;
+        }
+        if (!same) continue;
+        hops[i] = bm->bridge_hops[k];
+        have[i] = 1;
+      }
+    }
     // Switches of other parts count as routed: no link leads there.
-    detail::bridge_each(
-        unrouted, ns, turn, rank_near,
-        [&](uint32_t s, auto&& fn) {
-          for (uint32_t l = link_begin[s]; l < link_begin[s + 1]; ++l)
-            fn(links[l].to, links[l].port, links[l].back);
+    detail::parallel_for(
+        lists.size(),
+        [&](size_t i) {
+          if (have[i]) return;
+          std::vector<uint8_t> routed(ns, 1);
+          for (uint32_t s : *lists[i]) routed[s] = 0;
+          hops[i] = detail::bridge(routed, turn, rank_near, [&](uint32_t s, auto&& fn) {
+            for (uint32_t l = link_begin[s]; l < link_begin[s + 1]; ++l)
+              fn(links[l].to, links[l].port, links[l].back);
+          });
         },
-        [&](size_t g, const std::vector<detail::BridgeHop>& hops) {
-          for (const detail::BridgeHop& h : hops) {
-            auto& row = out.lft[sw.nodes[h.sw]];
-            for (auto [lid, exit] : groups[g].lids) row[lid] = h.port;
-          }
-        });
+        1);
+    bridge_lists = lists.size();
+    reused_bridges = size_t(std::count(have.begin(), have.end(), 1));
+    for (size_t i = 0; i < lists.size(); ++i)
+      for (const size_t g : users[i])
+        for (const detail::BridgeHop& h : hops[i]) {
+          auto& row = out.lft[sw.nodes[h.sw]];
+          for (auto [lid, exit] : groups[g].lids) row[lid] = h.port;
+        }
+    if (made) {
+      made->bridge_turn = turn;
+      made->bridge_from_turn = from_turn;
+      made->bridge_of_group.assign(groups.size(), kInf);
+      for (size_t i = 0; i < lists.size(); ++i) {
+        made->bridge_lists.push_back(*lists[i]);
+        for (const size_t g : users[i]) made->bridge_of_group[g] = uint32_t(i);
+      }
+      made->bridge_hops = std::move(hops);
+    }
     // The up*down* routes follow the order; only routes to bridged LIDs turn.
     std::vector<uint16_t> turning;
     for (size_t g : todo)
@@ -758,7 +837,13 @@ Routed UpDownEngine::compute(const Fabric& f, const Options& o) const {
   auto bridged_note = [&] {
     std::string n =
         ", all from or to switches without CAs: they take a shortest way into the routed "
-        "switches (dependency graph checked";
+        "switches (" +
+        (reused_bridges
+             ? std::to_string(reused_bridges) + " of the " + std::to_string(bridge_lists) +
+                   " ways, one per set of such switches, as the previous tables' "
+                   "were; "
+             : std::string()) +
+        "dependency graph checked";
     if (!layered) return n + ")";
     return n + "; their turns close a cycle on one VL: " + std::to_string(layered->whole) +
            " LIDs whole on VL 0; of the other " + std::to_string(layered->deferred) + ", " +
