@@ -69,6 +69,7 @@ struct Dest {
 struct FatTreeMemo final : EngineMemo {
   std::vector<NodeIndex> nodes;  // the switches (their node in that fabric)
   std::vector<uint32_t> links;   // per switch: its switch links
+  std::vector<uint32_t> level;   // per switch (which of its links lead up, in what order)
   uint32_t turn = 0;
   std::vector<uint32_t> near_rank;
   std::map<std::vector<uint32_t>, std::vector<detail::BridgeHop>> bridges;
@@ -269,15 +270,16 @@ Routed FatTreeEngine::compute(const Fabric& f, const Options& o) const {
   const std::optional<std::vector<NodeIndex>> was = detail::repairable(o, name(), f, owners);
   // The valley switches' bridges, one per distinct valley (plans with the same valley
   // share one). A valley the previous tables' memo bridged takes its bridge where
-  // nothing it depends on changed: the same turn leaf and ranks, and no hop of it over
-  // a lost link. (As up/down's: detail::bridge reaches the valley from the turn leaf
+  // nothing it depends on changed: the same levels, turn leaf and ranks, and no hop of
+  // it over a lost link. (As up/down's: detail::bridge reaches the valley from the turn leaf
   // through itself, each switch by the link it was first reached over, then the rest
   // each by its routed neighbour of least rank; a link it did not take changes none of
   // its choices.)
   const FatTreeMemo* memo = nullptr;
   if (was && o.previous.tables->memo) {
     const auto* m = dynamic_cast<const FatTreeMemo*>(o.previous.tables->memo.get());
-    bool same = m && m->nodes.size() == ns && m->turn == turn_leaf && m->near_rank == near_rank;
+    bool same = m && m->nodes.size() == ns && m->turn == turn_leaf && m->level == level &&
+                m->near_rank == near_rank;
     for (uint32_t s = 0; same && s < ns; ++s) same = m->nodes[s] == (*was)[sw.nodes[s]];
     if (same) memo = m;
   }
@@ -349,6 +351,7 @@ Routed FatTreeEngine::compute(const Fabric& f, const Options& o) const {
   made->nodes = sw.nodes;
   made->links.resize(ns);
   for (uint32_t s = 0; s < ns; ++s) made->links[s] = uint32_t(ups[s].size() + downs[s].size());
+  made->level = level;
   made->turn = turn_leaf;
   made->near_rank = near_rank;
   for (auto& [list, i] : valley_of)

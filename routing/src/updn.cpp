@@ -728,8 +728,11 @@ Routed UpDownEngine::compute(const Fabric& f, const Options& o) const {
     }
     std::vector<std::vector<detail::BridgeHop>> hops(lists.size());
     std::vector<uint8_t> have(lists.size(), 0);
-    const UpDownMemo* const bm =
-        memo && memo->bridge_turn == turn && memo->bridge_from_turn == from_turn ? memo : nullptr;
+    const UpDownMemo* const bm = memo && memo->bridge_of_group.size() == groups.size() &&
+                                         memo->bridge_turn == turn &&
+                                         memo->bridge_from_turn == from_turn
+                                     ? memo
+                                     : nullptr;
     if (bm) {
       // The lost links, each end: (switch, its port).
       std::vector<std::pair<uint32_t, PortNum>> cuts;
