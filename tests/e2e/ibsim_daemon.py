@@ -4,6 +4,7 @@ up, answer SMInfo so `sminfo` finds it as master, re-sweep when a link fails
 (ibsim sends trap 128 on `Unlink`) and route around it, and stop cleanly on
 SIGTERM. Everything started is stopped by PID, also on failure."""
 import argparse
+import json
 import os
 import random
 import re
@@ -49,8 +50,14 @@ def main():
                                 stderr=subprocess.DEVNULL, start_new_session=True)
         try:
             text = wait_for(log, r"SUBNET UP", 1, 60, proc)
-            # Once up, the daemon faults in room for its next snapshot (off its loop).
-            wait_for(log, r"SM-0060 heap: \d+ MB more faulted in", 1, 60, proc)
+            # Once up, the daemon faults in room for its next snapshot (off its loop),
+            # where its freed memory stays in the heap (not in a sanitizer build, whose
+            # allocator takes no mallopt): what the binary keeps, as it says itself.
+            kept = json.loads(b.run([a.weft, "route", "--topology", "ft2:leaves=2,spines=1,hosts=1",
+                                     "--json"], work, "", preload=False).stdout)[0]["malloc_kept"]
+            reserves = "mmap_max" in kept and "trim_threshold" in kept
+            if reserves:
+                wait_for(log, r"SM-0060 heap: \d+ MB more faulted in", 1, 60, proc)
             guid = re.search(r"bound to \S+ port \d+ guid 0x([0-9a-f]+)", text).group(1)
             info = b.run(["sminfo"], work, sock).stdout
             m = re.search(r"sm lid (\d+) sm guid 0x([0-9a-f]+).*SMINFO_MASTER", info)
@@ -66,8 +73,9 @@ def main():
             if not re.search(r"trap 128 \(link state change\).*a sweep is due", text):
                 raise b.Failure("the re-sweep was not trap-driven:\n" + text[-1500:])
             print("re-sweep after Unlink: SUBNET UP again within %.2f s" % (time.time() - t0))
-            if len(re.findall(r"SM-0060 heap:", text)) != 1:
-                raise b.Failure("the heap was not grown once after the first SUBNET UP:\n" + text[-1500:])
+            if len(re.findall(r"SM-0060 heap:", text)) != (1 if reserves else 0):
+                raise b.Failure("the heap was not grown once after the first SUBNET UP (malloc keeps %s):\n%s"
+                                % (kept, text[-1500:]))
             # The sweep reads the switches that trapped again (an update; a far end that
             # did not trap is read when the light sweep finds its PortStateChange), routes
             # again only what crossed the link, and no full discovery follows (a thing that
