@@ -64,8 +64,8 @@ struct Dest {
 
 // What ftree keeps beside its tables for its next repair (Tables::memo): the bridges of
 // its valleys (the switches a plan leaves without an up-then-down path), by valley,
-// and what they depend on beyond it: the turn leaf, every switch's rank by distance
-// from it, and each switch's links.
+// and what they depend on beyond it: the levels, the turn leaf, every switch's rank by
+// distance from it, and each switch's links.
 struct FatTreeMemo final : EngineMemo {
   std::vector<NodeIndex> nodes;  // the switches (their node in that fabric)
   std::vector<uint32_t> links;   // per switch: its switch links
@@ -319,10 +319,10 @@ Routed FatTreeEngine::compute(const Fabric& f, const Options& o) const {
       }
       if (!same) continue;
       valley_hops[i] = it->second;
-      ++bridges_kept;
     }
   std::vector<uint8_t> kept(valley.size(), 0);
   for (size_t i = 0; i < valley.size(); ++i) kept[i] = !valley_hops[i].empty();
+  bridges_kept = size_t(std::count(kept.begin(), kept.end(), 1));
   detail::parallel_for(
       valley.size(),
       [&](size_t i) {
