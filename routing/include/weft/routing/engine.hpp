@@ -96,7 +96,7 @@ struct Tables {
   std::vector<uint32_t> updown_height;  // empty: the full check
   std::vector<uint16_t> updown_turning;
   // The engine's memo for its next repair, if it keeps one (updn and dnup: their
-  // distances, about 61 MB on the radix-56 tree).
+  // distances and bridges, 106-133 MB on the radix-56 tree; ftree: its bridges).
   std::shared_ptr<const EngineMemo> memo;
 };
 
