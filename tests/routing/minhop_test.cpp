@@ -337,14 +337,18 @@ RepairTally repair_against_fresh(const Fabric& f, const Tables& t0, const std::s
   return tally;
 }
 
+// The up/down repair tests' fabrics: trees where the top switches' pairs are bridged,
+// one with doubled links, and a random graph.
+const std::vector<std::string> kUpDownRepairSpecs = {"ft3:pods=3,leaves=4,aggs=4,hosts=3,cores=4",
+                                                     "ft2:leaves=8,spines=4,hosts=4,links=2",
+                                                     "random:switches=20,degree=4,hosts=2,seed=5"};
+
 // up/down repairs the same way: after links are lost, an entry whose port is still a
 // legal up*down* hop one step nearer keeps it, and only the others are routed again.
 // The guarantees stay a fresh computation's (complete, legal, the same path lengths,
 // the busiest links within 10 %), for far fewer changed entries.
 TEST(UpDownRepair, ALostLinkReroutesOnlyTheEntriesWhoseHopIsNoLongerLegal) {
-  for (const std::string spec :
-       {"ft3:pods=3,leaves=4,aggs=4,hosts=3,cores=4", "ft2:leaves=8,spines=4,hosts=4,links=2",
-        "random:switches=20,degree=4,hosts=2,seed=5"}) {
+  for (const std::string& spec : kUpDownRepairSpecs) {
     for (const std::string engine : {"updn", "dnup"}) {
       SCOPED_TRACE(spec + " " + engine);
       const Fabric f = with_lids(spec);
@@ -387,9 +391,7 @@ TEST(UpDownRepair, ALostLinkReroutesOnlyTheEntriesWhoseHopIsNoLongerLegal) {
 // and after a second cut repaired from the first repair's tables; trees where the top
 // switches' pairs are bridged, a random graph, both directions.
 TEST(UpDownRepair, KeepsWholeTheRowsWhoseDistancesStandAsTheEntryByEntryCheckWould) {
-  for (const std::string spec :
-       {"ft3:pods=3,leaves=4,aggs=4,hosts=3,cores=4", "ft2:leaves=8,spines=4,hosts=4,links=2",
-        "random:switches=20,degree=4,hosts=2,seed=5"}) {
+  for (const std::string& spec : kUpDownRepairSpecs) {
     for (const std::string engine : {"updn", "dnup"}) {
       SCOPED_TRACE(spec + " " + engine);
       const Fabric f = with_lids(spec);
