@@ -64,15 +64,14 @@ struct Dest {
 
 // What ftree keeps beside its tables for its next repair (Tables::memo): the bridges of
 // its valleys (the switches a plan leaves without an up-then-down path), by valley,
-// and what they depend on beyond it: the levels, the turn leaf, every switch's rank by
-// distance from it, and each switch's links.
+// and what they depend on beyond it: the levels, the turn leaf, and every switch's rank
+// by distance from it.
 struct FatTreeMemo final : EngineMemo {
   std::vector<NodeIndex> nodes;  // the switches (their node in that fabric)
-  std::vector<uint32_t> links;   // per switch: its switch links
   std::vector<uint32_t> level;   // per switch (which of its links lead up, in what order)
   uint32_t turn = 0;
   std::vector<uint32_t> near_rank;
-  std::map<std::vector<uint32_t>, std::vector<detail::BridgeHop>> bridges;
+  detail::Bridges bridges;
 };
 }  // namespace
 
@@ -268,13 +267,8 @@ Routed FatTreeEngine::compute(const Fabric& f, const Options& o) const {
   });
   // A repair of the previous tables, when only links went away (below).
   const std::optional<std::vector<NodeIndex>> was = detail::repairable(o, name(), f, owners);
-  // The valley switches' bridges, one per distinct valley (plans with the same valley
-  // share one). A valley the previous tables' memo bridged takes its bridge where
-  // nothing it depends on changed: the same levels, turn leaf and ranks, and no hop of
-  // it over a lost link. (As up/down's: detail::bridge reaches the valley from the turn leaf
-  // through itself, each switch by the link it was first reached over, then the rest
-  // each by its routed neighbour of least rank; a link it did not take changes none of
-  // its choices.)
+  // The valley switches' bridges (plans with the same valley share one); those of the
+  // previous tables' memo where nothing they depend on changed (detail::bridge_each).
   const FatTreeMemo* memo = nullptr;
   if (was && o.previous.tables->memo) {
     const auto* m = dynamic_cast<const FatTreeMemo*>(o.previous.tables->memo.get());
@@ -283,79 +277,33 @@ Routed FatTreeEngine::compute(const Fabric& f, const Options& o) const {
     for (uint32_t s = 0; same && s < ns; ++s) same = m->nodes[s] == (*was)[sw.nodes[s]];
     if (same) memo = m;
   }
-  std::vector<std::pair<uint32_t, PortNum>> cuts;  // the lost links' ends: (switch, port)
-  if (memo) {
-    const Fabric& pf = *o.previous.fabric;
-    for (uint32_t s = 0; s < ns; ++s) {
-      if (ups[s].size() + downs[s].size() == memo->links[s]) continue;
-      for (const auto& p : pf.node((*was)[sw.nodes[s]]).ports)
-        if (p.num && p.linked() && pf.node(p.peer).is_switch() &&
-            !f.node(sw.nodes[s]).ports[p.num].linked())
-          cuts.emplace_back(s, p.num);
-    }
-  }
-  std::map<std::vector<uint32_t>, uint32_t> valley_of;
-  std::vector<const std::vector<uint32_t>*> valley;
-  std::vector<std::vector<size_t>> valley_plans;
-  for (size_t ti = 0; ti < targets.size(); ++ti) {
-    if (valleys[ti].empty()) continue;
-    auto [it, fresh] = valley_of.emplace(std::move(valleys[ti]), uint32_t(valley.size()));
-    if (fresh) valley.push_back(&it->first), valley_plans.emplace_back();
-    valley_plans[it->second].push_back(ti);
-  }
-  std::vector<std::vector<detail::BridgeHop>> valley_hops(valley.size());
   size_t bridges_kept = 0;
-  if (memo)
-    for (size_t i = 0; i < valley.size(); ++i) {
-      const auto it = memo->bridges.find(*valley[i]);
-      if (it == memo->bridges.end()) continue;
-      const std::vector<uint32_t>& l = *valley[i];
-      bool same = true;
-      for (const auto& [cs, cp] : cuts) {
-        if (!std::binary_search(l.begin(), l.end(), cs)) continue;
-        for (const detail::BridgeHop& h : it->second)
-          if (h.sw == cs && h.port == cp) same = false;
-        if (!same) break;
-      }
-      if (!same) continue;
-      valley_hops[i] = it->second;
-    }
-  std::vector<uint8_t> kept(valley.size(), 0);
-  for (size_t i = 0; i < valley.size(); ++i) kept[i] = !valley_hops[i].empty();
-  bridges_kept = size_t(std::count(kept.begin(), kept.end(), 1));
-  detail::parallel_for(
-      valley.size(),
-      [&](size_t i) {
-        if (!kept[i]) {
-          std::vector<uint8_t> routed(ns, 1);
-          for (const uint32_t s : *valley[i]) routed[s] = 0;
-          valley_hops[i] = detail::bridge(routed, turn_leaf, near_rank, [&](uint32_t s, auto&& fn) {
-            for (const auto* list : {&ups[s], &downs[s]})
-              for (const Hop& h : *list) fn(h.to, h.port, h.back);
-          });
-        }
-        for (const size_t ti : valley_plans[i]) {
-          Plan& pl = plans[ti];
-          for (const detail::BridgeHop& h : valley_hops[i]) {  // each over its one port
-            pl.begin[h.sw] = static_cast<uint32_t>(pl.pool.size());
-            pl.pool.push_back(h.port);
-            pl.count[h.sw] = 1;
-            pl.kind[h.sw] = kUp;
-            pl.turn[h.sw] = h.at_turn ? kAtTurnLeaf : kWhereMet;
-            ++(h.at_turn ? pl.turns : pl.detours);
-          }
+  auto made = std::make_shared<FatTreeMemo>();
+  made->bridges = detail::bridge_each(
+      valleys, ns, turn_leaf, near_rank,
+      [&](uint32_t s, auto&& fn) {
+        for (const auto* list : {&ups[s], &downs[s]})
+          for (const Hop& h : *list) fn(h.to, h.port, h.back);
+      },
+      [&](size_t ti, const std::vector<detail::BridgeHop>& hops) {
+        Plan& pl = plans[ti];
+        for (const detail::BridgeHop& h : hops) {  // each over its one port
+          pl.begin[h.sw] = static_cast<uint32_t>(pl.pool.size());
+          pl.pool.push_back(h.port);
+          pl.count[h.sw] = 1;
+          pl.kind[h.sw] = kUp;
+          pl.turn[h.sw] = h.at_turn ? kAtTurnLeaf : kWhereMet;
+          ++(h.at_turn ? pl.turns : pl.detours);
         }
       },
-      1);
-  auto made = std::make_shared<FatTreeMemo>();
+      memo ? &memo->bridges : nullptr,
+      memo ? detail::lost_link_ends(*o.previous.fabric, f, sw, *was)
+           : std::vector<std::pair<uint32_t, PortNum>>{},
+      &bridges_kept);
   made->nodes = sw.nodes;
-  made->links.resize(ns);
-  for (uint32_t s = 0; s < ns; ++s) made->links[s] = uint32_t(ups[s].size() + downs[s].size());
   made->level = level;
   made->turn = turn_leaf;
   made->near_rank = near_rank;
-  for (auto& [list, i] : valley_of)
-    made->bridges.emplace_hint(made->bridges.end(), list, std::move(valley_hops[i]));
 
   std::vector<std::vector<PortNum>> up_ports(ns), down_ports(ns);
   for (uint32_t s = 0; s < ns; ++s) {
@@ -663,10 +611,10 @@ Routed FatTreeEngine::compute(const Fabric& f, const Options& o) const {
         "ftree: only links went away since the previous tables: " + std::to_string(out.rerouted) +
         " (switch, LID) entries changed, each whose port is still a candidate "
         "kept" +
-        (bridges_kept
-             ? "; " + std::to_string(bridges_kept) + " of the " + std::to_string(valley.size()) +
-                   " valleys' ways to the turn as the previous tables' were"
-             : std::string()));
+        (bridges_kept ? "; " + std::to_string(bridges_kept) + " of the " +
+                            std::to_string(made->bridges.size()) +
+                            " valleys' ways to the turn as the previous tables' were"
+                      : std::string()));
   }
   out.memo = std::move(made);
   out.deadlock_free = true;

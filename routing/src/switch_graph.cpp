@@ -147,6 +147,19 @@ std::optional<std::vector<NodeIndex>> removal_only(const Fabric& prev, const Fab
   return was;
 }
 
+std::vector<std::pair<uint32_t, PortNum>> lost_link_ends(const Fabric& prev, const Fabric& f,
+                                                         const Switches& sw,
+                                                         const std::vector<NodeIndex>& was) {
+  std::vector<std::pair<uint32_t, PortNum>> out;
+  for (uint32_t s = 0; s < sw.nodes.size(); ++s) {
+    const auto& now = f.node(sw.nodes[s]);
+    for (const auto& p : prev.node(was[sw.nodes[s]]).ports)
+      if (p.num && p.linked() && prev.node(p.peer).is_switch() && !now.ports[p.num].linked())
+        out.emplace_back(s, p.num);
+  }
+  return out;
+}
+
 std::optional<std::vector<NodeIndex>> repairable(const Options& o, std::string_view engine,
                                                  const Fabric& f,
                                                  const std::vector<LidOwner>& owners,

@@ -107,15 +107,39 @@ std::vector<BridgeHop> bridge(std::vector<uint8_t>& routed, uint32_t turn,
   return hops;
 }
 
+// Bridges by the list of switches they route (each sorted), as bridge_each gives them
+// and an engine keeps them with its tables for its next repair.
+using Bridges = std::map<std::vector<uint32_t>, std::vector<BridgeHop>>;
+
+// The ends of the switch links `prev` had that f has lost, f being prev with only links
+// taken away (removal_only's `was`): (switch number, its port), each end once.
+std::vector<std::pair<uint32_t, PortNum>> lost_link_ends(const fabric::Fabric& prev,
+                                                         const fabric::Fabric& f,
+                                                         const Switches& sw,
+                                                         const std::vector<fabric::NodeIndex>& was);
+
 // bridge() for many destinations at once: unrouted[i] lists destination i's switches
 // without a route to it (empty: nothing to bridge); every other switch counts as
 // routed. Destinations with the same list get the same bridge, so it is computed once
 // per distinct list (on a 3-level tree once per aggregation index, not once per
 // aggregation switch), the lists in parallel; apply(i, hops) is then called for each
-// destination i of the list, on the thread that computed it.
+// destination i of the list, on the thread that computed it. Returns the bridges by
+// list.
+//
+// `known`: the bridges of the previous tables, on the same switches with the same turn
+// and ranks (and, for ftree, levels), of which `lost` are the link ends lost since. A
+// list among them takes its bridge when no hop of it is over a lost link (bridge()
+// reaches the list's switches from the turn through each other, each by the link it was
+// first reached over, then the rest each by its routed neighbour of least rank: a link
+// it did not take was either met when its far end was already reached, or lost to a
+// neighbour of lesser rank, and without it each choice stays the same). `taken` counts
+// them.
 template <class Neighbours, class Apply>
-void bridge_each(const std::vector<std::vector<uint32_t>>& unrouted, size_t switches, uint32_t turn,
-                 const std::vector<uint32_t>& rank, Neighbours&& neighbours, Apply&& apply) {
+Bridges bridge_each(const std::vector<std::vector<uint32_t>>& unrouted, size_t switches,
+                    uint32_t turn, const std::vector<uint32_t>& rank, Neighbours&& neighbours,
+                    Apply&& apply, const Bridges* known = nullptr,
+                    const std::vector<std::pair<uint32_t, PortNum>>& lost = {},
+                    size_t* taken = nullptr) {
   std::map<std::vector<uint32_t>, size_t> set_of;
   std::vector<std::vector<size_t>> sharing;  // per distinct list: its destinations
   for (size_t i = 0; i < unrouted.size(); ++i) {
@@ -124,15 +148,36 @@ void bridge_each(const std::vector<std::vector<uint32_t>>& unrouted, size_t swit
     if (fresh) sharing.emplace_back();
     sharing[it->second].push_back(i);
   }
+  std::vector<std::vector<BridgeHop>> hops(sharing.size());
+  std::vector<uint8_t> took(sharing.size(), 0);
   parallel_for(
       sharing.size(),
       [&](size_t k) {
-        std::vector<uint8_t> routed(switches, 1);
-        for (uint32_t s : unrouted[sharing[k].front()]) routed[s] = 0;
-        const std::vector<BridgeHop> hops = bridge(routed, turn, rank, neighbours);
-        for (const size_t i : sharing[k]) apply(i, hops);
+        const std::vector<uint32_t>& list = unrouted[sharing[k].front()];
+        if (known) {
+          const auto it = known->find(list);
+          bool stands = it != known->end();
+          for (size_t c = 0; stands && c < lost.size(); ++c)
+            if (std::binary_search(list.begin(), list.end(), lost[c].first))
+              for (const BridgeHop& h : it->second)
+                if (h.sw == lost[c].first && h.port == lost[c].second) stands = false;
+          if (stands) hops[k] = it->second, took[k] = 1;
+        }
+        if (!took[k]) {
+          std::vector<uint8_t> routed(switches, 1);
+          for (uint32_t s : list) routed[s] = 0;
+          hops[k] = bridge(routed, turn, rank, neighbours);
+        }
+        for (const size_t i : sharing[k]) apply(i, hops[k]);
       },
       1);
+  if (taken) *taken = size_t(std::count(took.begin(), took.end(), 1));
+  Bridges out;
+  while (!set_of.empty()) {
+    auto node = set_of.extract(set_of.begin());
+    out.emplace_hint(out.end(), std::move(node.key()), std::move(hops[node.mapped()]));
+  }
+  return out;
 }
 
 // Whether two masks of n words are equal: a plain loop for the one or two words of a

@@ -4,7 +4,6 @@
 #include <cstring>
 #include <deque>
 #include <limits>
-#include <map>
 #include <optional>
 
 #include "layering.hpp"
@@ -20,6 +19,15 @@ using fabric::NodeIndex;
 
 namespace {
 constexpr uint32_t kInf = std::numeric_limits<uint32_t>::max();
+constexpr uint16_t kFar16 = 0xffff;  // a path is shorter than the 49,151 unicast LIDs
+
+// Whether a hop toward a group is a legal one, one at a time (route() takes eight groups
+// a vector where it can): down, when it shortens the down-only distance `dd` where
+// there is one; up, when it shortens the up/down cost `c` where there is none. `to`:
+// the far end's down-only distance (down) or cost (up).
+inline bool legal_hop(bool down, uint16_t to, uint16_t dd, uint16_t c) {
+  return down ? dd != kFar16 && to + 1u == dd : dd == kFar16 && c != kFar16 && to + 1u == c;
+}
 
 // What route() left, kept with the tables it made (Tables::memo) for the next repair.
 // A switch that lost no link, and whose up/down distances and its neighbours' are all
@@ -38,14 +46,11 @@ struct UpDownMemo final : EngineMemo {
   std::vector<std::vector<uint32_t>> used, missed;
   std::vector<uint32_t> down_short;
   std::vector<uint64_t> missing;
-  // The bridges of the pairs no up*down* path joins (bridged()), per distinct list of
-  // unrouted switches: a list, its hops, and each group's list (kInf: none); the turn
-  // switch and its distances, which the bridges depend on.
+  // The bridges of the pairs no up*down* path joins (bridged()), by list of unrouted
+  // switches; the turn switch and its distances, which they depend on.
   uint32_t bridge_turn = 0;
   std::vector<uint32_t> bridge_from_turn;
-  std::vector<std::vector<uint32_t>> bridge_lists;
-  std::vector<std::vector<detail::BridgeHop>> bridge_hops;
-  std::vector<uint32_t> bridge_of_group;
+  detail::Bridges bridges;
 };
 }  // namespace
 
@@ -240,7 +245,6 @@ Routed UpDownEngine::compute(const Fabric& f, const Options& o) const {
     // 3,920 groups take 61 MB); past it, in spans of groups that do.
     constexpr size_t kBlock = 64;
     const size_t budget = o.updown_distance_budget;  // (Options)
-    constexpr uint16_t kFar16 = 0xffff;  // a path is shorter than the 49,151 unicast LIDs
     const size_t span =
         std::max(kBlock, std::min(groups.size(), budget / (ns * 2 * sizeof(uint16_t))));
     std::vector<uint32_t> hops(ns);
@@ -435,8 +439,7 @@ Routed UpDownEngine::compute(const Fabric& f, const Options& o) const {
             for (size_t j = 0; j < nh; ++j) {
               const Hop& h = j < nd ? downs[s][j] : ups[s][j - nd];
               const bool hit =
-                  j < nd ? dd[k] != kFar16 && dd_at[h.to * gn + k] + 1u == dd[k]
-                         : dd[k] == kFar16 && c[k] != kFar16 && c_at[h.to * gn + k] + 1u == c[k];
+                  legal_hop(j < nd, (j < nd ? dd_at : c_at)[h.to * gn + k], dd[k], c[k]);
               lg[j / 64] |= uint64_t(hit) << (j % 64);
             }
             if (dd_was[k] == kFar16 && span_cas[k]) --down_short[s];
@@ -549,8 +552,7 @@ Routed UpDownEngine::compute(const Fabric& f, const Options& o) const {
           for (; k < gn; ++k)
             for (size_t j = 0; j < jn; ++j) {
               const uint16_t n = rows[j][k];
-              const bool hit = is_down[j] ? dd[k] != kFar16 && n + 1u == dd[k]
-                                          : dd[k] == kFar16 && c[k] != kFar16 && n + 1u == c[k];
+              const bool hit = legal_hop(is_down[j], n, dd[k], c[k]);
               col[k * words] |= uint64_t(hit) << (shift + j);
             }
         }
@@ -709,88 +711,31 @@ Routed UpDownEngine::compute(const Fabric& f, const Options& o) const {
     std::stable_sort(near.begin(), near.end(),
                      [&](uint32_t a, uint32_t b) { return from_turn[a] < from_turn[b]; });
     for (uint32_t i = 0; i < ns; ++i) rank_near[near[i]] = i;
-    // One bridge per distinct list of unrouted switches (as detail::bridge_each: on a
-    // 3-level tree one per aggregation index, and one per top switch). A list the
-    // previous tables' memo bridged takes its bridge where nothing it depends on
-    // changed: the same turn and distances from it, and no hop of it over a lost link.
-    // (detail::bridge reaches the list's switches from the turn through each other,
-    // each by the link it was first reached over, then the rest each by its routed
-    // neighbour of least rank: a link it did not take was either met when its far end
-    // was already reached, or lost to a neighbour of lesser rank; without it, each
-    // choice stays the same.)
-    std::map<std::vector<uint32_t>, uint32_t> list_of;
-    std::vector<const std::vector<uint32_t>*> lists;
-    std::vector<std::vector<size_t>> users;  // per list: its groups
-    for (const size_t g : todo) {
-      auto [it, fresh] = list_of.emplace(unrouted[g], uint32_t(lists.size()));
-      if (fresh) lists.push_back(&it->first), users.emplace_back();
-      users[it->second].push_back(g);
-    }
-    std::vector<std::vector<detail::BridgeHop>> hops(lists.size());
-    std::vector<uint8_t> have(lists.size(), 0);
-    const UpDownMemo* const bm = memo && memo->bridge_of_group.size() == groups.size() &&
-                                         memo->bridge_turn == turn &&
-                                         memo->bridge_from_turn == from_turn
-                                     ? memo
-                                     : nullptr;
-    if (bm) {
-      // The lost links, each end: (switch, its port).
-      std::vector<std::pair<uint32_t, PortNum>> cuts;
-      const Fabric& pf = *o.previous.fabric;
-      for (uint32_t s = 0; s < ns; ++s) {
-        if (link_begin[s + 1] - link_begin[s] == bm->hops[s]) continue;
-        for (const auto& p : pf.node((*was)[sw.nodes[s]]).ports)
-          if (p.num && p.linked() && pf.node(p.peer).is_switch() &&
-              !f.node(sw.nodes[s]).ports[p.num].linked())
-            cuts.emplace_back(s, p.num);
-      }
-      for (size_t i = 0; i < lists.size(); ++i) {
-        const uint32_t k = bm->bridge_of_group[users[i].front()];
-        if (k == kInf || bm->bridge_lists[k] != *lists[i]) continue;
-        const std::vector<uint32_t>& l = *lists[i];
-        auto in = [&](uint32_t s) { return std::binary_search(l.begin(), l.end(), s); };
-        bool same = true;
-        for (const auto& [cs, cp] : cuts) {
-          if (!in(cs)) continue;
-          for (const detail::BridgeHop& h : bm->bridge_hops[k])
-            if (h.sw == cs && h.port == cp) same = false;
-          if (!same) break;
-        }
-        if (!same) continue;
-        hops[i] = bm->bridge_hops[k];
-        have[i] = 1;
-      }
-    }
-    // Switches of other parts count as routed: no link leads there.
-    detail::parallel_for(
-        lists.size(),
-        [&](size_t i) {
-          if (have[i]) return;
-          std::vector<uint8_t> routed(ns, 1);
-          for (uint32_t s : *lists[i]) routed[s] = 0;
-          hops[i] = detail::bridge(routed, turn, rank_near, [&](uint32_t s, auto&& fn) {
-            for (uint32_t l = link_begin[s]; l < link_begin[s + 1]; ++l)
-              fn(links[l].to, links[l].port, links[l].back);
-          });
+    // Those of the previous tables' memo where nothing they depend on changed
+    // (detail::bridge_each). Switches of other parts count as routed: no link leads there.
+    const UpDownMemo* const bm =
+        memo && memo->bridge_turn == turn && memo->bridge_from_turn == from_turn ? memo : nullptr;
+    detail::Bridges bridges = detail::bridge_each(
+        unrouted, ns, turn, rank_near,
+        [&](uint32_t s, auto&& fn) {
+          for (uint32_t l = link_begin[s]; l < link_begin[s + 1]; ++l)
+            fn(links[l].to, links[l].port, links[l].back);
         },
-        1);
-    bridge_lists = lists.size();
-    reused_bridges = size_t(std::count(have.begin(), have.end(), 1));
-    for (size_t i = 0; i < lists.size(); ++i)
-      for (const size_t g : users[i])
-        for (const detail::BridgeHop& h : hops[i]) {
-          auto& row = out.lft[sw.nodes[h.sw]];
-          for (auto [lid, exit] : groups[g].lids) row[lid] = h.port;
-        }
+        [&](size_t g, const std::vector<detail::BridgeHop>& hops) {
+          for (const detail::BridgeHop& h : hops) {
+            auto& row = out.lft[sw.nodes[h.sw]];
+            for (auto [lid, exit] : groups[g].lids) row[lid] = h.port;
+          }
+        },
+        bm ? &bm->bridges : nullptr,
+        bm ? detail::lost_link_ends(*o.previous.fabric, f, sw, *was)
+           : std::vector<std::pair<uint32_t, PortNum>>{},
+        &reused_bridges);
+    bridge_lists = bridges.size();
     if (made) {
       made->bridge_turn = turn;
       made->bridge_from_turn = from_turn;
-      made->bridge_of_group.assign(groups.size(), kInf);
-      for (size_t i = 0; i < lists.size(); ++i) {
-        made->bridge_lists.push_back(*lists[i]);
-        for (const size_t g : users[i]) made->bridge_of_group[g] = uint32_t(i);
-      }
-      made->bridge_hops = std::move(hops);
+      made->bridges = std::move(bridges);
     }
     // The up*down* routes follow the order; only routes to bridged LIDs turn.
     std::vector<uint16_t> turning;
