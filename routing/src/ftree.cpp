@@ -66,13 +66,31 @@ struct Dest {
 // its valleys (the switches a plan leaves without an up-then-down path), by valley,
 // and what they depend on beyond it: the levels, the turn leaf, and every switch's rank
 // by distance from it.
+//
+// And its rows' reasons: every plan, and each LID's plan. A repair's switch where every
+// LID's plan offers the same candidates as the memo's plan of that LID did keeps its row
+// whole: each entry's port is still a candidate (the memo's tables took them all from
+// their plans), so the entry-by-entry check would keep them all.
 struct FatTreeMemo final : EngineMemo {
   std::vector<NodeIndex> nodes;  // the switches (their node in that fabric)
   std::vector<uint32_t> level;   // per switch (which of its links lead up, in what order)
   uint32_t turn = 0;
   std::vector<uint32_t> near_rank;
   detail::Bridges bridges;
+  std::vector<Plan> plans;
+  std::vector<uint32_t> plan_of_lid;  // per LID up to the top one; kInf where none
 };
+
+// Whether plans a and b give switch s the same kind, turn and candidates. (kAllUp and
+// kAllDown name the switch's own ports: the same where it lost no link and the levels
+// stand. kToLeaf's are its ports to the destination's leaf: the same where it lost none.)
+bool same_at(const Plan& a, const Plan& b, uint32_t s) {
+  if (a.kind[s] != b.kind[s] || a.turn[s] != b.turn[s]) return false;
+  if (a.kind[s] != kUp && a.kind[s] != kDown) return true;
+  return a.count[s] == b.count[s] &&
+         std::equal(a.pool.begin() + a.begin[s], a.pool.begin() + a.begin[s] + a.count[s],
+                    b.pool.begin() + b.begin[s]);
+}
 }  // namespace
 
 Routed FatTreeEngine::compute(const Fabric& f, const Options& o) const {
@@ -269,14 +287,18 @@ Routed FatTreeEngine::compute(const Fabric& f, const Options& o) const {
   const std::optional<std::vector<NodeIndex>> was = detail::repairable(o, name(), f, owners);
   // The valley switches' bridges (plans with the same valley share one); those of the
   // previous tables' memo where nothing they depend on changed (detail::bridge_each).
+  // (The memo serves where its switches and their levels stand; its bridges where the
+  // turn leaf and the ranks stand too.)
   const FatTreeMemo* memo = nullptr;
   if (was && o.previous.tables->memo) {
     const auto* m = dynamic_cast<const FatTreeMemo*>(o.previous.tables->memo.get());
-    bool same = m && m->nodes.size() == ns && m->turn == turn_leaf && m->level == level &&
-                m->near_rank == near_rank;
+    bool same = m && m->nodes.size() == ns && m->level == level;
     for (uint32_t s = 0; same && s < ns; ++s) same = m->nodes[s] == (*was)[sw.nodes[s]];
     if (same) memo = m;
   }
+  const bool memo_bridges = memo && memo->turn == turn_leaf && memo->near_rank == near_rank;
+  const auto lost_ends = memo ? detail::lost_link_ends(*o.previous.fabric, f, sw, *was)
+                              : std::vector<std::pair<uint32_t, PortNum>>{};
   size_t bridges_kept = 0;
   auto made = std::make_shared<FatTreeMemo>();
   made->bridges = detail::bridge_each(
@@ -296,10 +318,7 @@ Routed FatTreeEngine::compute(const Fabric& f, const Options& o) const {
           ++(h.at_turn ? pl.turns : pl.detours);
         }
       },
-      memo ? &memo->bridges : nullptr,
-      memo ? detail::lost_link_ends(*o.previous.fabric, f, sw, *was)
-           : std::vector<std::pair<uint32_t, PortNum>>{},
-      &bridges_kept);
+      memo_bridges ? &memo->bridges : nullptr, lost_ends, &bridges_kept);
   made->nodes = sw.nodes;
   made->level = level;
   made->turn = turn_leaf;
@@ -353,6 +372,58 @@ Routed FatTreeEngine::compute(const Fabric& f, const Options& o) const {
   std::vector<detail::FastDiv> mod_by;  // mod_by[n]: division by n, for n candidates
   for (uint32_t n = 0; n < 256; ++n) mod_by.emplace_back(std::max(n, 1u));
 
+  // A repair from the memo's rows (not with adaptive routing, whose groups are not kept),
+  // where the LIDs routed are the same: a switch that lost no link keeps its row whole
+  // where every LID's plan stands there (same_at with the memo's plan of that LID), and
+  // otherwise checks only the LIDs of the plans that changed there.
+  std::vector<uint32_t> plan_of_lid(size_t(out.top_lid) + 1, kInf);
+  for (const Dest& d : dests) plan_of_lid[d.lid] = d.plan;
+  enum RowCheck : uint8_t { kEveryEntry, kKeepWhole, kChangedPlans };
+  std::vector<uint8_t> check(ns, kEveryEntry);
+  std::vector<std::vector<uint32_t>> changed_at(ns);  // kChangedPlans: the plans, ascending
+  std::vector<std::vector<uint32_t>> memo_turns(ns);  // kChangedPlans: the memo's plans turning
+  std::vector<uint32_t> memo_lids;                    // per memo plan: its LIDs
+  bool rows_memo = memo && !o.adaptive && memo->plan_of_lid.size() == plan_of_lid.size();
+  for (size_t l = 0; rows_memo && l < plan_of_lid.size(); ++l)
+    rows_memo = (memo->plan_of_lid[l] == kInf) == (plan_of_lid[l] == kInf);
+  size_t rows_whole = 0, rows_partly = 0;
+  if (rows_memo) {
+    std::vector<uint8_t> lost(ns, 0);
+    for (auto [s, port] : lost_ends) lost[s] = 1;
+    std::vector<std::vector<uint32_t>> olds(plans.size());  // per plan: its LIDs' memo plans
+    for (const Dest& d : dests) {
+      auto& v = olds[d.plan];
+      if (std::find(v.begin(), v.end(), memo->plan_of_lid[d.lid]) == v.end())
+        v.push_back(memo->plan_of_lid[d.lid]);
+    }
+    std::vector<std::vector<uint32_t>> moved(plans.size());  // per plan: where it changed
+    detail::parallel_for(plans.size(), [&](size_t p) {
+      for (uint32_t s = 0; s < ns; ++s)
+        if (!lost[s])
+          for (uint32_t op : olds[p])
+            if (!same_at(memo->plans[op], plans[p], s)) {
+              moved[p].push_back(s);
+              break;
+            }
+    });
+    for (uint32_t p = 0; p < plans.size(); ++p)
+      for (uint32_t s : moved[p]) changed_at[s].push_back(p);
+    for (uint32_t s = 0; s < ns; ++s)
+      if (!lost[s]) {
+        check[s] = changed_at[s].empty() ? kKeepWhole : kChangedPlans;
+        ++(check[s] == kKeepWhole ? rows_whole : rows_partly);
+      }
+    memo_lids.assign(memo->plans.size(), 0);
+    for (uint32_t op : memo->plan_of_lid)
+      if (op != kInf) ++memo_lids[op];
+    for (uint32_t op = 0; op < memo->plans.size(); ++op) {
+      const Plan& mp = memo->plans[op];
+      if (mp.turns || mp.detours)
+        for (uint32_t s = 0; s < ns; ++s)
+          if (mp.turn[s] && check[s] == kChangedPlans) memo_turns[s].push_back(op);
+    }
+  }
+
   // Every switch's row, in parallel: rows are independent. With adaptive routing, an
   // entry's group is its candidates: climbing, every port nearer the ancestors;
   // descending, every port toward ancestors of the destination; so any per-packet
@@ -370,6 +441,10 @@ Routed FatTreeEngine::compute(const Fabric& f, const Options& o) const {
     const auto s = static_cast<uint32_t>(si);
     auto& row = out.lft[sw.nodes[s]];
     const std::vector<PortNum>* before = was ? &prev_tables->lft[(*was)[sw.nodes[s]]] : nullptr;
+    if (check[s] == kKeepWhole) {
+      std::copy(before->begin(), before->end(), row.begin());
+      return;
+    }
     // Repair: an entry keeps its previous port where that is one of its candidates and
     // counts on it; the others are placed after, each on its least used candidate, as
     // minhop's repair balances them against the kept ones.
@@ -424,10 +499,42 @@ Routed FatTreeEngine::compute(const Fabric& f, const Options& o) const {
       own_bits.assign(size_t(max_lid) / 64 + 1, 0);
       for (auto [lid, exit] : own[s]) own_bits[lid >> 6] |= uint64_t{1} << (lid & 63);
     }
+    // Checking only the changed plans' LIDs: the row starts as the memo's, and the ports'
+    // counts as the entry-by-entry check would have them from the entries it keeps: every
+    // entry of the memo's row but those that turned at s. (Also s's own LIDs and the LIDs
+    // it has no route to, whose ports, to CAs, 0 and kDropPort, are no one's candidates.)
+    const std::vector<uint32_t>* only = nullptr;
+    size_t next_changed = 0;
+    if (check[s] == kChangedPlans) {
+      only = &changed_at[s];
+      std::copy(before->begin(), before->end(), row.begin());
+      for (PortNum p : *before) ++used[p];
+      for (uint32_t op : memo_turns[s]) {
+        const Plan& mp = memo->plans[op];
+        used[mp.pool[mp.begin[s]]] -= memo_lids[op];  // (s's own LIDs never turn at s)
+      }
+    }
     uint32_t first = 0;
     size_t next_run = 0;  // run_end's first run of this group
     for (const uint32_t end : group_end) {
-      const Plan& pl = plans[ordered[first].plan];
+      const uint32_t plan = ordered[first].plan;
+      if (only) {
+        if (next_changed == only->size() || (*only)[next_changed] != plan) {
+          while (run_end[next_run] < end) ++next_run;
+          ++next_run;
+          first = end;
+          continue;
+        }
+        ++next_changed;
+        // Its LIDs' entries as the check would find them: not yet written, not counted.
+        for (uint32_t i = first; i < end; ++i) {
+          const uint16_t l = ordered[i].lid;
+          if (own_bits[l >> 6] >> (l & 63) & 1) continue;
+          if (!memo->plans[memo->plan_of_lid[l]].turn[s]) --used[(*before)[l]];
+          row[l] = kDropPort;
+        }
+      }
+      const Plan& pl = plans[plan];
       const Kind kind = static_cast<Kind>(pl.kind[s]);
       const PortNum* cand = kind == kAllUp     ? up_ports[s].data()
                             : kind == kAllDown ? down_ports[s].data()
@@ -611,11 +718,19 @@ Routed FatTreeEngine::compute(const Fabric& f, const Options& o) const {
         "ftree: only links went away since the previous tables: " + std::to_string(out.rerouted) +
         " (switch, LID) entries changed, each whose port is still a candidate "
         "kept" +
-        (bridges_kept ? "; " + std::to_string(bridges_kept) + " of the " +
-                            std::to_string(made->bridges.size()) +
-                            " valleys' ways to the turn as the previous tables' were"
+        (rows_memo ? "; of " + std::to_string(ns) + " switches, " + std::to_string(rows_whole) +
+                         " switches' rows kept whole (every LID's candidates there as before) "
+                         "and " +
+                         std::to_string(rows_partly) +
+                         " checked only for the LIDs whose candidates changed there"
+                   : std::string()) +
+        (bridges_kept ? "; " + std::to_string(bridges_kept) +
+                            " valleys' ways to the turn as the previous tables' were (of " +
+                            std::to_string(made->bridges.size()) + ")"
                       : std::string()));
   }
+  made->plans = std::move(plans);
+  made->plan_of_lid = std::move(plan_of_lid);
   out.memo = std::move(made);
   out.deadlock_free = true;
   out.updown_height = std::move(height);
