@@ -5,6 +5,7 @@
 #include <deque>
 #include <limits>
 #include <map>
+#include <memory>
 #include <optional>
 
 #include "parallel.hpp"
@@ -62,23 +63,22 @@ struct Dest {
   uint32_t plan;
 };
 
-// What ftree keeps beside its tables for its next repair (Tables::memo): the bridges of
-// its valleys (the switches a plan leaves without an up-then-down path), by valley,
-// and what they depend on beyond it: the levels, the turn leaf, and every switch's rank
-// by distance from it.
-//
-// And its rows' reasons: every plan, and each LID's plan. A repair's switch where every
-// LID's plan offers the same candidates as the memo's plan of that LID did keeps its row
-// whole: each entry's port is still a candidate (the memo's tables took them all from
-// their plans), so the entry-by-entry check would keep them all.
+// What ftree keeps beside its tables for its next repair (Tables::memo): every target's
+// plan, by target, and what they depend on beyond the links: the levels, the turn leaf,
+// and every switch's rank by distance from it (the valleys' bridges follow them); and
+// each LID's plan. A repair takes the plans no lost link mattered to; and a switch where
+// every LID's plan offers the same candidates as the memo's plan of that LID did keeps its
+// row whole: each entry's port is still a candidate (the memo's tables took them all
+// from their plans), so the entry-by-entry check would keep them all.
 struct FatTreeMemo final : EngineMemo {
   std::vector<NodeIndex> nodes;  // the switches (their node in that fabric)
   std::vector<uint32_t> level;   // per switch (which of its links lead up, in what order)
   uint32_t turn = 0;
   std::vector<uint32_t> near_rank;
-  detail::Bridges bridges;
-  std::vector<Plan> plans;
-  std::vector<uint32_t> plan_of_lid;  // per LID up to the top one; kInf where none
+  std::vector<std::shared_ptr<const Plan>> plans;  // (shared with the repairs that took them)
+  std::vector<uint32_t> plan_of_lid;               // per LID up to the top one; kInf where none
+  std::map<std::vector<uint32_t>, uint32_t> class_plan;  // a leaf class's, by up-neighbours
+  std::vector<uint32_t> switch_plan;                     // per switch: its own; kInf for none
 };
 
 // Whether plans a and b give switch s the same kind, turn and candidates. (kAllUp and
@@ -156,7 +156,7 @@ Routed FatTreeEngine::compute(const Fabric& f, const Options& o) const {
       order.empty() ? by_level[0] : sw.of_node[f.node(order[0].first).ports[order[0].second].peer];
   // Switches' positions by hops from the turn leaf, the lower switch number first on a
   // tie (not the order a BFS meets them in: that moves when a link is lost even where
-  // no distance does, and the memo's bridges depend on it).
+  // no distance does, and the memo's plans' bridges depend on it).
   std::vector<uint32_t> near_rank(ns, kInf);
   {
     std::vector<uint32_t> hops(ns, kInf);
@@ -213,13 +213,66 @@ Routed FatTreeEngine::compute(const Fabric& f, const Options& o) const {
       targets.push_back({s, false});
     }
 
+  // A repair of the previous tables, when only links went away (below). Its memo serves
+  // where its switches and their levels stand; its plans where the turn leaf and the
+  // ranks stand too.
+  const std::optional<std::vector<NodeIndex>> was = detail::repairable(o, name(), f, owners);
+  const FatTreeMemo* memo = nullptr;
+  if (was && o.previous.tables->memo) {
+    const auto* m = dynamic_cast<const FatTreeMemo*>(o.previous.tables->memo.get());
+    bool same = m && m->nodes.size() == ns && m->level == level;
+    for (uint32_t s = 0; same && s < ns; ++s) same = m->nodes[s] == (*was)[sw.nodes[s]];
+    if (same) memo = m;
+  }
+  const bool memo_plans = memo && memo->turn == turn_leaf && memo->near_rank == near_rank;
+  const auto lost_ends = memo ? detail::lost_link_ends(*o.previous.fabric, f, sw, *was)
+                              : std::vector<std::pair<uint32_t, PortNum>>{};
+
+  // A repair takes from the memo the plan of the same target (the same switch; a leaf
+  // class with the same up-neighbours) where no lost link mattered to it: the upper end
+  // of every lost link was in its valley (climbing never reached it, nor did a descent
+  // from where climbing reached: so neither the climb, the distances, nor any switch's
+  // candidates used the link), and its valley's way to the turn took no lost link (the
+  // same valley, bridged again, takes the same way: detail::bridge_each's memo). Every
+  // part of it is then as a fresh plan would have it.
+  std::vector<uint32_t> taken_from(targets.size(), kInf);  // the memo's plan taken
+  if (memo_plans) {
+    std::vector<uint32_t> sw_of_was(o.previous.fabric->size(), kInf);
+    for (uint32_t s = 0; s < ns; ++s) sw_of_was[memo->nodes[s]] = s;
+    std::vector<uint32_t> upper;  // the upper ends of the lost links
+    for (auto [s, port] : lost_ends) {
+      const uint32_t peer = sw_of_was[o.previous.fabric->node(memo->nodes[s]).ports[port].peer];
+      if (level[s] > level[peer]) upper.push_back(s);
+    }
+    detail::parallel_for(targets.size(), [&](size_t ti) {
+      uint32_t mp = kInf;
+      if (targets[ti].leaf_class) {
+        std::vector<uint32_t> key;
+        for (const Hop& h : ups[targets[ti].sw]) key.push_back(h.to);
+        std::sort(key.begin(), key.end());
+        if (auto it = memo->class_plan.find(key); it != memo->class_plan.end()) mp = it->second;
+      } else {
+        mp = memo->switch_plan[targets[ti].sw];
+      }
+      if (mp == kInf) return;
+      const Plan& m = *memo->plans[mp];
+      for (uint32_t s : upper)
+        if (m.turn[s] == kNoTurn) return;
+      for (auto [s, port] : lost_ends)
+        if (m.turn[s] != kNoTurn && m.pool[m.begin[s]] == port) return;
+      taken_from[ti] = mp;
+    });
+  }
+
   // One plan per target; targets are independent, so they are built in parallel.
-  std::vector<Plan> plans(targets.size());
+  std::vector<std::shared_ptr<Plan>> building(targets.size());
   std::vector<std::vector<uint32_t>> valleys(targets.size());  // per plan: no up-then-down path
   detail::parallel_for(targets.size(), [&](size_t ti) {
+    if (taken_from[ti] != kInf) return;
     const uint32_t t = targets[ti].sw;
     const bool leaf_class = targets[ti].leaf_class;
-    Plan& pl = plans[ti];
+    building[ti] = std::make_shared<Plan>();
+    Plan& pl = *building[ti];
     pl.begin.assign(ns, 0);
     pl.count.assign(ns, 0);
     pl.kind.assign(ns, kNone);
@@ -283,32 +336,15 @@ Routed FatTreeEngine::compute(const Fabric& f, const Options& o) const {
     for (uint32_t s = 0; s < ns; ++s)
       if ((leaf_class || s != t) && !ancestor[s] && updist[s] == kInf) valleys[ti].push_back(s);
   });
-  // A repair of the previous tables, when only links went away (below).
-  const std::optional<std::vector<NodeIndex>> was = detail::repairable(o, name(), f, owners);
-  // The valley switches' bridges (plans with the same valley share one); those of the
-  // previous tables' memo where nothing they depend on changed (detail::bridge_each).
-  // (The memo serves where its switches and their levels stand; its bridges where the
-  // turn leaf and the ranks stand too.)
-  const FatTreeMemo* memo = nullptr;
-  if (was && o.previous.tables->memo) {
-    const auto* m = dynamic_cast<const FatTreeMemo*>(o.previous.tables->memo.get());
-    bool same = m && m->nodes.size() == ns && m->level == level;
-    for (uint32_t s = 0; same && s < ns; ++s) same = m->nodes[s] == (*was)[sw.nodes[s]];
-    if (same) memo = m;
-  }
-  const bool memo_bridges = memo && memo->turn == turn_leaf && memo->near_rank == near_rank;
-  const auto lost_ends = memo ? detail::lost_link_ends(*o.previous.fabric, f, sw, *was)
-                              : std::vector<std::pair<uint32_t, PortNum>>{};
-  size_t bridges_kept = 0;
-  auto made = std::make_shared<FatTreeMemo>();
-  made->bridges = detail::bridge_each(
+  // The valley switches' bridges (plans with the same valley share one).
+  detail::bridge_each(
       valleys, ns, turn_leaf, near_rank,
       [&](uint32_t s, auto&& fn) {
         for (const auto* list : {&ups[s], &downs[s]})
           for (const Hop& h : *list) fn(h.to, h.port, h.back);
       },
       [&](size_t ti, const std::vector<detail::BridgeHop>& hops) {
-        Plan& pl = plans[ti];
+        Plan& pl = *building[ti];
         for (const detail::BridgeHop& h : hops) {  // each over its one port
           pl.begin[h.sw] = static_cast<uint32_t>(pl.pool.size());
           pl.pool.push_back(h.port);
@@ -317,8 +353,15 @@ Routed FatTreeEngine::compute(const Fabric& f, const Options& o) const {
           pl.turn[h.sw] = h.at_turn ? kAtTurnLeaf : kWhereMet;
           ++(h.at_turn ? pl.turns : pl.detours);
         }
-      },
-      memo_bridges ? &memo->bridges : nullptr, lost_ends, &bridges_kept);
+      });
+  std::vector<std::shared_ptr<const Plan>> plans(targets.size());
+  size_t plans_taken = 0;
+  for (size_t ti = 0; ti < targets.size(); ++ti)
+    if (taken_from[ti] != kInf)
+      plans[ti] = memo->plans[taken_from[ti]], ++plans_taken;
+    else
+      plans[ti] = std::move(building[ti]);
+  auto made = std::make_shared<FatTreeMemo>();
   made->nodes = sw.nodes;
   made->level = level;
   made->turn = turn_leaf;
@@ -401,7 +444,7 @@ Routed FatTreeEngine::compute(const Fabric& f, const Options& o) const {
       for (uint32_t s = 0; s < ns; ++s)
         if (!lost[s])
           for (uint32_t op : olds[p])
-            if (!same_at(memo->plans[op], plans[p], s)) {
+            if (op != taken_from[p] && !same_at(*memo->plans[op], *plans[p], s)) {
               moved[p].push_back(s);
               break;
             }
@@ -417,7 +460,7 @@ Routed FatTreeEngine::compute(const Fabric& f, const Options& o) const {
     for (uint32_t op : memo->plan_of_lid)
       if (op != kInf) ++memo_lids[op];
     for (uint32_t op = 0; op < memo->plans.size(); ++op) {
-      const Plan& mp = memo->plans[op];
+      const Plan& mp = *memo->plans[op];
       if (mp.turns || mp.detours)
         for (uint32_t s = 0; s < ns; ++s)
           if (mp.turn[s] && check[s] == kChangedPlans) memo_turns[s].push_back(op);
@@ -510,7 +553,7 @@ Routed FatTreeEngine::compute(const Fabric& f, const Options& o) const {
       std::copy(before->begin(), before->end(), row.begin());
       for (PortNum p : *before) ++used[p];
       for (uint32_t op : memo_turns[s]) {
-        const Plan& mp = memo->plans[op];
+        const Plan& mp = *memo->plans[op];
         used[mp.pool[mp.begin[s]]] -= memo_lids[op];  // (s's own LIDs never turn at s)
       }
     }
@@ -530,11 +573,11 @@ Routed FatTreeEngine::compute(const Fabric& f, const Options& o) const {
         for (uint32_t i = first; i < end; ++i) {
           const uint16_t l = ordered[i].lid;
           if (own_bits[l >> 6] >> (l & 63) & 1) continue;
-          if (!memo->plans[memo->plan_of_lid[l]].turn[s]) --used[(*before)[l]];
+          if (!memo->plans[memo->plan_of_lid[l]]->turn[s]) --used[(*before)[l]];
           row[l] = kDropPort;
         }
       }
-      const Plan& pl = plans[plan];
+      const Plan& pl = *plans[plan];
       const Kind kind = static_cast<Kind>(pl.kind[s]);
       const PortNum* cand = kind == kAllUp     ? up_ports[s].data()
                             : kind == kAllDown ? down_ports[s].data()
@@ -648,7 +691,7 @@ Routed FatTreeEngine::compute(const Fabric& f, const Options& o) const {
   // The turns: check the dependency graph; move what closes a cycle to SL 1 (turns
   // not at the turn leaf first), and check again.
   uint64_t turns = 0, detours = 0;
-  for (const Plan& pl : plans) turns += pl.turns, detours += pl.detours;
+  for (const auto& pl : plans) turns += pl->turns, detours += pl->detours;
   int on_sl1 = 0;
   // Up-then-down routes follow the levels, so a cycle needs a turning route and stays
   // above its turn: the first check searches only there.
@@ -656,7 +699,7 @@ Routed FatTreeEngine::compute(const Fabric& f, const Options& o) const {
   for (uint32_t s = 0; s < ns; ++s) height[sw.nodes[s]] = level[s];
   std::vector<uint16_t> turning;
   for (const Dest& d : dests)
-    if (plans[d.plan].turns || plans[d.plan].detours) turning.push_back(d.lid);
+    if (plans[d.plan]->turns || plans[d.plan]->detours) turning.push_back(d.lid);
   if (turns || detours) {
     auto move = [&](Turn which) {
       if (out.path_sl.empty()) {
@@ -664,7 +707,7 @@ Routed FatTreeEngine::compute(const Fabric& f, const Options& o) const {
         for (NodeIndex n : sw.nodes) out.path_sl[n].assign(size_t(out.top_lid) + 1, 0);
       }
       for (const Dest& d : dests) {
-        const Plan& pl = plans[d.plan];
+        const Plan& pl = *plans[d.plan];
         for (uint32_t s = 0; s < ns; ++s)
           if (pl.turn[s] == which) out.path_sl[sw.nodes[s]][d.lid] = 1;
       }
@@ -698,8 +741,8 @@ Routed FatTreeEngine::compute(const Fabric& f, const Options& o) const {
   std::vector<uint32_t> lids_per_plan(plans.size(), 0);
   for (const Dest& d : dests) ++lids_per_plan[d.plan];
   for (size_t i = 0; i < plans.size(); ++i)
-    turn_pairs += plans[i].turns * lids_per_plan[i],
-        detour_pairs += plans[i].detours * lids_per_plan[i];
+    turn_pairs += plans[i]->turns * lids_per_plan[i],
+        detour_pairs += plans[i]->detours * lids_per_plan[i];
   if (turn_pairs)
     out.notes.push_back("ftree: " + std::to_string(turn_pairs) +
                         " (switch, LID) pairs have no up-then-down path; they go to the leaf " +
@@ -718,18 +761,22 @@ Routed FatTreeEngine::compute(const Fabric& f, const Options& o) const {
         "ftree: only links went away since the previous tables: " + std::to_string(out.rerouted) +
         " (switch, LID) entries changed, each whose port is still a candidate "
         "kept" +
+        (plans_taken ? "; " + std::to_string(plans_taken) +
+                           " targets' plans as the previous tables' were (of " +
+                           std::to_string(targets.size()) + ")"
+                     : std::string()) +
         (rows_memo ? "; of " + std::to_string(ns) + " switches, " + std::to_string(rows_whole) +
                          " switches' rows kept whole (every LID's candidates there as before) "
                          "and " +
                          std::to_string(rows_partly) +
                          " checked only for the LIDs whose candidates changed there"
-                   : std::string()) +
-        (bridges_kept ? "; " + std::to_string(bridges_kept) +
-                            " valleys' ways to the turn as the previous tables' were (of " +
-                            std::to_string(made->bridges.size()) + ")"
-                      : std::string()));
+                   : std::string()));
   }
   made->plans = std::move(plans);
+  made->class_plan = std::move(class_of_ups);
+  made->switch_plan.assign(ns, kInf);
+  for (uint32_t ti = 0; ti < targets.size(); ++ti)
+    if (!targets[ti].leaf_class) made->switch_plan[targets[ti].sw] = ti;
   made->plan_of_lid = std::move(plan_of_lid);
   out.memo = std::move(made);
   out.deadlock_free = true;
