@@ -23,6 +23,24 @@ uint64_t mix(uint64_t h, const std::string& s) {
   return mix(h, std::hash<std::string>()(s));
 }
 
+using LinkKey = std::tuple<uint64_t, PortNum, uint64_t, PortNum>;
+
+// SubnetSnapshot::link_keys of a fabric: the radix-56 tree's 131,711 links in a tree of
+// nodes cost tens of milliseconds to build, so each snapshot's is built once.
+std::vector<LinkKey> link_keys(const fabric::Fabric& fab) {
+  std::vector<LinkKey> out;
+  const auto links = fab.links();
+  out.reserve(links.size());
+  for (const auto& l : links) {
+    LinkKey a{fab.node(l.a).guid.value, l.pa, fab.node(l.b).guid.value, l.pb};
+    LinkKey b{std::get<2>(a), std::get<3>(a), std::get<0>(a), std::get<1>(a)};
+    out.push_back(std::min(a, b));
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
 }  // namespace
 
 std::shared_ptr<SubnetSnapshot> make_snapshot(SweepRun& run, Programmers& prog, const SmOptions& o,
@@ -74,6 +92,7 @@ std::shared_ptr<SubnetSnapshot> make_snapshot(SweepRun& run, Programmers& prog, 
   }
   if (!any_switch) snap->mft_cap = 0;
   snap->fabric = std::move(target);
+  snap->link_keys = link_keys(snap->fabric);
   snap->ends = EndPortIndex::of(snap->fabric);
   snap->tables = std::move(run.tables);
   snap->ar = prog.ar().view(snap->fabric);
@@ -96,22 +115,13 @@ SnapshotDiff diff_snapshots(const SubnetSnapshot* before, const SubnetSnapshot& 
   SnapshotDiff out;
   const fabric::Fabric& f = after.fabric;
   uint64_t nodes = 0, ports = 0, links = 0, parts = 0;
-  using LinkKey = std::tuple<uint64_t, PortNum, uint64_t, PortNum>;
-  // Sorted, each link once (the lesser of its two directions): the radix-56 tree's
-  // 131,711 links in a tree of nodes cost each sweep tens of milliseconds to build.
-  auto link_set = [](const fabric::Fabric& fab) {
-    std::vector<LinkKey> out;
-    const auto links = fab.links();
-    out.reserve(links.size());
-    for (const auto& l : links) {
-      LinkKey a{fab.node(l.a).guid.value, l.pa, fab.node(l.b).guid.value, l.pb};
-      LinkKey b{std::get<2>(a), std::get<3>(a), std::get<0>(a), std::get<1>(a)};
-      out.push_back(std::min(a, b));
-    }
-    std::sort(out.begin(), out.end());
-    out.erase(std::unique(out.begin(), out.end()), out.end());
-    return out;
+  // Each snapshot's links as make_snapshot keyed them (built here for one made otherwise).
+  auto link_set = [](const SubnetSnapshot& snap,
+                     std::vector<LinkKey>& built) -> const std::vector<LinkKey>& {
+    if (!snap.link_keys.empty() || snap.fabric.size() == 0) return snap.link_keys;
+    return built = link_keys(snap.fabric);
   };
+  std::vector<LinkKey> built_now, built_old;
   auto holds = [](const std::vector<LinkKey>& set, const LinkKey& l) {
     return std::binary_search(set.begin(), set.end(), l);
   };
@@ -127,7 +137,7 @@ SnapshotDiff diff_snapshots(const SubnetSnapshot* before, const SubnetSnapshot& 
                    uint64_t(holds_lid ? p.attrs.lid.value : 0) << 8 | p.attrs.width_active);
     }
   }
-  const auto now_links = link_set(f);
+  const std::vector<LinkKey>& now_links = link_set(after, built_now);
   for (const auto& l : now_links)
     links = mix(mix(links, std::get<0>(l) ^ std::get<1>(l)), std::get<2>(l) ^ std::get<3>(l));
   for (const auto& pt : after.partitions.partitions)
@@ -143,7 +153,7 @@ SnapshotDiff diff_snapshots(const SubnetSnapshot* before, const SubnetSnapshot& 
   // Links, by their two ends' GUIDs and ports; at most a bounded number of events each
   // way, then a count (a switch reboot takes dozens of links at once).
   constexpr size_t kMaxEach = 256;
-  const auto old_links = link_set(before->fabric);
+  const std::vector<LinkKey>& old_links = link_set(*before, built_old);
   auto name = [](const fabric::Fabric& fab, uint64_t guid, PortNum p) {
     auto n = fab.find(Guid{guid});
     return n ? fabric::port_ref(fab, *n, p) : hex_guid(guid) + "/" + std::to_string(p);

@@ -12,6 +12,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 #include <vector>
 
@@ -177,6 +178,9 @@ struct SubnetSnapshot {
   Guid sm_guid;  // the SM's port GUID
   // Adaptive routing by switch GUID: the switches weft asked (while AR is asked for).
   std::map<uint64_t, ArView> ar;
+  // Every link once, by its ends' (GUID, port), the lesser end first, sorted: what the
+  // next snapshot's diff compares its own with (make_snapshot fills it).
+  std::vector<std::tuple<uint64_t, PortNum, uint64_t, PortNum>> link_keys;
   // The port switch `sw` forwards `dlid` by, as weft programmed it (0: not a switch of
   // this fabric, or the LID not routed).
   PortNum egress(Guid sw, uint16_t dlid) const;
