@@ -836,10 +836,11 @@ void SubnetManager::phase_finish(Result<void> pumped) {
   for (NodeIndex n : run.d.incomplete)
     retry = retry && n < run.model->fabric.size() && run.model->fabric.node(n).is_switch();
   if (retry) retry_ = run.d.incomplete;
+  // The last model is freed once SUBNET UP is told, off the loop: the largest fabric's
+  // takes tens of milliseconds to free.
+  std::shared_ptr<const Discovered> old_model = std::move(model_);
   if ((rep.subnet_up || retry) && rep.sm_state == mad::SmState::kMaster)
     model_ = std::move(run.model);
-  else
-    model_.reset();
   if (rep.subnet_up) {
     WEFT_LOG(Info, "SM-0100") << "SUBNET UP: " << rep.switches << " switches, " << rep.cas
                               << " CAs, " << rep.lids << " LIDs, "
@@ -862,6 +863,7 @@ void SubnetManager::phase_finish(Result<void> pumped) {
     WEFT_LOG(Error, "SM-0101") << "subnet NOT up: " << rep.reason << " (" << rep.problems.size()
                                << " problems logged)";
   }
+  if (old_model) driver_->offload([m = std::move(old_model)]() mutable { m.reset(); }, [] {});
   emit("sweep_finished", {{"heavy", true},
                           {"subnet_up", rep.subnet_up},
                           {"ms", rep.ms_total},
