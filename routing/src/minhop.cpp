@@ -20,13 +20,31 @@ using detail::Switches;
 using fabric::Fabric;
 using fabric::NodeIndex;
 
+namespace {
+constexpr uint32_t kNoTarget = ~0u;
+
+// What minhop keeps beside its tables for its next repair (Tables::memo): the distances
+// they were routed on, each LID's switch, and per switch the LIDs each port carries (of
+// the other switches' reachable LIDs: those the dealing counts). A repair's switch that
+// lost no link checks only the LIDs of the switches whose distance from it, or from a
+// neighbour, moved: every other entry still leads one hop nearer. Those with none keep
+// their row whole; the others start the dealing from the memo's counts, not from a pass
+// over their rows.
+struct MinHopMemo final : EngineMemo {
+  std::vector<NodeIndex> nodes;                 // the switches (their node in that fabric)
+  std::vector<uint8_t> dist;                    // switch_distances
+  std::vector<uint32_t> target_of;              // per LID up to the top one: its switch; kNoTarget
+  std::vector<std::array<uint32_t, 256>> used;  // per switch, per port
+};
+}  // namespace
+
 Routed MinHopEngine::compute(const Fabric& f, const Options& o) const {
   auto st = detail::start(f);
   if (!st) return std::unexpected(st.error());
   auto& [sw, owners, out] = *st;
   const size_t ns = sw.nodes.size();
   if (ns == 0) return std::move(out);
-  const std::vector<uint8_t> dist = switch_distances(f, sw);
+  std::vector<uint8_t> dist = switch_distances(f, sw);
 
   // A repair of the previous tables, when only links went away.
   const std::optional<std::vector<NodeIndex>> was = detail::repairable(o, name(), f, owners);
@@ -34,6 +52,47 @@ Routed MinHopEngine::compute(const Fabric& f, const Options& o) const {
 
   // Destinations grouped by the switch that delivers them, with the exit port there.
   const detail::LidsBySwitch at = detail::lids_by_switch(f, sw, owners);
+  // Per LID in use, the switch that delivers it (a repair routes only the broken ones').
+  std::vector<uint32_t> target_of(size_t(out.top_lid) + 1, kNoTarget);
+  for (uint32_t t = 0; t < ns; ++t)
+    for (auto [lid, exit] : at[t]) target_of[lid] = t;
+
+  // The memo serves where its switches and each LID's switch stand.
+  const MinHopMemo* memo = nullptr;
+  if (was && prev->memo) {
+    const auto* m = dynamic_cast<const MinHopMemo*>(prev->memo.get());
+    bool same = m && m->nodes.size() == ns && m->target_of == target_of;
+    for (uint32_t s = 0; same && s < ns; ++s) same = m->nodes[s] == (*was)[sw.nodes[s]];
+    if (same) memo = m;
+  }
+  // With the memo: the switches that lost a link (checked whole), and per other switch
+  // the switches whose distance from it or from a neighbour moved (checked only those).
+  std::vector<uint8_t> lost(memo ? ns : 0, 0);
+  std::vector<std::vector<uint32_t>> check(memo ? ns : 0);
+  size_t rows_whole = 0;
+  if (memo) {
+    for (auto [s, port] : detail::lost_link_ends(*o.previous.fabric, f, sw, *was)) lost[s] = 1;
+    std::vector<std::vector<uint32_t>> moved(ns);  // per switch: where its distances moved
+    detail::parallel_for(ns, [&](size_t s) {
+      const uint8_t* const a = &memo->dist[s * ns];
+      const uint8_t* const b = &dist[s * ns];
+      if (std::memcmp(a, b, ns) != 0)
+        for (uint32_t t = 0; t < ns; ++t)
+          if (a[t] != b[t]) moved[s].push_back(t);
+    });
+    detail::parallel_for(ns, [&](size_t s) {
+      if (lost[s]) return;
+      auto& c = check[s];
+      c = moved[s];
+      for (const auto& p : f.node(sw.nodes[s]).ports)
+        if (p.num && p.linked() && f.node(p.peer).is_switch()) {
+          const auto& m = moved[sw.of_node[p.peer]];
+          c.insert(c.end(), m.begin(), m.end());
+        }
+      std::sort(c.begin(), c.end());
+      c.erase(std::unique(c.begin(), c.end()), c.end());
+    });
+  }
 
   // The entries a change broke: at each switch, the LIDs whose previous entry no longer
   // leads one hop nearer (their routes crossed a lost link). Only they are routed again.
@@ -50,30 +109,49 @@ Routed MinHopEngine::compute(const Fabric& f, const Options& o) const {
         if (p.num && p.linked() && f.node(p.peer).is_switch())
           peer[p.num] = &dist[size_t(sw.of_node[p.peer]) * ns];
       const uint8_t* const mine = &dist[size_t(s) * ns];
-      for (uint32_t t = 0; t < ns; ++t) {
+      auto check_target = [&](uint32_t t) {
         const uint8_t here = mine[t];
-        if (t == s || at[t].empty() || here == kFar) continue;
+        if (t == s || at[t].empty() || here == kFar) return;
         for (auto [lid, exit] : at[t]) {
           const uint8_t* const next = peer[lid < before.size() ? before[lid] : kDropPort];
           if (!next || next[t] + 1 != here) broken[s].push_back(lid);
         }
-      }
+      };
+      if (memo && !lost[s])
+        for (uint32_t t : check[s]) check_target(t);
+      else
+        for (uint32_t t = 0; t < ns; ++t) check_target(t);
     });
     for (const auto& b : broken) out.rerouted += b.size();
   }
-  // Per LID in use, the switch that delivers it (a repair routes only the broken ones').
-  std::vector<uint32_t> target_of(was ? size_t(out.top_lid) + 1 : 0, 0);
-  if (was)
-    for (uint32_t t = 0; t < ns; ++t)
-      for (auto [lid, exit] : at[t]) target_of[lid] = t;
+  auto made = std::make_shared<MinHopMemo>();
+  made->used.assign(ns, {});
 
   // Every switch's row on its own, in parallel.
   detail::parallel_for(ns, [&](size_t si) {
     const auto s = static_cast<uint32_t>(si);
     const NodeIndex sn = sw.nodes[s];
     auto& row = out.lft[sn];
+    auto& used_at = made->used[s];  // (the new memo's)
+    // Its count from the memo's: its row as the memo's, less the entries that went to
+    // no switch (now unreachable) and the broken ones, which are dropped to be dealt.
+    if (memo && !lost[s]) {
+      const auto& before = prev->lft[(*was)[sn]];
+      std::copy(before.begin(), before.end(), row.begin());
+      used_at = memo->used[s];
+      const uint8_t* const mine = &dist[size_t(s) * ns];
+      auto forget = [&](uint16_t lid) {
+        if (row[lid] != kDropPort) --used_at[row[lid]];
+        row[lid] = kDropPort;
+      };
+      for (uint32_t t : check[s])
+        if (t != s && mine[t] == kFar)
+          for (auto [lid, exit] : at[t]) forget(lid);
+      if (broken[s].empty()) return;
+      for (uint16_t lid : broken[s]) forget(lid);
+    }
     for (auto [lid, exit] : at[s]) row[lid] = exit;
-    if (was && broken[s].empty()) {
+    if (was && !memo && broken[s].empty()) {
       // A repair that broke nothing here: every entry the previous one (what the full
       // pass below gives such a switch, without its candidates and turns).
       const auto& before = prev->lft[(*was)[sn]];
@@ -81,7 +159,7 @@ Routed MinHopEngine::compute(const Fabric& f, const Options& o) const {
       PortNum* const rowp = row.data();
       for (uint32_t t = 0; t < ns; ++t)
         if (t != s && mine[t] != kFar)
-          for (auto [lid, exit] : at[t]) rowp[lid] = before[lid];
+          for (auto [lid, exit] : at[t]) rowp[lid] = before[lid], ++used_at[before[lid]];
       return;
     }
     struct Link {
@@ -114,13 +192,17 @@ Routed MinHopEngine::compute(const Fabric& f, const Options& o) const {
       std::vector<uint8_t> redo(row.size(), 0), needs(ns, 0);
       for (uint16_t lid : broken[s]) redo[lid] = 1, needs[target_of[lid]] = 1;
       std::vector<uint32_t> used(links.size(), 0);  // LIDs routed per link
-      for (uint32_t t = 0; t < ns; ++t) {
-        if (t == s || mine[t] == kFar) continue;
-        for (auto [lid, exit] : at[t])
-          if (!redo[lid]) {
-            rowp[lid] = before[lid];
-            ++used[link_k[before[lid]]];
-          }
+      if (memo && !lost[s]) {
+        for (size_t k = 0; k < links.size(); ++k) used[k] = used_at[links[k].port];
+      } else {
+        for (uint32_t t = 0; t < ns; ++t) {
+          if (t == s || mine[t] == kFar) continue;
+          for (auto [lid, exit] : at[t])
+            if (!redo[lid]) {
+              rowp[lid] = before[lid];
+              ++used[link_k[before[lid]]];
+            }
+        }
       }
       detail::Dealer dealer(link_port, used);
       std::vector<uint64_t> mask(words);
@@ -133,6 +215,8 @@ Routed MinHopEngine::compute(const Fabric& f, const Options& o) const {
         dealer.deal(rowp, at[t].data(), at[t].size(),
                     [r = redo.data()](uint16_t lid) { return !r[lid]; });
       }
+      used_at.fill(0);
+      for (size_t k = 0; k < links.size(); ++k) used_at[links[k].port] = dealer.uses(k);
       return;
     }
     // Candidates toward every target at once, link by link (contiguous distance rows):
@@ -171,14 +255,26 @@ Routed MinHopEngine::compute(const Fabric& f, const Options& o) const {
       if (dealer.take(next.data() + t * words, words))
         dealer.deal(rowp, at[t].data(), at[t].size(), detail::Dealer::NoSkip{});
     }
+    for (size_t k = 0; k < links.size(); ++k) used_at[links[k].port] = dealer.uses(k);
   });
+  for (uint32_t s = 0; memo && s < ns; ++s) rows_whole += !lost[s] && broken[s].empty();
   if (was) {
     out.repaired = true;
     out.notes.push_back(
         "minhop: only links went away since the previous tables: " + std::to_string(out.rerouted) +
         " (switch, LID) entries whose routes crossed them routed again, every "
-        "other entry kept");
+        "other entry kept" +
+        (memo ? "; " + std::to_string(rows_whole) +
+                    " switches' rows kept whole (no distance moved there or next door, no "
+                    "link lost), the others checked only toward the switches whose distances "
+                    "moved (of " +
+                    std::to_string(ns) + ")"
+              : std::string()));
   }
+  made->nodes = sw.nodes;
+  made->dist = std::move(dist);
+  made->target_of = std::move(target_of);
+  out.memo = std::move(made);
   if (o.adaptive) detail::parallel_link_groups(f, sw, out);
   return std::move(out);
 }

@@ -253,6 +253,64 @@ TEST(MinHopRepair, ALostLinkReroutesOnlyTheEntriesThatNoLongerTakeAShortestPath)
   }
 }
 
+// minhop keeps a memo with its tables (its distances, each LID's switch, the LIDs per
+// port): a repair keeps whole the rows of the switches that lost no link and where no
+// distance moved there or next door, checks the others only toward the switches whose
+// distances moved, and deals from the memo's counts. The tables are byte for byte those
+// of the repair without the memo, after each cut and after a second cut repaired from
+// the first repair's tables and memo; trees, parallel links, a torus, a random graph, a
+// tree a cut splits.
+TEST(MinHopRepair, KeepsWholeTheRowsWhereNoDistanceMovedAsTheEntryByEntryCheckWould) {
+  for (const std::string spec :
+       {"ft3:pods=3,leaves=4,aggs=4,hosts=3,cores=4", "ft2:leaves=8,spines=4,hosts=4,links=2",
+        "torus:dims=4x4,hosts=1", "random:switches=20,degree=4,hosts=2,seed=5",
+        "ft2:leaves=4,spines=1,hosts=2"}) {  // (where a cut leaves a leaf unreachable)
+    SCOPED_TRACE(spec);
+    const Fabric f = with_lids(spec);
+    auto e = make_engine("minhop");
+    ASSERT_TRUE(e);
+    auto t0 = (*e)->compute(f, {});
+    ASSERT_TRUE(t0) << t0.error().message;
+    ASSERT_TRUE(t0->memo);
+    auto whole = [](const Tables& t) -> size_t {
+      for (const auto& n : t.notes)
+        if (auto at = n.find(" switches' rows kept whole"); at != std::string::npos)
+          return std::stoul(n.substr(n.rfind("; ", at) + 2));
+      return 0;
+    };
+    size_t kept = 0, rerouted = 0;
+    auto same_as_bare = [&](const Fabric& was, const Tables& t, const Fabric& now) {
+      Tables bare = t;
+      bare.memo.reset();
+      auto r = (*e)->compute(now, after(was, t));
+      auto r_bare = (*e)->compute(now, after(was, bare));
+      EXPECT_TRUE(r && r_bare);
+      if (!r || !r_bare) return;
+      EXPECT_TRUE(r->repaired);
+      EXPECT_EQ(r->lft, r_bare->lft);
+      EXPECT_EQ(r->rerouted, r_bare->rerouted);
+      EXPECT_EQ(whole(*r_bare), 0u);
+      kept += whole(*r);
+      rerouted += r->rerouted;
+    };
+    const auto cuts = some_switch_links(f, 1);
+    for (size_t i = 0; i + 1 < cuts.size(); i += 2) {
+      Fabric g = f;
+      g.disconnect(cuts[i].a, cuts[i].pa);
+      same_as_bare(f, *t0, g);
+      auto r = (*e)->compute(g, after(f, *t0));
+      ASSERT_TRUE(r);
+      Fabric h = g;
+      h.disconnect(cuts[i + 1].a, cuts[i + 1].pa);
+      same_as_bare(g, *r, h);
+    }
+    EXPECT_GT(kept, 0u);
+    if (!spec.contains("spines=1")) {  // (a split tree has no other way to reroute by)
+      EXPECT_GT(rerouted, 0u);
+    }
+  }
+}
+
 TEST(MinHopRepair, RoutesAfreshWhenALinkIsNewALidMovedOrAnotherEngineRouted) {
   const Fabric f = with_lids("ft2:leaves=6,spines=3,hosts=2");
   const auto cut = some_switch_links(f, 1).front();
