@@ -9,6 +9,7 @@
 #include <array>
 #include <atomic>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <new>
 #include <thread>
@@ -183,6 +184,23 @@ void single_vl_dependencies(const Fabric& f, const Tables& t, const detail::Chan
   std::vector<size_t> rown(f.size(), 0);
   for (NodeIndex n : switches)
     if (kept(n)) rowp[n] = t.lft[n].data(), rown[n] = t.lft[n].size();
+  // Per switch, its ports into kept switches, the only entries that make dependencies
+  // here: up to kFew of them found 16 entries at a time (most of the largest tree's rows
+  // send a LID into the up/down check's part over one port, or none); more, one by one.
+  constexpr size_t kFew = 8;
+  struct Into {
+    uint32_t count = 0;  // ports into kept switches
+    std::array<PortNum, kFew> ports{};
+  };
+  std::vector<Into> into(switches.size());
+  for (size_t i = 0; i < switches.size(); ++i) {
+    const NodeIndex n = switches[i];
+    for (uint32_t c = base[n]; c < base[n + 1]; ++c)
+      if (isl_peer[c] != fabric::kNoNode && rowp[isl_peer[c]]) {
+        if (into[i].count < kFew) into[i].ports[into[i].count] = static_cast<PortNum>(c - base[n]);
+        ++into[i].count;
+      }
+  }
   // Each switch owns its channels' masks of next ports; rows in parallel, in blocks
   // of LIDs, so that the neighbours' rows a switch reads stay in cache while the
   // switches around it (which share those neighbours) read them too. Next ports that
@@ -192,17 +210,37 @@ void single_vl_dependencies(const Fabric& f, const Tables& t, const detail::Chan
     detail::parallel_for(switches.size(), [&](size_t i) {
       const NodeIndex n = switches[i];
       const PortNum* row = rowp[n];
-      if (!row) return;
+      if (!row || into[i].count == 0) return;
       const uint32_t b0 = base[n], nports = base[n + 1] - base[n];
       const size_t end = std::min({rown[n], in_use.size(), first + kBlock});
-      for (size_t lid = first; lid < end; ++lid) {
+      auto one = [&](size_t lid) {
         const PortNum p = row[lid];
-        if (p >= nports || !in_use[lid]) continue;  // drop (0xFF) or no such port
+        if (p >= nports || !in_use[lid]) return;  // drop (0xFF) or no such port
         const NodeIndex m = isl_peer[b0 + p];
-        if (m == fabric::kNoNode || rown[m] <= lid) continue;
+        if (m == fabric::kNoNode || rown[m] <= lid) return;
         const PortNum q = rowp[m][lid];
         next[b0 + p][q >> 6] |= uint64_t(1) << (q & 63);
+      };
+      size_t lid = first;
+      if (into[i].count <= kFew) {
+        using Bytes = uint8_t __attribute__((vector_size(16)));
+        Bytes want[kFew];
+        for (uint32_t k = 0; k < into[i].count; ++k)
+          std::memset(&want[k], into[i].ports[k], sizeof(Bytes));
+        for (; lid + 16 <= end; lid += 16) {
+          Bytes v, hit = {};
+          std::memcpy(&v, row + lid, 16);
+          for (uint32_t k = 0; k < into[i].count; ++k) hit |= (Bytes)(v == want[k]);
+          uint64_t any;
+          std::memcpy(&any, &hit, 8);
+          uint64_t rest;
+          std::memcpy(&rest, reinterpret_cast<const char*>(&hit) + 8, 8);
+          if (!(any | rest)) continue;
+          for (size_t k = 0; k < 16; ++k)
+            if (hit[k]) one(lid + k);
+        }
       }
+      for (; lid < end; ++lid) one(lid);
     });
   for (uint32_t a = 0; a < next.size(); ++a) {
     if (isl_peer[a] == fabric::kNoNode) continue;
@@ -831,8 +869,11 @@ CdgReport updown_dependencies(const Fabric& f, const Tables& t, const std::vecto
     // 256 covers every one, the drop port too.
     std::array<NodeIndex, 256> down_to;
     down_to.fill(fabric::kNoNode);
+    bool any_down = false;
     for (uint32_t c = ch.base[w]; c < ch.base[w + 1]; ++c)
-      if (ch.isl_peer[c] != fabric::kNoNode && !leads_up[c]) down_to[ch.port[c]] = ch.isl_peer[c];
+      if (ch.isl_peer[c] != fabric::kNoNode && !leads_up[c])
+        down_to[ch.port[c]] = ch.isl_peer[c], any_down = true;
+    if (!any_down) return;  // (a leaf: no route leaves it going down to a switch)
     // One entry: does the route to `lid` arrive at its next switch going down and leave
     // it going up?
     auto turns_at = [&](size_t lid, NodeIndex& m) {
