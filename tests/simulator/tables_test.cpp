@@ -190,6 +190,38 @@ TEST(Tables, PartitionsReachEndPortsAndTheSwitchPortsFacingThem) {
   EXPECT_EQ(rep2->pkey_blocks_written, 4u);
 }
 
+// A port whose P_Key table cannot hold all its partitions gets those that fit, and the
+// sweep says which port and how many were left out (PRT-0003); the other ports get all.
+TEST(Tables, APortTooSmallForItsPartitionsIsNamedWithWhatWasLeftOut) {
+  Scratch dir;
+  fabric::Fabric f = *make_fabric("ft2:leaves=2,spines=1,hosts=2");
+  const auto cas = ca_ports(f);
+  f.node(cas[1].first).partition_cap = 2;
+  const std::string guid = f.node(cas[1].first).guid.str();
+  SimFabric sim(std::move(f));
+  auto g = [&](size_t i) { return sim.model().node(cas[i].first).ports[1].guid.str(); };
+  auto pol = config::parse_partitions("Default=0x7fff : ALL, SELF=full ;\nA=0x8002 : " + g(1) +
+                                          "=full, " + g(2) + "=full ;\nB=0x8003 : " + g(1) +
+                                          "=full, " + g(2) + "=full ;\n",
+                                      "p.conf");
+  ASSERT_TRUE(pol) << pol.error().message;
+  SimTransport t(sim, {});
+  SmOptions o = base(dir);
+  o.partitions = *pol;
+  SubnetManager sm(t, o);
+  auto rep = sm.sweep();
+  ASSERT_TRUE(rep) << rep.error().message;
+  size_t named = 0;
+  for (const auto& p : rep->problems)
+    if (p.find("holds 2 P_Keys; 1 of its partitions do not fit") != std::string::npos) {
+      EXPECT_NE(p.find(guid), std::string::npos) << p;
+      ++named;
+    }
+  EXPECT_EQ(named, 1u);
+  EXPECT_EQ(used(sim.pkeys(cas[1].first, 1)).size(), 2u);
+  EXPECT_EQ(used(sim.pkeys(cas[2].first, 1)), (std::vector<uint16_t>{0x7fff, 0x8002, 0x8003}));
+}
+
 // A switch that rebooted lost its ports' P_Key tables, though it kept LinearFDBTop: the
 // heavy sweep the light one starts writes the keys back. (With a window of 1 the table
 // reads go out after the SwitchInfo Set before them; this test passes whether the reads

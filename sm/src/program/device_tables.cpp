@@ -327,19 +327,19 @@ void DeviceTables::plan_vlarb(SweepRun& run) {
   }
 }
 
-void DeviceTables::write_pkeys(SweepRun& run, const PkeyJob& j) {
+void DeviceTables::write_pkeys(SweepRun& run, const PkeyJob& j,
+                               const std::vector<const mad::SmpData*>& held) {
   const Discovered& d = run.d;
-  const size_t blocks = (j.cap + 31) / 32;
-  std::vector<uint16_t> have(blocks * 32, 0);
-  for (size_t b = 0; b < blocks; ++b) {
-    auto it = cache_.find(key(d, j.n, j.p, mad::kAttrPkeyTable, j.mod_base | uint32_t(b)));
-    if (it == cache_.end()) return;  // the read failed (a problem says so)
-    const mad::PkeyBlock blk = mad::decode_pkey_block(it->second);
+  std::vector<uint16_t> have(held.size() * 32, 0);
+  for (size_t b = 0; b < held.size(); ++b) {
+    const mad::PkeyBlock blk = mad::decode_pkey_block(*held[b]);
     std::copy(blk.begin(), blk.end(), have.begin() + b * 32);
   }
-  PkeyWrite pw = plan_pkey_write(j.want, std::move(have), j.cap, opts_.keep_pkey_indexes,
-                                 fabric::port_ref(run.target, j.n, j.p), run.rep);
+  PkeyWrite pw = plan_pkey_write(
+      j.want, std::move(have), j.cap, opts_.keep_pkey_indexes,
+      [&] { return fabric::port_ref(run.target, j.n, j.p); }, run.rep);
   pkey_tables_[j.n][j.p] = pw.lay.table;
+  if (pw.blocks.empty()) return;
   const mad::DrPath path = dr_path_to(d, j.n, j.p);
   for (const auto& [w, out] : pw.blocks) {
     const uint32_t mod = j.mod_base | static_cast<uint32_t>(w);
@@ -364,15 +364,19 @@ void DeviceTables::write_pkeys(SweepRun& run, const PkeyJob& j) {
 void DeviceTables::write(SweepRun& run) {
   const Discovered& d = run.d;
   // A P_Key table that could not be read is not written (its layout would be a guess).
+  std::vector<const mad::SmpData*> held;  // a job's blocks as the port holds them
   for (const PkeyJob& j : pkey_jobs_) {
     const std::string* failed = nullptr;
+    held.clear();
     for (size_t b = 0; b < (j.cap + 31) / 32 && !failed; ++b) {
       const Key k = key(d, j.n, j.p, mad::kAttrPkeyTable, j.mod_base | uint32_t(b));
-      if (!cache_.count(k)) {
-        static const std::string unknown = "no reply";
-        auto e = read_errors_.find(k);
-        failed = e == read_errors_.end() ? &unknown : &e->second;
+      if (auto it = cache_.find(k); it != cache_.end()) {
+        held.push_back(&it->second);
+        continue;
       }
+      static const std::string unknown = "no reply";
+      auto e = read_errors_.find(k);
+      failed = e == read_errors_.end() ? &unknown : &e->second;
     }
     if (failed) {
       ++run.rep.table_failures;
@@ -380,7 +384,7 @@ void DeviceTables::write(SweepRun& run) {
                   "P_KeyTable read on " + fabric::port_ref(run.target, j.n, j.p) + ": " + *failed);
       continue;
     }
-    write_pkeys(run, j);
+    write_pkeys(run, j, held);
   }
   read_errors_.clear();
   for (const Want& w : wants_) {

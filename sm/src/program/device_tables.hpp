@@ -101,7 +101,8 @@ class DeviceTables final : public Programmer {
   void plan_pkeys(SweepRun& run);
   void plan_sl2vl(SweepRun& run);
   void plan_vlarb(SweepRun& run);
-  void write_pkeys(SweepRun& run, const PkeyJob& job);
+  // (`held`: the job's blocks as the cache has them, each one there.)
+  void write_pkeys(SweepRun& run, const PkeyJob& job, const std::vector<const mad::SmpData*>& held);
   mad::MadEngine& eng_;
   const SmOptions& opts_;
   const PortProgrammer& ports_;

@@ -84,21 +84,22 @@ class SpotCheck {
 
 // A P_Key table of `cap` keys laid out for `want` over what the port holds (`held`, its
 // blocks as read), keeping indexes where `keep`; and the 32-key blocks whose content
-// changes, in order. Keys that do not fit are a problem (PRT-0003) of `where`. The
-// P_KeyTable's and the VPortPKeyTable's writers share it.
+// changes, in order. Keys that do not fit are a problem (PRT-0003) of the port `where()`
+// names (asked only then: a name a port, every sweep, costs milliseconds on the largest
+// fabric). The P_KeyTable's and the VPortPKeyTable's writers share it.
 struct PkeyWrite {
   qos::PkeyLayout lay;                                      // `cap` keys
   std::vector<std::pair<uint16_t, mad::PkeyBlock>> blocks;  // (block, its keys) to write
 };
-inline PkeyWrite plan_pkey_write(const std::vector<uint16_t>& want, std::vector<uint16_t> held,
-                                 size_t cap, bool keep, const std::string& where,
-                                 SweepReport& rep) {
+template <class Where>
+PkeyWrite plan_pkey_write(const std::vector<uint16_t>& want, std::vector<uint16_t> held, size_t cap,
+                          bool keep, Where&& where, SweepReport& rep) {
   const size_t blocks = (cap + 31) / 32;
   held.resize(cap, 0);
   PkeyWrite w{qos::layout_pkeys(want, held, cap, keep), {}};
   if (!w.lay.dropped.empty())
     add_problem(rep,
-                where + " holds " + std::to_string(cap) + " P_Keys; " +
+                where() + " holds " + std::to_string(cap) + " P_Keys; " +
                     std::to_string(w.lay.dropped.size()) +
                     " of its partitions do not fit and are left out",
                 "PRT-0003");

@@ -394,8 +394,9 @@ void VPortProgrammer::write_tables(SweepRun& run) {
                   "VRT-0006");
       continue;
     }
-    const PkeyWrite pw = plan_pkey_write(run.plan.vport_pkeys[i], std::move(held), v.partition_cap,
-                                         opts_.keep_pkey_indexes, where, run.rep);
+    const PkeyWrite pw = plan_pkey_write(
+        run.plan.vport_pkeys[i], std::move(held), v.partition_cap, opts_.keep_pkey_indexes,
+        [&where] { return where; }, run.rep);
     const mad::DrPath path = dr_path_to(run.d, v.node, v.port);
     for (const auto& [b, out] : pw.blocks) {
       const TableKey k{g, v.index, b};
