@@ -69,7 +69,7 @@ Routed MinHopEngine::compute(const Fabric& f, const Options& o) const {
   // the switches whose distance from it or from a neighbour moved (checked only those).
   std::vector<uint8_t> lost(memo ? ns : 0, 0);
   std::vector<std::vector<uint32_t>> check(memo ? ns : 0);
-  size_t rows_whole = 0;
+  size_t rows_whole = 0, rows_partly = 0;
   if (memo) {
     for (auto [s, port] : detail::lost_link_ends(*o.previous.fabric, f, sw, *was)) lost[s] = 1;
     std::vector<std::vector<uint32_t>> moved(ns);  // per switch: where its distances moved
@@ -257,18 +257,19 @@ Routed MinHopEngine::compute(const Fabric& f, const Options& o) const {
     }
     for (size_t k = 0; k < links.size(); ++k) used_at[links[k].port] = dealer.uses(k);
   });
-  for (uint32_t s = 0; memo && s < ns; ++s) rows_whole += !lost[s] && broken[s].empty();
+  for (uint32_t s = 0; memo && s < ns; ++s)
+    if (!lost[s]) ++(check[s].empty() ? rows_whole : rows_partly);
   if (was) {
     out.repaired = true;
     out.notes.push_back(
         "minhop: only links went away since the previous tables: " + std::to_string(out.rerouted) +
         " (switch, LID) entries whose routes crossed them routed again, every "
         "other entry kept" +
-        (memo ? "; " + std::to_string(rows_whole) +
-                    " switches' rows kept whole (no distance moved there or next door, no "
-                    "link lost), the others checked only toward the switches whose distances "
-                    "moved (of " +
-                    std::to_string(ns) + ")"
+        (memo ? "; of " + std::to_string(ns) + " switches, " + std::to_string(rows_whole) +
+                    " switches' rows kept whole (no link lost, no distance moved there or "
+                    "next door) and " +
+                    std::to_string(rows_partly) +
+                    " checked only toward the switches whose distances moved"
               : std::string()));
   }
   made->nodes = sw.nodes;
