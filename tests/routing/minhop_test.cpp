@@ -214,6 +214,42 @@ std::vector<fabric::Link> some_switch_links(const Fabric& f, size_t step) {
   return out;
 }
 
+// Each switch link of f cut in turn, every other cut followed by a second one repaired
+// from the first repair's tables and memo: each repair by `engine` from tables with
+// their memo held byte for byte to the repair from the same tables without it; seen(r,
+// bare) then told of both.
+template <class Seen>
+void memo_repairs_match_bare(const Fabric& f, const Tables& t0, const std::string& engine,
+                             Seen&& seen) {
+  auto e = make_engine(engine);
+  ASSERT_TRUE(e);
+  auto both = [&](const Fabric& was, const Tables& t, const Fabric& now) {
+    Tables bare = t;
+    bare.memo.reset();
+    auto r = (*e)->compute(now, after(was, t, engine));
+    auto r_bare = (*e)->compute(now, after(was, bare, engine));
+    EXPECT_EQ(bool(r), bool(r_bare));
+    if (r && r_bare) {
+      EXPECT_EQ(r->repaired, r_bare->repaired);
+      EXPECT_EQ(r->lft, r_bare->lft);
+      EXPECT_EQ(r->path_sl, r_bare->path_sl);
+      EXPECT_EQ(r->rerouted, r_bare->rerouted);
+    }
+    seen(r, r_bare);
+  };
+  const auto cuts = some_switch_links(f, 1);
+  for (size_t i = 0; i + 1 < cuts.size(); i += 2) {
+    Fabric g = f;
+    g.disconnect(cuts[i].a, cuts[i].pa);
+    both(f, t0, g);
+    auto r = (*e)->compute(g, after(f, t0, engine));
+    if (!r) continue;  // (a refusal: seen() was told of it)
+    Fabric h = g;
+    h.disconnect(cuts[i + 1].a, cuts[i + 1].pa);
+    both(g, *r, h);
+  }
+}
+
 }  // namespace
 
 TEST(MinHopRepair, ALostLinkReroutesOnlyTheEntriesThatNoLongerTakeAShortestPath) {
@@ -285,32 +321,15 @@ TEST(MinHopRepair, KeepsWholeTheRowsWhereNoDistanceMovedAsTheEntryByEntryCheckWo
     ASSERT_TRUE(t0->memo);
     auto whole = [&](const Tables& t) { return noted(t, " switches' rows kept whole"); };
     size_t kept = 0, partly = 0, rerouted = 0;
-    auto same_as_bare = [&](const Fabric& was, const Tables& t, const Fabric& now) {
-      Tables bare = t;
-      bare.memo.reset();
-      auto r = (*e)->compute(now, after(was, t));
-      auto r_bare = (*e)->compute(now, after(was, bare));
+    memo_repairs_match_bare(f, *t0, "minhop", [&](const Routed& r, const Routed& r_bare) {
       EXPECT_TRUE(r && r_bare);
       if (!r || !r_bare) return;
       EXPECT_TRUE(r->repaired);
-      EXPECT_EQ(r->lft, r_bare->lft);
-      EXPECT_EQ(r->rerouted, r_bare->rerouted);
       EXPECT_EQ(whole(*r_bare), 0u);
       kept += whole(*r);
       partly += noted(*r, " checked only toward");
       rerouted += r->rerouted;
-    };
-    const auto cuts = some_switch_links(f, 1);
-    for (size_t i = 0; i + 1 < cuts.size(); i += 2) {
-      Fabric g = f;
-      g.disconnect(cuts[i].a, cuts[i].pa);
-      same_as_bare(f, *t0, g);
-      auto r = (*e)->compute(g, after(f, *t0));
-      ASSERT_TRUE(r);
-      Fabric h = g;
-      h.disconnect(cuts[i + 1].a, cuts[i + 1].pa);
-      same_as_bare(g, *r, h);
-    }
+    });
     EXPECT_GT(kept, 0u);
     EXPECT_GT(partly, 0u);
     if (!spec.contains("spines=1")) {  // (a split tree has no other way to reroute by)
@@ -675,36 +694,16 @@ TEST(FatTreeRepair, TakesFromItsMemoThePlansAndRowsNoLostLinkTouched) {
     struct Taken {
       size_t plans = 0, whole = 0, partly = 0;
     } taken;
-    // Byte for byte the repair without a memo; what it took from the memo.
-    auto same_as_bare = [&](const Fabric& was, const Tables& t, const Fabric& now) {
-      Tables bare = t;
-      bare.memo.reset();
-      auto r = (*e)->compute(now, after(was, t, "ftree"));
-      auto r_bare = (*e)->compute(now, after(was, bare, "ftree"));
-      EXPECT_EQ(bool(r), bool(r_bare));
+    // What each repair took from the memo. (Tables whose paths turn on SL 1 are routed
+    // afresh, with or without the memo.)
+    memo_repairs_match_bare(f, *t0, "ftree", [&](const Routed& r, const Routed& r_bare) {
       if (!r || !r_bare) return;
-      // (Tables whose paths turn on SL 1 are routed afresh, with or without the memo.)
-      EXPECT_EQ(r->repaired, r_bare->repaired);
-      EXPECT_EQ(r->lft, r_bare->lft);
-      EXPECT_EQ(r->path_sl, r_bare->path_sl);
-      EXPECT_EQ(r->rerouted, r_bare->rerouted);
       EXPECT_EQ(noted(*r_bare, " targets' plans"), 0u);
       EXPECT_EQ(noted(*r_bare, " switches' rows kept whole"), 0u);
       taken.plans += noted(*r, " targets' plans");
       taken.whole += noted(*r, " switches' rows kept whole");
       taken.partly += noted(*r, " checked only for the LIDs");
-    };
-    const auto cuts = some_switch_links(f, 1);
-    for (size_t i = 0; i + 1 < cuts.size(); i += 2) {
-      Fabric g = f;
-      g.disconnect(cuts[i].a, cuts[i].pa);
-      same_as_bare(f, *t0, g);
-      auto r = (*e)->compute(g, after(f, *t0, "ftree"));
-      if (!r) continue;
-      Fabric h = g;
-      h.disconnect(cuts[i + 1].a, cuts[i + 1].pa);
-      same_as_bare(g, *r, h);
-    }
+    });
     EXPECT_GT(taken.plans, 0u);
     EXPECT_GT(taken.whole, 0u);
     EXPECT_GT(taken.partly, 0u);
