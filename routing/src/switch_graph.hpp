@@ -11,6 +11,7 @@
 #include <map>
 #include <optional>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "parallel.hpp"
@@ -229,6 +230,19 @@ class Dealer {
     const PortNum* const out = out_.data();
     if (words_ == 1) {
       const uint64_t mk = mask_[0];
+      if constexpr (std::is_same_v<Skip, NoSkip>) {
+        if (!(mk & (mk - 1))) {  // one candidate: every LID to it
+          const auto k = static_cast<size_t>(__builtin_ctzll(mk));
+          const PortNum p = out[k];
+          for (size_t i = 0; i < m; ++i) row[lids[i].first] = p;
+          uses[k] = static_cast<int16_t>(uses[k] + static_cast<int16_t>(m));
+          return;
+        }
+        // A cycle is written out for a destination of many LIDs (kept for those after).
+        if (m >= kCycleFrom)
+          if (const Cycle* cy = kept_cycle(mk); cy || m >= kCycleWritten)
+            return deal_cycle(row, lids, m, mk, cy ? *cy : cycle(mk));
+      }
       const size_t first = least(mk);
       uint64_t rest = mk >> first << first;  // the candidates from the next one's turn on
       for (size_t i = 0; i < m; ++i) {
@@ -271,10 +285,9 @@ class Dealer {
   static constexpr size_t kLanes = 8;
   using Lanes = int16_t __attribute__((vector_size(kLanes * sizeof(int16_t))));
 
-  // The first candidate of one-word mask mk (not 0) of the least count: the least by a
-  // vector scan, each eight choices' lanes cut to the candidates by eight bits of the
-  // mask (the others read as the largest count).
-  [[gnu::always_inline]] size_t least(uint64_t mk) const {
+  // Lane j of cut(b) is all ones where bit j of b is set: eight choices' lanes cut to
+  // the candidates by eight bits of a mask.
+  static Lanes cut(uint64_t b8) {
     static constexpr std::array<Lanes, 256> kCut = [] {
       std::array<Lanes, 256> c{};
       constexpr int16_t k1 = -1;
@@ -284,26 +297,119 @@ class Dealer {
                      int16_t(b & 64 ? k1 : 0), int16_t(b & 128 ? k1 : 0)};
       return c;
     }();
+    return kCut[b8];
+  }
+
+  // The first candidate of one-word mask mk (not 0) of the least count: the least by a
+  // vector scan, each eight choices' lanes cut to the candidates (the others read as the
+  // largest count), then the first lane holding it, eight at a time.
+  [[gnu::always_inline]] size_t least(uint64_t mk) const {
     const Lanes top = Lanes{} + std::numeric_limits<int16_t>::max();
     // The vectors up to the last candidate's.
     const size_t nv = (64 - static_cast<size_t>(__builtin_clzll(mk)) + kLanes - 1) / kLanes;
     Lanes low = top, v;
     for (size_t i = 0; i < nv; ++i) {
       std::memcpy(&v, uses_.data() + i * kLanes, sizeof v);
-      const Lanes cut = kCut[mk >> (i * kLanes) & 255];
-      v = (v & cut) | (top & ~cut);
+      const Lanes c = cut(mk >> (i * kLanes) & 255);
+      v = (v & c) | (top & ~c);
       low = v < low ? v : low;
     }
-    int16_t least = low[0];
-    for (size_t l = 1; l < kLanes; ++l) least = std::min(least, low[l]);
-    for (uint64_t b = mk;; b &= b - 1) {
-      const auto k = static_cast<size_t>(__builtin_ctzll(b));
-      if (uses_[k] == least) return k;
+    // Every lane the least of all: halves, quarters, pairs.
+    low = low < __builtin_shuffle(low, Lanes{4, 5, 6, 7, 0, 1, 2, 3})
+              ? low
+              : __builtin_shuffle(low, Lanes{4, 5, 6, 7, 0, 1, 2, 3});
+    low = low < __builtin_shuffle(low, Lanes{2, 3, 0, 1, 6, 7, 4, 5})
+              ? low
+              : __builtin_shuffle(low, Lanes{2, 3, 0, 1, 6, 7, 4, 5});
+    low = low < __builtin_shuffle(low, Lanes{1, 0, 3, 2, 5, 4, 7, 6})
+              ? low
+              : __builtin_shuffle(low, Lanes{1, 0, 3, 2, 5, 4, 7, 6});
+    for (size_t i = 0;; ++i) {
+      std::memcpy(&v, uses_.data() + i * kLanes, sizeof v);
+      const Lanes hit = (v == low) & cut(mk >> (i * kLanes) & 255);
+      uint64_t lanes;  // bit j: lane j holds the least
+      std::memcpy(&lanes, &hit, sizeof lanes);  // (the low 64 bits: lanes 0-3)
+      if (lanes) return i * kLanes + static_cast<size_t>(__builtin_ctzll(lanes)) / 16;
+      std::memcpy(&lanes, reinterpret_cast<const char*>(&hit) + 8, sizeof lanes);
+      if (lanes) return i * kLanes + 4 + static_cast<size_t>(__builtin_ctzll(lanes)) / 16;
     }
+  }
+
+  // A destination of this many LIDs or more, every one taking its turn, is dealt from its
+  // mask's cycle (deal_cycle) when the cycle is kept, or of kCycleWritten LIDs or more
+  // (then written out); fewer, bit by bit. Either way the same rows and counts.
+  static constexpr size_t kCycleFrom = 4, kCycleWritten = 16;
+  // A one-word mask's candidates in bit order, the cycle written out over 128 positions
+  // (twice at least: a candidate's position plus up to 64 more stay inside).
+  struct Cycle {
+    uint64_t mask = 0;  // 0: not yet filled
+    size_t size = 0;    // its candidates
+    std::array<uint8_t, 64> at{};  // per choice of the mask: its position in the cycle
+    std::array<uint8_t, 128> choice{};
+    std::array<PortNum, 128> port{};  // out_[choice[i]]
+  };
+
+  // The cycle of mask mk when it is one of the last few written out, else null.
+  const Cycle* kept_cycle(uint64_t mk) const {
+    for (const Cycle& c : cycles_)
+      if (c.mask == mk) return &c;
+    return nullptr;
+  }
+
+  // Writes out the cycle of mask mk (not 0) over the oldest kept (a switch deals from a
+  // few masks over and over: a tree's up links, its down links, both).
+  const Cycle& cycle(uint64_t mk) {
+    Cycle& c = cycles_[next_cycle_++ % cycles_.size()];
+    c.mask = mk;
+    size_t n = 0;
+    for (uint64_t b = mk; b; b &= b - 1, ++n) {
+      const auto k = static_cast<size_t>(__builtin_ctzll(b));
+      c.at[k] = static_cast<uint8_t>(n);
+      c.choice[n] = static_cast<uint8_t>(k);
+      c.port[n] = out_[k];
+    }
+    c.size = n;
+    for (size_t i = n; i < c.choice.size(); ++i) {
+      c.choice[i] = c.choice[i - n];
+      c.port[i] = c.port[i - n];
+    }
+    return c;
+  }
+
+  // deal() of m LIDs, every one taking its turn, over one-word mask mk: LID i goes to the
+  // candidate i places after the least used in the cycle; so each candidate takes m / c
+  // turns (c candidates), and the m % c from the least used on one more.
+  template <class Pair>
+  void deal_cycle(PortNum* row, const Pair* lids, size_t m, uint64_t mk, const Cycle& cy) {
+    const size_t c = cy.size;
+    const size_t from = cy.at[least(mk)];
+    const PortNum* const port = cy.port.data();
+    for (size_t i = 0, at = from; i < m;) {
+      const size_t n = std::min(m - i, cy.port.size() - at);
+      const Pair* const l = lids + i;
+      for (size_t j = 0; j < n; ++j) row[l[j].first] = port[at + j];
+      i += n;
+      at = (at + n) % c;
+    }
+    int16_t* const uses = uses_.data();
+    if (const size_t rounds = m / c) {
+      const Lanes add = Lanes{} + static_cast<int16_t>(rounds);
+      const size_t nv = (64 - static_cast<size_t>(__builtin_clzll(mk)) + kLanes - 1) / kLanes;
+      for (size_t i = 0; i < nv; ++i) {
+        Lanes v;
+        std::memcpy(&v, uses + i * kLanes, sizeof v);
+        v += add & cut(mk >> (i * kLanes) & 255);
+        std::memcpy(uses + i * kLanes, &v, sizeof v);
+      }
+    }
+    const uint8_t* const choice = cy.choice.data() + from;
+    for (size_t j = 0, more = m % c; j < more; ++j) ++uses[choice[j]];
   }
 
   const std::vector<PortNum>& out_;
   std::vector<int16_t> uses_;  // per choice, count - kBias, padded to whole vectors
+  std::array<Cycle, 8> cycles_;
+  size_t next_cycle_ = 0;
   const uint64_t* mask_ = nullptr;
   size_t words_ = 0;
   bool any_ = false;

@@ -3,7 +3,9 @@
 // least used one (the first in bit order on a tie). The dealer finds the least used by
 // a vector scan with the mask's bits as lane masks (up to 64 choices) and steps through
 // the bits; whatever the order of masks, rows and counts must come out as the
-// reference's, on one mask word and on several.
+// reference's, on one mask word and on several. A destination of one candidate, or of
+// many LIDs, takes other ways through the dealer (every LID to the one; the cycle of
+// the mask's candidates written out): LID counts of 0 to 39 reach them all.
 #include <gtest/gtest.h>
 
 #include <array>
@@ -57,10 +59,10 @@ TEST(Dealer, DealsAsThePlainRoundRobinFromTheLeastUsed) {
     for (size_t j = 0; j < choices; ++j)
       count[j] = ref_count[j] = base + static_cast<uint32_t>(rng.next() % 16);
     // A pool of masks: large ones (most choices; two that share none), small ones (1 to
-    // 3 bits, often inside a large one), an empty one; destinations draw from it,
-    // repeats included.
+    // 3 bits, often inside a large one), empty ones; destinations draw from it, repeats
+    // included. More than the dealer keeps the cycles of (8), so it writes them out again.
     std::vector<std::vector<uint64_t>> pool;
-    for (int k = 0; k < 6; ++k) {
+    for (int k = 0; k < 14; ++k) {
       std::vector<uint64_t> m(words, 0);
       const int kind = k % 3;
       if (kind == 0) {
