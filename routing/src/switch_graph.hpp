@@ -327,7 +327,7 @@ class Dealer {
     for (size_t i = 0;; ++i) {
       std::memcpy(&v, uses_.data() + i * kLanes, sizeof v);
       const Lanes hit = (v == low) & cut(mk >> (i * kLanes) & 255);
-      uint64_t lanes;  // bit j: lane j holds the least
+      uint64_t lanes;                           // bit j: lane j holds the least
       std::memcpy(&lanes, &hit, sizeof lanes);  // (the low 64 bits: lanes 0-3)
       if (lanes) return i * kLanes + static_cast<size_t>(__builtin_ctzll(lanes)) / 16;
       std::memcpy(&lanes, reinterpret_cast<const char*>(&hit) + 8, sizeof lanes);
@@ -342,8 +342,8 @@ class Dealer {
   // A one-word mask's candidates in bit order, the cycle written out over 128 positions
   // (twice at least: a candidate's position plus up to 64 more stay inside).
   struct Cycle {
-    uint64_t mask = 0;  // 0: not yet filled
-    size_t size = 0;    // its candidates
+    uint64_t mask = 0;             // 0: not yet filled
+    size_t size = 0;               // its candidates
     std::array<uint8_t, 64> at{};  // per choice of the mask: its position in the cycle
     std::array<uint8_t, 128> choice{};
     std::array<PortNum, 128> port{};  // out_[choice[i]]
