@@ -301,17 +301,19 @@ class Dealer {
   }
 
   // The first candidate of one-word mask mk (not 0) of the least count: the least by a
-  // vector scan, each eight choices' lanes cut to the candidates (the others read as the
-  // largest count), then the first lane holding it, eight at a time.
+  // vector scan over the vectors from the first candidate's to the last's, each eight
+  // choices' lanes cut to the candidates (the others read as the largest count, which
+  // no count reaches), then the first lane holding it.
   [[gnu::always_inline]] size_t least(uint64_t mk) const {
     const Lanes top = Lanes{} + std::numeric_limits<int16_t>::max();
-    // The vectors up to the last candidate's.
-    const size_t nv = (64 - static_cast<size_t>(__builtin_clzll(mk)) + kLanes - 1) / kLanes;
-    Lanes low = top, v;
-    for (size_t i = 0; i < nv; ++i) {
+    const size_t i0 = static_cast<size_t>(__builtin_ctzll(mk)) / kLanes,
+                 nv = (64 - static_cast<size_t>(__builtin_clzll(mk)) + kLanes - 1) / kLanes;
+    Lanes low = top, cut_v[64 / kLanes];
+    for (size_t i = i0; i < nv; ++i) {
+      Lanes v;
       std::memcpy(&v, uses_.data() + i * kLanes, sizeof v);
       const Lanes c = cut(mk >> (i * kLanes) & 255);
-      v = (v & c) | (top & ~c);
+      cut_v[i] = v = (v & c) | (top & ~c);
       low = v < low ? v : low;
     }
     // Every lane the least of all: halves, quarters, pairs.
@@ -324,11 +326,10 @@ class Dealer {
     low = low < __builtin_shuffle(low, Lanes{1, 0, 3, 2, 5, 4, 7, 6})
               ? low
               : __builtin_shuffle(low, Lanes{1, 0, 3, 2, 5, 4, 7, 6});
-    for (size_t i = 0;; ++i) {
-      std::memcpy(&v, uses_.data() + i * kLanes, sizeof v);
-      const Lanes hit = (v == low) & cut(mk >> (i * kLanes) & 255);
-      uint64_t lanes;                           // bit j: lane j holds the least
-      std::memcpy(&lanes, &hit, sizeof lanes);  // (the low 64 bits: lanes 0-3)
+    for (size_t i = i0;; ++i) {
+      const Lanes hit = cut_v[i] == low;
+      uint64_t lanes;  // lanes 0-3, 16 bits each: all set where it holds the least
+      std::memcpy(&lanes, &hit, sizeof lanes);
       if (lanes) return i * kLanes + static_cast<size_t>(__builtin_ctzll(lanes)) / 16;
       std::memcpy(&lanes, reinterpret_cast<const char*>(&hit) + 8, sizeof lanes);
       if (lanes) return i * kLanes + 4 + static_cast<size_t>(__builtin_ctzll(lanes)) / 16;
