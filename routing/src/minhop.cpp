@@ -219,35 +219,72 @@ Routed MinHopEngine::compute(const Fabric& f, const Options& o) const {
       for (size_t k = 0; k < links.size(); ++k) used_at[links[k].port] = dealer.uses(k);
       return;
     }
-    // Candidates toward every target at once, link by link (contiguous distance rows):
-    // bit k of next[t] says link k is one hop nearer to t.
-    // Eight links at a time, sixteen targets at a time: a byte per target gathers the
-    // eight links' bits (GCC vector extensions, plain SSE2), then lands in the masks.
+    // Candidates toward every target at once (contiguous distance rows): bit k of
+    // next[t] says link k is one hop nearer to t. Sixteen targets at a time: a byte per
+    // target gathers eight links' bits (GCC vector extensions, plain SSE2); up to 64
+    // links, the eight bytes of each target are then put side by side by byte, 16-bit
+    // and 32-bit interleaves (a transpose: three rounds of eight), more links land in
+    // the masks byte by byte.
     std::vector<uint64_t> next(ns * words, 0);
     using Bytes = uint8_t __attribute__((vector_size(16)));
     Bytes kOne, lane_bit[8];  // every byte 1; every byte 1 << j
     std::memset(&kOne, 1, sizeof kOne);
     for (unsigned j = 0; j < 8; ++j) std::memset(&lane_bit[j], 1 << j, sizeof(Bytes));
-    for (size_t k0 = 0; k0 < links.size(); k0 += 8) {
+    // The byte per target of links k0 .. k0 + 7 (of those there are), targets t .. t + 15.
+    auto gather = [&](size_t k0, uint32_t t) {
       const size_t kn = std::min<size_t>(8, links.size() - k0);
-      uint64_t* col = next.data() + k0 / 64;
-      const unsigned shift = k0 & 63;
-      uint32_t t = 0;
-      for (; t + 16 <= ns; t += 16) {
-        Bytes m, acc = {};
-        std::memcpy(&m, mine + t, 16);
-        for (size_t j = 0; j < kn; ++j) {
-          Bytes d;
-          std::memcpy(&d, links[k0 + j].dist + t, 16);
-          const Bytes nearer = (Bytes)(d + kOne == m) & (Bytes)(d != kFar);
-          acc |= nearer & lane_bit[j];
-        }
-        for (unsigned i = 0; i < 16; ++i) col[size_t(t + i) * words] |= uint64_t(acc[i]) << shift;
+      Bytes m, acc = {};
+      std::memcpy(&m, mine + t, 16);
+      for (size_t j = 0; j < kn; ++j) {
+        Bytes d;
+        std::memcpy(&d, links[k0 + j].dist + t, 16);
+        const Bytes nearer = (Bytes)(d + kOne == m) & (Bytes)(d != kFar);
+        acc |= nearer & lane_bit[j];
       }
-      for (; t < ns; ++t)
-        for (size_t j = 0; j < kn; ++j)
-          col[size_t(t) * words] |= uint64_t(links[k0 + j].dist[t] + 1 == mine[t]) << (shift + j);
+      return acc;
+    };
+    uint32_t t16 = 0;  // the targets done sixteen at a time
+    if (words == 1) {
+      // Interleaves of two vectors: byte pairs, 16-bit pairs, 32-bit pairs; of the low
+      // halves (lo) or the high (hi).
+      static constexpr Bytes kLo8 = {0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23},
+                             kHi8 = kLo8 + 8,
+                             kLo16 = {0, 1, 16, 17, 2, 3, 18, 19, 4, 5, 20, 21, 6, 7, 22, 23},
+                             kHi16 = kLo16 + 8,
+                             kLo32 = {0, 1, 2, 3, 16, 17, 18, 19, 4, 5, 6, 7, 20, 21, 22, 23},
+                             kHi32 = kLo32 + 8;
+      for (; t16 + 16 <= ns; t16 += 16) {
+        Bytes g[8] = {};  // g[k]: links 8k .. 8k + 7
+        for (size_t k0 = 0; k0 < links.size(); k0 += 8) g[k0 / 8] = gather(k0, t16);
+        Bytes pair[8], quad[8];
+        for (unsigned k = 0; k < 4; ++k) {  // targets 0-7 and 8-15 of links 16k .. 16k + 15
+          pair[2 * k] = __builtin_shuffle(g[2 * k], g[2 * k + 1], kLo8);
+          pair[2 * k + 1] = __builtin_shuffle(g[2 * k], g[2 * k + 1], kHi8);
+        }
+        for (unsigned k = 0; k < 2; ++k)  // targets 0-3, 4-7, 8-11, 12-15 of 32 links
+          for (unsigned h = 0; h < 2; ++h) {
+            quad[4 * k + 2 * h] = __builtin_shuffle(pair[4 * k + h], pair[4 * k + 2 + h], kLo16);
+            quad[4 * k + 2 * h + 1] =
+                __builtin_shuffle(pair[4 * k + h], pair[4 * k + 2 + h], kHi16);
+          }
+        for (unsigned q = 0; q < 4; ++q) {  // targets 4q, 4q + 1; 4q + 2, 4q + 3
+          const Bytes a = __builtin_shuffle(quad[q], quad[4 + q], kLo32),
+                      b = __builtin_shuffle(quad[q], quad[4 + q], kHi32);
+          std::memcpy(&next[t16 + 4 * q], &a, sizeof a);
+          std::memcpy(&next[t16 + 4 * q + 2], &b, sizeof b);
+        }
+      }
+    } else {
+      for (; t16 + 16 <= ns; t16 += 16)
+        for (size_t k0 = 0; k0 < links.size(); k0 += 8) {
+          const Bytes acc = gather(k0, t16);
+          for (unsigned i = 0; i < 16; ++i)
+            next[size_t(t16 + i) * words + k0 / 64] |= uint64_t(acc[i]) << (k0 & 63);
+        }
     }
+    for (uint32_t t = t16; t < ns; ++t)
+      for (size_t k = 0; k < links.size(); ++k)
+        next[size_t(t) * words + k / 64] |= uint64_t(links[k].dist[t] + 1 == mine[t]) << (k % 64);
     // The target's LIDs round robin over the candidates (links), from the least used.
     detail::Dealer dealer(link_port, std::vector<uint32_t>(links.size(), 0));
     for (const uint32_t t : order) {

@@ -98,10 +98,15 @@ TEST(Dealer, DealsAsThePlainRoundRobinFromTheLeastUsed) {
       for (auto& x : skip) x = rng.next() % 3 == 0;
     uint16_t next_lid = 1;
     detail::Dealer dealer(out, count);
-    for (size_t d = 0; d < destinations && size_t(next_lid) + 40 < lid_count; ++d) {
+    for (size_t d = 0; d < destinations && size_t(next_lid) + 80 < lid_count; ++d) {
       Lids lids;
       const size_t nl = rng.next() % 40;
-      for (size_t i = 0; i < nl; ++i) lids.emplace_back(next_lid++, PortNum(0));
+      // Consecutive LIDs (one stretch of the row), or in every third round with gaps.
+      for (size_t i = 0; i < nl; ++i) {
+        lids.emplace_back(next_lid, PortNum(0));
+        next_lid =
+            static_cast<uint16_t>(next_lid + (round % 3 == 1 && rng.next() % 4 == 0 ? 2 : 1));
+      }
       const bool any = dealer.take(&masks[d * words], words);
       size_t bits = 0;
       for (uint64_t w : pool[which[d]]) bits += static_cast<size_t>(__builtin_popcountll(w));
