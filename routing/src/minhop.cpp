@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "parallel.hpp"
+#include "shuffled_orders.hpp"
 #include "switch_graph.hpp"
 #include "weft/splitmix.hpp"
 
@@ -128,6 +129,7 @@ Routed MinHopEngine::compute(const Fabric& f, const Options& o) const {
   made->used.assign(ns, {});
 
   // Every switch's row on its own, in parallel.
+  const detail::ShuffledOrders orders(was ? 0 : uint32_t(ns));
   detail::parallel_for(ns, [&](size_t si) {
     const auto s = static_cast<uint32_t>(si);
     const NodeIndex sn = sw.nodes[s];
@@ -174,8 +176,11 @@ Routed MinHopEngine::compute(const Fabric& f, const Options& o) const {
     // Targets in an order of this switch's own: neighbours that take the same order
     // would pile their choices onto the same next switches (the per-port-counter
     // collapse of upper tree levels); independent orders spread them.
-    // The order: a shuffle seeded by this switch.
-    const std::vector<uint32_t> order = shuffled_order(uint32_t(ns), s + 1);
+    // The order: a shuffle seeded by this switch (a fresh computation's four switches at
+    // a time; a repair's, where few switches deal, one at a time).
+    std::vector<uint32_t> own_order;
+    if (was) own_order = shuffled_order(uint32_t(ns), s + 1);
+    const std::vector<uint32_t>& order = was ? own_order : orders.get(s + 1);
     // A raw pointer: the byte stores into the row could alias any vector's insides,
     // which would be reloaded after each one.
     PortNum* const rowp = row.data();

@@ -8,6 +8,7 @@
 
 #include "layering.hpp"
 #include "parallel.hpp"
+#include "shuffled_orders.hpp"
 #include "switch_graph.hpp"
 #include "weft/routing/analysis.hpp"
 #include "weft/splitmix.hpp"
@@ -389,6 +390,9 @@ Routed UpDownEngine::compute(const Fabric& f, const Options& o) const {
           for (size_t lid = 0; lid <= size_t(tables.top_lid); ++lid)
             if (lid >= lid_group.size() || lid_group[lid] == kInf) holes.push_back(uint16_t(lid));
       }
+      // Each switch's order of the span's groups (a repair's switches, few of which deal,
+      // take theirs one at a time).
+      const detail::ShuffledOrders orders(was ? 0 : uint32_t(gn));
       detail::parallel_for(ns, [&](size_t si) {
         const auto s = static_cast<uint32_t>(si);
         // Raw pointers: the byte stores into the row could alias any vector's insides,
@@ -505,7 +509,9 @@ Routed UpDownEngine::compute(const Fabric& f, const Options& o) const {
         // neighbours that took the same order would pile their choices onto the same
         // next switches (an upper tree level's busiest link grows several times);
         // independent orders spread them. A shuffle seeded by the switch (and span).
-        const std::vector<uint32_t> order = shuffled_order(uint32_t(gn), s + 1 + g0);
+        std::vector<uint32_t> own_order;
+        if (was) own_order = shuffled_order(uint32_t(gn), s + 1 + g0);
+        const std::vector<uint32_t>& order = was ? own_order : orders.get(s + 1 + g0);
         // The legal hops toward every group at once, link by link, each link's
         // neighbour row read straight through (in the shuffled order below, each
         // neighbour's row would be read at random, once per switch that has it): bit j
