@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cassert>
 #include <cstdint>
 #include <cstring>
 #include <limits>
@@ -234,7 +235,13 @@ class Dealer {
         if (!(mk & (mk - 1))) {  // one candidate: every LID to it
           const auto k = static_cast<size_t>(__builtin_ctzll(mk));
           const PortNum p = out[k];
-          for (size_t i = 0; i < m; ++i) row[lids[i].first] = p;
+          const size_t run = m ? run_prefix(lids, m) : 0;
+          if (run) {
+            PortNum same[16];
+            std::memset(same, p, sizeof same);
+            copy_short(row + lids[0].first, same, run, false);
+          }
+          for (size_t i = run; i < m; ++i) row[lids[i].first] = p;
           uses[k] = static_cast<int16_t>(uses[k] + static_cast<int16_t>(m));
           return;
         }
@@ -336,6 +343,37 @@ class Dealer {
     }
   }
 
+  // How many of lids[0, m) (m > 0, ascending) from the first are consecutive LIDs, one
+  // stretch of the row: all m, or all but the last (a leaf's CAs, their LIDs assigned
+  // side by side, and the leaf's own LID after them), else 0.
+  template <class Pair>
+  static size_t run_prefix(const Pair* lids, size_t m) {
+    assert(std::is_sorted(lids, lids + m,
+                          [](const Pair& a, const Pair& b) { return a.first < b.first; }));
+    if (size_t(lids[m - 1].first - lids[0].first) == m - 1) return m;
+    if (m > 1 && size_t(lids[m - 2].first - lids[0].first) == m - 2) return m - 1;
+    return 0;
+  }
+
+  // Copies n bytes to `to` from `from` (step: from[0, n); else from[0] to each) in 16-,
+  // 8- and 4-byte moves, the last ending at n: a call to memcpy costs more than these
+  // short copies. `from` holds 16 bytes at least.
+  static void copy_short(PortNum* to, const PortNum* from, size_t n, bool step) {
+    const auto at = [&](size_t i) { return step ? from + i : from; };
+    if (n >= 16) {
+      for (size_t i = 0; i + 16 < n; i += 16) std::memcpy(to + i, at(i), 16);
+      std::memcpy(to + n - 16, at(n - 16), 16);
+    } else if (n >= 8) {
+      std::memcpy(to, from, 8);
+      std::memcpy(to + n - 8, at(n - 8), 8);
+    } else if (n >= 4) {
+      std::memcpy(to, from, 4);
+      std::memcpy(to + n - 4, at(n - 4), 4);
+    } else {
+      for (size_t i = 0; i < n; ++i) to[i] = *at(i);
+    }
+  }
+
   // A destination of this many LIDs or more, every one taking its turn, is dealt from its
   // mask's cycle (deal_cycle) when the cycle is kept, or of kCycleWritten LIDs or more
   // (then written out); fewer, bit by bit. Either way the same rows and counts.
@@ -385,7 +423,16 @@ class Dealer {
     const size_t c = cy.size;
     const size_t from = cy.at[least(mk)];
     const PortNum* const port = cy.port.data();
-    for (size_t i = 0, at = from; i < m;) {
+    // The stretch of consecutive LIDs first (whole vectors of the cycle), then the rest.
+    const size_t run = run_prefix(lids, m);
+    size_t at = from;
+    for (size_t i = 0; i < run;) {
+      const size_t n = std::min(run - i, cy.port.size() - at);
+      copy_short(row + lids[0].first + i, port + at, n, true);
+      i += n;
+      at = (at + n) % c;
+    }
+    for (size_t i = run; i < m;) {
       const size_t n = std::min(m - i, cy.port.size() - at);
       const Pair* const l = lids + i;
       for (size_t j = 0; j < n; ++j) row[l[j].first] = port[at + j];

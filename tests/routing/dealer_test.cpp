@@ -98,11 +98,18 @@ TEST(Dealer, DealsAsThePlainRoundRobinFromTheLeastUsed) {
       for (auto& x : skip) x = rng.next() % 3 == 0;
     uint16_t next_lid = 1;
     detail::Dealer dealer(out, count);
-    for (size_t d = 0; d < destinations && size_t(next_lid) + 80 < lid_count; ++d) {
+    uint16_t far_lid = static_cast<uint16_t>(lid_count - 300);
+    for (size_t d = 0; d < destinations && size_t(next_lid) + 380 < lid_count; ++d) {
       Lids lids;
       const size_t nl = rng.next() % 40;
-      // Consecutive LIDs (one stretch of the row), or in every third round with gaps.
+      // Consecutive LIDs (one stretch of the row); in every third round with gaps; in
+      // every third round after that, the last one far beyond the others (a leaf's CAs
+      // and its own LID).
       for (size_t i = 0; i < nl; ++i) {
+        if (round % 3 == 2 && i + 1 == nl && nl > 1) {
+          lids.emplace_back(far_lid++, PortNum(0));
+          break;
+        }
         lids.emplace_back(next_lid, PortNum(0));
         next_lid =
             static_cast<uint16_t>(next_lid + (round % 3 == 1 && rng.next() % 4 == 0 ? 2 : 1));
