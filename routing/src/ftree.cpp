@@ -412,6 +412,15 @@ Routed FatTreeEngine::compute(const Fabric& f, const Options& o) const {
   for (const Dest& d : dests) own[d.sw].emplace_back(d.lid, d.exit);
   uint16_t max_lid = 0;
   for (const Dest& d : dests) max_lid = std::max(max_lid, d.lid);
+  // Per run: whether its LIDs follow each other too (weft assigns a leaf's CAs their LIDs
+  // side by side, in topology order): then a fresh row takes the run as one stretch.
+  std::vector<uint8_t> run_lids_follow(run_end.size(), 1);
+  for (size_t r = 0, i = 0; r < run_end.size(); i = run_end[r++])
+    for (size_t k = i + 1; k < run_end[r]; ++k)
+      if (ordered[k].lid != ordered[k - 1].lid + 1) {
+        run_lids_follow[r] = 0;
+        break;
+      }
   std::vector<detail::FastDiv> mod_by;  // mod_by[n]: division by n, for n candidates
   for (uint32_t n = 0; n < 256; ++n) mod_by.emplace_back(std::max(n, 1u));
 
@@ -648,8 +657,47 @@ Routed FatTreeEngine::compute(const Fabric& f, const Options& o) const {
         continue;
       }
       if (kind != kNone && kind != kToLeaf && !repair && !arp) {
-        // A fresh computation's (s's own LIDs too: they are written over below).
-        each_pick([&](uint32_t i, PortNum pick) { rowp[lid[i]] = pick; });
+        // A fresh computation's (s's own LIDs too: they are written over below). A run
+        // whose LIDs follow each other is a stretch of the row: the candidates in turn
+        // (one destination each), or each candidate's w destinations at once.
+        for (uint32_t i = first; i < end;) {
+          const size_t run = next_run++;
+          const uint32_t stop = run_end[run];
+          const uint32_t q = by.div(dp[i].idx);
+          uint32_t rem = dp[i].idx - q * w, r = mod_by[count].mod(q);
+          if (!run_lids_follow[run]) {
+            for (; i < stop; ++i) {
+              rowp[lid[i]] = cand[r];
+              if (++rem == w) {
+                rem = 0;
+                if (++r == count) r = 0;
+              }
+            }
+            continue;
+          }
+          PortNum* to = rowp + lid[i];
+          for (uint32_t n = stop - i; n;) {
+            const uint32_t k = w == 1 ? std::min(n, count - r) : std::min(n, w - rem);
+            if (w == 1)
+              detail::copy_short(to, cand + r, k, true);
+            else {
+              PortNum same[16];
+              std::memset(same, cand[r], sizeof same);
+              detail::copy_short(to, same, k, false);
+            }
+            to += k;
+            n -= k;
+            if (w == 1) {
+              r += k;
+            } else {
+              rem = 0;
+              ++r;
+            }
+            if (r == count) r = 0;
+          }
+          i = stop;
+        }
+        first = end;
         continue;
       }
       for (uint32_t i = first; i < end; ++i) {

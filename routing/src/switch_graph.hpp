@@ -190,6 +190,25 @@ inline bool same_mask(const uint64_t* a, const uint64_t* b, size_t n) {
   return diff == 0;
 }
 
+// Copies n bytes to `to` from `from` (step: from[0, n); else from[0] to each) in 16-,
+// 8- and 4-byte moves, the last ending at n: a call to memcpy costs more than these
+// short copies. Reads from[0, n) only (step), or from[0, 16) (not).
+inline void copy_short(PortNum* to, const PortNum* from, size_t n, bool step) {
+  const auto at = [&](size_t i) { return step ? from + i : from; };
+  if (n >= 16) {
+    for (size_t i = 0; i + 16 < n; i += 16) std::memcpy(to + i, at(i), 16);
+    std::memcpy(to + n - 16, at(n - 16), 16);
+  } else if (n >= 8) {
+    std::memcpy(to, from, 8);
+    std::memcpy(to + n - 8, at(n - 8), 8);
+  } else if (n >= 4) {
+    std::memcpy(to, from, 4);
+    std::memcpy(to + n - 4, at(n - 4), 4);
+  } else {
+    for (size_t i = 0; i < n; ++i) to[i] = *at(i);
+  }
+}
+
 // Deals destinations' LIDs round robin over their candidate choices, starting at the
 // least used candidate (the first in bit order on a tie), as minhop and up/down balance
 // a switch's row. Choice j (bit j of a destination's mask) deals out[j] into the row;
@@ -353,25 +372,6 @@ class Dealer {
     if (size_t(lids[m - 1].first - lids[0].first) == m - 1) return m;
     if (m > 1 && size_t(lids[m - 2].first - lids[0].first) == m - 2) return m - 1;
     return 0;
-  }
-
-  // Copies n bytes to `to` from `from` (step: from[0, n); else from[0] to each) in 16-,
-  // 8- and 4-byte moves, the last ending at n: a call to memcpy costs more than these
-  // short copies. `from` holds 16 bytes at least.
-  static void copy_short(PortNum* to, const PortNum* from, size_t n, bool step) {
-    const auto at = [&](size_t i) { return step ? from + i : from; };
-    if (n >= 16) {
-      for (size_t i = 0; i + 16 < n; i += 16) std::memcpy(to + i, at(i), 16);
-      std::memcpy(to + n - 16, at(n - 16), 16);
-    } else if (n >= 8) {
-      std::memcpy(to, from, 8);
-      std::memcpy(to + n - 8, at(n - 8), 8);
-    } else if (n >= 4) {
-      std::memcpy(to, from, 4);
-      std::memcpy(to + n - 4, at(n - 4), 4);
-    } else {
-      for (size_t i = 0; i < n; ++i) to[i] = *at(i);
-    }
   }
 
   // A destination of this many LIDs or more, every one taking its turn, is dealt from its

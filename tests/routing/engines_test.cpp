@@ -386,6 +386,45 @@ TEST(FatTree, FullTreesAreShiftCongestionFree) {
   }
 }
 
+// ftree's port toward a CA follows the CA's index in topology order (d-mod-k), not its
+// LID. A fresh row takes a run of CAs whose LIDs follow each other (as weft assigns them)
+// as one stretch, other CAs entry by entry: the same fabric with its CAs' LIDs shuffled
+// among them routes every CA the same way. With parallel links (links=2) a run may start
+// inside one port's share of the destinations.
+TEST(FatTree, RoutesEachCaAlikeWhetherItsLidsFollowEachOtherOrNot) {
+  for (const char* spec :
+       {"ft2:leaves=8,spines=4,hosts=6", "ft3:pods=4,leaves=6,aggs=4,hosts=5,cores=4,links=2",
+        "ft3:pods=8,leaves=24,aggs=18,hosts=18,cores=6,links=2"}) {
+    Fabric a = with_lids(spec), b = with_lids(spec);
+    std::vector<std::pair<NodeIndex, PortNum>> cas;
+    for (auto [n, p] : b.lid_ports())
+      if (!b.node(n).is_switch()) cas.emplace_back(n, p);
+    std::vector<Lid> lids;
+    for (auto [n, p] : cas) lids.push_back(b.node(n).ports[p].attrs.lid);
+    std::shuffle(lids.begin(), lids.end(), std::mt19937(7));
+    for (size_t i = 0; i < cas.size(); ++i)
+      b.node(cas[i].first).ports[cas[i].second].attrs.lid = lids[i];
+    const Tables ta = weft::testing::routed(a, "ftree"), tb = weft::testing::routed(b, "ftree");
+    size_t compared = 0, apart = 0;
+    for (NodeIndex n = 0; n < a.size(); ++n) {
+      if (!a.node(n).is_switch()) continue;
+      for (auto [c, p] : cas) {
+        const uint16_t la = a.node(c).ports[p].attrs.lid.value,
+                       lb = b.node(c).ports[p].attrs.lid.value;
+        ASSERT_EQ(ta.lft[n][la], tb.lft[n][lb])
+            << spec << ": " << a.node(n).name << " to " << a.node(c).name;
+        ++compared;
+        apart += la != lb;
+      }
+    }
+    EXPECT_EQ(compared, size_t(std::count_if(a.nodes().begin(), a.nodes().end(),
+                                             [](const Node& x) { return x.is_switch(); })) *
+                            cas.size())
+        << spec;
+    EXPECT_GT(apart, cas.size() / 2) << spec << ": the shuffle moved few LIDs";
+  }
+}
+
 TEST(FatTree, RefusesWhatIsNotATreeWithAReason) {
   Fabric f = with_lids("torus:dims=3x3,hosts=1");
   auto t = (*make_engine("ftree"))->compute(f, {});
