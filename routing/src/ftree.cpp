@@ -659,13 +659,15 @@ Routed FatTreeEngine::compute(const Fabric& f, const Options& o) const {
       if (kind != kNone && kind != kToLeaf && !repair && !arp) {
         // A fresh computation's (s's own LIDs too: they are written over below). A run
         // whose LIDs follow each other is a stretch of the row: the candidates in turn
-        // (one destination each), or each candidate's w destinations at once.
+        // (one destination each), or each candidate's w destinations at once; a short
+        // one (a switch's own LID alone) costs less entry by entry.
+        constexpr uint32_t kStretch = 8;
         for (uint32_t i = first; i < end;) {
           const size_t run = next_run++;
           const uint32_t stop = run_end[run];
           const uint32_t q = by.div(dp[i].idx);
           uint32_t rem = dp[i].idx - q * w, r = mod_by[count].mod(q);
-          if (!run_lids_follow[run]) {
+          if (!run_lids_follow[run] || stop - i < kStretch) {
             for (; i < stop; ++i) {
               rowp[lid[i]] = cand[r];
               if (++rem == w) {
