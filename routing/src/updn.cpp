@@ -529,39 +529,70 @@ Routed UpDownEngine::compute(const Fabric& f, const Options& o) const {
         Lanes far, one;
         for (unsigned i = 0; i < 8; ++i) far[i] = kFar16, one[i] = 1;
         for (size_t j = 0; j < nh; ++j) hop_port[j] = (j < nd ? downs[s][j] : ups[s][j - nd]).port;
-        for (size_t j0 = 0; j0 < nh; j0 += 8) {
+        // Per hop: the row it reads (its neighbour's down-only distances for a down hop,
+        // its up/down costs for an up hop).
+        thread_local std::vector<const uint16_t*> hop_row;
+        thread_local std::vector<uint8_t> hop_down;
+        hop_row.resize(nh);
+        hop_down.resize(nh);
+        for (size_t j = 0; j < nh; ++j) {
+          const Hop& h = j < nd ? downs[s][j] : ups[s][j - nd];
+          hop_down[j] = j < nd;
+          hop_row[j] = hop_down[j] ? &dd_at[h.to * gn] : &c_at[h.to * gn];
+        }
+        // Hops j0 .. j0 + 7 (of those there are), groups k .. k + 7: a lane per group.
+        auto gather = [&](size_t j0, size_t k) {
           const size_t jn = std::min<size_t>(8, nh - j0);
-          const uint16_t* rows[8];
-          bool is_down[8];
+          Lanes d, x, acc = {};
+          std::memcpy(&d, dd + k, 16);
+          std::memcpy(&x, c + k, 16);
+          const Lanes down_ok = (Lanes)(d != far), up_ok = (Lanes)(d == far) & (Lanes)(x != far);
           for (size_t j = 0; j < jn; ++j) {
-            const Hop& h = j0 + j < nd ? downs[s][j0 + j] : ups[s][j0 + j - nd];
-            is_down[j] = j0 + j < nd;
-            rows[j] = is_down[j] ? &dd_at[h.to * gn] : &c_at[h.to * gn];
+            Lanes n;
+            std::memcpy(&n, hop_row[j0 + j] + k, 16);
+            const Lanes hit =
+                hop_down[j0 + j] ? (Lanes)(n + one == d) & down_ok : (Lanes)(n + one == x) & up_ok;
+            acc |= hit & (Lanes)(one << j);
           }
-          uint64_t* const col = legal.data() + j0 / 64;
-          const unsigned shift = j0 & 63;
-          size_t k = 0;
-          for (; k + 8 <= gn; k += 8) {
-            Lanes d, x, acc = {};
-            std::memcpy(&d, dd + k, 16);
-            std::memcpy(&x, c + k, 16);
-            const Lanes down_ok = (Lanes)(d != far), up_ok = (Lanes)(d == far) & (Lanes)(x != far);
-            for (size_t j = 0; j < jn; ++j) {
-              Lanes n;
-              std::memcpy(&n, rows[j] + k, 16);
-              const Lanes hit =
-                  is_down[j] ? (Lanes)(n + one == d) & down_ok : (Lanes)(n + one == x) & up_ok;
-              acc |= hit & (Lanes)(one << j);
-            }
-            for (unsigned i = 0; i < 8; ++i) col[(k + i) * words] |= uint64_t(acc[i]) << shift;
+          return acc;
+        };
+        size_t k8 = 0;  // the groups done eight at a time
+        if (words == 1) {
+          // Up to 64 hops: each group's eight bytes (one per eight hops) put side by side
+          // by shifts and 16-bit and 32-bit interleaves (a transpose), not OR-ed into its
+          // mask byte by byte.
+          using Pairs = uint32_t __attribute__((vector_size(16)));
+          for (; k8 + 8 <= gn; k8 += 8) {
+            Lanes g[8] = {};  // g[q]: hops 8q .. 8q + 7, a byte's worth in each lane
+            for (size_t j0 = 0; j0 < nh; j0 += 8) g[j0 / 8] = gather(j0, k8);
+            Lanes w[4];  // w[q]: hops 16q .. 16q + 15
+            for (unsigned q = 0; q < 4; ++q) w[q] = g[2 * q] | (Lanes)(g[2 * q + 1] << 8);
+            const Lanes lo01 = __builtin_shuffle(w[0], w[1], Lanes{0, 8, 1, 9, 2, 10, 3, 11}),
+                        hi01 = __builtin_shuffle(w[0], w[1], Lanes{4, 12, 5, 13, 6, 14, 7, 15}),
+                        lo23 = __builtin_shuffle(w[2], w[3], Lanes{0, 8, 1, 9, 2, 10, 3, 11}),
+                        hi23 = __builtin_shuffle(w[2], w[3], Lanes{4, 12, 5, 13, 6, 14, 7, 15});
+            const Pairs m0 = __builtin_shuffle((Pairs)lo01, (Pairs)lo23, Pairs{0, 4, 1, 5}),
+                        m1 = __builtin_shuffle((Pairs)lo01, (Pairs)lo23, Pairs{2, 6, 3, 7}),
+                        m2 = __builtin_shuffle((Pairs)hi01, (Pairs)hi23, Pairs{0, 4, 1, 5}),
+                        m3 = __builtin_shuffle((Pairs)hi01, (Pairs)hi23, Pairs{2, 6, 3, 7});
+            std::memcpy(&legal[k8], &m0, 16);  // groups k8, k8 + 1
+            std::memcpy(&legal[k8 + 2], &m1, 16);
+            std::memcpy(&legal[k8 + 4], &m2, 16);
+            std::memcpy(&legal[k8 + 6], &m3, 16);
           }
-          for (; k < gn; ++k)
-            for (size_t j = 0; j < jn; ++j) {
-              const uint16_t n = rows[j][k];
-              const bool hit = legal_hop(is_down[j], n, dd[k], c[k]);
-              col[k * words] |= uint64_t(hit) << (shift + j);
+        } else {
+          for (; k8 + 8 <= gn; k8 += 8)
+            for (size_t j0 = 0; j0 < nh; j0 += 8) {
+              const Lanes acc = gather(j0, k8);
+              for (unsigned i = 0; i < 8; ++i)
+                legal[(k8 + i) * words + j0 / 64] |= uint64_t(acc[i]) << (j0 & 63);
             }
         }
+        for (size_t k = k8; k < gn; ++k)
+          for (size_t j = 0; j < nh; ++j) {
+            const bool hit = legal_hop(hop_down[j], hop_row[j][k], dd[k], c[k]);
+            legal[k * words + j / 64] |= uint64_t(hit) << (j % 64);
+          }
         // Repair: the entries whose previous port is still a legal hop keep it and
         // count as used, before the others are balanced against them. The others, in
         // their group's order, are all a group then deals (a kept LID takes no turn):

@@ -74,6 +74,9 @@ const Case kCases[] = {
     {"dragonfly:groups=5,routers=4,global=1,hosts=2"},
     {"random:switches=20,degree=4,hosts=2,seed=5"},
     {"random:switches=20,degree=4,hosts=2,seed=5", 5},
+    // Spines of more than 64 switch links: their candidate masks take two words.
+    {"ft2:leaves=70,spines=2,hosts=1"},
+    {"ft2:leaves=70,spines=2,hosts=1", 0, {"leaf3:2", "leaf68:1"}},
 };
 
 // Engines that claim deadlock freedom.
