@@ -43,7 +43,8 @@ class ShuffledOrders {
 
   explicit ShuffledOrders(uint32_t n) : n_(n), id_(next_id()) {
     by_.reserve(n + 1);
-    for (uint32_t d = 0; d <= n; ++d) by_.emplace_back(d < 2 ? 2 : d);  // (0, 1: unused)
+    for (uint64_t d = 0; d <= n; ++d)  // (0 and 1: unused)
+      by_.emplace_back(static_cast<uint32_t>(d < 2 ? 2 : d));
   }
 
   // shuffled_order(n, seed). Computed with the three seeds after it and kept for this
