@@ -129,7 +129,7 @@ Routed MinHopEngine::compute(const Fabric& f, const Options& o) const {
   made->used.assign(ns, {});
 
   // Every switch's row on its own, in parallel.
-  const detail::ShuffledOrders orders(was ? 0 : uint32_t(ns));
+  const detail::ShuffledOrders orders(uint32_t(ns), /*ahead=*/!was);
   detail::parallel_for(ns, [&](size_t si) {
     const auto s = static_cast<uint32_t>(si);
     const NodeIndex sn = sw.nodes[s];
@@ -178,9 +178,7 @@ Routed MinHopEngine::compute(const Fabric& f, const Options& o) const {
     // collapse of upper tree levels); independent orders spread them.
     // The order: a shuffle seeded by this switch (a fresh computation's four switches at
     // a time; a repair's, where few switches deal, one at a time).
-    std::vector<uint32_t> own_order;
-    if (was) own_order = shuffled_order(uint32_t(ns), s + 1);
-    const std::vector<uint32_t>& order = was ? own_order : orders.get(s + 1);
+    const std::vector<uint32_t>& order = orders.get(s + 1);
     // A raw pointer: the byte stores into the row could alias any vector's insides,
     // which would be reloaded after each one.
     PortNum* const rowp = row.data();

@@ -41,21 +41,29 @@ class ShuffledOrders {
  public:
   static constexpr size_t kAtOnce = 4;
 
-  explicit ShuffledOrders(uint32_t n) : n_(n), id_(next_id()) {
+  // ahead: each order asked for is made with the three after it (a fresh computation,
+  // where every switch deals); else alone (a repair, where few switches deal and their
+  // seeds do not follow each other).
+  explicit ShuffledOrders(uint32_t n, bool ahead = true)
+      : n_(n), id_(next_id()), at_once_(ahead ? kAtOnce : 1) {
+    if (!ahead) return;
     by_.reserve(n + 1);
     for (uint64_t d = 0; d <= n; ++d)  // (0 and 1: unused)
       by_.emplace_back(static_cast<uint32_t>(d < 2 ? 2 : d));
   }
 
-  // shuffled_order(n, seed). Computed with the three seeds after it and kept for this
-  // thread: the reference stays valid until this thread asks any ShuffledOrders for a
-  // seed outside those four.
+  // shuffled_order(n, seed), kept for this thread (with the three seeds after it, when
+  // made ahead): the reference stays valid until this thread asks any ShuffledOrders
+  // for a seed outside those kept.
   const std::vector<uint32_t>& get(uint64_t seed) const {
     thread_local Kept kept;
-    if (kept.id != id_ || seed < kept.first || seed - kept.first >= kAtOnce) {
+    if (kept.id != id_ || seed < kept.first || seed - kept.first >= at_once_) {
       kept.id = id_;
       kept.first = seed;
-      fill(kept);
+      if (at_once_ == 1)
+        kept.orders[0] = shuffled_order(n_, seed);
+      else
+        fill(kept);
     }
     return kept.orders[seed - kept.first];
   }
@@ -95,7 +103,8 @@ class ShuffledOrders {
 
   uint32_t n_;
   uint64_t id_;
-  std::vector<Mod64> by_;  // by_[d]: remainders by d
+  size_t at_once_;         // orders made at once: kAtOnce, or 1
+  std::vector<Mod64> by_;  // by_[d]: remainders by d (made ahead only)
 };
 
 }  // namespace weft::routing::detail

@@ -392,7 +392,7 @@ Routed UpDownEngine::compute(const Fabric& f, const Options& o) const {
       }
       // Each switch's order of the span's groups (a repair's switches, few of which deal,
       // take theirs one at a time).
-      const detail::ShuffledOrders orders(was ? 0 : uint32_t(gn));
+      const detail::ShuffledOrders orders(uint32_t(gn), /*ahead=*/!was);
       detail::parallel_for(ns, [&](size_t si) {
         const auto s = static_cast<uint32_t>(si);
         // Raw pointers: the byte stores into the row could alias any vector's insides,
@@ -509,9 +509,7 @@ Routed UpDownEngine::compute(const Fabric& f, const Options& o) const {
         // neighbours that took the same order would pile their choices onto the same
         // next switches (an upper tree level's busiest link grows several times);
         // independent orders spread them. A shuffle seeded by the switch (and span).
-        std::vector<uint32_t> own_order;
-        if (was) own_order = shuffled_order(uint32_t(gn), s + 1 + g0);
-        const std::vector<uint32_t>& order = was ? own_order : orders.get(s + 1 + g0);
+        const std::vector<uint32_t>& order = orders.get(s + 1 + g0);
         // The legal hops toward every group at once, link by link, each link's
         // neighbour row read straight through (in the shuffled order below, each
         // neighbour's row would be read at random, once per switch that has it): bit j

@@ -36,14 +36,17 @@ TEST(Mod64, GivesTheRemainderOfEverySixtyFourBitValue) {
 }
 
 TEST(ShuffledOrders, AreShuffledOrderForEverySeedInAnyOrderOfAsking) {
-  for (const uint32_t n : {0u, 1u, 2u, 3u, 17u, 1000u, 3920u}) {
-    const detail::ShuffledOrders orders(n);
-    // Seeds in order (four at a time), then back and forth, skipping some.
-    for (uint64_t seed = 1; seed <= 9; ++seed)
-      ASSERT_EQ(orders.get(seed), shuffled_order(n, seed)) << "n " << n << " seed " << seed;
-    for (const uint64_t seed : {5ull, 2ull, 40ull, 39ull, 41ull, 0ull, 1000003ull})
-      ASSERT_EQ(orders.get(seed), shuffled_order(n, seed)) << "n " << n << " seed " << seed;
-  }
+  for (const bool ahead : {true, false})
+    for (const uint32_t n : {0u, 1u, 2u, 3u, 17u, 1000u, 3920u}) {
+      const detail::ShuffledOrders orders(n, ahead);
+      // Seeds in order (four at a time, made ahead), then back and forth, skipping some.
+      for (uint64_t seed = 1; seed <= 9; ++seed)
+        ASSERT_EQ(orders.get(seed), shuffled_order(n, seed))
+            << "n " << n << " seed " << seed << " ahead " << ahead;
+      for (const uint64_t seed : {5ull, 2ull, 40ull, 39ull, 41ull, 0ull, 1000003ull})
+        ASSERT_EQ(orders.get(seed), shuffled_order(n, seed))
+            << "n " << n << " seed " << seed << " ahead " << ahead;
+    }
   // Two at once on one thread: each answers for its own n.
   const detail::ShuffledOrders a(50), b(60);
   for (uint64_t seed = 1; seed <= 6; ++seed) {
