@@ -6,124 +6,14 @@
 #include <numeric>
 #include <optional>
 #include <string>
-#include <unordered_set>
 
+#include "dependency_layer.hpp"
 #include "parallel.hpp"
 
 namespace weft::routing::detail {
 
 using fabric::Fabric;
 using fabric::NodeIndex;
-
-namespace {
-
-// One layer's channel dependency graph, kept acyclic under edge insertions with a
-// topological order maintained incrementally (Pearce and Kelly): an edge that
-// agrees with the order costs nothing; one that does not searches only the
-// channels between its ends in the order, and either finds a cycle (refused) or
-// reorders them.
-class Layer {
- public:
-  // `order`: an initial order, as near to topological for the edges to come as can be.
-  // `port`: each channel's port number, so that "a leads to b" is one bit of a's mask.
-  Layer(const std::vector<uint32_t>& order, const std::vector<PortNum>& port)
-      : out_(order.size()),
-        in_(order.size()),
-        at_(order.size()),
-        port_(&port),
-        bits_(order.size(), std::array<uint64_t, 4>{}) {
-    for (size_t c = 0; c < order.size(); ++c) at_[c].ord = order[c];
-  }
-
-  bool has(uint32_t a, uint32_t b) const {
-    const PortNum q = (*port_)[b];
-    return bits_[a][q >> 6] >> (q & 63) & 1;
-  }
-
-  // Adds a -> b unless it closes a cycle. The layer only grows, so an edge that closed
-  // a cycle once always will: it is remembered and refused at once.
-  bool add(uint32_t a, uint32_t b, size_t limit) {
-    if (a == b) return false;
-    if (has(a, b)) return true;
-    const uint64_t key = uint64_t(a) << 32 | b;
-    if (refused_.contains(key)) return false;
-    if (at_[a].ord > at_[b].ord) {
-      const uint32_t lo = at_[b].ord, hi = at_[a].ord;
-      ++stamp_;
-      fwd_.clear();
-      stack_.assign(1, b);
-      at_[b].mark = stamp_;
-      while (!stack_.empty()) {  // forward from b, among channels ordered up to a
-        const uint32_t v = stack_.back();
-        stack_.pop_back();
-        fwd_.push_back(v);
-        // A search past `limit` is abandoned and the edge refused, though it may not close
-        // a cycle: refusing is always safe (the path tries another layer), and it bounds
-        // the time on large fabrics. Only edges that do close one are remembered.
-        if (fwd_.size() > limit) return false;
-        for (uint32_t w : out_[v]) {
-          if (w == a) {  // b reaches a: a -> b would close a cycle
-            refused_.insert(key);
-            return false;
-          }
-          if (at_[w].mark != stamp_ && at_[w].ord < hi) at_[w].mark = stamp_, stack_.push_back(w);
-        }
-      }
-      bwd_.clear();
-      stack_.assign(1, a);
-      ++stamp_;
-      at_[a].mark = stamp_;
-      while (!stack_.empty()) {  // backward from a, among channels ordered from b
-        const uint32_t v = stack_.back();
-        stack_.pop_back();
-        bwd_.push_back(v);
-        if (bwd_.size() > limit) return false;  // as above: too large to reorder, refused
-        for (uint32_t w : in_[v])
-          if (at_[w].mark != stamp_ && at_[w].ord > lo) at_[w].mark = stamp_, stack_.push_back(w);
-      }
-      // Reorder: what reaches a first, then what b reaches, in the slots they held.
-      auto by_ord = [&](uint32_t x, uint32_t y) { return at_[x].ord < at_[y].ord; };
-      std::sort(fwd_.begin(), fwd_.end(), by_ord);
-      std::sort(bwd_.begin(), bwd_.end(), by_ord);
-      slots_.clear();
-      for (uint32_t v : bwd_) slots_.push_back(at_[v].ord);
-      for (uint32_t v : fwd_) slots_.push_back(at_[v].ord);
-      std::sort(slots_.begin(), slots_.end());
-      size_t i = 0;
-      for (uint32_t v : bwd_) at_[v].ord = slots_[i++];
-      for (uint32_t v : fwd_) at_[v].ord = slots_[i++];
-    }
-    out_[a].push_back(b);
-    in_[b].push_back(a);
-    const PortNum q = (*port_)[b];
-    bits_[a][q >> 6] |= uint64_t(1) << (q & 63);
-    return true;
-  }
-
-  // Removes a -> b, added last from a and last into b (an undo).
-  void undo(uint32_t a, uint32_t b) {
-    out_[a].pop_back();
-    in_[b].pop_back();
-    const PortNum q = (*port_)[b];
-    bits_[a][q >> 6] &= ~(uint64_t(1) << (q & 63));
-  }
-
- private:
-  std::vector<std::vector<uint32_t>> out_, in_;
-  // Per channel, side by side (a search reads both for every channel it meets): its
-  // position in a topological order, and the stamp of the search that last marked it.
-  struct Slot {
-    uint32_t ord = 0, mark = 0;
-  };
-  std::vector<Slot> at_;
-  const std::vector<PortNum>* port_;
-  std::vector<std::array<uint64_t, 4>> bits_;  // a -> the next ports it leads to
-  std::unordered_set<uint64_t> refused_;
-  uint32_t stamp_ = 0;
-  std::vector<uint32_t> stack_, fwd_, bwd_, slots_;
-};
-
-}  // namespace
 
 std::expected<Layering, Failure> layer_paths(const Fabric& f, const Switches& sw,
                                              const std::vector<LidOwner>& owners, Tables& out,
@@ -189,7 +79,7 @@ std::expected<Layering, Failure> layer_paths(const Fabric& f, const Switches& sw
   // Paths one at a time, each into the lowest layer it leaves acyclic; per LID the
   // longest paths first (they have the most dependencies to fit). A path's layer is
   // its SL. Paths are walked, not stored, so memory stays at the layers' graphs.
-  std::vector<Layer> layers;
+  std::vector<DependencyLayer> layers;
   out.path_sl.assign(f.size(), {});
   for (NodeIndex n : sw.nodes) out.path_sl[n].assign(size_t(out.top_lid) + 1, 0);
   std::vector<std::pair<uint32_t, uint32_t>> deps, added;
@@ -197,8 +87,9 @@ std::expected<Layering, Failure> layer_paths(const Fabric& f, const Switches& sw
   // Searches in a layer's order: short first for single paths (most of which fit where
   // their routes already are), long before a new layer is opened.
   // Branches get a shorter search still: a branch refused early is split, not lost
-  // (on the radix-56 tree 192 against 512: 83 s against 111 s, 6 VLs both).
-  constexpr size_t kShortSearch = 512, kLongSearch = 1 << 14, kBranchSearch = 192;
+  // (the radix-56 tree's deferred LIDs: 6.7 s at 48, 6.4 s at 16, 10.8 s at 192 and
+  // 37 s at 1,024, 4 VLs each).
+  constexpr size_t kShortSearch = 512, kLongSearch = 1 << 14, kBranchSearch = 48;
   // Per phase (whole LIDs, branches, short and long path searches): tries and fits,
   // for the progress report.
   struct Tally {
@@ -210,10 +101,10 @@ std::expected<Layering, Failure> layer_paths(const Fabric& f, const Switches& sw
   // what was added, for an undo. Touches nothing but the layer and `done`, so two
   // layers can be tried at once.
   using Edges = std::vector<std::pair<uint32_t, uint32_t>>;
-  auto undo = [](Layer& layer, const Edges& done) {
+  auto undo = [](DependencyLayer& layer, const Edges& done) {
     for (auto it = done.rbegin(); it != done.rend(); ++it) layer.undo(it->first, it->second);
   };
-  auto try_on = [&](Layer& layer, size_t limit, Edges& done) {
+  auto try_on = [&](DependencyLayer& layer, size_t limit, Edges& done) {
     done.clear();
     for (auto [a, b] : deps) {
       if (layer.has(a, b)) continue;
@@ -225,7 +116,7 @@ std::expected<Layering, Failure> layer_paths(const Fabric& f, const Switches& sw
     }
     return true;
   };
-  auto try_layer = [&](Layer& layer, size_t limit) {
+  auto try_layer = [&](DependencyLayer& layer, size_t limit) {
     ++tally->tries;
     const bool fits = try_on(layer, limit, added);
     tally->fits += fits;
@@ -286,7 +177,7 @@ std::expected<Layering, Failure> layer_paths(const Fabric& f, const Switches& sw
     report("whole LIDs", li, order.size());
     if (li % kBatch == 0) {
       const size_t n = std::min(kBatch, order.size() - li);
-      const Layer* held = layers.empty() ? nullptr : &layers[0];
+      const DependencyLayer* held = layers.empty() ? nullptr : &layers[0];
       parallel_for((n + kPerTask - 1) / kPerTask,
                    [&](size_t task) {
                      const size_t b0 = task * kPerTask, b1 = std::min(n, b0 + kPerTask);

@@ -6,10 +6,10 @@
 // Each LID's whole in-tree goes to layer 0 when it fits there (the CAs' LIDs first);
 // the paths of the LIDs that do not fit go a branch, then a path at a time, longest
 // first, into the lowest layer their dependencies leave acyclic. Each layer keeps a
-// topological order of its channels, maintained incrementally (Pearce and Kelly): a
-// new dependency a->b that agrees with it costs nothing, one that does not searches
-// the channels between a and b and either finds that b reaches a (a cycle: refused,
-// and remembered) or reorders them. Searches are bounded (short first, long before a
+// topological order of its channels, maintained incrementally (dependency_layer.hpp):
+// a new dependency a->b that agrees with it costs nothing, one that does not searches
+// forward from b among the channels ordered before a and either finds a (a cycle:
+// refused, and remembered) or moves what it found to just after a. Searches are bounded (short first, long before a
 // new layer is opened); an abandoned search refuses the dependency, which is always
 // safe. A path's layer is its SL, and SL i travels on VL i.
 #pragma once
