@@ -42,75 +42,74 @@ void balanced_routes(const Fabric& f, const Switches& sw, const std::vector<LidO
   // Where each destination leaves the switch fabric: (LID, exit port) per switch.
   const LidsBySwitch by_switch = lids_by_switch(f, sw, owners);
 
+  // Every switch port's slot in one flat array: switch s's port p is port_base[s] + p.
+  std::vector<uint32_t> port_base(ns + 1, 0);
+  for (uint32_t s = 0; s < ns; ++s)
+    port_base[s + 1] = port_base[s] + static_cast<uint32_t>(f.node(sw.nodes[s]).ports.size());
   // Switch links in port order (the order decides ties), flat: switch s's are
-  // [link_begin[s], link_begin[s + 1]); each with the switch it leads to.
+  // [link_begin[s], link_begin[s + 1]); each with its port's slot and the switch it
+  // leads to.
   struct Link {
     PortNum port;
+    uint32_t slot;
     uint32_t to;
   };
   std::vector<Link> links;
   std::vector<uint32_t> link_begin(ns + 1, 0);
+  std::vector<uint32_t> peer_sw(port_base[ns], ~0u);  // per port slot: the switch it leads to
   for (uint32_t s = 0; s < ns; ++s) {
     for (const auto& p : f.node(sw.nodes[s]).ports)
-      if (p.num != 0 && p.linked() && f.node(p.peer).is_switch())
-        links.push_back({p.num, sw.of_node[p.peer]});
+      if (p.num != 0 && p.linked() && f.node(p.peer).is_switch()) {
+        links.push_back({p.num, port_base[s] + p.num, sw.of_node[p.peer]});
+        peer_sw[port_base[s] + p.num] = sw.of_node[p.peer];
+      }
     link_begin[s + 1] = static_cast<uint32_t>(links.size());
   }
-  // Per switch, per port: the switch it leads to (~0 for none).
-  std::vector<std::vector<uint32_t>> peer_sw(ns);
-  for (uint32_t s = 0; s < ns; ++s) {
-    peer_sw[s].assign(f.node(sw.nodes[s]).ports.size(), ~0u);
-    for (uint32_t l = link_begin[s]; l < link_begin[s + 1]; ++l)
-      peer_sw[s][links[l].port] = links[l].to;
-  }
-
-  // Per directed switch link (switch, port): traffic weight routed over it so far.
-  std::vector<std::vector<uint64_t>> load(ns);
-  for (uint32_t i = 0; i < ns; ++i) load[i].assign(f.node(sw.nodes[i]).ports.size(), 0);
 
   // On large fabrics (one pass) destinations go in fixed pairs, the two of a pair on two
-  // cores: each reads the loads as they were before the pair and keeps its own
-  // additions apart, merged once both are done (radix-56 tree: 29 -> 19 s). A fixed
-  // pair size keeps the tables the same on any machine; smaller fabrics go one by one.
+  // cores: each reads the loads as they were before the pair plus its own additions,
+  // and takes the other's once both are done (radix-56 tree: 29 -> 19 s). A fixed pair
+  // size keeps the tables the same on any machine; smaller fabrics go one by one.
   const size_t kBatch = kPasses == 1 ? 2 : 1;
   struct Worker {
-    std::vector<uint32_t> order;       // switches sorted by distance to t, far first
-    std::vector<uint32_t> cand_begin;  // candidate links of switch s toward t
+    // Per port slot: the traffic weight routed over the link so far, as this worker
+    // sees it (every destination merged, and its own additions of the batch).
+    std::vector<uint64_t> load;
+    std::vector<std::pair<uint32_t, int64_t>> added;  // this batch's additions, for the others
+    std::vector<uint32_t> order;                      // switches sorted by distance to t, far first
+    std::vector<uint32_t> cand_begin;                 // candidate links of switch s toward t
     std::vector<Link> cand;
     // This destination's choices, [LID of t][switch], written to the rows at its end:
     // row by row, the destination's (mostly consecutive) LIDs share cache lines, where
     // writing each LID down every row missed the cache at every switch.
     std::vector<PortNum> choice;
     std::vector<uint64_t> weight;
-    // The least-loaded onward link of a neighbour: fixed for one destination until the
-    // neighbour itself is routed (it is closer, so later), hence computed once per
-    // destination and cached under a stamp.
+    // The least-loaded onward link of a neighbour: fixed for one LID until the neighbour
+    // itself is routed (it is closer, so later), hence computed once per LID and kept
+    // under a stamp. A switch that has just chosen knows it for the next LID of the same
+    // destination (nothing else moves its links' loads in between, without a rip-up).
     std::vector<uint64_t> ahead, ahead_stamp;
     uint64_t stamp = 0;
-    std::vector<std::vector<int64_t>> delta;  // this destination's additions to `load`
-    std::vector<std::pair<uint32_t, PortNum>> touched;
   };
   std::vector<Worker> workers(kBatch);
   for (Worker& w : workers) {
+    w.load.assign(port_base[ns], 0);
     w.cand_begin.assign(ns + 1, 0);
     w.weight.assign(ns, 0);
     w.ahead.assign(ns, 0);
     w.ahead_stamp.assign(ns, 0);
-    w.delta.resize(ns);
-    for (uint32_t i = 0; i < ns; ++i) w.delta[i].assign(load[i].size(), 0);
   }
   auto route = [&](uint32_t t, int pass, Worker& w) {
-    auto cur = [&](uint32_t s, PortNum p) { return uint64_t(int64_t(load[s][p]) + w.delta[s][p]); };
-    auto add = [&](uint32_t s, PortNum p, int64_t x) {
-      if (w.delta[s][p] == 0) w.touched.emplace_back(s, p);
-      w.delta[s][p] += x;
+    auto add = [&](uint32_t slot, int64_t x) {
+      w.load[slot] = uint64_t(int64_t(w.load[slot]) + x);
+      if (kBatch > 1) w.added.emplace_back(slot, x);
     };
     auto look_ahead = [&](uint32_t n) -> uint64_t {
       if (w.ahead_stamp[n] == w.stamp) return w.ahead[n];
       uint64_t m =
           w.cand_begin[n] == w.cand_begin[n + 1] ? 0 : std::numeric_limits<uint64_t>::max();
       for (uint32_t k = w.cand_begin[n]; k < w.cand_begin[n + 1]; ++k)
-        m = std::min(m, cur(n, w.cand[k].port));
+        m = std::min(m, w.load[w.cand[k].slot]);
       w.ahead_stamp[n] = w.stamp;
       return w.ahead[n] = m;
     };
@@ -145,30 +144,34 @@ void balanced_routes(const Fabric& f, const Switches& sw, const std::vector<LidO
         for (uint32_t s : order) {
           const PortNum port = out.lft[sw.nodes[s]][lid];
           if (port == kDropPort) continue;
-          add(s, port, -int64_t(weight[s]));
-          weight[peer_sw[s][port]] += weight[s];
+          add(port_base[s] + port, -int64_t(weight[s]));
+          weight[peer_sw[port_base[s] + port]] += weight[s];
         }
       }
       for (uint32_t s : order) weight[s] = sw.sources[s];
       weight[t] = sw.sources[t];
       ++w.stamp;
+      // Whether each switch may leave its least-loaded link for the next LID.
+      const bool keep_ahead = pass == 0 && j + 1 < lids.size();
       for (uint32_t s : order) {
-        PortNum best = kDropPort;
-        uint32_t best_to = 0;
+        const uint32_t k0 = cand_begin[s], k1 = cand_begin[s + 1];
+        if (k0 == k1) continue;  // unreachable by construction; keep drop
+        uint32_t best = k0;
         uint64_t best_cost = std::numeric_limits<uint64_t>::max();
-        for (uint32_t k = cand_begin[s]; k < cand_begin[s + 1]; ++k) {
-          const auto [port, n] = cand[k];
-          const uint64_t cost = cur(s, port) + look_ahead(n) + (weight[n] - sw.sources[n]);
-          if (best == kDropPort || cost < best_cost) {
-            best_cost = cost;
-            best = port;
-            best_to = n;
-          }
+        for (uint32_t k = k0; k < k1; ++k) {
+          const uint32_t n = cand[k].to;
+          const uint64_t cost = w.load[cand[k].slot] + look_ahead(n) + (weight[n] - sw.sources[n]);
+          if (cost < best_cost) best_cost = cost, best = k;
         }
-        if (best == kDropPort) continue;  // unreachable by construction; keep drop
-        chosen[s] = best;
-        add(s, best, int64_t(weight[s]));
-        weight[best_to] += weight[s];
+        chosen[s] = cand[best].port;
+        add(cand[best].slot, int64_t(weight[s]));
+        weight[cand[best].to] += weight[s];
+        if (keep_ahead) {
+          uint64_t m = std::numeric_limits<uint64_t>::max();
+          for (uint32_t k = k0; k < k1; ++k) m = std::min(m, w.load[cand[k].slot]);
+          w.ahead[s] = m;
+          w.ahead_stamp[s] = w.stamp + 1;
+        }
       }
     }
     for (uint32_t s = 0; s < ns; ++s) {
@@ -185,14 +188,13 @@ void balanced_routes(const Fabric& f, const Switches& sw, const std::vector<LidO
       const size_t n = std::min(kBatch, dests.size() - b);
       parallel_for(
           n, [&](size_t i) { route(dests[b + i], pass, workers[i]); }, 1);
-      for (size_t i = 0; i < n; ++i) {  // merged in a fixed order
-        Worker& w = workers[i];
-        for (auto [s, p] : w.touched) {
-          load[s][p] = uint64_t(int64_t(load[s][p]) + w.delta[s][p]);
-          w.delta[s][p] = 0;
-        }
-        w.touched.clear();
-      }
+      // Each worker takes the others' additions (integer sums: the order does not matter).
+      for (size_t i = 0; i < kBatch; ++i)
+        for (size_t k = 0; k < n; ++k)
+          if (k != i)
+            for (auto [slot, x] : workers[k].added)
+              workers[i].load[slot] = uint64_t(int64_t(workers[i].load[slot]) + x);
+      for (size_t k = 0; k < n; ++k) workers[k].added.clear();
     }
 }
 
