@@ -78,18 +78,18 @@ void balanced_routes(const Fabric& f, const Switches& sw, const std::vector<LidO
     std::vector<std::pair<uint32_t, int64_t>> added;  // this batch's additions, for the others
     std::vector<uint32_t> order;                      // switches sorted by distance to t, far first
     std::vector<uint32_t> cand_begin;                 // candidate links of switch s toward t
-    std::vector<Link> cand;
+    std::vector<uint32_t> cand_slot, cand_to;         // each candidate's port slot and switch
+    std::vector<PortNum> cand_port;
     // This destination's choices, [LID of t][switch], written to the rows at its end:
     // row by row, the destination's (mostly consecutive) LIDs share cache lines, where
     // writing each LID down every row missed the cache at every switch.
     std::vector<PortNum> choice;
-    std::vector<uint64_t> weight;
-    // The least-loaded onward link of a neighbour: fixed for one LID until the neighbour
-    // itself is routed (it is closer, so later), hence computed once per LID and kept
-    // under a stamp. A switch that has just chosen knows it for the next LID of the same
-    // destination (nothing else moves its links' loads in between, without a rip-up).
-    std::vector<uint64_t> ahead, ahead_stamp;
-    uint64_t stamp = 0;
+    // Per switch, for the LID being routed: the load of its least-loaded onward link
+    // (fixed until the switch itself chooses: it is closer, so later), and that plus the
+    // weight its upstream neighbours have sent it so far. A candidate's cost is its
+    // link's load plus the second at the switch it leads to.
+    std::vector<uint64_t> ahead, base;
+    std::vector<uint64_t> weight;  // a rip-up's weights
   };
   std::vector<Worker> workers(kBatch);
   for (Worker& w : workers) {
@@ -97,40 +97,45 @@ void balanced_routes(const Fabric& f, const Switches& sw, const std::vector<LidO
     w.cand_begin.assign(ns + 1, 0);
     w.weight.assign(ns, 0);
     w.ahead.assign(ns, 0);
-    w.ahead_stamp.assign(ns, 0);
+    w.base.assign(ns, 0);
   }
   auto route = [&](uint32_t t, int pass, Worker& w) {
     auto add = [&](uint32_t slot, int64_t x) {
       w.load[slot] = uint64_t(int64_t(w.load[slot]) + x);
       if (kBatch > 1) w.added.emplace_back(slot, x);
     };
-    auto look_ahead = [&](uint32_t n) -> uint64_t {
-      if (w.ahead_stamp[n] == w.stamp) return w.ahead[n];
-      uint64_t m =
-          w.cand_begin[n] == w.cand_begin[n + 1] ? 0 : std::numeric_limits<uint64_t>::max();
-      for (uint32_t k = w.cand_begin[n]; k < w.cand_begin[n + 1]; ++k)
-        m = std::min(m, w.load[w.cand[k].slot]);
-      w.ahead_stamp[n] = w.stamp;
-      return w.ahead[n] = m;
-    };
     auto& order = w.order;
-    auto& cand = w.cand;
     auto& cand_begin = w.cand_begin;
+    auto& cand_slot = w.cand_slot;
+    auto& cand_to = w.cand_to;
+    auto& ahead = w.ahead;
+    auto& base = w.base;
     auto& weight = w.weight;
+    const uint64_t* const load = w.load.data();
     order.clear();
     for (uint32_t s = 0; s < ns; ++s)
       if (s != t && d(s, t) != kFar) order.push_back(s);
     std::stable_sort(order.begin(), order.end(),
                      [&](uint32_t a, uint32_t b) { return d(a, t) > d(b, t); });
-    cand.clear();
+    cand_slot.clear(), cand_to.clear(), w.cand_port.clear();
     const uint8_t* const dt = &dist[size_t(t) * ns];  // d(., t)
     for (uint32_t s = 0; s < ns; ++s) {
-      cand_begin[s] = static_cast<uint32_t>(cand.size());
+      cand_begin[s] = static_cast<uint32_t>(cand_slot.size());
       if (s == t || dt[s] == kFar) continue;
       for (uint32_t l = link_begin[s]; l < link_begin[s + 1]; ++l)
-        if (dt[links[l].to] + 1 == dt[s]) cand.push_back(links[l]);
+        if (dt[links[l].to] + 1 == dt[s]) {
+          cand_slot.push_back(links[l].slot);
+          cand_to.push_back(links[l].to);
+          w.cand_port.push_back(links[l].port);
+        }
     }
-    cand_begin[ns] = static_cast<uint32_t>(cand.size());
+    cand_begin[ns] = static_cast<uint32_t>(cand_slot.size());
+    auto least_load = [&](uint32_t s) {  // 0 for none (the destination)
+      uint64_t m = cand_begin[s] == cand_begin[s + 1] ? 0 : std::numeric_limits<uint64_t>::max();
+      for (uint32_t k = cand_begin[s]; k < cand_begin[s + 1]; ++k)
+        m = std::min(m, load[cand_slot[k]]);
+      return m;
+    };
     const auto& lids = by_switch[t];
     w.choice.assign(lids.size() * ns, kDropPort);
     for (size_t j = 0; j < lids.size(); ++j) {
@@ -148,30 +153,27 @@ void balanced_routes(const Fabric& f, const Switches& sw, const std::vector<LidO
           weight[peer_sw[port_base[s] + port]] += weight[s];
         }
       }
-      for (uint32_t s : order) weight[s] = sw.sources[s];
-      weight[t] = sw.sources[t];
-      ++w.stamp;
-      // Whether each switch may leave its least-loaded link for the next LID.
+      // A switch that has just chosen knows its least-loaded link for the next LID of the
+      // same destination: nothing else moves its links' loads in between, but a rip-up.
+      if (j == 0 || pass > 0)
+        for (uint32_t s : order) ahead[s] = least_load(s);
+      for (uint32_t s : order) base[s] = ahead[s];
+      base[t] = 0;  // no onward link
       const bool keep_ahead = pass == 0 && j + 1 < lids.size();
       for (uint32_t s : order) {
         const uint32_t k0 = cand_begin[s], k1 = cand_begin[s + 1];
         if (k0 == k1) continue;  // unreachable by construction; keep drop
+        const uint64_t ws = sw.sources[s] + (base[s] - ahead[s]);  // its own and what it got
         uint32_t best = k0;
         uint64_t best_cost = std::numeric_limits<uint64_t>::max();
         for (uint32_t k = k0; k < k1; ++k) {
-          const uint32_t n = cand[k].to;
-          const uint64_t cost = w.load[cand[k].slot] + look_ahead(n) + (weight[n] - sw.sources[n]);
+          const uint64_t cost = load[cand_slot[k]] + base[cand_to[k]];
           if (cost < best_cost) best_cost = cost, best = k;
         }
-        chosen[s] = cand[best].port;
-        add(cand[best].slot, int64_t(weight[s]));
-        weight[cand[best].to] += weight[s];
-        if (keep_ahead) {
-          uint64_t m = std::numeric_limits<uint64_t>::max();
-          for (uint32_t k = k0; k < k1; ++k) m = std::min(m, w.load[cand[k].slot]);
-          w.ahead[s] = m;
-          w.ahead_stamp[s] = w.stamp + 1;
-        }
+        chosen[s] = w.cand_port[best];
+        add(cand_slot[best], int64_t(ws));
+        base[cand_to[best]] += ws;
+        if (keep_ahead) ahead[s] = least_load(s);
       }
     }
     for (uint32_t s = 0; s < ns; ++s) {
