@@ -316,9 +316,29 @@ void layered_dependencies(const Tables& t, const detail::Channels& ch, const det
               used[k] |= sl[i * kB + k] == kEvery ? ~0u : 1u << (sl[i * kB + k] & 31);
             }
           }
+          // A LID whose sources all take one VL v: every switch u that routes it to a
+          // switch routing it on adds (u's port) -> (that switch's port) on v, which is what
+          // the walks below would find. Marked switch by switch, so that the masks a
+          // switch owns stay in cache over the block (walking them by LID missed the cache
+          // at every switch).
+          const uint32_t in_vls = vls >= 32 ? ~0u : (1u << vls) - 1;
+          std::array<uint8_t, kB> one_vl{};  // per LID of the block: v + 1, or 0 for walks
+          bool any_one = false;
+          for (size_t k = 0; k < nl; ++k)
+            if (const uint32_t u = used[k] & in_vls; u && !(u & (u - 1)))
+              one_vl[k] = static_cast<uint8_t>(__builtin_ctz(u) + 1), any_one = true;
+          if (any_one)
+            for (size_t i = 0; i < ns; ++i)
+              for (size_t k = 0; k < nl; ++k) {
+                const uint32_t cur = nxt[i * kB + k];
+                if (!one_vl[k] || cur == kNone || nxt[cur * kB + k] == kNone) continue;
+                const PortNum out = port[cur * kB + k];
+                const size_t in = sbase[i] + port[i * kB + k];
+                mask[((one_vl[k] - 1u) * nch + in) * 4 + (out >> 6)] |= uint64_t(1) << (out & 63);
+              }
           for (size_t k = 0; k < nl; ++k)
             for (uint32_t v = 0; v < vls; ++v) {
-              if (!(used[k] >> v & 1)) continue;
+              if (!(used[k] >> v & 1) || one_vl[k]) continue;
               ++stamp;
               uint64_t* const mv = mask + size_t(v) * nch * 4;
               for (size_t src = 0; src < ns; ++src) {

@@ -183,6 +183,17 @@ TEST(Cdg, LayeredWalkAgreesWithTheSingleVlCheck) {
       EXPECT_EQ(sl1.cyclic_vl, 1) << spec;
     }
     EXPECT_GE(sl1.dependencies, want.dependencies) << spec;
+    // Every path on SL 1 (each LID on one VL, which the check marks switch by switch, not
+    // by walks): VL 1 holds all, VL 0 nothing.
+    for (NodeIndex n = 0; n < f.size(); ++n)
+      if (f.node(n).is_switch()) std::fill(on.path_sl[n].begin(), on.path_sl[n].end(), 1);
+    const CdgReport all1 = channel_dependencies(f, on);
+    EXPECT_EQ(all1.vls, 2u) << spec;
+    EXPECT_EQ(all1.dependencies, want.dependencies) << spec;
+    EXPECT_EQ(all1.acyclic, want.acyclic) << spec;
+    if (!want.acyclic) {
+      EXPECT_EQ(all1.cyclic_vl, 1) << spec;
+    }
   }
 }
 
