@@ -73,8 +73,11 @@ void balanced_routes(const Fabric& f, const Switches& sw, const std::vector<LidO
   const size_t kBatch = kPasses == 1 ? 2 : 1;
   struct Worker {
     // Per port slot: the traffic weight routed over the link so far, as this worker
-    // sees it (every destination merged, and its own additions of the batch).
-    std::vector<uint64_t> load;
+    // sees it (every destination merged, and its own additions of the batch). 32 bits
+    // hold it: at most every source (LID-holding port) toward every LID, under 49,152^2
+    // < 2^32; half the bytes every LID reads through (on the radix-56 tree the loads
+    // are read once per LID, and the reads were the time).
+    std::vector<uint32_t> load;
     std::vector<std::pair<uint32_t, int64_t>> added;  // this batch's additions, for the others
     std::vector<uint32_t> order;                      // switches sorted by distance to t, far first
     std::vector<uint32_t> cand_begin;                 // candidate links of switch s toward t
@@ -101,7 +104,7 @@ void balanced_routes(const Fabric& f, const Switches& sw, const std::vector<LidO
   }
   auto route = [&](uint32_t t, int pass, Worker& w) {
     auto add = [&](uint32_t slot, int64_t x) {
-      w.load[slot] = uint64_t(int64_t(w.load[slot]) + x);
+      w.load[slot] = static_cast<uint32_t>(int64_t(w.load[slot]) + x);
       if (kBatch > 1) w.added.emplace_back(slot, x);
     };
     auto& order = w.order;
@@ -111,7 +114,7 @@ void balanced_routes(const Fabric& f, const Switches& sw, const std::vector<LidO
     auto& ahead = w.ahead;
     auto& base = w.base;
     auto& weight = w.weight;
-    const uint64_t* const load = w.load.data();
+    const uint32_t* const load = w.load.data();
     order.clear();
     for (uint32_t s = 0; s < ns; ++s)
       if (s != t && d(s, t) != kFar) order.push_back(s);
@@ -133,7 +136,7 @@ void balanced_routes(const Fabric& f, const Switches& sw, const std::vector<LidO
     auto least_load = [&](uint32_t s) {  // 0 for none (the destination)
       uint64_t m = cand_begin[s] == cand_begin[s + 1] ? 0 : std::numeric_limits<uint64_t>::max();
       for (uint32_t k = cand_begin[s]; k < cand_begin[s + 1]; ++k)
-        m = std::min(m, load[cand_slot[k]]);
+        m = std::min<uint64_t>(m, load[cand_slot[k]]);
       return m;
     };
     const auto& lids = by_switch[t];
@@ -167,7 +170,7 @@ void balanced_routes(const Fabric& f, const Switches& sw, const std::vector<LidO
         uint32_t best = k0;
         uint64_t best_cost = std::numeric_limits<uint64_t>::max();
         for (uint32_t k = k0; k < k1; ++k) {
-          const uint64_t cost = load[cand_slot[k]] + base[cand_to[k]];
+          const uint64_t cost = uint64_t(load[cand_slot[k]]) + base[cand_to[k]];
           if (cost < best_cost) best_cost = cost, best = k;
         }
         chosen[s] = w.cand_port[best];
@@ -195,7 +198,7 @@ void balanced_routes(const Fabric& f, const Switches& sw, const std::vector<LidO
         for (size_t k = 0; k < n; ++k)
           if (k != i)
             for (auto [slot, x] : workers[k].added)
-              workers[i].load[slot] = uint64_t(int64_t(workers[i].load[slot]) + x);
+              workers[i].load[slot] = static_cast<uint32_t>(int64_t(workers[i].load[slot]) + x);
       for (size_t k = 0; k < n; ++k) workers[k].added.clear();
     }
 }
