@@ -92,7 +92,8 @@ void balanced_routes(const Fabric& f, const Switches& sw, const std::vector<LidO
     // weight its upstream neighbours have sent it so far. A candidate's cost is its
     // link's load plus the second at the switch it leads to.
     std::vector<uint64_t> ahead, base;
-    std::vector<uint64_t> weight;  // a rip-up's weights
+    std::vector<uint32_t> at_least;  // per switch: its onward links whose load is `ahead`
+    std::vector<uint64_t> weight;    // a rip-up's weights
   };
   std::vector<Worker> workers(kBatch);
   for (Worker& w : workers) {
@@ -101,6 +102,7 @@ void balanced_routes(const Fabric& f, const Switches& sw, const std::vector<LidO
     w.weight.assign(ns, 0);
     w.ahead.assign(ns, 0);
     w.base.assign(ns, 0);
+    w.at_least.assign(ns, 0);
   }
   auto route = [&](uint32_t t, int pass, Worker& w) {
     auto add = [&](uint32_t slot, int64_t x) {
@@ -133,11 +135,20 @@ void balanced_routes(const Fabric& f, const Switches& sw, const std::vector<LidO
         }
     }
     cand_begin[ns] = static_cast<uint32_t>(cand_slot.size());
-    auto least_load = [&](uint32_t s) {  // 0 for none (the destination)
+    auto& at_least = w.at_least;
+    // ahead[s] and at_least[s] from s's links' loads (0 for none: the destination).
+    auto least_load = [&](uint32_t s) {
       uint64_t m = cand_begin[s] == cand_begin[s + 1] ? 0 : std::numeric_limits<uint64_t>::max();
-      for (uint32_t k = cand_begin[s]; k < cand_begin[s + 1]; ++k)
-        m = std::min<uint64_t>(m, load[cand_slot[k]]);
-      return m;
+      uint32_t c = 0;
+      for (uint32_t k = cand_begin[s]; k < cand_begin[s + 1]; ++k) {
+        const uint64_t l = load[cand_slot[k]];
+        if (l < m)
+          m = l, c = 1;
+        else
+          c += l == m;
+      }
+      ahead[s] = m;
+      at_least[s] = c;
     };
     const auto& lids = by_switch[t];
     w.choice.assign(lids.size() * ns, kDropPort);
@@ -159,7 +170,7 @@ void balanced_routes(const Fabric& f, const Switches& sw, const std::vector<LidO
       // A switch that has just chosen knows its least-loaded link for the next LID of the
       // same destination: nothing else moves its links' loads in between, but a rip-up.
       if (j == 0 || pass > 0)
-        for (uint32_t s : order) ahead[s] = least_load(s);
+        for (uint32_t s : order) least_load(s);
       for (uint32_t s : order) base[s] = ahead[s];
       base[t] = 0;  // no onward link
       const bool keep_ahead = pass == 0 && j + 1 < lids.size();
@@ -174,9 +185,11 @@ void balanced_routes(const Fabric& f, const Switches& sw, const std::vector<LidO
           if (cost < best_cost) best_cost = cost, best = k;
         }
         chosen[s] = w.cand_port[best];
+        // Its least load moves only when the last link that held it takes the weight.
+        const bool was_least = load[cand_slot[best]] == ahead[s];
         add(cand_slot[best], int64_t(ws));
         base[cand_to[best]] += ws;
-        if (keep_ahead) ahead[s] = least_load(s);
+        if (keep_ahead && ws != 0 && was_least && --at_least[s] == 0) least_load(s);
       }
     }
     for (uint32_t s = 0; s < ns; ++s) {
