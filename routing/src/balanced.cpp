@@ -87,6 +87,7 @@ void balanced_routes(const Fabric& f, const Switches& sw, const std::vector<LidO
     // row by row, the destination's (mostly consecutive) LIDs share cache lines, where
     // writing each LID down every row missed the cache at every switch.
     std::vector<PortNum> choice;
+    uint32_t t = 0;  // the destination they are for
     // Per switch, for the LID being routed: the load of its least-loaded onward link
     // (fixed until the switch itself chooses: it is closer, so later), and that plus the
     // weight its upstream neighbours have sent it so far. A candidate's cost is its
@@ -192,8 +193,15 @@ void balanced_routes(const Fabric& f, const Switches& sw, const std::vector<LidO
         if (keep_ahead && ws != 0 && was_least && --at_least[s] == 0) least_load(s);
       }
     }
-    for (uint32_t s = 0; s < ns; ++s) {
-      if (s == t) continue;
+    w.t = t;
+  };
+  // A worker's choices into the rows of switches [s0, s1): done after a batch, each core
+  // its own rows (the two destinations of a pair often share a cache line of every row,
+  // which the cores writing at once took from each other at every switch).
+  auto write_rows = [&](const Worker& w, uint32_t s0, uint32_t s1) {
+    const auto& lids = by_switch[w.t];
+    for (uint32_t s = s0; s < s1; ++s) {
+      if (s == w.t) continue;
       PortNum* const row = out.lft[sw.nodes[s]].data();
       for (size_t j = 0; j < lids.size(); ++j) row[lids[j].first] = w.choice[j * ns + s];
     }
@@ -206,6 +214,14 @@ void balanced_routes(const Fabric& f, const Switches& sw, const std::vector<LidO
       const size_t n = std::min(kBatch, dests.size() - b);
       parallel_for(
           n, [&](size_t i) { route(dests[b + i], pass, workers[i]); }, 1);
+      parallel_for(
+          kBatch,
+          [&](size_t part) {
+            const auto s0 = static_cast<uint32_t>(ns * part / kBatch),
+                       s1 = static_cast<uint32_t>(ns * (part + 1) / kBatch);
+            for (size_t i = 0; i < n; ++i) write_rows(workers[i], s0, s1);
+          },
+          1);
       // Each worker takes the others' additions (integer sums: the order does not matter).
       for (size_t i = 0; i < kBatch; ++i)
         for (size_t k = 0; k < n; ++k)
