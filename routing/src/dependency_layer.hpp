@@ -3,7 +3,6 @@
 #pragma once
 
 #include <algorithm>
-#include <array>
 #include <cstdint>
 #include <unordered_set>
 #include <vector>
@@ -35,7 +34,8 @@ class DependencyLayer {
         next_(order.size() + 2),
         prev_(order.size() + 2),
         port_(&port),
-        bits_(order.size(), std::array<uint64_t, 4>{}) {
+        words_(port.empty() ? 1 : *std::max_element(port.begin(), port.end()) / 64 + 1),
+        bits_(order.size() * words_, 0) {
     const auto n = static_cast<uint32_t>(order.size());
     head_ = n, tail_ = n + 1;
     std::vector<uint32_t> by_pos(n);
@@ -49,7 +49,7 @@ class DependencyLayer {
 
   bool has(uint32_t a, uint32_t b) const {
     const PortNum q = (*port_)[b];
-    return bits_[a][q >> 6] >> (q & 63) & 1;
+    return bits_[size_t(a) * words_ + (q >> 6)] >> (q & 63) & 1;
   }
 
   // Adds a -> b unless it closes a cycle. The layer only grows, so an edge that closed
@@ -85,7 +85,7 @@ class DependencyLayer {
     }
     out_[a].push_back(b);
     const PortNum q = (*port_)[b];
-    bits_[a][q >> 6] |= uint64_t(1) << (q & 63);
+    bits_[size_t(a) * words_ + (q >> 6)] |= uint64_t(1) << (q & 63);
     return true;
   }
 
@@ -93,7 +93,7 @@ class DependencyLayer {
   void undo(uint32_t a, uint32_t b) {
     out_[a].pop_back();
     const PortNum q = (*port_)[b];
-    bits_[a][q >> 6] &= ~(uint64_t(1) << (q & 63));
+    bits_[size_t(a) * words_ + (q >> 6)] &= ~(uint64_t(1) << (q & 63));
   }
 
   // Channel c's label: the order's labels increase along it (for tests).
@@ -151,7 +151,11 @@ class DependencyLayer {
   std::vector<uint32_t> next_, prev_;  // the order as a list; head_ and tail_ its ends
   uint32_t head_ = 0, tail_ = 0;
   const std::vector<PortNum>* port_;
-  std::vector<std::array<uint64_t, 4>> bits_;  // a -> the next ports it leads to
+  // a -> the next ports it leads to: words_ 64-bit words per channel, as few as the
+  // highest port needs (one on switches of up to 63 ports: a quarter of the bytes the
+  // searches and tries read at random).
+  size_t words_;
+  std::vector<uint64_t> bits_;
   std::unordered_set<uint64_t> refused_;
   uint32_t stamp_ = 0;
   std::vector<uint32_t> stack_, fwd_;
