@@ -9,9 +9,10 @@
 // topological order of its channels, maintained incrementally (dependency_layer.hpp):
 // a new dependency a->b that agrees with it costs nothing, one that does not searches
 // forward from b among the channels ordered before a and either finds a (a cycle:
-// refused, and remembered) or moves what it found to just after a. Searches are bounded (short first, long before a
-// new layer is opened); an abandoned search refuses the dependency, which is always
-// safe. A path's layer is its SL, and SL i travels on VL i.
+// refused, and remembered) or moves what it found to just after a. Searches are
+// bounded (short first, long before a new layer is opened); an abandoned search
+// refuses the dependency, which is always safe. A path's layer is its SL, and SL i
+// travels on VL i.
 #pragma once
 
 #include <cstdint>
