@@ -56,6 +56,18 @@ std::vector<PortNum> ports(uint32_t n) {
   return p;
 }
 
+// A layer over n channels in the order of their numbers, beside the ports it reads.
+struct InOrder {
+  explicit InOrder(uint32_t n) : port(ports(n)), layer(identity(n), port) {}
+  static std::vector<uint32_t> identity(uint32_t n) {
+    std::vector<uint32_t> order(n);
+    std::iota(order.begin(), order.end(), 0u);
+    return order;
+  }
+  std::vector<PortNum> port;
+  DependencyLayer layer;
+};
+
 TEST(DependencyLayer, RefusesExactlyTheEdgesThatCloseACycle) {
   for (uint64_t seed = 1; seed <= 20; ++seed) {
     SplitMix64 rng(seed);
@@ -96,12 +108,11 @@ TEST(DependencyLayer, RefusesExactlyTheEdgesThatCloseACycle) {
 // gap is spent and windows are relabelled.
 TEST(DependencyLayer, KeepsItsOrderWhereInsertionsCrowdOneGap) {
   for (uint32_t n : {3u, 5u, 40u, 250u}) {
-    std::vector<uint32_t> order(n);
-    std::iota(order.begin(), order.end(), 0u);
-    const std::vector<PortNum> port = ports(n);
-    DependencyLayer layer(order, port);
+    InOrder in_order(n);
+    DependencyLayer& layer = in_order.layer;
     Reference ref(n);
-    // n-1 -> 0 -> 1 -> ... -> n-2: each edge but the chain's ends disagrees with the order.
+    // n-1 -> 0 -> 1 -> ... -> n-2: each edge disagrees with the order as it then stands,
+    // and moves its head to the list's end.
     std::vector<std::pair<uint32_t, uint32_t>> chain = {{n - 1, 0}};
     for (uint32_t c = 0; c + 2 < n; ++c) chain.emplace_back(c, c + 1);
     for (auto [a, b] : chain) {
@@ -119,10 +130,8 @@ TEST(DependencyLayer, KeepsItsOrderWhereInsertionsCrowdOneGap) {
 // crowd at one spot of a long list, and its windows are relabelled again and again.
 TEST(DependencyLayer, RelabelsACrowdedWindowWithoutBreakingTheOrder) {
   const uint32_t n = 3000;
-  std::vector<uint32_t> order(n);
-  std::iota(order.begin(), order.end(), 0u);
-  const std::vector<PortNum> port = ports(n);
-  DependencyLayer layer(order, port);
+  InOrder in_order(n);
+  DependencyLayer& layer = in_order.layer;
   Reference ref(n);
   // Channel 1500 first leads to 0; then each channel i leads to i + 1 (for i < 1499):
   // each edge moves channel i + 1 to just after i, which sits just after 1500's chain.
@@ -140,11 +149,8 @@ TEST(DependencyLayer, RelabelsACrowdedWindowWithoutBreakingTheOrder) {
 // A search past the limit refuses an edge that closes no cycle, and does not remember
 // it: with a larger limit the same edge is taken.
 TEST(DependencyLayer, ForgetsWhatItRefusedForTheLimitAndUndoes) {
-  const uint32_t n = 10;
-  std::vector<uint32_t> order(n);
-  std::iota(order.begin(), order.end(), 0u);
-  const std::vector<PortNum> port = ports(n);
-  DependencyLayer layer(order, port);
+  InOrder in_order(10);
+  DependencyLayer& layer = in_order.layer;
   for (uint32_t c = 1; c + 1 < 6; ++c) ASSERT_TRUE(layer.add(c, c + 1, kNoLimit));  // 1..5
   // 9 -> 1 must move 1..5 (five channels) past 9.
   EXPECT_FALSE(layer.add(9, 1, 4));
