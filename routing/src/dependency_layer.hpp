@@ -52,8 +52,9 @@ class DependencyLayer {
     return bits_[size_t(a) * words_ + (q >> 6)] >> (q & 63) & 1;
   }
 
-  // Adds a -> b unless it closes a cycle. The layer only grows, so an edge that closed
-  // a cycle once always will: it is remembered and refused at once.
+  // Adds a -> b unless it closes a cycle. An edge that closed a cycle is remembered and
+  // refused at once from then on: the layer only grows but for a failed try's own edges
+  // taken out again (undo), so it nearly always would again, and refusing is always safe.
   bool add(uint32_t a, uint32_t b, size_t limit) {
     if (a == b) return false;
     if (has(a, b)) return true;
