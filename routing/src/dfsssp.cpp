@@ -6,7 +6,6 @@
 #include "balanced.hpp"
 #include "layering.hpp"
 #include "switch_graph.hpp"
-#include "weft/routing/analysis.hpp"
 
 namespace weft::routing {
 
@@ -73,16 +72,17 @@ Routed DfssspEngine::compute(const Fabric& f, const Options& o) const {
         " (switch, LID) entries changed, each whose hop still leads one step "
         "nearer kept; the routes layered afresh");
   };
-  if (channel_dependencies(f, out).acyclic) {
+  // The layering's first step (its initial order) finds whether the routes need it.
+  const auto layered = detail::layer_paths(f, sw, st->owners, out, o, "dfsssp", "balanced routes",
+                                           {}, /*stop_if_acyclic=*/true);
+  if (!layered) return std::unexpected(layered.error());
+  if (layered->acyclic) {
     out.notes.push_back("dfsssp: the balanced routes have no dependency cycle: 1 VL");
     out.deadlock_free = true;
     if (o.adaptive) detail::parallel_link_groups(f, sw, out);
     repaired();
     return out;
   }
-
-  const auto layered = detail::layer_paths(f, sw, st->owners, out, o, "dfsssp", "balanced routes");
-  if (!layered) return std::unexpected(layered.error());
   out.notes.push_back(
       "dfsssp: " + std::to_string(layered->whole) + " LIDs whole on VL 0; of the other " +
       std::to_string(layered->deferred) + ", " + std::to_string(layered->branches) +

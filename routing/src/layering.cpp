@@ -19,7 +19,8 @@ std::expected<Layering, Failure> layer_paths(const Fabric& f, const Switches& sw
                                              const std::vector<LidOwner>& owners, Tables& out,
                                              const Options& o, std::string_view who,
                                              std::string_view what,
-                                             const std::vector<uint16_t>& later) {
+                                             const std::vector<uint16_t>& later,
+                                             bool stop_if_acyclic) {
   // Channels: directed inter-switch links, numbered by (node, port).
   const Channels ch = channels(f);
   const auto& base = ch.base;
@@ -34,8 +35,10 @@ std::expected<Layering, Failure> layer_paths(const Fabric& f, const Switches& sw
 
   // The layers' initial order: reverse DFS postorder of all the routes' dependencies,
   // a topological order but for the edges that close cycles, so that most insertions
-  // agree with it and cost nothing.
+  // agree with it and cost nothing. The DFS also finds whether any edge closes a cycle
+  // (one to a channel still on its stack): none, and one VL holds every route.
   std::vector<uint32_t> initial(base.back());
+  bool cyclic = false;
   {
     // All dependencies, row by row in parallel (each switch owns its channels).
     std::vector<std::vector<uint32_t>> all(base.back());
@@ -57,7 +60,7 @@ std::expected<Layering, Failure> layer_paths(const Fabric& f, const Switches& sw
             all[base[n] + k].push_back(base[isl_peer[base[n] + k]] + w * 64 +
                                        static_cast<uint32_t>(__builtin_ctzll(bits)));
     });
-    std::vector<uint8_t> state(all.size(), 0);
+    std::vector<uint8_t> state(all.size(), 0);  // 1: on the stack; 2: finished
     std::vector<std::pair<uint32_t, size_t>> stack;
     auto next = static_cast<uint32_t>(all.size());
     for (uint32_t s0 = 0; s0 < all.size(); ++s0) {
@@ -68,14 +71,19 @@ std::expected<Layering, Failure> layer_paths(const Fabric& f, const Switches& sw
         auto& [v, i] = stack.back();
         if (i < all[v].size()) {
           const uint32_t w = all[v][i++];
-          if (!state[w]) state[w] = 1, stack.emplace_back(w, 0);
+          if (!state[w])
+            state[w] = 1, stack.emplace_back(w, 0);
+          else
+            cyclic |= state[w] == 1;
         } else {
           initial[v] = --next;  // finished last = first in the order
+          state[v] = 2;
           stack.pop_back();
         }
       }
     }
   }
+  if (!cyclic && stop_if_acyclic) return Layering{.acyclic = true};
   // Paths one at a time, each into the lowest layer it leaves acyclic; per LID the
   // longest paths first (they have the most dependencies to fit). A path's layer is
   // its SL. Paths are walked, not stored, so memory stays at the layers' graphs.

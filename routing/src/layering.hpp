@@ -30,16 +30,22 @@ struct Layering {
   uint64_t deferred = 0;  // LIDs layered a branch or a path at a time
   uint64_t branches = 0;  // branches placed whole
   uint64_t paths = 0;     // paths placed one by one
+  // The routes' dependencies on one VL close no cycle (only with stop_if_acyclic: then
+  // nothing was layered, and out is untouched).
+  bool acyclic = false;
 };
 
 // Sets out.path_sl (every switch's path to every LID) and out.vls. Refuses
 // (Refusal::kVirtualLanes) when more layers than o.max_vls would be needed: "`who`:
 // the `what` need more than N VLs". `who` also prefixes o.progress's reports.
-// The LIDs in `later` are tried after all others (updn: those whose routes turn).
+// The LIDs in `later` are tried after all others (updn: those whose routes turn). With
+// stop_if_acyclic, routes whose dependencies on one VL close no cycle are left as they
+// are (Layering::acyclic): the check costs nothing beyond the layers' initial order.
 std::expected<Layering, Failure> layer_paths(const fabric::Fabric& f, const Switches& sw,
                                              const std::vector<LidOwner>& owners, Tables& out,
                                              const Options& o, std::string_view who,
                                              std::string_view what,
-                                             const std::vector<uint16_t>& later = {});
+                                             const std::vector<uint16_t>& later = {},
+                                             bool stop_if_acyclic = false);
 
 }  // namespace weft::routing::detail

@@ -468,6 +468,34 @@ TEST(Dfsssp, LayersATorusWithinEightVlsAndRefusesBelowWhatItNeeds) {
   EXPECT_EQ(fewer.error().kind, Refusal::kVirtualLanes);
 }
 
+// Routes whose dependencies close no cycle on one VL are not layered: the layering's
+// initial order finds that (a DFS edge back onto its stack) and stops. A DFS also meets
+// edges into channels it has finished; those close nothing.
+TEST(Dfsssp, RoutesWithoutACycleStayOnOneVlUnlayered) {
+  for (const std::string spec : {"ft2:leaves=4,spines=1,hosts=2", "ft2:leaves=2,spines=2,hosts=2",
+                                 "torus:dims=2x2,hosts=1"}) {
+    const Fabric f = with_lids(spec);
+    const auto t = (*make_engine("dfsssp"))->compute(f, {});
+    ASSERT_TRUE(t) << spec << ": " << t.error().message;
+    EXPECT_EQ(t->vls, 1u) << spec;
+    EXPECT_TRUE(t->path_sl.empty()) << spec;
+    EXPECT_TRUE(t->deadlock_free) << spec;
+    EXPECT_TRUE(channel_dependencies(f, *t).acyclic) << spec;
+    EXPECT_TRUE(std::ranges::any_of(t->notes, [](const std::string& n) {
+      return n.find("no dependency cycle: 1 VL") != std::string::npos;
+    })) << spec;
+  }
+  // A ring of four routes minimally both ways round: a cycle on one VL, so layered.
+  const Fabric ring = with_lids("torus:dims=4,hosts=1");
+  const auto t = (*make_engine("dfsssp"))->compute(ring, {});
+  ASSERT_TRUE(t) << t.error().message;
+  EXPECT_FALSE(t->path_sl.empty());
+  Tables one = *t;
+  one.path_sl.clear();
+  EXPECT_FALSE(channel_dependencies(ring, one).acyclic);
+  EXPECT_TRUE(channel_dependencies(ring, *t).acyclic);
+}
+
 // dfsssp's large-fabric ways run on two cores; a one-core machine must get the same
 // tables and SLs.
 TEST(Dfsssp, TwoCoresAndOneGiveTheSameLayers) {
