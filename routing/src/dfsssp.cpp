@@ -1,16 +1,83 @@
 #include "dfsssp.hpp"
 
 #include <chrono>
+#include <optional>
 #include <string>
 
 #include "balanced.hpp"
 #include "layering.hpp"
+#include "parallel.hpp"
 #include "switch_graph.hpp"
 
 namespace weft::routing {
 
 using fabric::Fabric;
 using fabric::NodeIndex;
+
+namespace {
+// Per LID up to out.top_lid: the switches (numbers, ascending) whose path to it takes a
+// hop unlike the previous tables' (`was`: each node's there). Only the LIDs some entry
+// changed for are walked: each switch's path down the LID's in-tree, once per switch
+// (a path is as before when its first hop is and the rest, from the next switch, is).
+std::vector<std::vector<uint32_t>> changed_paths(const Fabric& f, const detail::Switches& sw,
+                                                 const Tables& out, const Tables& prev,
+                                                 const std::vector<NodeIndex>& was,
+                                                 const std::vector<LidOwner>& owners) {
+  const size_t ns = sw.nodes.size(), nl = size_t(out.top_lid) + 1;
+  auto before = [&](uint32_t s, uint16_t lid) {
+    const auto& row = prev.lft[was[sw.nodes[s]]];
+    return lid < row.size() ? row[lid] : kDropPort;
+  };
+  std::vector<std::vector<uint8_t>> touched(2, std::vector<uint8_t>(nl, 0));
+  detail::parallel_for(
+      2,
+      [&](size_t part) {
+        for (size_t s = ns * part / 2; s < ns * (part + 1) / 2; ++s) {
+          const auto& row = out.lft[sw.nodes[s]];
+          for (const LidOwner& ow : owners)
+            if (row[ow.lid.value] != before(static_cast<uint32_t>(s), ow.lid.value))
+              touched[part][ow.lid.value] = 1;
+        }
+      },
+      1);
+  std::vector<uint16_t> lids;
+  for (size_t lid = 0; lid < nl; ++lid)
+    if (touched[0][lid] | touched[1][lid]) lids.push_back(static_cast<uint16_t>(lid));
+  std::vector<std::vector<uint32_t>> changed(nl);
+  detail::parallel_for(lids.size(), [&](size_t i) {
+    const uint16_t lid = lids[i];
+    enum : uint8_t { kUnknown, kSame, kChanged, kOnPath };
+    std::vector<uint8_t> state(ns, kUnknown);
+    std::vector<uint32_t> path;
+    for (uint32_t s = 0; s < ns; ++s) {
+      path.clear();
+      uint8_t result = kSame;
+      for (uint32_t u = s; u != ~0u;) {
+        if (state[u] != kUnknown) {
+          result = state[u] == kOnPath ? uint8_t{kChanged} : state[u];  // (a loop: not as before)
+          break;
+        }
+        state[u] = kOnPath;
+        path.push_back(u);
+        const PortNum p = out.lft[sw.nodes[u]][lid];
+        if (p != before(u, lid)) {
+          result = kChanged;
+          break;
+        }
+        const auto& nd = f.node(sw.nodes[u]);
+        u = ~0u;
+        if (p != 0 && p != kDropPort && p <= nd.num_ports && nd.ports[p].linked() &&
+            f.node(nd.ports[p].peer).is_switch())
+          u = sw.of_node[nd.ports[p].peer];
+      }
+      for (const uint32_t v : path) state[v] = result;
+    }
+    for (uint32_t s = 0; s < ns; ++s)
+      if (state[s] == kChanged) changed[lid].push_back(s);
+  });
+  return changed;
+}
+}  // namespace
 
 Routed DfssspEngine::compute(const Fabric& f, const Options& o) const {
   // Paths: traffic-balanced minimal routes (balanced.cpp). Adaptive groups: the parallel
@@ -36,10 +103,12 @@ Routed DfssspEngine::compute(const Fabric& f, const Options& o) const {
   // A repair of the previous tables, when only links went away (as minhop's and
   // updn's): an entry whose previous hop still leads one step nearer keeps it (any mix
   // of such hops is loop-free and minimal); the others take the fresh balanced routes'
-  // hop. The layers are not assumed: the repaired routes are checked and layered as
-  // fresh ones are. (Each path keeping its previous SL closed a cycle on every fabric
-  // and cut tried, tori, random graphs and dragonflies: a path-wide SL does not survive
-  // a reroute; keeping them needs layering of the rerouted paths alone.)
+  // hop. Every path whose hops are all as before keeps its SL (detail::KeptLayers: its
+  // layer is re-checked, not assumed); the changed paths are placed afresh into the
+  // layers the kept ones leave acyclic. (A path that changed cannot simply keep its SL:
+  // that closed a cycle on every fabric and cut tried, tori, random graphs and
+  // dragonflies.) Should the kept layers leave no room within o.max_vls, every path is
+  // layered afresh.
   const std::optional<std::vector<NodeIndex>> was =
       detail::repairable(o, name(), f, st->owners, /*layered=*/true);
   if (was) {
@@ -63,6 +132,14 @@ Routed DfssspEngine::compute(const Fabric& f, const Options& o) const {
         }
       }
   }
+  std::optional<detail::KeptLayers> keep;
+  if (was) {
+    keep.emplace();
+    keep->prev = o.previous.tables;
+    keep->was = &*was;
+    keep->changed = changed_paths(f, sw, out, *o.previous.tables, *was, st->owners);
+  }
+  std::string sls = "; the routes layered afresh";
   auto repaired = [&] {
     if (!was) return;
     out.repaired = true;
@@ -70,11 +147,22 @@ Routed DfssspEngine::compute(const Fabric& f, const Options& o) const {
     out.notes.push_back(
         "dfsssp: only links went away since the previous tables: " + std::to_string(out.rerouted) +
         " (switch, LID) entries changed, each whose hop still leads one step "
-        "nearer kept; the routes layered afresh");
+        "nearer kept" +
+        sls);
   };
-  // The layering's first step (its initial order) finds whether the routes need it.
-  const auto layered = detail::layer_paths(f, sw, st->owners, out, o, "dfsssp", "balanced routes",
-                                           {}, /*stop_if_acyclic=*/true);
+  // The layering's first step (its initial order) finds whether the routes need it
+  // (a repair of layered tables keeps their layers even so).
+  const bool was_layered = was && !o.previous.tables->path_sl.empty();
+  auto layered = detail::layer_paths(f, sw, st->owners, out, o, "dfsssp", "balanced routes", {},
+                                     /*stop_if_acyclic=*/!was_layered, keep ? &*keep : nullptr);
+  if (!layered && keep && layered.error().kind == Refusal::kVirtualLanes) {
+    sls = "; the kept SLs left too few VLs, so the routes layered afresh";
+    layered = detail::layer_paths(f, sw, st->owners, out, o, "dfsssp", "balanced routes", {},
+                                  /*stop_if_acyclic=*/true);
+  } else if (layered && keep && !layered->acyclic) {
+    sls = "; " + std::to_string(layered->kept) + " paths kept their SL, " +
+          std::to_string(layered->afresh) + " paths placed afresh";
+  }
   if (!layered) return std::unexpected(layered.error());
   if (layered->acyclic) {
     out.notes.push_back("dfsssp: the balanced routes have no dependency cycle: 1 VL");

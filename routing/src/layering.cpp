@@ -20,7 +20,7 @@ std::expected<Layering, Failure> layer_paths(const Fabric& f, const Switches& sw
                                              const Options& o, std::string_view who,
                                              std::string_view what,
                                              const std::vector<uint16_t>& later,
-                                             bool stop_if_acyclic) {
+                                             bool stop_if_acyclic, const KeptLayers* keep) {
   // Channels: directed inter-switch links, numbered by (node, port).
   const Channels ch = channels(f);
   const auto& base = ch.base;
@@ -90,6 +90,37 @@ std::expected<Layering, Failure> layer_paths(const Fabric& f, const Switches& sw
   std::vector<DependencyLayer> layers;
   out.path_sl.assign(f.size(), {});
   for (NodeIndex n : sw.nodes) out.path_sl[n].assign(size_t(out.top_lid) + 1, 0);
+  // A repair's previous SLs: a path's, and per LID whether it is mixed (a path changed, or
+  // one kept an SL other than 0; the others go whole to layer 0 as fresh LIDs do).
+  const size_t nl = size_t(out.top_lid) + 1;
+  auto kept_sl = [&](uint32_t s, uint16_t lid) -> uint8_t {
+    const auto& prev = keep->prev->path_sl;
+    const NodeIndex was = (*keep->was)[sw.nodes[s]];
+    return was < prev.size() && lid < prev[was].size() ? prev[was][lid] : 0;
+  };
+  const std::vector<uint32_t> none;
+  auto changed_of = [&](uint16_t lid) -> const std::vector<uint32_t>& {
+    return lid < keep->changed.size() ? keep->changed[lid] : none;
+  };
+  std::vector<uint8_t> mixed(keep ? nl : 0, 0);
+  if (keep) {
+    for (size_t lid = 0; lid < nl; ++lid)
+      mixed[lid] = !changed_of(static_cast<uint16_t>(lid)).empty();
+    if (!keep->prev->path_sl.empty()) {
+      // Per core a mask over the LIDs, switch rows read in parallel, then merged.
+      std::vector<std::vector<uint8_t>> any(2, std::vector<uint8_t>(nl, 0));
+      parallel_for(
+          2,
+          [&](size_t part) {
+            for (size_t s = ns * part / 2; s < ns * (part + 1) / 2; ++s)
+              for (size_t lid = 0; lid < nl; ++lid)
+                any[part][lid] |= kept_sl(static_cast<uint32_t>(s), static_cast<uint16_t>(lid));
+          },
+          1);
+      for (size_t lid = 0; lid < nl; ++lid) mixed[lid] |= any[0][lid] | any[1][lid];
+    }
+  }
+  std::vector<uint16_t> mixed_lids;
   std::vector<std::pair<uint32_t, uint32_t>> deps, added;
   uint64_t paths = 0, whole = 0;
   // Searches in a layer's order: short first for single paths (most of which fit where
@@ -202,6 +233,10 @@ std::expected<Layering, Failure> layer_paths(const Fabric& f, const Switches& sw
                    },
                    1);
     }
+    if (keep && mixed[order[li]]) {  // its kept paths to their layers, below
+      mixed_lids.push_back(order[li]);
+      continue;
+    }
     // Every switch's first dependency toward the LID, but those layer 0 held before.
     deps.swap(batch[li % kBatch]);
     if (!has_deps[li % kBatch]) continue;
@@ -276,15 +311,101 @@ std::expected<Layering, Failure> layer_paths(const Fabric& f, const Switches& sw
     }
     return layers.size();
   };
+  // One path, from switch s to lid, into the lowest layer it fits (short searches first,
+  // then long ones), or a new one; false when that would be one more than o.max_vls.
+  auto place_path = [&](uint32_t s, uint16_t lid) {
+    deps.clear();
+    route_deps(channel(sw.nodes[s], lid), lid);
+    ++paths;
+    tally = &short_t;
+    size_t v = place(kShortSearch);
+    tally = &long_t;
+    if (v == layers.size()) v = place(kLongSearch);
+    if (v == layers.size()) {
+      if (layers.size() == o.max_vls) return false;
+      layers.emplace_back(initial, port_of);
+      try_layer(layers.back(), kLongSearch);
+    }
+    out.path_sl[sw.nodes[s]][lid] = static_cast<uint8_t>(v);
+    return true;
+  };
+  auto too_many = [&] {
+    return refuse(Refusal::kVirtualLanes, std::string(who) + ": the " + std::string(what) +
+                                              " need more than " + std::to_string(int(o.max_vls)) +
+                                              " VLs to be deadlock-free");
+  };
+  // Each path's switches in the in-tree toward lid: nxt[s], the switch s's route leads to
+  // (~0u: none), and hops[s], the channels of s's path; by_len, the switches, longest
+  // path first.
+  auto in_tree = [&](uint16_t lid) {
+    for (uint32_t s = 0; s < ns; ++s) {
+      const uint32_t a = channel(sw.nodes[s], lid);
+      nxt[s] = a == ~0u ? ~0u : sw.of_node[isl_peer[a]];
+    }
+    for (uint32_t s = 0; s < ns; ++s) {
+      hops[s] = 0;
+      uint32_t a = channel(sw.nodes[s], lid);
+      for (; a != ~0u && hops[s] <= ns; ++hops[s]) a = channel(isl_peer[a], lid);
+    }
+    std::iota(by_len.begin(), by_len.end(), 0u);
+    std::stable_sort(by_len.begin(), by_len.end(),
+                     [&](uint32_t x, uint32_t y) { return hops[x] > hops[y]; });
+  };
+  // A repair's mixed LIDs: each one's kept paths to their previous layers, a layer's
+  // dependencies (those of every kept path on it, through each switch they pass) at once.
+  // The changed paths, and the kept ones a layer refuses, are then placed one by one.
+  uint64_t kept = 0;
+  std::vector<std::pair<uint16_t, uint32_t>> afresh;  // (LID, switch)
+  {
+    std::vector<uint32_t> on(ns);           // per switch: the layers of the kept paths through it
+    std::vector<uint8_t> changed_here(ns);  // per switch: its path changed
+    tally = &whole_t;
+    for (const uint16_t lid : mixed_lids) {
+      in_tree(lid);
+      for (uint32_t s : changed_of(lid)) changed_here[s] = 1;
+      std::fill(on.begin(), on.end(), 0);
+      for (const uint32_t s : by_len) {
+        if (hops[s] == 0) continue;  // no channel: no layer to keep or find
+        const uint8_t v = kept_sl(s, lid);
+        if (changed_here[s] || v >= o.max_vls || v >= 32) {
+          if (hops[s] >= 2) afresh.emplace_back(lid, s);
+        } else {
+          on[s] |= uint32_t(1) << v;
+          out.path_sl[sw.nodes[s]][lid] = v;
+        }
+        if (nxt[s] != ~0u) on[nxt[s]] |= on[s];
+      }
+      uint32_t layers_used = 0, refused = 0;
+      for (uint32_t s = 0; s < ns; ++s) layers_used |= on[s];
+      for (uint32_t v = 0; v < 32; ++v) {
+        if (!(layers_used >> v & 1)) continue;
+        deps.clear();
+        for (uint32_t u = 0; u < ns; ++u) {
+          if (!(on[u] >> v & 1) || nxt[u] == ~0u) continue;
+          const uint32_t a = channel(sw.nodes[u], lid), b = channel(sw.nodes[nxt[u]], lid);
+          if (b != ~0u) deps.emplace_back(a, b);
+        }
+        while (layers.size() <= v) layers.emplace_back(initial, port_of);
+        if (deps.empty() || try_layer(layers[v], kLongSearch)) continue;
+        refused |= uint32_t(1) << v;
+        for (const uint32_t s : by_len)  // refused: its kept paths placed afresh
+          if (hops[s] >= 2 && !changed_here[s] && kept_sl(s, lid) == v) afresh.emplace_back(lid, s);
+      }
+      for (const uint32_t s : by_len) {
+        const uint8_t v = kept_sl(s, lid);
+        kept += hops[s] > 0 && !changed_here[s] && v < 32 && (layers_used & ~refused) >> v & 1;
+      }
+      for (uint32_t s : changed_of(lid)) changed_here[s] = 0;
+    }
+    for (const auto& [lid, s] : afresh)
+      if (!place_path(s, lid)) return too_many();
+  }
   // On small fabrics paths one by one are cheap and take the fewest VLs.
   const bool use_branches = ns * deferred.size() > o.large_fabric / 80;  // deferred paths
   for (size_t li = 0; li < deferred.size(); ++li) {
     const uint16_t lid = deferred[li];
     report("paths of the other LIDs", li, deferred.size());
-    for (uint32_t s = 0; s < ns; ++s) {
-      const uint32_t a = channel(sw.nodes[s], lid);
-      nxt[s] = a == ~0u ? ~0u : sw.of_node[isl_peer[a]];
-    }
+    in_tree(lid);
     std::fill(kid_begin.begin(), kid_begin.end(), 0);
     for (uint32_t s = 0; s < ns; ++s)
       if (nxt[s] != ~0u) ++kid_begin[nxt[s] + 1];
@@ -318,33 +439,10 @@ std::expected<Layering, Failure> layer_paths(const Fabric& f, const Switches& sw
       }
       for (uint32_t k = kid_begin[r]; k < kid_begin[r + 1]; ++k) todo.push_back(kids[k]);
     }
-    for (uint32_t s = 0; s < ns; ++s) {
-      hops[s] = 0;
-      uint32_t a = channel(sw.nodes[s], lid);
-      for (; a != ~0u && hops[s] <= ns; ++hops[s]) a = channel(isl_peer[a], lid);
-    }
-    std::iota(by_len.begin(), by_len.end(), 0u);
-    std::stable_sort(by_len.begin(), by_len.end(),
-                     [&](uint32_t x, uint32_t y) { return hops[x] > hops[y]; });
     for (uint32_t s : by_len) {
       if (hops[s] < 2) break;  // one channel or none: no dependency
       if (placed[s]) continue;
-      deps.clear();
-      route_deps(channel(sw.nodes[s], lid), lid);
-      ++paths;
-      tally = &short_t;
-      size_t v = place(kShortSearch);
-      tally = &long_t;
-      if (v == layers.size()) v = place(kLongSearch);
-      if (v == layers.size()) {
-        if (layers.size() == o.max_vls)
-          return refuse(Refusal::kVirtualLanes,
-                        std::string(who) + ": the " + std::string(what) + " need more than " +
-                            std::to_string(int(o.max_vls)) + " VLs to be deadlock-free");
-        layers.emplace_back(initial, port_of);
-        try_layer(layers.back(), kLongSearch);
-      }
-      out.path_sl[sw.nodes[s]][lid] = static_cast<uint8_t>(v);
+      if (!place_path(s, lid)) return too_many();
     }
   }
   if (o.progress)
@@ -352,7 +450,12 @@ std::expected<Layering, Failure> layer_paths(const Fabric& f, const Switches& sw
                counts(branch_t) + ", paths " + counts(short_t) + " at a short search, " +
                counts(long_t) + " at a long one");
   out.vls = static_cast<uint8_t>(std::max<size_t>(1, layers.size()));
-  return Layering{whole, deferred.size(), branches, paths};
+  return Layering{.whole = whole,
+                  .deferred = deferred.size(),
+                  .branches = branches,
+                  .paths = paths,
+                  .kept = kept,
+                  .afresh = afresh.size()};
 }
 
 }  // namespace weft::routing::detail
