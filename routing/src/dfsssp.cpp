@@ -160,8 +160,11 @@ Routed DfssspEngine::compute(const Fabric& f, const Options& o) const {
     layered = detail::layer_paths(f, sw, st->owners, out, o, "dfsssp", "balanced routes", {},
                                   /*stop_if_acyclic=*/true);
   } else if (layered && keep && !layered->acyclic) {
-    sls = "; " + std::to_string(layered->kept) + " paths kept their SL, " +
-          std::to_string(layered->afresh) + " paths placed afresh";
+    sls =
+        "; the LIDs on VL 0 alone kept there whole, the others' paths kept their SL where every "
+        "hop stayed (" +
+        std::to_string(layered->kept) + " paths), " + std::to_string(layered->afresh) +
+        " paths placed afresh";
   }
   if (!layered) return std::unexpected(layered.error());
   if (layered->acyclic) {

@@ -616,7 +616,7 @@ TEST(DfssspRepair, EveryPathWhoseHopsStayKeepsItsSl) {
       EXPECT_LE(cdg.vls, 8u);
       ASSERT_FALSE(r->path_sl.empty());
       EXPECT_TRUE(std::ranges::any_of(r->notes, [](const std::string& n) {
-        return n.find("paths kept their SL") != std::string::npos;
+        return n.find("paths kept their SL where every hop stayed") != std::string::npos;
       }));
       for (const auto& ow : lid_owners(g)) {
         const uint16_t lid = ow.lid.value;
