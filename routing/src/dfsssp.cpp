@@ -157,6 +157,8 @@ Routed DfssspEngine::compute(const Fabric& f, const Options& o) const {
                                      /*stop_if_acyclic=*/!was_layered, keep ? &*keep : nullptr);
   if (!layered && keep && layered.error().kind == Refusal::kVirtualLanes) {
     sls = "; the kept SLs left too few VLs, so the routes layered afresh";
+    out.path_sl.clear();  // (the try's; an acyclic answer leaves it as it finds it)
+    out.vls = 1;
     layered = detail::layer_paths(f, sw, st->owners, out, o, "dfsssp", "balanced routes", {},
                                   /*stop_if_acyclic=*/true);
   } else if (layered && keep && !layered->acyclic) {
