@@ -26,14 +26,14 @@ using fabric::Fabric;
 using fabric::NodeIndex;
 
 void balanced_routes(const Fabric& f, const Switches& sw, const std::vector<LidOwner>& owners,
-                     Tables& out, size_t large_fabric) {
+                     Tables& out, size_t large_fabric, bool keep_set) {
   const size_t ns = sw.nodes.size();
   if (ns == 0) return;
   // Rip-up-and-reroute: after the first pass, each destination's routes are taken out
   // of the loads and chosen again against everything else, twice. On the bench's
   // dragonfly that lowers the busiest link from 122 to 78 routes. It costs a pass
   // each, so fabrics past Options::large_fabric (switches x LIDs) keep the one pass.
-  const int kPasses = ns * owners.size() <= large_fabric ? 3 : 1;
+  const int kPasses = ns * owners.size() <= large_fabric && !keep_set ? 3 : 1;
   const std::vector<uint8_t> dist = switch_distances(f, sw);
   // Links are bidirectional, so distances are symmetric: d(a, t) reads row t, which keeps
   // the per-destination scans below on one contiguous row of the matrix.
@@ -123,6 +123,58 @@ void balanced_routes(const Fabric& f, const Switches& sw, const std::vector<LidO
       if (s != t && d(s, t) != kFar) order.push_back(s);
     std::stable_sort(order.begin(), order.end(),
                      [&](uint32_t a, uint32_t b) { return d(a, t) > d(b, t); });
+    const auto& lids = by_switch[t];
+    w.choice.assign(lids.size() * ns, kDropPort);
+    if (keep_set)  // the kept entries, row by row (the destination's LIDs share lines)
+      for (uint32_t s = 0; s < ns; ++s) {
+        const PortNum* const row = out.lft[sw.nodes[s]].data();
+        for (size_t j = 0; j < lids.size(); ++j) w.choice[j * ns + s] = row[lids[j].first];
+      }
+    // A repair: the kept entries weigh on the loads as the pass below would add them (a
+    // switch's own sources and what its upstream neighbours sent it); the others choose
+    // as it would, their candidates' costs found when they choose. A candidate's cost is
+    // its link's load, the least load of the onward links of the switch it leads to (a
+    // switch nearer t; those loads move only when that switch itself adds, later, so
+    // this is what the pass below keeps in `ahead`), and what that switch was sent so far.
+    if (keep_set) {
+      const uint8_t* const dt = &dist[size_t(t) * ns];  // d(., t)
+      auto onward = [&](uint32_t u) {  // the least load of u's links one step nearer t
+        uint32_t m = 0;
+        bool any = false;
+        for (uint32_t l = link_begin[u]; l < link_begin[u + 1]; ++l)
+          if (dt[links[l].to] + 1 == dt[u] && (!any || load[links[l].slot] < m))
+            m = load[links[l].slot], any = true;
+        return uint64_t(m);
+      };
+      for (size_t j = 0; j < lids.size(); ++j) {
+        out.lft[sw.nodes[t]][lids[j].first] = lids[j].second;
+        PortNum* const chosen = &w.choice[j * ns];
+        for (const uint32_t s : order) weight[s] = sw.sources[s];
+        weight[t] = 0;
+        for (const uint32_t s : order) {
+          uint32_t slot = ~0u;
+          if (chosen[s] != kDropPort) {
+            slot = port_base[s] + chosen[s];
+          } else {
+            uint64_t best_cost = std::numeric_limits<uint64_t>::max();
+            for (uint32_t l = link_begin[s]; l < link_begin[s + 1]; ++l) {
+              const uint32_t to = links[l].to;
+              if (dt[to] + 1 != dt[s]) continue;
+              const uint64_t cost = uint64_t(load[links[l].slot]) +
+                                    (to == t ? 0 : onward(to) + weight[to] - sw.sources[to]) +
+                                    (to == t ? weight[t] : 0);
+              if (cost < best_cost)
+                best_cost = cost, slot = links[l].slot, chosen[s] = links[l].port;
+            }
+            if (slot == ~0u) continue;  // unreachable by construction; keep drop
+          }
+          add(slot, int64_t(weight[s]));
+          weight[peer_sw[slot]] += weight[s];
+        }
+      }
+      w.t = t;
+      return;
+    }
     cand_slot.clear(), cand_to.clear(), w.cand_port.clear();
     const uint8_t* const dt = &dist[size_t(t) * ns];  // d(., t)
     for (uint32_t s = 0; s < ns; ++s) {
@@ -151,8 +203,6 @@ void balanced_routes(const Fabric& f, const Switches& sw, const std::vector<LidO
       ahead[s] = m;
       at_least[s] = c;
     };
-    const auto& lids = by_switch[t];
-    w.choice.assign(lids.size() * ns, kDropPort);
     for (size_t j = 0; j < lids.size(); ++j) {
       const auto [lid, exit] = lids[j];
       PortNum* const chosen = &w.choice[j * ns];

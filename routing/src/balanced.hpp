@@ -7,7 +7,11 @@ namespace weft::routing::detail {
 
 // Fills out.lft (sized by start()) with traffic-balanced shortest-path routes.
 // `large_fabric`: switches x LIDs past which one pass is made, destinations in pairs.
+// With `keep_set` (a repair), every entry out.lft holds already (not kDropPort; a hop
+// one step nearer) is kept and weighs on the loads as a choice would; only the others
+// are chosen, in one pass.
 void balanced_routes(const fabric::Fabric& f, const Switches& sw,
-                     const std::vector<LidOwner>& owners, Tables& out, size_t large_fabric);
+                     const std::vector<LidOwner>& owners, Tables& out, size_t large_fabric,
+                     bool keep_set = false);
 
 }  // namespace weft::routing::detail

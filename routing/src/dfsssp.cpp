@@ -91,24 +91,16 @@ Routed DfssspEngine::compute(const Fabric& f, const Options& o) const {
   }
   Tables out = std::move(st->tables);
   const auto& sw = st->sw;
-  const auto t_balance = std::chrono::steady_clock::now();
-  detail::balanced_routes(f, sw, st->owners, out, o.large_fabric);
-  if (o.progress)
-    o.progress("dfsssp: balanced routes computed in " +
-               std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                  std::chrono::steady_clock::now() - t_balance)
-                                  .count()) +
-               " ms; checking dependencies");
-
   // A repair of the previous tables, when only links went away (as minhop's and
   // updn's): an entry whose previous hop still leads one step nearer keeps it (any mix
-  // of such hops is loop-free and minimal); the others take the fresh balanced routes'
-  // hop. Every path whose hops are all as before keeps its SL (detail::KeptLayers: its
-  // layer is re-checked, not assumed); the changed paths are placed afresh into the
-  // layers the kept ones leave acyclic. (A path that changed cannot simply keep its SL:
-  // that closed a cycle on every fabric and cut tried, tori, random graphs and
-  // dragonflies.) Should the kept layers leave no room within o.max_vls, every path is
-  // layered afresh.
+  // of such hops is loop-free and minimal) and weighs on the loads the balancing
+  // counts; only the others are balanced, against them (one pass over the destinations
+  // in the balancing's order, whose candidate scans the kept entries skip). Every path whose hops
+  // are all as before keeps its SL (detail::KeptLayers: its layer is re-checked, not assumed); the
+  // changed paths are placed afresh into the layers the kept ones leave acyclic. (A path that
+  // changed cannot simply keep its SL: that closed a cycle on every fabric and cut tried, tori,
+  // random graphs and dragonflies.) Should the kept layers leave no room within o.max_vls, every
+  // path is layered afresh.
   const std::optional<std::vector<NodeIndex>> was =
       detail::repairable(o, name(), f, st->owners, /*layered=*/true);
   if (was) {
@@ -116,22 +108,36 @@ Routed DfssspEngine::compute(const Fabric& f, const Options& o) const {
     const size_t ns = sw.nodes.size();
     const std::vector<uint8_t> dist = detail::switch_distances(f, sw);
     const detail::LidsBySwitch lids_at = detail::lids_by_switch(f, sw, st->owners);
-    for (uint32_t t = 0; t < ns; ++t)
-      for (uint32_t s = 0; s < ns; ++s) {
-        if (s == t || lids_at[t].empty()) continue;
-        const NodeIndex n = sw.nodes[s];
-        const auto& nd = f.node(n);
-        const auto& before = prev.lft[(*was)[n]];
+    // Each switch's row on its own, in parallel; distances are symmetric, so d(x, t) is
+    // read from x's row.
+    detail::parallel_for(ns, [&](size_t si) {
+      const auto s = static_cast<uint32_t>(si);
+      const NodeIndex n = sw.nodes[s];
+      const auto& nd = f.node(n);
+      const auto& before = prev.lft[(*was)[n]];
+      auto& row = out.lft[n];
+      for (uint32_t t = 0; t < ns; ++t) {
+        if (s == t) continue;
         for (auto [lid, exit] : lids_at[t]) {
           const PortNum p = lid < before.size() ? before[lid] : kDropPort;
           if (p == 0 || p > nd.num_ports || !nd.ports[p].linked()) continue;
           const NodeIndex m = nd.ports[p].peer;
           if (!f.node(m).is_switch()) continue;
-          if (size_t(dist[size_t(t) * ns + sw.of_node[m]]) + 1 == dist[size_t(t) * ns + s])
-            out.lft[n][lid] = p;
+          if (size_t(dist[size_t(sw.of_node[m]) * ns + t]) + 1 == dist[size_t(s) * ns + t])
+            row[lid] = p;
         }
       }
+    });
   }
+  const auto t_balance = std::chrono::steady_clock::now();
+  detail::balanced_routes(f, sw, st->owners, out, o.large_fabric, /*keep_set=*/bool(was));
+  if (o.progress)
+    o.progress("dfsssp: balanced routes computed in " +
+               std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                  std::chrono::steady_clock::now() - t_balance)
+                                  .count()) +
+               " ms; checking dependencies");
+
   std::optional<detail::KeptLayers> keep;
   if (was) {
     keep.emplace();
