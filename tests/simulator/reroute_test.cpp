@@ -176,6 +176,7 @@ TEST(Reroute, DfssspRepairsALayeredTorusAndWritesOnlyWhatChanged) {
   auto up = sm.sweep();
   ASSERT_TRUE(up && up->subnet_up);
   ASSERT_GT(sm.snapshot()->tables.vls, 1);
+  const auto first = sm.snapshot();
   const routing::Tables before = sim.held_tables();
   const auto [sw, cut] = uplink(sim, "sw1-1-1");
   ASSERT_NE(cut, 0);
@@ -202,6 +203,42 @@ TEST(Reroute, DfssspRepairsALayeredTorusAndWritesOnlyWhatChanged) {
       for (uint8_t sl = 0; sl < vls; ++sl) EXPECT_EQ(held[sl], sl) << nd.name << ":" << int(p);
     }
   }
+  // Every path whose hops all stayed keeps its SL (the one the SA's path records give
+  // its hosts); the others moved.
+  const fabric::Fabric& g = snap->fabric;
+  ASSERT_EQ(g.size(), first->fabric.size());
+  for (fabric::NodeIndex n = 0; n < g.size(); ++n)
+    ASSERT_EQ(g.node(n).guid, first->fabric.node(n).guid);
+  size_t kept = 0, moved = 0;
+  for (const auto& ow : routing::lid_owners(g)) {
+    const uint16_t lid = ow.lid.value;
+    for (fabric::NodeIndex n = 0; n < g.size(); ++n) {
+      if (!g.node(n).is_switch()) continue;
+      bool same = true, any = false;
+      for (fabric::NodeIndex u = n; u != fabric::kNoNode;) {
+        const PortNum p = snap->tables.lft[u][lid];
+        if (p != first->tables.lft[u][lid]) {
+          same = false;
+          break;
+        }
+        if (p == 0 || p > g.node(u).num_ports) break;
+        const auto& port = g.node(u).ports[p];
+        if (!port.linked() || !g.node(port.peer).is_switch()) break;
+        any = true;
+        u = port.peer;
+      }
+      if (!any) continue;
+      if (!same) {
+        ++moved;
+        continue;
+      }
+      ++kept;
+      EXPECT_EQ(snap->tables.path_sl[n][lid], first->tables.path_sl[n][lid])
+          << g.node(n).name << " LID " << lid;
+    }
+  }
+  EXPECT_GT(kept, 0u);
+  EXPECT_GT(moved, 0u);
 }
 
 // A switch that did not take its new blocks is believed to hold nothing (not the tables
