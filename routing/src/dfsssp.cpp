@@ -93,14 +93,14 @@ Routed DfssspEngine::compute(const Fabric& f, const Options& o) const {
   const auto& sw = st->sw;
   // A repair of the previous tables, when only links went away (as minhop's and
   // updn's): an entry whose previous hop still leads one step nearer keeps it (any mix
-  // of such hops is loop-free and minimal) and weighs on the loads the balancing
-  // counts; only the others are balanced, against them (one pass over the destinations
-  // in the balancing's order, whose candidate scans the kept entries skip). Every path whose hops
-  // are all as before keeps its SL (detail::KeptLayers: its layer is re-checked, not assumed); the
-  // changed paths are placed afresh into the layers the kept ones leave acyclic. (A path that
-  // changed cannot simply keep its SL: that closed a cycle on every fabric and cut tried, tori,
-  // random graphs and dragonflies.) Should the kept layers leave no room within o.max_vls, every
-  // path is layered afresh.
+  // of such hops is loop-free and minimal) and weighs on the loads as the balancing
+  // counts them; only the others are balanced, against those loads (balanced_routes'
+  // keep_set: one pass over the destinations in the balancing's order). Every path whose
+  // hops are all as before keeps its SL (detail::KeptLayers: its layer is re-checked, not
+  // assumed); the changed paths are placed afresh into the layers the kept ones leave
+  // acyclic. (A path that changed cannot simply keep its SL: that closed a cycle on every
+  // fabric and cut tried, tori, random graphs and dragonflies.) Should the kept layers
+  // leave no room within o.max_vls, every path is layered afresh.
   const std::optional<std::vector<NodeIndex>> was =
       detail::repairable(o, name(), f, st->owners, /*layered=*/true);
   if (was) {
