@@ -570,9 +570,10 @@ TEST(UpDownRepair, KeepsWholeTheRowsWhoseDistancesStandAsTheEntryByEntryCheckWou
 }
 
 // dfsssp repairs too: an entry whose previous hop still leads one step nearer keeps it,
-// the others take the fresh balanced routes' hop, and the repaired routes are layered
-// as fresh ones are. Complete, minimal, deadlock-free, the busiest links within 10 % of
-// a fresh computation, and fewer than half the entries a fresh computation changes.
+// the others are balanced against the kept entries' loads, and the routes are layered
+// (the unchanged paths on their SLs, below). Complete, minimal, deadlock-free, the
+// busiest links within 10 % of a fresh computation, and fewer than half the entries a
+// fresh computation changes.
 TEST(DfssspRepair, ALostLinkKeepsEveryEntryStillOneStepNearer) {
   for (const std::string spec :
        {"torus:dims=4x4x4,hosts=1", "ft3:pods=3,leaves=4,aggs=4,hosts=3,cores=4",
