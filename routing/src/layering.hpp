@@ -42,8 +42,11 @@ struct Layering {
   uint64_t deferred = 0;  // LIDs layered a branch or a path at a time
   uint64_t branches = 0;  // branches placed whole
   uint64_t paths = 0;     // paths placed one by one
-  uint64_t kept = 0;      // (with KeptLayers) paths that kept their previous SL
-  uint64_t afresh = 0;    // (with KeptLayers) paths of changed or mixed LIDs placed afresh
+  // With KeptLayers: the paths of the mixed LIDs (a path changed, or one not on SL 0)
+  // that kept their previous SL; the changed paths, and kept ones a layer refused,
+  // placed afresh.
+  uint64_t kept = 0;
+  uint64_t afresh = 0;
   // The routes' dependencies on one VL close no cycle (only with stop_if_acyclic: then
   // nothing was layered, and out is untouched).
   bool acyclic = false;
