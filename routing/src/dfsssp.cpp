@@ -28,21 +28,7 @@ std::vector<std::vector<uint32_t>> changed_paths(const Fabric& f, const detail::
     const auto& row = prev.lft[was[sw.nodes[s]]];
     return lid < row.size() ? row[lid] : kDropPort;
   };
-  std::vector<std::vector<uint8_t>> touched(2, std::vector<uint8_t>(nl, 0));
-  detail::parallel_for(
-      2,
-      [&](size_t part) {
-        for (size_t s = ns * part / 2; s < ns * (part + 1) / 2; ++s) {
-          const auto& row = out.lft[sw.nodes[s]];
-          for (const LidOwner& ow : owners)
-            if (row[ow.lid.value] != before(static_cast<uint32_t>(s), ow.lid.value))
-              touched[part][ow.lid.value] = 1;
-        }
-      },
-      1);
-  std::vector<uint16_t> lids;
-  for (size_t lid = 0; lid < nl; ++lid)
-    if (touched[0][lid] | touched[1][lid]) lids.push_back(static_cast<uint16_t>(lid));
+  const std::vector<uint16_t> lids = detail::changed_lids(sw, out, prev, was, owners);
   std::vector<std::vector<uint32_t>> changed(nl);
   detail::parallel_for(lids.size(), [&](size_t i) {
     const uint16_t lid = lids[i];

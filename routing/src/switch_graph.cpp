@@ -171,11 +171,16 @@ std::optional<std::vector<NodeIndex>> repairable(const Options& o, std::string_v
   return removal_only(*o.previous.fabric, f, owners);
 }
 
-uint64_t changed_entries(const Switches& sw, const Tables& now, const Tables& prev,
-                         const std::vector<NodeIndex>& was, const std::vector<LidOwner>& owners) {
-  // The owned LIDs as runs of consecutive ones (owners come sorted by LID); each run's
-  // entries compared a 64-byte block at a time, the few that differ counted one by one
-  // (the radix-56 tree's 187 M entries, a few thousand of them changed).
+namespace {
+// Per switch number: the owned LIDs (ascending) whose entry in `now` differs from the
+// previous tables' (LIDs past either row's end count as differing). The owned LIDs as
+// runs of consecutive ones (owners come sorted by LID); each run's entries compared a
+// 64-byte block at a time, the few that differ taken one by one (the radix-56 tree's
+// 187 M entries, a few thousand of them changed).
+std::vector<std::vector<uint16_t>> differing_entries(const Switches& sw, const Tables& now,
+                                                     const Tables& prev,
+                                                     const std::vector<NodeIndex>& was,
+                                                     const std::vector<LidOwner>& owners) {
   std::vector<std::pair<uint32_t, uint32_t>> runs;  // [first, end)
   for (const LidOwner& o : owners) {
     const uint32_t lid = o.lid.value;
@@ -184,27 +189,45 @@ uint64_t changed_entries(const Switches& sw, const Tables& now, const Tables& pr
     else if (runs.empty() || runs.back().second < lid)
       runs.emplace_back(lid, lid + 1);
   }
-  std::vector<uint64_t> changed(sw.nodes.size(), 0);
+  std::vector<std::vector<uint16_t>> differ(sw.nodes.size());
   parallel_for(sw.nodes.size(), [&](size_t s) {
     const auto& row = now.lft[sw.nodes[s]];
     const auto& before = prev.lft[was[sw.nodes[s]]];
     const size_t both = std::min(row.size(), before.size());
-    uint64_t n = 0;
+    auto& d = differ[s];
     for (auto [a, b] : runs) {
-      // LIDs past either row's end count as changed.
-      if (b > both) n += b - std::max<size_t>(a, both);
       for (size_t i = a, end = std::min<size_t>(b, both); i < end;) {
         const size_t step = std::min<size_t>(64, end - i);
         if (std::memcmp(row.data() + i, before.data() + i, step) != 0)
-          for (size_t k = i; k < i + step; ++k) n += row[k] != before[k];
+          for (size_t k = i; k < i + step; ++k)
+            if (row[k] != before[k]) d.push_back(static_cast<uint16_t>(k));
         i += step;
       }
+      for (size_t k = std::max<size_t>(a, both); k < b; ++k) d.push_back(static_cast<uint16_t>(k));
     }
-    changed[s] = n;
   });
+  return differ;
+}
+}  // namespace
+
+uint64_t changed_entries(const Switches& sw, const Tables& now, const Tables& prev,
+                         const std::vector<NodeIndex>& was, const std::vector<LidOwner>& owners) {
   uint64_t total = 0;
-  for (uint64_t c : changed) total += c;
+  for (const auto& d : differing_entries(sw, now, prev, was, owners)) total += d.size();
   return total;
+}
+
+std::vector<uint16_t> changed_lids(const Switches& sw, const Tables& now, const Tables& prev,
+                                   const std::vector<NodeIndex>& was,
+                                   const std::vector<LidOwner>& owners) {
+  std::vector<uint8_t> any(size_t(now.top_lid) + 1, 0);
+  for (const auto& d : differing_entries(sw, now, prev, was, owners))
+    for (const uint16_t lid : d)
+      if (lid < any.size()) any[lid] = 1;
+  std::vector<uint16_t> lids;
+  for (size_t lid = 0; lid < any.size(); ++lid)
+    if (any[lid]) lids.push_back(static_cast<uint16_t>(lid));
+  return lids;
 }
 
 LidsBySwitch lids_by_switch(const Fabric& f, const Switches& sw,

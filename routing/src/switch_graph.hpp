@@ -492,6 +492,11 @@ std::optional<std::vector<fabric::NodeIndex>> repairable(const Options& o, std::
 uint64_t changed_entries(const Switches& sw, const Tables& now, const Tables& prev,
                          const std::vector<fabric::NodeIndex>& was,
                          const std::vector<LidOwner>& owners);
+// The LIDs in use (ascending) for which some switch's entry in `now` differs from the
+// previous tables' (the same comparison).
+std::vector<uint16_t> changed_lids(const Switches& sw, const Tables& now, const Tables& prev,
+                                   const std::vector<fabric::NodeIndex>& was,
+                                   const std::vector<LidOwner>& owners);
 
 // Adaptive-routing groups of the parallel links: each entry whose static port has
 // siblings to the same next switch gets them as its group (Tables::ar_*).
