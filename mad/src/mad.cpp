@@ -331,6 +331,8 @@ SwitchInfo decode_switch_info(const SmpData& d) {
   s.inbound_enforce_cap = get(d, IB_SW_PARTITION_ENF_INB_F) != 0;
   s.outbound_enforce_cap = get(d, IB_SW_PARTITION_ENF_OUTB_F) != 0;
   s.enhanced_port0 = get(d, IB_SW_ENHANCED_PORT0_F) != 0;
+  // A 2-bit field in libibmad; OpenSM reads its low bit as the capability.
+  s.optimized_sl2vl = (get(d, IB_SW_OPT_SLTOVL_MAPPING_F) & 1) != 0;
   s.mft_top = static_cast<uint16_t>(get(d, IB_SW_MCAST_FDB_TOP_F));
   return s;
 }
@@ -349,6 +351,8 @@ SmpData encode_switch_info(const SwitchInfo& s) {
   put(d, IB_SW_PARTITION_ENF_INB_F, s.inbound_enforce_cap ? 1 : 0);
   put(d, IB_SW_PARTITION_ENF_OUTB_F, s.outbound_enforce_cap ? 1 : 0);
   put(d, IB_SW_ENHANCED_PORT0_F, s.enhanced_port0 ? 1 : 0);
+  put(d, IB_SW_OPT_SLTOVL_MAPPING_F,
+      (get(d, IB_SW_OPT_SLTOVL_MAPPING_F) & 2) | (s.optimized_sl2vl ? 1 : 0));
   put(d, IB_SW_MCAST_FDB_TOP_F, s.mft_top);
   return d;
 }

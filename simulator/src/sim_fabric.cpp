@@ -584,12 +584,27 @@ uint16_t SimFabric::handle(const Smp& s, NodeIndex n, PortNum in_port, SmpData& 
     }
     case kAttrSl2Vl: {
       size_t idx = in_port;
+      auto& t = sl2vl_[n];
       if (nd.is_switch()) {
         const size_t in = (s.attr_mod >> 8) & 0xff, out = s.attr_mod & 0xff;
-        if ((s.attr_mod >> 16) || in > nd.num_ports || out > nd.num_ports) return kStatusInvalid;
+        // Bit 17: every input port; bit 16: every output port (a Set only, and only
+        // where SwitchInfo says the switch takes them).
+        const bool all_in = s.attr_mod >> 17 & 1, all_out = s.attr_mod >> 16 & 1;
+        if ((s.attr_mod >> 18) ||
+            ((all_in || all_out) && !(set && d_.optimized_sl2vl && !refused_all_sl2vl_.count(n))) ||
+            (!all_in && in > nd.num_ports) || (!all_out && out > nd.num_ports))
+          return kStatusInvalid;
+        if (all_in || all_out) {
+          if (t.empty()) t.assign(nd.ports.size() * nd.ports.size(), sl2vl0_);
+          const qos::Sl2Vl table = decode_sl2vl(data);
+          for (size_t i = 0; i < nd.ports.size(); ++i)
+            for (size_t o = 0; o < nd.ports.size(); ++o)
+              if ((all_in || i == in) && (all_out || o == out)) t[i * nd.ports.size() + o] = table;
+          data = encode_sl2vl(table);
+          return 0;
+        }
         idx = in * nd.ports.size() + out;
       }
-      auto& t = sl2vl_[n];
       if (set && t.empty())
         t.assign(nd.is_switch() ? nd.ports.size() * nd.ports.size() : nd.ports.size(), sl2vl0_);
       if (set) t[idx] = decode_sl2vl(data);
@@ -657,6 +672,7 @@ uint16_t SimFabric::handle(const Smp& s, NodeIndex n, PortNum in_port, SmpData& 
       si.lifetime = lifetime_[n];
       si.port_state_change = psc_[n] != 0;
       si.enhanced_port0 = nd.sw.enhanced_port0;
+      si.optimized_sl2vl = d_.optimized_sl2vl;
       si.partition_enforce_cap = d_.partition_enforce_cap;
       si.inbound_enforce_cap = si.outbound_enforce_cap = d_.partition_enforce_cap > 0;
       data = encode_switch_info(si);

@@ -2,6 +2,7 @@
 // what the simulated ports hold, and a second sweep writes nothing.
 #include <gtest/gtest.h>
 #include <unistd.h>
+#include <nlohmann/json.hpp>
 
 #include <filesystem>
 #include <optional>
@@ -55,6 +56,19 @@ Result<config::PartitionPolicy> storage_policy(
   return config::parse_partitions("Default=0x7fff : ALL, SELF=full ;\nStorage=0x8002 : " + g(full) +
                                       "=full, " + g(limited) + " ;\n",
                                   "p.conf");
+}
+
+// Another writer puts every SL of switch `sw`'s table for `in` -> `out` on VL 0, by directed
+// route from the SM's node.
+bool other_writer(SimFabric& sim, const SubnetSnapshot& snap, NodeIndex sm_node, NodeIndex sw,
+                  PortNum in, PortNum out) {
+  const qos::Sl2Vl other{};
+  const mad::DrPath path = snap.node_paths[*snap.fabric.find(sim.model().node(sw).guid)];
+  auto r = sim.process(
+      encode_smp(SmpRequest::set(kAttrSl2Vl, uint32_t(in) << 8 | out, path, encode_sl2vl(other)),
+                 7),
+      sm_node, 1);
+  return r.reply && sim.sl2vl(sw, in, out) == other;
 }
 
 // dor on the torus the simulator holds, its shape detected from the links (none: no
@@ -332,6 +346,157 @@ TEST(Tables, LayeredRoutesGetTheirSlsOnTheirOwnVlsWithoutQos) {
   // Every SL a path uses is one the SL2VL tables carry on a VL of its own.
   for (const auto& row : sm.snapshot()->tables.path_sl)
     for (uint8_t sl : row) EXPECT_LT(sl, vls);
+}
+
+// Layered routes on switches that take SL2VL Sets for all ports at once
+// (SwitchInfo:OptimizedSLtoVLMappingProgramming): one Set per switch, no read of a switch
+// table, every input-output pair right; a switch that claims the capability and refuses
+// such a Set is written input by input instead.
+TEST(Tables, LayeredSl2VlIsOneSetPerSwitchWhereSwitchesTakeAllPortSets) {
+  Scratch dir;
+  SimDefaults dflt;
+  dflt.optimized_sl2vl = true;
+  SimFabric sim(*make_fabric("torus:dims=4x4x4,hosts=1"), dflt);
+  const NodeIndex stubborn = *sim.model().find_by_name("sw1-2-3");
+  sim.refuse_all_port_sl2vl(stubborn, true);
+  SimTransport t(sim, {});
+  SmOptions o = base(dir);
+  o.routing_engine = "dfsssp";
+  SubnetManager sm(t, o);
+  auto rep = sm.sweep();
+  ASSERT_TRUE(rep && rep->subnet_up) << (rep ? rep->reason : rep.error().message);
+  const uint8_t vls = sm.snapshot()->tables.vls;
+  ASSERT_GT(vls, 1);
+  size_t switches = 0, cas = 0, stubborn_pairs = 0;
+  for (NodeIndex n = 0; n < sim.model().size(); ++n) {
+    const auto& nd = sim.model().node(n);
+    if (!nd.is_switch()) {
+      ++cas;
+      for (uint8_t sl = 0; sl < vls; ++sl) EXPECT_EQ(sim.sl2vl(n, 0, 1)[sl], sl);
+      continue;
+    }
+    ++switches;
+    for (PortNum out = 1; out <= nd.num_ports; ++out)
+      for (PortNum in = 0; in <= nd.num_ports; ++in) {
+        if (!nd.ports[out].linked() || (in != 0 && !nd.ports[in].linked())) continue;
+        stubborn_pairs += n == stubborn;
+        for (uint8_t sl = 0; sl < vls; ++sl)
+          EXPECT_EQ(sim.sl2vl(n, in, out)[sl], sl)
+              << nd.name << " " << int(in) << "->" << int(out) << " SL " << int(sl);
+      }
+  }
+  ASSERT_GT(stubborn_pairs, 0u);
+  // One Set per switch (the stubborn one's refused, then one per pair), one per CA; the
+  // CAs' tables read first, no switch's.
+  EXPECT_EQ(sim.sets(kAttrSl2Vl), switches + stubborn_pairs + cas);
+  EXPECT_EQ(rep->sl2vl_written, switches - 1 + stubborn_pairs + cas);
+  EXPECT_EQ(rep->sl2vl_read, cas);
+  EXPECT_EQ(rep->table_failures, 0u);
+  EXPECT_TRUE(rep->problems.empty()) << rep->problems.front();
+  const size_t sets = sim.sets(kAttrSl2Vl);
+  auto again = sm.sweep();
+  ASSERT_TRUE(again && again->subnet_up);
+  EXPECT_EQ(sim.sets(kAttrSl2Vl), sets);
+  EXPECT_EQ(again->sl2vl_read, 0u);
+}
+
+// Without such Sets (ibsim): of a switch port whose inputs all map alike, one input's
+// table is read; where it is not the table, every input is written without reading the
+// others; where it is, the others are read and only those not holding it written. An SM
+// starting over a fabric programmed already reads every table and writes none but the
+// one another writer changed.
+TEST(Tables, Sl2VlReadsOneInputBeforeWritingAPortsInputs) {
+  Scratch dir;
+  SimFabric sim(*make_fabric("torus:dims=4x4x4,hosts=1"));
+  const NodeIndex sm_node = *sim.model().find_by_name("h0-0-0-0");
+  SimTransport t(sim, {.attach = sm_node, .port = 1});
+  SmOptions o = base(dir);
+  o.routing_engine = "dfsssp";
+  size_t ports = 0, pairs = 0, cas = 0;
+  for (NodeIndex n = 0; n < sim.model().size(); ++n) {
+    const auto& nd = sim.model().node(n);
+    if (!nd.is_switch()) {
+      ++cas;
+      continue;
+    }
+    size_t inputs = 1;  // port 0
+    for (PortNum p = 1; p <= nd.num_ports; ++p) inputs += nd.ports[p].linked();
+    for (PortNum out = nd.sw.enhanced_port0 ? 0 : 1; out <= nd.num_ports; ++out)
+      if (out == 0 || nd.ports[out].linked()) ++ports, pairs += inputs;
+  }
+  ASSERT_GT(ports, 0u);
+  const NodeIndex sw = *sim.model().find_by_name("sw2-1-3");
+  PortNum out = 0, last_in = 0;
+  {
+    SubnetManager sm(t, o);
+    auto rep = sm.sweep();
+    ASSERT_TRUE(rep && rep->subnet_up) << (rep ? rep->reason : rep.error().message);
+    ASSERT_GT(sm.snapshot()->tables.vls, 1);
+    EXPECT_EQ(rep->sl2vl_read, ports + cas);  // one input per switch port, each CA's
+    EXPECT_EQ(rep->sl2vl_written, pairs + cas);
+    EXPECT_EQ(rep->table_failures, 0u);
+    // Another writer changes one input's table toward one of sw2-1-3's ports: the last
+    // linked input, never the one read first.
+    const auto& nd = sim.model().node(sw);
+    for (PortNum p = 1; p <= nd.num_ports; ++p)
+      if (nd.ports[p].linked()) (out == 0 ? out : last_in) = p;
+    ASSERT_NE(last_in, 0);
+    ASSERT_TRUE(other_writer(sim, *sm.snapshot(), sm_node, sw, last_in, out));
+  }
+  // A new SM (a restart): every table read, one written.
+  SubnetManager sm(t, o);
+  const size_t sets = sim.sets(kAttrSl2Vl);
+  auto rep = sm.sweep();
+  ASSERT_TRUE(rep && rep->subnet_up) << (rep ? rep->reason : rep.error().message);
+  EXPECT_EQ(rep->sl2vl_read, pairs + cas);
+  EXPECT_EQ(rep->sl2vl_written, 1u);
+  EXPECT_EQ(sim.sets(kAttrSl2Vl), sets + 1);
+  for (uint8_t sl = 0; sl < sm.snapshot()->tables.vls; ++sl)
+    EXPECT_EQ(sim.sl2vl(sw, last_in, out)[sl], sl);
+}
+
+// A switch port whose inputs all map alike is one entry of the drift checks, read at
+// another input each pass: a table another writer changed on one input is found within
+// num_ports + 1 passes, told as drift, and rewritten.
+TEST(Tables, AChangedInputOfAPortMappingAllInputsAlikeIsFoundByTheDriftChecks) {
+  Scratch dir;
+  SimFabric sim(*make_fabric("torus:dims=4x4x4,hosts=1"));
+  const NodeIndex sm_node = *sim.model().find_by_name("h0-0-0-0");
+  SimTransport t(sim, {.attach = sm_node, .port = 1});
+  SmOptions o = base(dir);
+  o.routing_engine = "dfsssp";
+  o.drift_check_table_blocks = 1u << 20;  // every block each sweep: one pass per sweep
+  SubnetManager sm(t, o);
+  std::vector<nlohmann::json> drift;
+  sm.on_event([&](const SmEvent& e) {
+    if (e.type == "drift") drift.push_back(e.data);
+  });
+  auto rep = sm.sweep();
+  ASSERT_TRUE(rep && rep->subnet_up) << (rep ? rep->reason : rep.error().message);
+  auto quiet = sm.light_sweep();
+  ASSERT_TRUE(quiet && quiet->subnet_up);
+  EXPECT_EQ(quiet->table_blocks_changed, 0u);
+  const NodeIndex sw = *sim.model().find_by_name("sw2-1-3");
+  const auto& nd = sim.model().node(sw);
+  PortNum out = 0, in = 0;  // the first linked port, and the last linked input toward it
+  for (PortNum p = 1; p <= nd.num_ports; ++p)
+    if (nd.ports[p].linked()) (out == 0 ? out : in) = p;
+  ASSERT_NE(in, 0);
+  ASSERT_TRUE(other_writer(sim, *sm.snapshot(), sm_node, sw, in, out));
+  size_t found = 0, sweeps = 0;
+  while (found == 0 && sweeps < 2u * (nd.num_ports + 1u)) {
+    auto r = sm.light_sweep();
+    ASSERT_TRUE(r && r->subnet_up) << (r ? r->reason : r.error().message);
+    found += r->table_blocks_changed;
+    ++sweeps;
+  }
+  EXPECT_EQ(found, 1u);
+  EXPECT_LE(sweeps, nd.num_ports + 1u);
+  ASSERT_EQ(drift.size(), 1u);
+  EXPECT_EQ(drift[0].at("table"), "sl2vl");
+  EXPECT_NE(drift[0].at("where").get<std::string>().find("sw2-1-3"), std::string::npos) << drift[0];
+  for (uint8_t sl = 0; sl < sm.snapshot()->tables.vls; ++sl)
+    EXPECT_EQ(sim.sl2vl(sw, in, out)[sl], sl);
 }
 
 // dor picks a VL per hop as torus-2QoS does: the switches hold an SL2VL table per output

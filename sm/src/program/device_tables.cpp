@@ -62,18 +62,32 @@ void DeviceTables::check(const Discovered& d,
                          std::function<void(NodeIndex, PortNum, bool)> answered) {
   const size_t want = opts_.drift_check_table_blocks;
   if (want == 0 || cache_.empty()) return;
-  auto it = cursor_ ? cache_.lower_bound(*cursor_) : cache_.begin();
+  auto it = cache_.begin();
+  if (cursor_)
+    it = cache_.lower_bound(*cursor_);
+  else
+    ++check_pass_;
   size_t sent = 0;
   // One pass over the cache at most: blocks of ports gone or not steady are skipped
   // (the next programming reads those again anyway).
   for (size_t seen = 0; seen < cache_.size() && sent < want; ++seen, ++it) {
-    if (it == cache_.end()) it = cache_.begin();
+    if (it == cache_.end()) it = cache_.begin(), ++check_pass_;
     const Key k = it->first;
-    if (k.mod == kAllInputs) continue;  // stands for the per-input entries, checked apart
     const auto n = d.fabric.find(Guid{k.guid});
     if (!n || k.port > d.fabric.node(*n).num_ports || !steady(d, *n, k.port)) continue;
     const NodeIndex node = *n;
     const PortNum p = k.port;
+    // A switch port's one entry for all its inputs: each pass over the cache reads the
+    // next input's table, so num_ports + 1 passes read every one.
+    uint32_t mod = k.mod;
+    if (k.mod == kAllInputs) {
+      const fabric::Node& nd = d.fabric.node(node);
+      auto in = static_cast<PortNum>(check_pass_ % (nd.num_ports + 1u));
+      for (unsigned tries = 0; in != 0 && !nd.ports[in].linked() && tries <= nd.num_ports; ++tries)
+        in = static_cast<PortNum>((in + 1u) % (nd.num_ports + 1u));
+      if (in != 0 && !nd.ports[in].linked()) in = 0;
+      mod = uint32_t(in) << 8 | p;
+    }
     // The bytes that carry the table: an SL2VL table is 8 of its 64, a VLArb block the
     // entries within the port's VLArbitration capacity (as write() compares them).
     size_t bytes = k.attr == mad::kAttrSl2Vl ? 8 : it->second.size();
@@ -87,19 +101,19 @@ void DeviceTables::check(const Discovered& d,
     const std::string where = fabric::port_ref(d.fabric, node, p);
     ++sent;
     eng_.submit(
-        mad::SmpRequest::get(k.attr, k.mod, dr_path_to(d, node, p)),
-        [this, k, node, p, bytes, where, held = it->second, answered](Result<mad::Smp> r) {
+        mad::SmpRequest::get(k.attr, mod, dr_path_to(d, node, p)),
+        [this, k, mod, node, p, bytes, where, held = it->second, answered](Result<mad::Smp> r) {
           if (!r) return;
           const bool differs = !std::equal(held.begin(), held.begin() + bytes, r->data.begin());
           if (differs) {
             WEFT_LOG(Warn, "SM-0059")
-                << where << ": " << mad::attr_name(k.attr) << " block (modifier 0x" << hex(k.mod)
+                << where << ": " << mad::attr_name(k.attr) << " block (modifier 0x" << hex(mod)
                 << ") is not what weft wrote or read (another writer, no other sign): "
                    "reading it again and rewriting it";
             // Believed no more; an SL2VL table also no longer stands for all inputs.
             cache_.erase(k);
             if (k.attr == mad::kAttrSl2Vl) cache_.erase(Key{k.guid, kAllInputs, k.attr, k.port});
-            if (on_drift_) on_drift_(table_name(k.attr), where, k.mod);
+            if (on_drift_) on_drift_(table_name(k.attr), where, mod);
           }
           answered(node, p, differs);
         });
@@ -139,6 +153,7 @@ void DeviceTables::read(SweepRun& run) {
   read_errors_.clear();
   pkey_jobs_.clear();
   wants_.clear();
+  port_maps_.clear();
   pkey_tables_.assign(run.target.size(), {});
   for (NodeIndex n = 0; n < run.target.size(); ++n)
     pkey_tables_[n].resize(run.target.node(n).ports.size());
@@ -166,6 +181,12 @@ void DeviceTables::read(SweepRun& run) {
   for (const Want& w : wants_) unless_held(w.n, w.p, w.attr, w.mod);
   mad::feed_each(eng_, std::move(reads),
                  [this, &run](const Read& r) { read_one(run, r.n, r.p, r.attr, r.mod); });
+  // A switch that takes all-inputs Sets is written without a read (one Set costs what one
+  // read does); the others have one input's table read first.
+  std::vector<size_t> samples;
+  for (size_t i = 0; i < port_maps_.size(); ++i)
+    if (!port_maps_[i].optimized) samples.push_back(i);
+  mad::feed_each(eng_, std::move(samples), [this, &run](size_t i) { read_sample(run, i); });
 }
 
 // P_Keys: every end port; switch ports facing end ports hold their peer's keys.
@@ -277,6 +298,10 @@ void DeviceTables::plan_sl2vl(SweepRun& run) {
       continue;
     }
     if (!d.port_read[n][0] || !(d.port_info[n][0].attrs.capability_mask & mad::kCapSlMap)) continue;
+    const bool optimized = d.switch_info[n].optimized_sl2vl;
+    const size_t first_map = port_maps_.size();
+    bool uniform = true;  // every output port maps every input to one table
+    std::optional<mad::SmpData> common;
     for (PortNum out = d.switch_info[n].enhanced_port0 ? 0 : 1; out <= nd.num_ports; ++out) {
       if (out != 0 && (!nd.ports[out].linked() || !d.port_read[n][out])) continue;
       const uint8_t oper = run.after[n][out].attrs.oper_vls;
@@ -289,13 +314,169 @@ void DeviceTables::plan_sl2vl(SweepRun& run) {
           per_in[in] = table(n, in, out, oper);
           alike &= std::equal(per_in[in].begin(), per_in[in].begin() + 8, per_in[0].begin());
         }
-      if (const mad::SmpData* h = held(d, n, out, mad::kAttrSl2Vl, kAllInputs);
-          alike && h && std::equal(h->begin(), h->begin() + 8, per_in[0].begin()))
+      if (!alike) {  // a table per input port: no one entry stands for them
+        uniform = false;
+        cache_.erase(key(d, n, out, mad::kAttrSl2Vl, kAllInputs));
+        for (PortNum in = 0; in <= nd.num_ports; ++in)
+          if (in == 0 || nd.ports[in].linked())
+            wants_.push_back({n, out, mad::kAttrSl2Vl, uint32_t(in) << 8 | out, per_in[in], 8});
         continue;
-      for (PortNum in = 0; in <= nd.num_ports; ++in)
-        if (in == 0 || nd.ports[in].linked())
-          wants_.push_back({n, out, mad::kAttrSl2Vl, uint32_t(in) << 8 | out, per_in[in], 8});
+      }
+      if (!common)
+        common = per_in[0];
+      else
+        uniform &= std::equal(common->begin(), common->begin() + 8, per_in[0].begin());
+      if (const mad::SmpData* h = held(d, n, out, mad::kAttrSl2Vl, kAllInputs);
+          h && std::equal(h->begin(), h->begin() + 8, per_in[0].begin()))
+        continue;
+      port_maps_.push_back({n, out, per_in[0], optimized, false});
     }
+    // Every output port wants one table for every input: one Set says it all. (A port
+    // already holding it takes it again; a port left out, down or unread, takes it too,
+    // and is written anew when it comes up, since weft holds nothing for it.)
+    if (optimized && uniform)
+      for (size_t i = first_map; i < port_maps_.size(); ++i) port_maps_[i].whole_switch = true;
+  }
+}
+
+namespace {
+
+// The input port whose table stands for a port's inputs until one differs: a linked
+// port (the tables traffic uses), port 0 on a switch with no other.
+PortNum sample_input(const fabric::Node& nd, PortNum out) {
+  for (PortNum in = 1; in <= nd.num_ports; ++in)
+    if (in != out && nd.ports[in].linked()) return in;
+  return 0;
+}
+
+}  // namespace
+
+void DeviceTables::read_sample(SweepRun& run, size_t i) {
+  const PortMap& m = port_maps_[i];
+  const PortNum in = sample_input(run.target.node(m.n), m.out);
+  eng_.submit(mad::SmpRequest::get(mad::kAttrSl2Vl, uint32_t(in) << 8 | m.out,
+                                   dr_path_to(run.d, m.n, m.out)),
+              [this, &run, i](Result<mad::Smp> r) {
+                ++run.rep.sl2vl_read;
+                PortMap& m = port_maps_[i];
+                m.sample = r && std::equal(r->data.begin(), r->data.begin() + 8, m.table.begin())
+                               ? PortMap::Sample::kSame
+                               : PortMap::Sample::kDiffers;
+              });
+}
+
+void DeviceTables::port_map_done(SweepRun& run, size_t i, bool ok) {
+  PortMap& m = port_maps_[i];
+  m.failed |= !ok;
+  if (--m.left != 0) return;
+  const Key all = key(run.d, m.n, m.out, mad::kAttrSl2Vl, kAllInputs);
+  if (m.failed)
+    cache_.erase(all);
+  else
+    cache_[all] = m.table;
+}
+
+void DeviceTables::set_input(SweepRun& run, size_t i, PortNum in) {
+  const PortMap& m = port_maps_[i];
+  const uint32_t mod = uint32_t(in) << 8 | m.out;
+  eng_.submit(mad::SmpRequest::set(mad::kAttrSl2Vl, mod, dr_path_to(run.d, m.n, m.out), m.table),
+              [this, &run, i, mod](Result<mad::Smp> r) {
+                if (r) {
+                  ++run.rep.sl2vl_written;
+                } else {
+                  ++run.rep.table_failures;
+                  add_problem(run.rep,
+                              "SLtoVLMappingTable Set (modifier 0x" + hex(mod) + ") on " +
+                                  fabric::port_ref(run.target, port_maps_[i].n, port_maps_[i].out) +
+                                  ": " + r.error().message);
+                }
+                port_map_done(run, i, bool(r));
+              });
+}
+
+void DeviceTables::set_inputs(SweepRun& run, size_t i) {
+  const fabric::Node& nd = run.target.node(port_maps_[i].n);
+  for (PortNum in = 0; in <= nd.num_ports; ++in)
+    if (in == 0 || nd.ports[in].linked()) ++port_maps_[i].left;
+  for (PortNum in = 0; in <= nd.num_ports; ++in)
+    if (in == 0 || nd.ports[in].linked()) set_input(run, i, in);
+}
+
+void DeviceTables::write_port_map(SweepRun& run, size_t i) {
+  const Discovered& d = run.d;
+  const fabric::Node& nd = run.target.node(port_maps_[i].n);
+  // The ports this Set or these Sets decide: [i, end).
+  size_t end = i + 1;
+  if (port_maps_[i].whole_switch)
+    while (end < port_maps_.size() && port_maps_[end].n == port_maps_[i].n) ++end;
+  for (size_t k = i; k < end; ++k)  // what single inputs were seen to hold says nothing now
+    for (PortNum in = 0; in <= nd.num_ports; ++in)
+      cache_.erase(key(d, port_maps_[k].n, port_maps_[k].out, mad::kAttrSl2Vl,
+                       uint32_t(in) << 8 | port_maps_[k].out));
+  const PortMap& m = port_maps_[i];
+  if (m.optimized) {
+    // Bit 17: every input port; with bit 16, every output port too.
+    const uint32_t mod = m.whole_switch ? 0x30000u : 0x20000u | m.out;
+    for (size_t k = i; k < end; ++k) port_maps_[k].left = 1;
+    eng_.submit(
+        mad::SmpRequest::set(mad::kAttrSl2Vl, mod, dr_path_to(d, m.n, m.out), m.table),
+        [this, &run, i, end, mod](Result<mad::Smp> r) {
+          if (r) {
+            ++run.rep.sl2vl_written;
+            for (size_t k = i; k < end; ++k) port_map_done(run, k, true);
+            // Every output port holds it now, those this sweep left alone too.
+            if (mod & 0x10000) {
+              const NodeIndex n = port_maps_[i].n;
+              const fabric::Node& nd = run.target.node(n);
+              for (PortNum out = 0; out <= nd.num_ports; ++out) {
+                if (out == 0 ? !run.d.switch_info[n].enhanced_port0 : !nd.ports[out].linked())
+                  continue;
+                for (PortNum in = 0; in <= nd.num_ports; ++in)
+                  cache_.erase(key(run.d, n, out, mad::kAttrSl2Vl, uint32_t(in) << 8 | out));
+                cache_[key(run.d, n, out, mad::kAttrSl2Vl, kAllInputs)] = port_maps_[i].table;
+              }
+            }
+            return;
+          }
+          // A switch that says it takes such a Set and refuses it: input by input.
+          WEFT_LOG(Warn, "SM-0104")
+              << fabric::port_ref(run.target, port_maps_[i].n,
+                                  mod & 0x10000 ? PortNum{0} : port_maps_[i].out)
+              << ": SLtoVLMappingTable Set for all input ports"
+              << (mod & 0x10000 ? " and all output ports" : "") << " (modifier 0x" << hex(mod)
+              << ") failed (" << r.error().message << "); writing input port by input port";
+          for (size_t k = i; k < end; ++k) {
+            set_inputs(run, k);
+            port_map_done(run, k, true);  // the failed Set's own count; the inputs' decide
+          }
+        });
+    return;
+  }
+  if (m.sample != PortMap::Sample::kSame) {
+    set_inputs(run, i);
+    return;
+  }
+  // The sample input holds the table already: the others are read, and written where not.
+  const PortNum sampled = sample_input(nd, m.out);
+  for (PortNum in = 0; in <= nd.num_ports; ++in)
+    if ((in == 0 || nd.ports[in].linked()) && in != sampled) ++port_maps_[i].left;
+  if (port_maps_[i].left == 0) {  // no other input: held
+    ++port_maps_[i].left;
+    port_map_done(run, i, true);
+    return;
+  }
+  for (PortNum in = 0; in <= nd.num_ports; ++in) {
+    if ((in != 0 && !nd.ports[in].linked()) || in == sampled) continue;
+    eng_.submit(
+        mad::SmpRequest::get(mad::kAttrSl2Vl, uint32_t(in) << 8 | m.out, dr_path_to(d, m.n, m.out)),
+        [this, &run, i, in](Result<mad::Smp> r) {
+          ++run.rep.sl2vl_read;
+          const PortMap& m = port_maps_[i];
+          if (r && std::equal(r->data.begin(), r->data.begin() + 8, m.table.begin()))
+            port_map_done(run, i, true);
+          else
+            set_input(run, i, in);  // its answer stands for this read's
+        });
   }
 }
 
@@ -408,37 +589,21 @@ void DeviceTables::write(SweepRun& run) {
                                            r.error().message);
                 });
   }
+  // The switch ports mapping all inputs alike, fed as the window empties (on a radix-56
+  // tree without all-inputs Sets, 12.7 M of them).
+  std::vector<size_t> maps;
+  for (size_t i = 0; i < port_maps_.size(); ++i)
+    if (!port_maps_[i].whole_switch || i == 0 || port_maps_[i - 1].n != port_maps_[i].n)
+      maps.push_back(i);
+  mad::feed_each(eng_, std::move(maps), [this, &run](size_t i) { write_port_map(run, i); });
 }
 
-void DeviceTables::settle(SweepRun& run) {
-  // A switch port whose every input port now holds the one SL2VL table weft wants keeps
-  // one cache entry for them all.
-  const Discovered& d = run.d;
-  for (size_t i = 0; i < wants_.size();) {
-    const Want& first = wants_[i];
-    size_t end = i;
-    bool all = true;  // and alike: a table per input port has no one entry for all
-    while (end < wants_.size() && wants_[end].attr == mad::kAttrSl2Vl && wants_[end].n == first.n &&
-           wants_[end].p == first.p && d.fabric.node(first.n).is_switch()) {
-      auto it = cache_.find(key(d, first.n, first.p, mad::kAttrSl2Vl, wants_[end].mod));
-      all &= it != cache_.end() &&
-             std::equal(it->second.begin(), it->second.begin() + 8, wants_[end].data.begin()) &&
-             std::equal(first.data.begin(), first.data.begin() + 8, wants_[end].data.begin());
-      ++end;
-    }
-    if (end == i) {
-      ++i;
-      continue;
-    }
-    const Key all_key = key(d, first.n, first.p, mad::kAttrSl2Vl, kAllInputs);
-    if (all)
-      cache_[all_key] = first.data;
-    else
-      cache_.erase(all_key);
-    i = end;
-  }
+void DeviceTables::settle(SweepRun&) {
+  // What the writes left is in the cache already (each Set's answer, and a port's one
+  // entry for all its inputs once every one holds the table).
   pkey_jobs_.clear();
   wants_.clear();
+  port_maps_.clear();
 }
 
 }  // namespace weft::sm

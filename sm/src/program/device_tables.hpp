@@ -17,7 +17,8 @@
 namespace weft::sm {
 
 // P_Key, SL2VL and VL arbitration tables: each read where weft does not know what the
-// port holds, then written where it differs. What a port holds is trusted while the
+// port holds, then written where it differs (a switch port whose inputs all map alike:
+// see PortMap). What a port holds is trusted while the
 // port has not been reset since: a CA port still ACTIVE, a switch still steady.
 class PortProgrammer;
 class LftProgrammer;
@@ -44,7 +45,9 @@ class DeviceTables final : public Programmer {
   // drift_check_table_blocks of the table blocks weft believes ports hold (of ports
   // still steady), read back by directed route and compared. The blocks rotate: each
   // check goes on after the last block the previous one read, so every block held is
-  // read within ceil(held / N) checks. A block that is not what weft wrote or read
+  // read within ceil(held / N) checks (a switch port holding one SL2VL table for all its
+  // inputs is one block, read at one input per pass: every input within num_ports + 1
+  // passes). A block that is not what weft wrote or read
   // (another writer; a port that lost it with no other sign) is logged (SM-0059), told
   // to on_drift(), and believed no more: the next programming reads it again and
   // rewrites it. `answered(n, p, differs)` for each block that answered.
@@ -85,6 +88,23 @@ class DeviceTables final : public Programmer {
     mad::SmpData data;
     size_t compare_bytes;
   };
+  // A switch output port whose every input port is to map alike, to one table. Held as
+  // one cache entry (kAllInputs), never one per input (the radix-56 tree has 12.7 M
+  // input-output pairs). Written with one Set for all inputs where the switch takes it
+  // (SwitchInfo:OptimizedSLtoVLMappingProgramming; one for the whole switch when its every
+  // output port wants the table), else input by input: one input's table is read first,
+  // and only if it already holds the table are the others read before any is written
+  // (writing what no read has shown right costs what reading it would).
+  struct PortMap {
+    fabric::NodeIndex n;
+    PortNum out;
+    mad::SmpData table;
+    bool optimized;     // the switch takes all-inputs Sets
+    bool whole_switch;  // ... and every output port wants this table: one Set for all
+    enum class Sample : uint8_t { kUnread, kSame, kDiffers } sample = Sample::kUnread;
+    uint16_t left = 0;    // this port's Gets and Sets not yet answered
+    bool failed = false;  // a Set failed or a Get went unanswered: not held
+  };
   struct PkeyJob {
     fabric::NodeIndex n;
     PortNum p;
@@ -103,6 +123,15 @@ class DeviceTables final : public Programmer {
   void plan_vlarb(SweepRun& run);
   // (`held`: the job's blocks as the cache has them, each one there.)
   void write_pkeys(SweepRun& run, const PkeyJob& job, const std::vector<const mad::SmpData*>& held);
+  // port_maps_[i]: its sample input's table read; its tables written (and, where the
+  // sample held the table already, the other inputs read first); every input Set.
+  void read_sample(SweepRun& run, size_t i);
+  void write_port_map(SweepRun& run, size_t i);
+  void set_inputs(SweepRun& run, size_t i);
+  void set_input(SweepRun& run, size_t i, PortNum in);
+  // One of port_maps_[i]'s SMPs answered (ok: the input holds the table); at the last,
+  // the port is held as mapping every input alike, unless one failed.
+  void port_map_done(SweepRun& run, size_t i, bool ok);
   mad::MadEngine& eng_;
   const SmOptions& opts_;
   const PortProgrammer& ports_;
@@ -113,7 +142,9 @@ class DeviceTables final : public Programmer {
   std::function<void(std::string_view, const std::string&, uint32_t)> on_drift_;
   std::unordered_map<Key, std::string, KeyHash> read_errors_;  // this sweep's failed reads
   std::vector<PkeyJob> pkey_jobs_;                             // this sweep's
-  std::vector<Want> wants_;  // this sweep's SL2VL and VLArb tables
+  std::vector<Want> wants_;         // this sweep's SL2VL and VLArb tables, each input apart
+  std::vector<PortMap> port_maps_;  // this sweep's switch ports mapping all inputs alike
+  uint64_t check_pass_ = 0;         // the drift checks' passes over the cache begun
   std::vector<std::vector<std::vector<uint16_t>>> pkey_tables_;
 };
 

@@ -194,6 +194,9 @@ struct SwitchInfo {
   bool inbound_enforce_cap = false;   // the switch can filter P_Keys on input
   bool outbound_enforce_cap = false;  // ... and on output
   bool enhanced_port0 = false;
+  // OptimizedSLtoVLMappingProgramming: an SL2VL Set may name all input ports (modifier
+  // bit 17) and all output ports (bit 16) at once.
+  bool optimized_sl2vl = false;
   uint16_t mft_top = 0;
   SmpData raw{};  // as read: a Set changes the fields above and keeps the rest
 };

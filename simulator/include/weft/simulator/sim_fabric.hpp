@@ -36,6 +36,10 @@ struct SimDefaults {
   // switches filter inbound and outbound).
   uint16_t partition_enforce_cap = 64;
   uint8_t vl_arb_cap = 8;  // entries of each VL arbitration table (ibsim: 8)
+  // SwitchInfo:OptimizedSLtoVLMappingProgramming: an SL2VL Set to a switch may name all
+  // input ports (modifier bit 17) and all output ports (bit 16) at once, as most current
+  // switches allow; ibsim does not (such a Set is refused, as without the capability).
+  bool optimized_sl2vl = false;
   // As ibsim: a PortInfo Set moves PortState one step and refuses (status 0x1C) a move to
   // the state the port already holds, so the resend of a Set whose reply was lost fails.
   bool strict_state_steps = false;
@@ -215,6 +219,15 @@ class SimFabric {
     else
       ignored_.erase({n, attr});
   }
+  // Switch `n` still says it takes SL2VL Sets for all ports at once
+  // (SimDefaults::optimized_sl2vl) but refuses them, taking Sets port by port (firmware
+  // that claims more than it does); `on` false ends it.
+  void refuse_all_port_sl2vl(fabric::NodeIndex n, bool on) {
+    if (on)
+      refused_all_sl2vl_.insert(n);
+    else
+      refused_all_sl2vl_.erase(n);
+  }
   // The same for Gets of `attr` (a device that will not say what it holds).
   void refuse_gets(fabric::NodeIndex n, uint16_t attr, bool on) {
     if (on)
@@ -286,6 +299,7 @@ class SimFabric {
   std::vector<uint8_t> dead_;
   std::set<std::pair<fabric::NodeIndex, uint16_t>> refused_;       // refuse_sets
   std::set<std::pair<fabric::NodeIndex, uint16_t>> refused_gets_;  // refuse_gets
+  std::set<fabric::NodeIndex> refused_all_sl2vl_;                  // refuse_all_port_sl2vl
   std::set<std::pair<fabric::NodeIndex, uint16_t>> ignored_;       // ignore_sets
   std::vector<std::vector<uint8_t>> subnet_timeout_;
   std::vector<std::vector<std::vector<uint16_t>>> pkeys_;  // [node][port]
