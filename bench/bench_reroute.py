@@ -1,8 +1,11 @@
 #!/usr/bin/env python3
 """Reroute after a link failure, weft against OpenSM 3.3.23, in one run on ibsim's
 444-switch fat tree (3,456 CAs), both with the same engine: minhop (their default),
-updn and ftree (weft repairs its previous tables with each; OpenSM's unicast cache
-covers minhop and updn).
+updn, ftree and dfsssp (weft repairs its previous tables with each; OpenSM's unicast
+cache covers minhop and updn). The bring-up before the cuts is measured too: time to
+the first SUBNET UP and the SMPs until the SM's writes stop (dfsssp's layers add an
+SL2VL table per switch input and output port pair on ibsim, whose switches take no
+all-ports Sets).
 
 Each run, per SM: a fresh ibsim; the SM at the first host brings the subnet up; the
 routes are read back (ibnetdiscover, dump_fts) and checked; then a leaf-aggregation
@@ -87,6 +90,10 @@ class Sm:
                         "--sweep-interval", "10", "--routing-engine", engine]
         else:
             self.cmd = ["opensm", "-f", self.log, "-d", "2", "-s", "10", "-R", engine]
+            if engine == "dfsssp":
+                # As its man page says to run it ('-R dfsssp -Q'): without QoS OpenSM leaves
+                # the SL2VL tables as they are, and the layers share VL 0.
+                self.cmd.append("-Q")
         self.env = dict(os.environ, IBSIM_SOCKNAME=sock, LD_PRELOAD=shim + " " + b.UMAD2SIM, SIM_HOST=host,
                         WEFT_MADCOUNT=self.counts, OSM_TMP_DIR=work, OSM_CACHE_DIR=work)
         if kind == "weft":
@@ -159,10 +166,11 @@ def one_run(a, net, sargs, kind, k, hosts, engine):
     with b.Ibsim(net, work, sock, extra_args=sargs) as sim:
         time.sleep(1)
         with Sm(kind, work, sock, hosts[0], a.weft, a.shim, engine) as sm:
-            sm.wait_up(0, 300)
+            t_up = time.time()
+            up_s = sm.wait_up(0, 300) - t_up
             quiet(sm)
+            out = {"up": dict(counts(sm.counts), s=up_s)}
             before = checked(work, sock, kind + " bring-up", kind == "weft")
-            out = {}
             for step, cmd in (("cut", "Unlink %s[%d]\n" % CUT), ("back", "ReLink %s[%d]\n" % CUT)):
                 c0, ups = counts(sm.counts), sm.ups()
                 t0 = time.time()
@@ -250,12 +258,13 @@ def huge_run(a, hosts, net, sargs, engine):
         time.sleep(1)
         with Sm("weft", work, sock, hosts[0], a.weft, a.shim, engine) as sm:
             t_up = time.time()
-            sm.wait_up(0, 1800)
+            sm.wait_up(0, 3600)
             up_s = time.time() - t_up
-            quiet(sm, settle=2.0, timeout=600)
+            quiet(sm, settle=2.0, timeout=1800)
+            up = counts(sm.counts)
             lids = len(ibroute_ports(work, sock, hosts[0], guids[HUGE_CUTS[0][0].strip('"')]))
             cuts = [huge_cut(a, sm, sim, work, sock, hosts[0], guids, net, c, lids) for c in HUGE_CUTS]
-            return {"up_s": up_s, "lids": lids, "cuts": cuts}
+            return {"up_s": up_s, "up": up, "lids": lids, "cuts": cuts}
 
 
 def huge(a):
@@ -267,10 +276,19 @@ def huge(a):
     for e in a.engines.split(","):
         r = huge_run(a, hosts, net, sargs, e)
         rows.append((e, r))
-        print("%s: bring-up %.1f s; %s" % (e, r["up_s"], "; ".join(
+        print("%s: bring-up %.1f s, %d SMPs (%d Gets, %d Sets of tables other than LFT, PortInfo and "
+              "SwitchInfo); %s" % (e, r["up_s"], r["up"]["smps"], r["up"]["gets"], r["up"]["other_sets"], "; ".join(
             "cut %s[%d]: %.3f s, %d LFT Sets, %s entries changed, %d SMPs"
             % (c["leaf"], c["port"], c["s"], c["lft_sets"], c["rerouted"], c["smps"]) for c in r["cuts"])),
             flush=True)
+    print()
+    print("Bring-up of the radix-56 tree, weft, one run: to the first SUBNET UP, and what went on the wire "
+          "until the SM's writes stopped (other Sets: P_Key, SL2VL and VLArb tables, SMInfo)")
+    print()
+    print("| engine | to SUBNET UP, s | SMPs sent | Gets | other Sets |")
+    print("|---|---|---|---|---|")
+    for e, r in rows:
+        print("| %s | %.1f | %d | %d | %d |" % (e, r["up_s"], r["up"]["smps"], r["up"]["gets"], r["up"]["other_sets"]))
     print()
     print("Reroute on the radix-56 tree (3,920 switches, 43,904 CAs), weft, one run: two leaf-aggregation "
           "links cut one after the other (the first reroute after the bring-up also grows the SM's "
@@ -293,7 +311,7 @@ def main():
     ap.add_argument("--shim", required=True, help="libweft_madcount.so")
     ap.add_argument("--scratch", default="/tmp/weft-bench-reroute")
     ap.add_argument("--runs", type=int, default=3)
-    ap.add_argument("--engines", default="minhop,updn,ftree", help="routing engines, each run by both SMs")
+    ap.add_argument("--engines", default="minhop,updn,ftree,dfsssp", help="routing engines, each run by both SMs")
     ap.add_argument("--huge", action="store_true",
                     help="the radix-56 tree instead, weft alone, one run per engine (minutes each)")
     a = ap.parse_args()
@@ -313,6 +331,8 @@ def main():
             for kind in ("opensm", "weft"):
                 r = one_run(a, net, sargs, kind, k, hosts, e)
                 res[(e, kind)].append(r)
+                print("run %d %-6s %-6s bring-up: %.3f s, %d SMPs, %d other Sets"
+                      % (k + 1, e, kind, r["up"]["s"], r["up"]["smps"], r["up"]["other_sets"]), flush=True)
                 print("run %d %-6s %-6s cut: %.3f s, %d LFT Sets / %d blocks changed, %d SMPs; back: %.3f s, "
                       "%d / %d, %d SMPs; entries not restored %d"
                       % (k + 1, e, kind, r["cut"]["s"], r["cut"]["lft_sets"], r["cut"]["changed"],
@@ -337,6 +357,21 @@ def main():
                 print("| %s | %s | %s | %.0f | %d | %d | %s | %d | %s |"
                       % (e, label, "weft" if kind == "weft" else "OpenSM", med(e, kind, step, "s") * 1000, w, c,
                          "%.2f" % (w / c) if c else "-", med(e, kind, step, "smps"), ratio))
+    print()
+    print("Bring-up of the same tree, per engine (to the first SUBNET UP; SMPs until the SM's writes "
+          "stopped; other Sets: P_Key, SL2VL and VLArb tables, SMInfo); medians of %d runs" % a.runs)
+    print()
+    print("| engine | SM | to SUBNET UP, ms | SMPs sent | Gets | other Sets | weft/OpenSM SMPs |")
+    print("|---|---|---|---|---|---|---|")
+    for e in engines:
+        for kind in ("opensm", "weft"):
+            up = lambda key: statistics.median(r["up"][key] for r in res[(e, kind)])  # noqa: E731
+            ratio = ""
+            if kind == "weft":
+                ratio = "%.2f" % (up("smps") / statistics.median(r["up"]["smps"] for r in res[(e, "opensm")]))
+            print("| %s | %s | %.0f | %d | %d | %d | %s |" % (e, "weft" if kind == "weft" else "OpenSM",
+                                                           up("s") * 1000, up("smps"), up("gets"),
+                                                           up("other_sets"), ratio))
     for e in engines:
         for kind in ("opensm", "weft"):
             print("%s %s: LFT entries not back to their pre-cut port after the ReLink, per run: %s"
