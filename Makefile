@@ -10,8 +10,9 @@
 #               50,000 hosts; the REST API under wrk, idle and during sweeps, and what its
 #               load does to bring-up and the SA; failover (kill -9 of the master) weft
 #               beside weft and OpenSM beside OpenSM; reroute after a link cut (time, LFT
-#               blocks written; minhop, updn, ftree, dfsssp, each bring-up's SMPs too); counter sweeps (PerfMgr) beside OpenSM's and the topology
-#               page's load on the 444-switch tree; failover and REST partition changes
+#               blocks written; minhop, updn, ftree and dfsssp, each bring-up's SMPs too);
+#               counter sweeps (PerfMgr) beside OpenSM's and the topology page's load on
+#               the 444-switch tree; failover and REST partition changes
 #               with the state directory and with etcd as the state store; bring-up through
 #               MAD loss on every node; the rig's ceiling (ibsim's own answer rate for the
 #               SMPs of a bring-up) beside weft and OpenSM. Every figure in README.md comes
