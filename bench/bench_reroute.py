@@ -218,6 +218,13 @@ def ibroute_ports(work, sock, host, guid):
     return {int(m.group(1), 16): int(m.group(2)) for m in re.finditer(r"^(0x[0-9a-f]+) (\d+) ", out, re.M)}
 
 
+def peak_rss_mb(pid):
+    """The process's peak resident set so far (VmHWM), in MB."""
+    with open("/proc/%d/status" % pid) as f:
+        m = re.search(r"^VmHWM:\s+(\d+) kB", f.read(), re.M)
+    return int(m.group(1)) / 1024 if m else float("nan")
+
+
 def huge_cut(a, sm, sim, work, sock, host, guids, net, cut, lids):
     """One Unlink on the running fabric: its reroute time, LFT Sets, the entries that
     changed (weft's note), and the cut link's two switches read back."""
@@ -262,6 +269,7 @@ def huge_run(a, hosts, net, sargs, engine):
             up_s = time.time() - t_up
             quiet(sm, settle=2.0, timeout=1800)
             up = counts(sm.counts)
+            up["rss_mb"] = peak_rss_mb(sm.proc.pid)
             lids = len(ibroute_ports(work, sock, hosts[0], guids[HUGE_CUTS[0][0].strip('"')]))
             cuts = [huge_cut(a, sm, sim, work, sock, hosts[0], guids, net, c, lids) for c in HUGE_CUTS]
             return {"up_s": up_s, "up": up, "lids": lids, "cuts": cuts}
@@ -285,10 +293,11 @@ def huge(a):
     print("Bring-up of the radix-56 tree, weft, one run: to the first SUBNET UP, and what went on the wire "
           "until the SM's writes stopped (other Sets: P_Key, SL2VL and VLArb tables, SMInfo)")
     print()
-    print("| engine | to SUBNET UP, s | SMPs sent | Gets | other Sets |")
-    print("|---|---|---|---|---|")
+    print("| engine | to SUBNET UP, s | SMPs sent | Gets | other Sets | SM's peak RSS, MB |")
+    print("|---|---|---|---|---|---|")
     for e, r in rows:
-        print("| %s | %.1f | %d | %d | %d |" % (e, r["up_s"], r["up"]["smps"], r["up"]["gets"], r["up"]["other_sets"]))
+        print("| %s | %.1f | %d | %d | %d | %.0f |" % (e, r["up_s"], r["up"]["smps"], r["up"]["gets"],
+                                                     r["up"]["other_sets"], r["up"]["rss_mb"]))
     print()
     print("Reroute on the radix-56 tree (3,920 switches, 43,904 CAs), weft, one run: two leaf-aggregation "
           "links cut one after the other (the first reroute after the bring-up also grows the SM's "
