@@ -455,6 +455,39 @@ TEST(Tables, Sl2VlReadsOneInputBeforeWritingAPortsInputs) {
     EXPECT_EQ(sim.sl2vl(sw, last_in, out)[sl], sl);
 }
 
+// A switch that refuses its SL2VL tables: every refused Set is counted (the subnet is
+// not up, as with any failed table write), said once per output port (not once per
+// input-output pair), and nothing is believed held there: the next sweep tries again.
+TEST(Tables, ASwitchRefusingItsSl2VlTablesIsSaidOncePerPort) {
+  Scratch dir;
+  SimFabric sim(*make_fabric("torus:dims=4x4x4,hosts=1"));
+  const NodeIndex sw = *sim.model().find_by_name("sw3-0-1");
+  sim.refuse_sets(sw, kAttrSl2Vl, true);
+  SimTransport t(sim, {});
+  SmOptions o = base(dir);
+  o.routing_engine = "dfsssp";
+  SubnetManager sm(t, o);
+  auto rep = sm.sweep();
+  ASSERT_TRUE(rep) << rep.error().message;
+  EXPECT_FALSE(rep->subnet_up);
+  const auto& nd = sim.model().node(sw);
+  size_t ports = 0, inputs = 1;
+  for (PortNum p = 1; p <= nd.num_ports; ++p) inputs += nd.ports[p].linked();
+  for (PortNum p = nd.sw.enhanced_port0 ? 0 : 1; p <= nd.num_ports; ++p)
+    ports += p == 0 || nd.ports[p].linked();
+  EXPECT_EQ(rep->table_failures, ports * inputs);
+  size_t said = 0;
+  for (const auto& p : rep->problems) said += p.find("SLtoVLMappingTable Set") != std::string::npos;
+  EXPECT_EQ(said, ports);
+  EXPECT_NE(
+      rep->reason.find(std::to_string(ports * inputs) + " P_Key, SL2VL or VLArb writes failed"),
+      std::string::npos)
+      << rep->reason;
+  auto again = sm.sweep();
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->table_failures, ports * inputs);
+}
+
 // A switch port whose inputs all map alike is one entry of the drift checks, read at
 // another input each pass: a table another writer changed on one input is found within
 // num_ports + 1 passes, told as drift, and rewritten.

@@ -385,10 +385,15 @@ void DeviceTables::set_input(SweepRun& run, size_t i, PortNum in) {
                   ++run.rep.sl2vl_written;
                 } else {
                   ++run.rep.table_failures;
-                  add_problem(run.rep,
-                              "SLtoVLMappingTable Set (modifier 0x" + hex(mod) + ") on " +
-                                  fabric::port_ref(run.target, port_maps_[i].n, port_maps_[i].out) +
-                                  ": " + r.error().message);
+                  // Said once per output port: a switch that refuses one input's table
+                  // (or a transport that failed) would say it for every input.
+                  if (!port_maps_[i].failed)
+                    add_problem(
+                        run.rep,
+                        "SLtoVLMappingTable Set (modifier 0x" + hex(mod) + ") on " +
+                            fabric::port_ref(run.target, port_maps_[i].n, port_maps_[i].out) +
+                            ": " + r.error().message +
+                            " (further failures toward this port are counted, not repeated)");
                 }
                 port_map_done(run, i, bool(r));
               });
