@@ -26,7 +26,8 @@ using fabric::Fabric;
 using fabric::NodeIndex;
 
 void balanced_routes(const Fabric& f, const Switches& sw, const std::vector<LidOwner>& owners,
-                     Tables& out, size_t large_fabric, bool keep_set) {
+                     const std::vector<uint8_t>& dist, const LidsBySwitch& by_switch, Tables& out,
+                     size_t large_fabric, bool keep_set) {
   const size_t ns = sw.nodes.size();
   if (ns == 0) return;
   // Rip-up-and-reroute: after the first pass, each destination's routes are taken out
@@ -34,13 +35,11 @@ void balanced_routes(const Fabric& f, const Switches& sw, const std::vector<LidO
   // dragonfly that lowers the busiest link from 122 to 78 routes. It costs a pass
   // each, so fabrics past Options::large_fabric (switches x LIDs) keep the one pass.
   const int kPasses = ns * owners.size() <= large_fabric && !keep_set ? 3 : 1;
-  const std::vector<uint8_t> dist = switch_distances(f, sw);
   // Links are bidirectional, so distances are symmetric: d(a, t) reads row t, which keeps
   // the per-destination scans below on one contiguous row of the matrix.
   auto d = [&](uint32_t a, uint32_t t) { return dist[size_t(t) * ns + a]; };
 
-  // Where each destination leaves the switch fabric: (LID, exit port) per switch.
-  const LidsBySwitch by_switch = lids_by_switch(f, sw, owners);
+  // by_switch: where each destination leaves the switch fabric, (LID, exit port) per switch.
 
   // Every switch port's slot in one flat array: switch s's port p is port_base[s] + p.
   std::vector<uint32_t> port_base(ns + 1, 0);

@@ -89,11 +89,11 @@ Routed DfssspEngine::compute(const Fabric& f, const Options& o) const {
   // leave no room within o.max_vls, every path is layered afresh.
   const std::optional<std::vector<NodeIndex>> was =
       detail::repairable(o, name(), f, st->owners, /*layered=*/true);
+  const std::vector<uint8_t> dist = detail::switch_distances(f, sw);
+  const detail::LidsBySwitch lids_at = detail::lids_by_switch(f, sw, st->owners);
   if (was) {
     const Tables& prev = *o.previous.tables;
     const size_t ns = sw.nodes.size();
-    const std::vector<uint8_t> dist = detail::switch_distances(f, sw);
-    const detail::LidsBySwitch lids_at = detail::lids_by_switch(f, sw, st->owners);
     // Each switch's row on its own, in parallel; distances are symmetric, so d(x, t) is
     // read from x's row.
     detail::parallel_for(ns, [&](size_t si) {
@@ -116,7 +116,8 @@ Routed DfssspEngine::compute(const Fabric& f, const Options& o) const {
     });
   }
   const auto t_balance = std::chrono::steady_clock::now();
-  detail::balanced_routes(f, sw, st->owners, out, o.large_fabric, /*keep_set=*/bool(was));
+  detail::balanced_routes(f, sw, st->owners, dist, lids_at, out, o.large_fabric,
+                          /*keep_set=*/bool(was));
   if (o.progress)
     o.progress("dfsssp: balanced routes computed in " +
                std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(
