@@ -306,14 +306,18 @@ void DeviceTables::plan_sl2vl(SweepRun& run) {
       if (out != 0 && (!nd.ports[out].linked() || !d.port_read[n][out])) continue;
       const uint8_t oper = run.after[n][out].attrs.oper_vls;
       if (out != 0) check_vls(n, out, oper);
-      // One table for every input port, unless the routes' maps tell inputs apart.
-      per_in.assign(size_t(nd.num_ports) + 1, {});
+      // One table for every input port, unless the routes' maps tell inputs apart (only
+      // per-hop maps do: without them the table is made once, not once per input).
+      per_in.assign(rt.hop_vl.empty() ? 1 : size_t(nd.num_ports) + 1, {});
       bool alike = true;
-      for (PortNum in = 0; in <= nd.num_ports; ++in)
-        if (in == 0 || nd.ports[in].linked()) {
-          per_in[in] = table(n, in, out, oper);
-          alike &= std::equal(per_in[in].begin(), per_in[in].begin() + 8, per_in[0].begin());
-        }
+      if (rt.hop_vl.empty())
+        per_in[0] = table(n, 0, out, oper);
+      else
+        for (PortNum in = 0; in <= nd.num_ports; ++in)
+          if (in == 0 || nd.ports[in].linked()) {
+            per_in[in] = table(n, in, out, oper);
+            alike &= std::equal(per_in[in].begin(), per_in[in].begin() + 8, per_in[0].begin());
+          }
       if (!alike) {  // a table per input port: no one entry stands for them
         uniform = false;
         cache_.erase(key(d, n, out, mad::kAttrSl2Vl, kAllInputs));
