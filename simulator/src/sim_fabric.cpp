@@ -590,11 +590,18 @@ uint16_t SimFabric::handle(const Smp& s, NodeIndex n, PortNum in_port, SmpData& 
         // Bit 17: every input port; bit 16: every output port (a Set only, and only
         // where SwitchInfo says the switch takes them).
         const bool all_in = s.attr_mod >> 17 & 1, all_out = s.attr_mod >> 16 & 1;
+        const bool a_set = s.method == kMethodSet;  // (ignored or not)
         if ((s.attr_mod >> 18) ||
-            ((all_in || all_out) && !(set && d_.optimized_sl2vl && !refused_all_sl2vl_.count(n))) ||
+            ((all_in || all_out) &&
+             !(a_set && d_.optimized_sl2vl && !refused_all_sl2vl_.count(n))) ||
             (!all_in && in > nd.num_ports) || (!all_out && out > nd.num_ports))
           return kStatusInvalid;
         if (all_in || all_out) {
+          if (!set) {  // ignored: answered with what the first port it names holds
+            const size_t i0 = all_in ? 0 : in, o0 = all_out ? 0 : out;
+            data = encode_sl2vl(t.empty() ? sl2vl0_ : t[i0 * nd.ports.size() + o0]);
+            return 0;
+          }
           if (t.empty()) t.assign(nd.ports.size() * nd.ports.size(), sl2vl0_);
           const qos::Sl2Vl table = decode_sl2vl(data);
           for (size_t i = 0; i < nd.ports.size(); ++i)

@@ -488,6 +488,41 @@ TEST(Tables, ASwitchRefusingItsSl2VlTablesIsSaidOncePerPort) {
   EXPECT_EQ(again->table_failures, ports * inputs);
 }
 
+// A switch that answers its SL2VL Sets with success and the table it held before (it did
+// not take them), with all-ports Sets and without: each such Set is a failure, and the
+// switch is not believed to hold the table (the next sweep writes it again).
+TEST(Tables, ASwitchAnsweringSl2VlSetsWithoutTakingThemIsNotBelieved) {
+  for (const bool optimized : {true, false}) {
+    SCOPED_TRACE(optimized ? "all-ports Sets" : "Sets per input port");
+    Scratch dir;
+    SimDefaults dflt;
+    dflt.optimized_sl2vl = optimized;
+    SimFabric sim(*make_fabric("torus:dims=4x4x4,hosts=1"), dflt);
+    const NodeIndex sw = *sim.model().find_by_name("sw3-0-1");
+    sim.ignore_sets(sw, kAttrSl2Vl, true);
+    SimTransport t(sim, {});
+    SmOptions o = base(dir);
+    o.routing_engine = "dfsssp";
+    o.drift_check_table_blocks = 0;
+    SubnetManager sm(t, o);
+    const auto& nd = sim.model().node(sw);
+    size_t ports = 0, inputs = 1;
+    for (PortNum p = 1; p <= nd.num_ports; ++p) inputs += nd.ports[p].linked();
+    for (PortNum p = nd.sw.enhanced_port0 ? 0 : 1; p <= nd.num_ports; ++p)
+      ports += p == 0 || nd.ports[p].linked();
+    for (int sweep = 0; sweep < 2; ++sweep) {
+      auto rep = sm.sweep();
+      ASSERT_TRUE(rep) << rep.error().message;
+      EXPECT_FALSE(rep->subnet_up);
+      EXPECT_EQ(rep->table_failures, optimized ? 1u : ports * inputs) << "sweep " << sweep;
+      size_t said = 0;
+      for (const auto& p : rep->problems)
+        said += p.find("answered with a table other than written") != std::string::npos;
+      EXPECT_EQ(said, optimized ? 1u : ports) << "sweep " << sweep;
+    }
+  }
+}
+
 // A switch port whose inputs all map alike is one entry of the drift checks, read at
 // another input each pass: a table another writer changed on one input is found within
 // num_ports + 1 passes, told as drift, and rewritten.

@@ -303,7 +303,11 @@ void DeviceTables::plan_sl2vl(SweepRun& run) {
     bool uniform = true;  // every output port maps every input to one table
     std::optional<mad::SmpData> common;
     for (PortNum out = d.switch_info[n].enhanced_port0 ? 0 : 1; out <= nd.num_ports; ++out) {
-      if (out != 0 && (!nd.ports[out].linked() || !d.port_read[n][out])) continue;
+      if (out != 0 && (!nd.ports[out].linked() || !d.port_read[n][out])) {
+        // A linked port left unread may operate fewer VLs: no one Set for all ports.
+        uniform &= !nd.ports[out].linked();
+        continue;
+      }
       const uint8_t oper = run.after[n][out].attrs.oper_vls;
       if (out != 0) check_vls(n, out, oper);
       // One table for every input port, unless the routes' maps tell inputs apart (only
@@ -383,24 +387,27 @@ void DeviceTables::port_map_done(SweepRun& run, size_t i, bool ok) {
 void DeviceTables::set_input(SweepRun& run, size_t i, PortNum in) {
   const PortMap& m = port_maps_[i];
   const uint32_t mod = uint32_t(in) << 8 | m.out;
-  eng_.submit(mad::SmpRequest::set(mad::kAttrSl2Vl, mod, dr_path_to(run.d, m.n, m.out), m.table),
-              [this, &run, i, mod](Result<mad::Smp> r) {
-                if (r) {
-                  ++run.rep.sl2vl_written;
-                } else {
-                  ++run.rep.table_failures;
-                  // Said once per output port: a switch that refuses one input's table
-                  // (or a transport that failed) would say it for every input.
-                  if (!port_maps_[i].failed)
-                    add_problem(
-                        run.rep,
-                        "SLtoVLMappingTable Set (modifier 0x" + hex(mod) + ") on " +
-                            fabric::port_ref(run.target, port_maps_[i].n, port_maps_[i].out) +
-                            ": " + r.error().message +
-                            " (further failures toward this port are counted, not repeated)");
-                }
-                port_map_done(run, i, bool(r));
-              });
+  eng_.submit(
+      mad::SmpRequest::set(mad::kAttrSl2Vl, mod, dr_path_to(run.d, m.n, m.out), m.table),
+      [this, &run, i, mod](Result<mad::Smp> r) {
+        const PortMap& m = port_maps_[i];
+        // A Set answered with another table (a switch that did not take it) failed too.
+        const bool ok = r && std::equal(r->data.begin(), r->data.begin() + 8, m.table.begin());
+        if (r) ++run.rep.sl2vl_written;
+        if (!ok) {
+          ++run.rep.table_failures;
+          // Said once per output port: a switch that refuses one input's table (or a
+          // transport that failed) would say it for every input.
+          if (!m.failed)
+            add_problem(run.rep, "SLtoVLMappingTable Set (modifier 0x" + hex(mod) + ") on " +
+                                     fabric::port_ref(run.target, m.n, m.out) + ": " +
+                                     (r ? std::string("answered with a table other than written")
+                                        : r.error().message) +
+                                     " (further failures toward this port are counted, not "
+                                     "repeated)");
+        }
+        port_map_done(run, i, ok);
+      });
 }
 
 void DeviceTables::set_inputs(SweepRun& run, size_t i) {
@@ -430,33 +437,52 @@ void DeviceTables::write_port_map(SweepRun& run, size_t i) {
     eng_.submit(
         mad::SmpRequest::set(mad::kAttrSl2Vl, mod, dr_path_to(d, m.n, m.out), m.table),
         [this, &run, i, end, mod](Result<mad::Smp> r) {
-          if (r) {
+          const NodeIndex n = port_maps_[i].n;
+          const mad::SmpData& want = port_maps_[i].table;
+          if (r && std::equal(r->data.begin(), r->data.begin() + 8, want.begin())) {
             ++run.rep.sl2vl_written;
             for (size_t k = i; k < end; ++k) port_map_done(run, k, true);
-            // Every output port holds it now, those this sweep left alone too.
+            // Every output port holds it now, those this sweep left alone too: what weft
+            // believed of a port the plan did not cover (down, unplanned) says nothing now.
             if (mod & 0x10000) {
-              const NodeIndex n = port_maps_[i].n;
               const fabric::Node& nd = run.target.node(n);
               for (PortNum out = 0; out <= nd.num_ports; ++out) {
-                if (out == 0 ? !run.d.switch_info[n].enhanced_port0 : !nd.ports[out].linked())
-                  continue;
                 for (PortNum in = 0; in <= nd.num_ports; ++in)
                   cache_.erase(key(run.d, n, out, mad::kAttrSl2Vl, uint32_t(in) << 8 | out));
-                cache_[key(run.d, n, out, mad::kAttrSl2Vl, kAllInputs)] = port_maps_[i].table;
+                const Key all = key(run.d, n, out, mad::kAttrSl2Vl, kAllInputs);
+                if (auto it = cache_.find(all);
+                    it != cache_.end() &&
+                    !std::equal(want.begin(), want.begin() + 8, it->second.begin()))
+                  cache_.erase(it);
               }
             }
             return;
           }
-          // A switch that says it takes such a Set and refuses it: input by input.
+          if (r || r.error().code != Errc::kBadReply) {
+            // Answered with another table, or not answered: those ports failed (a switch
+            // that does not answer is not sent a Set per input port as well).
+            ++run.rep.table_failures;
+            add_problem(run.rep,
+                        "SLtoVLMappingTable Set for all input ports (modifier 0x" + hex(mod) +
+                            ") on " +
+                            fabric::port_ref(run.target, n,
+                                             mod & 0x10000 ? PortNum{0} : port_maps_[i].out) +
+                            ": " +
+                            (r ? std::string("answered with a table other than written")
+                               : r.error().message));
+            for (size_t k = i; k < end; ++k) port_map_done(run, k, false);
+            return;
+          }
+          // A switch that says it takes such a Set and refuses it (an error status): input
+          // by input.
           WEFT_LOG(Warn, "SM-0104")
-              << fabric::port_ref(run.target, port_maps_[i].n,
-                                  mod & 0x10000 ? PortNum{0} : port_maps_[i].out)
+              << fabric::port_ref(run.target, n, mod & 0x10000 ? PortNum{0} : port_maps_[i].out)
               << ": SLtoVLMappingTable Set for all input ports"
               << (mod & 0x10000 ? " and all output ports" : "") << " (modifier 0x" << hex(mod)
-              << ") failed (" << r.error().message << "); writing input port by input port";
+              << ") refused (" << r.error().message << "); writing input port by input port";
           for (size_t k = i; k < end; ++k) {
             set_inputs(run, k);
-            port_map_done(run, k, true);  // the failed Set's own count; the inputs' decide
+            port_map_done(run, k, true);  // the refused Set's own count; the inputs' decide
           }
         });
     return;
