@@ -58,6 +58,16 @@ Result<config::PartitionPolicy> storage_policy(
                                   "p.conf");
 }
 
+// A switch's SL2VL output ports the SM programs (port 0 where it is enhanced, every
+// linked port) and the input ports each has a table for (port 0 and every linked port).
+std::pair<size_t, size_t> sl2vl_ports(const fabric::Node& nd) {
+  size_t outs = 0, inputs = 1;
+  for (PortNum p = 1; p <= nd.num_ports; ++p) inputs += nd.ports[p].linked();
+  for (PortNum p = nd.sw.enhanced_port0 ? 0 : 1; p <= nd.num_ports; ++p)
+    outs += p == 0 || nd.ports[p].linked();
+  return {outs, inputs};
+}
+
 // Another writer puts every SL of switch `sw`'s table for `in` -> `out` on VL 0, by directed
 // route from the SM's node.
 bool other_writer(SimFabric& sim, const SubnetSnapshot& snap, NodeIndex sm_node, NodeIndex sw,
@@ -419,10 +429,8 @@ TEST(Tables, Sl2VlReadsOneInputBeforeWritingAPortsInputs) {
       ++cas;
       continue;
     }
-    size_t inputs = 1;  // port 0
-    for (PortNum p = 1; p <= nd.num_ports; ++p) inputs += nd.ports[p].linked();
-    for (PortNum out = nd.sw.enhanced_port0 ? 0 : 1; out <= nd.num_ports; ++out)
-      if (out == 0 || nd.ports[out].linked()) ++ports, pairs += inputs;
+    const auto [outs, inputs] = sl2vl_ports(nd);
+    ports += outs, pairs += outs * inputs;
   }
   ASSERT_GT(ports, 0u);
   const NodeIndex sw = *sim.model().find_by_name("sw2-1-3");
@@ -470,11 +478,7 @@ TEST(Tables, ASwitchRefusingItsSl2VlTablesIsSaidOncePerPort) {
   auto rep = sm.sweep();
   ASSERT_TRUE(rep) << rep.error().message;
   EXPECT_FALSE(rep->subnet_up);
-  const auto& nd = sim.model().node(sw);
-  size_t ports = 0, inputs = 1;
-  for (PortNum p = 1; p <= nd.num_ports; ++p) inputs += nd.ports[p].linked();
-  for (PortNum p = nd.sw.enhanced_port0 ? 0 : 1; p <= nd.num_ports; ++p)
-    ports += p == 0 || nd.ports[p].linked();
+  const auto [ports, inputs] = sl2vl_ports(sim.model().node(sw));
   EXPECT_EQ(rep->table_failures, ports * inputs);
   size_t said = 0;
   for (const auto& p : rep->problems) said += p.find("SLtoVLMappingTable Set") != std::string::npos;
@@ -505,11 +509,7 @@ TEST(Tables, ASwitchAnsweringSl2VlSetsWithoutTakingThemIsNotBelieved) {
     o.routing_engine = "dfsssp";
     o.drift_check_table_blocks = 0;
     SubnetManager sm(t, o);
-    const auto& nd = sim.model().node(sw);
-    size_t ports = 0, inputs = 1;
-    for (PortNum p = 1; p <= nd.num_ports; ++p) inputs += nd.ports[p].linked();
-    for (PortNum p = nd.sw.enhanced_port0 ? 0 : 1; p <= nd.num_ports; ++p)
-      ports += p == 0 || nd.ports[p].linked();
+    const auto [ports, inputs] = sl2vl_ports(sim.model().node(sw));
     for (int sweep = 0; sweep < 2; ++sweep) {
       auto rep = sm.sweep();
       ASSERT_TRUE(rep) << rep.error().message;
