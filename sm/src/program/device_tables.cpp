@@ -340,8 +340,9 @@ void DeviceTables::plan_sl2vl(SweepRun& run) {
       port_maps_.push_back({n, out, per_in[0], optimized, false});
     }
     // Every output port wants one table for every input: one Set says it all. (A port
-    // already holding it takes it again; a port left out, down or unread, takes it too,
-    // and is written anew when it comes up, since weft holds nothing for it.)
+    // already holding it takes it again; a port that is down takes it too, and is
+    // written anew when it comes up, since weft then holds nothing for it. A linked port
+    // left unread made the switch not uniform above.)
     if (optimized && uniform)
       for (size_t i = first_map; i < port_maps_.size(); ++i) port_maps_[i].whole_switch = true;
   }
