@@ -34,6 +34,11 @@ std::string hex(uint32_t v) {
   return b;
 }
 
+// An SL2VL table is the first 8 bytes of its attribute data (16 SLs, 4 bits each).
+bool same_sl2vl(const mad::SmpData& a, const mad::SmpData& b) {
+  return std::equal(a.begin(), a.begin() + 8, b.begin());
+}
+
 const char* table_name(uint16_t attr) {
   return attr == mad::kAttrPkeyTable ? "pkey" : attr == mad::kAttrSl2Vl ? "sl2vl" : "vlarb";
 }
@@ -320,7 +325,7 @@ void DeviceTables::plan_sl2vl(SweepRun& run) {
         for (PortNum in = 0; in <= nd.num_ports; ++in)
           if (in == 0 || nd.ports[in].linked()) {
             per_in[in] = table(n, in, out, oper);
-            alike &= std::equal(per_in[in].begin(), per_in[in].begin() + 8, per_in[0].begin());
+            alike &= same_sl2vl(per_in[in], per_in[0]);
           }
       if (!alike) {  // a table per input port: no one entry stands for them
         uniform = false;
@@ -333,9 +338,9 @@ void DeviceTables::plan_sl2vl(SweepRun& run) {
       if (!common)
         common = per_in[0];
       else
-        uniform &= std::equal(common->begin(), common->begin() + 8, per_in[0].begin());
+        uniform &= same_sl2vl(*common, per_in[0]);
       if (const mad::SmpData* h = held(d, n, out, mad::kAttrSl2Vl, kAllInputs);
-          h && std::equal(h->begin(), h->begin() + 8, per_in[0].begin()))
+          h && same_sl2vl(*h, per_in[0]))
         continue;
       port_maps_.push_back({n, out, per_in[0], optimized, false});
     }
@@ -368,10 +373,14 @@ void DeviceTables::read_sample(SweepRun& run, size_t i) {
               [this, &run, i](Result<mad::Smp> r) {
                 ++run.rep.sl2vl_read;
                 PortMap& m = port_maps_[i];
-                m.sample = r && std::equal(r->data.begin(), r->data.begin() + 8, m.table.begin())
-                               ? PortMap::Sample::kSame
-                               : PortMap::Sample::kDiffers;
+                m.sample = r && same_sl2vl(r->data, m.table) ? PortMap::Sample::kSame
+                                                             : PortMap::Sample::kDiffers;
               });
+}
+
+void DeviceTables::forget_inputs(const Discovered& d, NodeIndex n, PortNum out) {
+  for (PortNum in = 0; in <= d.fabric.node(n).num_ports; ++in)
+    cache_.erase(key(d, n, out, mad::kAttrSl2Vl, uint32_t(in) << 8 | out));
 }
 
 void DeviceTables::port_map_done(SweepRun& run, size_t i, bool ok) {
@@ -388,27 +397,27 @@ void DeviceTables::port_map_done(SweepRun& run, size_t i, bool ok) {
 void DeviceTables::set_input(SweepRun& run, size_t i, PortNum in) {
   const PortMap& m = port_maps_[i];
   const uint32_t mod = uint32_t(in) << 8 | m.out;
-  eng_.submit(
-      mad::SmpRequest::set(mad::kAttrSl2Vl, mod, dr_path_to(run.d, m.n, m.out), m.table),
-      [this, &run, i, mod](Result<mad::Smp> r) {
-        const PortMap& m = port_maps_[i];
-        // A Set answered with another table (a switch that did not take it) failed too.
-        const bool ok = r && std::equal(r->data.begin(), r->data.begin() + 8, m.table.begin());
-        if (r) ++run.rep.sl2vl_written;
-        if (!ok) {
-          ++run.rep.table_failures;
-          // Said once per output port: a switch that refuses one input's table (or a
-          // transport that failed) would say it for every input.
-          if (!m.failed)
-            add_problem(run.rep, "SLtoVLMappingTable Set (modifier 0x" + hex(mod) + ") on " +
-                                     fabric::port_ref(run.target, m.n, m.out) + ": " +
-                                     (r ? std::string("answered with a table other than written")
-                                        : r.error().message) +
-                                     " (further failures toward this port are counted, not "
-                                     "repeated)");
-        }
-        port_map_done(run, i, ok);
-      });
+  eng_.submit(mad::SmpRequest::set(mad::kAttrSl2Vl, mod, dr_path_to(run.d, m.n, m.out), m.table),
+              [this, &run, i, mod](Result<mad::Smp> r) {
+                const PortMap& m = port_maps_[i];
+                // A Set answered with another table (a switch that did not take it) failed too.
+                const bool ok = r && same_sl2vl(r->data, m.table);
+                if (r) ++run.rep.sl2vl_written;
+                if (!ok) {
+                  ++run.rep.table_failures;
+                  // Said once per output port: a switch that refuses one input's table (or a
+                  // transport that failed) would say it for every input.
+                  if (!m.failed)
+                    add_problem(run.rep,
+                                "SLtoVLMappingTable Set (modifier 0x" + hex(mod) + ") on " +
+                                    fabric::port_ref(run.target, m.n, m.out) + ": " +
+                                    (r ? std::string("answered with a table other than written")
+                                       : r.error().message) +
+                                    " (further failures toward this port are counted, not "
+                                    "repeated)");
+                }
+                port_map_done(run, i, ok);
+              });
 }
 
 void DeviceTables::set_inputs(SweepRun& run, size_t i) {
@@ -426,10 +435,7 @@ void DeviceTables::write_port_map(SweepRun& run, size_t i) {
   size_t end = i + 1;
   if (port_maps_[i].whole_switch)
     while (end < port_maps_.size() && port_maps_[end].n == port_maps_[i].n) ++end;
-  for (size_t k = i; k < end; ++k)  // what single inputs were seen to hold says nothing now
-    for (PortNum in = 0; in <= nd.num_ports; ++in)
-      cache_.erase(key(d, port_maps_[k].n, port_maps_[k].out, mad::kAttrSl2Vl,
-                       uint32_t(in) << 8 | port_maps_[k].out));
+  for (size_t k = i; k < end; ++k) forget_inputs(d, port_maps_[k].n, port_maps_[k].out);
   const PortMap& m = port_maps_[i];
   if (m.optimized) {
     // Bit 17: every input port; with bit 16, every output port too.
@@ -440,7 +446,7 @@ void DeviceTables::write_port_map(SweepRun& run, size_t i) {
         [this, &run, i, end, mod](Result<mad::Smp> r) {
           const NodeIndex n = port_maps_[i].n;
           const mad::SmpData& want = port_maps_[i].table;
-          if (r && std::equal(r->data.begin(), r->data.begin() + 8, want.begin())) {
+          if (r && same_sl2vl(r->data, want)) {
             ++run.rep.sl2vl_written;
             for (size_t k = i; k < end; ++k) port_map_done(run, k, true);
             // Every output port holds it now, those this sweep left alone too: what weft
@@ -448,12 +454,9 @@ void DeviceTables::write_port_map(SweepRun& run, size_t i) {
             if (mod & 0x10000) {
               const fabric::Node& nd = run.target.node(n);
               for (PortNum out = 0; out <= nd.num_ports; ++out) {
-                for (PortNum in = 0; in <= nd.num_ports; ++in)
-                  cache_.erase(key(run.d, n, out, mad::kAttrSl2Vl, uint32_t(in) << 8 | out));
+                forget_inputs(run.d, n, out);
                 const Key all = key(run.d, n, out, mad::kAttrSl2Vl, kAllInputs);
-                if (auto it = cache_.find(all);
-                    it != cache_.end() &&
-                    !std::equal(want.begin(), want.begin() + 8, it->second.begin()))
+                if (auto it = cache_.find(all); it != cache_.end() && !same_sl2vl(want, it->second))
                   cache_.erase(it);
               }
             }
@@ -508,7 +511,7 @@ void DeviceTables::write_port_map(SweepRun& run, size_t i) {
         [this, &run, i, in](Result<mad::Smp> r) {
           ++run.rep.sl2vl_read;
           const PortMap& m = port_maps_[i];
-          if (r && std::equal(r->data.begin(), r->data.begin() + 8, m.table.begin()))
+          if (r && same_sl2vl(r->data, m.table))
             port_map_done(run, i, true);
           else
             set_input(run, i, in);  // its answer stands for this read's

@@ -132,6 +132,9 @@ class DeviceTables final : public Programmer {
   // One of port_maps_[i]'s SMPs answered (ok: the input holds the table); at the last,
   // the port is held as mapping every input alike, unless one failed.
   void port_map_done(SweepRun& run, size_t i, bool ok);
+  // What weft believed each input port's SL2VL table toward `out` held (entries per input):
+  // believed no more (a port mapping all inputs alike is decided as one).
+  void forget_inputs(const Discovered& d, fabric::NodeIndex n, PortNum out);
   mad::MadEngine& eng_;
   const SmOptions& opts_;
   const PortProgrammer& ports_;
