@@ -374,13 +374,13 @@ def main():
     print("|---|---|---|---|---|---|---|")
     for e in engines:
         for kind in ("opensm", "weft"):
-            up = lambda key: statistics.median(r["up"][key] for r in res[(e, kind)])  # noqa: E731
             ratio = ""
             if kind == "weft":
-                ratio = "%.2f" % (up("smps") / statistics.median(r["up"]["smps"] for r in res[(e, "opensm")]))
-            print("| %s | %s | %.0f | %d | %d | %d | %s |" % (e, "weft" if kind == "weft" else "OpenSM",
-                                                           up("s") * 1000, up("smps"), up("gets"),
-                                                           up("other_sets"), ratio))
+                ratio = "%.2f" % (med(e, "weft", "up", "smps") / med(e, "opensm", "up", "smps"))
+            print("| %s | %s | %.0f | %d | %d | %d | %s |"
+                  % (e, "weft" if kind == "weft" else "OpenSM", med(e, kind, "up", "s") * 1000,
+                     med(e, kind, "up", "smps"), med(e, kind, "up", "gets"), med(e, kind, "up", "other_sets"),
+                     ratio))
     for e in engines:
         for kind in ("opensm", "weft"):
             print("%s %s: LFT entries not back to their pre-cut port after the ReLink, per run: %s"
