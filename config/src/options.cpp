@@ -28,6 +28,10 @@ std::vector<OptionSpec> build_table() {
        "384 and up deadlock ibsim's umad2sim)"},
       {"transaction_timeout", Type::kInt, "200", 1, 60000, true, "ms to wait for an SMP reply"},
       {"transaction_retries", Type::kInt, "3", 0, 100, true, "extra attempts after a timeout"},
+      {"long_transaction_timeout", Type::kInt, "500", 1, 60000, true,
+       "ms to wait for the reply to a Set a device takes long to carry out: an "
+       "SLtoVLMappingTable Set for all input ports, on switches that take one "
+       "(OptimizedSLtoVLMappingProgramming); below transaction_timeout, transaction_timeout"},
       {"transaction_rounds", Type::kInt, "3", 1, 10, true,
        "rounds of 1 + transaction_retries attempts an SMP gets when every attempt of a round "
        "went unanswered, later rounds waiting twice transaction_timeout; while the fabric "
@@ -588,7 +592,6 @@ const std::vector<ForeignOption>& opensm_only_options() {
       {"honor_guid2lid_file", "FALSE"},
       {"max_wire_smps2", "4"},
       {"max_smps_timeout", "600000"},
-      {"long_transaction_timeout", "500"},
       {"max_msg_fifo_timeout", "10000"},
       {"single_thread", "FALSE"},
       {"daemon", "FALSE"},

@@ -177,7 +177,9 @@ void MadEngine::send_attempt(Entry e) {
   // An attempt of a later round (EngineOptions::rounds) waits twice as long.
   const int per_round = retries_of(e.req) + 1;
   if (e.attempts > per_round && (e.attempts - 1) % per_round == 0) ++stats_.rounds_again;
-  const Duration timeout = e.attempts > per_round ? 2 * opts_.timeout : opts_.timeout;
+  const Duration base =
+      e.req.long_transaction ? std::max(opts_.timeout, opts_.long_timeout) : opts_.timeout;
+  const Duration timeout = e.attempts > per_round ? 2 * base : base;
   to.response_timeout = timeout;
   auto r = t_.send(wire, to);
   ++stats_.sent;

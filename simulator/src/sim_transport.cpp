@@ -143,6 +143,10 @@ Result<void> SimTransport::send(const MadBuf& mad, const SendAddr& to) {
   Duration lat = o_.hop_latency * (2 * out.hops + 1);
   if (o_.delay_rate > 0 && u(rng_) < o_.delay_rate) lat += o_.delay;
   if (mad[1] == perf::kClassPerf) lat += o_.pma_latency;
+  if (o_.all_input_sl2vl_latency > Duration{0} && mad[3] == kMethodSet)
+    if (auto smp = decode_smp(mad.data(), mad.size());
+        smp && smp->attr_id == kAttrSl2Vl && smp->attr_mod & 0x20000)
+      lat += o_.all_input_sl2vl_latency;
   InMad in;
   in.mad = *out.reply;
   in.len = kMadSize;

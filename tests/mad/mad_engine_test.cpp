@@ -1,7 +1,10 @@
 #include <gtest/gtest.h>
 
 #include <set>
+#include <tuple>
 
+#include "weft/config/options.hpp"
+#include "weft/mad/from_options.hpp"
 #include "weft/mad/mad_engine.hpp"
 #include "weft/simulator/generators.hpp"
 #include "weft/simulator/sim_transport.hpp"
@@ -465,6 +468,38 @@ TEST(MadEngine, ALaterRequestWithAShorterTimeoutTimesOutFirst) {
   ASSERT_TRUE(eng.run());
   EXPECT_EQ(std::string(order.begin(), order.end()), "ba");
   EXPECT_EQ(eng.stats().timed_out, 2u);
+}
+
+// A request marked long (an SL2VL Set for every input port) waits long_timeout per
+// attempt, read from OpenSM's long_transaction_timeout; one below the timeout counts as
+// the timeout, as OpenSM takes it.
+TEST(MadEngine, ALongTransactionWaitsTheLongTimeout) {
+  config::Values v = config::defaults();
+  ASSERT_TRUE(config::load_text("transaction_timeout 100\nlong_transaction_timeout 700\n",
+                                "opensm.conf", v));
+  const EngineOptions from_conf = engine_from_options(v);
+  EXPECT_EQ(from_conf.timeout, std::chrono::milliseconds(100));
+  EXPECT_EQ(from_conf.long_timeout, std::chrono::milliseconds(700));
+  for (const auto& [long_ms, marked, want_ms] :
+       {std::tuple{700, true, 700}, std::tuple{50, true, 100}, std::tuple{700, false, 100}}) {
+    ScriptedTransport t;
+    t.answer = false;
+    EngineOptions o = from_conf;
+    o.retries = 0;
+    o.rounds = 1;
+    o.long_timeout = std::chrono::milliseconds(long_ms);
+    MadEngine eng(t, o);
+    auto req = SmpRequest::get(kAttrNodeInfo, 0, DrPath{});
+    req.long_transaction = marked;
+    eng.submit(req, [](Result<Smp> r) { EXPECT_FALSE(r); });
+    const TimePoint sent = t.clock().now();
+    ASSERT_TRUE(eng.poll_for(std::chrono::milliseconds(1)));
+    ASSERT_TRUE(eng.next_deadline());
+    EXPECT_EQ(*eng.next_deadline() - sent, std::chrono::milliseconds(want_ms))
+        << long_ms << " ms, marked " << marked;
+    ASSERT_TRUE(eng.run());
+    EXPECT_EQ(eng.stats().timed_out, 1u);
+  }
 }
 
 // A broken transport fails every request once: those queued, and those a source still

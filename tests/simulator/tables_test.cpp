@@ -410,6 +410,41 @@ TEST(Tables, LayeredSl2VlIsOneSetPerSwitchWhereSwitchesTakeAllPortSets) {
   EXPECT_EQ(again->sl2vl_read, 0u);
 }
 
+// A switch answers an SL2VL Set for all its input ports only once it has written them:
+// later than a plain SMP. Such a Set waits long_transaction_timeout; waiting only
+// transaction_timeout, it is sent again while the switch is still at it.
+TEST(Tables, AllInputSl2VlSetsWaitTheLongTransactionTimeout) {
+  for (const bool long_wait : {true, false}) {
+    SCOPED_TRACE(long_wait ? "long_transaction_timeout 500 ms" : "as long as transaction_timeout");
+    Scratch dir;
+    SimDefaults dflt;
+    dflt.optimized_sl2vl = true;
+    SimFabric sim(*make_fabric("torus:dims=3x3x3,hosts=1"), dflt);
+    SimTransport t(sim, {.all_input_sl2vl_latency = std::chrono::milliseconds(300)});
+    SmOptions o = base(dir);
+    o.routing_engine = "dfsssp";
+    o.engine.timeout = std::chrono::milliseconds(200);
+    o.engine.long_timeout = long_wait ? std::chrono::milliseconds(500) : o.engine.timeout;
+    SubnetManager sm(t, o);
+    auto rep = sm.sweep();
+    ASSERT_TRUE(rep && rep->subnet_up) << (rep ? rep->reason : rep.error().message);
+    ASSERT_GT(sm.snapshot()->tables.vls, 1);
+    size_t switches = 0, cas = 0;
+    for (NodeIndex n = 0; n < sim.model().size(); ++n)
+      ++(sim.model().node(n).is_switch() ? switches : cas);
+    if (long_wait) {
+      // One Set per switch, each answered on its first attempt; one per CA.
+      EXPECT_EQ(sim.sets(kAttrSl2Vl), switches + cas);
+      EXPECT_EQ(rep->sl2vl_written, switches + cas);
+      EXPECT_EQ(sm.engine().stats().retried, 0u);
+      EXPECT_EQ(rep->table_failures, 0u);
+    } else {
+      EXPECT_GT(sim.sets(kAttrSl2Vl), switches + cas);
+      EXPECT_GT(sm.engine().stats().retried, 0u);
+    }
+  }
+}
+
 // Without such Sets (ibsim): of a switch port whose inputs all map alike, one input's
 // table is read; where it is not the table, every input is written without reading the
 // others; where it is, the others are read and only those not holding it written. An SM

@@ -441,54 +441,55 @@ void DeviceTables::write_port_map(SweepRun& run, size_t i) {
     // Bit 17: every input port; with bit 16, every output port too.
     const uint32_t mod = m.whole_switch ? 0x30000u : 0x20000u | m.out;
     for (size_t k = i; k < end; ++k) port_maps_[k].left = 1;
-    eng_.submit(
-        mad::SmpRequest::set(mad::kAttrSl2Vl, mod, dr_path_to(d, m.n, m.out), m.table),
-        [this, &run, i, end, mod](Result<mad::Smp> r) {
-          const NodeIndex n = port_maps_[i].n;
-          const mad::SmpData& want = port_maps_[i].table;
-          if (r && same_sl2vl(r->data, want)) {
-            ++run.rep.sl2vl_written;
-            for (size_t k = i; k < end; ++k) port_map_done(run, k, true);
-            // Every output port holds it now, those this sweep left alone too: what weft
-            // believed of a port the plan did not cover (down, unplanned) says nothing now.
-            if (mod & 0x10000) {
-              const fabric::Node& nd = run.target.node(n);
-              for (PortNum out = 0; out <= nd.num_ports; ++out) {
-                forget_inputs(run.d, n, out);
-                const Key all = key(run.d, n, out, mad::kAttrSl2Vl, kAllInputs);
-                if (auto it = cache_.find(all); it != cache_.end() && !same_sl2vl(want, it->second))
-                  cache_.erase(it);
-              }
-            }
-            return;
+    auto req = mad::SmpRequest::set(mad::kAttrSl2Vl, mod, dr_path_to(d, m.n, m.out), m.table);
+    // The switch writes up to 64 input ports' tables (and every output port's) before it
+    // answers: each attempt waits long_transaction_timeout, as OpenSM's do.
+    req.long_transaction = true;
+    eng_.submit(std::move(req), [this, &run, i, end, mod](Result<mad::Smp> r) {
+      const NodeIndex n = port_maps_[i].n;
+      const mad::SmpData& want = port_maps_[i].table;
+      if (r && same_sl2vl(r->data, want)) {
+        ++run.rep.sl2vl_written;
+        for (size_t k = i; k < end; ++k) port_map_done(run, k, true);
+        // Every output port holds it now, those this sweep left alone too: what weft
+        // believed of a port the plan did not cover (down, unplanned) says nothing now.
+        if (mod & 0x10000) {
+          const fabric::Node& nd = run.target.node(n);
+          for (PortNum out = 0; out <= nd.num_ports; ++out) {
+            forget_inputs(run.d, n, out);
+            const Key all = key(run.d, n, out, mad::kAttrSl2Vl, kAllInputs);
+            if (auto it = cache_.find(all); it != cache_.end() && !same_sl2vl(want, it->second))
+              cache_.erase(it);
           }
-          if (r || r.error().code != Errc::kBadReply) {
-            // Answered with another table, or not answered: those ports failed (a switch
-            // that does not answer is not sent a Set per input port as well).
-            ++run.rep.table_failures;
-            add_problem(run.rep,
-                        "SLtoVLMappingTable Set for all input ports (modifier 0x" + hex(mod) +
-                            ") on " +
-                            fabric::port_ref(run.target, n,
-                                             mod & 0x10000 ? PortNum{0} : port_maps_[i].out) +
-                            ": " +
-                            (r ? std::string("answered with a table other than written")
-                               : r.error().message));
-            for (size_t k = i; k < end; ++k) port_map_done(run, k, false);
-            return;
-          }
-          // A switch that says it takes such a Set and refuses it (an error status): input
-          // by input.
-          WEFT_LOG(Warn, "SM-0104")
-              << fabric::port_ref(run.target, n, mod & 0x10000 ? PortNum{0} : port_maps_[i].out)
-              << ": SLtoVLMappingTable Set for all input ports"
-              << (mod & 0x10000 ? " and all output ports" : "") << " (modifier 0x" << hex(mod)
-              << ") refused (" << r.error().message << "); writing input port by input port";
-          for (size_t k = i; k < end; ++k) {
-            set_inputs(run, k);
-            port_map_done(run, k, true);  // the refused Set's own count; the inputs' decide
-          }
-        });
+        }
+        return;
+      }
+      if (r || r.error().code != Errc::kBadReply) {
+        // Answered with another table, or not answered: those ports failed (a switch
+        // that does not answer is not sent a Set per input port as well).
+        ++run.rep.table_failures;
+        add_problem(
+            run.rep,
+            "SLtoVLMappingTable Set for all input ports (modifier 0x" + hex(mod) + ") on " +
+                fabric::port_ref(run.target, n, mod & 0x10000 ? PortNum{0} : port_maps_[i].out) +
+                ": " +
+                (r ? std::string("answered with a table other than written") : r.error().message));
+        for (size_t k = i; k < end; ++k) port_map_done(run, k, false);
+        return;
+      }
+      // A switch that says it takes such a Set and refuses it (an error status): input
+      // by input.
+      WEFT_LOG(Warn, "SM-0104") << fabric::port_ref(run.target, n,
+                                                    mod & 0x10000 ? PortNum{0} : port_maps_[i].out)
+                                << ": SLtoVLMappingTable Set for all input ports"
+                                << (mod & 0x10000 ? " and all output ports" : "") << " (modifier 0x"
+                                << hex(mod) << ") refused (" << r.error().message
+                                << "); writing input port by input port";
+      for (size_t k = i; k < end; ++k) {
+        set_inputs(run, k);
+        port_map_done(run, k, true);  // the refused Set's own count; the inputs' decide
+      }
+    });
     return;
   }
   if (m.sample != PortMap::Sample::kSame) {

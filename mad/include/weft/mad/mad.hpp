@@ -74,6 +74,10 @@ struct SmpRequest {
   Lid dlid;
   SmpData data{};
   int retries = -1;  // attempts after a timeout; -1: the engine's transaction_retries
+  // A Set the device takes long to carry out (an SLtoVLMappingTable Set naming every
+  // input port): each attempt waits the engine's long_timeout (OpenSM:
+  // long_transaction_timeout), not its timeout.
+  bool long_transaction = false;
   // A probe of an attribute a device may not implement (a vendor attribute ibsim drops):
   // no answer is an answer, counted apart (EngineStats::probes_unanswered), not as a
   // loss or a timeout, and not warned about.

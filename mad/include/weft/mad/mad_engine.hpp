@@ -37,6 +37,9 @@ struct EngineOptions {
   int window = 64;  // SMPs on the wire at once (OpenSM: max_wire_smps)
   Duration timeout = std::chrono::milliseconds(200);  // per attempt (OpenSM: transaction_timeout)
   int retries = 3;  // extra attempts after the first (transaction_retries)
+  // Per attempt of a request marked long (SmpRequest::long_transaction; OpenSM:
+  // long_transaction_timeout); a value below `timeout` counts as `timeout`.
+  Duration long_timeout = std::chrono::milliseconds(500);
   // An SMP that got no reply to any of its 1 + retries attempts starts another round of
   // as many, each attempt of a later round waiting twice the timeout, up to this many
   // rounds in all (transaction_rounds; 1: OpenSM's behaviour). On a lossy fabric a

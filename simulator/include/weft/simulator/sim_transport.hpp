@@ -29,6 +29,9 @@ struct SimTransportOptions {
   // What a PMA takes to answer a PerfMgt query, on top of the hops (switch PMAs run in
   // firmware, slower than their SMA).
   mad::Duration pma_latency{0};
+  // What a switch takes to answer an SLtoVLMappingTable Set naming every input port
+  // (modifier bit 17), on top of the hops: it writes up to 64 ports' tables first.
+  mad::Duration all_input_sl2vl_latency{0};
   uint64_t seed = 1;
 };
 
