@@ -47,6 +47,10 @@ std::vector<OptionSpec> build_table() {
        "P_Key, SL2VL and VLArb blocks read back every sweep, fabric-wide, and compared with "
        "what weft wrote (rotating: every block within ceil(blocks held / N) sweeps; 0 = none); "
        "one that differs is read again and rewritten"},
+      {"use_optimized_slvl", Type::kBool, "TRUE", 0, 0, true,
+       "one SLtoVLMappingTable Set for every input port of a switch (or of all its ports) where "
+       "its SwitchInfo offers OptimizedSLtoVLMappingProgramming; FALSE: a Set per input and "
+       "output port pair everywhere (weft's default TRUE; OpenSM's FALSE)"},
       {"virt_enabled", Type::kInt, "0", 0, 2, true,
        "SR-IOV virtual ports on CA ports that support them (NVIDIA's virtualization): 0 "
        "leaves them alone, 1 disables virtualization there, 2 enables it and discovers, "
@@ -601,7 +605,6 @@ const std::vector<ForeignOption>& opensm_only_options() {
       {"ipoib_mcgroup_creation_validation", "TRUE"},
       {"mcgroup_join_validation", "TRUE"},
       {"use_original_extended_sa_rates_only", "FALSE"},
-      {"use_optimized_slvl", "FALSE"},
       {"fsync_high_avail_files", "TRUE"},
       {"perfmgr_redir", "TRUE"},
       {"perfmgr_rm_nodes", "TRUE"},

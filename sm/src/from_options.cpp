@@ -60,6 +60,7 @@ Result<SmOptions> sm_from_options(const config::Values& v) {
   o.flap_window = std::chrono::seconds(v.get_int("flap_window_s"));
   o.drift_check_blocks = uint32_t(v.get_int("drift_check_blocks"));
   o.drift_check_table_blocks = uint32_t(v.get_int("drift_check_table_blocks"));
+  o.use_optimized_sl2vl = v.get_bool("use_optimized_slvl");
   o.virt_enabled = uint8_t(v.get_int("virt_enabled"));
   o.virt_max_ports_in_process = uint32_t(v.get_int("virt_max_ports_in_process"));
   o.virt_default_hop_limit = uint8_t(v.get_int("virt_default_hop_limit"));

@@ -15,6 +15,7 @@
 #include "weft/routing/torus.hpp"
 #include "weft/simulator/generators.hpp"
 #include "weft/simulator/sim_transport.hpp"
+#include "weft/sm/from_options.hpp"
 #include "weft/sm/subnet_manager.hpp"
 
 using namespace weft;
@@ -408,6 +409,53 @@ TEST(Tables, LayeredSl2VlIsOneSetPerSwitchWhereSwitchesTakeAllPortSets) {
   ASSERT_TRUE(again && again->subnet_up);
   EXPECT_EQ(sim.sets(kAttrSl2Vl), sets);
   EXPECT_EQ(again->sl2vl_read, 0u);
+}
+
+// OpenSM's use_optimized_slvl, as an opensm.conf writes it: TRUE (weft's default) takes
+// one Set per switch that offers OptimizedSLtoVLMappingProgramming; FALSE (OpenSM's
+// default) one per input and output port pair, as on switches without it.
+TEST(Tables, UseOptimizedSlvlFalseWritesPortPairByPortPair) {
+  for (const bool use : {true, false}) {
+    SCOPED_TRACE(use ? "use_optimized_slvl TRUE" : "use_optimized_slvl FALSE");
+    config::Values v = config::defaults();
+    ASSERT_TRUE(config::load_text(
+        std::string("use_optimized_slvl ") + (use ? "TRUE" : "FALSE") + "\n", "opensm.conf", v));
+    EXPECT_TRUE(v.warnings().empty()) << v.warnings().front();
+    auto from_conf = sm_from_options(v);
+    ASSERT_TRUE(from_conf) << from_conf.error().message;
+    EXPECT_EQ(from_conf->use_optimized_sl2vl, use);
+    Scratch dir;
+    SimDefaults dflt;
+    dflt.optimized_sl2vl = true;
+    SimFabric sim(*make_fabric("torus:dims=3x3x3,hosts=1"), dflt);
+    SimTransport t(sim, {});
+    SmOptions o = base(dir);
+    o.routing_engine = "dfsssp";
+    o.use_optimized_sl2vl = from_conf->use_optimized_sl2vl;
+    SubnetManager sm(t, o);
+    auto rep = sm.sweep();
+    ASSERT_TRUE(rep && rep->subnet_up) << (rep ? rep->reason : rep.error().message);
+    const uint8_t vls = sm.snapshot()->tables.vls;
+    ASSERT_GT(vls, 1);
+    size_t switches = 0, cas = 0, pairs = 0;
+    for (NodeIndex n = 0; n < sim.model().size(); ++n) {
+      const auto& nd = sim.model().node(n);
+      if (!nd.is_switch()) {
+        ++cas;
+        continue;
+      }
+      ++switches;
+      const auto [outs, inputs] = sl2vl_ports(nd);
+      pairs += outs * inputs;
+      for (PortNum out = 1; out <= nd.num_ports; ++out)
+        for (PortNum in = 0; in <= nd.num_ports; ++in) {
+          if (!nd.ports[out].linked() || (in != 0 && !nd.ports[in].linked())) continue;
+          for (uint8_t sl = 0; sl < vls; ++sl) EXPECT_EQ(sim.sl2vl(n, in, out)[sl], sl);
+        }
+    }
+    EXPECT_EQ(sim.sets(kAttrSl2Vl), (use ? switches : pairs) + cas);
+    EXPECT_EQ(rep->table_failures, 0u);
+  }
 }
 
 // A switch answers an SL2VL Set for all its input ports only once it has written them:

@@ -303,7 +303,7 @@ void DeviceTables::plan_sl2vl(SweepRun& run) {
       continue;
     }
     if (!d.port_read[n][0] || !(d.port_info[n][0].attrs.capability_mask & mad::kCapSlMap)) continue;
-    const bool optimized = d.switch_info[n].optimized_sl2vl;
+    const bool optimized = opts_.use_optimized_sl2vl && d.switch_info[n].optimized_sl2vl;
     const size_t first_map = port_maps_.size();
     bool uniform = true;  // every output port maps every input to one table
     std::optional<mad::SmpData> common;

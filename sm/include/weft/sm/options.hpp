@@ -76,6 +76,10 @@ struct SmOptions {
   // sweep across the fabric, rotating through every block weft believes a port holds,
   // so that each is checked within ceil(blocks held / N) sweeps.
   uint32_t drift_check_table_blocks = 256;
+  // use_optimized_slvl: one SL2VL Set for all input ports (and all output ports) of a
+  // switch whose SwitchInfo offers it. On by default, unlike OpenSM: the radix-56 tree's
+  // layers take 3,920 Sets with it, 12.5 million without.
+  bool use_optimized_sl2vl = true;
   // SR-IOV virtual ports (virt_enabled): on CA ports whose PortInfo says they support
   // virtualization, leave it alone (0), turn it off (1), or turn it on and discover,
   // give LIDs to and partition their vports (2); virt_max_ports_in_process such ports
