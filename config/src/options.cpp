@@ -34,7 +34,8 @@ std::vector<OptionSpec> build_table() {
        "(OptimizedSLtoVLMappingProgramming); below transaction_timeout, transaction_timeout"},
       {"transaction_rounds", Type::kInt, "3", 1, 10, true,
        "rounds of 1 + transaction_retries attempts an SMP gets when every attempt of a round "
-       "went unanswered, later rounds waiting twice transaction_timeout; while the fabric "
+       "went unanswered, later rounds waiting twice as long (twice transaction_timeout, or "
+       "long_transaction_timeout); while the fabric "
        "shows loss twice as many, four times to a device that answered before (1 = "
        "OpenSM's behaviour: one round)"},
       {"sweep_interval", Type::kInt, "10", 0, 86400, true,

@@ -500,6 +500,25 @@ TEST(MadEngine, ALongTransactionWaitsTheLongTimeout) {
     ASSERT_TRUE(eng.run());
     EXPECT_EQ(eng.stats().timed_out, 1u);
   }
+  // A later round (transaction_rounds) waits twice the long timeout.
+  ScriptedTransport t;
+  t.answer = false;
+  EngineOptions o = from_conf;
+  o.retries = 0;
+  o.rounds = 2;
+  MadEngine eng(t, o);
+  auto req = SmpRequest::get(kAttrNodeInfo, 0, DrPath{});
+  req.long_transaction = true;
+  eng.submit(req, [](Result<Smp> r) { EXPECT_FALSE(r); });
+  ASSERT_TRUE(eng.poll_for(std::chrono::milliseconds(1)));
+  ASSERT_TRUE(eng.next_deadline());
+  const TimePoint first_due = *eng.next_deadline();
+  ASSERT_TRUE(eng.poll_for(first_due - t.clock().now()));
+  EXPECT_EQ(t.sent.size(), 2u);
+  ASSERT_TRUE(eng.next_deadline());
+  EXPECT_EQ(*eng.next_deadline() - t.clock().now(), std::chrono::milliseconds(1400));
+  ASSERT_TRUE(eng.run());
+  EXPECT_EQ(eng.stats().timed_out, 1u);
 }
 
 // A broken transport fails every request once: those queued, and those a source still

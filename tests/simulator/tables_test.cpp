@@ -433,8 +433,12 @@ TEST(Tables, UseOptimizedSlvlFalseWritesPortPairByPortPair) {
     o.routing_engine = "dfsssp";
     o.use_optimized_sl2vl = from_conf->use_optimized_sl2vl;
     SubnetManager sm(t, o);
+    testing::internal::CaptureStderr();
     auto rep = sm.sweep();
+    const std::string said = testing::internal::GetCapturedStderr();
     ASSERT_TRUE(rep && rep->subnet_up) << (rep ? rep->reason : rep.error().message);
+    // FALSE where switches offer such Sets is said (once: a fresh SM's first sweep).
+    EXPECT_EQ(said.find("SM-0105") != std::string::npos, !use) << said;
     const uint8_t vls = sm.snapshot()->tables.vls;
     ASSERT_GT(vls, 1);
     size_t switches = 0, cas = 0, pairs = 0;

@@ -290,6 +290,7 @@ void DeviceTables::plan_sl2vl(SweepRun& run) {
                                  : qos::port_sl2vl(cfg, oper, layers));
   };
   std::vector<mad::SmpData> per_in;
+  size_t not_optimized = 0;  // switches that offer all-ports Sets, written pair by pair
   for (NodeIndex n = 0; n < target.size(); ++n) {
     const auto& nd = target.node(n);
     if (!nd.is_switch()) {
@@ -350,6 +351,18 @@ void DeviceTables::plan_sl2vl(SweepRun& run) {
     // left unread made the switch not uniform above.)
     if (optimized && uniform)
       for (size_t i = first_map; i < port_maps_.size(); ++i) port_maps_[i].whole_switch = true;
+    not_optimized += !opts_.use_optimized_sl2vl && d.switch_info[n].optimized_sl2vl &&
+                     port_maps_.size() > first_map;
+  }
+  // An opensm.conf as `opensm -c` writes it says use_optimized_slvl FALSE (OpenSM's
+  // default): said once, where it costs Sets, until the option is TRUE again.
+  if (opts_.use_optimized_sl2vl) said_not_optimized_ = false;
+  if (not_optimized && !said_not_optimized_) {
+    said_not_optimized_ = true;
+    WEFT_LOG(Info, "SM-0105")
+        << "use_optimized_slvl FALSE: " << not_optimized
+        << " switches that take one SLtoVLMappingTable Set for all their ports are written "
+           "input port by input port (TRUE, weft's default, takes one Set per switch)";
   }
 }
 

@@ -145,9 +145,10 @@ class DeviceTables final : public Programmer {
   std::function<void(std::string_view, const std::string&, uint32_t)> on_drift_;
   std::unordered_map<Key, std::string, KeyHash> read_errors_;  // this sweep's failed reads
   std::vector<PkeyJob> pkey_jobs_;                             // this sweep's
-  std::vector<Want> wants_;         // this sweep's SL2VL and VLArb tables, each input apart
-  std::vector<PortMap> port_maps_;  // this sweep's switch ports mapping all inputs alike
-  uint64_t check_pass_ = 0;         // the drift checks' passes over the cache begun
+  std::vector<Want> wants_;          // this sweep's SL2VL and VLArb tables, each input apart
+  std::vector<PortMap> port_maps_;   // this sweep's switch ports mapping all inputs alike
+  uint64_t check_pass_ = 0;          // the drift checks' passes over the cache begun
+  bool said_not_optimized_ = false;  // SM-0105 said (use_optimized_slvl FALSE costing Sets)
   std::vector<std::vector<std::vector<uint16_t>>> pkey_tables_;
 };
 
