@@ -76,7 +76,7 @@ struct SmpRequest {
   int retries = -1;  // attempts after a timeout; -1: the engine's transaction_retries
   // A Set the device takes long to carry out (an SLtoVLMappingTable Set naming every
   // input port): each attempt waits the engine's long_timeout (OpenSM:
-  // long_transaction_timeout), not its timeout.
+  // long_transaction_timeout), or its timeout where that is longer.
   bool long_transaction = false;
   // A probe of an attribute a device may not implement (a vendor attribute ibsim drops):
   // no answer is an answer, counted apart (EngineStats::probes_unanswered), not as a
