@@ -69,6 +69,35 @@ std::pair<size_t, size_t> sl2vl_ports(const fabric::Node& nd) {
   return {outs, inputs};
 }
 
+// What layered routes leave on the ports: every linked input-output pair of every switch,
+// and every CA's port, maps SL i to VL i for the `vls` layers. Counts the devices and the
+// switches' pairs (sl2vl_ports) as it checks them.
+struct LayerTables {
+  size_t switches = 0, cas = 0, pairs = 0;
+};
+LayerTables expect_layer_tables(const SimFabric& sim, uint8_t vls) {
+  LayerTables c;
+  for (NodeIndex n = 0; n < sim.model().size(); ++n) {
+    const auto& nd = sim.model().node(n);
+    if (!nd.is_switch()) {
+      ++c.cas;
+      for (uint8_t sl = 0; sl < vls; ++sl) EXPECT_EQ(sim.sl2vl(n, 0, 1)[sl], sl) << nd.name;
+      continue;
+    }
+    ++c.switches;
+    const auto [outs, inputs] = sl2vl_ports(nd);
+    c.pairs += outs * inputs;
+    for (PortNum out = 1; out <= nd.num_ports; ++out)
+      for (PortNum in = 0; in <= nd.num_ports; ++in) {
+        if (!nd.ports[out].linked() || (in != 0 && !nd.ports[in].linked())) continue;
+        for (uint8_t sl = 0; sl < vls; ++sl)
+          EXPECT_EQ(sim.sl2vl(n, in, out)[sl], sl)
+              << nd.name << " " << int(in) << "->" << int(out) << " SL " << int(sl);
+      }
+  }
+  return c;
+}
+
 // Another writer puts every SL of switch `sw`'s table for `in` -> `out` on VL 0, by directed
 // route from the SM's node.
 bool other_writer(SimFabric& sim, const SubnetSnapshot& snap, NodeIndex sm_node, NodeIndex sw,
@@ -378,24 +407,9 @@ TEST(Tables, LayeredSl2VlIsOneSetPerSwitchWhereSwitchesTakeAllPortSets) {
   ASSERT_TRUE(rep && rep->subnet_up) << (rep ? rep->reason : rep.error().message);
   const uint8_t vls = sm.snapshot()->tables.vls;
   ASSERT_GT(vls, 1);
-  size_t switches = 0, cas = 0, stubborn_pairs = 0;
-  for (NodeIndex n = 0; n < sim.model().size(); ++n) {
-    const auto& nd = sim.model().node(n);
-    if (!nd.is_switch()) {
-      ++cas;
-      for (uint8_t sl = 0; sl < vls; ++sl) EXPECT_EQ(sim.sl2vl(n, 0, 1)[sl], sl);
-      continue;
-    }
-    ++switches;
-    for (PortNum out = 1; out <= nd.num_ports; ++out)
-      for (PortNum in = 0; in <= nd.num_ports; ++in) {
-        if (!nd.ports[out].linked() || (in != 0 && !nd.ports[in].linked())) continue;
-        stubborn_pairs += n == stubborn;
-        for (uint8_t sl = 0; sl < vls; ++sl)
-          EXPECT_EQ(sim.sl2vl(n, in, out)[sl], sl)
-              << nd.name << " " << int(in) << "->" << int(out) << " SL " << int(sl);
-      }
-  }
+  const auto [switches, cas, pairs] = expect_layer_tables(sim, vls);
+  const auto [stubborn_outs, stubborn_inputs] = sl2vl_ports(sim.model().node(stubborn));
+  const size_t stubborn_pairs = stubborn_outs * stubborn_inputs;
   ASSERT_GT(stubborn_pairs, 0u);
   // One Set per switch (the stubborn one's refused, then one per pair), one per CA; the
   // CAs' tables read first, no switch's.
@@ -441,22 +455,7 @@ TEST(Tables, UseOptimizedSlvlFalseWritesPortPairByPortPair) {
     EXPECT_EQ(said.find("SM-0105") != std::string::npos, !use) << said;
     const uint8_t vls = sm.snapshot()->tables.vls;
     ASSERT_GT(vls, 1);
-    size_t switches = 0, cas = 0, pairs = 0;
-    for (NodeIndex n = 0; n < sim.model().size(); ++n) {
-      const auto& nd = sim.model().node(n);
-      if (!nd.is_switch()) {
-        ++cas;
-        continue;
-      }
-      ++switches;
-      const auto [outs, inputs] = sl2vl_ports(nd);
-      pairs += outs * inputs;
-      for (PortNum out = 1; out <= nd.num_ports; ++out)
-        for (PortNum in = 0; in <= nd.num_ports; ++in) {
-          if (!nd.ports[out].linked() || (in != 0 && !nd.ports[in].linked())) continue;
-          for (uint8_t sl = 0; sl < vls; ++sl) EXPECT_EQ(sim.sl2vl(n, in, out)[sl], sl);
-        }
-    }
+    const auto [switches, cas, pairs] = expect_layer_tables(sim, vls);
     EXPECT_EQ(sim.sets(kAttrSl2Vl), (use ? switches : pairs) + cas);
     EXPECT_EQ(rep->table_failures, 0u);
   }
@@ -481,9 +480,7 @@ TEST(Tables, AllInputSl2VlSetsWaitTheLongTransactionTimeout) {
     auto rep = sm.sweep();
     ASSERT_TRUE(rep && rep->subnet_up) << (rep ? rep->reason : rep.error().message);
     ASSERT_GT(sm.snapshot()->tables.vls, 1);
-    size_t switches = 0, cas = 0;
-    for (NodeIndex n = 0; n < sim.model().size(); ++n)
-      ++(sim.model().node(n).is_switch() ? switches : cas);
+    const auto [switches, cas, pairs] = expect_layer_tables(sim, sm.snapshot()->tables.vls);
     if (long_wait) {
       // One Set per switch, each answered on its first attempt; one per CA.
       EXPECT_EQ(sim.sets(kAttrSl2Vl), switches + cas);
