@@ -261,7 +261,7 @@ class Dealer {
             copy_short(row + lids[0].first, same, run, false);
           }
           for (size_t i = run; i < m; ++i) row[lids[i].first] = p;
-          uses[k] = static_cast<int16_t>(uses[k] + static_cast<int16_t>(m));
+          add_lanes(uint64_t(1) << k, static_cast<int16_t>(m));
           return;
         }
         // A cycle is written out for a destination of many LIDs (kept for those after).
@@ -271,14 +271,16 @@ class Dealer {
       }
       const size_t first = least(mk);
       uint64_t rest = mk >> first << first;  // the candidates from the next one's turn on
+      uint64_t dealt = 0;                    // the candidates that took a turn this round
       for (size_t i = 0; i < m; ++i) {
         if (skip(lids[i].first)) continue;
         const auto k = static_cast<size_t>(__builtin_ctzll(rest));
         row[lids[i].first] = out[k];
-        ++uses[k];
+        dealt |= rest & -rest;
         rest &= rest - 1;
-        if (!rest) rest = mk;
+        if (!rest) rest = mk, add_lanes(dealt, 1), dealt = 0;
       }
+      add_lanes(dealt, 1);
       return;
     }
     std::vector<uint32_t>& cand = cand_;
@@ -326,11 +328,26 @@ class Dealer {
     return kCut[b8];
   }
 
-  // The first candidate of one-word mask mk (not 0) of the least count: the least by a
-  // vector scan over the vectors from the first candidate's to the last's, each eight
-  // choices' lanes cut to the candidates (the others read as the largest count, which
-  // no count reaches), then the first lane holding it.
-  [[gnu::always_inline]] size_t least(uint64_t mk) const {
+  // The first candidate of one-word mask mk (not 0) of the least count: from the set of
+  // those kept for mk (least_), else found by least_set and kept.
+  size_t least(uint64_t mk) {
+    Least* slot = nullptr;
+    for (Least& e : least_)
+      if (e.mask == mk) {
+        if (e.at) return static_cast<size_t>(__builtin_ctzll(e.at));
+        slot = &e;
+      }
+    if (!slot) slot = &least_[next_least_++ % least_.size()];
+    slot->mask = mk;
+    slot->at = least_set(mk);
+    return static_cast<size_t>(__builtin_ctzll(slot->at));
+  }
+
+  // The candidates of one-word mask mk (not 0) that hold its least count: a vector scan
+  // over the vectors from the first candidate's to the last's, each eight choices' lanes
+  // cut to the candidates (the others read as the largest count, which no count
+  // reaches), then the lanes equal to it, eight bits a vector.
+  uint64_t least_set(uint64_t mk) const {
     const Lanes top = Lanes{} + std::numeric_limits<int16_t>::max();
     const size_t i0 = static_cast<size_t>(__builtin_ctzll(mk)) / kLanes,
                  nv = (64 - static_cast<size_t>(__builtin_clzll(mk)) + kLanes - 1) / kLanes;
@@ -352,14 +369,17 @@ class Dealer {
     low = low < __builtin_shuffle(low, Lanes{1, 0, 3, 2, 5, 4, 7, 6})
               ? low
               : __builtin_shuffle(low, Lanes{1, 0, 3, 2, 5, 4, 7, 6});
-    for (size_t i = i0;; ++i) {
-      const Lanes hit = cut_v[i] == low;
-      uint64_t lanes;  // lanes 0-3, 16 bits each: all set where it holds the least
-      std::memcpy(&lanes, &hit, sizeof lanes);
-      if (lanes) return i * kLanes + static_cast<size_t>(__builtin_ctzll(lanes)) / 16;
-      std::memcpy(&lanes, reinterpret_cast<const char*>(&hit) + 8, sizeof lanes);
-      if (lanes) return i * kLanes + 4 + static_cast<size_t>(__builtin_ctzll(lanes)) / 16;
+    uint64_t at = 0;
+    for (size_t i = i0; i < nv; ++i) {
+      const Lanes hit = cut_v[i] == low;  // all ones where it holds the least
+      // Each lane's sign bit, lanes 0-7 to bits 0-7 (SSE2: signed pack to bytes, byte
+      // sign bits).
+      using Bytes = char __attribute__((vector_size(16)));
+      const auto bits = static_cast<unsigned>(__builtin_ia32_pmovmskb128(
+          reinterpret_cast<Bytes>(__builtin_ia32_packsswb128(hit, Lanes{}))));
+      at |= uint64_t(bits & 255) << (i * kLanes);
     }
+    return at & mk;
   }
 
   // How many of lids[0, m) (m > 0, ascending) from the first are consecutive LIDs, one
@@ -439,19 +459,32 @@ class Dealer {
       i += n;
       at = (at + n) % c;
     }
-    int16_t* const uses = uses_.data();
-    if (const size_t rounds = m / c) {
-      const Lanes add = Lanes{} + static_cast<int16_t>(rounds);
-      const size_t nv = (64 - static_cast<size_t>(__builtin_clzll(mk)) + kLanes - 1) / kLanes;
-      for (size_t i = 0; i < nv; ++i) {
-        Lanes v;
-        std::memcpy(&v, uses + i * kLanes, sizeof v);
-        v += add & cut(mk >> (i * kLanes) & 255);
-        std::memcpy(uses + i * kLanes, &v, sizeof v);
-      }
-    }
+    if (const size_t rounds = m / c) add_lanes(mk, static_cast<int16_t>(rounds));
     const uint8_t* const choice = cy.choice.data() + from;
-    for (size_t j = 0, more = m % c; j < more; ++j) ++uses[choice[j]];
+    uint64_t more = 0;
+    for (size_t j = 0; j < m % c; ++j) more |= uint64_t(1) << choice[j];
+    add_lanes(more, 1);
+  }
+
+  // Adds x to the count of every choice of mask b, a vector at a time: scalar stores
+  // into the counts stall least()'s vector loads of them (a store forwards only to a load
+  // of its own size), on every destination dealt.
+  void add_lanes(uint64_t b, int16_t x) {
+    const uint64_t grew = b;
+    int16_t* const uses = uses_.data();
+    const Lanes add = Lanes{} + x;
+    while (b) {
+      const size_t i = static_cast<size_t>(__builtin_ctzll(b)) / kLanes;
+      Lanes v;
+      std::memcpy(&v, uses + i * kLanes, sizeof v);
+      v += add & cut(b >> (i * kLanes) & 255);
+      std::memcpy(uses + i * kLanes, &v, sizeof v);
+      b &= ~(uint64_t(255) << (i * kLanes));
+    }
+    // A kept set loses the lanes that grew, unless all its candidates grew alike.
+    if (x != 0)
+      for (Least& e : least_)
+        if (e.mask & ~grew) e.at &= ~grew;
   }
 
   const std::vector<PortNum>& out_;
@@ -462,6 +495,15 @@ class Dealer {
   size_t words_ = 0;
   bool any_ = false;
   std::vector<uint32_t> cand_;  // more than 64 choices: the candidates of the mask taken last
+  // For the last few one-word masks found by least_set: the candidates holding the least
+  // count, kept as counts grow (add_lanes); 0: not known. A switch interleaves few masks
+  // (a tree's up links, its down links, both, single links), and between two scans of
+  // one its least count is held by many candidates, each taking a turn before it moves.
+  struct Least {
+    uint64_t mask = 0, at = 0;
+  };
+  std::array<Least, 4> least_{};
+  size_t next_least_ = 0;
 };
 
 // Where each LID leaves the switch fabric: per switch number, its (LID, exit port)
