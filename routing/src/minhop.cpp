@@ -125,6 +125,13 @@ Routed MinHopEngine::compute(const Fabric& f, const Options& o) const {
     });
     for (const auto& b : broken) out.rerouted += b.size();
   }
+  // The same, flat (per switch [lid_from[t], lid_from[t + 1])): the dealing below reads
+  // every switch's LIDs at every switch, in an order of its own.
+  std::vector<uint32_t> lid_from(ns + 1, 0);
+  for (uint32_t t = 0; t < ns; ++t) lid_from[t + 1] = lid_from[t] + uint32_t(at[t].size());
+  std::vector<std::pair<uint16_t, PortNum>> lids_flat;
+  lids_flat.reserve(lid_from[ns]);
+  for (uint32_t t = 0; t < ns; ++t) lids_flat.insert(lids_flat.end(), at[t].begin(), at[t].end());
   auto made = std::make_shared<MinHopMemo>();
   made->used.assign(ns, {});
 
@@ -291,9 +298,10 @@ Routed MinHopEngine::compute(const Fabric& f, const Options& o) const {
     // The target's LIDs round robin over the candidates (links), from the least used.
     detail::Dealer dealer(link_port, std::vector<uint32_t>(links.size(), 0));
     for (const uint32_t t : order) {
-      if (t == s || at[t].empty() || mine[t] == kFar) continue;
+      const uint32_t l0 = lid_from[t], l1 = lid_from[t + 1];
+      if (t == s || l0 == l1 || mine[t] == kFar) continue;
       if (dealer.take(next.data() + t * words, words))
-        dealer.deal(rowp, at[t].data(), at[t].size(), detail::Dealer::NoSkip{});
+        dealer.deal(rowp, lids_flat.data() + l0, l1 - l0, detail::Dealer::NoSkip{});
     }
     for (size_t k = 0; k < links.size(); ++k) used_at[links[k].port] = dealer.uses(k);
   });

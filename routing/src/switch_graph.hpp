@@ -244,7 +244,7 @@ class Dealer {
   // taken last, from the least used: row[lid] = its out value. A LID with skip(lid) is
   // passed over without taking a turn.
   template <class Pair, class Skip>
-  void deal(PortNum* row, const Pair* lids, size_t m, Skip skip) {
+  [[gnu::always_inline]] void deal(PortNum* row, const Pair* lids, size_t m, Skip skip) {
     if (!any_) return;
     int16_t* const uses = uses_.data();
     const PortNum* const out = out_.data();
