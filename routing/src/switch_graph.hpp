@@ -406,6 +406,11 @@ class Dealer {
     std::array<uint8_t, 64> at{};  // per choice of the mask: its position in the cycle
     std::array<uint8_t, 128> choice{};
     std::array<PortNum, 128> port{};  // out_[choice[i]]
+    uint32_t magic = 0;               // ceil(2^22 / size): x / size = x * magic >> 22
+    // x modulo size, for x < 65,536 (size <= 64: the error of the product, under
+    // x / 2^22 < 1 / 64, never carries the quotient over), without a division.
+    size_t mod(size_t x) const { return x - (x * magic >> 22) * size; }
+    size_t div(size_t x) const { return x * magic >> 22; }
   };
 
   // The cycle of mask mk when it is one of the last few written out, else null.
@@ -428,6 +433,7 @@ class Dealer {
       c.port[n] = out_[k];
     }
     c.size = n;
+    c.magic = static_cast<uint32_t>(((uint64_t(1) << 22) + n - 1) / n);
     for (size_t i = n; i < c.choice.size(); ++i) {
       c.choice[i] = c.choice[i - n];
       c.port[i] = c.port[i - n];
@@ -450,20 +456,40 @@ class Dealer {
       const size_t n = std::min(run - i, cy.port.size() - at);
       copy_short(row + lids[0].first + i, port + at, n, true);
       i += n;
-      at = (at + n) % c;
+      at = cy.mod(at + n);
     }
     for (size_t i = run; i < m;) {
       const size_t n = std::min(m - i, cy.port.size() - at);
       const Pair* const l = lids + i;
       for (size_t j = 0; j < n; ++j) row[l[j].first] = port[at + j];
       i += n;
-      at = (at + n) % c;
+      at = cy.mod(at + n);
     }
-    if (const size_t rounds = m / c) add_lanes(mk, static_cast<int16_t>(rounds));
+    const size_t rounds = cy.div(m);
     const uint8_t* const choice = cy.choice.data() + from;
     uint64_t more = 0;
-    for (size_t j = 0; j < m % c; ++j) more |= uint64_t(1) << choice[j];
-    add_lanes(more, 1);
+    for (size_t j = 0, e = m - rounds * c; j < e; ++j) more |= uint64_t(1) << choice[j];
+    if (rounds)
+      add_lanes(mk, static_cast<int16_t>(rounds), more);
+    else
+      add_lanes(more, 1);
+  }
+
+  // Adds x to the count of every choice of mask b, and 1 more to those of `more` (inside
+  // b), in one pass.
+  void add_lanes(uint64_t b, int16_t x, uint64_t more) {
+    int16_t* const uses = uses_.data();
+    const Lanes add = Lanes{} + x, one = Lanes{} + 1;
+    const size_t i0 = static_cast<size_t>(__builtin_ctzll(b)) / kLanes,
+                 nv = (64 - static_cast<size_t>(__builtin_clzll(b)) + kLanes - 1) / kLanes;
+    for (size_t i = i0; i < nv; ++i) {
+      Lanes v;
+      std::memcpy(&v, uses + i * kLanes, sizeof v);
+      v += (add & cut(b >> (i * kLanes) & 255)) + (one & cut(more >> (i * kLanes) & 255));
+      std::memcpy(uses + i * kLanes, &v, sizeof v);
+    }
+    // A kept set inside b loses the lanes that took one more; any other, those of b.
+    for (Least& e : least_) e.at &= ~(e.mask & ~b ? b : more);
   }
 
   // Adds x to the count of every choice of mask b, a vector at a time: scalar stores
