@@ -23,7 +23,13 @@ its time is from its log, "Entering MASTER state" to "minhop tables configured o
 all switches" (bench_routing.py's measure; it includes queuing the LFT blocks, so
 it is an upper bound). That takes about 6 minutes on the radix-56 tree.
 
+With --baseline OTHER/weft, each fast engine's runs alternate with runs of that binary
+(a build from before a change) on the same net file, and a second table prints both
+medians of user CPU and their ratio: this VM's speed swings by a third within minutes,
+so a change is measured against the code before it in the same minutes, run for run.
+
 Usage: bench_scale.py --weft BUILD/app/weft [--topology FILE] [--runs N] [--opensm]
+                      [--baseline OTHER/weft]
 """
 import argparse
 import json
@@ -130,6 +136,8 @@ def main():
     ap.add_argument("--opensm", action="store_true", help="also time OpenSM's minhop on ibsim (minutes)")
     ap.add_argument("--no-grade", action="store_true",
                     help="skip grading minhop's and updn's tables (eBB, busiest link; ~2 min each)")
+    ap.add_argument("--baseline", help="another weft binary whose runs alternate with --weft's "
+                    "(the fast engines; user CPU medians side by side)")
     ap.add_argument("--scratch", default=os.path.join(tempfile.gettempdir(), "weft-bench-scale"))
     a = ap.parse_args()
     os.makedirs(a.scratch, exist_ok=True)
@@ -142,10 +150,14 @@ def main():
     print("| engine | run | compute s | compute CPU s | user s | system s | wall s | peak MiB | VLs | target |")
     print("|---|---|---|---|---|---|---|---|---|---|")
     held, peaks, compute, phases = {}, {}, {}, {}
+    user, base_user = {}, {}  # per fast engine: user CPU seconds of each run (--baseline)
     progress_lines = []
     for engine, runs in engines:
         for i in range(runs):
+            if a.baseline and engine in FAST:
+                base_user.setdefault(engine, []).append(run_measured(a.baseline, topo, engine)[2] / 1000)
             ms, cpu_ms, user_ms, sys_ms, wall, peak, vls, progress = run_measured(a.weft, topo, engine)
+            user.setdefault(engine, []).append(user_ms / 1000)
             what, limit = TARGET[engine]
             held.setdefault(engine, []).append((cpu_ms if what == "cpu" else ms) / 1000)
             peaks[engine] = max(peaks.get(engine, 0), peak)
@@ -169,6 +181,14 @@ def main():
         print("%s: median %s %.2f s (of %d), target <= %g s: %s; peak %.0f MiB, target <= %d: %s" % (
             engine, what, med, len(xs), limit, "met" if med <= limit else "NOT met", peaks[engine], PEAK_MIB,
             "met" if peaks[engine] <= PEAK_MIB else "NOT met"))
+    if base_user:
+        print("\nAlternating runs against %s, user CPU s (median of %d each; range):\n" % (a.baseline, a.runs))
+        print("| engine | baseline | this | this / baseline |")
+        print("|---|---|---|---|")
+        for engine, xs in base_user.items():
+            b, t = sorted(xs), sorted(user[engine])
+            print("| %s | %.2f (%.2f-%.2f) | %.2f (%.2f-%.2f) | %.2f |" % (
+                engine, b[len(b) // 2], b[0], b[-1], t[len(t) // 2], t[0], t[-1], t[len(t) // 2] / b[len(b) // 2]))
     if osm is not None:
         slowest = max(compute["minhop"])
         print("minhop: OpenSM %.1f s, weft %.2f s (slowest compute): weft %.0f times faster" % (osm, slowest,
