@@ -1,13 +1,13 @@
 // The Dealer (routing/src/switch_graph.hpp, internal to routing/) against a plain
 // reference: each destination's LIDs round robin over its mask's candidates, from the
 // least used one (the first in bit order on a tie). The dealer finds the least used by
-// a vector scan with the mask's bits as lane masks (up to 64 choices), keeps for its last
-// four masks the candidates holding the least count as counts grow (the pool below has
-// fourteen, interleaved), and steps through the bits; whatever the order of masks, rows
-// and counts must come out as the
-// reference's, on one mask word and on several. A destination of one candidate, or of
-// many LIDs, takes other ways through the dealer (every LID to the one; the cycle of
-// the mask's candidates written out): LID counts of 0 to 39 reach them all.
+// a vector scan with the mask's bits as lane masks (up to 64 choices), keeps for its
+// last four masks the candidates holding the least count as counts grow (the pool below
+// has fourteen, interleaved), and steps through the bits; whatever the order of masks,
+// rows and counts must come out as the reference's, on one mask word and on several. A
+// destination of one candidate, or of many LIDs, takes other ways through the dealer
+// (every LID to the one; the cycle of the mask's candidates written out): LID counts of
+// 0 to 39 reach them all.
 #include <gtest/gtest.h>
 
 #include <array>
