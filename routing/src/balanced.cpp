@@ -228,12 +228,15 @@ void balanced_routes(const Fabric& f, const Switches& sw, const std::vector<LidO
         const uint32_t k0 = cand_begin[s], k1 = cand_begin[s + 1];
         if (k0 == k1) continue;  // unreachable by construction; keep drop
         const uint64_t ws = sw.sources[s] + (base[s] - ahead[s]);  // its own and what it got
-        uint32_t best = k0;
-        uint64_t best_cost = std::numeric_limits<uint64_t>::max();
+        // The first candidate of least cost, as one minimum over (cost, candidate) keys:
+        // no branch on the comparison, which the balanced loads make unpredictable (a
+        // switch has at most 254 candidates; costs stay far below 2^56).
+        uint64_t best_key = std::numeric_limits<uint64_t>::max();
         for (uint32_t k = k0; k < k1; ++k) {
           const uint64_t cost = uint64_t(load[cand_slot[k]]) + base[cand_to[k]];
-          if (cost < best_cost) best_cost = cost, best = k;
+          best_key = std::min(best_key, cost << 8 | (k - k0));
         }
+        const uint32_t best = k0 + static_cast<uint32_t>(best_key & 0xff);
         chosen[s] = w.cand_port[best];
         // Its least load moves only when the last link that held it takes the weight.
         const bool was_least = load[cand_slot[best]] == ahead[s];
