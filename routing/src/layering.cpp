@@ -280,16 +280,20 @@ std::expected<Layering, Failure> layer_paths(const Fabric& f, const Switches& sw
       for (uint32_t k = kid_begin[u]; k < kid_begin[u + 1]; ++k) stack_sub.push_back(kids[k]);
     }
   };
-  // The lowest layer `deps` fits, or layers.size(). On large fabrics layers are tried
-  // two at a time, on two cores: v and v + 1 both, v + 1's edges taken out again when
-  // v takes them too. Either way both tries run, so the layers end the same on any
-  // machine. (On small ones a try takes less than handing it over.)
+  // The lowest layer `deps` fits, or layers.size(). On large fabrics a path's layers are
+  // tried two at a time, on two cores: v and v + 1 both, v + 1's edges taken out again
+  // when v takes them too. Either way both tries run, so the layers end the same on any
+  // machine. (On small ones a try takes less than handing it over.) Branches go a layer
+  // at a time even there: their searches are short, and most fit the first layer tried
+  // (radix-56 tree: 1.38 M of 2.02 M tries), so a pair's second try was mostly wasted
+  // and its hand-over cost more than the try (the deferred LIDs 7.8-8.0 s in pairs,
+  // 4.5-5.8 s a layer at a time).
   const bool in_pairs = ns * owners.size() > o.large_fabric;
   std::optional<Partner> partner;
   if (in_pairs) partner.emplace(!o.one_core && std::thread::hardware_concurrency() > 1);
   Edges added_b;
-  auto place = [&](size_t limit) {
-    if (!in_pairs) {
+  auto place = [&](size_t limit, bool paired) {
+    if (!in_pairs || !paired) {
       size_t v = 0;
       while (v < layers.size() && !try_layer(layers[v], limit)) ++v;
       return v;
@@ -318,9 +322,9 @@ std::expected<Layering, Failure> layer_paths(const Fabric& f, const Switches& sw
     route_deps(channel(sw.nodes[s], lid), lid);
     ++paths;
     tally = &short_t;
-    size_t v = place(kShortSearch);
+    size_t v = place(kShortSearch, /*paired=*/true);
     tally = &long_t;
-    if (v == layers.size()) v = place(kLongSearch);
+    if (v == layers.size()) v = place(kLongSearch, /*paired=*/true);
     if (v == layers.size()) {
       if (layers.size() == o.max_vls) return false;
       layers.emplace_back(initial, port_of);
@@ -431,7 +435,7 @@ std::expected<Layering, Failure> layer_paths(const Fabric& f, const Switches& sw
       branch_deps(r, lid);
       if (deps.empty()) continue;
       tally = &branch_t;
-      const size_t v = place(kBranchSearch);
+      const size_t v = place(kBranchSearch, /*paired=*/false);
       if (v < layers.size()) {
         ++branches;
         mark_branch(r, lid, static_cast<uint8_t>(v));
