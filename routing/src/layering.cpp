@@ -209,7 +209,22 @@ std::expected<Layering, Failure> layer_paths(const Fabric& f, const Switches& sw
   // neighbouring LIDs share the cache lines. Those layer 0 holds already are left out
   // there (the layer only grows, so they would be skipped anyway), which spares the
   // single-threaded tries most of their lookups.
-  constexpr size_t kBatch = 1024, kPerTask = 16;
+  constexpr size_t kBatch = 1024, kPerTask = 64;
+  // By switch number: its first channel and its port count; per channel, the switch
+  // number it leads to (~0u: no inter-switch link). The gather below reads these, not
+  // the per-node arrays, for every switch and LID.
+  std::vector<uint32_t> sw_base(ns), sw_ports(ns), peer_of(base.back(), ~0u);
+  for (uint32_t i = 0; i < ns; ++i) {
+    const NodeIndex n = sw.nodes[i];
+    sw_base[i] = base[n], sw_ports[i] = base[n + 1] - base[n];
+    for (uint32_t c = base[n]; c < base[n + 1]; ++c)
+      if (isl_peer[c] != fabric::kNoNode) peer_of[c] = sw.of_node[isl_peer[c]];
+  }
+  // Switch i's channel by port p (as Channels::isl), or ~0u.
+  auto isl_of = [&](uint32_t i, PortNum p) {
+    const uint32_t c = sw_base[i] + p;
+    return p < sw_ports[i] && peer_of[c] != ~0u ? c : ~0u;
+  };
   std::vector<Edges> batch(kBatch);
   std::vector<uint8_t> has_deps(kBatch);
   for (size_t li = 0; li < order.size(); ++li) {
@@ -221,11 +236,22 @@ std::expected<Layering, Failure> layer_paths(const Fabric& f, const Switches& sw
                    [&](size_t task) {
                      const size_t b0 = task * kPerTask, b1 = std::min(n, b0 + kPerTask);
                      for (size_t b = b0; b < b1; ++b) batch[b].clear(), has_deps[b] = 0;
-                     for (NodeIndex node : sw.nodes)
+                     // The task's entries of every row first (a cache line each), so that
+                     // a route's next switch is read here, not at random in its row.
+                     std::vector<PortNum> at(ns * kPerTask);
+                     for (size_t i = 0; i < ns; ++i) {
+                       const auto& row = out.lft[sw.nodes[i]];
                        for (size_t b = b0; b < b1; ++b) {
-                         const uint32_t a = channel(node, order[li + b]);
+                         const uint16_t lid = order[li + b];
+                         at[i * kPerTask + (b - b0)] = lid < row.size() ? row[lid] : kDropPort;
+                       }
+                     }
+                     for (size_t i = 0; i < ns; ++i)
+                       for (size_t b = b0; b < b1; ++b) {
+                         const uint32_t a = isl_of(i, at[i * kPerTask + (b - b0)]);
                          if (a == ~0u) continue;
-                         const uint32_t c = channel(isl_peer[a], order[li + b]);
+                         const uint32_t m = peer_of[a];
+                         const uint32_t c = isl_of(m, at[size_t(m) * kPerTask + (b - b0)]);
                          if (c == ~0u) continue;
                          has_deps[b] = 1;
                          if (!held || !held->has(a, c)) batch[b].emplace_back(a, c);
