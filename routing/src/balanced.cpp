@@ -194,10 +194,9 @@ void balanced_routes(const Fabric& f, const Switches& sw, const std::vector<LidO
       uint32_t c = 0;
       for (uint32_t k = cand_begin[s]; k < cand_begin[s + 1]; ++k) {
         const uint64_t l = load[cand_slot[k]];
-        if (l < m)
-          m = l, c = 1;
-        else
-          c += l == m;
+        const bool less = l < m;  // selects, not branches (as the choice's minimum)
+        c = less ? 1 : c + (l == m);
+        m = less ? l : m;
       }
       ahead[s] = m;
       at_least[s] = c;
