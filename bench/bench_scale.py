@@ -23,13 +23,15 @@ its time is from its log, "Entering MASTER state" to "minhop tables configured o
 all switches" (bench_routing.py's measure; it includes queuing the LFT blocks, so
 it is an upper bound). That takes about 6 minutes on the radix-56 tree.
 
-With --baseline OTHER/weft, each fast engine's runs alternate with runs of that binary
+With --baseline OTHER/weft, each engine's runs alternate with runs of that binary
 (a build from before a change) on the same net file, and a second table prints both
-medians of user CPU and their ratio: this VM's speed swings by a third within minutes,
-so a change is measured against the code before it in the same minutes, run for run.
+medians and their ratio: user CPU for every engine, and dfsssp's compute time too (its
+target figure, on both cores). This VM's speed swings by a third within minutes, so a
+change is measured against the code before it in the same minutes, run for run.
+--engines picks some of the engines (dfsssp alone: --engines dfsssp --dfsssp-runs 3).
 
 Usage: bench_scale.py --weft BUILD/app/weft [--topology FILE] [--runs N] [--opensm]
-                      [--baseline OTHER/weft]
+                      [--baseline OTHER/weft] [--engines E,E...] [--dfsssp-runs N]
 """
 import argparse
 import json
@@ -131,13 +133,16 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--weft", required=True)
     ap.add_argument("--topology", help="a topology file (default: weft topo " + SPEC + ")")
-    ap.add_argument("--runs", type=int, default=3, help="runs of each fast engine (dfsssp runs once)")
-    ap.add_argument("--no-dfsssp", action="store_true", help="skip dfsssp (about a minute)")
+    ap.add_argument("--runs", type=int, default=3, help="runs of each fast engine")
+    ap.add_argument("--dfsssp-runs", type=int, default=1, help="runs of dfsssp (about 20 s each)")
+    ap.add_argument("--no-dfsssp", action="store_true", help="skip dfsssp")
+    ap.add_argument("--engines", default=",".join(FAST + ["dfsssp"]),
+                    help="engines to run, comma-separated (default: all five)")
     ap.add_argument("--opensm", action="store_true", help="also time OpenSM's minhop on ibsim (minutes)")
     ap.add_argument("--no-grade", action="store_true",
                     help="skip grading minhop's and updn's tables (eBB, busiest link; ~2 min each)")
     ap.add_argument("--baseline", help="another weft binary whose runs alternate with --weft's "
-                    "(the fast engines; user CPU medians side by side)")
+                    "(medians side by side)")
     ap.add_argument("--scratch", default=os.path.join(tempfile.gettempdir(), "weft-bench-scale"))
     a = ap.parse_args()
     os.makedirs(a.scratch, exist_ok=True)
@@ -145,17 +150,29 @@ def main():
     if not topo:
         topo = os.path.join(a.scratch, "ft56.net")
         subprocess.run([a.weft, "topo", SPEC, "-o", topo], check=True)
-    engines = [(e, a.runs) for e in FAST] + ([] if a.no_dfsssp else [("dfsssp", 1)])
+    chosen = [e.strip() for e in a.engines.split(",") if e.strip()]
+    unknown = [e for e in chosen if e not in TARGET]
+    if unknown or not chosen:
+        ap.error("--engines: unknown engine(s) %s; choose among %s" % (", ".join(unknown) or "(none given)",
+                                                                      ", ".join(TARGET)))
+    if a.no_dfsssp and "dfsssp" in chosen:
+        chosen.remove("dfsssp")
+    if a.runs < 1 or a.dfsssp_runs < 1:
+        ap.error("--runs and --dfsssp-runs must be at least 1")
+    engines = [(e, a.dfsssp_runs if e == "dfsssp" else a.runs) for e in TARGET if e in chosen]
     print("Routing at scale on %s (%d cores)\n" % (topo, os.cpu_count()))
     print("| engine | run | compute s | compute CPU s | user s | system s | wall s | peak MiB | VLs | target |")
     print("|---|---|---|---|---|---|---|---|---|---|")
     held, peaks, compute, phases = {}, {}, {}, {}
-    user, base_user = {}, {}  # per fast engine: user CPU seconds of each run (--baseline)
+    user, base_user = {}, {}  # per engine: user CPU seconds of each run (--baseline)
+    base_compute = {}  # per engine: the baseline's compute seconds of each run
     progress_lines = []
     for engine, runs in engines:
         for i in range(runs):
-            if a.baseline and engine in FAST:
-                base_user.setdefault(engine, []).append(run_measured(a.baseline, topo, engine)[2] / 1000)
+            if a.baseline:
+                bm = run_measured(a.baseline, topo, engine)
+                base_user.setdefault(engine, []).append(bm[2] / 1000)
+                base_compute.setdefault(engine, []).append(bm[0] / 1000)
             ms, cpu_ms, user_ms, sys_ms, wall, peak, vls, progress = run_measured(a.weft, topo, engine)
             user.setdefault(engine, []).append(user_ms / 1000)
             what, limit = TARGET[engine]
@@ -182,14 +199,20 @@ def main():
             engine, what, med, len(xs), limit, "met" if med <= limit else "NOT met", peaks[engine], PEAK_MIB,
             "met" if peaks[engine] <= PEAK_MIB else "NOT met"))
     if base_user:
-        print("\nAlternating runs against %s, user CPU s (median of %d each; range):\n" % (a.baseline, a.runs))
-        print("| engine | baseline | this | this / baseline |")
-        print("|---|---|---|---|")
+        print("\nAlternating runs against %s (medians of the runs each; range):\n" % a.baseline)
+        print("| engine | runs | figure | baseline | this | this / baseline |")
+        print("|---|---|---|---|---|---|")
+
+        def ratio_row(engine, figure, base, this):
+            b, t = sorted(base), sorted(this)
+            print("| %s | %d | %s | %.2f (%.2f-%.2f) | %.2f (%.2f-%.2f) | %.2f |" % (
+                engine, len(t), figure, b[len(b) // 2], b[0], b[-1], t[len(t) // 2], t[0], t[-1],
+                t[len(t) // 2] / b[len(b) // 2]))
         for engine, xs in base_user.items():
-            b, t = sorted(xs), sorted(user[engine])
-            print("| %s | %.2f (%.2f-%.2f) | %.2f (%.2f-%.2f) | %.2f |" % (
-                engine, b[len(b) // 2], b[0], b[-1], t[len(t) // 2], t[0], t[-1], t[len(t) // 2] / b[len(b) // 2]))
-    if osm is not None:
+            if engine == "dfsssp":
+                ratio_row(engine, "compute s", base_compute[engine], compute[engine])
+            ratio_row(engine, "user CPU s", xs, user[engine])
+    if osm is not None and "minhop" in compute:
         slowest = max(compute["minhop"])
         print("minhop: OpenSM %.1f s, weft %.2f s (slowest compute): weft %.0f times faster" % (osm, slowest,
                                                                                              osm / slowest))
@@ -204,7 +227,7 @@ def main():
             print("floor: filling %.0f MB once (the tables' size) in a fresh process, %s huge pages: "
                   "%.2f s of CPU (median of 3; %.2f-%.2f)" % (nbytes / 1e6, "with" if huge else "without",
                                                               xs[1], xs[0], xs[2]))
-    if not a.no_grade:
+    if not a.no_grade and {"minhop", "updn"} <= set(chosen):
         # The up/down engine has every shortest path of the tree to choose from, as minhop
         # has: its tables graded beside minhop's (weft route's analyzer, 100 bisections).
         print("\n| engine | eBB | busiest link | mean link load |")
