@@ -229,7 +229,8 @@ void balanced_routes(const Fabric& f, const Switches& sw, const std::vector<LidO
         const uint64_t ws = sw.sources[s] + (base[s] - ahead[s]);  // its own and what it got
         // The first candidate of least cost, as one minimum over (cost, candidate) keys:
         // no branch on the comparison, which the balanced loads make unpredictable (a
-        // switch has at most 254 candidates; costs stay far below 2^56).
+        // switch has under 256 candidates, one per port at most; costs stay far below
+        // 2^56: loads under 2^32, plus at most every source's weight).
         uint64_t best_key = std::numeric_limits<uint64_t>::max();
         for (uint32_t k = k0; k < k1; ++k) {
           const uint64_t cost = uint64_t(load[cand_slot[k]]) + base[cand_to[k]];

@@ -204,11 +204,11 @@ std::expected<Layering, Failure> layer_paths(const Fabric& f, const Switches& sw
       a = b;
     }
   };
-  // The LIDs' dependencies are gathered a batch at a time, in parallel, a few LIDs per
-  // task: reading one LID down every switch's row misses the cache at each switch,
-  // neighbouring LIDs share the cache lines. Those layer 0 holds already are left out
-  // there (the layer only grows, so they would be skipped anyway), which spares the
-  // single-threaded tries most of their lookups.
+  // The LIDs' dependencies are gathered a batch at a time, in parallel, 64 LIDs per
+  // task (a cache line of each row): reading one LID down every switch's row misses the
+  // cache at each switch, neighbouring LIDs share the cache lines. Those layer 0 holds
+  // already are left out there (the layer only grows, so they would be skipped anyway),
+  // which spares the single-threaded tries most of their lookups.
   constexpr size_t kBatch = 1024, kPerTask = 64;
   // By switch number: its first channel and its port count; per channel, the switch
   // number it leads to (~0u: no inter-switch link). The gather below reads these, not
