@@ -152,11 +152,14 @@ def main():
         subprocess.run([a.weft, "topo", SPEC, "-o", topo], check=True)
     chosen = [e.strip() for e in a.engines.split(",") if e.strip()]
     unknown = [e for e in chosen if e not in TARGET]
-    if unknown or not chosen:
-        ap.error("--engines: unknown engine(s) %s; choose among %s" % (", ".join(unknown) or "(none given)",
-                                                                      ", ".join(TARGET)))
+    if not chosen:
+        ap.error("--engines names no engine; choose among %s" % ", ".join(TARGET))
+    if unknown:
+        ap.error("--engines: unknown engine(s) %s; choose among %s" % (", ".join(unknown), ", ".join(TARGET)))
     if a.no_dfsssp and "dfsssp" in chosen:
         chosen.remove("dfsssp")
+        if not chosen:
+            ap.error("--no-dfsssp leaves no engine of --engines to run")
     if a.runs < 1 or a.dfsssp_runs < 1:
         ap.error("--runs and --dfsssp-runs must be at least 1")
     engines = [(e, a.dfsssp_runs if e == "dfsssp" else a.runs) for e in TARGET if e in chosen]
